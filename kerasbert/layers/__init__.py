@@ -1,0 +1,11 @@
+"""Keras 3 layers shared by every model in the zoo (keras.ops only)."""
+
+from kerasbert.layers.activations import get_activation
+from kerasbert.layers.attention import MASK_BIAS
+from kerasbert.layers.attention import MultiHeadSelfAttention
+from kerasbert.layers.attention import padding_mask_to_attention_bias
+from kerasbert.layers.embeddings import BertEmbeddings
+from kerasbert.layers.masked_lm_head import MaskedLMHead
+from kerasbert.layers.pooler import ClsPooler
+from kerasbert.layers.sentence_head import NextSentenceHead
+from kerasbert.layers.transformer_block import TransformerEncoderBlock

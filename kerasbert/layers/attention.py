@@ -1,0 +1,139 @@
+"""Multi-head self-attention with an additive padding bias.
+
+The padding mask is turned into an additive bias once per forward pass
+(`padding_mask_to_attention_bias`) and shared by every layer, instead of each
+layer rebuilding a [B, T, T] boolean mask. Scores are added to the bias and
+soft-maxed in float32 whatever the compute dtype, so half precision neither
+overflows nor loses the normalisation.
+"""
+
+import math
+
+import keras
+from keras import ops
+
+from kerasbert.layers.initializers import bert_initializer
+
+# Large but finite: exp(-30000) is exactly 0 in float32, and the value (plus
+# any realistic score) still fits in float16 (max 65504), so a fully padded
+# row gives a uniform distribution instead of NaN.
+MASK_BIAS = -3.0e4
+
+
+def padding_mask_to_attention_bias(padding_mask):
+    """Converts a [B, T] 0/1 padding mask into a [B, 1, 1, T] float32 bias.
+
+    Positions with mask 1 get 0, positions with mask 0 get `MASK_BIAS`. The
+    bias broadcasts over heads and query positions.
+    """
+    mask = ops.cast(padding_mask, "float32")
+    bias = (1.0 - mask) * MASK_BIAS
+    return ops.expand_dims(ops.expand_dims(bias, 1), 1)
+
+
+@keras.saving.register_keras_serializable(package="kerasbert")
+class MultiHeadSelfAttention(keras.layers.Layer):
+    """Self-attention with one fused query/key/value projection.
+
+    The fused kernel is [H, 3H], columns ordered [query | key | value] and,
+    within each, head-major (column n * head_dim + d), which is the layout of
+    the original BERT's [H, H] query/key/value kernels side by side.
+
+    Args:
+        num_heads: int. `hidden_dim` must divide evenly by it.
+        dropout: float. Dropout on the attention probabilities.
+        initializer_range: float.
+
+    Call args:
+        x: float tensor [B, T, H].
+        attention_bias: float tensor broadcastable to [B, N, T, T]
+            (e.g. [B, 1, 1, T] from `padding_mask_to_attention_bias`), or None.
+        return_attention_scores: bool. Also return the [B, N, T, T]
+            probabilities (float32).
+
+    Returns:
+        float tensor [B, T, H] (and the probabilities if asked).
+    """
+
+    def __init__(self, num_heads, dropout=0.1, initializer_range=0.02, **kwargs):
+        super().__init__(**kwargs)
+        self.num_heads = num_heads
+        self.dropout = dropout
+        self.initializer_range = initializer_range
+        self.dropout_layer = keras.layers.Dropout(
+            dropout, dtype=self.dtype_policy, name="attention_dropout"
+        )
+
+    def build(self, x_shape, attention_bias_shape=None):
+        hidden_dim = x_shape[-1]
+        if hidden_dim % self.num_heads:
+            raise ValueError(
+                f"hidden_dim {hidden_dim} is not divisible by num_heads "
+                f"{self.num_heads}."
+            )
+        self.hidden_dim = hidden_dim
+        self.head_dim = hidden_dim // self.num_heads
+        # Projections are created here because their width is the input's.
+        init = bert_initializer(self.initializer_range)
+        self.qkv_dense = keras.layers.Dense(
+            3 * hidden_dim,
+            kernel_initializer=init,
+            dtype=self.dtype_policy,
+            name="qkv",
+        )
+        self.output_dense = keras.layers.Dense(
+            hidden_dim,
+            kernel_initializer=init,
+            dtype=self.dtype_policy,
+            name="attention_output",
+        )
+        self.qkv_dense.build(x_shape)
+        self.output_dense.build(x_shape)
+        self.built = True
+
+    def call(
+        self,
+        x,
+        attention_bias=None,
+        training=None,
+        return_attention_scores=False,
+    ):
+        shape = ops.shape(x)
+        batch, length = shape[0], shape[1]
+        qkv = ops.reshape(
+            self.qkv_dense(x),
+            (batch, length, 3, self.num_heads, self.head_dim),
+        )
+        # Scaling the query before the product touches T*D values, not T*T.
+        query = qkv[:, :, 0] * ops.cast(
+            1.0 / math.sqrt(self.head_dim), qkv.dtype
+        )
+        key, value = qkv[:, :, 1], qkv[:, :, 2]
+        scores = ops.einsum("btnd,bsnd->bnts", query, key)
+        scores = ops.cast(scores, "float32")
+        if attention_bias is not None:
+            scores = scores + ops.cast(attention_bias, "float32")
+        probs = ops.softmax(scores, axis=-1)
+        dropped = self.dropout_layer(
+            ops.cast(probs, self.compute_dtype), training=training
+        )
+        context = ops.einsum("bnts,bsnd->btnd", dropped, value)
+        context = ops.reshape(context, (batch, length, self.hidden_dim))
+        output = self.output_dense(context)
+        if return_attention_scores:
+            return output, probs
+        return output
+
+    def compute_output_shape(self, x_shape, attention_bias_shape=None):
+        return x_shape
+
+    def get_config(self):
+        config = super().get_config()
+        config.update(
+            {
+                "num_heads": self.num_heads,
+                "dropout": self.dropout,
+                "initializer_range": self.initializer_range,
+            }
+        )
+        return config

@@ -1,0 +1,145 @@
+"""Token + learned position + segment embeddings, LayerNorm, dropout."""
+
+import keras
+from keras_hub.layers import PositionEmbedding
+
+from kerasbert.layers.initializers import bert_initializer
+
+
+@keras.saving.register_keras_serializable(package="kerasbert")
+class BertEmbeddings(keras.layers.Layer):
+    """The input embedding stack shared by every encoder in the zoo.
+
+    Sums token, absolute position and segment embeddings, normalises the sum
+    (LayerNorm, eps 1e-12), applies dropout and, when `embedding_dim` differs
+    from `hidden_dim` (ALBERT's factorised embedding), projects to
+    `hidden_dim`. The token table is a `ReversibleEmbedding` so heads can tie
+    their output projection to it.
+
+    Args:
+        vocabulary_size: int. Rows of the token table.
+        max_sequence_length: int. Rows of the position table.
+        num_segments: int. Rows of the segment table (0 disables segments).
+        hidden_dim: int. Width of the output.
+        embedding_dim: int or None. Width of the tables; defaults to
+            `hidden_dim`.
+        dropout: float. Dropout applied after the LayerNorm.
+        layer_norm_epsilon: float.
+        initializer_range: float. Stddev of the truncated-normal init.
+
+    Call args:
+        token_ids: int tensor [B, T].
+        segment_ids: int tensor [B, T] (ignored when `num_segments` is 0).
+
+    Returns:
+        float tensor [B, T, hidden_dim].
+    """
+
+    def __init__(
+        self,
+        vocabulary_size,
+        max_sequence_length,
+        num_segments,
+        hidden_dim,
+        embedding_dim=None,
+        dropout=0.1,
+        layer_norm_epsilon=1e-12,
+        initializer_range=0.02,
+        **kwargs,
+    ):
+        super().__init__(**kwargs)
+        self.vocabulary_size = vocabulary_size
+        self.max_sequence_length = max_sequence_length
+        self.num_segments = num_segments
+        self.hidden_dim = hidden_dim
+        self.embedding_dim = embedding_dim
+        self.dropout = dropout
+        self.layer_norm_epsilon = layer_norm_epsilon
+        self.initializer_range = initializer_range
+
+        width = embedding_dim or hidden_dim
+        init = bert_initializer(initializer_range)
+        self.token_embedding = keras.layers.ReversibleEmbedding(
+            vocabulary_size,
+            width,
+            embeddings_initializer=init,
+            dtype=self.dtype_policy,
+            name="token_embedding",
+        )
+        self.position_embedding = PositionEmbedding(
+            sequence_length=max_sequence_length,
+            initializer=init,
+            dtype=self.dtype_policy,
+            name="position_embedding",
+        )
+        self.segment_embedding = None
+        if num_segments:
+            self.segment_embedding = keras.layers.Embedding(
+                num_segments,
+                width,
+                embeddings_initializer=init,
+                dtype=self.dtype_policy,
+                name="segment_embedding",
+            )
+        self.layer_norm = keras.layers.LayerNormalization(
+            epsilon=layer_norm_epsilon,
+            dtype=self.dtype_policy,
+            name="layer_norm",
+        )
+        self.dropout_layer = keras.layers.Dropout(
+            dropout, dtype=self.dtype_policy, name="dropout"
+        )
+        self.projection = None
+        if width != hidden_dim:
+            self.projection = keras.layers.Dense(
+                hidden_dim,
+                kernel_initializer=init,
+                dtype=self.dtype_policy,
+                name="projection",
+            )
+
+    def build(self, token_ids_shape, segment_ids_shape=None):
+        width = self.embedding_dim or self.hidden_dim
+        self.token_embedding.build(token_ids_shape)
+        self.position_embedding.build(tuple(token_ids_shape) + (width,))
+        if self.segment_embedding is not None:
+            self.segment_embedding.build(token_ids_shape)
+        self.layer_norm.build(tuple(token_ids_shape) + (width,))
+        if self.projection is not None:
+            self.projection.build(tuple(token_ids_shape) + (width,))
+        self.built = True
+
+    def call(self, token_ids, segment_ids=None, training=None):
+        x = self.token_embedding(token_ids)
+        x = x + self.position_embedding(x)
+        if self.segment_embedding is not None:
+            if segment_ids is None:
+                raise ValueError(
+                    "BertEmbeddings has num_segments="
+                    f"{self.num_segments} and needs `segment_ids`."
+                )
+            x = x + self.segment_embedding(segment_ids)
+        x = self.layer_norm(x)
+        x = self.dropout_layer(x, training=training)
+        if self.projection is not None:
+            x = self.projection(x)
+        return x
+
+    def compute_output_shape(self, token_ids_shape, segment_ids_shape=None):
+        return tuple(token_ids_shape) + (self.hidden_dim,)
+
+    def get_config(self):
+        config = super().get_config()
+        config.update(
+            {
+                "vocabulary_size": self.vocabulary_size,
+                "max_sequence_length": self.max_sequence_length,
+                "num_segments": self.num_segments,
+                "hidden_dim": self.hidden_dim,
+                "embedding_dim": self.embedding_dim,
+                "dropout": self.dropout,
+                "layer_norm_epsilon": self.layer_norm_epsilon,
+                "initializer_range": self.initializer_range,
+            }
+        )
+        return config

@@ -1,0 +1,127 @@
+"""Masked-LM head: gather the masked positions, transform, tied decoder."""
+
+import keras
+from keras import ops
+
+from kerasbert.layers.activations import get_activation
+from kerasbert.layers.initializers import bert_initializer
+
+
+@keras.saving.register_keras_serializable(package="kerasbert")
+class MaskedLMHead(keras.layers.Layer):
+    """Predicts the original tokens at `masked_positions`.
+
+    The masked positions are gathered *first*, so the vocabulary projection
+    costs P x V per sequence rather than T x V. The gathered vectors go through
+    dense + activation + LayerNorm and are decoded with the transposed token
+    embedding (weight tying, as in BERT) plus a per-token output bias.
+
+    Args:
+        vocabulary_size: int.
+        token_embedding: a `keras.layers.ReversibleEmbedding` to tie the
+            decoder to (the backbone's `token_embedding`). If None the head
+            owns an untied [V, E] decoder; `embedding_dim` is then required.
+        embedding_dim: int or None. Decoder input width when untied.
+        activation: str. Transform activation ("gelu" = erf form).
+        layer_norm_epsilon: float.
+        initializer_range: float.
+
+    Call args:
+        sequence_output: float tensor [B, T, H].
+        masked_positions: int tensor [B, P].
+
+    Returns:
+        float32 logits [B, P, V] (float32 even under mixed precision, so the
+        loss is computed stably).
+    """
+
+    def __init__(
+        self,
+        vocabulary_size,
+        token_embedding=None,
+        embedding_dim=None,
+        activation="gelu",
+        layer_norm_epsilon=1e-12,
+        initializer_range=0.02,
+        **kwargs,
+    ):
+        super().__init__(**kwargs)
+        if token_embedding is None and embedding_dim is None:
+            raise ValueError(
+                "MaskedLMHead needs `token_embedding` (tied decoder) or "
+                "`embedding_dim` (untied decoder)."
+            )
+        if token_embedding is not None:
+            embedding_dim = token_embedding.output_dim
+            if token_embedding.input_dim != vocabulary_size:
+                raise ValueError(
+                    f"vocabulary_size {vocabulary_size} does not match the "
+                    f"token embedding's {token_embedding.input_dim} rows."
+                )
+        self.vocabulary_size = vocabulary_size
+        self.token_embedding = token_embedding
+        self.embedding_dim = embedding_dim
+        self.activation = activation
+        self.layer_norm_epsilon = layer_norm_epsilon
+        self.initializer_range = initializer_range
+        self.dense = keras.layers.Dense(
+            embedding_dim,
+            activation=get_activation(activation),
+            kernel_initializer=bert_initializer(initializer_range),
+            dtype=self.dtype_policy,
+            name="transform",
+        )
+        self.layer_norm = keras.layers.LayerNormalization(
+            epsilon=layer_norm_epsilon,
+            dtype=self.dtype_policy,
+            name="transform_layer_norm",
+        )
+
+    def build(self, sequence_shape, masked_positions_shape=None):
+        self.dense.build((None, None, sequence_shape[-1]))
+        self.layer_norm.build((None, None, self.embedding_dim))
+        if self.token_embedding is None:
+            self.decoder_kernel = self.add_weight(
+                name="decoder_kernel",
+                shape=(self.vocabulary_size, self.embedding_dim),
+                initializer=bert_initializer(self.initializer_range),
+            )
+        self.output_bias = self.add_weight(
+            name="output_bias",
+            shape=(self.vocabulary_size,),
+            initializer="zeros",
+        )
+        self.built = True
+
+    def call(self, sequence_output, masked_positions):
+        positions = ops.cast(masked_positions, "int32")
+        gathered = ops.take_along_axis(
+            sequence_output, ops.expand_dims(positions, -1), axis=1
+        )
+        x = self.layer_norm(self.dense(gathered))
+        if self.token_embedding is not None:
+            logits = self.token_embedding(x, reverse=True)
+        else:
+            kernel = ops.cast(self.decoder_kernel, x.dtype)
+            logits = ops.matmul(x, ops.transpose(kernel))
+        return ops.cast(logits, "float32") + ops.cast(
+            self.output_bias, "float32"
+        )
+
+    def compute_output_shape(self, sequence_shape, masked_positions_shape):
+        return tuple(masked_positions_shape) + (self.vocabulary_size,)
+
+    def get_config(self):
+        # The tied embedding is not serialised here: the owning task model
+        # passes its backbone's `token_embedding` when it is rebuilt.
+        config = super().get_config()
+        config.update(
+            {
+                "vocabulary_size": self.vocabulary_size,
+                "embedding_dim": self.embedding_dim,
+                "activation": self.activation,
+                "layer_norm_epsilon": self.layer_norm_epsilon,
+                "initializer_range": self.initializer_range,
+            }
+        )
+        return config

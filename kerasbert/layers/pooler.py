@@ -1,0 +1,47 @@
+"""BERT's pooler: dense + tanh on the first ([CLS]) position."""
+
+import keras
+
+from kerasbert.layers.initializers import bert_initializer
+
+
+@keras.saving.register_keras_serializable(package="kerasbert")
+class ClsPooler(keras.layers.Layer):
+    """Maps [B, T, H] to [B, H] with tanh(W h_[CLS] + b).
+
+    Args:
+        hidden_dim: int. Output width (BERT: equal to the input width).
+        initializer_range: float.
+    """
+
+    def __init__(self, hidden_dim, initializer_range=0.02, **kwargs):
+        super().__init__(**kwargs)
+        self.hidden_dim = hidden_dim
+        self.initializer_range = initializer_range
+        self.dense = keras.layers.Dense(
+            hidden_dim,
+            activation="tanh",
+            kernel_initializer=bert_initializer(initializer_range),
+            dtype=self.dtype_policy,
+            name="dense",
+        )
+
+    def build(self, sequence_shape):
+        self.dense.build((sequence_shape[0], sequence_shape[-1]))
+        self.built = True
+
+    def call(self, sequence_output):
+        return self.dense(sequence_output[:, 0, :])
+
+    def compute_output_shape(self, sequence_shape):
+        return (sequence_shape[0], self.hidden_dim)
+
+    def get_config(self):
+        config = super().get_config()
+        config.update(
+            {
+                "hidden_dim": self.hidden_dim,
+                "initializer_range": self.initializer_range,
+            }
+        )
+        return config

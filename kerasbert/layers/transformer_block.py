@@ -1,0 +1,130 @@
+"""Post-LayerNorm transformer encoder block (BERT's layout)."""
+
+import keras
+
+from kerasbert.layers.activations import get_activation
+from kerasbert.layers.attention import MultiHeadSelfAttention
+from kerasbert.layers.attention import padding_mask_to_attention_bias
+from kerasbert.layers.initializers import bert_initializer
+
+
+@keras.saving.register_keras_serializable(package="kerasbert")
+class TransformerEncoderBlock(keras.layers.Layer):
+    """One encoder layer: attention and feed-forward, each followed by
+    dropout, a residual add and LayerNorm (post-LN, as in BERT)::
+
+        x = LayerNorm(x + Dropout(Attention(x)))
+        x = LayerNorm(x + Dropout(Dense_H(act(Dense_I(x)))))
+
+    Args:
+        num_heads: int.
+        intermediate_dim: int. Width of the feed-forward hidden layer.
+        activation: str. A name from `kerasbert.layers.activations`; BERT
+            uses "gelu" (erf form).
+        dropout: float. Used for the hidden states and attention
+            probabilities alike (BERT uses 0.1 for both).
+        layer_norm_epsilon: float.
+        initializer_range: float.
+
+    Call args:
+        x: float tensor [B, T, H].
+        attention_bias: additive bias broadcastable to [B, N, T, T]. Build it
+            once per model with `padding_mask_to_attention_bias`.
+        padding_mask: int tensor [B, T]; convenience for stand-alone use,
+            ignored when `attention_bias` is given.
+
+    Returns:
+        float tensor [B, T, H].
+    """
+
+    def __init__(
+        self,
+        num_heads,
+        intermediate_dim,
+        activation="gelu",
+        dropout=0.1,
+        layer_norm_epsilon=1e-12,
+        initializer_range=0.02,
+        **kwargs,
+    ):
+        super().__init__(**kwargs)
+        self.num_heads = num_heads
+        self.intermediate_dim = intermediate_dim
+        self.activation = activation
+        self.dropout = dropout
+        self.layer_norm_epsilon = layer_norm_epsilon
+        self.initializer_range = initializer_range
+        get_activation(activation)  # Fail early on an unknown name.
+
+    def build(self, x_shape, *args, **kwargs):
+        hidden_dim = x_shape[-1]
+        init = bert_initializer(self.initializer_range)
+        policy = self.dtype_policy
+        self.attention = MultiHeadSelfAttention(
+            self.num_heads,
+            dropout=self.dropout,
+            initializer_range=self.initializer_range,
+            dtype=policy,
+            name="attention",
+        )
+        self.attention_dropout = keras.layers.Dropout(
+            self.dropout, dtype=policy, name="attention_output_dropout"
+        )
+        self.attention_layer_norm = keras.layers.LayerNormalization(
+            epsilon=self.layer_norm_epsilon,
+            dtype=policy,
+            name="attention_layer_norm",
+        )
+        self.intermediate_dense = keras.layers.Dense(
+            self.intermediate_dim,
+            activation=get_activation(self.activation),
+            kernel_initializer=init,
+            dtype=policy,
+            name="intermediate",
+        )
+        self.output_dense = keras.layers.Dense(
+            hidden_dim, kernel_initializer=init, dtype=policy, name="output"
+        )
+        self.output_dropout = keras.layers.Dropout(
+            self.dropout, dtype=policy, name="output_dropout"
+        )
+        self.output_layer_norm = keras.layers.LayerNormalization(
+            epsilon=self.layer_norm_epsilon,
+            dtype=policy,
+            name="output_layer_norm",
+        )
+        self.attention.build(x_shape)
+        self.attention_layer_norm.build(x_shape)
+        self.intermediate_dense.build(x_shape)
+        self.output_dense.build(
+            tuple(x_shape[:-1]) + (self.intermediate_dim,)
+        )
+        self.output_layer_norm.build(x_shape)
+        self.built = True
+
+    def call(self, x, attention_bias=None, padding_mask=None, training=None):
+        if attention_bias is None and padding_mask is not None:
+            attention_bias = padding_mask_to_attention_bias(padding_mask)
+        attended = self.attention(x, attention_bias, training=training)
+        attended = self.attention_dropout(attended, training=training)
+        x = self.attention_layer_norm(x + attended)
+        hidden = self.output_dense(self.intermediate_dense(x))
+        hidden = self.output_dropout(hidden, training=training)
+        return self.output_layer_norm(x + hidden)
+
+    def compute_output_shape(self, x_shape, *args, **kwargs):
+        return x_shape
+
+    def get_config(self):
+        config = super().get_config()
+        config.update(
+            {
+                "num_heads": self.num_heads,
+                "intermediate_dim": self.intermediate_dim,
+                "activation": self.activation,
+                "dropout": self.dropout,
+                "layer_norm_epsilon": self.layer_norm_epsilon,
+                "initializer_range": self.initializer_range,
+            }
+        )
+        return config

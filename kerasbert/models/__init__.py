@@ -1,0 +1,12 @@
+"""Backbones (one folder per family) and the preset registry."""
+
+from kerasbert.models.backbone import Backbone
+from kerasbert.models.bert import BertBackbone
+from kerasbert.models.presets import UnknownPresetError
+from kerasbert.models.presets import get_preset
+from kerasbert.models.presets import list_presets
+
+
+def from_preset(name, **overrides):
+    """Builds any registered preset, whatever its family."""
+    return get_preset(name)["backbone_class"].from_preset(name, **overrides)

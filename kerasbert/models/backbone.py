@@ -1,0 +1,72 @@
+"""Base class of every backbone: presets, config, the shared embedding."""
+
+import inspect
+
+import keras
+
+from kerasbert.models.presets import get_preset
+
+
+class Backbone(keras.Model):
+    """A functional encoder whose constructor arguments are its config.
+
+    Subclasses build their graph in `__init__`, store every argument as an
+    attribute of the same name and list them in `get_config`, so
+    `from_config(get_config())` rebuilds the same architecture.
+    """
+
+    @classmethod
+    def from_preset(cls, name, **overrides):
+        """Builds the architecture registered as `name` (random weights).
+
+        Keyword overrides replace preset values, e.g.
+        `BertBackbone.from_preset("bert_base", vocabulary_size=21128)`.
+        """
+        preset = get_preset(name)
+        preset_cls = preset["backbone_class"]
+        if not issubclass(preset_cls, cls):
+            raise ValueError(
+                f"Preset {name!r} is a {preset_cls.__name__}, not a "
+                f"{cls.__name__}."
+            )
+        valid = preset_cls.config_names()
+        unknown = sorted(set(overrides) - set(valid))
+        if unknown:
+            raise ValueError(
+                f"Unknown override(s) {', '.join(unknown)} for "
+                f"{preset_cls.__name__}; valid: {', '.join(valid)}."
+            )
+        return preset_cls(**{**preset["config"], **overrides})
+
+    @classmethod
+    def config_names(cls):
+        """Names of the constructor arguments that make up the config."""
+        params = inspect.signature(cls.__init__).parameters
+        return [
+            n
+            for n, p in params.items()
+            if n != "self" and p.kind is p.POSITIONAL_OR_KEYWORD
+        ]
+
+    @property
+    def token_embedding(self):
+        """The `ReversibleEmbedding` heads tie their decoder to."""
+        return self.embeddings.token_embedding
+
+    def get_config(self):
+        # The functional graph is rebuilt from the constructor arguments, so
+        # only those (plus name/trainable/dtype) are stored.
+        config = {
+            "name": self.name,
+            "trainable": self.trainable,
+            "dtype": keras.dtype_policies.serialize(self.dtype_policy),
+        }
+        config.update({n: getattr(self, n) for n in self.config_names()})
+        return config
+
+    @classmethod
+    def from_config(cls, config):
+        config = dict(config)
+        if "dtype" in config and isinstance(config["dtype"], dict):
+            config["dtype"] = keras.dtype_policies.deserialize(config["dtype"])
+        return cls(**config)

@@ -1,0 +1,133 @@
+"""BERT encoder with TF Hub tensor names."""
+
+import keras
+
+from kerasbert.layers import BertEmbeddings
+from kerasbert.layers import ClsPooler
+from kerasbert.layers import TransformerEncoderBlock
+from kerasbert.layers import padding_mask_to_attention_bias
+from kerasbert.models.backbone import Backbone
+
+
+@keras.saving.register_keras_serializable(package="kerasbert")
+class BertBackbone(Backbone):
+    """Bidirectional transformer encoder (Devlin et al., 2018).
+
+    Inputs (dict of int32 [B, T], the TF Hub names):
+        input_word_ids: token ids.
+        input_mask: 1 for real tokens, 0 for padding.
+        input_type_ids: segment ids (0 for sentence A, 1 for sentence B).
+
+    Outputs (dict):
+        sequence_output: [B, T, hidden_dim], the last layer.
+        pooled_output: [B, hidden_dim], tanh(dense([CLS])).
+        encoder_outputs: list of num_layers tensors [B, T, hidden_dim], the
+            output of every layer (the last equals sequence_output).
+
+    Args:
+        vocabulary_size: int.
+        num_layers: int.
+        num_heads: int. hidden_dim must divide by it.
+        hidden_dim: int.
+        intermediate_dim: int. Feed-forward width (4 * hidden_dim in BERT).
+        max_sequence_length: int. Rows of the position table.
+        num_segments: int. Rows of the segment table.
+        dropout: float. Hidden and attention-probability dropout.
+        embedding_dim: int or None. Factorised embedding width (ALBERT);
+            None uses hidden_dim.
+        activation: str. "gelu" (erf, BERT) or "gelu_approximate" (tanh,
+            as in keras-hub's and Model Garden's defaults).
+        layer_norm_epsilon: float.
+        initializer_range: float.
+        dtype: a dtype or `keras.DTypePolicy`, e.g. "mixed_float16".
+    """
+
+    def __init__(
+        self,
+        vocabulary_size,
+        num_layers,
+        num_heads,
+        hidden_dim,
+        intermediate_dim,
+        max_sequence_length=512,
+        num_segments=2,
+        dropout=0.1,
+        embedding_dim=None,
+        activation="gelu",
+        layer_norm_epsilon=1e-12,
+        initializer_range=0.02,
+        dtype=None,
+        **kwargs,
+    ):
+        # === Layers ===
+        self.embeddings = BertEmbeddings(
+            vocabulary_size=vocabulary_size,
+            max_sequence_length=max_sequence_length,
+            num_segments=num_segments,
+            hidden_dim=hidden_dim,
+            embedding_dim=embedding_dim,
+            dropout=dropout,
+            layer_norm_epsilon=layer_norm_epsilon,
+            initializer_range=initializer_range,
+            dtype=dtype,
+            name="embeddings",
+        )
+        self.transformer_layers = [
+            TransformerEncoderBlock(
+                num_heads=num_heads,
+                intermediate_dim=intermediate_dim,
+                activation=activation,
+                dropout=dropout,
+                layer_norm_epsilon=layer_norm_epsilon,
+                initializer_range=initializer_range,
+                dtype=dtype,
+                name=f"transformer_layer_{i}",
+            )
+            for i in range(num_layers)
+        ]
+        self.pooler = ClsPooler(
+            hidden_dim,
+            initializer_range=initializer_range,
+            dtype=dtype,
+            name="pooler",
+        )
+
+        # === Functional graph ===
+        word_ids = keras.Input((None,), dtype="int32", name="input_word_ids")
+        mask = keras.Input((None,), dtype="int32", name="input_mask")
+        type_ids = keras.Input((None,), dtype="int32", name="input_type_ids")
+        x = self.embeddings(word_ids, type_ids)
+        # One additive bias for all layers, not a [B, T, T] mask per layer.
+        attention_bias = padding_mask_to_attention_bias(mask)
+        encoder_outputs = []
+        for layer in self.transformer_layers:
+            x = layer(x, attention_bias=attention_bias)
+            encoder_outputs.append(x)
+        super().__init__(
+            inputs={
+                "input_word_ids": word_ids,
+                "input_mask": mask,
+                "input_type_ids": type_ids,
+            },
+            outputs={
+                "sequence_output": x,
+                "pooled_output": self.pooler(x),
+                "encoder_outputs": encoder_outputs,
+            },
+            dtype=dtype,
+            **kwargs,
+        )
+
+        # === Config ===
+        self.vocabulary_size = vocabulary_size
+        self.num_layers = num_layers
+        self.num_heads = num_heads
+        self.hidden_dim = hidden_dim
+        self.intermediate_dim = intermediate_dim
+        self.max_sequence_length = max_sequence_length
+        self.num_segments = num_segments
+        self.dropout = dropout
+        self.embedding_dim = embedding_dim
+        self.activation = activation
+        self.layer_norm_epsilon = layer_norm_epsilon
+        self.initializer_range = initializer_range

@@ -1,0 +1,42 @@
+"""Package metadata for kerasbert. Exact versions live in constraints.txt."""
+
+import pathlib
+
+from setuptools import find_packages, setup
+
+HERE = pathlib.Path(__file__).parent
+version = {}
+exec((HERE / "kerasbert" / "version.py").read_text(), version)
+
+setup(
+    name="kerasbert",
+    version=version["__version__"],
+    description=(
+        "BERT and its family for Keras 3: vocabulary, pretraining data, "
+        "pretraining, fine-tuning and TF Serving export."
+    ),
+    long_description=(HERE / "README.md").read_text(encoding="utf-8"),
+    long_description_content_type="text/markdown",
+    python_requires=">=3.11,<3.12",
+    packages=find_packages(include=["kerasbert", "kerasbert.*"]),
+    install_requires=[
+        "tensorflow~=2.20.0",
+        "tensorflow-text~=2.20.0",
+        "keras>=3.15",
+        "keras-hub~=0.32.0",
+        "keras-nlp~=0.32.0",
+        "tensorflow-datasets~=4.9",
+        "numpy",
+    ],
+    extras_require={
+        # Peers used for checkpoint conversion and parity tests.
+        "interop": ["tf-models-official~=2.20.0", "tf-keras~=2.20.0"],
+        "test": [
+            "pytest",
+            "tf-models-official~=2.20.0",
+            "tf-keras~=2.20.0",
+            "jax",
+        ],
+    },
+    entry_points={"console_scripts": ["kerasbert=kerasbert.cli:main"]},
+)
