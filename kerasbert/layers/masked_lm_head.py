@@ -77,8 +77,8 @@ class MaskedLMHead(keras.layers.Layer):
             name="transform_layer_norm",
         )
 
-    def build(self, sequence_shape, masked_positions_shape=None):
-        self.dense.build((None, None, sequence_shape[-1]))
+    def build(self, sequence_output_shape, masked_positions_shape=None):
+        self.dense.build((None, None, sequence_output_shape[-1]))
         self.layer_norm.build((None, None, self.embedding_dim))
         if self.token_embedding is None:
             self.decoder_kernel = self.add_weight(
@@ -108,7 +108,7 @@ class MaskedLMHead(keras.layers.Layer):
             self.output_bias, "float32"
         )
 
-    def compute_output_shape(self, sequence_shape, masked_positions_shape):
+    def compute_output_shape(self, sequence_output_shape, masked_positions_shape):
         return tuple(masked_positions_shape) + (self.vocabulary_size,)
 
     def get_config(self):

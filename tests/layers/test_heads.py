@@ -1,0 +1,84 @@
+import keras
+import numpy as np
+import pytest
+
+from kerasbert.layers import ClsPooler
+from kerasbert.layers import MaskedLMHead
+from kerasbert.layers import NextSentenceHead
+from kerasbert.testing import TestCase
+
+RNG = np.random.RandomState(2)
+SEQ = RNG.normal(size=(2, 7, 16)).astype("float32")
+POSITIONS = np.array([[1, 3, 0], [6, 2, 2]], "int32")
+
+
+class TestClsPooler(TestCase):
+    def test_layer_basics(self):
+        self.run_layer_test(
+            ClsPooler, {"hidden_dim": 16}, SEQ,
+            expected_output_shape=(2, 16), expected_num_trainable_weights=2,
+        )
+
+    def test_dense_tanh_on_first_token(self):
+        pooler = ClsPooler(16)
+        out = np.asarray(pooler(SEQ))
+        k, b = pooler.dense.kernel.numpy(), pooler.dense.bias.numpy()
+        np.testing.assert_allclose(out, np.tanh(SEQ[:, 0] @ k + b), atol=1e-6)
+
+
+class TestMaskedLMHead(TestCase):
+    def test_layer_basics_untied(self):
+        self.run_layer_test(
+            MaskedLMHead,
+            {"vocabulary_size": 40, "embedding_dim": 16},
+            (SEQ, POSITIONS),
+            expected_output_shape=(2, 3, 40),
+            # transform kernel/bias, LayerNorm, decoder kernel, output bias
+            expected_num_trainable_weights=6,
+        )
+
+    def test_tied_decoder_gathers_first(self):
+        embedding = keras.layers.ReversibleEmbedding(40, 16)
+        embedding.build((None,))
+        head = MaskedLMHead(40, token_embedding=embedding)
+        logits = np.asarray(head(SEQ, POSITIONS))
+        assert logits.shape == (2, 3, 40) and logits.dtype == np.float32
+        # The head owns no decoder matrix: it reuses the embedding table.
+        own = [w for w in head.trainable_weights if w is not embedding.embeddings]
+        assert len(own) == 5
+        assert not any(tuple(w.shape) == (40, 16) for w in own)
+        # Same as transforming every position, then picking the masked ones.
+        x = SEQ[np.arange(2)[:, None], POSITIONS]
+        h = np.asarray(head.layer_norm(head.dense(x)))
+        expected = h @ embedding.embeddings.numpy().T + head.output_bias.numpy()
+        np.testing.assert_allclose(logits, expected, atol=1e-5)
+
+    def test_tied_head_gradients_reach_the_embedding(self):
+        import tensorflow as tf
+
+        embedding = keras.layers.ReversibleEmbedding(40, 16)
+        embedding.build((None,))
+        head = MaskedLMHead(40, token_embedding=embedding)
+        with tf.GradientTape() as tape:
+            loss = tf.reduce_sum(head(SEQ, POSITIONS) ** 2)
+        grad = tape.gradient(loss, embedding.embeddings)
+        assert grad is not None and np.any(np.asarray(tf.convert_to_tensor(grad)) != 0)
+
+    def test_vocabulary_mismatch_is_an_error(self):
+        embedding = keras.layers.ReversibleEmbedding(40, 16)
+        with pytest.raises(ValueError, match="does not match"):
+            MaskedLMHead(41, token_embedding=embedding)
+        with pytest.raises(ValueError, match="needs `token_embedding`"):
+            MaskedLMHead(41)
+
+
+class TestNextSentenceHead(TestCase):
+    def test_layer_basics(self):
+        self.run_layer_test(
+            NextSentenceHead, {}, SEQ[:, 0],
+            expected_output_shape=(2, 2), expected_num_trainable_weights=2,
+        )
+
+    def test_logits_are_float32_under_mixed_precision(self):
+        head = NextSentenceHead(dtype="mixed_float16")
+        assert np.asarray(head(SEQ[:, 0])).dtype == np.float32
