@@ -1,5 +1,29 @@
-"""kerasbert: BERT and its family for Keras 3."""
+"""kerasbert: BERT and its family for Keras 3.
 
-from kerasbert import layers
-from kerasbert import models
+Sub-packages are imported on first use (`kerasbert.models`, ...), so
+`import kerasbert` and `kerasbert --help` stay fast and the CLI can set up
+logging before TensorFlow loads.
+"""
+
+import importlib
+
 from kerasbert.version import __version__
+
+_SUBPACKAGES = (
+    "convert",
+    "data",
+    "layers",
+    "metrics",
+    "models",
+    "serving",
+    "tasks",
+    "testing",
+    "text",
+    "training",
+)
+
+
+def __getattr__(name):
+    if name in _SUBPACKAGES:
+        return importlib.import_module(f"kerasbert.{name}")
+    raise AttributeError(f"module 'kerasbert' has no attribute {name!r}")

@@ -36,6 +36,19 @@ class Backbone(keras.Model):
                 f"Unknown override(s) {', '.join(unknown)} for "
                 f"{preset_cls.__name__}; valid: {', '.join(valid)}."
             )
+        for key, value in overrides.items():
+            expected = preset["config"].get(key)
+            if isinstance(expected, (int, float)) and not isinstance(
+                value, (int, float)
+            ):
+                raise ValueError(
+                    f"Override {key}={value!r} must be a number like the "
+                    f"preset's {key}={expected!r}."
+                )
+            if isinstance(expected, int) and not isinstance(value, int):
+                raise ValueError(
+                    f"Override {key}={value!r} must be an integer."
+                )
         return preset_cls(**{**preset["config"], **overrides})
 
     @classmethod

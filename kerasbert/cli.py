@@ -1,0 +1,126 @@
+"""`kerasbert <command>`: the command-line entry point.
+
+Exit codes: 0 success, 2 bad usage or bad input (unknown preset, bad
+override, ...), 1 unexpected failure.
+"""
+
+import argparse
+import ast
+import os
+import sys
+
+os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
+
+
+class UsageError(Exception):
+    """Bad input from the user: printed without a traceback, exit code 2."""
+
+
+def parse_overrides(pairs):
+    """["num_layers=4", "dropout=0.0"] -> {"num_layers": 4, "dropout": 0.0}."""
+    overrides = {}
+    for pair in pairs or ():
+        key, sep, raw = pair.partition("=")
+        if not sep or not key:
+            raise UsageError(f"Override {pair!r} is not KEY=VALUE.")
+        try:
+            value = ast.literal_eval(raw)
+        except (ValueError, SyntaxError):
+            value = raw  # Plain strings need no quotes: activation=relu.
+        overrides[key.strip()] = value
+    return overrides
+
+
+def build_backbone(preset, overrides):
+    """Builds a preset, turning lookup/override problems into UsageError."""
+    from kerasbert import models
+
+    try:
+        return models.from_preset(preset, **overrides)
+    except (ValueError, TypeError) as err:
+        raise UsageError(str(err)) from None
+
+
+def describe_backbone(backbone):
+    """Text block: every config value and a parameter breakdown."""
+    lines = [f"{type(backbone).__name__}"]
+    for name in backbone.config_names():
+        if name == "dtype":
+            continue
+        lines.append(f"  {name:<22} {getattr(backbone, name)}")
+    parts = [
+        ("embeddings", backbone.embeddings.count_params()),
+        (
+            f"encoder ({len(backbone.transformer_layers)} layers)",
+            sum(l.count_params() for l in backbone.transformer_layers),
+        ),
+        ("pooler", backbone.pooler.count_params()),
+    ]
+    lines.append("  parameters")
+    for label, count in parts:
+        lines.append(f"    {label:<20} {count:>14,}")
+    lines.append(f"    {'total':<20} {backbone.count_params():>14,}")
+    return "\n".join(lines)
+
+
+def cmd_info(args):
+    backbone = build_backbone(args.preset, parse_overrides(args.set))
+    print(f"preset {args.preset}")
+    print(describe_backbone(backbone))
+
+
+def cmd_presets(args):
+    from kerasbert.models import get_preset
+    from kerasbert.models import list_presets
+
+    for name in list_presets():
+        print(f"{name:<16} {get_preset(name)['description']}")
+
+
+def cmd_demo(args):
+    from kerasbert.demo import run_demo
+
+    run_demo(args.output_dir)
+
+
+def make_parser():
+    parser = argparse.ArgumentParser(
+        prog="kerasbert",
+        description="BERT and its family for Keras 3: presets, conversion, "
+        "pretraining, fine-tuning, export.",
+    )
+    sub = parser.add_subparsers(dest="command", metavar="COMMAND")
+    sub.required = True
+
+    info = sub.add_parser("info", help="Print a preset's architecture and size.")
+    info.add_argument("--preset", required=True, help="e.g. bert_base")
+    info.add_argument(
+        "--set",
+        action="append",
+        metavar="KEY=VALUE",
+        help="Override a config value (repeatable), e.g. --set num_layers=4",
+    )
+    info.set_defaults(func=cmd_info)
+
+    presets = sub.add_parser("presets", help="List every preset.")
+    presets.set_defaults(func=cmd_presets)
+
+    demo = sub.add_parser("demo", help="Show what exists, end to end, offline.")
+    demo.add_argument("--output-dir", default="runs/demo")
+    demo.set_defaults(func=cmd_demo)
+    return parser
+
+
+def main(argv=None):
+    parser = make_parser()
+    args = parser.parse_args(argv)
+    try:
+        args.func(args)
+    except UsageError as err:
+        print(f"kerasbert {args.command}: error: {err}", file=sys.stderr)
+        return 2
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

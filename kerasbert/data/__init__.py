@@ -1,0 +1,1 @@
+"""Pretraining and task data: the TFRecord schema, creation, readers."""

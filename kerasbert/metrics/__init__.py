@@ -1,0 +1,1 @@
+"""Task metrics: GLUE, SQuAD EM/F1, seqeval."""

@@ -1,0 +1,1 @@
+"""SavedModel builders for TF Serving and the TF Hub format."""

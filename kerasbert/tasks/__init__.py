@@ -1,0 +1,1 @@
+"""Pretrainers and fine-tuning task models."""

@@ -1,0 +1,1 @@
+"""Vocabulary building, tokenizers and input packing."""

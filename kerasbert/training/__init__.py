@@ -1,0 +1,1 @@
+"""Optimizers, schedules, strategies, the training loop, checkpoints."""
