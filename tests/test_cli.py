@@ -1,0 +1,81 @@
+import os
+import subprocess
+import sys
+
+import pytest
+
+from kerasbert.cli import main
+from kerasbert.cli import parse_overrides
+
+
+def test_help_lists_commands():
+    result = subprocess.run(
+        [os.path.join(os.path.dirname(sys.executable), "kerasbert"), "--help"],
+        capture_output=True,
+        text=True,
+    )
+    assert result.returncode == 0
+    for command in ("info", "presets", "demo"):
+        assert command in result.stdout
+
+
+def test_info_prints_architecture_and_count(capsys):
+    assert main(["info", "--preset", "bert_base"]) == 0
+    out = capsys.readouterr().out
+    assert "109,482,240" in out
+    assert "num_layers             12" in out
+
+
+def test_info_applies_overrides(capsys):
+    assert main(["info", "--preset", "bert_tiny", "--set", "num_layers=1",
+                 "--set", "activation=gelu_approximate"]) == 0
+    out = capsys.readouterr().out
+    assert "num_layers             1" in out
+    assert "gelu_approximate" in out
+
+
+@pytest.mark.parametrize(
+    "argv, message",
+    [
+        (["--preset", "bert_bse"], "Did you mean bert_base"),
+        (["--preset", "bert_tiny", "--set", "hidden_size=3"], "valid: vocabulary_size"),
+        (["--preset", "bert_tiny", "--set", "num_layers=x"], "must be a number"),
+        (["--preset", "bert_tiny", "--set", "num_heads=3"], "not divisible"),
+        (["--preset", "bert_tiny", "--set", "activation=swishy"], "Unknown activation"),
+        (["--preset", "bert_tiny", "--set", "novalue"], "not KEY=VALUE"),
+    ],
+)
+def test_bad_input_exits_2_with_a_clear_message(capsys, argv, message):
+    assert main(["info", *argv]) == 2
+    assert message in capsys.readouterr().err
+
+
+def test_unknown_preset_lists_every_valid_name(capsys):
+    assert main(["info", "--preset", "nope"]) == 2
+    err = capsys.readouterr().err
+    assert "bert_L12_H768" in err and "bert_large" in err
+
+
+def test_missing_preset_argument_is_usage_error():
+    with pytest.raises(SystemExit) as exit_info:
+        main(["info"])
+    assert exit_info.value.code == 2
+
+
+def test_presets_command(capsys):
+    assert main(["presets"]) == 0
+    lines = capsys.readouterr().out.splitlines()
+    assert len(lines) == 30 and lines[0].startswith("bert_L10_H128")
+
+
+def test_parse_overrides_types():
+    assert parse_overrides(["a=1", "b=0.5", "c=relu", "d=None"]) == {
+        "a": 1, "b": 0.5, "c": "relu", "d": None,
+    }
+
+
+def test_demo_runs_and_checks_everything(tmp_path, capsys):
+    assert main(["demo", "--output-dir", str(tmp_path)]) == 0
+    out = capsys.readouterr().out
+    assert "every check passed" in out
+    assert (tmp_path / "bert_tiny.keras").exists()
