@@ -74,7 +74,9 @@ class Backbone(keras.Model):
             "trainable": self.trainable,
             "dtype": keras.dtype_policies.serialize(self.dtype_policy),
         }
-        config.update({n: getattr(self, n) for n in self.config_names()})
+        config.update(
+            {n: getattr(self, n) for n in self.config_names() if n != "dtype"}
+        )
         return config
 
     @classmethod

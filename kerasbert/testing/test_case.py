@@ -178,6 +178,9 @@ class TestCase:
             for policy in HALF_POLICIES:
                 model = cls(**{**init_kwargs, "dtype": policy})
                 self.assertAllFinite(model(padded), f"under {policy}")
+                # The policy survives a config round trip.
+                revived = cls.from_config(model.get_config())
+                assert revived.dtype_policy.name == policy
         return backbone
 
     def run_model_saving_test(self, model, input_data, atol=1e-6):
