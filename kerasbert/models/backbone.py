@@ -15,6 +15,13 @@ class Backbone(keras.Model):
     `from_config(get_config())` rebuilds the same architecture.
     """
 
+    def __init__(self, *args, dtype=None, **kwargs):
+        super().__init__(*args, **kwargs)
+        # Functional models drop `dtype`; keep the policy the sublayers were
+        # built with so get_config (and a reloaded model) records it.
+        if dtype is not None:
+            self.dtype_policy = keras.dtype_policies.get(dtype)
+
     @classmethod
     def from_preset(cls, name, **overrides):
         """Builds the architecture registered as `name` (random weights).
