@@ -103,7 +103,6 @@ _BLOCK_DEFAULTS = {
     "linformer_dim": None,
     "use_sigmoid_attn": False,
     "output_range": None,
-    "inner_dropout": 0.0,
 }
 
 
