@@ -40,16 +40,16 @@ DEFAULTS = {"batch_size": 16, "seq_length": 128, "repeats": 5, "steps": 3,
             "warmup": 2}
 # --quick: a tiny model for smoke tests (a few seconds per row).
 QUICK_CONFIG = {
-    "vocabulary_size": 1000,
-    "num_layers": 2,
+    "vocabulary_size": 512,
+    "num_layers": 1,
     "num_heads": 2,
-    "hidden_dim": 64,
-    "intermediate_dim": 128,
-    "max_sequence_length": 64,
+    "hidden_dim": 32,
+    "intermediate_dim": 64,
+    "max_sequence_length": 32,
     "num_segments": 2,
     "dropout": 0.1,
 }
-QUICK_DEFAULTS = {"batch_size": 4, "seq_length": 32, "repeats": 1, "steps": 2,
+QUICK_DEFAULTS = {"batch_size": 2, "seq_length": 16, "repeats": 1, "steps": 2,
                   "warmup": 1}
 
 # keras-hub input name -> kerasbert input name.
@@ -145,6 +145,19 @@ def resolve_config(args):
     return name, {k: preset["config"][k] for k in keys}
 
 
+# 1-minute load average when main() started, before this process did any
+# work: clearly above 0 means other processes were competing for the CPUs.
+_LOAD_AT_START = {}
+
+
+def _loadavg():
+    """1-minute load average, or None where the OS has none."""
+    try:
+        return round(os.getloadavg()[0], 2)
+    except (AttributeError, OSError):
+        return None
+
+
 def environment(args):
     import keras
     import keras_hub
@@ -164,6 +177,7 @@ def environment(args):
         "cpu_count": os.cpu_count(),
         "dtype_policy": args.dtype,
         "note": args.backend_note,
+        "loadavg_start": _LOAD_AT_START.get("value"),
     }
     try:
         import tensorflow as tf
@@ -316,7 +330,7 @@ def bench_row(kind, jit, models, data, targets, args, initial_weights):
     return rates, first_call_s, outputs
 
 
-def check_outputs(models, data, targets, tol):
+def check_outputs(models, data, tol):
     """Asserts both backbones compute the same thing; returns the diffs."""
     import numpy as np
 
@@ -384,7 +398,9 @@ def format_table(results, env, meta):
     if "jax" in env:
         env_bits.append(f"jax={env['jax']}")
     env_bits += [f"dtype={env['dtype_policy']}", f"cpus={env['cpu_count']}",
-                 f"python={env['python']}"]
+                 f"python={env['python']}",
+                 f"loadavg(start/end)={env['loadavg_start']}/"
+                 f"{env.get('loadavg_end')}"]
     lines.append("env: " + " ".join(env_bits))
     if env["note"]:
         lines.append(f"note: {env['note']}")
@@ -453,7 +469,7 @@ def run(args):
     for who in (OURS, PEER):
         models[who][0].compile(jit_compile=False)
         models[who][1].compile(jit_compile=False)
-    diffs = check_outputs(models, data, targets, tol)
+    diffs = check_outputs(models, data, tol)
     print(
         "outputs match (jit off): max|diff| "
         + ", ".join(f"{k} {v:.2e}" for k, v in diffs.items()),
@@ -502,6 +518,7 @@ def run(args):
             flush=True,
         )
 
+    env["loadavg_end"] = _loadavg()
     meta = {
         "config_name": config_name,
         "config": config,
@@ -522,6 +539,7 @@ def run(args):
 
 
 def main(argv=None):
+    _LOAD_AT_START["value"] = _loadavg()
     args = parse_args(argv)
     t0 = time.perf_counter()
     payload = run(args)
@@ -530,6 +548,11 @@ def main(argv=None):
 
 
 if __name__ == "__main__":
+    # Each compile() makes a new predict/train function; TF's "retracing"
+    # warning about that is expected here, not a sign of per-step tracing.
+    import logging
+
+    logging.getLogger("tensorflow").setLevel(logging.ERROR)
     try:
         main()
     except BenchError as e:

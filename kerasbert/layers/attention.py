@@ -100,15 +100,16 @@ class MultiHeadSelfAttention(keras.layers.Layer):
     ):
         shape = ops.shape(x)
         batch, length = shape[0], shape[1]
-        qkv = ops.reshape(
-            self.qkv_dense(x),
-            (batch, length, 3, self.num_heads, self.head_dim),
-        )
+        # Split (not slice) the fused projection: the gradient of a split is
+        # one concat, while each strided slice's gradient materialises a
+        # zero-padded [B, T, 3H] tensor (measured: 1.5x slower backward).
+        query, key, value = ops.split(self.qkv_dense(x), 3, axis=-1)
+        heads = (batch, length, self.num_heads, self.head_dim)
         # Scaling the query before the product touches T*D values, not T*T.
-        query = qkv[:, :, 0] * ops.cast(
-            1.0 / math.sqrt(self.head_dim), qkv.dtype
+        query = ops.reshape(query, heads) * ops.cast(
+            1.0 / math.sqrt(self.head_dim), query.dtype
         )
-        key, value = qkv[:, :, 1], qkv[:, :, 2]
+        key, value = ops.reshape(key, heads), ops.reshape(value, heads)
         scores = ops.einsum("btnd,bsnd->bnts", query, key)
         scores = ops.cast(scores, "float32")
         if attention_bias is not None:
