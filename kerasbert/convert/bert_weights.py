@@ -56,112 +56,86 @@ def _assign(variable, value, name):
     variable.assign(value.astype(variable.dtype))
 
 
+def _top_variables(backbone):
+    """(canonical key, variable) outside the encoder blocks; optional parts
+    (segment table, factorised projection) only when the model has them."""
+    emb = backbone.embeddings
+    pairs = [
+        ("word_embeddings", emb.token_embedding.embeddings),
+        ("position_embeddings", emb.position_embedding.position_embeddings),
+        ("embeddings_ln_gamma", emb.layer_norm.gamma),
+        ("embeddings_ln_beta", emb.layer_norm.beta),
+        ("pooler_kernel", backbone.pooler.dense.kernel),
+        ("pooler_bias", backbone.pooler.dense.bias),
+    ]
+    if emb.segment_embedding is not None:
+        pairs.append(("type_embeddings", emb.segment_embedding.embeddings))
+    if emb.projection is not None:
+        pairs.append(("embedding_projection_kernel", emb.projection.kernel))
+        pairs.append(("embedding_projection_bias", emb.projection.bias))
+    return pairs
+
+
+def _block_variables(block):
+    """(canonical key, variable) of one block, except the fused query/key/
+    value projection, which three canonical entries share."""
+    attn = block.attention
+    return (
+        ("attention_output_kernel", attn.output_dense.kernel),
+        ("attention_output_bias", attn.output_dense.bias),
+        ("attention_ln_gamma", block.attention_layer_norm.gamma),
+        ("attention_ln_beta", block.attention_layer_norm.beta),
+        ("intermediate_kernel", block.intermediate_dense.kernel),
+        ("intermediate_bias", block.intermediate_dense.bias),
+        ("output_kernel", block.output_dense.kernel),
+        ("output_bias", block.output_dense.bias),
+        ("output_ln_gamma", block.output_layer_norm.gamma),
+        ("output_ln_beta", block.output_layer_norm.beta),
+    )
+
+
 def get_bert_weights(backbone):
     """Reads a `BertBackbone`'s weights into the canonical dict (numpy)."""
-    emb = backbone.embeddings
-    weights = {
-        "word_embeddings": emb.token_embedding.embeddings.numpy(),
-        "position_embeddings": emb.position_embedding.position_embeddings.numpy(),
-        "type_embeddings": (
-            emb.segment_embedding.embeddings.numpy()
-            if emb.segment_embedding is not None
-            else None
-        ),
-        "embeddings_ln_gamma": emb.layer_norm.gamma.numpy(),
-        "embeddings_ln_beta": emb.layer_norm.beta.numpy(),
-        "pooler_kernel": backbone.pooler.dense.kernel.numpy(),
-        "pooler_bias": backbone.pooler.dense.bias.numpy(),
-        "layers": [],
-    }
-    if emb.projection is not None:
-        weights["embedding_projection_kernel"] = emb.projection.kernel.numpy()
-        weights["embedding_projection_bias"] = emb.projection.bias.numpy()
+    weights = {key: v.numpy() for key, v in _top_variables(backbone)}
+    weights.setdefault("type_embeddings", None)
+    weights["layers"] = []
     for block in backbone.transformer_layers:
-        attn = block.attention
-        q, k, v = np.split(attn.qkv_dense.kernel.numpy(), 3, axis=-1)
-        qb, kb, vb = np.split(attn.qkv_dense.bias.numpy(), 3, axis=-1)
-        weights["layers"].append(
-            {
-                "query_kernel": q,
-                "query_bias": qb,
-                "key_kernel": k,
-                "key_bias": kb,
-                "value_kernel": v,
-                "value_bias": vb,
-                "attention_output_kernel": attn.output_dense.kernel.numpy(),
-                "attention_output_bias": attn.output_dense.bias.numpy(),
-                "attention_ln_gamma": block.attention_layer_norm.gamma.numpy(),
-                "attention_ln_beta": block.attention_layer_norm.beta.numpy(),
-                "intermediate_kernel": block.intermediate_dense.kernel.numpy(),
-                "intermediate_bias": block.intermediate_dense.bias.numpy(),
-                "output_kernel": block.output_dense.kernel.numpy(),
-                "output_bias": block.output_dense.bias.numpy(),
-                "output_ln_gamma": block.output_layer_norm.gamma.numpy(),
-                "output_ln_beta": block.output_layer_norm.beta.numpy(),
-            }
-        )
+        qkv = block.attention.qkv_dense
+        layer = {key: v.numpy() for key, v in _block_variables(block)}
+        for part, kernel, bias in zip(
+            ("query", "key", "value"),
+            np.split(qkv.kernel.numpy(), 3, axis=-1),
+            np.split(qkv.bias.numpy(), 3, axis=-1),
+        ):
+            layer[f"{part}_kernel"], layer[f"{part}_bias"] = kernel, bias
+        weights["layers"].append(layer)
     return weights
 
 
 def set_bert_weights(backbone, weights):
     """Writes the canonical dict into a `BertBackbone` of matching shape."""
-    emb = backbone.embeddings
     if len(weights["layers"]) != len(backbone.transformer_layers):
         raise ValueError(
             f"The source has {len(weights['layers'])} layers, the model "
             f"{len(backbone.transformer_layers)}."
         )
-    _assign(emb.token_embedding.embeddings, weights["word_embeddings"],
-            "word_embeddings")
-    _assign(emb.position_embedding.position_embeddings,
-            weights["position_embeddings"], "position_embeddings")
-    if emb.segment_embedding is not None:
-        _assign(emb.segment_embedding.embeddings, weights["type_embeddings"],
-                "type_embeddings")
-    _assign(emb.layer_norm.gamma, weights["embeddings_ln_gamma"],
-            "embeddings_ln_gamma")
-    _assign(emb.layer_norm.beta, weights["embeddings_ln_beta"],
-            "embeddings_ln_beta")
-    if emb.projection is not None:
-        _assign(emb.projection.kernel, weights["embedding_projection_kernel"],
-                "embedding_projection_kernel")
-        _assign(emb.projection.bias, weights["embedding_projection_bias"],
-                "embedding_projection_bias")
+    for key, variable in _top_variables(backbone):
+        _assign(variable, weights[key], key)
     for i, (block, src) in enumerate(
         zip(backbone.transformer_layers, weights["layers"])
     ):
-        attn = block.attention
-        where = f"layer {i}"
+        qkv = block.attention.qkv_dense
+        parts = ("query", "key", "value")
         _assign(
-            attn.qkv_dense.kernel,
-            np.concatenate(
-                [src["query_kernel"], src["key_kernel"], src["value_kernel"]],
-                axis=-1,
-            ),
-            f"{where} query/key/value kernels",
+            qkv.kernel,
+            np.concatenate([src[f"{p}_kernel"] for p in parts], axis=-1),
+            f"layer {i} query/key/value kernels",
         )
         _assign(
-            attn.qkv_dense.bias,
-            np.concatenate(
-                [src["query_bias"], src["key_bias"], src["value_bias"]]
-            ),
-            f"{where} query/key/value biases",
+            qkv.bias,
+            np.concatenate([src[f"{p}_bias"] for p in parts]),
+            f"layer {i} query/key/value biases",
         )
-        pairs = (
-            (attn.output_dense.kernel, "attention_output_kernel"),
-            (attn.output_dense.bias, "attention_output_bias"),
-            (block.attention_layer_norm.gamma, "attention_ln_gamma"),
-            (block.attention_layer_norm.beta, "attention_ln_beta"),
-            (block.intermediate_dense.kernel, "intermediate_kernel"),
-            (block.intermediate_dense.bias, "intermediate_bias"),
-            (block.output_dense.kernel, "output_kernel"),
-            (block.output_dense.bias, "output_bias"),
-            (block.output_layer_norm.gamma, "output_ln_gamma"),
-            (block.output_layer_norm.beta, "output_ln_beta"),
-        )
-        for variable, key in pairs:
-            _assign(variable, src[key], f"{where} {key}")
-    _assign(backbone.pooler.dense.kernel, weights["pooler_kernel"],
-            "pooler_kernel")
-    _assign(backbone.pooler.dense.bias, weights["pooler_bias"], "pooler_bias")
+        for key, variable in _block_variables(block):
+            _assign(variable, src[key], f"layer {i} {key}")
     return backbone

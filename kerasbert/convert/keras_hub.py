@@ -21,55 +21,77 @@ def _require_keras_hub_bert(backbone):
         )
 
 
+def _top_variables(peer):
+    """(canonical key, keras-hub variable) outside the encoder layers."""
+    return (
+        ("word_embeddings", peer.token_embedding.embeddings),
+        ("position_embeddings", peer.position_embedding.position_embeddings),
+        ("type_embeddings", peer.segment_embedding.embeddings),
+        ("embeddings_ln_gamma", peer.embeddings_layer_norm.gamma),
+        ("embeddings_ln_beta", peer.embeddings_layer_norm.beta),
+        ("pooler_kernel", peer.pooled_dense.kernel),
+        ("pooler_bias", peer.pooled_dense.bias),
+    )
+
+
+def _layer_variables(layer):
+    """(canonical key, keras-hub variable) of one TransformerEncoder. The
+    canonical shape is 2-D [in, out] / 1-D, so per-head tensors are
+    reshaped on the way in and out."""
+    attn = layer._self_attention_layer
+    return (
+        ("query_kernel", attn._query_dense.kernel),
+        ("query_bias", attn._query_dense.bias),
+        ("key_kernel", attn._key_dense.kernel),
+        ("key_bias", attn._key_dense.bias),
+        ("value_kernel", attn._value_dense.kernel),
+        ("value_bias", attn._value_dense.bias),
+        ("attention_output_kernel", attn._output_dense.kernel),
+        ("attention_output_bias", attn._output_dense.bias),
+        ("attention_ln_gamma", layer._self_attention_layer_norm.gamma),
+        ("attention_ln_beta", layer._self_attention_layer_norm.beta),
+        ("intermediate_kernel", layer._feedforward_intermediate_dense.kernel),
+        ("intermediate_bias", layer._feedforward_intermediate_dense.bias),
+        ("output_kernel", layer._feedforward_output_dense.kernel),
+        ("output_bias", layer._feedforward_output_dense.bias),
+        ("output_ln_gamma", layer._feedforward_layer_norm.gamma),
+        ("output_ln_beta", layer._feedforward_layer_norm.beta),
+    )
+
+
+def _canonical_shape(key, variable, hidden):
+    """Only the per-head attention tensors differ from the canonical 2-D
+    [in, out] / 1-D layout."""
+    if key in ("query_kernel", "key_kernel", "value_kernel"):
+        return (hidden, -1)  # [H, N, D] -> [H, N * D]
+    if key == "attention_output_kernel":
+        return (-1, hidden)  # [N, D, H] -> [N * D, H]
+    if key in ("query_bias", "key_bias", "value_bias"):
+        return (-1,)  # [N, D] -> [N * D]
+    return tuple(variable.shape)
+
+
 def keras_hub_to_canonical(backbone):
     """Reads a keras-hub BertBackbone into the canonical weight dict."""
     _require_keras_hub_bert(backbone)
     hidden = backbone.hidden_dim
-
-    def kernel(dense):  # [H, N, D] -> [H, N * D]
-        return np.reshape(dense.kernel.numpy(), (hidden, -1))
-
-    def bias(dense):  # [N, D] -> [N * D]
-        return np.reshape(dense.bias.numpy(), (-1,))
-
-    weights = {
-        "word_embeddings": backbone.token_embedding.embeddings.numpy(),
-        "position_embeddings": (
-            backbone.position_embedding.position_embeddings.numpy()
-        ),
-        "type_embeddings": backbone.segment_embedding.embeddings.numpy(),
-        "embeddings_ln_gamma": backbone.embeddings_layer_norm.gamma.numpy(),
-        "embeddings_ln_beta": backbone.embeddings_layer_norm.beta.numpy(),
-        "pooler_kernel": backbone.pooled_dense.kernel.numpy(),
-        "pooler_bias": backbone.pooled_dense.bias.numpy(),
-        "layers": [],
-    }
-    for layer in backbone.transformer_layers:
-        attn = layer._self_attention_layer
-        out = attn._output_dense
-        weights["layers"].append(
-            {
-                "query_kernel": kernel(attn._query_dense),
-                "query_bias": bias(attn._query_dense),
-                "key_kernel": kernel(attn._key_dense),
-                "key_bias": bias(attn._key_dense),
-                "value_kernel": kernel(attn._value_dense),
-                "value_bias": bias(attn._value_dense),
-                "attention_output_kernel": np.reshape(
-                    out.kernel.numpy(), (-1, hidden)
-                ),
-                "attention_output_bias": out.bias.numpy(),
-                "attention_ln_gamma": layer._self_attention_layer_norm.gamma.numpy(),
-                "attention_ln_beta": layer._self_attention_layer_norm.beta.numpy(),
-                "intermediate_kernel": layer._feedforward_intermediate_dense.kernel.numpy(),
-                "intermediate_bias": layer._feedforward_intermediate_dense.bias.numpy(),
-                "output_kernel": layer._feedforward_output_dense.kernel.numpy(),
-                "output_bias": layer._feedforward_output_dense.bias.numpy(),
-                "output_ln_gamma": layer._feedforward_layer_norm.gamma.numpy(),
-                "output_ln_beta": layer._feedforward_layer_norm.beta.numpy(),
-            }
-        )
+    weights = {k: v.numpy() for k, v in _top_variables(backbone)}
+    weights["layers"] = [
+        {
+            key: np.reshape(v.numpy(), _canonical_shape(key, v, hidden))
+            for key, v in _layer_variables(layer)
+        }
+        for layer in backbone.transformer_layers
+    ]
     return weights
+
+
+def _config_of(backbone):
+    keys = (
+        "vocabulary_size", "num_layers", "num_heads", "hidden_dim",
+        "intermediate_dim", "max_sequence_length", "num_segments", "dropout",
+    )
+    return {k: getattr(backbone, k) for k in keys}
 
 
 def from_keras_hub(backbone):
@@ -84,14 +106,7 @@ def from_keras_hub(backbone):
 
     weights = keras_hub_to_canonical(backbone)
     ours = BertBackbone(
-        vocabulary_size=backbone.vocabulary_size,
-        num_layers=backbone.num_layers,
-        num_heads=backbone.num_heads,
-        hidden_dim=backbone.hidden_dim,
-        intermediate_dim=backbone.intermediate_dim,
-        max_sequence_length=backbone.max_sequence_length,
-        num_segments=backbone.num_segments,
-        dropout=backbone.dropout,
+        **_config_of(backbone),
         activation="gelu_approximate",
         dtype=backbone.dtype_policy,
     )
@@ -116,50 +131,11 @@ def to_keras_hub(backbone):
         raise ValueError("keras-hub's BertBackbone has no factorised embedding.")
     weights = get_bert_weights(backbone)
     peer = keras_hub.models.BertBackbone(
-        vocabulary_size=backbone.vocabulary_size,
-        num_layers=backbone.num_layers,
-        num_heads=backbone.num_heads,
-        hidden_dim=backbone.hidden_dim,
-        intermediate_dim=backbone.intermediate_dim,
-        max_sequence_length=backbone.max_sequence_length,
-        num_segments=backbone.num_segments,
-        dropout=backbone.dropout,
-        dtype=backbone.dtype_policy,
+        **_config_of(backbone), dtype=backbone.dtype_policy
     )
-    heads, head_dim = backbone.num_heads, backbone.hidden_dim // backbone.num_heads
-    hidden = backbone.hidden_dim
-    peer.token_embedding.embeddings.assign(weights["word_embeddings"])
-    peer.position_embedding.position_embeddings.assign(
-        weights["position_embeddings"]
-    )
-    peer.segment_embedding.embeddings.assign(weights["type_embeddings"])
-    peer.embeddings_layer_norm.gamma.assign(weights["embeddings_ln_gamma"])
-    peer.embeddings_layer_norm.beta.assign(weights["embeddings_ln_beta"])
+    for key, variable in _top_variables(peer):
+        variable.assign(weights[key])
     for layer, src in zip(peer.transformer_layers, weights["layers"]):
-        attn = layer._self_attention_layer
-        for name, dense in (
-            ("query", attn._query_dense),
-            ("key", attn._key_dense),
-            ("value", attn._value_dense),
-        ):
-            dense.kernel.assign(
-                src[f"{name}_kernel"].reshape(hidden, heads, head_dim)
-            )
-            dense.bias.assign(src[f"{name}_bias"].reshape(heads, head_dim))
-        attn._output_dense.kernel.assign(
-            src["attention_output_kernel"].reshape(heads, head_dim, hidden)
-        )
-        attn._output_dense.bias.assign(src["attention_output_bias"])
-        layer._self_attention_layer_norm.gamma.assign(src["attention_ln_gamma"])
-        layer._self_attention_layer_norm.beta.assign(src["attention_ln_beta"])
-        layer._feedforward_intermediate_dense.kernel.assign(
-            src["intermediate_kernel"]
-        )
-        layer._feedforward_intermediate_dense.bias.assign(src["intermediate_bias"])
-        layer._feedforward_output_dense.kernel.assign(src["output_kernel"])
-        layer._feedforward_output_dense.bias.assign(src["output_bias"])
-        layer._feedforward_layer_norm.gamma.assign(src["output_ln_gamma"])
-        layer._feedforward_layer_norm.beta.assign(src["output_ln_beta"])
-    peer.pooled_dense.kernel.assign(weights["pooler_kernel"])
-    peer.pooled_dense.bias.assign(weights["pooler_bias"])
+        for key, variable in _layer_variables(layer):
+            variable.assign(np.reshape(src[key], variable.shape))
     return peer
