@@ -6,14 +6,18 @@ override, ...), 1 unexpected failure.
 
 import argparse
 import ast
+import importlib
 import os
 import sys
 
+from kerasbert.errors import UsageError
+
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
 
-
-class UsageError(Exception):
-    """Bad input from the user: printed without a traceback, exit code 2."""
+# Modules that add sub-commands: each has `register(subparsers)`, which adds
+# its parser and sets `func`. They import heavy libraries only inside `func`,
+# so `kerasbert --help` stays instant.
+COMMAND_MODULES = ()
 
 
 def parse_overrides(pairs):
@@ -108,6 +112,9 @@ def make_parser():
     demo = sub.add_parser("demo", help="Show what exists, end to end, offline.")
     demo.add_argument("--output-dir", default="runs/demo")
     demo.set_defaults(func=cmd_demo)
+
+    for module in COMMAND_MODULES:
+        importlib.import_module(module).register(sub)
     return parser
 
 
@@ -116,7 +123,7 @@ def main(argv=None):
     args = parser.parse_args(argv)
     try:
         args.func(args)
-    except UsageError as err:
+    except (UsageError, FileNotFoundError) as err:
         print(f"kerasbert {args.command}: error: {err}", file=sys.stderr)
         return 2
     return 0
