@@ -36,6 +36,9 @@ setup(
             "tf-models-official~=2.20.0",
             "tf-keras~=2.20.0",
             "jax",
+            # Real multilingual text for the tokenizer parity test (offline).
+            "babel",
+            "faker",
         ],
     },
     entry_points={"console_scripts": ["kerasbert=kerasbert.cli:main"]},

@@ -17,7 +17,10 @@ os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
 # Modules that add sub-commands: each has `register(subparsers)`, which adds
 # its parser and sets `func`. They import heavy libraries only inside `func`,
 # so `kerasbert --help` stays instant.
-COMMAND_MODULES = ()
+COMMAND_MODULES = (
+    "kerasbert.text.vocab_command",
+    "kerasbert.data.create_command",
+)
 
 
 def parse_overrides(pairs):

@@ -1,1 +1,29 @@
-"""Vocabulary building, tokenizers and input packing."""
+"""Vocabulary building, tokenizers and input packing.
+
+Names load on first use, so `kerasbert.text.vocab_command` (imported by the
+CLI for `kerasbert --help`) does not pull in TensorFlow.
+"""
+
+import importlib
+
+_EXPORTS = {
+    "WordPieceTokenizer": "kerasbert.text.tokenizer",
+    "BertPacker": "kerasbert.text.packer",
+    "build_wordpiece_vocab": "kerasbert.text.vocabulary",
+    "count_words": "kerasbert.text.vocabulary",
+    "learn_vocab": "kerasbert.text.vocabulary",
+    "load_vocab": "kerasbert.text.vocabulary",
+    "write_vocab": "kerasbert.text.vocabulary",
+    "SPECIAL_TOKENS": "kerasbert.text.vocabulary",
+}
+__all__ = sorted(_EXPORTS)
+
+
+def __getattr__(name):
+    if name in _EXPORTS:
+        return getattr(importlib.import_module(_EXPORTS[name]), name)
+    raise AttributeError(f"module 'kerasbert.text' has no attribute {name!r}")
+
+
+def __dir__():
+    return __all__

@@ -1,0 +1,114 @@
+"""Packs WordPiece ids into BERT inputs: `[CLS] a [SEP] (b [SEP])`, padded.
+
+Truncation follows the original BERT (`_truncate_seq_pair` in
+google-research/bert run_classifier.py): while the pair is too long, drop the
+last piece of the LONGER segment, of `b` when they are equally long. This is
+tensorflow-text's `ShrinkLongestTrimmer` except for ties (which trims the
+first segment on a tie), so we compute the kept lengths in closed form.
+"""
+
+import tensorflow as tf
+
+
+def _as_ragged(segment):
+    """-> (int32 RaggedTensor [B, (pieces)], was_unbatched)."""
+    if not isinstance(segment, tf.RaggedTensor):
+        segment = tf.convert_to_tensor(segment)
+        if segment.shape.rank == 1:  # One example, e.g. inside Dataset.map.
+            return tf.RaggedTensor.from_tensor(segment[tf.newaxis]), True
+        segment = tf.RaggedTensor.from_tensor(segment)
+    if segment.ragged_rank > 1:  # [B, (words), (pieces)] -> [B, (pieces)].
+        segment = segment.merge_dims(-2, -1)
+    return segment, False
+
+
+def _keep_first(segment, lengths):
+    """segment[i, :lengths[i]] for a ragged [B, (n)]."""
+    keep = tf.ragged.range(segment.row_lengths()) < lengths[:, tf.newaxis]
+    return tf.ragged.boolean_mask(segment, keep)
+
+
+def pair_lengths(len_a, len_b, budget):
+    """Kept lengths of a pair under `budget` pieces (original BERT rule).
+
+    Repeatedly removing one piece from the longer segment (from `b` on a tie)
+    ends at a = min(len_a, max(ceil(budget / 2), budget - len_b)), b = budget
+    - a, when the pair does not fit; untouched when it does.
+
+    Args:
+        len_a, len_b: int64 [B] segment lengths.
+        budget: scalar, pieces left after [CLS] and the two [SEP]s.
+    """
+    budget = tf.cast(budget, len_a.dtype)
+    fits = len_a + len_b <= budget
+    half_up = (budget + 1) // 2
+    keep_a = tf.minimum(len_a, tf.maximum(half_up, budget - len_b))
+    keep_a = tf.where(fits, len_a, keep_a)
+    keep_b = tf.where(fits, len_b, budget - keep_a)
+    return keep_a, keep_b
+
+
+class BertPacker(tf.Module):
+    """Makes `input_word_ids`, `input_mask`, `input_type_ids` from pieces.
+
+    Layout: `[CLS] a [SEP]` or `[CLS] a [SEP] b [SEP]`, truncated to
+    `seq_length` (pair: the longer segment first, `b` on a tie; single: the
+    tail), then padded with `pad_id`. `input_type_ids` is 0 on `[CLS] a
+    [SEP]`, 1 on `b [SEP]`, 0 on padding; `input_mask` is 1 on real tokens.
+
+    Args:
+        seq_length: output length T (>= 3 for pairs, >= 2 for singles).
+        cls_id, sep_id, pad_id: special ids (see `from_tokenizer`).
+
+    Call args:
+        a: int ids [B, (pieces)] (ragged or dense), [B, (words), (pieces)],
+            or one example [pieces].
+        b: optional second segment, same batch size.
+
+    Returns:
+        dict of int32 tensors [B, T] (or [T] for one unbatched example).
+    """
+
+    def __init__(self, seq_length, cls_id, sep_id, pad_id, name=None):
+        super().__init__(name=name)
+        seq_length = int(seq_length)
+        if seq_length < 2:
+            raise ValueError(f"seq_length must be at least 2, got {seq_length}.")
+        self.seq_length = seq_length
+        self.cls_id, self.sep_id, self.pad_id = int(cls_id), int(sep_id), int(pad_id)
+
+    @classmethod
+    def from_tokenizer(cls, tokenizer, seq_length, **kwargs):
+        """Takes the special ids from a `WordPieceTokenizer`."""
+        return cls(seq_length, tokenizer.cls_id, tokenizer.sep_id, tokenizer.pad_id, **kwargs)
+
+    # No tensor-dependent Python control flow here: skipping AutoGraph makes
+    # tracing (tf.data.map, tf.function) several times faster.
+    @tf.autograph.experimental.do_not_convert
+    def __call__(self, a, b=None):
+        import tensorflow_text as tf_text
+
+        a, unbatched = _as_ragged(a)
+        a = tf.cast(a, tf.int32)
+        if b is None:
+            segments = [_keep_first(a, tf.fill([a.nrows()], tf.cast(self.seq_length - 2, tf.int64)))]
+        else:
+            if self.seq_length < 3:
+                raise ValueError(f"seq_length must be at least 3 for pairs, got {self.seq_length}.")
+            b, _ = _as_ragged(b)
+            b = tf.cast(b, tf.int32)
+            keep_a, keep_b = pair_lengths(a.row_lengths(), b.row_lengths(), self.seq_length - 3)
+            segments = [_keep_first(a, keep_a), _keep_first(b, keep_b)]
+        ids, type_ids = tf_text.combine_segments(
+            segments, start_of_sequence_id=self.cls_id, end_of_segment_id=self.sep_id
+        )
+        word_ids, mask = tf_text.pad_model_inputs(ids, self.seq_length, pad_value=self.pad_id)
+        type_ids, _ = tf_text.pad_model_inputs(type_ids, self.seq_length, pad_value=0)
+        outputs = {
+            "input_word_ids": tf.cast(word_ids, tf.int32),
+            "input_mask": tf.cast(mask, tf.int32),
+            "input_type_ids": tf.cast(type_ids, tf.int32),
+        }
+        if unbatched:
+            outputs = {k: v[0] for k, v in outputs.items()}
+        return outputs

@@ -1,0 +1,259 @@
+"""Builds a BERT WordPiece vocabulary from text files, and reads/writes one.
+
+Words are counted after BERT's normalization (`tokenizer.bert_normalize`:
+lower case + accent stripping when `lower_case`) and basic tokenization
+(tensorflow-text's `BasicTokenizer`: whitespace and punctuation split, every
+CJK ideograph its own word), then
+tensorflow-text's WordPiece learner (the one behind `bert_vocab_from_dataset`
+and keras-hub's `compute_word_piece_vocabulary`) picks the sub-words.
+
+Every character of the corpus is kept (the learner's `max_unique_chars` is
+raised to the alphabet size), so each CJK ideograph seen becomes a
+single-character token and no word of the corpus maps to `[UNK]`.
+"""
+
+import collections
+import os
+import tempfile
+
+SPECIAL_TOKENS = ("[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]")
+_JOINER = "##"
+_BATCH_LINES = 2048
+# Words longer than this are dropped from the counts (the learner's default);
+# such words become [UNK] anyway (max_bytes_per_word=100 in the tokenizer).
+_MAX_TOKEN_LENGTH = 50
+
+
+def load_vocab(path):
+    """Reads a `vocab.txt` (one token per line) into a list of tokens.
+
+    Raises:
+        FileNotFoundError: the file does not exist.
+        ValueError: the file is empty, or a token appears twice (the id of a
+            duplicated token would depend on the reader).
+    """
+    path = os.fspath(path)
+    if not os.path.isfile(path):
+        raise FileNotFoundError(f"Vocabulary file not found: {path}")
+    with open(path, encoding="utf-8") as f:
+        tokens = [line.rstrip("\r\n") for line in f]
+    # A trailing newline is normal; trailing blank lines are not tokens.
+    while tokens and not tokens[-1].strip():
+        tokens.pop()
+    if not tokens:
+        raise ValueError(f"Vocabulary file is empty: {path}")
+    seen = {}
+    duplicates = []
+    for index, token in enumerate(tokens):
+        if token in seen:
+            duplicates.append(f"{token!r} (lines {seen[token] + 1} and {index + 1})")
+        else:
+            seen[token] = index
+    if duplicates:
+        shown = ", ".join(duplicates[:5])
+        more = f" and {len(duplicates) - 5} more" if len(duplicates) > 5 else ""
+        raise ValueError(f"Vocabulary file {path} has duplicate tokens: {shown}{more}")
+    return tokens
+
+
+def write_vocab(tokens, path):
+    """Writes `tokens` one per line, atomically (temporary name, then rename).
+
+    A failed or interrupted write never leaves a partial file under `path`.
+    """
+    path = os.fspath(path)
+    tokens = list(tokens)
+    bad = [t for t in tokens if not t or "\n" in t or "\r" in t]
+    if bad:
+        raise ValueError(f"Cannot write empty or multi-line tokens to {path}: {bad[:5]}")
+    directory = os.path.dirname(os.path.abspath(path))
+    os.makedirs(directory, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(prefix=".vocab-", suffix=".tmp", dir=directory)
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8") as f:
+            f.write("\n".join(tokens) + "\n")
+        os.replace(tmp, path)
+    except BaseException:
+        if os.path.exists(tmp):
+            os.unlink(tmp)
+        raise
+
+
+def _check_inputs(files):
+    files = [os.fspath(f) for f in ([files] if isinstance(files, (str, os.PathLike)) else files)]
+    if not files:
+        raise ValueError("No input files given.")
+    missing = [f for f in files if not os.path.isfile(f)]
+    if missing:
+        raise FileNotFoundError(f"Input file(s) not found: {', '.join(missing)}")
+    return files
+
+
+def _iter_line_batches(files, progress):
+    """Yields lists of lines; advances `progress` by the bytes consumed."""
+    for path in files:
+        with open(path, "rb") as f:
+            batch = []
+            for raw in f:
+                progress.update(len(raw))
+                line = raw.decode("utf-8", errors="replace").strip()
+                if line:
+                    batch.append(line)
+                if len(batch) == _BATCH_LINES:
+                    yield batch
+                    batch = []
+            if batch:
+                yield batch
+
+
+def count_words(files, lower_case=True, show_progress=None):
+    """Counts BERT-pretokenized words in text files.
+
+    Args:
+        files: a path or a list of paths of UTF-8 text files.
+        lower_case: lower case and strip accents first (BERT uncased).
+        show_progress: tqdm bar over input bytes; `None` shows it only for
+            inputs over 8 MB.
+
+    Returns:
+        A `collections.Counter` mapping word (str) -> count.
+    """
+    import tensorflow as tf
+    from tensorflow_text.python.ops.bert_tokenizer import BasicTokenizer
+    from tqdm import tqdm
+
+    files = _check_inputs(files)
+    total = sum(os.path.getsize(f) for f in files)
+    if show_progress is None:
+        show_progress = total > 8 * 2**20
+    from kerasbert.text.tokenizer import bert_normalize
+
+    # Same normalization as WordPieceTokenizer; the split itself is
+    # BasicTokenizer's (whitespace, punctuation, one word per CJK ideograph).
+    basic = BasicTokenizer(lower_case=False)
+
+    def split(lines):
+        # [B] -> flat [words]: word boundaries are all the learner needs.
+        return basic.tokenize(bert_normalize(lines, lower_case)).flat_values
+
+    counts = collections.Counter()
+    with tqdm(
+        total=total, unit="B", unit_scale=True, desc="counting words",
+        disable=not show_progress,
+    ) as progress:
+        # Python reads line batches; tf.data splits them on every core.
+        words = (
+            tf.data.Dataset.from_generator(
+                lambda: _iter_line_batches(files, progress),
+                output_signature=tf.TensorSpec([None], tf.string),
+            )
+            .map(split, num_parallel_calls=tf.data.AUTOTUNE, deterministic=False)
+            .prefetch(tf.data.AUTOTUNE)
+        )
+        for batch in words.as_numpy_iterator():
+            counts.update(batch.tolist())
+    return collections.Counter({w.decode("utf-8"): c for w, c in counts.items()})
+
+
+def _search_threshold(learner, words, vocab_size, params):
+    """Learns with the smallest count threshold whose vocabulary fits.
+
+    tensorflow-text's own search bisects the threshold linearly between 10
+    and the top count, one full learning pass (seconds) per step, and never
+    tries thresholds under 10 (small corpora lose every rare word). We bisect
+    in log space between 1 and the top count (about log2(log2(max count))
+    passes), keeping the largest vocabulary that fits, and stop early once it
+    is within 5% below `vocab_size` (the learner's slack).
+    """
+    # lo: largest threshold known to give too many tokens (0: none yet);
+    # hi: smallest known to fit (the top count + 1 keeps only characters).
+    lo, hi = 0, max(c for _, c in words) + 1
+    best = None
+    while hi - lo > 1:
+        mid = min(max(int(round((max(lo, 1) * hi) ** 0.5)), lo + 1), hi - 1)
+        vocab = learner.learn_with_thresh(words, mid, params)
+        if len(vocab) > vocab_size:
+            lo = mid
+        else:
+            hi, best = mid, vocab
+            if len(vocab) >= vocab_size * (1 - params.slack_ratio):
+                break
+    if best is None:
+        best = learner.learn_with_thresh(words, hi, params)
+    return best
+
+
+def learn_vocab(word_counts, vocab_size, special_tokens=SPECIAL_TOKENS):
+    """WordPiece vocabulary from word counts (tensorflow-text's learner).
+
+    Returns:
+        A list of at most `vocab_size` tokens, `special_tokens` first.
+
+    Raises:
+        ValueError: no words, or `vocab_size` cannot hold the special tokens
+            plus every character and its `##` suffix form.
+    """
+    from tensorflow_text.tools.wordpiece_vocab import wordpiece_tokenizer_learner_lib as learner
+
+    if not word_counts:
+        raise ValueError("The corpus has no words: nothing to build a vocabulary from.")
+    alphabet = {c for word in word_counts for c in word}
+    # The learner always adds each character and its "##" form.
+    needed = len(special_tokens) + 2 * len(alphabet)
+    if vocab_size < needed:
+        raise ValueError(
+            f"vocab_size={vocab_size} is too small: the {len(special_tokens)} "
+            f"special tokens plus {len(alphabet)} characters (each alone and as "
+            f"'##' suffix) need at least {needed}."
+        )
+    params = learner.Params(
+        upper_thresh=None, lower_thresh=None, num_iterations=4,
+        max_input_tokens=-1, max_token_length=_MAX_TOKEN_LENGTH,
+        max_unique_chars=len(alphabet), vocab_size=vocab_size,
+        slack_ratio=0.05, include_joiner_token=True, joiner=_JOINER,
+        reserved_tokens=list(special_tokens),
+    )
+    # The learner ignores longer words, and with them their characters; count
+    # those characters as one-letter words so the alphabet stays complete.
+    kept = collections.Counter()
+    for word, count in word_counts.items():
+        if len(word) <= _MAX_TOKEN_LENGTH:
+            kept[word] += count
+        else:
+            for char in word:
+                kept[char] += count
+    # A fixed order (count, then word): the token order never depends on the
+    # order the (parallel) counting saw the words.
+    words = sorted(kept.items(), key=lambda item: (-item[1], item[0]))
+    vocab = _search_threshold(learner, words, vocab_size, params)
+    vocab = list(special_tokens) + [t for t in vocab if t not in special_tokens]
+    if len(vocab) > vocab_size:
+        # The learner's threshold search bottomed out above the target.
+        raise ValueError(
+            f"vocab_size={vocab_size} is too small for this corpus: the smallest "
+            f"vocabulary the learner found has {len(vocab)} tokens."
+        )
+    return vocab
+
+
+def build_wordpiece_vocab(files, vocab_size, lower_case=True, show_progress=None,
+                          special_tokens=SPECIAL_TOKENS):
+    """Builds a BERT WordPiece vocabulary from UTF-8 text files.
+
+    Args:
+        files: a path or list of paths; any line layout (one sentence per
+            line, paragraphs); blank lines are skipped.
+        vocab_size: the maximum number of tokens (the learner aims within 5%
+            below it).
+        lower_case: build an uncased vocabulary (lower case, accents stripped).
+        show_progress: tqdm bar over input bytes (`None`: only for big inputs).
+        special_tokens: tokens placed first, in order (ids 0..4 by default).
+
+    Returns:
+        A list of tokens: `[PAD] [UNK] [CLS] [SEP] [MASK]`, then the learned
+        pieces (suffix pieces start with `##`).
+    """
+    counts = count_words(files, lower_case=lower_case, show_progress=show_progress)
+    if not counts:
+        raise ValueError(f"The corpus is empty (no words in {', '.join(map(str, _check_inputs(files)))}).")
+    return learn_vocab(counts, vocab_size, special_tokens=special_tokens)

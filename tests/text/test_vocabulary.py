@@ -1,0 +1,132 @@
+import argparse
+import unicodedata
+
+import pytest
+
+from kerasbert.errors import UsageError
+from kerasbert.text import build_wordpiece_vocab
+from kerasbert.text import load_vocab
+from kerasbert.text import write_vocab
+from kerasbert.text import vocab_command
+
+SPECIALS = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]"]
+TEXT = [
+    "The movie was really good, I loved the acting and the music.",
+    "Movies like this remind me why I love going to the cinema!",
+    "이 영화 정말 재미있어요 배우들의 연기가 최고예요",
+    "영화관에서 다시 보고 싶은 영화입니다",
+    "我们今天去看电影，电影非常好看。",
+    "日本語の映画も見ました。東京で撮影されました。",
+    "Café crème, résumé, naïve façade — voilà!",
+    "Emoji time 😀🎉 and more 🐼",
+] * 5
+
+
+@pytest.fixture
+def corpus_file(tmp_path):
+    path = tmp_path / "corpus.txt"
+    path.write_text("\n".join(TEXT) + "\n", encoding="utf-8")
+    return path
+
+
+def cjk_ideographs(text):
+    return {c for c in text if "CJK UNIFIED IDEOGRAPH" in unicodedata.name(c, "")}
+
+
+@pytest.mark.parametrize("lower_case", [True, False])
+def test_build_specials_first_cjk_single_chars_size(corpus_file, lower_case):
+    vocab = build_wordpiece_vocab([corpus_file], vocab_size=1000, lower_case=lower_case)
+    assert vocab[:5] == SPECIALS
+    assert len(vocab) <= 1000 and len(set(vocab)) == len(vocab)
+    ideographs = cjk_ideographs("".join(TEXT))
+    assert len(ideographs) >= 15
+    assert ideographs <= set(vocab)
+    # No multi-character token contains an ideograph (one token per ideograph).
+    assert not [t for t in vocab if len(t.lstrip("#")) > 1 and cjk_ideographs(t)]
+    # Accents are stripped only for the uncased vocabulary.
+    assert ("é" in "".join(vocab)) is (not lower_case)
+
+
+def test_vocab_size_respected_and_too_small(corpus_file):
+    small = build_wordpiece_vocab([corpus_file], vocab_size=420)
+    assert len(small) <= 420
+    with pytest.raises(ValueError, match=r"vocab_size=50 is too small.*characters"):
+        build_wordpiece_vocab([corpus_file], vocab_size=50)
+
+
+def test_bad_inputs(tmp_path):
+    with pytest.raises(FileNotFoundError, match="missing.txt"):
+        build_wordpiece_vocab([tmp_path / "missing.txt"], 100)
+    empty = tmp_path / "empty.txt"
+    empty.write_text("\n\n  \n")
+    with pytest.raises(ValueError, match=r"empty.*empty.txt"):
+        build_wordpiece_vocab([empty], 100)
+
+
+def test_write_and_load_round_trip(tmp_path):
+    path = tmp_path / "sub" / "vocab.txt"
+    write_vocab(SPECIALS + ["a", "##b"], path)
+    assert load_vocab(path) == SPECIALS + ["a", "##b"]
+    assert [p.name for p in path.parent.iterdir()] == ["vocab.txt"]  # no temp left
+    with pytest.raises(ValueError, match="multi-line"):
+        write_vocab(["a", "b\nc"], tmp_path / "bad.txt")
+    assert not (tmp_path / "bad.txt").exists()
+
+
+def run_cli(argv):
+    parser = argparse.ArgumentParser(prog="kerasbert")
+    vocab_command.register(parser.add_subparsers(dest="command"))
+    args = parser.parse_args(argv)
+    args.func(args)
+
+
+def test_cli(corpus_file, tmp_path, capsys):
+    out = tmp_path / "vocab.txt"
+    run_cli(["vocab", "--input", str(corpus_file), "--vocab-size", "1000",
+             "--output", str(out), "--no-lower-case"])
+    assert "wrote" in capsys.readouterr().out
+    tokens = load_vocab(out)
+    assert tokens[:5] == SPECIALS
+    assert any("é" in t for t in tokens) and "The" in tokens  # cased
+    with pytest.raises(UsageError, match="nope.txt"):
+        run_cli(["vocab", "--input", str(tmp_path / "nope.txt"), "--vocab-size", "10",
+                 "--output", str(out)])
+    with pytest.raises(UsageError, match="too small"):
+        run_cli(["vocab", "--input", str(corpus_file), "--vocab-size", "10",
+                 "--output", str(tmp_path / "v2.txt")])
+    assert not (tmp_path / "v2.txt").exists()
+
+
+def test_cli_module_does_not_import_tensorflow():
+    import subprocess
+    import sys
+
+    code = ("import sys, kerasbert.text.vocab_command; "
+            "sys.exit('tensorflow' in sys.modules)")
+    assert subprocess.run([sys.executable, "-c", code]).returncode == 0
+
+
+def test_progress_bar_over_input_bytes(corpus_file, capsys):
+    from kerasbert.text import count_words
+
+    counts = count_words([corpus_file], show_progress=True)
+    assert counts["movie"] == 5
+    err = capsys.readouterr().err
+    assert "counting words" in err and "100%" in err
+
+
+def test_rare_words_kept_when_room(tmp_path):
+    # tensorflow-text's own search never goes under a count of 10; ours
+    # goes down to 1 when the vocabulary has room.
+    path = tmp_path / "tiny.txt"
+    path.write_text("hello world\n中文 测试\n", encoding="utf-8")
+    vocab = build_wordpiece_vocab([path], vocab_size=100)
+    assert {"hello", "world", "中", "文", "测", "试"} <= set(vocab)
+    assert len(vocab) <= 100
+
+
+def test_characters_of_very_long_words_kept(tmp_path):
+    path = tmp_path / "long.txt"
+    path.write_text("short words here\n" + "abc" * 30 + "ж\n", encoding="utf-8")
+    vocab = build_wordpiece_vocab([path], vocab_size=200)
+    assert "ж" in vocab and "##ж" in vocab
