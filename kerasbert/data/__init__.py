@@ -1,1 +1,28 @@
-"""Pretraining and task data: the TFRecord schema, creation, readers."""
+"""Pretraining and task data: the TFRecord schema, creation, readers.
+
+Names load on first use, so `kerasbert.data.create_command` (imported by the
+CLI for `kerasbert --help`) does not pull in TensorFlow.
+"""
+
+import importlib
+
+_EXPORTS = {
+    "pretraining_dataset": "kerasbert.data.reader",
+    "verify_shards": "kerasbert.data.reader",
+    "create_pretraining_data": "kerasbert.data.writer",
+    "DynamicMasker": "kerasbert.data.dynamic_masking",
+    "CorruptRecordError": "kerasbert.data.integrity",
+    "read_metadata": "kerasbert.data.metadata",
+    "FILE_TO_MODEL": "kerasbert.data.schema",
+}
+__all__ = sorted(_EXPORTS)
+
+
+def __getattr__(name):
+    if name in _EXPORTS:
+        return getattr(importlib.import_module(_EXPORTS[name]), name)
+    raise AttributeError(f"module 'kerasbert.data' has no attribute {name!r}")
+
+
+def __dir__():
+    return __all__

@@ -1,0 +1,281 @@
+"""In-graph masked-LM masking (dynamic masking, RoBERTa style).
+
+`DynamicMasker` draws the BERT masks inside TensorFlow, so tf.data can give
+every epoch new masks instead of the ones stored in the TFRecords. The rule is
+the original one (DESIGN §4):
+
+- never choose [CLS], [SEP] or [PAD] (nor any position with input_mask 0);
+- per sequence choose num_to_predict = min(max_predictions_per_seq,
+  max(1, round(n * masked_lm_prob))) positions uniformly among the maskable
+  ones (n = the number of maskable tokens by default; `rate_basis="tokens"`
+  counts every real token, [CLS]/[SEP] included, exactly as the original
+  `create_pretraining_data.py` does); `round` is half-to-even like Python 3;
+- of the chosen: 80% -> [MASK], 10% -> a random id in [0, vocab_size) (the
+  original also draws from the whole vocabulary), 10% unchanged;
+- positions are sorted ascending and 0-padded to max_predictions_per_seq,
+  weights 1.0 for real predictions and 0.0 for padding;
+- whole-word masking (`continuation_ids` / `from_vocab_file(...,
+  whole_word_mask=True)`): a word is a piece plus the "##" pieces after it;
+  words are visited in random order and taken whole while they fit in
+  num_to_predict (a word that does not fit is skipped), as in the original;
+  the 80/10/10 choice stays per token.
+
+keras-hub's `MaskedLMMaskGenerator` is not reused: it selects through
+tensorflow-text's `RandomItemSelector`, which rounds the count UP
+(ceil(n * rate)) and has no max(1, .) floor, so its counts differ from the
+rule above.
+
+Randomness is stateless: the caller passes a `seed` ([2] int tensor) and the
+same seed gives the same masks, so a deterministic pipeline can reproduce
+them while a per-batch seed stream gives new masks every epoch.
+"""
+
+import tensorflow as tf
+
+SPECIAL_TOKENS = ("[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]")
+
+
+def read_vocab_ids(vocab_file, tokens=SPECIAL_TOKENS):
+    """({token: id} for `tokens` present in the file, vocabulary size).
+
+    Ids are line numbers, looked up by string: a vocabulary in the original
+    layout gives [PAD]=0, [UNK]=100, [CLS]=101, [SEP]=102, [MASK]=103."""
+    wanted = set(tokens)
+    found = {}
+    size = 0
+    with tf.io.gfile.GFile(vocab_file, "r") as f:
+        for line_no, line in enumerate(f):
+            token = line.rstrip("\r\n").strip()
+            if token in wanted and token not in found:
+                found[token] = line_no
+            size += 1
+    return found, size
+
+
+class DynamicMasker:
+    """Draws masked-LM masks in-graph.
+
+    Args:
+        vocab_size: random replacement ids are drawn from [0, vocab_size).
+        mask_id: id of [MASK].
+        special_ids: ids never chosen ([CLS], [SEP], [PAD]).
+        max_predictions_per_seq: P, the padded number of predictions.
+        masked_lm_prob, mask_token_rate, random_token_rate: the 15% and
+            80/10/10 rule.
+        rate_basis: "maskable" (n = maskable tokens) or "tokens"
+            (n = input_mask sum, the original creator's len(tokens)).
+    """
+
+    def __init__(
+        self,
+        *,
+        vocab_size,
+        mask_id,
+        special_ids,
+        max_predictions_per_seq,
+        masked_lm_prob=0.15,
+        mask_token_rate=0.8,
+        random_token_rate=0.1,
+        rate_basis="maskable",
+        continuation_ids=None,
+    ):
+        if rate_basis not in ("maskable", "tokens"):
+            raise ValueError(
+                f"rate_basis must be 'maskable' or 'tokens', got {rate_basis!r}."
+            )
+        if not 0.0 < masked_lm_prob <= 1.0:
+            raise ValueError(f"masked_lm_prob must be in (0, 1], got {masked_lm_prob}.")
+        if mask_token_rate + random_token_rate > 1.0:
+            raise ValueError("mask_token_rate + random_token_rate must be <= 1.")
+        self.vocab_size = int(vocab_size)
+        self.mask_id = int(mask_id)
+        self.special_ids = sorted({int(i) for i in special_ids})
+        self.max_predictions_per_seq = int(max_predictions_per_seq)
+        self.masked_lm_prob = float(masked_lm_prob)
+        self.mask_token_rate = float(mask_token_rate)
+        self.random_token_rate = float(random_token_rate)
+        self.rate_basis = rate_basis
+        # Whole-word masking when given: ids of "##" pieces, which belong
+        # to the word before them.
+        self.continuation_ids = (
+            None if continuation_ids is None else sorted({int(i) for i in continuation_ids})
+        )
+
+    def _choose_tokens(self, maskable, num, batch, seq_len, seed):
+        """Uniform choice of num[b] maskable positions without replacement:
+        the highest random scores (non-maskable ones score -1). Returns
+        [B, P] ascending positions, seq_len where unused."""
+        num_predictions = self.max_predictions_per_seq
+        scores = tf.random.stateless_uniform([batch, seq_len], seed)
+        scores = tf.where(maskable, scores, -1.0)
+        k = min(num_predictions, seq_len)
+        _, top = tf.math.top_k(scores, k=k, sorted=True)
+        chosen = tf.range(k)[tf.newaxis] < num[:, tf.newaxis]
+        return _padded_sorted(tf.where(chosen, top, seq_len), num_predictions, seq_len)
+
+    def _choose_words(self, ids, maskable, num, batch, seq_len, seed):
+        """Whole-word choice as in the original: words (a piece plus the
+        "##" pieces after it) in random order, each taken whole when it
+        still fits in num[b], else skipped. Returns [B, P] as above."""
+        continuation = tf.reduce_any(
+            ids[..., tf.newaxis] == tf.constant(self.continuation_ids or [-1], tf.int32),
+            axis=-1)
+        previous = tf.pad(maskable, [[0, 0], [1, 0]])[:, :-1]
+        starts = maskable & ~(continuation & previous)
+        word = tf.cumsum(tf.cast(starts, tf.int32), axis=1) - 1  # [B, T] word of token
+        word = tf.where(maskable, word, seq_len)  # non-maskable -> no word
+        num_words = tf.reduce_sum(tf.cast(starts, tf.int32), axis=1)
+        rows = tf.range(batch)[:, tf.newaxis] * (seq_len + 1)
+        lengths = tf.math.unsorted_segment_sum(
+            tf.ones([batch * seq_len], tf.int32), tf.reshape(word + rows, [-1]),
+            batch * (seq_len + 1))
+        lengths = tf.reshape(lengths, [batch, seq_len + 1])[:, :seq_len]  # [B, W]
+        exists = tf.range(seq_len)[tf.newaxis] < num_words[:, tf.newaxis]
+        scores = tf.where(exists, tf.random.stateless_uniform([batch, seq_len], seed), -1.0)
+        order = tf.argsort(scores, axis=1, direction="DESCENDING")
+        ordered_len = tf.gather(lengths, order, batch_dims=1)
+        ordered_exists = tf.gather(exists, order, batch_dims=1)
+
+        def take(total, column):
+            length, real = column
+            fits = real & (total + length <= num)
+            return total + tf.where(fits, length, 0), fits
+
+        _, taken = tf.scan(
+            lambda state, column: take(state[0], column),
+            (tf.transpose(ordered_len), tf.transpose(ordered_exists)),
+            initializer=(tf.zeros([batch], tf.int32), tf.zeros([batch], tf.bool)))
+        taken = tf.transpose(taken)  # [B, W] in random order
+        # Back to word order, then to tokens.
+        inverse = tf.argsort(order, axis=1)
+        word_taken = tf.gather(taken, inverse, batch_dims=1)
+        word_taken = tf.pad(word_taken, [[0, 0], [0, 1]])  # index seq_len = no word
+        token_taken = tf.gather(word_taken, word, batch_dims=1)
+        token_positions = tf.where(token_taken, tf.range(seq_len)[tf.newaxis], seq_len)
+        return _padded_sorted(token_positions, self.max_predictions_per_seq, seq_len)
+
+    @classmethod
+    def from_vocab_file(cls, vocab_file, max_predictions_per_seq, *,
+                        whole_word_mask=False, **kwargs):
+        """Looks [CLS], [SEP], [PAD] and [MASK] up by string in vocab_file;
+        `whole_word_mask` also reads which ids are "##" pieces."""
+        ids, size = read_vocab_ids(vocab_file)
+        if whole_word_mask:
+            with tf.io.gfile.GFile(vocab_file, "r") as f:
+                kwargs["continuation_ids"] = [
+                    i for i, line in enumerate(f) if line.strip().startswith("##")]
+        missing = [t for t in ("[CLS]", "[SEP]", "[PAD]", "[MASK]") if t not in ids]
+        if missing:
+            raise ValueError(
+                f"{vocab_file} has no {', '.join(missing)} token; dynamic "
+                "masking needs [CLS], [SEP], [PAD] and [MASK]."
+            )
+        return cls(
+            vocab_size=size,
+            mask_id=ids["[MASK]"],
+            special_ids=[ids["[CLS]"], ids["[SEP]"], ids["[PAD]"]],
+            max_predictions_per_seq=max_predictions_per_seq,
+            **kwargs,
+        )
+
+    def __call__(self, input_ids, input_mask, seed):
+        """Masks a batch.
+
+        Args:
+            input_ids: int [B, T] (or [T]) unmasked token ids.
+            input_mask: int/bool [B, T] (or [T]), 1 for real tokens.
+            seed: int32/int64 [2] stateless seed.
+
+        Returns:
+            dict, leading [B] dropped again for [T] inputs:
+            `input_word_ids` int32 [B, T] (masked), `masked_lm_positions`
+            int32 [B, P], `masked_lm_ids` int32 [B, P] (the original ids),
+            `masked_lm_weights` float32 [B, P].
+        """
+        ids = tf.cast(tf.convert_to_tensor(input_ids), tf.int32)
+        single = ids.shape.rank == 1
+        if single:
+            ids = ids[tf.newaxis]
+            input_mask = tf.convert_to_tensor(input_mask)[tf.newaxis]
+        real = tf.cast(input_mask, tf.bool)
+        num_predictions = self.max_predictions_per_seq
+        seq_len = ids.shape[1]
+        if seq_len is None:
+            raise ValueError("DynamicMasker needs a static sequence length.")
+        seed = tf.cast(tf.convert_to_tensor(seed), tf.int64)
+        select_seed, rule_seed, token_seed = tf.unstack(
+            tf.random.experimental.stateless_split(seed, 3)
+        )
+
+        special = tf.reduce_any(
+            ids[..., tf.newaxis] == tf.constant(self.special_ids, tf.int32), axis=-1
+        )
+        maskable = real & ~special
+        n_maskable = tf.reduce_sum(tf.cast(maskable, tf.int32), axis=1)
+        basis = n_maskable if self.rate_basis == "maskable" else (
+            tf.reduce_sum(tf.cast(real, tf.int32), axis=1)
+        )
+        # tf.round is half-to-even, as Python 3's round in the original.
+        num = tf.cast(tf.round(tf.cast(basis, tf.float32) * self.masked_lm_prob), tf.int32)
+        num = tf.minimum(tf.maximum(num, 1), num_predictions)
+        num = tf.minimum(num, n_maskable)  # nothing to choose in an all-special row
+
+        batch = tf.shape(ids)[0]
+        if self.continuation_ids is None:
+            positions = self._choose_tokens(maskable, num, batch, seq_len, select_seed)
+        else:
+            positions = self._choose_words(ids, maskable, num, batch, seq_len, select_seed)
+        valid = positions < seq_len
+        positions = tf.where(valid, positions, 0)
+        original = tf.where(valid, tf.gather(ids, positions, batch_dims=1), 0)
+
+        draw = tf.random.stateless_uniform([batch, num_predictions], rule_seed)
+        random_tokens = tf.random.stateless_uniform(
+            [batch, num_predictions], token_seed, minval=0,
+            maxval=self.vocab_size, dtype=tf.int32,
+        )
+        replacement = tf.where(
+            draw < self.mask_token_rate,
+            self.mask_id,
+            tf.where(draw < self.mask_token_rate + self.random_token_rate,
+                     random_tokens, original),
+        )
+        slots = tf.where(valid)  # [K, 2] (row, slot) of real predictions
+        scatter_at = tf.stack(
+            [slots[:, 0], tf.cast(tf.gather_nd(positions, slots), tf.int64)], axis=1
+        )
+        masked = tf.tensor_scatter_nd_update(
+            ids, scatter_at, tf.gather_nd(replacement, slots)
+        )
+        out = {
+            "input_word_ids": masked,
+            "masked_lm_positions": positions,
+            "masked_lm_ids": original,
+            "masked_lm_weights": tf.cast(valid, tf.float32),
+        }
+        if single:
+            out = {name: value[0] for name, value in out.items()}
+        return out
+
+
+def _padded_sorted(chosen_positions, num_predictions, seq_len):
+    """[B, k] positions (seq_len = none) -> ascending [B, P], seq_len-padded."""
+    positions = tf.sort(chosen_positions, axis=1)
+    k = positions.shape[1]
+    if k < num_predictions:
+        positions = tf.pad(positions, [[0, 0], [0, num_predictions - k]],
+                           constant_values=seq_len)
+    return positions[:, :num_predictions]
+
+
+def restore_original_ids(input_ids, masked_lm_positions, masked_lm_ids, masked_lm_weights):
+    """Undoes stored (static) masking: puts masked_lm_ids back at their
+    positions where the weight is > 0. Shapes [B, T], [B, P], [B, P], [B, P];
+    returns int32 [B, T]. Used to re-mask statically masked files."""
+    ids = tf.cast(input_ids, tf.int32)
+    slots = tf.where(masked_lm_weights > 0)
+    at = tf.stack(
+        [slots[:, 0], tf.cast(tf.gather_nd(masked_lm_positions, slots), tf.int64)], axis=1
+    )
+    values = tf.cast(tf.gather_nd(masked_lm_ids, slots), tf.int32)
+    return tf.tensor_scatter_nd_update(ids, at, values)

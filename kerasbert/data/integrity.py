@@ -1,0 +1,320 @@
+"""Corrupt-shard detection for TFRecord readers: name the file and the record.
+
+What TensorFlow 2.20 itself reports (measured here):
+
+- CRC mismatch in a record's data or length:  DataLossError "corrupted record
+  at <byte offset>"; no file name, no record index.
+- last record cut short: DataLossError "truncated record at <byte offset>".
+- a file cut inside the last record's 12-byte header: NO error at all, the
+  reader stops early as if at end of file (silent data loss).
+- garbage: DataLossError "corrupted record at 0 (Is this even a TFRecord
+  file?)"; gzip: "inflate() failed ..." / "truncated record ... EOF reached".
+- a valid record that is not an Example, or a feature of the wrong length:
+  InvalidArgumentError from ParseExample ("Could not parse example input",
+  "Number of int64 values != expected"), again without file or index.
+- `ignore_errors()` after a TFRecordDataset ends that file at the first bad
+  record, silently (DESIGN §6).
+
+So the checked stream of one file works like this (`checked_records`):
+`ignore_errors()` on the raw records (a framing error just ends the
+stream), records grouped in chunks of 64, and their framed sizes summed
+(len + 16 bytes each); a sentinel chunk after the last one compares the
+bytes read with the file size (for gzip: with the uncompressed size in the
+gzip trailer, mod 2^32) and the record count with metadata.json's count
+when known. Each chunk is parsed in one vectorized `parse_example` call;
+only if that fails are its records parsed one by one, so the bad one is
+named (`concatenate` is lazy, so this slow path costs nothing otherwise).
+Every mismatch becomes an error naming the file and the first lost record
+index (a tf.errors.InvalidArgumentError whose message holds "CorruptRecordError:
+file F, record index I: cause"; `from_op_error` turns it back into a
+CorruptRecordError); nothing is dropped silently.
+
+`on_corrupt="skip"` logs each lost (file, index), counts them in a
+`CorruptRecordLog`, and fails once more than `max_corrupt_records` are lost.
+A framing error loses the rest of the file (TF cannot resynchronise); the
+lost count is exact when metadata.json gives the file's record count, else
+it counts as one.
+"""
+
+import dataclasses
+import logging
+import os
+import re
+import struct
+import threading
+
+import tensorflow as tf
+
+logger = logging.getLogger(__name__)
+
+RECORD_OVERHEAD = 16  # uint64 length + crc32 of length + crc32 of data
+ERROR_MARKER = "CorruptRecordError"
+
+_BAD_EXAMPLE = 0
+_BAD_FRAMING = 1
+_BAD_COUNT = 2
+_REASONS = {
+    _BAD_EXAMPLE: "not a tf.train.Example with the expected features and shapes",
+    _BAD_FRAMING: "corrupted or truncated TFRecord data (bytes read do not match "
+    "the file size); this and later records of the file are unreadable",
+    _BAD_COUNT: "file ends early: fewer records than metadata.json lists",
+}
+
+
+class CorruptRecordError(ValueError):
+    """A record that cannot be read; names the file and record index."""
+
+    def __init__(self, file, index, cause):
+        self.file, self.index, self.cause = file, int(index), cause
+        # TF prefixes the class name when this crosses a py_function.
+        super().__init__(f"file {file}, record index {index}: {cause}")
+
+
+class CorruptRecordLog:
+    """Thread-safe list of the (file, index, cause) records skipped."""
+
+    def __init__(self, max_corrupt_records=0):
+        self.max_corrupt_records = max_corrupt_records
+        self.entries = []
+        self._seen = set()
+        self.failed = None  # the CorruptRecordError once past the threshold
+        self._lock = threading.Lock()
+
+    @property
+    def count(self):
+        return len(self.entries)
+
+    def add(self, file, index, cause):
+        with self._lock:
+            if self.failed is not None:
+                # A parallel reader may go on pulling after the failure;
+                # its scan state is stale, so record nothing more.
+                raise self.failed
+            # A parallel reader may call a failed step again after an error;
+            # count each record once.
+            if (file, int(index)) in self._seen:
+                return
+            self._seen.add((file, int(index)))
+            self.entries.append((file, int(index), cause))
+            logger.warning("Skipping corrupt record: file %s, record index %d: %s",
+                           file, index, cause)
+            if (self.max_corrupt_records is not None
+                    and len(self.entries) > self.max_corrupt_records):
+                self.failed = CorruptRecordError(
+                    file, index,
+                    f"{cause}; {len(self.entries)} corrupt records skipped, more "
+                    f"than max_corrupt_records={self.max_corrupt_records}",
+                )
+                raise self.failed
+
+
+_MESSAGE = re.compile(
+    ERROR_MARKER + r": file (?P<file>.+?), record index (?P<index>-?\d+): (?P<cause>[^\]\n]*)")
+
+
+def from_op_error(error):
+    """The CorruptRecordError described by a tf.errors.OpError raised while
+    iterating a checked dataset, or None when it is some other error."""
+    match = _MESSAGE.search(str(error))
+    if match is None:
+        return None
+    return CorruptRecordError(match["file"], int(match["index"]), match["cause"].strip())
+
+
+UNKNOWN_BYTES = -2
+
+
+def expected_stream_bytes(path, compression):
+    """(bytes the record stream should hold, modulus) for a file: the file
+    size for plain files, the gzip trailer's ISIZE (mod 2^32) for gzip
+    (exact for the single-member files TF writes; a concatenation of gzip
+    files would need its own check), UNKNOWN_BYTES for other codecs
+    (ZLIB: no size check, metadata counts still apply); -1 = too short."""
+    if compression and compression != "GZIP":
+        return UNKNOWN_BYTES, 0
+    if compression == "GZIP":
+        with tf.io.gfile.GFile(path, "rb") as f:
+            data_len = f.size()
+            if data_len < 18:  # smaller than an empty gzip member
+                return -1, 2**32
+            f.seek(data_len - 4)
+            return struct.unpack("<I", f.read(4))[0], 2**32
+    return tf.io.gfile.stat(path).length, 0
+
+
+def _report_fn(log):
+    """A py_function body: logs `count` lost records from `start`."""
+
+    def report(file, start, count, reason):
+        file = file.numpy().decode("utf-8", "replace")
+        start, count, reason = int(start), int(count), int(reason)
+        cause = _REASONS[reason]
+        if count < 0:  # framing error, number of records lost unknown
+            log.add(file, start, cause + " (number of records lost unknown)")
+        for index in range(start, start + max(count, 0)):
+            log.add(file, index, cause)
+        return 0
+
+    return report
+
+
+def _problem(bad, file, index, count, reason, log):
+    """Raises (log None) or reports (skip mode) when `bad` is true."""
+    if log is None:
+        message = tf.strings.join([
+            f"{ERROR_MARKER}: file ", file, ", record index ",
+            tf.strings.as_string(index), f": {_REASONS[reason]}",
+        ])
+        return tf.debugging.Assert(tf.logical_not(bad), [message])
+    return tf.cond(
+        bad,
+        lambda: tf.py_function(_report_fn(log), [file, index, count, reason], tf.int64),
+        lambda: tf.constant(0, tf.int64),
+    )
+
+
+def _parse_chunk(records, first_index, parse_fn, batch_parse_fn, sentinel, path, log):
+    """Parses a chunk [n] of consecutive records of `path` into a batched
+    dict [n, ...] in one vectorized call. Only when that fails (some record
+    is bad) are the records parsed one by one to name the bad ones; the
+    good ones come out as one batch [m, ...]."""
+    fast = tf.data.Dataset.from_tensors(records).map(batch_parse_fn).ignore_errors()
+    n = tf.size(records, out_type=tf.int64)
+    slow = tf.data.Dataset.from_tensor_slices(records).enumerate()
+    slow = slow.map(lambda i, r: (i, parse_fn(r))).ignore_errors()
+    slow = slow.concatenate(tf.data.Dataset.from_tensors((n, parse_fn(sentinel))))
+
+    def check(next_index, element):
+        index, features = element
+        # Records next_index .. index-1 did not parse.
+        gap = index - next_index
+        done = _problem(gap > 0, path, first_index + next_index, gap, _BAD_EXAMPLE, log)
+        with tf.control_dependencies([done]):
+            return index + 1, (tf.identity(index), features)
+
+    slow = slow.scan(tf.constant(0, tf.int64), check)
+    slow = slow.filter(lambda i, _: i < n).map(lambda i, features: features)
+    slow = slow.batch(tf.cast(tf.maximum(n, 1), tf.int64))
+    # concatenate is lazy: `slow` only runs when `fast` dropped its element.
+    return fast.concatenate(slow).take(1)
+
+
+def checked_records(path, parse_fn, sentinel, *, compression=None,
+                    expected_bytes=None, modulus=0, expected_count=-1, log=None,
+                    chunk_size=64, batch_parse_fn=None, chunk_shards=(1, 0)):
+    """The records of one file, parsed, with corruption turned into errors.
+
+    Args:
+        path: scalar string tensor, the file.
+        parse_fn: serialized record (scalar string) -> dict of tensors.
+        sentinel: a serialized record parse_fn accepts (pads the checks).
+        compression: None/"" or "GZIP".
+        expected_bytes: int64 scalar, see `expected_stream_bytes`.
+        modulus: 0 or 2**32 (gzip sizes).
+        expected_count: records metadata.json lists for the file, -1 unknown.
+        log: None raises on the first problem; a CorruptRecordLog skips.
+        chunk_size: records parsed per vectorized call.
+        batch_parse_fn: records [n] -> dict of [n, ...]; default maps
+            parse_fn over them.
+        chunk_shards: (num_shards, shard): keep only chunk k with
+            k % num_shards == shard (record sharding between pipelines;
+            every pipeline still checks the whole file's framing).
+
+    Returns:
+        Dataset of parsed dicts (one record each), in file order.
+    """
+    if batch_parse_fn is None:
+        batch_parse_fn = lambda records: tf.map_fn(  # noqa: E731
+            parse_fn, records, fn_output_signature=tf.nest.map_structure(
+                tf.TensorSpec.from_tensor, parse_fn(tf.constant(sentinel))))
+    raw = tf.data.TFRecordDataset(path, compression_type=compression or "")
+    # A framing error just ends the stream here; the byte count below sees it.
+    raw = raw.ignore_errors().batch(chunk_size).enumerate()
+    raw = raw.concatenate(tf.data.Dataset.from_tensors(
+        (tf.constant(-1, tf.int64), tf.constant([], tf.string))))
+    expected_bytes = tf.cast(expected_bytes, tf.int64)
+    expected_count = tf.cast(expected_count, tf.int64)
+
+    def count(state, element):
+        records_before, total = state
+        chunk, records = element
+        n = tf.size(records, out_type=tf.int64)
+        total = total + tf.reduce_sum(tf.cast(tf.strings.length(records), tf.int64))
+        total = total + RECORD_OVERHEAD * n
+        end = chunk < 0
+        seen = total if not modulus else tf.math.floormod(total, modulus)
+        known = expected_bytes != UNKNOWN_BYTES
+        framing_bad = end & known & ((expected_bytes < 0) | (seen != expected_bytes))
+        lost = tf.where(expected_count >= 0, expected_count - records_before, -1)
+        deps = [_problem(framing_bad, path, records_before, lost, _BAD_FRAMING, log)]
+        count_bad = (end & ~framing_bad & (expected_count >= 0)
+                     & (records_before < expected_count))
+        deps.append(_problem(count_bad, path, records_before,
+                             expected_count - records_before, _BAD_COUNT, log))
+        with tf.control_dependencies(deps):
+            out = (tf.identity(chunk), records, records_before)
+        return (records_before + n, total), out
+
+    raw = raw.scan((tf.constant(0, tf.int64), tf.constant(0, tf.int64)), count)
+    num_shards, shard = chunk_shards
+    raw = raw.filter(lambda chunk, r, first: (chunk >= 0) & (chunk % num_shards == shard))
+    parsed = raw.flat_map(lambda chunk, records, first: _parse_chunk(
+        records, first, parse_fn, batch_parse_fn, sentinel, path, log))
+    return parsed.unbatch()
+
+
+@dataclasses.dataclass
+class ShardReport:
+    """verify_shards result for one file."""
+
+    file: str
+    records: int  # records that read and parsed
+    corrupt: list  # [(index, cause)] lost records, first first
+
+    @property
+    def first_corrupt_index(self):
+        return self.corrupt[0][0] if self.corrupt else None
+
+    @property
+    def ok(self):
+        return not self.corrupt
+
+
+def empty_example():
+    return tf.train.Example().SerializeToString()
+
+
+def _example_only_parsers():
+    """Parsers that only check "is a tf.train.Example" (no schema known);
+    an int64 input_ids, when present, must parse too."""
+    spec = {"input_ids": tf.io.VarLenFeature(tf.int64)}
+
+    def one(record):
+        values = tf.io.parse_single_example(record, spec)["input_ids"].values
+        return {"num_input_ids": tf.size(values, out_type=tf.int64)}
+
+    def many(records):
+        sparse = tf.io.parse_example(records, spec)["input_ids"]
+        counts = tf.math.unsorted_segment_sum(
+            tf.ones_like(sparse.values), sparse.indices[:, 0], tf.size(records))
+        return {"num_input_ids": counts}
+
+    return one, many
+
+
+def verify_file(path, parse_fn=None, sentinel=None, compression=None,
+                expected_count=-1, batch_parse_fn=None):
+    """Scans one file; returns a ShardReport (never raises for corruption)."""
+    if parse_fn is None:
+        parse_fn, batch_parse_fn = _example_only_parsers()
+        sentinel = empty_example()
+    log = CorruptRecordLog(max_corrupt_records=None)
+    expected, modulus = expected_stream_bytes(path, compression)
+    ds = checked_records(
+        tf.constant(path), parse_fn, sentinel, compression=compression,
+        expected_bytes=expected, modulus=modulus, expected_count=expected_count,
+        log=log, batch_parse_fn=batch_parse_fn,
+    )
+    records = int(ds.reduce(tf.constant(0, tf.int64), lambda n, _: n + 1))
+    corrupt = sorted((index, cause) for _, index, cause in log.entries)
+    return ShardReport(file=os.fspath(path), records=records, corrupt=corrupt)

@@ -1,0 +1,376 @@
+"""Pretraining TFRecord reader: `pretraining_dataset` and `verify_shards`.
+
+Reads shards in the original google-research/bert layout (schema.py), ours
+or anyone's, and yields batches keyed by the model's input names
+(schema.FILE_TO_MODEL):
+
+    input_word_ids       int32   [B, T]
+    input_mask           int32   [B, T]
+    input_type_ids       int32   [B, T]
+    masked_lm_positions  int32   [B, P]
+    masked_lm_ids        int32   [B, P]
+    masked_lm_weights    float32 [B, P]
+    next_sentence_labels int32   [B]   (only when the files hold it)
+
+T = max_seq_length, P = max_predictions_per_seq.
+"""
+
+import glob as _glob
+import os
+
+import tensorflow as tf
+
+from kerasbert.data import integrity, metadata, schema
+from kerasbert.data.dynamic_masking import DynamicMasker, restore_original_ids
+from kerasbert.data.integrity import CorruptRecordError, CorruptRecordLog  # noqa: F401
+
+AUTOTUNE = tf.data.AUTOTUNE
+
+
+# --- files and their description --------------------------------------------
+
+
+def _folder_files(folder):
+    """A shard folder's files: those metadata.json lists, else every file
+    except metadata.json and hidden/temporary ones."""
+    meta = metadata.read_metadata(folder)
+    if meta is not None and meta.get("shards"):
+        return [os.path.join(folder, name) for name in meta["shards"]]
+    return [os.path.join(folder, name) for name in tf.io.gfile.listdir(folder)
+            if name != metadata.METADATA_FILE and not name.startswith(".")
+            and not tf.io.gfile.isdir(os.path.join(folder, name))]
+
+
+def expand_files(file_pattern):
+    """Sorted, de-duplicated files of a glob string, a shard folder, or a
+    list of them."""
+    single = isinstance(file_pattern, (str, os.PathLike))
+    patterns = [file_pattern] if single else list(file_pattern)
+    files = []
+    for pattern in patterns:
+        pattern = os.fspath(pattern)
+        if _glob.has_magic(pattern):
+            matches = tf.io.gfile.glob(pattern)
+        elif tf.io.gfile.isdir(pattern):
+            matches = _folder_files(pattern)
+        else:
+            matches = [pattern]
+        matches = [m for m in matches if os.path.basename(m) != metadata.METADATA_FILE]
+        if not matches:
+            raise ValueError(f"No files match {pattern!r}.")
+        for m in matches:
+            if not tf.io.gfile.exists(m):
+                raise ValueError(f"No such file: {m}")
+        files.extend(matches)
+    return sorted(set(files))
+
+
+def _folder_metadata(files):
+    """{folder: metadata dict or None} for the folders holding `files`."""
+    return {d: metadata.read_metadata(d) for d in sorted({os.path.dirname(f) for f in files})}
+
+
+def _compression(path, meta):
+    if meta is not None and meta.get("compression"):
+        return str(meta["compression"]).upper()
+    return "GZIP" if path.endswith(".gz") else None
+
+
+def _mismatch(what, yours, theirs, where):
+    return ValueError(
+        f"{what} mismatch: you asked for {yours}, but {where} says {theirs}."
+    )
+
+
+def _check_metadata(meta, folder, max_seq_length, max_predictions_per_seq, vocab_file):
+    where = os.path.join(folder, metadata.METADATA_FILE)
+    version = meta.get("schema_version")
+    if version is not None and version > schema.SCHEMA_VERSION:
+        raise ValueError(f"{where} has schema_version {version}; this reader knows "
+                         f"up to {schema.SCHEMA_VERSION}.")
+    for key, value in (("max_seq_length", max_seq_length),
+                       ("max_predictions_per_seq", max_predictions_per_seq)):
+        if value is not None and meta.get(key) is not None and int(value) != int(meta[key]):
+            raise _mismatch(key, value, meta[key], where)
+    if vocab_file is not None and meta.get("vocab_sha256"):
+        sha, size = metadata.vocab_fingerprint(vocab_file)
+        if meta.get("vocab_size") is not None and size != int(meta["vocab_size"]):
+            raise _mismatch("vocab_size", f"{size} ({vocab_file})", meta["vocab_size"], where)
+        if sha != meta["vocab_sha256"]:
+            raise _mismatch("vocab_sha256", f"{sha} ({vocab_file})", meta["vocab_sha256"], where)
+
+
+def _probe_features(files, compression_of):
+    """Schema features present in the first readable record (for files
+    without metadata.json); unreadable records are left to the checked
+    reader to report."""
+    from google.protobuf.message import DecodeError
+
+    for path in files:
+        ds = tf.data.TFRecordDataset(path, compression_type=compression_of[path] or "")
+        try:
+            record = next(iter(ds.take(1)), None)
+            if record is None:
+                continue
+            example = tf.train.Example.FromString(record.numpy())
+        except (tf.errors.DataLossError, DecodeError):
+            continue
+        names = [n for n in schema.FEATURES if n in example.features.feature]
+        missing = [n for n in schema.SEQUENCE_FEATURES if n not in names]
+        if missing:
+            raise ValueError(f"{path} is not a pretraining file: it lacks {missing}.")
+        return names
+    raise ValueError(f"No readable record in {files[0]} ... to detect the features.")
+
+
+def describe_files(files, max_seq_length=None, max_predictions_per_seq=None,
+                   vocab_file=None):
+    """Validates the files against their metadata.json and returns
+    (feature names, T, P, {path: compression}, {path: expected count})."""
+    metas = _folder_metadata(files)
+    compression_of = {f: _compression(f, metas[os.path.dirname(f)]) for f in files}
+    counts = {}
+    names = None
+    for folder, meta in metas.items():
+        if meta is None:
+            continue
+        _check_metadata(meta, folder, max_seq_length, max_predictions_per_seq, vocab_file)
+        max_seq_length = max_seq_length or meta.get("max_seq_length")
+        max_predictions_per_seq = max_predictions_per_seq or meta.get("max_predictions_per_seq")
+        folder_names = sorted(meta.get("features") or [])
+        if names is not None and folder_names and folder_names != names:
+            raise ValueError(f"{folder} holds features {folder_names}, other files {names}.")
+        names = folder_names or names
+        for name, count in (meta.get("shards") or {}).items():
+            counts[os.path.join(folder, name)] = int(count)
+    if max_seq_length is None or max_predictions_per_seq is None:
+        raise ValueError(
+            "These files have no metadata.json; pass max_seq_length and "
+            "max_predictions_per_seq (the values they were written with)."
+        )
+    if names is None:
+        names = _probe_features(files, compression_of)
+    counts = {f: counts.get(f, -1) for f in files}
+    return names, int(max_seq_length), int(max_predictions_per_seq), compression_of, counts
+
+
+def _sentinel(names, max_seq_length, max_predictions_per_seq):
+    """A serialized all-zero Example with every feature (parses cleanly)."""
+    lengths = schema.feature_lengths(names, max_seq_length, max_predictions_per_seq)
+    feature = {}
+    for name in names:
+        if schema.FEATURES[name][0] == "float32":
+            values = tf.train.FloatList(value=[0.0] * lengths[name])
+            feature[name] = tf.train.Feature(float_list=values)
+        else:
+            values = tf.train.Int64List(value=[0] * lengths[name])
+            feature[name] = tf.train.Feature(int64_list=values)
+    return tf.train.Example(features=tf.train.Features(feature=feature)).SerializeToString()
+
+
+# --- the dataset ------------------------------------------------------------
+
+
+def _records(files, names, seq_len, num_pred, compression_of, counts, *, log,
+             shuffle, seed, repeat, deterministic, cycle_length, record_shards):
+    """Parsed, checked records (dicts of file-named features) interleaved
+    over `files`; repeated when `repeat`."""
+    compressions = {compression_of[f] for f in files}
+    if len(compressions) > 1:
+        raise ValueError("Mixing gzip and plain files in one dataset is not supported.")
+    compression = compressions.pop()
+    spec = schema.parsing_spec(names, seq_len, num_pred)
+    sentinel = _sentinel(names, seq_len, num_pred)
+    sizes, moduli = zip(*(integrity.expected_stream_bytes(f, compression) for f in files))
+    num_shards, shard = record_shards
+
+    def read_file(path, size, count):
+        return integrity.checked_records(
+            path, lambda record: tf.io.parse_single_example(record, spec), sentinel,
+            compression=compression, expected_bytes=size, modulus=moduli[0],
+            expected_count=count, log=log,
+            batch_parse_fn=lambda records: tf.io.parse_example(records, spec),
+            chunk_shards=(num_shards, shard % num_shards))
+
+    file_ds = tf.data.Dataset.from_tensor_slices((
+        tf.constant(files), tf.constant(sizes, tf.int64),
+        tf.constant([counts[f] for f in files], tf.int64),
+    ))
+    if shuffle:
+        file_ds = file_ds.shuffle(len(files), seed=seed, reshuffle_each_iteration=True)
+    if repeat:
+        # Repeat files, not records: the record shuffle buffer then never
+        # drains at an epoch boundary.
+        file_ds = file_ds.repeat()
+    return file_ds.interleave(
+        read_file, cycle_length=min(cycle_length, len(files)), block_length=1,
+        num_parallel_calls=AUTOTUNE, deterministic=deterministic)
+
+
+def _to_model_fn(names, masker):
+    """(file-named batch, batch seed) -> model-named batch (int32 ids,
+    [B] sentence labels), re-masked when `masker` is given."""
+    masked = all(n in names for n in schema.MASKED_LM_FEATURES)
+
+    def to_model(batch, batch_seed):
+        out = {schema.FILE_TO_MODEL[n]: batch[n] for n in names}
+        for name in ("input_word_ids", "input_mask", "input_type_ids",
+                     "masked_lm_positions", "masked_lm_ids"):
+            if name in out:
+                out[name] = tf.cast(out[name], tf.int32)
+        if "next_sentence_labels" in out:
+            out["next_sentence_labels"] = tf.cast(out["next_sentence_labels"][:, 0], tf.int32)
+        if masker is not None:
+            ids = out["input_word_ids"]
+            if masked:  # undo the stored masks before drawing new ones
+                ids = restore_original_ids(ids, out["masked_lm_positions"],
+                                           out["masked_lm_ids"], out["masked_lm_weights"])
+            out.update(masker(ids, out["input_mask"], tf.stack([batch_seed, 7])))
+        return out
+
+    return to_model
+
+
+def pretraining_dataset(
+    file_pattern,
+    batch_size,
+    *,
+    dynamic_masking=False,
+    input_context=None,
+    shuffle=True,
+    seed=None,
+    repeat=True,
+    deterministic=False,
+    vocab_file=None,
+    max_seq_length=None,
+    max_predictions_per_seq=None,
+    masked_lm_prob=0.15,
+    whole_word_mask=False,
+    shuffle_buffer_size=10000,
+    cycle_length=8,
+    on_corrupt="raise",
+    max_corrupt_records=0,
+    corrupt_log=None,
+):
+    """A `tf.data.Dataset` of pretraining batches (see the module docstring).
+
+    Args:
+        file_pattern: glob string, file, shard folder (the files its
+            metadata.json lists), or a list of them; `.gz` files or
+            metadata `compression: "GZIP"` are read as gzip.
+        batch_size: the GLOBAL batch size; with `input_context` each pipeline
+            batches `input_context.get_per_replica_batch_size(batch_size)`.
+        dynamic_masking: draw masks in tf.data (new ones every epoch, also
+            for a non-repeating dataset re-iterated by `model.fit`). Needs
+            `vocab_file` (special ids are looked up by string). Works on
+            `--no-masking` files; on statically masked files the stored
+            masks are first undone (masked_lm_ids put back at their
+            positions) and fresh masks drawn. `whole_word_mask=True` masks
+            whole words ("##" pieces from vocab_file) in dynamic masking.
+        input_context: `tf.distribute.InputContext`. Files are split between
+            input pipelines when there are at least as many files as
+            pipelines, else records, in chunks of 64 consecutive records
+            (chunk k of every file goes to pipeline k % num_input_pipelines).
+        shuffle: shuffle files and records (buffer `shuffle_buffer_size`).
+        seed: seeds file/record shuffling and the masks.
+        repeat: repeat forever; batches then drop the remainder.
+        deterministic: fixed order (and masks, given `seed`) every run; off,
+            parallel reads may reorder elements for speed.
+        vocab_file: checked against metadata.json's vocab_sha256/vocab_size.
+        max_seq_length, max_predictions_per_seq: checked against
+            metadata.json; required for files without it.
+        on_corrupt: "raise" (default): a corrupt or truncated record fails
+            the iteration with an error naming the file and record index.
+            "skip": such records are logged and counted in `corrupt_log`
+            (a CorruptRecordLog), failing past `max_corrupt_records`.
+    """
+    if on_corrupt not in ("raise", "skip"):
+        raise ValueError(f"on_corrupt must be 'raise' or 'skip', got {on_corrupt!r}.")
+    if dynamic_masking and vocab_file is None:
+        raise ValueError("dynamic_masking=True needs vocab_file (special token ids "
+                         "are looked up in it).")
+    files = expand_files(file_pattern)
+    names, seq_len, num_pred, compression_of, counts = describe_files(
+        files, max_seq_length, max_predictions_per_seq, vocab_file)
+    masked = all(n in names for n in schema.MASKED_LM_FEATURES)
+    if not masked and not dynamic_masking:
+        raise ValueError(
+            f"{files[0]} holds no masked_lm_* features (written for dynamic "
+            "masking, --no-masking); pass dynamic_masking=True and vocab_file."
+        )
+
+    pipeline_id, num_pipelines = 0, 1
+    if input_context is not None:
+        pipeline_id = input_context.input_pipeline_id
+        num_pipelines = input_context.num_input_pipelines
+        batch_size = input_context.get_per_replica_batch_size(batch_size)
+    record_shards = 1
+    if num_pipelines > 1:
+        if len(files) >= num_pipelines:
+            files = files[pipeline_id::num_pipelines]
+        else:
+            record_shards = num_pipelines
+    if seed is not None:
+        seed = int(seed) + 1000003 * pipeline_id
+
+    log = None
+    if on_corrupt == "skip":
+        log = corrupt_log if corrupt_log is not None else CorruptRecordLog()
+        log.max_corrupt_records = max_corrupt_records
+
+    ds = _records(files, names, seq_len, num_pred, compression_of, counts, log=log,
+                  shuffle=shuffle, seed=seed, repeat=repeat, deterministic=deterministic,
+                  cycle_length=cycle_length, record_shards=(record_shards, pipeline_id))
+    if shuffle:
+        ds = ds.shuffle(shuffle_buffer_size, seed=seed, reshuffle_each_iteration=True)
+    ds = ds.batch(batch_size, drop_remainder=repeat)
+
+    masker = None
+    if dynamic_masking:
+        masker = DynamicMasker.from_vocab_file(
+            vocab_file, num_pred, masked_lm_prob=masked_lm_prob,
+            whole_word_mask=whole_word_mask)
+        # One int64 per batch seeds its masks; rerandomize_each_iteration
+        # gives new masks each epoch (also when model.fit re-iterates a
+        # finite dataset), reproducible for a fixed seed.
+        seeds = tf.data.Dataset.random(seed=seed, rerandomize_each_iteration=True)
+        ds = tf.data.Dataset.zip(ds, seeds)
+    else:
+        ds = ds.map(lambda batch: (batch, tf.constant(0, tf.int64)))
+    to_model = _to_model_fn(names, masker)
+    ds = ds.map(to_model, num_parallel_calls=AUTOTUNE, deterministic=deterministic)
+    options = tf.data.Options()
+    options.deterministic = deterministic
+    ds = ds.with_options(options)
+    return ds.prefetch(AUTOTUNE)
+
+
+def verify_shards(file_pattern, max_seq_length=None, max_predictions_per_seq=None):
+    """Scans every file; returns a list of integrity.ShardReport (file,
+    records, corrupt [(index, cause)], first_corrupt_index, ok).
+
+    With metadata.json (or both sizes given) records are also parsed against
+    the schema; otherwise only the TFRecord framing and "is an Example" are
+    checked."""
+    files = expand_files(file_pattern)
+    metas = _folder_metadata(files)
+    try:
+        names, seq_len, num_pred, compression_of, counts = describe_files(
+            files, max_seq_length, max_predictions_per_seq)
+    except ValueError as err:
+        if "no metadata.json" not in str(err) and "No readable record" not in str(err):
+            raise
+        names = None
+        compression_of = {f: _compression(f, metas[os.path.dirname(f)]) for f in files}
+        counts = {f: -1 for f in files}
+    parse_fn = sentinel = batch_parse_fn = None
+    if names is not None:
+        spec = schema.parsing_spec(names, seq_len, num_pred)
+        parse_fn = lambda record: tf.io.parse_single_example(record, spec)  # noqa: E731
+        batch_parse_fn = lambda records: tf.io.parse_example(records, spec)  # noqa: E731
+        sentinel = _sentinel(names, seq_len, num_pred)
+    return [
+        integrity.verify_file(f, parse_fn, sentinel, compression_of[f], counts[f],
+                              batch_parse_fn)
+        for f in files
+    ]

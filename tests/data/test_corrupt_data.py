@@ -1,0 +1,173 @@
+"""Corrupt shards fail loudly, naming the file and the record index; the
+opt-in skip mode counts, logs and stops past its threshold; verify_shards
+reports per file."""
+
+import os
+import struct
+
+import numpy as np
+import pytest
+import tensorflow as tf
+
+import reader_records as rr
+from kerasbert.data.integrity import CorruptRecordLog, from_op_error
+from kerasbert.data.reader import pretraining_dataset, verify_shards
+
+T, P = 32, 5
+N = 40  # records per shard
+
+
+def _offsets(data):
+    """Byte offset of each TFRecord record (8-byte length, 4 crc, data, 4 crc)."""
+    offsets, at = [], 0
+    while at < len(data):
+        offsets.append(at)
+        at += 16 + struct.unpack("<Q", data[at:at + 8])[0]
+    return offsets
+
+
+def _shards(folder, metadata=True, gzip_files=False):
+    instances = rr.make_instances(2 * N, T, P, seed=9)
+    return rr.write_shards(str(folder), instances, num_shards=2, with_metadata=metadata,
+                           gzip=gzip_files)
+
+
+def _read_all(folder, pattern="*.tfrecord", **kwargs):
+    kwargs.setdefault("max_seq_length", T)
+    kwargs.setdefault("max_predictions_per_seq", P)
+    ds = pretraining_dataset(str(folder / pattern), 8, repeat=False, shuffle=False,
+                             **kwargs)
+    return sum(int(b["input_mask"].shape[0]) for b in ds)
+
+
+def _expect_error(folder, path, index, pattern="*.tfrecord", **kwargs):
+    with pytest.raises(tf.errors.OpError) as err:
+        _read_all(folder, pattern, **kwargs)
+    message = str(err.value)
+    assert path in message, message
+    assert f"record index {index}:" in message, message
+    parsed = from_op_error(err.value)  # back to a Python exception
+    assert (parsed.file, parsed.index) == (path, index)
+    return message
+
+
+@pytest.mark.parametrize("metadata", [True, False])
+def test_flipped_bytes_mid_file(tmp_path, metadata):
+    paths = _shards(tmp_path, metadata)
+    data = bytearray(open(paths[1], "rb").read())
+    data[_offsets(data)[17] + 20] ^= 0xFF  # inside record 17's payload
+    open(paths[1], "wb").write(data)
+    _expect_error(tmp_path, paths[1], 17)
+
+
+def test_flipped_length_header(tmp_path):
+    paths = _shards(tmp_path)
+    data = bytearray(open(paths[0], "rb").read())
+    data[_offsets(data)[5] + 1] ^= 0x01  # record 5's length
+    open(paths[0], "wb").write(data)
+    _expect_error(tmp_path, paths[0], 5)
+
+
+@pytest.mark.parametrize("cut", [7, "header"])
+def test_truncated_file(tmp_path, cut):
+    paths = _shards(tmp_path, metadata=False)
+    data = open(paths[0], "rb").read()
+    if cut == "header":
+        # Cut inside the last record's length header: TF itself reports NO
+        # error here and just stops early.
+        data = data[: _offsets(data)[-1] + 5]
+    else:
+        data = data[:-cut]
+    open(paths[0], "wb").write(data)
+    _expect_error(tmp_path, paths[0], N - 1)
+
+
+def test_truncated_at_record_boundary_caught_by_metadata_count(tmp_path):
+    paths = _shards(tmp_path, metadata=True)
+    data = open(paths[0], "rb").read()
+    open(paths[0], "wb").write(data[: _offsets(data)[30]])  # 30 whole records
+    message = _expect_error(tmp_path, paths[0], 30)
+    assert "metadata.json" in message
+
+
+@pytest.mark.parametrize("metadata", [True, False])
+def test_garbage_file(tmp_path, metadata):
+    # Without metadata the features are probed from the next readable file.
+    paths = _shards(tmp_path, metadata)
+    open(paths[0], "wb").write(np.random.default_rng(0).bytes(700))
+    _expect_error(tmp_path, paths[0], 0)
+
+
+def test_truncated_gzip(tmp_path):
+    paths = _shards(tmp_path, metadata=False, gzip_files=True)
+    data = open(paths[1], "rb").read()
+    open(paths[1], "wb").write(data[: len(data) // 2])
+    with pytest.raises(tf.errors.OpError) as err:
+        _read_all(tmp_path, "*.gz")
+    assert paths[1] in str(err.value) and "record index" in str(err.value)
+
+
+def _with_bad_records(paths, bad):
+    """Rewrites shard 0 with the records at `bad` indices replaced."""
+    instances = rr.make_instances(2 * N, T, P, seed=9)[0::2]
+    records = [rr.serialize(x) for x in instances]
+    for index in bad:
+        if index % 2:
+            records[index] = b"not an Example \x00\x01"
+        else:  # a valid Example with a feature of the wrong length
+            wrong = dict(instances[index])
+            wrong["input_ids"] = wrong["input_ids"][:-1]
+            records[index] = rr.serialize(wrong)
+    rr.write_records(paths[0], records)
+
+
+@pytest.mark.parametrize("index", [3, 12])
+def test_invalid_example(tmp_path, index):
+    paths = _shards(tmp_path)
+    _with_bad_records(paths, [index])
+    message = _expect_error(tmp_path, paths[0], index)
+    assert "tf.train.Example" in message
+
+
+def test_skip_mode_counts_and_fails_past_threshold(tmp_path):
+    paths = _shards(tmp_path)
+    _with_bad_records(paths, [3, 12, 13])
+    log = CorruptRecordLog()
+    total = _read_all(tmp_path, on_corrupt="skip", max_corrupt_records=3, corrupt_log=log)
+    assert total == 2 * N - 3
+    assert sorted((os.path.basename(f), i) for f, i, _ in log.entries) == [
+        ("part-00000.tfrecord", 3), ("part-00000.tfrecord", 12), ("part-00000.tfrecord", 13)]
+
+    with pytest.raises(tf.errors.OpError) as err:
+        _read_all(tmp_path, on_corrupt="skip", max_corrupt_records=2)
+    assert "max_corrupt_records=2" in str(err.value) and paths[0] in str(err.value)
+
+
+def test_skip_mode_framing_error_counts_rest_of_file(tmp_path):
+    paths = _shards(tmp_path, metadata=True)
+    data = bytearray(open(paths[1], "rb").read())
+    data[_offsets(data)[35] + 20] ^= 0xFF
+    open(paths[1], "wb").write(data)
+    log = CorruptRecordLog()
+    assert _read_all(tmp_path, on_corrupt="skip", max_corrupt_records=10,
+                     corrupt_log=log) == 2 * N - 5
+    assert [i for _, i, _ in log.entries] == [35, 36, 37, 38, 39]
+    with pytest.raises(tf.errors.OpError, match="max_corrupt_records=4"):
+        _read_all(tmp_path, on_corrupt="skip", max_corrupt_records=4)
+
+
+def test_verify_shards(tmp_path):
+    paths = _shards(tmp_path, metadata=False)
+    data = bytearray(open(paths[1], "rb").read())
+    data[_offsets(data)[22] + 20] ^= 0xFF
+    open(paths[1], "wb").write(data)
+    reports = verify_shards(str(tmp_path / "*.tfrecord"))
+    assert [r.file for r in reports] == paths
+    assert reports[0].ok and reports[0].records == N
+    assert not reports[1].ok and reports[1].records == 22
+    assert reports[1].first_corrupt_index == 22
+    # With the schema known, records are parsed against it too.
+    _with_bad_records(paths, [6])
+    reports = verify_shards(str(tmp_path / "*.tfrecord"), max_seq_length=T,
+                            max_predictions_per_seq=P)
+    assert reports[0].first_corrupt_index == 6 and reports[0].records == N - 1
