@@ -1,0 +1,82 @@
+"""`kerasbert create-pretraining-data`: the CLI over kerasbert.data.writer.
+
+`add_arguments` is shared with `tfrecords/create_pretraining_data.py`, so
+both take exactly the same flags. TensorFlow is imported only when the
+command runs, so `kerasbert --help` stays instant.
+"""
+
+import argparse
+
+
+def add_arguments(parser):
+    """Adds every create-pretraining-data flag to an argparse parser."""
+    parser.add_argument(
+        "--input", nargs="+", required=True, metavar="INPUT",
+        help="Text files (one sentence per line with blank lines between "
+        "documents, or plain paragraphs: one per line) and/or tfds:NAME[:SPLIT].",
+    )
+    parser.add_argument("--vocab", required=True, help="WordPiece vocab.txt.")
+    parser.add_argument("--output-dir", required=True, help="Folder for shards + metadata.json.")
+    parser.add_argument("--max-seq-length", type=int, default=128)
+    parser.add_argument("--max-predictions-per-seq", type=int, default=20)
+    parser.add_argument("--masked-lm-prob", type=float, default=0.15)
+    parser.add_argument("--dupe-factor", type=int, default=10,
+                        help="Times each document is used, with different masks.")
+    parser.add_argument("--short-seq-prob", type=float, default=0.1)
+    parser.add_argument("--random-seed", type=int, default=12345)
+    parser.add_argument("--do-lower-case", action=argparse.BooleanOptionalAction,
+                        default=True, help="Lower-case and strip accents (default).")
+    parser.add_argument("--no-lower-case", dest="do_lower_case", action="store_false",
+                        help=argparse.SUPPRESS)
+    parser.add_argument("--whole-word-mask", action="store_true",
+                        help="Mask all wordpieces of a word together.")
+    parser.add_argument("--objective", choices=("nsp", "sop", "none"), default="nsp",
+                        help="nsp: BERT next sentence; sop: ALBERT sentence order; "
+                        "none: RoBERTa FULL-SENTENCES, no sentence label.")
+    parser.add_argument("--no-masking", action="store_true",
+                        help="Store unmasked sequences (mask dynamically when reading).")
+    parser.add_argument("--num-shards", type=int, default=1)
+    parser.add_argument("--workers", type=int, default=1, help="Worker processes.")
+    parser.add_argument("--gzip", action="store_true", help="GZIP-compressed shards (.gz).")
+    parser.add_argument("--text-field", help="Text field of a tfds: input (e.g. text).")
+    parser.add_argument("--input-format", choices=("auto", "sentences", "paragraphs"),
+                        default="auto",
+                        help="Text file layout; auto detects plain paragraphs.")
+    parser.add_argument("--overwrite", action="store_true",
+                        help="Replace existing shards in --output-dir.")
+    parser.add_argument("--no-progress", action="store_true", help="No progress bar.")
+    return parser
+
+
+def run(args):
+    """Runs the writer from parsed args; prints a one-line summary."""
+    from kerasbert.data.writer import create_pretraining_data
+
+    meta = create_pretraining_data(
+        args.input, args.vocab, args.output_dir,
+        max_seq_length=args.max_seq_length,
+        max_predictions_per_seq=args.max_predictions_per_seq,
+        masked_lm_prob=args.masked_lm_prob, dupe_factor=args.dupe_factor,
+        short_seq_prob=args.short_seq_prob, random_seed=args.random_seed,
+        lower_case=args.do_lower_case, whole_word_mask=args.whole_word_mask,
+        objective=args.objective, masking=not args.no_masking,
+        num_shards=args.num_shards, workers=args.workers, gzip=args.gzip,
+        text_field=args.text_field, input_format=args.input_format,
+        overwrite=args.overwrite, progress=not args.no_progress,
+    )
+    print(
+        f"Wrote {meta['num_instances']} instances from {meta['num_documents']} "
+        f"documents to {len(meta['shards'])} shard(s) in {args.output_dir}"
+    )
+
+
+def register(subparsers):
+    parser = subparsers.add_parser(
+        "create-pretraining-data",
+        help="Write masked-LM + sentence-label pretraining TFRecords.",
+        description="Text -> pretraining TFRecords (google-research/bert layout) "
+        "+ metadata.json. Streaming, parallel, deterministic, atomic.",
+    )
+    add_arguments(parser)
+    parser.set_defaults(func=run)
+    return parser

@@ -1,0 +1,205 @@
+"""Input readers for pretraining-data creation: each yields documents.
+
+A document is a list of sentence strings. Everything streams (one line or
+one TFDS example at a time); no corpus is ever held in memory.
+
+Inputs:
+  * a text file in the ORIGINAL format: one sentence per line, a blank line
+    between documents;
+  * a text file of PLAIN PARAGRAPHS: every non-empty line is a paragraph and
+    a document, split into sentences by `split_sentences` (wrapped text with
+    a paragraph spread over several lines is not supported);
+  * `tfds:NAME[:SPLIT]` with a text field: each example is a document, its
+    text split into paragraphs at newlines and then into sentences.
+"""
+
+import os
+import re
+
+from kerasbert.errors import UsageError
+
+FORMATS = ("auto", "sentences", "paragraphs")
+
+# Words after which a period does not end a sentence.
+ABBREVIATIONS = frozenset(
+    """mr mrs ms dr prof sr jr st mt vs etc e.g i.e cf al fig no nos vol pp
+    inc ltd co corp jan feb mar apr jun jul aug sep sept oct nov dec gen col
+    lt sgt capt rev hon est approx dept univ ave blvd""".split()
+)
+
+_CLOSERS = "\"'”’»)\\]」』）"
+# Latin-style terminators need whitespace after them; CJK full-width ones
+# (also used in Japanese and Chinese) end a sentence even without a space.
+_LATIN_END = re.compile(r"([.!?…]+[" + _CLOSERS + r"]*)(\s+)")
+_CJK_END = re.compile(r"([。！？]+[" + _CLOSERS + r"]*)\s*")
+_WORD_BEFORE = re.compile(r"(\S+)$")
+
+
+def _latin_boundary(text, match):
+    """Whether a '.', '!' or '?' followed by whitespace ends a sentence."""
+    end = match.end()
+    if end >= len(text):
+        return False
+    punct = match.group(1)
+    if punct[0] in "!?…":
+        return True
+    word = _WORD_BEFORE.search(text, 0, match.start())
+    word = word.group(1) if word else ""
+    bare = word.strip(_CLOSERS + "(\"'“‘").lower()
+    if bare in ABBREVIATIONS or bare.rstrip(".") in ABBREVIATIONS:
+        return False
+    if len(bare) == 1 and bare.isalpha():  # An initial: "J. Smith".
+        return False
+    if re.fullmatch(r"(?:[a-z]\.)+[a-z]", bare):  # "U.S." style.
+        return False
+    nxt = text[end]
+    if nxt.islower() and nxt.isascii():  # "e.g. this" - not a new sentence.
+        return False
+    return True
+
+
+def split_sentences(text):
+    """Splits a paragraph into sentences.
+
+    Ends on '.', '!', '?', '…' followed by whitespace (Latin scripts and
+    Korean, whose sentences end with e.g. '다.' or '요?'), and on the CJK
+    '。', '！', '？' with or without a space. Does not split after common
+    abbreviations, initials, before a lowercase continuation, or inside
+    decimals (no whitespace: 3.14). Closing quotes/brackets stay with the
+    sentence they close."""
+    text = text.strip()
+    if not text:
+        return []
+    cuts = set()
+    for m in _LATIN_END.finditer(text):
+        if _latin_boundary(text, m):
+            cuts.add(m.end(1))
+    for m in _CJK_END.finditer(text):
+        if m.end(1) < len(text):
+            cuts.add(m.end(1))
+    sentences, start = [], 0
+    for cut in sorted(cuts):
+        piece = text[start:cut].strip()
+        if piece:
+            sentences.append(piece)
+        start = cut
+    tail = text[start:].strip()
+    if tail:
+        sentences.append(tail)
+    return sentences
+
+
+def _open_text(path):
+    if not os.path.isfile(path):
+        raise UsageError(f"Input file not found: {path}")
+    return open(path, encoding="utf-8", errors="replace")
+
+
+def detect_format(path, sample_lines=1000):
+    """'paragraphs' when many of the first lines hold several sentences,
+    else 'sentences' (the original one-sentence-per-line format)."""
+    lines = multi = 0
+    with _open_text(path) as f:
+        for line in f:
+            line = line.strip()
+            if not line:
+                continue
+            lines += 1
+            multi += len(split_sentences(line)) > 1
+            if lines >= sample_lines:
+                break
+    return "paragraphs" if lines and multi / lines > 0.2 else "sentences"
+
+
+def iter_sentence_file(path):
+    """Original format: one sentence per line, blank line between docs."""
+    with _open_text(path) as f:
+        doc = []
+        for line in f:
+            line = line.strip()
+            if line:
+                doc.append(line)
+            elif doc:
+                yield doc
+                doc = []
+        if doc:
+            yield doc
+
+
+def iter_paragraph_file(path):
+    """Plain paragraphs: each non-empty line is a document."""
+    with _open_text(path) as f:
+        for line in f:
+            sentences = split_sentences(line)
+            if sentences:
+                yield sentences
+
+
+def parse_tfds_spec(spec):
+    """'tfds:NAME[:SPLIT]' -> (name, split); split defaults to 'train'.
+
+    NAME may contain a config and version: wikipedia/20230601.en."""
+    body = spec[len("tfds:"):]
+    name, _, split = body.partition(":")
+    if not name:
+        raise UsageError(f"Empty TFDS dataset name in {spec!r}; use tfds:NAME[:SPLIT].")
+    return name, split or "train"
+
+
+def iter_tfds(spec, text_field):
+    """Each example of a TFDS text dataset is a document: its `text_field`
+    split into paragraphs at newlines, then into sentences."""
+    import tensorflow_datasets as tfds
+
+    name, split = parse_tfds_spec(spec)
+    if not text_field:
+        raise UsageError(f"{spec} needs --text-field (e.g. --text-field text).")
+    try:
+        dataset = tfds.load(name, split=split, shuffle_files=False)
+    except Exception as err:  # DatasetNotFoundError, bad split, ...
+        if type(err).__name__ == "DatasetNotFoundError" or "not found" in str(err).lower():
+            raise UsageError(f"Unknown TFDS dataset {name!r} (from {spec!r}).") from None
+        raise UsageError(f"Cannot load TFDS dataset {name!r} split {split!r}: {err}") from None
+    for example in tfds.as_numpy(dataset):
+        if text_field not in example:
+            raise UsageError(
+                f"TFDS dataset {name!r} has no field {text_field!r}; "
+                f"fields: {sorted(example)}."
+            )
+        text = example[text_field]
+        if isinstance(text, bytes):
+            text = text.decode("utf-8", errors="replace")
+        doc = []
+        for paragraph in str(text).split("\n"):
+            doc.extend(split_sentences(paragraph))
+        if doc:
+            yield doc
+
+
+def check_inputs(inputs, text_field=None):
+    """Fails early, naming the input, on a missing file or TFDS field."""
+    if not inputs:
+        raise UsageError("No --input given.")
+    for spec in inputs:
+        if spec.startswith("tfds:"):
+            parse_tfds_spec(spec)
+            if not text_field:
+                raise UsageError(f"{spec} needs --text-field (e.g. --text-field text).")
+        elif not os.path.isfile(spec):
+            raise UsageError(f"Input file not found: {spec}")
+
+
+def iter_documents(inputs, text_field=None, input_format="auto"):
+    """Yields documents (lists of sentence strings) from every input in order."""
+    if input_format not in FORMATS:
+        raise UsageError(f"Unknown input format {input_format!r}; expected one of {FORMATS}.")
+    check_inputs(inputs, text_field)
+    for spec in inputs:
+        if spec.startswith("tfds:"):
+            yield from iter_tfds(spec, text_field)
+            continue
+        fmt = detect_format(spec) if input_format == "auto" else input_format
+        if fmt == "paragraphs":
+            yield from iter_paragraph_file(spec)
+        else:
+            yield from iter_sentence_file(spec)

@@ -1,0 +1,445 @@
+"""Streaming, parallel, atomic pretraining-data writer.
+
+Pipeline (bounded memory at every stage):
+
+    text_input.iter_documents      one document at a time
+      -> chunks of <= CHUNK_DOCS documents / CHUNK_BYTES of text, numbered
+      -> worker processes: tokenize the whole chunk in one tensorflow-text
+         call, make instances with kerasbert.data.instances (the NSP buffer
+         of "other documents" is the rest of the chunk), serialize
+      -> main process, in chunk order: a bounded shuffle buffer, then
+         round-robin over `num_shards` shards written under temporary names.
+
+Determinism: chunking depends only on the input, each document's RNG is
+seeded from (random_seed, dupe index, document index) and the shuffle
+buffer from random_seed, so a fixed seed gives identical bytes for ANY
+number of workers.
+
+Atomicity: shards are written as `.part-*.tmp` and renamed only after every
+shard is complete; metadata.json is written last (atomically). A failure or
+interrupt removes the temporaries and leaves earlier output untouched.
+"""
+
+import glob
+import importlib
+import multiprocessing
+import os
+import threading
+import time
+
+import numpy as np
+
+from kerasbert.data import instances as inst_lib
+from kerasbert.data import metadata as meta_lib
+from kerasbert.data import schema
+from kerasbert.data.text_input import FORMATS
+from kerasbert.data.text_input import check_inputs
+from kerasbert.data.text_input import iter_documents
+from kerasbert.errors import UsageError
+
+CHUNK_DOCS = 64
+CHUNK_BYTES = 1 << 20
+SHUFFLE_BUFFER = 10_000
+SPECIAL_TOKENS = {"cls_id": "[CLS]", "sep_id": "[SEP]", "mask_id": "[MASK]", "pad_id": "[PAD]"}
+
+
+def shard_name(index, num_shards, gzip=False):
+    return f"part-{index:05d}-of-{num_shards:05d}.tfrecord" + (".gz" if gzip else "")
+
+
+# ---------------------------------------------------------------- options
+
+
+def validate_options(o):
+    """Raises UsageError naming the first bad option."""
+    if o["objective"] not in schema.OBJECTIVES:
+        raise UsageError(f"--objective {o['objective']!r}: expected one of {schema.OBJECTIVES}.")
+    min_len = 3 if o["objective"] == "none" else 5
+    if o["max_seq_length"] < min_len:
+        raise UsageError(f"--max-seq-length {o['max_seq_length']} is too short (>= {min_len}).")
+    if not 1 <= o["max_predictions_per_seq"] <= o["max_seq_length"]:
+        raise UsageError(
+            f"--max-predictions-per-seq {o['max_predictions_per_seq']} must be in "
+            f"[1, max_seq_length={o['max_seq_length']}]."
+        )
+    for key in ("masked_lm_prob", "short_seq_prob"):
+        if not 0.0 <= o[key] <= 1.0:
+            raise UsageError(f"--{key.replace('_', '-')} {o[key]} is not a probability in [0, 1].")
+    if o["masking"] and o["masked_lm_prob"] <= 0.0:
+        raise UsageError("--masked-lm-prob must be > 0 (or use --no-masking).")
+    for key in ("dupe_factor", "num_shards", "workers"):
+        if o[key] < 1:
+            raise UsageError(f"--{key.replace('_', '-')} {o[key]} must be >= 1.")
+    if o["input_format"] not in FORMATS:
+        raise UsageError(f"--input-format {o['input_format']!r}: expected one of {FORMATS}.")
+
+
+def read_specials(vocab_file):
+    """Special ids looked up by string in vocab.txt (never assumed)."""
+    if not os.path.isfile(vocab_file):
+        raise UsageError(f"Vocabulary file not found: {vocab_file}")
+    index = {}
+    size = 0
+    with open(vocab_file, encoding="utf-8") as f:
+        for i, line in enumerate(f):
+            index.setdefault(line.rstrip("\n").strip(), i)
+            size = i + 1
+    ids = {}
+    for key, token in SPECIAL_TOKENS.items():
+        if token not in index:
+            raise UsageError(f"Vocabulary {vocab_file} has no {token} token.")
+        ids[key] = index[token]
+    return inst_lib.Specials(vocab_size=size, **ids)
+
+
+def _check_output_dir(output_dir, overwrite):
+    if os.path.exists(output_dir) and not os.path.isdir(output_dir):
+        raise UsageError(f"--output-dir {output_dir} exists and is not a folder.")
+    existing = _final_files(output_dir)
+    if existing and not overwrite:
+        raise UsageError(
+            f"--output-dir {output_dir} already holds pretraining data "
+            f"({os.path.basename(existing[0])}, ...); pass --overwrite or pick another folder."
+        )
+
+
+def _final_files(output_dir):
+    found = glob.glob(os.path.join(output_dir, "part-*-of-*.tfrecord*"))
+    meta = os.path.join(output_dir, meta_lib.METADATA_FILE)
+    return sorted(found) + ([meta] if os.path.exists(meta) else [])
+
+
+# ---------------------------------------------------------------- workers
+
+
+class _Tokenizer:
+    """Words-structured tokenization: sentences -> ragged [S, (words), (pieces)].
+
+    Uses kerasbert.text.WordPieceTokenizer when available, else
+    tensorflow-text's BertTokenizer with the same vocabulary and casing."""
+
+    def __init__(self, vocab_file, lower_case):
+        import tensorflow as tf
+
+        try:
+            from kerasbert.text import WordPieceTokenizer
+        except ImportError:
+            WordPieceTokenizer = None
+        if WordPieceTokenizer is not None:
+            self._tok = WordPieceTokenizer(vocab_file, lower_case=lower_case)
+        else:
+            import tensorflow_text as tf_text
+
+            self._tok = tf_text.BertTokenizer(
+                vocab_file, lower_case=lower_case, token_out_type=tf.int64
+            )
+        self._tf = tf
+
+    def tokenize(self, sentences):
+        """list[str] of S sentences -> list of S (ids, word_starts) pairs."""
+        rt = self._tok.tokenize(self._tf.constant(sentences, dtype=self._tf.string))
+        flat = rt.flat_values.numpy()
+        piece_splits = rt.values.row_splits.numpy()  # word -> pieces
+        word_splits = rt.row_splits.numpy()  # sentence -> words
+        starts = np.zeros(len(flat), dtype=bool)
+        starts[piece_splits[:-1][np.diff(piece_splits) > 0]] = True
+        flat = flat.tolist()
+        starts = starts.tolist()
+        out = []
+        for s in range(len(sentences)):
+            p0, p1 = piece_splits[word_splits[s]], piece_splits[word_splits[s + 1]]
+            out.append((flat[p0:p1], starts[p0:p1]))
+        return out
+
+
+class _Others:
+    """The chunk's documents except one: the NSP random-B buffer."""
+
+    __slots__ = ("docs", "skip")
+
+    def __init__(self, docs, skip):
+        self.docs, self.skip = docs, skip
+
+    def __len__(self):
+        return len(self.docs) - 1
+
+    def __getitem__(self, i):
+        return self.docs[i + (i >= self.skip)]
+
+
+_STATE = {}  # Per worker process: tokenizer, encoder, options.
+
+
+def _init_worker(config, in_pool=False):
+    _STATE.clear()
+    _STATE.update(config)
+    if in_pool:
+        import tensorflow as tf
+
+        # One thread per pool worker: the processes already fill the cores,
+        # and TF's idle pool threads spin, stealing CPU from the others.
+        tf.config.threading.set_intra_op_parallelism_threads(1)
+        tf.config.threading.set_inter_op_parallelism_threads(1)
+    _STATE["tokenizer"] = _Tokenizer(config["vocab_file"], config["lower_case"])
+    o = config["instance_options"]
+    _STATE["encoder"] = inst_lib.ExampleEncoder(
+        config["specials"].vocab_size, o.max_seq_length, o.max_predictions_per_seq,
+        o.objective, o.masking,
+    )
+
+
+def make_chunk_instances(docs, first_doc_index, config):
+    """Instances of one chunk (list of `Instance`), in a fixed order.
+
+    docs: the chunk's documents as lists of (ids, starts) sentences."""
+    o, specials, seed = config["instance_options"], config["specials"], config["random_seed"]
+    out = []
+    for dupe in range(config["dupe_factor"]):
+        if o.objective == "none":
+            rng = np.random.default_rng([seed, dupe, first_doc_index, 1])
+            out.extend(inst_lib.create_full_sentence_instances(docs, o, specials, rng))
+            continue
+        for k, doc in enumerate(docs):
+            rng = np.random.default_rng([seed, dupe, first_doc_index + k])
+            out.extend(
+                inst_lib.create_instances_from_document(doc, _Others(docs, k), o, specials, rng)
+            )
+    return out
+
+
+def _process_chunk(task):
+    """(first_doc_index, [[sentence str]]) -> (n_docs, [serialized Example])."""
+    first, documents = task
+    sentences = [s for doc in documents for s in doc]
+    pairs = _STATE["tokenizer"].tokenize(sentences) if sentences else []
+    docs, pos = [], 0
+    for doc in documents:
+        docs.append([p for p in pairs[pos:pos + len(doc)] if p[0]])
+        pos += len(doc)
+    instances = make_chunk_instances(docs, first, _STATE)
+    encode = _STATE["encoder"].encode
+    return len(documents), [encode(i) for i in instances]
+
+
+def _chunks(documents):
+    """Groups documents into (first_doc_index, docs) tasks, independent of
+    the worker count (so output is too)."""
+    batch, size, first, index = [], 0, 0, 0
+    for doc in documents:
+        batch.append(doc)
+        size += sum(len(s) for s in doc)
+        index += 1
+        if len(batch) >= CHUNK_DOCS or size >= CHUNK_BYTES:
+            yield first, batch
+            batch, size, first = [], 0, index
+    if batch:
+        yield first, batch
+
+
+def _start_pool(config, workers):
+    """A worker pool, or None for in-process work (workers == 1)."""
+    if workers == 1:
+        return None
+    # Not fork: the parent has usually imported and run TensorFlow, and
+    # forking a process with TF's threads running can deadlock. forkserver
+    # starts one clean server that imports TF once, then forks the workers
+    # from it (measured: 2 workers ready in ~7 s vs ~14 s with spawn on 2
+    # cores, where each spawned worker imports TF on its own).
+    ctx = multiprocessing.get_context("forkserver")
+    ctx.set_forkserver_preload(["kerasbert.data.writer", "tensorflow", "tensorflow_text"])
+    return ctx.Pool(workers, initializer=_init_worker, initargs=(config, True))
+
+
+def _run_ordered(tasks, config, pool, workers):
+    """Yields _process_chunk results in task order; at most 2*workers chunks
+    in flight (Pool.imap would read the whole input ahead)."""
+    if pool is None:
+        _init_worker(config)
+        for task in tasks:
+            yield _process_chunk(task)
+        return
+    pending = []
+    for task in tasks:
+        pending.append(pool.apply_async(_process_chunk, (task,)))
+        if len(pending) >= 2 * workers:
+            yield pending.pop(0).get()
+    while pending:
+        yield pending.pop(0).get()
+
+
+# ---------------------------------------------------------------- writer
+
+
+class _ShardSet:
+    """num_shards TFRecord writers under temporary names; commit() renames."""
+
+    def __init__(self, output_dir, num_shards, gzip):
+        import tensorflow as tf
+
+        options = tf.io.TFRecordOptions(compression_type="GZIP" if gzip else "")
+        self.names = [shard_name(i, num_shards, gzip) for i in range(num_shards)]
+        self.finals = [os.path.join(output_dir, n) for n in self.names]
+        self.temps = [os.path.join(output_dir, f".{n}.tmp-{os.getpid()}") for n in self.names]
+        self.counts = [0] * num_shards
+        self.writers = [tf.io.TFRecordWriter(t, options) for t in self.temps]
+        self.next = 0
+
+    def write(self, record):
+        self.writers[self.next].write(record)
+        self.counts[self.next] += 1
+        self.next = (self.next + 1) % len(self.writers)
+
+    def close(self):
+        for w in self.writers:
+            w.close()
+
+    def commit(self, output_dir):
+        """Removes older output (metadata first, so a crash in between never
+        leaves metadata describing the wrong shards), then renames."""
+        self.close()
+        for old in reversed(_final_files(output_dir)):
+            if old not in self.finals:
+                os.remove(old)
+        for tmp, final in zip(self.temps, self.finals):
+            os.replace(tmp, final)
+
+    def discard(self):
+        try:
+            self.close()
+        finally:
+            for t in self.temps:
+                if os.path.exists(t):
+                    os.remove(t)
+
+
+def create_pretraining_data(
+    inputs,
+    vocab_file,
+    output_dir,
+    *,
+    max_seq_length=128,
+    max_predictions_per_seq=20,
+    masked_lm_prob=0.15,
+    dupe_factor=10,
+    short_seq_prob=0.1,
+    random_seed=12345,
+    lower_case=True,
+    whole_word_mask=False,
+    objective="nsp",
+    masking=True,
+    num_shards=1,
+    workers=1,
+    gzip=False,
+    text_field=None,
+    input_format="auto",
+    overwrite=False,
+    progress=True,
+):
+    """Writes pretraining TFRecords + metadata.json; returns the metadata dict.
+
+    inputs: text files (original or plain-paragraph format) and/or
+    `tfds:NAME[:SPLIT]` (with text_field). Shards hold serialized
+    tf.train.Example with the features of kerasbert.data.schema:
+    input_ids/input_mask/segment_ids [max_seq_length], masked_lm_* [P] unless
+    masking=False, next_sentence_labels [1] unless objective="none".
+    Raises UsageError on bad options or inputs, before writing anything.
+    """
+    options = dict(
+        max_seq_length=max_seq_length, max_predictions_per_seq=max_predictions_per_seq,
+        masked_lm_prob=masked_lm_prob, dupe_factor=dupe_factor,
+        short_seq_prob=short_seq_prob, random_seed=random_seed, lower_case=lower_case,
+        whole_word_mask=whole_word_mask, objective=objective, masking=masking,
+        num_shards=num_shards, workers=workers, gzip=gzip, text_field=text_field,
+        input_format=input_format, inputs=list(inputs),
+    )
+    validate_options(options)
+    specials = read_specials(vocab_file)
+    check_inputs(inputs, text_field)
+    _check_output_dir(output_dir, overwrite)
+    os.makedirs(output_dir, exist_ok=True)
+
+    config = dict(
+        vocab_file=os.path.abspath(vocab_file), lower_case=lower_case, specials=specials,
+        random_seed=random_seed, dupe_factor=dupe_factor,
+        instance_options=inst_lib.InstanceOptions(
+            max_seq_length=max_seq_length, max_predictions_per_seq=max_predictions_per_seq,
+            masked_lm_prob=masked_lm_prob, short_seq_prob=short_seq_prob,
+            whole_word_mask=whole_word_mask, objective=objective, masking=masking,
+        ),
+    )
+    from tqdm import tqdm
+
+    # The pool's forkserver imports TensorFlow while this process does too
+    # (in a thread): the two ~5 s imports overlap instead of adding up.
+    importer = threading.Thread(target=importlib.import_module, args=("tensorflow",))
+    importer.start()
+    pool = _start_pool(config, workers)
+    importer.join()
+    try:
+        shards = _ShardSet(output_dir, num_shards, gzip)
+    except BaseException:
+        if pool is not None:
+            pool.terminate()
+        raise
+    shuffle_rng = np.random.default_rng([random_seed, 0x5EED])
+    buffer = []
+    num_docs = 0
+    started = time.time()
+    bar = tqdm(unit=" doc", desc="create-pretraining-data", disable=not progress)
+    try:
+        documents = iter_documents(inputs, text_field, input_format)
+        for n_docs, records in _run_ordered(_chunks(documents), config, pool, workers):
+            num_docs += n_docs
+            for record in records:
+                # Bounded shuffle: the original shuffles all instances in
+                # memory; we mix within SHUFFLE_BUFFER (readers shuffle too).
+                if len(buffer) < SHUFFLE_BUFFER:
+                    buffer.append(record)
+                    continue
+                j = int(shuffle_rng.integers(len(buffer)))
+                shards.write(buffer[j])
+                buffer[j] = record
+            bar.update(n_docs)
+            bar.set_postfix(instances=sum(shards.counts) + len(buffer), refresh=False)
+        order = shuffle_rng.permutation(len(buffer))
+        for j in order:
+            shards.write(buffer[j])
+        buffer = []
+        if pool is not None:
+            pool.close()
+            pool.join()
+        shards.commit(output_dir)
+    except BaseException:
+        shards.discard()
+        raise
+    finally:
+        if pool is not None:
+            pool.terminate()
+        bar.close()
+
+    sha, vocab_lines = meta_lib.vocab_fingerprint(vocab_file)
+    names = schema.feature_names(objective, masking)
+    from kerasbert.version import __version__
+
+    metadata = {
+        "schema_version": schema.SCHEMA_VERSION,
+        "features": schema.describe_features(names, max_seq_length, max_predictions_per_seq),
+        "max_seq_length": max_seq_length,
+        "max_predictions_per_seq": max_predictions_per_seq,
+        "objective": objective,
+        "masking": "static" if masking else "dynamic",
+        "whole_word_mask": whole_word_mask,
+        "vocab_sha256": sha,
+        "vocab_size": vocab_lines,
+        "lower_case": lower_case,
+        "random_seed": random_seed,
+        "options": options,
+        "shards": dict(zip(shards.names, shards.counts)),
+        "num_instances": sum(shards.counts),
+        "num_documents": num_docs,
+        "compression": "GZIP" if gzip else None,
+        "created_by": f"kerasbert {__version__} create-pretraining-data",
+        "seconds": round(time.time() - started, 3),
+    }
+    meta_lib.write_metadata(output_dir, metadata)
+    return metadata

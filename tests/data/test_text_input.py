@@ -1,0 +1,85 @@
+"""Input readers and the sentence splitter of kerasbert.data.text_input."""
+
+import pytest
+
+from kerasbert.data import text_input as ti
+from kerasbert.errors import UsageError
+
+
+@pytest.mark.parametrize(
+    "text, expected",
+    [
+        ("Hello there. How are you? Fine!", ["Hello there.", "How are you?", "Fine!"]),
+        ("Mr. Smith paid $3.50 for it. Then he left.",
+         ["Mr. Smith paid $3.50 for it.", "Then he left."]),
+        ("We met Dr. J. Watson, e.g. at home. It was late.",
+         ["We met Dr. J. Watson, e.g. at home.", "It was late."]),
+        ("The U.S. economy grew 2.5 percent. Prices rose.",
+         ["The U.S. economy grew 2.5 percent.", "Prices rose."]),
+        ('He said "Stop." She stopped.', ['He said "Stop."', "She stopped."]),
+        ("오늘은 날씨가 좋다. 영화를 봤어요! 재미있었나요? 네.",
+         ["오늘은 날씨가 좋다.", "영화를 봤어요!", "재미있었나요?", "네."]),
+        ("今天天气很好。我们去公园吧！你来吗？", ["今天天气很好。", "我们去公园吧！", "你来吗？"]),
+        ("「行こう。」と彼は言った。", ["「行こう。」", "と彼は言った。"]),
+        ("version 3.14 is out", ["version 3.14 is out"]),
+        ("", []),
+    ],
+)
+def test_split_sentences(text, expected):
+    assert ti.split_sentences(text) == expected
+
+
+def test_original_format_documents(tmp_path):
+    path = tmp_path / "c.txt"
+    path.write_text("a b.\nc d.\n\n\ne f.\n  \ng h.\n", encoding="utf-8")
+    assert ti.detect_format(str(path)) == "sentences"
+    assert list(ti.iter_documents([str(path)])) == [["a b.", "c d."], ["e f."], ["g h."]]
+
+
+def test_plain_paragraphs_are_detected_and_split(tmp_path):
+    path = tmp_path / "p.txt"
+    path.write_text(
+        "The cat sat. The dog ran. Birds sing.\n\n"
+        "영화가 정말 좋았다. 배우들이 훌륭했어요!\n"
+        "中文句子。第二句。\n",
+        encoding="utf-8",
+    )
+    assert ti.detect_format(str(path)) == "paragraphs"
+    docs = list(ti.iter_documents([str(path)]))
+    assert docs == [
+        ["The cat sat.", "The dog ran.", "Birds sing."],
+        ["영화가 정말 좋았다.", "배우들이 훌륭했어요!"],
+        ["中文句子。", "第二句。"],
+    ]
+    # Forcing the original format keeps one line = one sentence.
+    forced = list(ti.iter_documents([str(path)], input_format="sentences"))
+    assert forced[0] == ["The cat sat. The dog ran. Birds sing."]
+
+
+def test_missing_file_is_named(tmp_path):
+    with pytest.raises(UsageError, match="nope.txt"):
+        list(ti.iter_documents([str(tmp_path / "nope.txt")]))
+
+
+def test_tfds_needs_text_field():
+    with pytest.raises(UsageError, match="--text-field"):
+        ti.check_inputs(["tfds:wikipedia/20230601.en"])
+
+
+def test_tfds_mock_data_documents():
+    import tensorflow_datasets as tfds
+
+    with tfds.testing.mock_data(num_examples=5):
+        docs = list(ti.iter_documents(["tfds:wikipedia/20230601.en:train"], text_field="text"))
+    assert len(docs) == 5
+    assert all(isinstance(s, str) and s for doc in docs for s in doc)
+
+
+def test_tfds_missing_field_and_unknown_name():
+    import tensorflow_datasets as tfds
+
+    with tfds.testing.mock_data(num_examples=2):
+        with pytest.raises(UsageError, match="'body'.*fields"):
+            list(ti.iter_documents(["tfds:wikipedia/20230601.en"], text_field="body"))
+    with pytest.raises(UsageError, match="no_such_dataset_xyz"):
+        list(ti.iter_documents(["tfds:no_such_dataset_xyz"], text_field="text"))
