@@ -4,7 +4,7 @@ Names load on first use, so `kerasbert.data.create_command` (imported by the
 CLI for `kerasbert --help`) does not pull in TensorFlow.
 """
 
-import importlib
+from kerasbert.io_utils import lazy_exports
 
 _EXPORTS = {
     "pretraining_dataset": "kerasbert.data.reader",
@@ -17,12 +17,4 @@ _EXPORTS = {
 }
 __all__ = sorted(_EXPORTS)
 
-
-def __getattr__(name):
-    if name in _EXPORTS:
-        return getattr(importlib.import_module(_EXPORTS[name]), name)
-    raise AttributeError(f"module 'kerasbert.data' has no attribute {name!r}")
-
-
-def __dir__():
-    return __all__
+__getattr__, __dir__ = lazy_exports("kerasbert.data", _EXPORTS)

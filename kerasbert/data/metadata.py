@@ -13,7 +13,8 @@ Fields (all written by the creator, checked by the readers):
 import hashlib
 import json
 import os
-import tempfile
+
+from kerasbert.io_utils import atomic_write_json
 
 METADATA_FILE = "metadata.json"
 
@@ -29,24 +30,8 @@ def vocab_fingerprint(vocab_file):
     return digest.hexdigest(), lines
 
 
-def write_json_atomic(path, obj):
-    """Writes JSON to a temporary file in the same folder, then renames it,
-    so readers never see a half-written file."""
-    directory = os.path.dirname(os.path.abspath(path))
-    fd, tmp = tempfile.mkstemp(prefix=".tmp-", suffix=".json", dir=directory)
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8") as f:
-            json.dump(obj, f, indent=2, sort_keys=True, ensure_ascii=False)
-            f.write("\n")
-        os.replace(tmp, path)
-    except BaseException:
-        if os.path.exists(tmp):
-            os.remove(tmp)
-        raise
-
-
 def write_metadata(directory, metadata):
-    write_json_atomic(os.path.join(directory, METADATA_FILE), metadata)
+    atomic_write_json(os.path.join(directory, METADATA_FILE), metadata)
 
 
 def read_metadata(directory):

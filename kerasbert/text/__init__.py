@@ -4,7 +4,7 @@ Names load on first use, so `kerasbert.text.vocab_command` (imported by the
 CLI for `kerasbert --help`) does not pull in TensorFlow.
 """
 
-import importlib
+from kerasbert.io_utils import lazy_exports
 
 _EXPORTS = {
     "WordPieceTokenizer": "kerasbert.text.tokenizer",
@@ -18,12 +18,4 @@ _EXPORTS = {
 }
 __all__ = sorted(_EXPORTS)
 
-
-def __getattr__(name):
-    if name in _EXPORTS:
-        return getattr(importlib.import_module(_EXPORTS[name]), name)
-    raise AttributeError(f"module 'kerasbert.text' has no attribute {name!r}")
-
-
-def __dir__():
-    return __all__
+__getattr__, __dir__ = lazy_exports("kerasbert.text", _EXPORTS)

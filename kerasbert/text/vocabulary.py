@@ -14,7 +14,9 @@ single-character token and no word of the corpus maps to `[UNK]`.
 
 import collections
 import os
-import tempfile
+
+from kerasbert.io_utils import atomic_write_text
+
 
 SPECIAL_TOKENS = ("[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]")
 _JOINER = "##"
@@ -66,17 +68,7 @@ def write_vocab(tokens, path):
     bad = [t for t in tokens if not t or "\n" in t or "\r" in t]
     if bad:
         raise ValueError(f"Cannot write empty or multi-line tokens to {path}: {bad[:5]}")
-    directory = os.path.dirname(os.path.abspath(path))
-    os.makedirs(directory, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=".vocab-", suffix=".tmp", dir=directory)
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8") as f:
-            f.write("\n".join(tokens) + "\n")
-        os.replace(tmp, path)
-    except BaseException:
-        if os.path.exists(tmp):
-            os.unlink(tmp)
-        raise
+    atomic_write_text(path, "\n".join(tokens) + "\n")
 
 
 def _check_inputs(files):
