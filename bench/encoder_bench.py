@@ -19,19 +19,20 @@ step op by op). See bench/README.md for the flags.
 """
 
 import argparse
-import json
 import os
 import pathlib
 import platform
 import statistics
 import sys
-import tempfile
 import time
 
 # Allow `python bench/encoder_bench.py` from a checkout without installing.
-_REPO_ROOT = pathlib.Path(__file__).resolve().parent.parent
-if str(_REPO_ROOT) not in sys.path:
-    sys.path.insert(0, str(_REPO_ROOT))
+sys.path.insert(0, str(pathlib.Path(__file__).resolve().parent))
+import _common  # noqa: E402
+
+_common.add_paths()
+from _common import loadavg as _loadavg  # noqa: E402
+from _common import write_json  # noqa: E402
 
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
 
@@ -148,14 +149,6 @@ def resolve_config(args):
 # 1-minute load average when main() started, before this process did any
 # work: clearly above 0 means other processes were competing for the CPUs.
 _LOAD_AT_START = {}
-
-
-def _loadavg():
-    """1-minute load average, or None where the OS has none."""
-    try:
-        return round(os.getloadavg()[0], 2)
-    except (AttributeError, OSError):
-        return None
 
 
 def environment(args):
@@ -405,23 +398,6 @@ def format_table(results, env, meta):
     if env["note"]:
         lines.append(f"note: {env['note']}")
     return "\n".join(lines)
-
-
-def write_json(path, payload):
-    """Writes to a temp file next to `path`, then renames (never half-written)."""
-    path = pathlib.Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=path.name + ".", suffix=".tmp",
-                               dir=path.parent)
-    try:
-        with os.fdopen(fd, "w") as f:
-            json.dump(payload, f, indent=2)
-            f.write("\n")
-        os.replace(tmp, path)
-    except BaseException:
-        if os.path.exists(tmp):
-            os.unlink(tmp)
-        raise
 
 
 def run(args):

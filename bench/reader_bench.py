@@ -11,26 +11,26 @@ shards + metadata.json in a temporary folder, then times, in the same run:
 Each reader is run `--repeats` times alternately over `--batches` batches
 after one warm-up pass; the median is printed with the ratio to the peer.
 No network, no real text needed (reader cost does not depend on the words).
+bench/data_bench.py runs the same measurement (`measure`) on the files our
+writer made from real text.
 """
 
 import argparse
 import os
 import pathlib
-import statistics
 import sys
 import tempfile
 import time
 
-_REPO_ROOT = pathlib.Path(__file__).resolve().parent.parent
-for p in (_REPO_ROOT, _REPO_ROOT / "tests" / "data"):
-    if str(p) not in sys.path:
-        sys.path.insert(0, str(p))
+sys.path.insert(0, str(pathlib.Path(__file__).resolve().parent))
+import _common  # noqa: E402
+
+_common.add_paths("tests/data")
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
 
-import tensorflow as tf  # noqa: E402
-
-import reader_records as rr  # noqa: E402
-from kerasbert.data.reader import pretraining_dataset  # noqa: E402
+PEER = "peer (Model Garden)"
+OURS = "ours"
+OURS_DYNAMIC = "ours+dynamic masking"
 
 
 def peer_dataset(pattern, batch_size, seq_len, num_pred):
@@ -52,6 +52,24 @@ def time_batches(ds, batches, batch_size):
     return batches * batch_size / (time.perf_counter() - start)
 
 
+def measure(pattern, vocab_file, seq_len=128, num_pred=20, batch_size=32, batches=300,
+            repeats=3):
+    """examples/s of the three readers on the shards `pattern`: `repeats`
+    interleaved runs of `batches` batches each. Returns {name: [rates]}."""
+    from kerasbert.data.reader import pretraining_dataset
+
+    readers = {
+        PEER: lambda: peer_dataset(pattern, batch_size, seq_len, num_pred),
+        OURS: lambda: pretraining_dataset(pattern, batch_size, seed=1),
+        OURS_DYNAMIC: lambda: pretraining_dataset(
+            pattern, batch_size, seed=1, dynamic_masking=True, vocab_file=vocab_file),
+    }
+    return _common.interleaved(
+        {name: (lambda make=make: time_batches(make(), batches, batch_size))
+         for name, make in readers.items()},
+        repeats)
+
+
 def main():
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--examples", type=int, default=20000)
@@ -61,6 +79,8 @@ def main():
     args = parser.parse_args()
     seq_len, num_pred = 128, 20
 
+    import reader_records as rr
+
     with tempfile.TemporaryDirectory() as tmp:
         vocab = os.path.join(tmp, "vocab.txt")
         vocab_size = rr.write_vocab(vocab)
@@ -68,22 +88,13 @@ def main():
                                       vocab_size=vocab_size, min_len=64)
         rr.write_shards(tmp, instances, num_shards=4, seq_len=seq_len,
                         num_pred=num_pred, vocab_file=vocab)
-        pattern = os.path.join(tmp, "*.tfrecord")
-        readers = {
-            "peer (Model Garden)": lambda: peer_dataset(pattern, args.batch_size, seq_len, num_pred),
-            "ours": lambda: pretraining_dataset(pattern, args.batch_size, seed=1),
-            "ours+dynamic masking": lambda: pretraining_dataset(
-                pattern, args.batch_size, seed=1, dynamic_masking=True, vocab_file=vocab),
-        }
-        results = {name: [] for name in readers}
-        for _ in range(args.repeats):
-            for name, make in readers.items():
-                results[name].append(time_batches(make(), args.batches, args.batch_size))
-    peer = statistics.median(results["peer (Model Garden)"])
+        results = measure(os.path.join(tmp, "*.tfrecord"), vocab, seq_len, num_pred,
+                          args.batch_size, args.batches, args.repeats)
+    peer = _common.median(results[PEER])
     print(f"reader throughput, seq {seq_len}, P {num_pred}, batch {args.batch_size}, "
           f"{os.cpu_count()} CPUs, median of {args.repeats}")
     for name, values in results.items():
-        median = statistics.median(values)
+        median = _common.median(values)
         print(f"  {name:24s} {median:10.0f} examples/s   x{median / peer:.2f} vs peer")
 
 

@@ -1,0 +1,611 @@
+#!/usr/bin/env python
+"""Pretraining data pipeline: kerasbert vs its peers, on the same real text.
+
+One run does, on one corpus and one vocabulary:
+
+ 1. corpus: >= --corpus-mb MB of real English prose prepared offline from the
+    docstrings of the installed Python packages (site-packages, sorted paths,
+    split into sentences by our sentence splitter, one document per module),
+    with the multilingual sample of tests/text spread through it as extra
+    documents; the original format (one sentence per line, a blank line
+    between documents). Cached under --work-dir. One WordPiece vocabulary is
+    built from it by our builder (kerasbert.text.build_wordpiece_vocab).
+ 2. writer: `kerasbert create-pretraining-data --workers W` vs tf-models-
+    official's `official.nlp.data.create_pretraining_data` (the original
+    google-research/bert script), same text, vocabulary and options, each in
+    a fresh subprocess: input MB/s (end-to-end wall time, start-up included)
+    and peak RSS (the process tree's summed RSS, polled with psutil), at a
+    slice of S MB and of 4S MB (prefixes of the corpus at document
+    boundaries); ours also on the whole corpus.
+ 3. reader: examples/s of our pretraining_dataset (stored masks, dynamic
+    masking) vs Model Garden's BertPretrainDataLoader on the shards our
+    writer made from the whole corpus (bench/reader_bench.py's measure()).
+ 4. tokenizer: MB/s of our WordPieceTokenizer (batched tf.data) vs HF
+    `tokenizers` on the corpus's lines with the same vocabulary, ids
+    compared on every line (bench/tokenizer_bench.py's measure()).
+
+Prints one table (ours, peer, ours/peer) and the environment; --json OUT
+writes everything (atomically). --quick: tiny sizes, a smoke test whose
+numbers mean nothing. See bench/README.md.
+"""
+
+import argparse
+import ast
+import hashlib
+import json
+import os
+import pathlib
+import re
+import shutil
+import subprocess
+import sys
+import sysconfig
+import tempfile
+import time
+
+sys.path.insert(0, str(pathlib.Path(__file__).resolve().parent))
+import _common  # noqa: E402
+
+_common.add_paths("tests/text")
+os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
+
+import reader_bench  # noqa: E402
+import tokenizer_bench  # noqa: E402
+
+DEFAULTS = dict(corpus_mb=20.0, slice_mb=2.0, dupe_factor=10, workers=2, vocab_size=30522,
+                num_shards=4, tokenizer_mb=8.0, tokenizer_repeats=3, reader_batches=300,
+                reader_repeats=3, batch_size=32)
+QUICK = dict(corpus_mb=0.4, slice_mb=0.05, dupe_factor=1, workers=2, vocab_size=2000,
+             num_shards=2, tokenizer_mb=0.1, tokenizer_repeats=1, reader_batches=5,
+             reader_repeats=1, batch_size=8)
+# Options shared by both writers (the original script's defaults).
+WRITER_OPTIONS = dict(max_seq_length=128, max_predictions_per_seq=20, masked_lm_prob=0.15,
+                      short_seq_prob=0.1, random_seed=12345)
+CORPUS_VERSION = 1  # Bump when the corpus recipe changes (invalidates caches).
+MB = 2**20
+POLL_S = 0.05
+
+
+class BenchError(Exception):
+    """A bad argument or a failed run; exits non-zero."""
+
+
+def parse_args(argv):
+    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    p.add_argument("--corpus-mb", type=float, help="size of the corpus (default 20)")
+    p.add_argument("--slice-mb", type=float,
+                   help="S: both writers run on the first S MB and 4S MB of the corpus "
+                   "(default 2, i.e. 2 MB and 8 MB)")
+    p.add_argument("--dupe-factor", type=int,
+                   help="both writers' --dupe-factor (default 10, the original's)")
+    p.add_argument("--workers", type=int, help="our writer's worker processes (default 2)")
+    p.add_argument("--num-shards", type=int, help="output shards of each writer (default 4)")
+    p.add_argument("--vocab-size", type=int, help="WordPiece vocabulary size (default 30522)")
+    p.add_argument("--peer-full", action="store_true",
+                   help="also run the peer writer on the whole corpus (slow)")
+    p.add_argument("--tokenizer-mb", type=float,
+                   help="MB of corpus lines for the tokenizer rows (default 8)")
+    p.add_argument("--tokenizer-repeats", type=int, help="default 3")
+    p.add_argument("--reader-batches", type=int, help="batches per reader run (default 300)")
+    p.add_argument("--reader-repeats", type=int, help="default 3")
+    p.add_argument("--batch-size", type=int, help="reader batch size (default 32)")
+    p.add_argument("--work-dir", default=str(_common.REPO_ROOT / "bench" / "results" / "data_bench"),
+                   help="corpus/vocabulary cache and writer outputs (default "
+                   "bench/results/data_bench)")
+    p.add_argument("--note", default="", help="free text recorded with the results")
+    p.add_argument("--json", metavar="OUT", help="also write the results as JSON")
+    p.add_argument("--quick", action="store_true",
+                   help="tiny sizes, one repeat: a smoke test, not a measurement")
+    args = p.parse_args(argv)
+    for name, value in (QUICK if args.quick else DEFAULTS).items():
+        if getattr(args, name) is None:
+            setattr(args, name, value)
+    for name in ("corpus_mb", "slice_mb", "tokenizer_mb"):
+        if getattr(args, name) <= 0:
+            p.error(f"--{name.replace('_', '-')} must be > 0, got {getattr(args, name)}")
+    for name in ("dupe_factor", "workers", "num_shards", "vocab_size", "tokenizer_repeats",
+                 "reader_batches", "reader_repeats", "batch_size"):
+        if getattr(args, name) < 1:
+            p.error(f"--{name.replace('_', '-')} must be >= 1, got {getattr(args, name)}")
+    if 4 * args.slice_mb > args.corpus_mb:
+        p.error(f"4 x --slice-mb ({4 * args.slice_mb:g}) exceeds --corpus-mb {args.corpus_mb:g}")
+    return args
+
+
+# ---------------------------------------------------------------- corpus
+
+_MIN_PARAGRAPH_CHARS = 20
+
+
+def _docstring_sentences(source, split_sentences):
+    """Sentences of the prose paragraphs in a module's docstrings (code
+    examples, parameter tables and other symbol-heavy paragraphs dropped)."""
+    try:
+        tree = ast.parse(source)
+    except (SyntaxError, ValueError, RecursionError):
+        return []
+    out = []
+    for node in ast.walk(tree):
+        if not isinstance(node, (ast.Module, ast.ClassDef, ast.FunctionDef,
+                                 ast.AsyncFunctionDef)):
+            continue
+        doc = ast.get_docstring(node)
+        if not doc:
+            continue
+        for para in re.split(r"\n\s*\n", doc):
+            lines = [l.strip() for l in para.splitlines()]
+            if not lines or lines[0].startswith((">>>", "...", "```", "..")):
+                continue
+            text = " ".join(l for l in lines if l)
+            prose = sum(c.isalpha() or c == " " for c in text)
+            if len(text) < _MIN_PARAGRAPH_CHARS or prose < 0.8 * len(text):
+                continue
+            out.extend(split_sentences(text))
+    return out
+
+
+def _iter_docstring_documents():
+    """Documents (lists of sentences), one per module of site-packages, in
+    sorted path order (deterministic for fixed installed versions)."""
+    from kerasbert.data.text_input import split_sentences
+
+    root = sysconfig.get_paths()["purelib"]
+    for folder, dirs, files in os.walk(root):
+        dirs.sort()
+        for name in sorted(files):
+            if not name.endswith(".py"):
+                continue
+            try:
+                with open(os.path.join(folder, name), encoding="utf-8") as f:
+                    source = f.read()
+            except (OSError, UnicodeDecodeError):
+                continue
+            sentences = _docstring_sentences(source, split_sentences)
+            if len(sentences) >= 2:
+                yield sentences
+
+
+def _multilingual_documents(lines_per_doc=8):
+    import multilingual_sample
+
+    lines = [l for l in multilingual_sample.multilingual_lines()
+             if l not in multilingual_sample.DIVERGENT_LINES]
+    lines = [" ".join(l.split()) for l in lines]  # One sentence per line: no tabs/newlines.
+    lines = [l for l in lines if l]
+    return [lines[i:i + lines_per_doc] for i in range(0, len(lines), lines_per_doc)]
+
+
+def _doc_bytes(doc):
+    return sum(len(s.encode("utf-8")) + 1 for s in doc) + 1
+
+
+def prepare_corpus(work_dir, megabytes, log=print):
+    """Writes (or reuses) the corpus file; returns (path, info dict).
+
+    Every document's sentences on their own lines, a blank line after each
+    document. The multilingual documents are spread evenly, so every prefix
+    slice holds its share of them."""
+    target = int(megabytes * MB)
+    path = pathlib.Path(work_dir) / f"corpus-v{CORPUS_VERSION}-{megabytes:g}MB.txt"
+    info_path = path.with_suffix(".json")
+    if path.exists() and info_path.exists():
+        return path, json.loads(info_path.read_text())
+    log(f"preparing a {megabytes:g} MB corpus from site-packages docstrings ...")
+    start = time.perf_counter()
+    path.parent.mkdir(parents=True, exist_ok=True)
+    ml_docs = _multilingual_documents()
+    ml_bytes = sum(_doc_bytes(d) for d in ml_docs)
+    if ml_bytes >= target:  # Tiny (--quick) corpora: a share of the sample only.
+        keep = max(1, int(len(ml_docs) * 0.2 * target / ml_bytes))
+        ml_docs, ml_bytes = ml_docs[:keep], sum(_doc_bytes(d) for d in ml_docs[:keep])
+    # One multilingual document after every `every` bytes of docstring text.
+    every = max(1, (target - ml_bytes) // (len(ml_docs) + 1))
+    size = doc_size = 0
+    counts = {"docstring_documents": 0, "multilingual_documents": 0, "sentences": 0}
+    fd, tmp = tempfile.mkstemp(prefix=path.name + ".", suffix=".tmp", dir=path.parent)
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8") as f:
+            def emit(doc, kind):
+                nonlocal size
+                f.write("\n".join(doc) + "\n\n")
+                size += _doc_bytes(doc)
+                counts[kind] += 1
+                counts["sentences"] += len(doc)
+
+            ml = iter(ml_docs)
+            for doc in _iter_docstring_documents():
+                emit(doc, "docstring_documents")
+                doc_size += _doc_bytes(doc)
+                while doc_size >= every * (counts["multilingual_documents"] + 1):
+                    extra = next(ml, None)
+                    if extra is None:
+                        break
+                    emit(extra, "multilingual_documents")
+                if size >= target:
+                    break
+            for extra in ml:
+                emit(extra, "multilingual_documents")
+        if size < target:
+            raise BenchError(f"site-packages holds only {size / MB:.1f} MB of docstring prose; "
+                             f"--corpus-mb {megabytes:g} is too large")
+        os.replace(tmp, path)
+    except BaseException:
+        if os.path.exists(tmp):
+            os.unlink(tmp)
+        raise
+    info = dict(counts, megabytes=size / MB, source="site-packages docstrings + "
+                "tests/text/multilingual_sample.py", seconds=time.perf_counter() - start)
+    _common.write_json(info_path, info)
+    log(f"  {size / MB:.1f} MB, {counts['docstring_documents']:,} docstring + "
+        f"{counts['multilingual_documents']:,} multilingual documents "
+        f"({info['seconds']:.0f}s)")
+    return path, info
+
+
+def write_slice(corpus, megabytes, out_path):
+    """The corpus's first documents up to `megabytes` (cut at a document
+    boundary, at least that many bytes); returns the bytes written."""
+    target = int(megabytes * MB)
+    size = 0
+    with open(corpus, encoding="utf-8") as src, open(out_path, "w", encoding="utf-8") as dst:
+        for line in src:
+            dst.write(line)
+            size += len(line.encode("utf-8"))
+            if size >= target and not line.strip():
+                break
+    return size
+
+
+def prepare_vocab(corpus, work_dir, vocab_size, log=print):
+    """One vocabulary for everything, built by our builder (cached by the
+    corpus's hash and the size)."""
+    from kerasbert.text import build_wordpiece_vocab
+    from kerasbert.text import write_vocab
+
+    h = hashlib.sha256()
+    with open(corpus, "rb") as f:
+        for block in iter(lambda: f.read(1 << 20), b""):
+            h.update(block)
+    path = pathlib.Path(work_dir) / f"vocab-{h.hexdigest()[:12]}-{vocab_size}.txt"
+    if not path.exists():
+        log(f"building a {vocab_size:,}-token vocabulary with kerasbert.text ...")
+        start = time.perf_counter()
+        tokens = build_wordpiece_vocab([corpus], vocab_size, lower_case=True,
+                                       show_progress=False)
+        tmp = path.with_name(path.name + ".tmp")
+        write_vocab(tokens, tmp)
+        os.replace(tmp, path)
+        log(f"  {len(tokens):,} tokens ({time.perf_counter() - start:.0f}s)")
+    with open(path, encoding="utf-8") as f:
+        return path, sum(1 for _ in f)
+
+
+# ---------------------------------------------------------------- writers
+
+
+def _tree_memory(proc):
+    """(summed RSS, summed PSS, largest RSS) of `proc` and its descendants.
+    RSS counts pages shared between processes (a forked worker's copy of
+    the parent's TensorFlow) once per process; PSS splits them."""
+    import psutil
+
+    try:
+        procs = [proc] + proc.children(recursive=True)
+    except psutil.NoSuchProcess:
+        return 0, 0, 0
+    rss = pss = one = 0
+    for p in procs:
+        try:
+            m = p.memory_full_info()
+        except (psutil.NoSuchProcess, psutil.AccessDenied, psutil.ZombieProcess):
+            continue
+        rss += m.rss
+        pss += getattr(m, "pss", m.rss)
+        one = max(one, m.rss)
+    return rss, pss, one
+
+
+def run_measured(cmd, log_path, cwd=None):
+    """Runs `cmd` in a fresh process, polling the memory of its process tree
+    every POLL_S seconds. Returns {"seconds", "peak_rss", "peak_pss",
+    "peak_rss_one"} (bytes; peaks of the tree's sums). Raises BenchError
+    with the log's tail on a non-zero exit."""
+    import psutil
+
+    env = dict(os.environ, TF_CPP_MIN_LOG_LEVEL="2", PYTHONUNBUFFERED="1")
+    peaks = [0, 0, 0]
+    with open(log_path, "w") as log:
+        start = time.perf_counter()
+        proc = psutil.Popen(cmd, stdout=log, stderr=subprocess.STDOUT, cwd=cwd, env=env)
+        while proc.poll() is None:
+            peaks = [max(a, b) for a, b in zip(peaks, _tree_memory(proc))]
+            time.sleep(POLL_S)
+        wall = time.perf_counter() - start
+    if proc.returncode != 0:
+        tail = pathlib.Path(log_path).read_text(errors="replace")[-3000:]
+        raise BenchError(f"{' '.join(map(str, cmd[:4]))} ... exited with {proc.returncode}; "
+                         f"log {log_path}:\n{tail}")
+    return {"seconds": wall, "peak_rss": peaks[0], "peak_pss": peaks[1],
+            "peak_rss_one": peaks[2]}
+
+
+def ours_command(input_path, vocab, out_dir, args):
+    o = WRITER_OPTIONS
+    return [sys.executable, "-c",
+            "import sys; from kerasbert.cli import main; sys.exit(main(sys.argv[1:]))",
+            "create-pretraining-data", "--input", str(input_path), "--vocab", str(vocab),
+            "--output-dir", str(out_dir), "--input-format", "sentences",
+            "--max-seq-length", str(o["max_seq_length"]),
+            "--max-predictions-per-seq", str(o["max_predictions_per_seq"]),
+            "--masked-lm-prob", str(o["masked_lm_prob"]),
+            "--short-seq-prob", str(o["short_seq_prob"]),
+            "--random-seed", str(o["random_seed"]), "--do-lower-case",
+            "--dupe-factor", str(args.dupe_factor), "--num-shards", str(args.num_shards),
+            "--workers", str(args.workers), "--overwrite", "--no-progress"]
+
+
+def peer_command(input_path, vocab, out_dir, args):
+    o = WRITER_OPTIONS
+    outputs = ",".join(str(pathlib.Path(out_dir) / f"peer-{i:05d}.tfrecord")
+                       for i in range(args.num_shards))
+    return [sys.executable, "-m", "official.nlp.data.create_pretraining_data",
+            f"--input_file={input_path}", f"--output_file={outputs}",
+            f"--vocab_file={vocab}", "--do_lower_case=True",
+            f"--max_seq_length={o['max_seq_length']}",
+            f"--max_predictions_per_seq={o['max_predictions_per_seq']}",
+            f"--masked_lm_prob={o['masked_lm_prob']}",
+            f"--short_seq_prob={o['short_seq_prob']}",
+            f"--dupe_factor={args.dupe_factor}", f"--random_seed={o['random_seed']}"]
+
+
+def count_records(pattern):
+    import tensorflow as tf
+
+    files = tf.io.gfile.glob(pattern)
+    return sum(1 for f in files for _ in tf.data.TFRecordDataset(f))
+
+
+def run_writer(who, input_path, input_bytes, vocab, out_dir, args, log=print):
+    if os.path.isdir(out_dir):
+        shutil.rmtree(out_dir)
+    os.makedirs(out_dir)
+    make = ours_command if who == "ours" else peer_command
+    m = run_measured(make(input_path, vocab, out_dir, args), str(out_dir) + ".log",
+                     cwd=str(_common.REPO_ROOT))
+    pattern = os.path.join(out_dir, "part-*" if who == "ours" else "peer-*")
+    result = {
+        "writer": who, "input_mb": input_bytes / MB, "seconds": m["seconds"],
+        "mb_per_s": input_bytes / MB / m["seconds"], "peak_rss_mb": m["peak_rss"] / MB,
+        "peak_pss_mb": m["peak_pss"] / MB, "peak_rss_one_process_mb": m["peak_rss_one"] / MB,
+        "instances": count_records(pattern),
+    }
+    if who == "ours":
+        meta = json.loads((pathlib.Path(out_dir) / "metadata.json").read_text())
+        # Time inside create_pretraining_data, after the workers started.
+        result["seconds_after_startup"] = meta["seconds"]
+    log(f"  {who:4s} {result['input_mb']:6.2f} MB: {result['seconds']:7.1f}s  "
+        f"{result['mb_per_s']:7.3f} MB/s  peak RSS {result['peak_rss_mb']:6.0f} MB  "
+        f"PSS {result['peak_pss_mb']:6.0f} MB  "
+        f"{result['instances']:,} instances")
+    return result
+
+
+# ---------------------------------------------------------------- tokenizer
+
+
+def tokenizer_lines(corpus, megabytes):
+    """Non-empty corpus lines up to `megabytes`, minus the two kinds of line
+    where we knowingly differ from HF (tests/text/test_hf_parity.py): text
+    spelling a special token ("[MASK]": HF turns it into the special token,
+    BERT and we keep it as text) and words over 100 characters (HF's limit
+    is 100 characters, ours 400 UTF-8 bytes). Returns (lines, excluded)."""
+    special = re.compile(r"\[(PAD|UNK|CLS|SEP|MASK)\]")
+    long_word = re.compile(r"\S{101,}")
+    lines, excluded, size = [], 0, 0
+    with open(corpus, encoding="utf-8") as f:
+        for line in f:
+            line = line.rstrip("\n")
+            if not line:
+                continue
+            if special.search(line) or long_word.search(line):
+                excluded += 1
+                continue
+            lines.append(line)
+            size += len(line.encode("utf-8")) + 1
+            if size >= megabytes * MB:
+                break
+    return lines, excluded
+
+
+# ---------------------------------------------------------------- report
+
+
+def environment(args):
+    import tensorflow as tf
+
+    env = _common.base_environment()
+    versions = {}
+    for module in ("tensorflow_text", "tokenizers", "psutil", "numpy"):
+        try:
+            versions[module] = __import__(module).__version__
+        except (ImportError, AttributeError):
+            versions[module] = None
+    try:
+        from importlib.metadata import version
+
+        versions["tf_models_official"] = version("tf-models-official")
+    except Exception:  # noqa: BLE001 - a missing version is not an error here.
+        versions["tf_models_official"] = None
+    import kerasbert
+
+    env.update(tensorflow=tf.__version__, kerasbert=getattr(kerasbert, "__version__", "?"),
+               **versions, note=args.note, loadavg_start=_LOAD_AT_START.get("value"))
+    return env
+
+
+def _row(section, name, ours, peer, unit, better="higher", note=""):
+    ratio = ours / peer if ours is not None and peer else None
+    return {"section": section, "row": name, "ours": ours, "peer": peer, "unit": unit,
+            "ratio": ratio, "better": better, "note": note}
+
+
+def build_rows(results, args):
+    rows = []
+    w = results["writer"]
+    d = args.dupe_factor
+    for key in ("S", "4S"):
+        o, p = w["ours"][key], w["peer"][key]
+        rows.append(_row("writer", f"input MB/s, {o['input_mb']:.1f} MB (dupe {d})",
+                         o["mb_per_s"], p["mb_per_s"], "MB/s"))
+    for kind in ("RSS", "PSS"):
+        field = f"peak_{kind.lower()}_mb"
+        for key in ("S", "4S"):
+            o, p = w["ours"][key], w["peer"][key]
+            rows.append(_row("writer", f"peak {kind}, {o['input_mb']:.1f} MB", o[field],
+                             p[field], "MB", better="lower"))
+        growth = {who: w[who]["4S"][field] / w[who]["S"][field] for who in ("ours", "peer")}
+        rows.append(_row("writer", f"peak {kind} growth, 4x corpus", growth["ours"],
+                         growth["peer"], "x", better="lower"))
+    full_o, full_p = w["ours"]["full"], w["peer"].get("full")
+    rows.append(_row("writer", f"input MB/s, {full_o['input_mb']:.1f} MB (dupe {d})",
+                     full_o["mb_per_s"], full_p and full_p["mb_per_s"], "MB/s"))
+    rows.append(_row("writer", f"peak RSS, {full_o['input_mb']:.1f} MB", full_o["peak_rss_mb"],
+                     full_p and full_p["peak_rss_mb"], "MB", better="lower"))
+    rows.append(_row("writer", f"peak PSS, {full_o['input_mb']:.1f} MB", full_o["peak_pss_mb"],
+                     full_p and full_p["peak_pss_mb"], "MB", better="lower"))
+    r = results["reader"]
+    peer = _common.median(r[reader_bench.PEER])
+    rows.append(_row("reader", f"examples/s, stored masks (batch {args.batch_size})",
+                     _common.median(r[reader_bench.OURS]), peer, "ex/s"))
+    rows.append(_row("reader", "examples/s, ours dynamic masking",
+                     _common.median(r[reader_bench.OURS_DYNAMIC]), peer, "ex/s"))
+    t = results["tokenizer"]
+    rows.append(_row("tokenizer", f"MB/s, {t['lines']:,} lines ({t['megabytes']:.1f} MB)",
+                     t["ours_mb_s"], t["hf_mb_s"], "MB/s"))
+    return rows
+
+
+def _fmt(value, unit):
+    if value is None:
+        return "-"
+    if unit == "x":
+        return f"{value:.2f}x"
+    if unit == "MB/s":
+        return f"{value:.3f}" if value < 10 else f"{value:.1f}"
+    return f"{value:,.0f}"
+
+
+def format_table(rows, env, meta):
+    lines = [
+        f"kerasbert data pipeline vs peers  [corpus {meta['corpus']['megabytes']:.1f} MB real "
+        f"text, vocab {meta['vocab_size']:,}, seq {WRITER_OPTIONS['max_seq_length']}, "
+        f"P {WRITER_OPTIONS['max_predictions_per_seq']}, dupe {meta['dupe_factor']}, "
+        f"ours --workers {meta['workers']}, {meta['num_shards']} shards]",
+        "peers: writer = tf-models-official create_pretraining_data.py; reader = Model Garden "
+        "BertPretrainDataLoader; tokenizer = HF tokenizers BertWordPieceTokenizer",
+    ]
+    header = (f"{'section':<10} {'row':<40} {'ours':>10} {'peer':>10} {'ours/peer':>10}  "
+              f"{'better':<6}")
+    lines += [header, "-" * len(header)]
+    for r in rows:
+        ratio = f"{r['ratio']:.2f}x" if r["ratio"] is not None else "-"
+        unit = r["unit"]
+        lines.append(f"{r['section']:<10} {r['row']:<40} {_fmt(r['ours'], unit):>10} "
+                     f"{_fmt(r['peer'], unit):>10} {ratio:>10}  {r['better']:<6}")
+    lines.append("")
+    lines.append("writer MB/s = input MB / wall time of a fresh process (start-up and TF "
+                 "import included); peak RSS/PSS = peak of the process tree's summed RSS/PSS (MB = 2^20 B; RSS counts pages "
+                 "shared by forked processes once per process, PSS splits them).")
+    lines.append("reader: both peers read the shards our writer made from the whole corpus; "
+                 "ours+dynamic re-masks in-graph.")
+    t = meta["tokenizer"]
+    lines.append(f"tokenizer ids identical on {t['identical']:,}/{t['lines']:,} lines "
+                 f"({t['excluded']:,} lines with special-token text or >100-char words "
+                 "excluded: known divergences).")
+    lines.append(
+        "env: " + " ".join(f"{k}={env.get(k)}" for k in (
+            "tensorflow", "tensorflow_text", "tf_models_official", "tokenizers", "python",
+            "cpu_count")) + f" loadavg(start/end)={env['loadavg_start']}/{env.get('loadavg_end')}")
+    lines.append(f"platform: {env['platform']}")
+    if env.get("note"):
+        lines.append(f"note: {env['note']}")
+    return "\n".join(lines)
+
+
+_LOAD_AT_START = {}
+
+
+def run(args, log=print):
+    work = pathlib.Path(args.work_dir) / ("quick" if args.quick else "default")
+    work.mkdir(parents=True, exist_ok=True)
+    corpus, corpus_info = prepare_corpus(work, args.corpus_mb, log)
+    vocab, vocab_size = prepare_vocab(corpus, work, args.vocab_size, log)
+    env = environment(args)
+
+    inputs = {}
+    for key, mb in (("S", args.slice_mb), ("4S", 4 * args.slice_mb)):
+        path = work / f"slice-{key}.txt"
+        inputs[key] = (path, write_slice(corpus, mb, path))
+    inputs["full"] = (corpus, corpus.stat().st_size)
+
+    log(f"writers (dupe {args.dupe_factor}, ours --workers {args.workers}):")
+    writer = {"ours": {}, "peer": {}}
+    plan = [("ours", "S"), ("peer", "S"), ("peer", "4S"), ("ours", "4S"), ("ours", "full")]
+    if args.peer_full:
+        plan.append(("peer", "full"))
+    for who, key in plan:
+        path, size = inputs[key]
+        writer[who][key] = run_writer(who, path, size, vocab, work / f"out-{who}-{key}", args,
+                                      log)
+
+    log("readers (on our writer's shards of the whole corpus):")
+    pattern = str(work / "out-ours-full" / "part-*")
+    reader = reader_bench.measure(pattern, str(vocab), WRITER_OPTIONS["max_seq_length"],
+                                  WRITER_OPTIONS["max_predictions_per_seq"], args.batch_size,
+                                  args.reader_batches, args.reader_repeats)
+    for name, values in reader.items():
+        log(f"  {name:24s} {_common.median(values):10.0f} examples/s")
+
+    log("tokenizers:")
+    lines, excluded = tokenizer_lines(corpus, args.tokenizer_mb)
+    tok = tokenizer_bench.measure(lines, vocab, True, 1024, args.tokenizer_repeats)
+    tok["excluded"] = excluded
+    log(f"  ours {tok['ours_mb_s']:.2f} MB/s  HF {tok['hf_mb_s']:.2f} MB/s  identical ids "
+        f"{tok['identical']:,}/{tok['lines']:,}")
+    if tok["identical"] != tok["lines"]:
+        raise BenchError(f"token ids differ from HF on {tok['lines'] - tok['identical']} "
+                         f"lines, e.g. {tok['differing'][:3]}")
+
+    env["loadavg_end"] = _common.loadavg()
+    results = {"writer": writer, "reader": reader, "tokenizer": tok}
+    rows = build_rows(results, args)
+    meta = {"corpus": corpus_info, "vocab_size": vocab_size, "dupe_factor": args.dupe_factor,
+            "workers": args.workers, "num_shards": args.num_shards,
+            "writer_options": WRITER_OPTIONS, "tokenizer": tok,
+            "slices_mb": {k: v[1] / MB for k, v in inputs.items()},
+            "args": vars(args)}
+    table = format_table(rows, env, meta)
+    log("")
+    log(table)
+    payload = {"env": env, "meta": meta, "rows": rows, "results": results, "table": table}
+    if args.json:
+        _common.write_json(args.json, payload)
+        log(f"wrote {args.json}")
+    return payload
+
+
+def main(argv=None):
+    _LOAD_AT_START["value"] = _common.loadavg()
+    args = parse_args(argv)
+    start = time.perf_counter()
+    payload = run(args)
+    print(f"total {time.perf_counter() - start:.0f}s")
+    return payload
+
+
+if __name__ == "__main__":
+    try:
+        main()
+    except BenchError as e:
+        print(f"data_bench: error: {e}", file=sys.stderr)
+        sys.exit(2)

@@ -1,0 +1,88 @@
+"""bench/data_bench.py runs end to end (--quick); timings and ratios never asserted."""
+
+import importlib.util
+import json
+import math
+import pathlib
+
+import pytest
+
+BENCH = pathlib.Path(__file__).resolve().parents[2] / "bench" / "data_bench.py"
+
+
+def _load_bench():
+    spec = importlib.util.spec_from_file_location("data_bench", BENCH)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+@pytest.fixture(scope="module")
+def bench():
+    return _load_bench()
+
+
+def _positive(value):
+    return value is not None and math.isfinite(value) and value > 0
+
+
+def test_quick_run_produces_all_rows(bench, tmp_path, capsys):
+    out = tmp_path / "results" / "data.json"
+    payload = bench.main(["--quick", "--work-dir", str(tmp_path / "work"), "--json", str(out),
+                          "--note", "t"])
+
+    rows = payload["rows"]
+    names = [r["row"] for r in rows]
+    expected_prefixes = [
+        "input MB/s", "input MB/s", "peak RSS", "peak RSS", "peak RSS growth", "peak PSS",
+        "peak PSS", "peak PSS growth", "input MB/s", "peak RSS", "peak PSS", "examples/s",
+        "examples/s, ours dynamic", "MB/s",
+    ]
+    assert len(rows) == len(expected_prefixes), names
+    for row, prefix in zip(rows, expected_prefixes):
+        assert row["row"].startswith(prefix), (row["row"], prefix)
+        assert _positive(row["ours"]), row
+    # Every row but the whole-corpus writer rows (ours only) has a peer and a ratio.
+    for row in rows:
+        if row["section"] == "writer" and row["peer"] is None:
+            assert row["row"].startswith(("input MB/s", "peak RSS", "peak PSS")), row
+            continue
+        assert _positive(row["peer"]), row
+        assert _positive(row["ratio"]), row
+    assert [r["section"] for r in rows].count("reader") == 2
+    assert [r["section"] for r in rows].count("tokenizer") == 1
+
+    # Both writers wrote instances; the tokenizers agreed on every line.
+    writer = payload["results"]["writer"]
+    for who, key in (("ours", "S"), ("ours", "4S"), ("ours", "full"), ("peer", "S"),
+                     ("peer", "4S")):
+        assert writer[who][key]["instances"] > 0, (who, key)
+    tok = payload["results"]["tokenizer"]
+    assert tok["lines"] > 0 and tok["identical"] == tok["lines"]
+    assert payload["meta"]["corpus"]["multilingual_documents"] > 0
+    assert payload["env"]["cpu_count"] and payload["env"]["tensorflow"]
+    assert payload["env"]["note"] == "t"
+
+    # The JSON file holds the same rows; no temp file is left behind.
+    assert json.loads(out.read_text())["rows"][0]["row"] == rows[0]["row"]
+    assert [p.name for p in out.parent.iterdir()] == ["data.json"]
+
+    printed = capsys.readouterr().out
+    assert "ours/peer" in printed
+    for row in rows:
+        assert row["row"] in printed
+
+
+def test_slices_must_fit_in_the_corpus(bench):
+    with pytest.raises(SystemExit) as info:
+        bench.parse_args(["--corpus-mb", "4", "--slice-mb", "2"])
+    assert info.value.code != 0
+
+
+def test_corpus_slice_ends_at_a_document_boundary(bench, tmp_path):
+    corpus = tmp_path / "c.txt"
+    corpus.write_text("a b.\nc d.\n\ne f.\n\ng h.\n\n", encoding="utf-8")
+    out = tmp_path / "s.txt"
+    size = bench.write_slice(corpus, 6 / 2**20, out)
+    assert out.read_text(encoding="utf-8") == "a b.\nc d.\n\n"
+    assert size == len("a b.\nc d.\n\n")
