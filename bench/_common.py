@@ -1,12 +1,10 @@
 """Helpers shared by the bench scripts (no TensorFlow import here)."""
 
-import json
 import os
 import pathlib
 import platform
 import statistics
 import sys
-import tempfile
 
 REPO_ROOT = pathlib.Path(__file__).resolve().parent.parent
 
@@ -37,20 +35,10 @@ def base_environment():
 
 
 def write_json(path, payload):
-    """Writes to a temp file next to `path`, then renames (never half-written)."""
-    path = pathlib.Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=path.name + ".", suffix=".tmp",
-                               dir=path.parent)
-    try:
-        with os.fdopen(fd, "w") as f:
-            json.dump(payload, f, indent=2)
-            f.write("\n")
-        os.replace(tmp, path)
-    except BaseException:
-        if os.path.exists(tmp):
-            os.unlink(tmp)
-        raise
+    """Results JSON, written atomically (never half-written)."""
+    from kerasbert.io_utils import atomic_write_json
+
+    atomic_write_json(path, payload)
 
 
 def interleaved(fns, repeats):

@@ -1,25 +1,15 @@
 """bench/data_bench.py runs end to end (--quick); timings and ratios never asserted."""
 
-import importlib.util
 import json
 import math
-import pathlib
 
 import pytest
-
-BENCH = pathlib.Path(__file__).resolve().parents[2] / "bench" / "data_bench.py"
-
-
-def _load_bench():
-    spec = importlib.util.spec_from_file_location("data_bench", BENCH)
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
+from bench_loader import load_bench
 
 
 @pytest.fixture(scope="module")
 def bench():
-    return _load_bench()
+    return load_bench("data_bench")
 
 
 def _positive(value):

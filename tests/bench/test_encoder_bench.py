@@ -1,25 +1,15 @@
 """bench/encoder_bench.py runs end to end (tiny config); timings never asserted."""
 
-import importlib.util
 import json
 import math
-import pathlib
 
 import pytest
-
-BENCH = pathlib.Path(__file__).resolve().parents[2] / "bench" / "encoder_bench.py"
-
-
-def _load_bench():
-    spec = importlib.util.spec_from_file_location("encoder_bench", BENCH)
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
+from bench_loader import load_bench
 
 
 @pytest.fixture(scope="module")
 def bench():
-    return _load_bench()
+    return load_bench("encoder_bench")
 
 
 def test_quick_run_produces_all_rows(bench, tmp_path, capsys):
