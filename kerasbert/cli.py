@@ -121,15 +121,21 @@ def make_parser():
     return parser
 
 
+def run_reporting_errors(func, args, prog):
+    """Runs a command; bad input is printed as `prog: error: ...` with exit
+    code 2 (no traceback), success returns 0."""
+    try:
+        func(args)
+    except (UsageError, FileNotFoundError) as err:
+        print(f"{prog}: error: {err}", file=sys.stderr)
+        return 2
+    return 0
+
+
 def main(argv=None):
     parser = make_parser()
     args = parser.parse_args(argv)
-    try:
-        args.func(args)
-    except (UsageError, FileNotFoundError) as err:
-        print(f"kerasbert {args.command}: error: {err}", file=sys.stderr)
-        return 2
-    return 0
+    return run_reporting_errors(args.func, args, f"kerasbert {args.command}")
 
 
 if __name__ == "__main__":

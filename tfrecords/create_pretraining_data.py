@@ -15,19 +15,14 @@ sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
 from kerasbert.data.create_command import add_arguments  # noqa: E402
 from kerasbert.data.create_command import run  # noqa: E402
-from kerasbert.errors import UsageError  # noqa: E402
+from kerasbert.cli import run_reporting_errors  # noqa: E402
 
 
 def main(argv=None):
     parser = add_arguments(argparse.ArgumentParser(
         prog="create_pretraining_data.py", description=__doc__.splitlines()[0]))
     args = parser.parse_args(argv)
-    try:
-        run(args)
-    except (UsageError, FileNotFoundError) as err:
-        print(f"create_pretraining_data.py: error: {err}", file=sys.stderr)
-        return 2
-    return 0
+    return run_reporting_errors(run, args, "create_pretraining_data.py")
 
 
 if __name__ == "__main__":
