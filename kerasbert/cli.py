@@ -20,6 +20,7 @@ os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
 COMMAND_MODULES = (
     "kerasbert.text.vocab_command",
     "kerasbert.data.create_command",
+    "kerasbert.training.pretrain_command",
 )
 
 

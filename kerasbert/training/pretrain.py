@@ -1,0 +1,392 @@
+"""`run_pretraining(config)`: the whole pretraining run behind
+`kerasbert pretrain`.
+
+    metadata.json check -> strategy -> backbone + BertPretrainer + optimizer
+    (in the strategy's scope) -> host tf.data iterator -> resume or init ->
+    TrainStep loop (progress, TensorBoard, history, checkpoints) -> final
+    checkpoint, backbone.keras, pretrainer.keras, training_curve.png
+
+Run directory:
+    RUN/config.json          this config, the backbone config, data metadata
+    RUN/checkpoints/         ckpt-<step>.* (step-exact resume, see checkpoints.py)
+    RUN/logs/train/          TensorBoard
+    RUN/history.jsonl        logged metrics
+    RUN/backbone.keras       final backbone
+    RUN/pretrainer.keras     final backbone + heads
+    RUN/training_curve.png   loss and masked-LM accuracy
+"""
+
+import dataclasses
+import math
+import os
+import sys
+import time
+
+from kerasbert.errors import UsageError
+from kerasbert.io_utils import atomic_write_json
+from kerasbert.training import run_files
+
+PRECISIONS = ("float32", "mixed_bfloat16", "mixed_float16")
+OBJECTIVES_BY_DATA = {"nsp": ("mlm", "nsp"), "sop": ("mlm", "sop"), "none": ("mlm",)}
+
+
+@dataclasses.dataclass
+class PretrainConfig:
+    """Every `kerasbert pretrain` option (the CLI flags, same names)."""
+
+    preset: str
+    vocab: str
+    data: str
+    output_dir: str
+    steps: int
+    batch_size: int = 32
+    learning_rate: float = 1e-4
+    warmup_steps: int = None  # None: 10% of steps (BERT used 10k of 1M)
+    end_learning_rate: float = 0.0
+    power: float = 1.0
+    optimizer: str = "adamw"
+    weight_decay: float = 0.01
+    clipnorm: float = 1.0
+    accumulation_steps: int = 1
+    strategy: str = "auto"
+    tpu: str = None
+    logical_cpus: int = 0
+    precision: str = "float32"
+    jit_compile: bool = False
+    checkpoint_every: int = 1000
+    keep_checkpoints: int = 3
+    log_every: int = 10
+    resume: bool = False
+    init_from: str = None
+    seed: int = 12345
+    deterministic: bool = False
+    dynamic_masking: bool = False
+    whole_word_mask: bool = False
+    max_seq_length: int = None
+    max_predictions_per_seq: int = None
+    overrides: dict = dataclasses.field(default_factory=dict)
+    progress: bool = True  # progress bar on the chief
+
+    def validate(self):
+        for name in ("steps", "batch_size", "accumulation_steps", "checkpoint_every",
+                     "log_every", "keep_checkpoints"):
+            if getattr(self, name) < 1:
+                raise UsageError(f"--{name.replace('_', '-')} must be >= 1, got {getattr(self, name)}.")
+        if self.learning_rate <= 0:
+            raise UsageError(f"--learning-rate must be > 0, got {self.learning_rate}.")
+        if self.warmup_steps is not None and not 0 <= self.warmup_steps <= self.steps:
+            raise UsageError(f"--warmup-steps {self.warmup_steps} must be in [0, --steps {self.steps}].")
+        if self.precision not in PRECISIONS:
+            raise UsageError(f"--precision {self.precision!r}: expected one of {PRECISIONS}.")
+        if self.resume and self.init_from:
+            raise UsageError("--resume and --init-from exclude each other (resume continues this "
+                             "run; init-from starts a new run from another one's weights).")
+        if not os.path.isfile(self.vocab):
+            raise UsageError(f"Vocabulary file not found: {self.vocab}")
+
+
+# --- data -------------------------------------------------------------------
+
+
+def _data_description(config):
+    """(metadata or None, max_seq_length, max_predictions_per_seq, objective,
+    stored masks?) of the --data files, checked against the vocabulary."""
+    from kerasbert.data import reader
+    from kerasbert.data.metadata import read_metadata, vocab_fingerprint
+
+    try:
+        files = reader.expand_files(config.data)
+    except ValueError as err:
+        raise UsageError(f"--data {config.data!r}: {err}") from None
+    meta = read_metadata(os.path.dirname(files[0]))
+    sha, vocab_size = vocab_fingerprint(config.vocab)
+    if meta is None:
+        if not (config.max_seq_length and config.max_predictions_per_seq):
+            raise UsageError(f"{os.path.dirname(files[0])} has no metadata.json: pass "
+                             "--max-seq-length and --max-predictions-per-seq.")
+        names = reader.describe_files(files, config.max_seq_length,
+                                      config.max_predictions_per_seq)[0]
+        objective = "nsp" if "next_sentence_labels" in names else "none"
+        return None, config.max_seq_length, config.max_predictions_per_seq, objective, True
+    if meta.get("vocab_size") is not None and meta["vocab_size"] != vocab_size:
+        raise UsageError(f"--data was written with a vocabulary of {meta['vocab_size']} tokens "
+                         f"but --vocab {config.vocab} has {vocab_size}.")
+    if meta.get("vocab_sha256") and meta["vocab_sha256"] != sha:
+        raise UsageError(f"--data was written with a different vocabulary (sha256 "
+                         f"{meta['vocab_sha256'][:12]}...) than --vocab {config.vocab} "
+                         f"(sha256 {sha[:12]}...).")
+    for key in ("max_seq_length", "max_predictions_per_seq"):
+        given = getattr(config, key)
+        if given is not None and given != meta[key]:
+            raise UsageError(f"--{key.replace('_', '-')} {given} differs from the data's "
+                             f"metadata.json ({meta[key]}).")
+    return (meta, meta["max_seq_length"], meta["max_predictions_per_seq"], meta["objective"],
+            meta.get("masking", "static") == "static")
+
+
+# --- model ------------------------------------------------------------------
+
+
+def _build_backbone(config, vocab_size, seq_length):
+    from kerasbert import models
+
+    overrides = dict(config.overrides)
+    if overrides.get("vocabulary_size", vocab_size) != vocab_size:
+        raise UsageError(f"vocabulary_size={overrides['vocabulary_size']} differs from "
+                         f"--vocab ({vocab_size} tokens).")
+    overrides["vocabulary_size"] = vocab_size
+    try:
+        backbone = models.from_preset(config.preset, **overrides)
+    except (ValueError, TypeError) as err:
+        raise UsageError(str(err)) from None
+    if seq_length > backbone.max_sequence_length:
+        raise UsageError(f"The data's sequences have {seq_length} tokens but {config.preset} "
+                         f"has {backbone.max_sequence_length} positions.")
+    return backbone
+
+
+def _dummy_batch(seq_length, num_predictions, with_sentence):
+    import numpy as np
+
+    batch = {
+        "input_word_ids": np.zeros((1, seq_length), "int32"),
+        "input_mask": np.ones((1, seq_length), "int32"),
+        "input_type_ids": np.zeros((1, seq_length), "int32"),
+        "masked_lm_positions": np.zeros((1, num_predictions), "int32"),
+        "masked_lm_ids": np.zeros((1, num_predictions), "int32"),
+        "masked_lm_weights": np.ones((1, num_predictions), "float32"),
+    }
+    if with_sentence:
+        batch["next_sentence_labels"] = np.zeros((1,), "int32")
+    return batch
+
+
+def _make_optimizer(config, warmup_steps):
+    import keras
+
+    from kerasbert.training import create_optimizer
+
+    optimizer = create_optimizer(
+        config.learning_rate, num_train_steps=config.steps, warmup_steps=warmup_steps,
+        optimizer=config.optimizer, weight_decay=config.weight_decay,
+        end_learning_rate=config.end_learning_rate, power=config.power,
+        clipnorm=None,  # the training step clips the all-reduced gradient
+        accumulation_steps=1,  # and accumulates micro-batches itself
+    )
+    if config.precision == "mixed_float16":
+        optimizer = keras.optimizers.LossScaleOptimizer(optimizer)
+    return optimizer
+
+
+def _init_from(source, pretrainer):
+    """Loads weights from another run (RUN dir, RUN/checkpoints, a ckpt
+    prefix or a .keras file): the whole pretrainer when its structure
+    matches, else the backbone only (e.g. phase 2 with other heads)."""
+    import keras
+    import tensorflow as tf
+
+    from kerasbert.training.checkpoints import list_checkpoints
+
+    keras_file = None
+    if source.endswith(".keras") and os.path.isfile(source):
+        keras_file = source
+    elif os.path.isfile(os.path.join(source, "pretrainer.keras")):
+        keras_file = os.path.join(source, "pretrainer.keras")
+    if keras_file:
+        loaded = keras.saving.load_model(keras_file)
+        source_backbone = getattr(loaded, "backbone", loaded)
+        shapes = [w.shape for w in loaded.weights]
+        if shapes == [w.shape for w in pretrainer.weights]:
+            pretrainer.set_weights(loaded.get_weights())
+            return f"{keras_file} (backbone and heads)"
+        try:
+            pretrainer.backbone.set_weights(source_backbone.get_weights())
+        except ValueError as err:
+            raise UsageError(f"--init-from {source}: its backbone does not match "
+                             f"this one ({err}).") from None
+        return f"{keras_file} (backbone only)"
+    folder = os.path.join(source, "checkpoints") if os.path.isdir(
+        os.path.join(source, "checkpoints")) else source
+    prefixes = list_checkpoints(folder) if os.path.isdir(folder) else [source]
+    if not prefixes or not tf.io.gfile.exists(prefixes[0] + ".index"):
+        raise UsageError(f"--init-from {source}: no pretrainer.keras, .keras file or "
+                         "checkpoint found there.")
+    status = tf.train.Checkpoint(model=pretrainer).read(prefixes[0])
+    status.expect_partial()
+    return f"{prefixes[0]} (model weights)"
+
+
+# --- the run ----------------------------------------------------------------
+
+
+def _check_run_dir(config, is_chief):
+    from kerasbert.training.checkpoints import list_checkpoints
+
+    ckpt_dir = os.path.join(config.output_dir, "checkpoints")
+    existing = list_checkpoints(ckpt_dir) if os.path.isdir(ckpt_dir) else []
+    if existing and not config.resume:
+        raise UsageError(f"{config.output_dir} already holds checkpoints ({existing[0]}); "
+                         "pass --resume to continue it, or choose a new --output-dir.")
+    if config.resume and not existing:
+        print(f"--resume: no checkpoint in {ckpt_dir} yet; starting from step 0.",
+              file=sys.stderr)
+    if is_chief:
+        os.makedirs(ckpt_dir, exist_ok=True)
+    return ckpt_dir
+
+
+def _progress_bar(total, initial, enabled):
+    if not enabled:
+        return None
+    from tqdm.auto import tqdm
+
+    return tqdm(total=total, initial=initial, unit="step", dynamic_ncols=True,
+                desc="pretrain", file=sys.stdout)
+
+
+def run_pretraining(config):
+    """Runs (or resumes) a pretraining run; returns a dict of results:
+    final step, last logged metrics, output paths."""
+    config.validate()
+    import keras
+    import tensorflow as tf
+
+    from kerasbert.data import pretraining_dataset
+    from kerasbert.tasks import BertPretrainer
+    from kerasbert.training.checkpoints import TrainingCheckpoint
+    from kerasbert.training.loop import TrainStep, summarize
+    from kerasbert.training.strategies import resolve_strategy, split_cpu, worker_info
+
+    meta, seq_length, num_predictions, objective, stored_masks = _data_description(config)
+    objectives = OBJECTIVES_BY_DATA[objective]
+    dynamic = config.dynamic_masking or not stored_masks
+
+    split_cpu(config.logical_cpus)
+    if config.deterministic:
+        tf.config.experimental.enable_op_determinism()
+    keras.utils.set_random_seed(config.seed)
+    keras.mixed_precision.set_dtype_policy(config.precision)
+    strategy = resolve_strategy(config.strategy, config.tpu)
+    is_chief, worker_index, num_workers = worker_info(strategy)
+    replicas = strategy.num_replicas_in_sync
+    if config.batch_size % replicas:
+        raise UsageError(f"--batch-size {config.batch_size} is not divisible by the "
+                         f"{replicas} replicas of the strategy.")
+    ckpt_dir = _check_run_dir(config, is_chief)
+    warmup_steps = (config.warmup_steps if config.warmup_steps is not None
+                    else config.steps // 10)
+
+    from kerasbert.text.vocabulary import load_vocab
+
+    vocab_size = len(load_vocab(config.vocab))
+    with strategy.scope():
+        backbone = _build_backbone(config, vocab_size, seq_length)
+        pretrainer = BertPretrainer(backbone, objectives=objectives)
+        pretrainer(_dummy_batch(seq_length, num_predictions, len(objectives) > 1))
+        optimizer = _make_optimizer(config, warmup_steps)
+        optimizer.build(pretrainer.trainable_variables)
+        step_var = tf.Variable(0, dtype=tf.int64, trainable=False, name="global_step")
+
+    context = tf.distribute.InputContext(num_input_pipelines=num_workers,
+                                         input_pipeline_id=worker_index,
+                                         num_replicas_in_sync=num_workers)
+    dataset = pretraining_dataset(
+        config.data, config.batch_size, input_context=context, dynamic_masking=dynamic,
+        seed=config.seed, deterministic=config.deterministic, vocab_file=config.vocab,
+        max_seq_length=seq_length, max_predictions_per_seq=num_predictions,
+        whole_word_mask=config.whole_word_mask)
+    # The checkpoint holds the chief's input position only (other workers'
+    # checkpoints go to temporary folders); on resume the other workers skip
+    # the batches they consumed instead, which is exact with --deterministic.
+    iterator = iter(dataset) if is_chief else None
+    checkpoint = TrainingCheckpoint(ckpt_dir, model=pretrainer, optimizer=optimizer,
+                                    step=step_var, iterator=iterator, is_chief=is_chief,
+                                    max_to_keep=config.keep_checkpoints)
+    started_from = None
+    if config.resume:
+        started_from = checkpoint.restore_latest()
+    elif config.init_from:
+        started_from = _init_from(config.init_from, pretrainer)
+    if started_from and is_chief:
+        print(f"{'Resumed' if config.resume else 'Initialised'} from {started_from}")
+
+    start_step = int(step_var.numpy())
+    if iterator is None:
+        iterator = iter(dataset.skip(start_step * config.accumulation_steps))
+    if is_chief:
+        atomic_write_json(os.path.join(config.output_dir, "config.json"), {
+            "pretrain": {k: v for k, v in dataclasses.asdict(config).items()},
+            "objectives": list(objectives),
+            "warmup_steps": warmup_steps,
+            "optimizer": type(optimizer).__name__,
+            "dynamic_masking": dynamic,
+            "backbone_class": type(backbone).__name__,
+            "backbone": backbone.get_config(),
+            "data": {"max_seq_length": seq_length, "max_predictions_per_seq": num_predictions,
+                     "objective": objective, "metadata": meta},
+            "strategy": {"name": config.strategy, "class": type(strategy).__name__,
+                         "replicas": replicas, "workers": num_workers},
+        })
+
+    train_step = TrainStep(strategy, pretrainer, optimizer,
+                           accumulation_steps=config.accumulation_steps,
+                           clipnorm=config.clipnorm, jit_compile=config.jit_compile)
+    history = run_files.History(config.output_dir, start_step, enabled=is_chief)
+    tensorboard = run_files.TensorBoardLog(config.output_dir, enabled=is_chief)
+    show = is_chief and config.progress
+    bar = _progress_bar(config.steps, start_step, show)
+    sequences_per_step = config.batch_size * config.accumulation_steps
+
+    last = {}
+    window, window_start = [], time.perf_counter()
+    try:
+        while int(step_var.numpy()) < config.steps:
+            sums = train_step.step(iterator)
+            step_var.assign_add(1)
+            step = int(step_var.numpy())
+            metrics = summarize({k: v.numpy() for k, v in sums.items()})
+            if not math.isfinite(metrics["loss"]):
+                raise FloatingPointError(
+                    f"Non-finite loss ({metrics['loss']}) at step {step}: stopping. "
+                    "Lower --learning-rate, check the data, or use --precision "
+                    "mixed_bfloat16 / float32.")
+            window.append(metrics)
+            if step % config.log_every == 0 or step == config.steps:
+                elapsed = time.perf_counter() - window_start
+                row = {k: sum(m[k] for m in window) / len(window) for k in window[0]}
+                row["step"] = step
+                row["learning_rate"] = float(keras.ops.convert_to_numpy(
+                    optimizer.learning_rate))
+                row["sequences_per_second"] = len(window) * sequences_per_step / max(elapsed, 1e-9)
+                history.append(row)
+                tensorboard.write(step, {k: v for k, v in row.items() if k != "step"})
+                last = row
+                window, window_start = [], time.perf_counter()
+            if bar is not None:
+                bar.update(1)
+                bar.set_postfix(loss=f"{metrics['loss']:.3f}",
+                                mlm_acc=f"{metrics['mlm_accuracy']:.3f}",
+                                seq_s=f"{last.get('sequences_per_second', 0.0):.1f}")
+            if step % config.checkpoint_every == 0 and step < config.steps:
+                checkpoint.save()
+        if int(step_var.numpy()) > start_step:
+            checkpoint.save()
+    finally:
+        if bar is not None:
+            bar.close()
+        tensorboard.close()
+        checkpoint.close()
+
+    outputs = {}
+    if is_chief:
+        outputs["backbone"] = os.path.join(config.output_dir, "backbone.keras")
+        outputs["pretrainer"] = os.path.join(config.output_dir, "pretrainer.keras")
+        run_files.save_keras_atomically(backbone, outputs["backbone"])
+        run_files.save_keras_atomically(pretrainer, outputs["pretrainer"])
+        curve = run_files.plot_training_curve(config.output_dir)
+        if curve:
+            outputs["training_curve"] = curve
+        outputs["checkpoints"] = ckpt_dir
+        outputs["logs"] = os.path.join(config.output_dir, "logs")
+    return {"step": int(step_var.numpy()), "metrics": last, "outputs": outputs,
+            "is_chief": is_chief}

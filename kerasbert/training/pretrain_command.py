@@ -1,0 +1,94 @@
+"""`kerasbert pretrain`: the CLI over kerasbert.training.pretrain.
+
+Every flag maps to one PretrainConfig field of the same name. TensorFlow is
+imported only when the command runs.
+"""
+
+import argparse
+
+from kerasbert.errors import UsageError
+
+
+def _config_from_args(args):
+    from kerasbert.cli import parse_overrides
+    from kerasbert.training.pretrain import PretrainConfig
+
+    fields = {k: v for k, v in vars(args).items() if k in PretrainConfig.__dataclass_fields__}
+    fields["overrides"] = parse_overrides(args.set)
+    return PretrainConfig(**fields)
+
+
+def cmd_pretrain(args):
+    from kerasbert.training.pretrain import run_pretraining
+
+    try:
+        result = run_pretraining(_config_from_args(args))
+    except FloatingPointError as err:
+        raise UsageError(str(err)) from None
+    if not result["is_chief"]:
+        return
+    metrics = result["metrics"]
+    summary = ", ".join(f"{k} {metrics[k]:.4f}" for k in
+                        ("loss", "mlm_loss", "mlm_accuracy", "sentence_accuracy") if k in metrics)
+    print(f"finished at step {result['step']}: {summary}")
+    for name, path in result["outputs"].items():
+        print(f"  {name:<15} {path}")
+
+
+def add_arguments(parser):
+    add = parser.add_argument
+    add("--preset", required=True, help="Backbone preset, e.g. bert_tiny (kerasbert presets).")
+    add("--vocab", required=True, help="vocab.txt the data was written with.")
+    add("--data", required=True, help="Pretraining TFRecords: glob, file or shard folder.")
+    add("--output-dir", required=True, help="Run directory (created).")
+    add("--steps", type=int, required=True, help="Optimizer steps in all.")
+    add("--batch-size", type=int, default=32, help="Global batch per micro-step (default 32).")
+    add("--learning-rate", type=float, default=1e-4, help="Peak learning rate (default 1e-4).")
+    add("--warmup-steps", type=int, default=None, help="Linear warm-up steps (default 10%% of --steps).")
+    add("--end-learning-rate", type=float, default=0.0)
+    add("--power", type=float, default=1.0, help="Decay power (1 = linear).")
+    add("--optimizer", choices=("adamw", "lamb"), default="adamw")
+    add("--weight-decay", type=float, default=0.01,
+        help="Decoupled weight decay; never on LayerNorm or bias (default 0.01).")
+    add("--clipnorm", type=float, default=1.0, help="Global-norm gradient clip (0: off).")
+    add("--accumulation-steps", type=int, default=1,
+        help="Micro-batches per optimizer step (effective batch = K * --batch-size).")
+    add("--strategy", default="auto", choices=("auto", "cpu", "mirrored", "multi_worker", "tpu"))
+    add("--tpu", default=None, help="TPU address or name for --strategy tpu (or auto).")
+    add("--logical-cpus", type=int, default=0,
+        help="Split the CPU into N logical devices (to run --strategy mirrored without GPUs).")
+    add("--precision", choices=("float32", "mixed_bfloat16", "mixed_float16"), default="float32")
+    add("--jit-compile", action="store_true", help="XLA-compile the forward/backward pass.")
+    add("--checkpoint-every", type=int, default=1000, help="Steps between checkpoints.")
+    add("--keep-checkpoints", type=int, default=3)
+    add("--log-every", type=int, default=10, help="Steps between history/TensorBoard rows.")
+    add("--resume", action="store_true", help="Continue from the newest checkpoint in --output-dir.")
+    add("--init-from", default=None, metavar="RUN_OR_CKPT",
+        help="Start from another run's weights (run dir, .keras file or checkpoint).")
+    add("--seed", type=int, default=12345)
+    add("--deterministic", action="store_true",
+        help="Deterministic ops and input order (bit-exact resume on CPU; slower).")
+    add("--dynamic-masking", action="store_true",
+        help="Draw new masks in tf.data (automatic for --no-masking data).")
+    add("--whole-word-mask", action="store_true", help="Whole-word dynamic masking.")
+    add("--max-seq-length", type=int, default=None,
+        help="Only for files without metadata.json (e.g. from the original script).")
+    add("--max-predictions-per-seq", type=int, default=None, help="Same.")
+    add("--set", action="append", metavar="KEY=VALUE",
+        help="Override a backbone config value (repeatable), e.g. --set dropout=0.0")
+    add("--no-progress", dest="progress", action="store_false", help="No progress bar.")
+
+
+def register(subparsers):
+    """Adds `pretrain` to the `kerasbert` sub-command parsers."""
+    parser = subparsers.add_parser(
+        "pretrain",
+        help="Pretrain a backbone (masked LM + NSP/SOP) on pretraining TFRecords.",
+        description="Masked-LM (+ next-sentence or sentence-order) pretraining with "
+        "tf.distribute, mixed precision, XLA, gradient accumulation and step-exact "
+        "resume. The objective follows the data's metadata.json.",
+        formatter_class=argparse.ArgumentDefaultsHelpFormatter,
+    )
+    add_arguments(parser)
+    parser.set_defaults(func=cmd_pretrain)
+    return parser
