@@ -88,7 +88,7 @@ def cmd_presets(args):
 def cmd_demo(args):
     from kerasbert.demo import run_demo
 
-    run_demo(args.output_dir)
+    run_demo(args.output_dir, quick=args.quick)
 
 
 def make_parser():
@@ -113,8 +113,11 @@ def make_parser():
     presets = sub.add_parser("presets", help="List every preset.")
     presets.set_defaults(func=cmd_presets)
 
-    demo = sub.add_parser("demo", help="Show what exists, end to end, offline.")
+    demo = sub.add_parser("demo", help="End to end, offline: model checks, then vocabulary -> "
+                          "pretraining data -> pretraining on the built-in corpus.")
     demo.add_argument("--output-dir", default="runs/demo")
+    demo.add_argument("--quick", action="store_true",
+                      help="Tiny corpus and 20 steps (what the tests run).")
     demo.set_defaults(func=cmd_demo)
 
     for module in COMMAND_MODULES:

@@ -75,7 +75,11 @@ def test_parse_overrides_types():
 
 
 def test_demo_runs_and_checks_everything(tmp_path, capsys):
-    assert main(["demo", "--output-dir", str(tmp_path)]) == 0
+    assert main(["demo", "--output-dir", str(tmp_path), "--quick"]) == 0
     out = capsys.readouterr().out
     assert "every check passed" in out
     assert (tmp_path / "bert_tiny.keras").exists()
+    for name in ("corpus.txt", "vocab.txt", "data/metadata.json", "pretrain/backbone.keras",
+                 "pretrain/training_curve.png"):
+        assert (tmp_path / name).exists(), name
+    assert "step 20: loss" in out and "fill in the blank" in out

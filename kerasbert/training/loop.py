@@ -95,6 +95,9 @@ class TrainStep:
             if _is_loss_scaled(self.optimizer):
                 loss = self.optimizer.scale_loss(loss)
         grads = tape.gradient(loss, variables)
+        # Dense gradients: converting an embedding's IndexedSlices sums the
+        # rows of repeated ids, so the all-reduce, the global norm and the
+        # optimizer never see duplicated rows.
         grads = [tf.zeros_like(v) if g is None else tf.convert_to_tensor(g)
                  for g, v in zip(grads, variables)]
         return grads, terms

@@ -1,0 +1,342 @@
+"""BERT pretraining task: masked LM + next-sentence (or sentence-order)."""
+
+import keras
+from keras import ops
+
+from kerasbert.layers import MaskedLMHead
+from kerasbert.layers import NextSentenceHead
+import kerasbert.models  # noqa: F401  (registers the backbones, so saved pretrainers load)
+
+OBJECTIVES = (("mlm", "nsp"), ("mlm", "sop"), ("mlm",))
+BACKBONE_INPUTS = ("input_word_ids", "input_mask", "input_type_ids")
+TERM_NAMES = (
+    "mlm_loss_sum",
+    "mlm_weight_sum",
+    "mlm_correct_sum",
+    "sentence_loss_sum",
+    "sentence_count",
+    "sentence_correct_sum",
+)
+_EPSILON = 1e-5
+# Variables named like these get no weight decay (LayerNorm gamma/beta, biases).
+NO_DECAY_NAMES = ("bias", "gamma", "beta")
+
+
+def _validate_objectives(objectives):
+    if isinstance(objectives, str):
+        objectives = (objectives,)
+    try:
+        objectives = tuple(str(o).lower() for o in objectives)
+    except TypeError:
+        objectives = None
+    if objectives not in OBJECTIVES:
+        raise ValueError(
+            "objectives must be one of "
+            + ", ".join(repr(o) for o in OBJECTIVES)
+            + f" (NSP: BERT, SOP: ALBERT, MLM only: RoBERTa); got {objectives!r}."
+        )
+    return objectives
+
+
+def _num_replicas():
+    """Replicas in sync under a `tf.distribute` strategy (1 elsewhere)."""
+    if keras.config.backend() != "tensorflow":
+        return 1
+    import tensorflow as tf
+
+    return tf.distribute.get_strategy().num_replicas_in_sync
+
+
+def _cross_replica_sum(value):
+    """Sum of `value` over the replicas when called inside `strategy.run`
+    with several replicas in sync; `value` itself otherwise."""
+    if keras.config.backend() != "tensorflow":
+        return value
+    import tensorflow as tf
+
+    context = tf.distribute.get_replica_context()
+    if context is None or context.num_replicas_in_sync == 1:
+        return value
+    return context.all_reduce("sum", value)
+
+
+@keras.saving.register_keras_serializable(package="kerasbert")
+class BertPretrainer(keras.Model):
+    """A backbone with the BERT pretraining heads and their losses.
+
+    The masked-LM head gathers `masked_lm_positions` and decodes with the
+    backbone's token embedding (tied); the sentence head classifies
+    `pooled_output` (NSP: label 1 = "B is a random sentence"; SOP: label 1 =
+    "the two segments are swapped"; the same head serves both).
+
+    Loss = sum(w * ce) / sum(w) over the masked positions (w =
+    `masked_lm_weights`, so padded predictions count for nothing) + the mean
+    sentence cross-entropy over the batch, + any regularisation losses.
+    Under a `tf.distribute` strategy the denominators are summed over the
+    replicas, so the gradient is that of the global-batch loss exactly.
+
+    Train with `model.fit(kerasbert.data.pretraining_dataset(...))`: labels
+    are read from the feature dict (no `y`, no `loss=` in `compile`).
+
+    Args:
+        backbone: a `kerasbert.models.Backbone` (BertBackbone, ...).
+        objectives: ("mlm", "nsp") (BERT), ("mlm", "sop") (ALBERT) or
+            ("mlm",) (RoBERTa: no sentence head).
+        dtype: defaults to the backbone's dtype policy, so `compile` wraps
+            the optimizer in a `LossScaleOptimizer` under mixed_float16.
+
+    Call args:
+        inputs: dict with `input_word_ids`, `input_mask`, `input_type_ids`
+            (int32 [B, T]) and `masked_lm_positions` (int [B, P]); other keys
+            (the labels) are ignored.
+
+    Returns:
+        dict: `mlm_logits` float32 [B, P, vocabulary_size] and, with a
+        sentence objective, `sentence_logits` float32 [B, 2].
+
+    Metrics (in `fit`/`evaluate` logs): `loss`, `mlm_loss`, `mlm_accuracy`
+    (weighted by masked_lm_weights), and with a sentence objective
+    `sentence_loss`, `sentence_accuracy`.
+    """
+
+    def __init__(self, backbone, objectives=("mlm", "nsp"), dtype=None, **kwargs):
+        objectives = _validate_objectives(objectives)
+        if dtype is None:
+            dtype = backbone.dtype_policy
+        super().__init__(dtype=dtype, **kwargs)
+        self.backbone = backbone
+        self.objectives = objectives
+        self.sentence_objective = objectives[1] if len(objectives) > 1 else None
+
+        hidden_dim = backbone.hidden_dim
+        # Names as in kerasbert.convert.tf1_checkpoint.load_pretraining_heads.
+        self.masked_lm_head = MaskedLMHead(
+            vocabulary_size=backbone.vocabulary_size,
+            token_embedding=backbone.token_embedding,
+            activation=backbone.activation,
+            layer_norm_epsilon=backbone.layer_norm_epsilon,
+            initializer_range=backbone.initializer_range,
+            dtype=backbone.dtype_policy,
+            name="masked_lm_head",
+        )
+        self.masked_lm_head.build((None, None, hidden_dim))
+        self.next_sentence_head = None
+        if self.sentence_objective is not None:
+            self.next_sentence_head = NextSentenceHead(
+                num_classes=2,
+                initializer_range=backbone.initializer_range,
+                dtype=backbone.dtype_policy,
+                name="next_sentence_head",
+            )
+            self.next_sentence_head.build((None, hidden_dim))
+
+        self.mlm_loss_tracker = keras.metrics.Mean(name="mlm_loss")
+        self.mlm_accuracy = keras.metrics.Mean(name="mlm_accuracy")
+        if self.sentence_objective is not None:
+            self.sentence_loss_tracker = keras.metrics.Mean(name="sentence_loss")
+            self.sentence_accuracy = keras.metrics.Mean(name="sentence_accuracy")
+        self.built = True
+
+    # --- forward ----------------------------------------------------------
+
+    def call(self, inputs, training=False):
+        features = {k: inputs[k] for k in BACKBONE_INPUTS if k in inputs}
+        if "input_type_ids" not in features:
+            features["input_type_ids"] = ops.zeros_like(inputs["input_word_ids"])
+        outputs = self.backbone(features, training=training)
+        result = {
+            "mlm_logits": self.masked_lm_head(
+                outputs["sequence_output"], inputs["masked_lm_positions"]
+            )
+        }
+        if self.next_sentence_head is not None:
+            result["sentence_logits"] = self.next_sentence_head(
+                outputs["pooled_output"]
+            )
+        return result
+
+    def build(self, input_shape=None):
+        # Everything is built in __init__ (the backbone is functional and
+        # the heads' sizes come from it).
+        self.built = True
+
+    # --- losses -----------------------------------------------------------
+
+    def _elementwise(self, features, outputs):
+        """Per-position / per-example float32 cross-entropy and hits."""
+        logits = ops.cast(outputs["mlm_logits"], "float32")
+        ids = ops.cast(features["masked_lm_ids"], "int32")
+        weights = ops.cast(features["masked_lm_weights"], "float32")
+        ce = keras.losses.sparse_categorical_crossentropy(
+            ids, logits, from_logits=True
+        )
+        hits = ops.cast(
+            ops.equal(ops.cast(ops.argmax(logits, axis=-1), "int32"), ids),
+            "float32",
+        )
+        out = {"mlm_ce": ce, "mlm_hits": hits, "mlm_weights": weights}
+        if self.next_sentence_head is not None:
+            s_logits = ops.cast(outputs["sentence_logits"], "float32")
+            labels = ops.reshape(
+                ops.cast(features["next_sentence_labels"], "int32"), (-1,)
+            )
+            out["sentence_ce"] = keras.losses.sparse_categorical_crossentropy(
+                labels, s_logits, from_logits=True
+            )
+            out["sentence_hits"] = ops.cast(
+                ops.equal(ops.cast(ops.argmax(s_logits, axis=-1), "int32"), labels),
+                "float32",
+            )
+        return out
+
+    @staticmethod
+    def _sums(elementwise):
+        e = elementwise
+        w = e["mlm_weights"]
+        terms = {
+            "mlm_loss_sum": ops.sum(w * e["mlm_ce"]),
+            "mlm_weight_sum": ops.sum(w),
+            "mlm_correct_sum": ops.sum(w * e["mlm_hits"]),
+        }
+        if "sentence_ce" in e:
+            terms["sentence_loss_sum"] = ops.sum(e["sentence_ce"])
+            terms["sentence_count"] = ops.cast(
+                ops.shape(e["sentence_ce"])[0], "float32"
+            )
+            terms["sentence_correct_sum"] = ops.sum(e["sentence_hits"])
+        else:
+            zero = ops.zeros((), "float32")
+            terms.update(
+                sentence_loss_sum=zero, sentence_count=zero, sentence_correct_sum=zero
+            )
+        return {k: ops.cast(v, "float32") for k, v in terms.items()}
+
+    def loss_terms(self, features, outputs):
+        """Per-batch SUMS (float32 scalars) from which the loss and the
+        accuracies follow: mlm_loss_sum, mlm_weight_sum, mlm_correct_sum,
+        sentence_loss_sum, sentence_count, sentence_correct_sum (the
+        sentence ones are 0 without a sentence objective).
+
+        Sums all-reduce exactly across replicas; `combine_loss_terms` of the
+        global sums is the global-batch loss."""
+        return self._sums(self._elementwise(features, outputs))
+
+    @staticmethod
+    def combine_loss_terms(terms):
+        """Total loss from (possibly all-reduced) `loss_terms`:
+        mlm_loss_sum / max(mlm_weight_sum, eps) + sentence_loss_sum /
+        max(sentence_count, 1) (0 without a sentence objective)."""
+        mlm = terms["mlm_loss_sum"] / ops.maximum(terms["mlm_weight_sum"], _EPSILON)
+        sentence = terms["sentence_loss_sum"] / ops.maximum(
+            terms["sentence_count"], 1.0
+        )
+        return mlm + sentence
+
+    def compute_loss(
+        self, x=None, y=None, y_pred=None, sample_weight=None, training=True
+    ):
+        """Keras 3 hook used by `fit`/`evaluate`: labels come from `x` (or a
+        dict `y`); `sample_weight` is not used (masked_lm_weights weight the
+        MLM loss). Also updates the mlm/sentence metrics.
+
+        Returns this replica's share of the global loss: under a strategy
+        with R replicas the denominators are all-reduced, so the R returned
+        values sum to the global-batch loss and their gradients sum (as
+        Keras' all-reduce does) to the global-batch gradient."""
+        del sample_weight, training
+        features = dict(x)
+        if isinstance(y, dict):
+            features.update(y)
+        if y_pred is None:
+            y_pred = self(x, training=False)
+        e = self._elementwise(features, y_pred)
+        terms = self._sums(e)
+        global_terms = dict(terms)
+        for key in ("mlm_weight_sum", "sentence_count"):
+            global_terms[key] = ops.stop_gradient(_cross_replica_sum(terms[key]))
+        loss = self.combine_loss_terms(global_terms)
+        if self.losses:
+            extra = ops.sum([ops.cast(ops.sum(v), "float32") for v in self.losses])
+            loss = loss + extra / _num_replicas()
+
+        # Metrics: Mean states sum across replicas on read, so weighted
+        # per-element updates give the exact global values.
+        self.mlm_loss_tracker.update_state(e["mlm_ce"], sample_weight=e["mlm_weights"])
+        self.mlm_accuracy.update_state(e["mlm_hits"], sample_weight=e["mlm_weights"])
+        if self.next_sentence_head is not None:
+            self.sentence_loss_tracker.update_state(e["sentence_ce"])
+            self.sentence_accuracy.update_state(e["sentence_hits"])
+        return loss
+
+    def compute_metrics(self, x, y, y_pred, sample_weight=None):
+        # The task metrics were updated with the loss (compute_loss), which
+        # already holds the per-position values; only report here.
+        del x, y, y_pred, sample_weight
+        return self.get_metrics_result()
+
+    # --- training setup -----------------------------------------------------
+
+    def compile(self, optimizer="auto", loss=None, **kwargs):
+        """`optimizer="auto"`: AdamW (learning rate 1e-4, weight decay 0.01
+        not applied to LayerNorm and bias variables, epsilon 1e-6,
+        global-norm clipping 1.0). Other arguments as `keras.Model.compile`;
+        `loss` must stay None (the task computes its own)."""
+        if loss is not None:
+            raise ValueError(
+                "BertPretrainer computes its own loss from the feature dict; "
+                f"do not pass `loss` to compile (got {loss!r})."
+            )
+        if isinstance(optimizer, str) and optimizer == "auto":
+            optimizer = keras.optimizers.AdamW(
+                learning_rate=1e-4,
+                weight_decay=0.01,
+                epsilon=1e-6,
+                global_clipnorm=1.0,
+            )
+            optimizer.exclude_from_weight_decay(var_names=list(NO_DECAY_NAMES))
+        super().compile(optimizer=optimizer, **kwargs)
+
+    def get_compile_config(self):
+        config = super().get_compile_config()
+        optimizer = getattr(self, "optimizer", None)
+        optimizer = getattr(optimizer, "inner_optimizer", optimizer)
+        pattern = getattr(optimizer, "_exclude_from_weight_decay_pattern", None)
+        if config and pattern is not None:
+            # Optimizer configs do not record the exclusions; keep them.
+            config["exclude_from_weight_decay"] = pattern.pattern.split("|")
+        return config
+
+    def compile_from_config(self, config):
+        """Recompiles a loaded model (optimizer state is then restored)."""
+        config = dict(config)
+        exclude = config.pop("exclude_from_weight_decay", None)
+        config = keras.saving.deserialize_keras_object(config)
+        optimizer = config.pop("optimizer", None)
+        if exclude and optimizer is not None:
+            optimizer.exclude_from_weight_decay(var_names=sorted(exclude))
+        config.pop("loss", None)
+        self.compile(optimizer=optimizer, **config)
+        if self.optimizer is not None and self.built:
+            self.optimizer.build(self.trainable_variables)
+
+    # --- config -------------------------------------------------------------
+
+    def get_config(self):
+        return {
+            "name": self.name,
+            "trainable": self.trainable,
+            "dtype": keras.dtype_policies.serialize(self.dtype_policy),
+            "backbone": keras.saving.serialize_keras_object(self.backbone),
+            "objectives": list(self.objectives),
+        }
+
+    @classmethod
+    def from_config(cls, config):
+        config = dict(config)
+        if isinstance(config.get("backbone"), dict):
+            config["backbone"] = keras.saving.deserialize_keras_object(
+                config["backbone"]
+            )
+        if isinstance(config.get("dtype"), dict):
+            config["dtype"] = keras.dtype_policies.deserialize(config["dtype"])
+        return cls(**config)

@@ -1,0 +1,554 @@
+"""AdamW and LAMB for BERT: weight-decay exclusions, LLRD, update counting.
+
+Both are subclasses of the Keras 3 optimizers of the same name and add what
+BERT training needs on top of them (see `BertOptimizerMixin`). Build them
+directly, or with `kerasbert.training.create_optimizer(...)`.
+"""
+
+import re
+
+import keras
+from keras import ops
+
+from kerasbert.training.layer_decay import infer_num_layers
+from kerasbert.training.layer_decay import layer_decay_multiplier
+
+# Matched (regex search) against a variable's own name, the last component
+# of its path: LayerNormalization's `gamma` / `beta`, Dense's `bias`, our
+# MaskedLMHead's `output_bias`. `embeddings`, `kernel`, `decoder_kernel`
+# are decayed.
+DEFAULT_WEIGHT_DECAY_EXCLUSIONS = ("gamma", "beta", "bias")
+
+
+def variable_name(variable):
+    """The variable's own name, without layer scopes or a ":0" suffix.
+
+    `keras.Variable.name` is already that; under the TensorFlow backend the
+    optimizer also sees the underlying `tf.Variable`, whose name is the full
+    path ("model/dense/bias:0")."""
+    return re.sub(r":\d+$", "", variable.name).rsplit("/", 1)[-1]
+
+
+def variable_path(variable):
+    """`keras.Variable.path`, or a `tf.Variable`'s name without ":0"."""
+    path = getattr(variable, "path", None)
+    if path is None:
+        path = re.sub(r":\d+$", "", variable.name)
+    return path
+
+
+def _in_tf_replica_context():
+    """True inside `strategy.run` of a (non-default) tf.distribute
+    strategy under the TensorFlow backend."""
+    if keras.config.backend() != "tensorflow":
+        return False
+    import tensorflow as tf
+
+    return (
+        tf.distribute.has_strategy()
+        and tf.distribute.get_replica_context() is not None
+    )
+
+
+def _tf_variable(variable):
+    return variable.value if isinstance(variable, keras.Variable) else variable
+
+
+def _dense(gradient):
+    import tensorflow as tf
+
+    if isinstance(gradient, tf.IndexedSlices):
+        return tf.convert_to_tensor(gradient)
+    return gradient
+
+
+def _scale_gradient(gradient, scale):
+    import tensorflow as tf
+
+    if gradient is None:
+        return None
+    if isinstance(gradient, tf.IndexedSlices):
+        return tf.IndexedSlices(
+            gradient.values * tf.cast(scale, gradient.values.dtype),
+            gradient.indices,
+            gradient.dense_shape,
+        )
+    return gradient * tf.cast(scale, gradient.dtype)
+
+
+def deduplicate_gradient(gradient):
+    """An embedding's `IndexedSlices` gradient with each row once (repeated
+    ids summed), as TF's legacy optimizers did before a sparse update;
+    other gradients (and None) are returned as they are.
+
+    Keras 3 applies the raw slices: Adam's second moment then gets
+    g1^2 + g2^2 instead of (g1 + g2)^2 for a token seen twice, and
+    `tf.linalg.global_norm` / Keras's global norm square the raw slices
+    too. `ReplicaContext.all_reduce(SUM)` of IndexedSlices concatenates
+    the replicas' slices, so rows repeat again after it. TensorFlow only.
+    """
+    import tensorflow as tf
+
+    if not isinstance(gradient, tf.IndexedSlices):
+        return gradient
+    unique, position = tf.unique(gradient.indices)
+    values = tf.math.unsorted_segment_sum(
+        gradient.values, position, tf.shape(unique)[0]
+    )
+    return tf.IndexedSlices(values, unique, gradient.dense_shape)
+
+
+class BertOptimizerMixin:
+    """What BERT training adds to a Keras 3 optimizer.
+
+    1. Decoupled weight decay, `w -= lr * weight_decay * w`, skipped for
+       variables whose own name matches a pattern in
+       `exclude_from_weight_decay` (LayerNorm gamma/beta and biases by
+       default). Keras's `exclude_from_weight_decay(var_names=...)` searches
+       the *full* `tf.Variable` name under the TF backend
+       ("pretrainer/bias_proj/kernel:0" would match "bias"), and the list is
+       not part of the optimizer config; here the patterns see only the
+       variable's own name, and they round-trip through `get_config`.
+    2. Layer-wise learning-rate decay: with `layer_decay` set, the variable
+       at encoder depth d trains with `lr * layer_decay ** (L + 1 - d)`
+       (`kerasbert.training.layer_decay`). The learning rate itself is
+       scaled inside `update_step` (scaling gradients would do nothing:
+       Adam is invariant to the gradient's scale), and so is the weight
+       decay, which is proportional to that variable's learning rate.
+    3. Learning-rate schedules see optimizer *updates*. Under gradient
+       accumulation Keras calls the schedule with its micro-step counter
+       (`optimizer._iterations`, one per `apply`), so a schedule written in
+       training steps would run `gradient_accumulation_steps` times too
+       fast; here it gets `optimizer.iterations` (= micro-steps // K), the
+       same count that Adam's bias correction uses.
+    4. Exact sparse updates and clipping (TensorFlow backend). An
+       embedding's `IndexedSlices` gradient is summed over repeated token
+       ids before it is used: Keras 3.15 squares the raw slices, so Adam's
+       second moment and the global norm are wrong for any token that
+       occurs twice in a batch (always true of segment ids). Under
+       `tf.distribute` Keras clips each replica's partial gradient before
+       the all-reduce; here the clip factor comes from the all-reduced
+       gradient, so N replicas clip exactly as one device with the same
+       global batch (one extra dense all-reduce per update, only when
+       clipping with more than one replica).
+    5. Gradient accumulation under `tf.distribute` (`MirroredStrategy`):
+       Keras's accumulation fails there (a `merge_call` inside its
+       `cond`); here each micro-step's gradients are all-reduced, added to
+       the (then identical) per-replica accumulators, and every K-th
+       micro-step their mean is applied, all in the cross-replica
+       context. This all-reduces every micro-step rather than once per
+       update: correct, not communication-optimal.
+
+    Args (keyword, in addition to the Keras optimizer's):
+        exclude_from_weight_decay: sequence of regex patterns, searched in
+            each variable's own name.
+        layer_decay: float in (0, 1] or None (no LLRD).
+        num_layers: int or None. Transformer layers of the encoder, for
+            LLRD. None infers it from the variable paths at build time.
+    """
+
+    def __init__(
+        self,
+        *args,
+        exclude_from_weight_decay=DEFAULT_WEIGHT_DECAY_EXCLUSIONS,
+        layer_decay=None,
+        num_layers=None,
+        **kwargs,
+    ):
+        super().__init__(*args, **kwargs)
+        if layer_decay is not None and not 0.0 < float(layer_decay) <= 1.0:
+            raise ValueError(
+                f"layer_decay must be in (0, 1], got {layer_decay!r}."
+            )
+        if num_layers is not None and int(num_layers) < 1:
+            raise ValueError(f"num_layers must be >= 1, got {num_layers!r}.")
+        self._weight_decay_exclusions = tuple(exclude_from_weight_decay or ())
+        self.layer_decay = None if layer_decay is None else float(layer_decay)
+        self.num_layers = None if num_layers is None else int(num_layers)
+        self._variable_options = {}
+
+    # --- Per-variable options, fixed when the optimizer is built. ---
+
+    def build(self, var_list):
+        if self.built:
+            return
+        super().build(var_list)
+        num_layers = self.num_layers
+        if self.layer_decay is not None and num_layers is None:
+            num_layers = infer_num_layers(variable_path(v) for v in var_list)
+            if num_layers is None:
+                raise ValueError(
+                    "layer_decay is set but no variable path names a "
+                    "`transformer_layer_<i>`; pass num_layers explicitly. "
+                    f"Paths: {[variable_path(v) for v in var_list][:8]}"
+                )
+        self._built_num_layers = num_layers
+        for variable in var_list:
+            self._variable_options[self._var_key(variable)] = (
+                self._compute_variable_options(variable)
+            )
+
+    def _compute_variable_options(self, variable):
+        name = variable_name(variable)
+        decay = bool(self.weight_decay) and not any(
+            re.search(pattern, name)
+            for pattern in self._weight_decay_exclusions
+        )
+        # Keras's own mechanism too, so `exclude_from_weight_decay(...)`
+        # calls (var_list or var_names) are honoured.
+        decay = decay and self._use_weight_decay(variable)
+        multiplier = 1.0
+        if self.layer_decay is not None:
+            multiplier = layer_decay_multiplier(
+                variable_path(variable),
+                getattr(self, "_built_num_layers", None) or self.num_layers,
+                self.layer_decay,
+            )
+        return {"decay": decay, "lr_multiplier": multiplier, "name": name}
+
+    def _options(self, variable):
+        key = self._var_key(variable)
+        options = self._variable_options.get(key)
+        if options is None:
+            options = self._compute_variable_options(variable)
+            self._variable_options[key] = options
+        return options
+
+    def variable_learning_rate(self, variable, learning_rate):
+        """`learning_rate` times the variable's LLRD multiplier."""
+        lr = ops.cast(learning_rate, variable.dtype)
+        multiplier = self._options(variable)["lr_multiplier"]
+        return lr if multiplier == 1.0 else lr * multiplier
+
+    def uses_weight_decay(self, variable):
+        """Whether `variable` is weight-decayed."""
+        return self._options(variable)["decay"]
+
+    def _apply_weight_decay(self, variables):
+        # Decay happens in `update_step`, with the variable's own (LLRD)
+        # learning rate.
+        return
+
+    def _decay_variable(self, variable, lr):
+        if self.uses_weight_decay(variable):
+            wd = ops.cast(self.weight_decay, variable.dtype)
+            self.assign_sub(variable, ops.multiply(variable, wd * lr))
+
+    def apply(self, grads, trainable_variables=None):
+        if keras.config.backend() == "tensorflow":
+            grads = [deduplicate_gradient(g) for g in grads]
+        return super().apply(grads, trainable_variables)
+
+    def _all_reduce_sum_gradients(self, grads_and_vars):
+        # TF backend, under tf.distribute: the sum of IndexedSlices is the
+        # concatenation of every replica's slices, so rows repeat again.
+        reduced = super()._all_reduce_sum_gradients(grads_and_vars)
+        return [(deduplicate_gradient(g), v) for g, v in reduced]
+
+    # --- Schedules count updates, not micro-steps. ---
+
+    def _get_current_learning_rate(self):
+        if isinstance(
+            self._learning_rate,
+            keras.optimizers.schedules.LearningRateSchedule,
+        ):
+            return self._learning_rate(self.iterations)
+        return super()._get_current_learning_rate()
+
+    # --- Clip the all-reduced gradient under tf.distribute. ---
+
+    def _clip_gradients(self, grads):
+        if not self.global_clipnorm or keras.config.backend() != "tensorflow":
+            return super()._clip_gradients(grads)
+        import tensorflow as tf
+
+        present = [g for g in grads if g is not None]
+        replica_context = tf.distribute.get_replica_context()
+        if (
+            replica_context is not None
+            and replica_context.num_replicas_in_sync > 1
+        ):
+            summed = replica_context.all_reduce(
+                tf.distribute.ReduceOp.SUM, [_dense(g) for g in present]
+            )
+            norm = tf.linalg.global_norm(summed)
+        else:
+            return super()._clip_gradients(grads)
+        clip = tf.cast(self.global_clipnorm, norm.dtype)
+        # As keras's clip_by_global_norm: NaN if the norm is not finite, so
+        # the bad step is visible instead of hidden.
+        scale = clip * tf.minimum(1.0 / norm, 1.0 / clip)
+        scale = scale + (norm - norm)
+        return [_scale_gradient(g, scale) for g in grads]
+
+    # --- Gradient accumulation under tf.distribute. ---
+
+    def _backend_apply_gradients(self, grads, trainable_variables):
+        if self.gradient_accumulation_steps and _in_tf_replica_context():
+            import tensorflow as tf
+
+            if self.use_ema:
+                raise ValueError(
+                    "use_ema with gradient accumulation under a "
+                    "tf.distribute strategy is not supported."
+                )
+            # Keras runs `ops.cond(update?, apply, accumulate)` here, with
+            # `merge_call`s inside both branches: MirroredStrategy rejects
+            # that ("merge_call called while defining a new graph").
+            # Cross to the cross-replica context once, outside any cond.
+            tf.distribute.get_replica_context().merge_call(
+                self._distributed_accumulate_and_apply,
+                args=(list(grads), list(trainable_variables)),
+            )
+            return
+        return super()._backend_apply_gradients(grads, trainable_variables)
+
+    def _distributed_accumulate_and_apply(self, distribution, grads, variables):
+        """Cross-replica: all-reduce this micro-step's gradients (so the
+        accumulators stay identical on every replica, as mirrored variables
+        must), add them to the accumulators, and every K-th micro-step
+        apply their mean (clipped by its global norm) and reset them."""
+        import tensorflow as tf
+
+        steps = self.gradient_accumulation_steps
+        variables = [_tf_variable(v) for v in variables]
+        accumulators = [
+            _tf_variable(
+                self._accumulated_gradients[self._get_variable_index(v)]
+            )
+            for v in variables
+        ]
+        reduced = distribution.extended.batch_reduce_to(
+            tf.distribute.ReduceOp.SUM,
+            [(_dense(g), v) for g, v in zip(grads, variables)],
+        )
+        for value, accumulator in zip(reduced, accumulators):
+            distribution.extended.update(
+                accumulator,
+                lambda acc, g: acc.assign_add(tf.cast(g, acc.dtype)),
+                args=(value,),
+                group=False,
+            )
+        is_update_step = tf.equal((self._iterations + 1) % steps, 0)
+
+        def apply():
+            scale = tf.constant(1.0)
+            if self.global_clipnorm:
+                norm = tf.linalg.global_norm(
+                    [tf.cast(a.read_value(), "float32") for a in accumulators]
+                ) / float(steps)
+                clip = float(self.global_clipnorm)
+                scale = clip * tf.minimum(1.0 / norm, 1.0 / clip)
+                scale = scale + (norm - norm)
+            learning_rate = self.learning_rate
+
+            def update(variable, accumulator):
+                grad = accumulator / steps * tf.cast(scale, accumulator.dtype)
+                if self.clipnorm:
+                    grad = self._clip_by_norm(grad)
+                if self.clipvalue:
+                    grad = tf.clip_by_value(
+                        grad, -self.clipvalue, self.clipvalue
+                    )
+                self.update_step(grad, variable, learning_rate)
+                return accumulator.assign(tf.zeros_like(accumulator))
+
+            ops_ = [
+                distribution.extended.update(
+                    variable, update, args=(accumulator,), group=True
+                )
+                for variable, accumulator in zip(variables, accumulators)
+            ]
+            with tf.control_dependencies(ops_):
+                return tf.constant(True)
+
+        tf.cond(is_update_step, apply, lambda: tf.constant(False))
+
+    def get_config(self):
+        config = super().get_config()
+        config.update(
+            {
+                "exclude_from_weight_decay": list(
+                    self._weight_decay_exclusions
+                ),
+                "layer_decay": self.layer_decay,
+                "num_layers": self.num_layers,
+            }
+        )
+        return config
+
+
+@keras.saving.register_keras_serializable(package="kerasbert")
+class AdamW(BertOptimizerMixin, keras.optimizers.AdamW):
+    """Adam with decoupled weight decay (Loshchilov & Hutter), as BERT uses.
+
+    `keras.optimizers.AdamW` plus `BertOptimizerMixin`: weight decay 0.01
+    skips LayerNorm and bias variables, optional layer-wise learning-rate
+    decay, schedules counted in updates. The update per variable is
+
+        w -= lr_v * weight_decay * w          (if w is decayed)
+        w -= lr_v * m_hat / (sqrt(v_hat) + epsilon)
+
+    with `lr_v` the (LLRD-scaled) learning rate; as in Keras, epsilon is
+    added to the bias-corrected sqrt(v) (BERT's TF1 code had no bias
+    correction; Model Garden's AdamWeightDecay has it).
+
+    Args:
+        learning_rate: float or a `LearningRateSchedule`.
+        weight_decay: float.
+        beta_1, beta_2, epsilon: Adam's. BERT uses epsilon 1e-6.
+        exclude_from_weight_decay, layer_decay, num_layers: see
+            `BertOptimizerMixin`.
+        **kwargs: `keras.optimizers.Optimizer` arguments (global_clipnorm,
+            gradient_accumulation_steps, name, ...).
+    """
+
+    def __init__(
+        self,
+        learning_rate=0.001,
+        weight_decay=0.01,
+        beta_1=0.9,
+        beta_2=0.999,
+        epsilon=1e-6,
+        exclude_from_weight_decay=DEFAULT_WEIGHT_DECAY_EXCLUSIONS,
+        layer_decay=None,
+        num_layers=None,
+        **kwargs,
+    ):
+        super().__init__(
+            learning_rate=learning_rate,
+            weight_decay=weight_decay,
+            beta_1=beta_1,
+            beta_2=beta_2,
+            epsilon=epsilon,
+            exclude_from_weight_decay=exclude_from_weight_decay,
+            layer_decay=layer_decay,
+            num_layers=num_layers,
+            **kwargs,
+        )
+
+    def update_step(self, gradient, variable, learning_rate):
+        lr = self.variable_learning_rate(variable, learning_rate)
+        self._decay_variable(variable, lr)
+        super().update_step(gradient, variable, lr)
+
+
+@keras.saving.register_keras_serializable(package="kerasbert")
+class Lamb(BertOptimizerMixin, keras.optimizers.Lamb):
+    """LAMB (You et al. 2019), as in the paper and Model Garden's `lamb.py`.
+
+    Per variable w with Adam moments m_hat, v_hat (bias-corrected):
+
+        u = m_hat / (sqrt(v_hat) + epsilon) + weight_decay * w   (decay
+            only if w is decayed: not LayerNorm / bias by default)
+        r = ||w|| / ||u||   if w is adapted and both norms > 0, else 1
+        w -= lr_v * r * u
+
+    The weight decay is inside the trust ratio and LayerNorm / bias are
+    excluded from both decay and layer adaptation, which
+    `keras.optimizers.Lamb` does not do (its decay is applied outside the
+    ratio, to every variable, and every variable is adapted).
+
+    Args:
+        learning_rate: float or a `LearningRateSchedule`.
+        weight_decay: float.
+        beta_1, beta_2, epsilon: Adam's (Model Garden: epsilon 1e-6).
+        exclude_from_weight_decay: regex patterns (variable's own name).
+        exclude_from_layer_adaptation: regex patterns, or None to use
+            `exclude_from_weight_decay` (as Model Garden does).
+        layer_decay, num_layers: see `BertOptimizerMixin`.
+        **kwargs: `keras.optimizers.Optimizer` arguments.
+    """
+
+    def __init__(
+        self,
+        learning_rate=0.001,
+        weight_decay=0.01,
+        beta_1=0.9,
+        beta_2=0.999,
+        epsilon=1e-6,
+        exclude_from_weight_decay=DEFAULT_WEIGHT_DECAY_EXCLUSIONS,
+        exclude_from_layer_adaptation=None,
+        layer_decay=None,
+        num_layers=None,
+        **kwargs,
+    ):
+        super().__init__(
+            learning_rate=learning_rate,
+            weight_decay=weight_decay,
+            beta_1=beta_1,
+            beta_2=beta_2,
+            epsilon=epsilon,
+            exclude_from_weight_decay=exclude_from_weight_decay,
+            layer_decay=layer_decay,
+            num_layers=num_layers,
+            **kwargs,
+        )
+        self._layer_adaptation_exclusions = (
+            None
+            if exclude_from_layer_adaptation is None
+            else tuple(exclude_from_layer_adaptation)
+        )
+
+    def _compute_variable_options(self, variable):
+        options = super()._compute_variable_options(variable)
+        patterns = self._layer_adaptation_exclusions
+        if patterns is None:
+            patterns = self._weight_decay_exclusions
+        options["adapt"] = not any(
+            re.search(pattern, options["name"]) for pattern in patterns
+        )
+        return options
+
+    def uses_layer_adaptation(self, variable):
+        """Whether `variable`'s update is scaled by the trust ratio."""
+        return self._options(variable)["adapt"]
+
+    def update_step(self, gradient, variable, learning_rate):
+        lr = self.variable_learning_rate(variable, learning_rate)
+        gradient = ops.cast(gradient, variable.dtype)
+        local_step = ops.cast(self.iterations + 1, variable.dtype)
+        beta_1_power = ops.power(
+            ops.cast(self.beta_1, variable.dtype), local_step
+        )
+        beta_2_power = ops.power(
+            ops.cast(self.beta_2, variable.dtype), local_step
+        )
+        index = self._get_variable_index(variable)
+        m = self._momentums[index]
+        v = self._velocities[index]
+        self.assign_add(
+            m, ops.multiply(ops.subtract(gradient, m), 1 - self.beta_1)
+        )
+        self.assign_add(
+            v,
+            ops.multiply(
+                ops.subtract(ops.square(gradient), v), 1 - self.beta_2
+            ),
+        )
+        m_hat = ops.divide(m, 1.0 - beta_1_power)
+        v_hat = ops.divide(v, 1.0 - beta_2_power)
+        update = ops.divide(m_hat, ops.add(ops.sqrt(v_hat), self.epsilon))
+        if self.uses_weight_decay(variable):
+            wd = ops.cast(self.weight_decay, variable.dtype)
+            update = ops.add(update, ops.multiply(wd, variable))
+        if self.uses_layer_adaptation(variable):
+            w_norm = ops.sqrt(ops.sum(ops.square(variable)))
+            u_norm = ops.sqrt(ops.sum(ops.square(update)))
+            safe_u_norm = ops.where(ops.greater(u_norm, 0), u_norm, 1.0)
+            ratio = ops.where(
+                ops.logical_and(ops.greater(w_norm, 0), ops.greater(u_norm, 0)),
+                w_norm / safe_u_norm,
+                1.0,
+            )
+            update = ops.multiply(ratio, update)
+        self.assign_sub(variable, ops.multiply(lr, update))
+
+    def get_config(self):
+        config = super().get_config()
+        config["exclude_from_layer_adaptation"] = (
+            None
+            if self._layer_adaptation_exclusions is None
+            else list(self._layer_adaptation_exclusions)
+        )
+        return config

@@ -1,0 +1,95 @@
+"""Learning-rate schedule: linear warm-up, then polynomial decay."""
+
+import keras
+from keras import ops
+
+
+@keras.saving.register_keras_serializable(package="kerasbert")
+class WarmupDecaySchedule(keras.optimizers.schedules.LearningRateSchedule):
+    """Linear warm-up to a peak, then polynomial decay to an end value.
+
+    This is the BERT schedule (google-research/bert `optimization.py`, and
+    Model Garden's `LinearWarmup` over `PolynomialDecay`):
+
+        step < warmup_steps:  lr = peak * step / warmup_steps
+        otherwise:            lr = (peak - end) * (1 - s / decay_steps) ** power
+                                   + end,   s = min(step, decay_steps)
+
+    Convention: the decay runs over the *whole* run (`decay_steps` is the
+    total number of training steps, counted from step 0) and the warm-up
+    overrides its first `warmup_steps` values, exactly as in BERT, so the
+    published BERT/ELECTRA recipes reproduce step for step. The consequence
+    is that the learning rate right after warm-up is
+    `peak * (1 - warmup_steps / decay_steps) ** power`, slightly below the
+    peak (for the usual 1-10% warm-up the difference is negligible).
+    After `decay_steps` the rate stays at `end_learning_rate`.
+
+    `step` is the number of optimizer *updates* already applied (0 for the
+    first update). `kerasbert.training` optimizers pass the update count even
+    under gradient accumulation (plain Keras optimizers pass micro-steps).
+
+    Only `keras.ops` is used: the schedule runs under every backend.
+
+    Args:
+        peak_learning_rate: float. The rate at the end of warm-up.
+        warmup_steps: int >= 0. 0 disables warm-up.
+        decay_steps: int > 0. Total training steps; the decay reaches
+            `end_learning_rate` there.
+        end_learning_rate: float. Final rate (0 in BERT).
+        power: float. 1 is linear decay (BERT); 2 decays faster early on.
+        name: optional str.
+    """
+
+    def __init__(
+        self,
+        peak_learning_rate,
+        warmup_steps,
+        decay_steps,
+        end_learning_rate=0.0,
+        power=1.0,
+        name=None,
+    ):
+        super().__init__()
+        if decay_steps is None or int(decay_steps) <= 0:
+            raise ValueError(
+                f"decay_steps must be a positive number of steps, got "
+                f"{decay_steps!r}."
+            )
+        if warmup_steps is None or int(warmup_steps) < 0:
+            raise ValueError(
+                f"warmup_steps must be >= 0, got {warmup_steps!r}."
+            )
+        if int(warmup_steps) > int(decay_steps):
+            raise ValueError(
+                f"warmup_steps ({warmup_steps}) exceeds decay_steps "
+                f"({decay_steps}), the total number of training steps."
+            )
+        self.peak_learning_rate = float(peak_learning_rate)
+        self.warmup_steps = int(warmup_steps)
+        self.decay_steps = int(decay_steps)
+        self.end_learning_rate = float(end_learning_rate)
+        self.power = float(power)
+        self.name = name
+
+    def __call__(self, step):
+        step = ops.cast(step, "float32")
+        peak = self.peak_learning_rate
+        end = self.end_learning_rate
+        progress = ops.minimum(step, float(self.decay_steps)) / float(
+            self.decay_steps
+        )
+        decayed = (peak - end) * ops.power(1.0 - progress, self.power) + end
+        if self.warmup_steps == 0:
+            return decayed
+        warmup = peak * step / float(self.warmup_steps)
+        return ops.where(step < float(self.warmup_steps), warmup, decayed)
+
+    def get_config(self):
+        return {
+            "peak_learning_rate": self.peak_learning_rate,
+            "warmup_steps": self.warmup_steps,
+            "decay_steps": self.decay_steps,
+            "end_learning_rate": self.end_learning_rate,
+            "power": self.power,
+            "name": self.name,
+        }
