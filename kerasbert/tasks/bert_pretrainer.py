@@ -287,13 +287,13 @@ class BertPretrainer(keras.Model):
                 f"do not pass `loss` to compile (got {loss!r})."
             )
         if isinstance(optimizer, str) and optimizer == "auto":
-            optimizer = keras.optimizers.AdamW(
-                learning_rate=1e-4,
-                weight_decay=0.01,
-                epsilon=1e-6,
-                global_clipnorm=1.0,
-            )
-            optimizer.exclude_from_weight_decay(var_names=list(NO_DECAY_NAMES))
+            # Ours, not keras.optimizers.AdamW: it clips the global norm of the
+            # gradient summed over replicas (Keras clips each replica's share)
+            # and matches the no-decay names on the variable's own name.
+            from kerasbert.training.optimizers import AdamW
+
+            optimizer = AdamW(learning_rate=1e-4, weight_decay=0.01, epsilon=1e-6,
+                              global_clipnorm=1.0)
         super().compile(optimizer=optimizer, **kwargs)
 
     def get_compile_config(self):
