@@ -118,8 +118,9 @@ def model_checks(output_dir):
 
 
 # Sizes: the full demo takes a few minutes on 2 CPU cores.
-FULL = dict(corpus_mb=None, vocab_size=8000, dupe_factor=2, steps=400, batch_size=32)
+FULL = dict(corpus_mb=None, vocab_size=8000, dupe_factor=2, steps=300, batch_size=32)
 QUICK = dict(corpus_mb=0.3, vocab_size=2000, dupe_factor=1, steps=20, batch_size=8)
+SEQ_LENGTH, PREDICTIONS = 64, 10  # short sequences keep the demo to minutes on a CPU
 FILL_IN = ("The [MASK] returns a new list of the items.",
            "Raise an [MASK] if the file does not exist.")
 
@@ -143,10 +144,10 @@ def pretraining_pipeline(output_dir, quick=False):
     vocabulary.write_vocab(tokens, vocab)
     print(f"  {vocab}: {len(tokens):,} tokens")
 
-    _step("pretraining TFRecords (masked LM + next sentence, sequence 128)")
+    _step(f"pretraining TFRecords (masked LM + next sentence, sequence {SEQ_LENGTH})")
     data = os.path.join(output_dir, "data")
     meta = create_pretraining_data(
-        [corpus], vocab, data, max_seq_length=128, max_predictions_per_seq=20,
+        [corpus], vocab, data, max_seq_length=SEQ_LENGTH, max_predictions_per_seq=PREDICTIONS,
         dupe_factor=sizes["dupe_factor"], num_shards=2, workers=2, overwrite=True)
     print(f"  {data}: {meta['num_instances']:,} instances in {len(meta['shards'])} shards")
 
