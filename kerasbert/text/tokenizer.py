@@ -275,3 +275,55 @@ class WordPieceTokenizer(tf.Module):
                 return self.detokenize(ids[tf.newaxis])[0]
             ids = tf.RaggedTensor.from_tensor(ids, padding=tf.cast(self.pad_id, ids.dtype))
         return self._fast.detokenize(tf.cast(ids, tf.int32))
+
+    @tf.autograph.experimental.do_not_convert
+    def tokenize_with_offsets(self, texts):
+        """Text -> WordPiece ids with CHARACTER offsets into the ORIGINAL text.
+
+        Normalization (lower case, NFD, accent stripping, dropped control
+        characters) changes lengths, so the offsets of the tokenizer op (UTF-8
+        bytes of the normalized text) are mapped back: every original character
+        is normalized on its own (`bert_normalize` is character-local), the
+        normalized pieces are joined and tokenized, and each token's byte span
+        is traced to the original characters it came from. `text[start:end]`
+        (Python `str`, code points) is then the original text of the token,
+        accents and case included. A token that starts inside one
+        character's normalization (a Hangul syllable decomposed into jamo and
+        split between pieces) maps to that whole character, so neighbouring
+        pieces can share a character.
+
+        Args:
+            texts: a string scalar, or a 1-D string tensor/list of B texts.
+
+        Returns:
+            (ids, starts, ends): int32 `tf.RaggedTensor`s [B, (pieces)] (or
+            dense [pieces] for a scalar input); `starts`/`ends` are int64 code
+            point offsets, `ends` exclusive. `ids` equal `tokenize_ids(texts)`
+            (normalizing character by character gives the same text).
+        """
+        batch, scalar = self._as_batch(texts)
+        chars = tf.strings.unicode_split(batch, "UTF-8")  # [B, (chars)]
+        normalized = bert_normalize(chars.flat_values, self.lower_case)
+        nbytes = tf.strings.length(normalized, unit="BYTE")
+        nbytes = tf.cast(nbytes, tf.int64)
+        # Byte positions in the concatenation of all normalized texts.
+        char_end = tf.cumsum(nbytes)  # [total chars], exclusive end byte
+        text_first_char = chars.row_starts()  # [B]
+        total_bytes = tf.concat([[0], char_end], 0)
+        text_base = tf.gather(total_bytes, text_first_char)  # [B] first byte
+        joined = tf.strings.reduce_join(chars.with_flat_values(normalized), axis=1)
+        ids, start_bytes, end_bytes = self._fast.tokenize_with_offsets(joined)
+        row_of_piece = ids.value_rowids()
+        base = tf.gather(text_base, row_of_piece)
+        first_char = tf.gather(text_first_char, row_of_piece)
+        start_global = base + tf.cast(start_bytes.flat_values, tf.int64)
+        last_global = base + tf.cast(end_bytes.flat_values, tf.int64) - 1
+        # The char holding a byte: the first char whose end is past it
+        # (characters normalized to nothing are skipped).
+        start_char = tf.searchsorted(char_end, start_global, side="right", out_type=tf.int64)
+        last_char = tf.searchsorted(char_end, last_global, side="right", out_type=tf.int64)
+        starts = ids.with_flat_values(start_char - first_char)
+        ends = ids.with_flat_values(last_char + 1 - first_char)
+        if scalar:
+            return ids[0], starts[0], ends[0]
+        return ids, starts, ends

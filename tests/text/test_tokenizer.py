@@ -177,3 +177,32 @@ def test_bert_normalize_matches_reference(lower_case):
     # Whitespace runs only matter as separators.
     expected = [_reference_bert_normalize(t, lower_case) for t in texts]
     assert [g.replace("\t", " ") for g in got] == expected
+
+
+@pytest.mark.parametrize("lower_case", [True, False])
+def test_tokenize_with_offsets_point_into_original_text(vocab_file, lower_case):
+    tokenizer = WordPieceTokenizer(vocab_file, lower_case=lower_case)
+    texts = [
+        "Hello  CAFÉ, world!",           # case + accent change lengths
+        "",
+        "정말 좋아요 中国\u200bhello",     # Hangul (NFD when uncased), CJK, zero-width char
+        "x\u00a0naive 😀 unaffable",      # NBSP, emoji, pieces of one word
+    ]
+    ids, starts, ends = tokenizer.tokenize_with_offsets(texts)
+    assert ids.to_list() == tokenizer.tokenize_ids(texts).to_list()
+    spans = [
+        [text[s:e] for s, e in zip(row_s, row_e)]
+        for text, row_s, row_e in zip(texts, starts.to_list(), ends.to_list())
+    ]
+    if lower_case:
+        assert spans[0] == ["Hello", "CAFÉ", ",", "world", "!"]
+    else:
+        assert spans[0][2:] == [",", "world", "!"]
+    assert spans[1] == []
+    assert spans[2] == ["정말", "좋", "아요", "中", "国", "hello"]
+    assert spans[3] == ["x", "naive", "😀", "un", "aff", "able"]
+    # Scalar input and graph mode give the same offsets.
+    one = tokenizer.tokenize_with_offsets(texts[0])
+    graph = tf.function(tokenizer.tokenize_with_offsets)(tf.constant(texts))
+    assert one[1].numpy().tolist() == starts[0].numpy().tolist()
+    assert graph[2].to_list() == ends.to_list()

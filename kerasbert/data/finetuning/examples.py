@@ -1,0 +1,149 @@
+"""Uniform example records per task type, and the `TaskData` that holds them.
+
+Every source (TFDS, local files) yields plain dicts of one shape per task:
+
+    classification / pair / regression:
+        {"text_a": str, "text_b": str (pair only), "label": str | int | float | None}
+        label: a class name or class id (classification, pair), a float
+        (regression), or None when the split has no labels (prediction).
+    tagging:
+        {"tokens": [word, ...], "labels": [label, ...] | None}
+        one label (name or id) per word.
+    qa:
+        {"id": str, "question": str, "context": str,
+         "answers": [{"text": str, "answer_start": int}, ...],
+         "is_impossible": bool}
+        answer_start is a character (code point) offset into context.
+    multiple_choice:
+        {"context": str, "question": str (may be ""; SWAG's start phrase),
+         "choices": [str, ...], "label": int | None}
+"""
+
+import dataclasses
+
+from kerasbert.errors import UsageError
+
+
+class TaskDataError(UsageError, ValueError):
+    """Bad task data or task options. A `UsageError` (the CLI prints the
+    message and exits non-zero, no traceback) and a `ValueError` (for
+    library callers). The message names the file / example, field and value."""
+
+TASK_TYPES = ("classification", "pair", "regression", "tagging", "qa", "multiple_choice")
+
+# Task types whose examples hold one label per example drawn from label_names.
+CLASS_LABEL_TYPES = ("classification", "pair")
+
+
+def check_task_type(task_type):
+    if task_type not in TASK_TYPES:
+        raise TaskDataError(
+            f"Unknown task type {task_type!r}; expected one of {', '.join(TASK_TYPES)}."
+        )
+    return task_type
+
+
+@dataclasses.dataclass
+class TaskData:
+    """A task's examples with what converters and models need to know.
+
+    Attributes:
+        examples: list of example dicts (see module docstring).
+        task_type: one of TASK_TYPES.
+        label_names: class / tag names in id order (None for regression, qa,
+            multiple choice).
+        name: the task spec it was loaded from ("glue/cola", "csv:PATH", ...).
+        split: the split or file it came from.
+        has_labels: False when loaded for prediction from a split without
+            labels (GLUE test splits): every label is None.
+    """
+
+    examples: list
+    task_type: str
+    label_names: list = None
+    name: str = ""
+    split: str = ""
+    has_labels: bool = True
+
+    def __post_init__(self):
+        check_task_type(self.task_type)
+        if not self.name:  # Error messages name the task.
+            self.name = self.task_type
+
+    def __len__(self):
+        return len(self.examples)
+
+    def __iter__(self):
+        return iter(self.examples)
+
+    @property
+    def num_labels(self):
+        """Classes (tags) for classification/pair/tagging, 1 for regression,
+        choices for multiple choice, None for qa."""
+        if self.task_type == "regression":
+            return 1
+        if self.task_type == "multiple_choice":
+            return len(self.examples[0]["choices"]) if self.examples else None
+        return len(self.label_names) if self.label_names is not None else None
+
+
+def infer_label_names(labels):
+    """Sorted distinct labels as strings (numbers in numeric order), for
+    local files that do not state their label set."""
+    distinct = {str(label) for label in labels if label is not None}
+
+    def key(name):
+        try:
+            return (0, float(name), name)
+        except ValueError:
+            return (1, 0.0, name)
+
+    return sorted(distinct, key=key)
+
+
+def label_id(label, label_names, where):
+    """A label (name, or id) -> its id in label_names; clear error if not in the set.
+
+    Args:
+        where: names the example for the error, e.g. "example 12" or
+            "train.csv line 14".
+    """
+    index = _label_index(label_names)
+    if isinstance(label, bytes):
+        label = label.decode("utf-8")
+    if isinstance(label, str):
+        if label in index:
+            return index[label]
+        stripped = label.strip()
+        if stripped in index:
+            return index[stripped]
+        # "0"/"1" in a file whose classes have names: ids, unless names are digits.
+        if stripped.isdigit() and int(stripped) < len(label_names) and not any(
+            str(name).isdigit() for name in label_names
+        ):
+            return int(stripped)
+    elif isinstance(label, (int,)) or (hasattr(label, "dtype") and getattr(label.dtype, "kind", "") in "iu"):
+        label = int(label)
+        if 0 <= label < len(label_names):
+            return label
+        if str(label) in index:  # Numeric class names, e.g. "0"/"1".
+            return index[str(label)]
+    shown = ", ".join(repr(n) for n in label_names[:20])
+    more = f", ... ({len(label_names)} in all)" if len(label_names) > 20 else ""
+    raise TaskDataError(
+        f"{where}: label {label!r} is not in the label set [{shown}{more}]."
+    )
+
+
+_INDEX_CACHE = {}
+
+
+def _label_index(label_names):
+    key = tuple(label_names)
+    index = _INDEX_CACHE.get(key)
+    if index is None:
+        index = {name: i for i, name in enumerate(label_names)}
+        if len(_INDEX_CACHE) > 64:
+            _INDEX_CACHE.clear()
+        _INDEX_CACHE[key] = index
+    return index

@@ -1,0 +1,219 @@
+"""SQuAD-style question answering examples -> windowed model features.
+
+As the original BERT run_squad.py: `[CLS] question [SEP] context window
+[SEP]`, the question cut to max_query_length pieces, the context split into
+windows of up to max_seq_length - len(question) - 3 pieces that start
+doc_stride pieces apart. Unlike it, pieces map to CHARACTERS of the original
+context (`WordPieceTokenizer.tokenize_with_offsets`), so an answer inside a
+whitespace-separated word ("1990" in "(1990s)") keeps exact boundaries and a
+predicted span decodes to the original text, case and accents included.
+"""
+
+import logging
+
+import numpy as np
+
+from kerasbert.data.finetuning.examples import TaskDataError
+from kerasbert.data.finetuning.features import TaskFeatures, tokenize_lists, tokenize_with_offsets_lists
+
+logger = logging.getLogger(__name__)
+
+BAD_ANSWER_POLICIES = ("error", "skip")
+
+
+def _answer_matches(context, start, text):
+    if start < 0 or start > len(context):
+        return False
+    found = context[start:start + len(text)]
+    if found == text:
+        return True
+    # Whitespace may differ (runs of spaces, newlines); compare collapsed.
+    squeezed = " ".join(text.split())
+    window = " ".join(context[start:start + len(text) + 32].split())
+    return bool(squeezed) and window.startswith(squeezed)
+
+
+def _answer_end(context, start, text):
+    """Exclusive end char of `text` at `start`, whitespace-tolerant."""
+    if context[start:start + len(text)] == text:
+        return start + len(text)
+    want = len("".join(text.split()))
+    seen, i = 0, start
+    while i < len(context) and seen < want:
+        if not context[i].isspace():
+            seen += 1
+        i += 1
+    return i
+
+
+def _doc_spans(num_tokens, max_tokens, doc_stride):
+    spans, start = [], 0
+    while True:
+        length = min(num_tokens - start, max_tokens)
+        spans.append((start, length))
+        if start + length >= num_tokens:
+            return spans
+        start += min(length, doc_stride)
+
+
+def _max_context(spans):
+    """For each span, a bool array: is the span the token's max context
+    (BERT `_check_is_max_context`: score = min(left, right) + 0.01 * length)."""
+    best = {}
+    for s, (start, length) in enumerate(spans):
+        for pos in range(start, start + length):
+            score = min(pos - start, start + length - 1 - pos) + 0.01 * length
+            if pos not in best or score > best[pos][0]:
+                best[pos] = (score, s)
+    return [
+        np.asarray([best[pos][1] == s for pos in range(start, start + length)], np.int32)
+        for s, (start, length) in enumerate(spans)
+    ]
+
+
+def convert_qa(data, tokenizer, max_seq_length=384, doc_stride=128, max_query_length=64,
+               is_training=True, on_bad_answer="error"):
+    """SQuAD examples -> features, one per context window.
+
+    Args:
+        data: `TaskData` of task type qa.
+        is_training: compute start/end positions from the first answer
+            (and check it). Evaluation features need no positions (the
+            metric compares decoded text with every gold answer); positions
+            are then 0.
+        on_bad_answer: "error" (default): an answer whose text is not at its
+            answer_start in the context raises an error naming the question
+            id; "skip": such examples are left out (counted in
+            stats["skipped_examples"], a warning).
+
+    Returns:
+        `TaskFeatures`: x int32 [N, T]; y {"start_positions",
+        "end_positions"} int32 [N] (index in the window sequence; 0 =
+        [CLS] for impossible questions and windows without the answer),
+        None when not is_training; extras: example_index int32 [N],
+        token_start_char / token_end_char int32 [N, T] (-1 off context),
+        token_is_max_context int32 [N, T].
+    """
+    if data.task_type != "qa":
+        raise TaskDataError(f"convert_qa got a {data.task_type} task.")
+    if on_bad_answer not in BAD_ANSWER_POLICIES:
+        raise TaskDataError(f"on_bad_answer must be one of {BAD_ANSWER_POLICIES}, got {on_bad_answer!r}.")
+    examples = data.examples
+    if not examples:
+        raise TaskDataError(f"{data.name} {data.split}: no examples to convert.")
+    t = int(max_seq_length)
+    if doc_stride < 1 or max_query_length < 1:
+        raise TaskDataError(f"doc_stride and max_query_length must be positive, got {doc_stride}, {max_query_length}.")
+    if t < max_query_length + 4:
+        raise TaskDataError(
+            f"max_seq_length {t} leaves no room for the context after a question of up to "
+            f"{max_query_length} pieces; use at least {max_query_length + 4} (or a smaller max_query_length)."
+        )
+    questions = tokenize_lists(tokenizer, [e["question"] for e in examples])
+    contexts = list(dict.fromkeys(e["context"] for e in examples))
+    context_index = {c: i for i, c in enumerate(contexts)}
+    tokenized = tokenize_with_offsets_lists(tokenizer, contexts)
+
+    rows = {k: [] for k in ("ids", "types", "mask", "start_char", "end_char", "max_ctx")}
+    example_index, starts, ends = [], [], []
+    skipped = windows_without_answer = 0
+    for e, example in enumerate(examples):
+        context = example["context"]
+        doc_ids, doc_start, doc_end = tokenized[context_index[context]]
+        answer_tokens = None
+        if is_training and not example.get("is_impossible") and example.get("answers"):
+            answer_tokens = _answer_tokens(example, doc_start, doc_end, data.name or "qa")
+            if isinstance(answer_tokens, str):
+                if on_bad_answer == "error":
+                    raise TaskDataError(answer_tokens)
+                logger.warning("Skipping: %s", answer_tokens)
+                skipped += 1
+                continue
+        query = questions[e][:max_query_length]
+        max_doc = t - len(query) - 3
+        offset = len(query) + 2
+        spans = _doc_spans(len(doc_ids), max_doc, doc_stride)
+        for (start, length), max_ctx in zip(spans, _max_context(spans)):
+            ids = np.full(t, tokenizer.pad_id, np.int32)
+            sequence = [tokenizer.cls_id] + query + [tokenizer.sep_id]
+            ids[:offset] = sequence
+            ids[offset:offset + length] = doc_ids[start:start + length]
+            ids[offset + length] = tokenizer.sep_id
+            types = np.zeros(t, np.int32)
+            types[offset:offset + length + 1] = 1
+            mask = np.zeros(t, np.int32)
+            mask[:offset + length + 1] = 1
+            start_char = np.full(t, -1, np.int32)
+            end_char = np.full(t, -1, np.int32)
+            start_char[offset:offset + length] = doc_start[start:start + length]
+            end_char[offset:offset + length] = doc_end[start:start + length]
+            is_max = np.zeros(t, np.int32)
+            is_max[offset:offset + length] = max_ctx
+            s_pos = e_pos = 0
+            if answer_tokens is not None:
+                first, last = answer_tokens
+                if first >= start and last < start + length:
+                    s_pos, e_pos = first - start + offset, last - start + offset
+                else:
+                    windows_without_answer += 1
+            for key, value in zip(rows, (ids, types, mask, start_char, end_char, is_max)):
+                rows[key].append(value)
+            example_index.append(e)
+            starts.append(s_pos)
+            ends.append(e_pos)
+    if skipped:
+        logger.warning("%s: skipped %d example(s) whose answer is not in the context.", data.name, skipped)
+    if not example_index:
+        raise TaskDataError(f"{data.name} {data.split}: no features (every example skipped).")
+
+    def stack(key):
+        return np.stack(rows[key]).astype(np.int32)
+
+    x = {"input_word_ids": stack("ids"), "input_mask": stack("mask"), "input_type_ids": stack("types")}
+    y = None
+    if is_training:
+        y = {"start_positions": np.asarray(starts, np.int32), "end_positions": np.asarray(ends, np.int32)}
+    extras = {
+        "example_index": np.asarray(example_index, np.int32),
+        "token_start_char": stack("start_char"),
+        "token_end_char": stack("end_char"),
+        "token_is_max_context": stack("max_ctx"),
+    }
+    stats = {
+        "num_examples": len(examples), "num_features": len(example_index),
+        "skipped_examples": skipped, "windows_without_answer": windows_without_answer,
+        "max_seq_length": t, "doc_stride": doc_stride, "max_query_length": max_query_length,
+    }
+    return TaskFeatures("qa", x, y, None, extras, None, t, stats)
+
+
+def _answer_tokens(example, doc_start, doc_end, name):
+    """(first, last) context piece of the first answer, or an error message."""
+    answer = example["answers"][0]
+    context, text, start = example["context"], answer["text"], int(answer["answer_start"])
+    if not _answer_matches(context, start, text):
+        found = context[max(start, 0):max(start, 0) + len(text)]
+        return (
+            f"{name} question id {example['id']!r}: answer text {text!r} not found at "
+            f"answer_start {start} in its context (the context has {found!r} there)."
+        )
+    end = _answer_end(context, start, text)
+    inside = np.nonzero((doc_end > start) & (doc_start < end))[0]
+    if not len(inside):
+        return (
+            f"{name} question id {example['id']!r}: answer text {text!r} at {start} covers no "
+            "token of the context (only whitespace or dropped characters)."
+        )
+    return int(inside[0]), int(inside[-1])
+
+
+def decode_span(context, token_start_char, token_end_char, start, end):
+    """The original context text of the pieces start..end (inclusive) of one
+    feature, with its character span: (text, start_char, end_char).
+    ("", -1, -1) when the span is not inside the context (e.g. [CLS])."""
+    if end < start or start < 0 or end >= len(token_start_char):
+        return "", -1, -1
+    first, last = int(token_start_char[start]), int(token_end_char[end])
+    if first < 0 or last < 0:
+        return "", -1, -1
+    return context[first:last], first, last

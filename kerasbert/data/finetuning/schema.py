@@ -1,0 +1,88 @@
+"""The fine-tuning TFRecord schema, defined once.
+
+Sequence features keep the original google-research/bert names (as the
+pretraining schema, kerasbert/data/schema.py); labels follow run_classifier.py
+/ run_squad.py where they have a name there. Shapes: T = max_seq_length,
+C = num_choices (multiple choice stores [C, T] per record).
+
+    every task      input_ids, input_mask, segment_ids     int64 [T] ([C, T])
+    classification  label_ids                               int64 [1]
+    regression      label_values                            float [1]
+    tagging         label_ids int64 [T], label_weights float [T], word_ids int64 [T]
+    qa              start_positions, end_positions          int64 [1]
+                    example_index                           int64 [1]
+                    token_start_char, token_end_char, token_is_max_context int64 [T]
+    multiple_choice label_ids                               int64 [1]
+
+Labels are absent from files written from unlabelled examples.
+"""
+
+SCHEMA_VERSION = 1
+
+# file feature -> (where in TaskFeatures, name there, dtype, shape key).
+# shape keys: "seq" [T] (or [C, T] for multiple choice), "one" [1].
+_INPUTS = {
+    "input_ids": ("x", "input_word_ids", "int64", "seq"),
+    "input_mask": ("x", "input_mask", "int64", "seq"),
+    "segment_ids": ("x", "input_type_ids", "int64", "seq"),
+}
+_LABELS = {
+    "classification": {"label_ids": ("y", None, "int64", "one")},
+    "pair": {"label_ids": ("y", None, "int64", "one")},
+    "regression": {"label_values": ("y", None, "float32", "one")},
+    "multiple_choice": {"label_ids": ("y", None, "int64", "one")},
+    "tagging": {
+        "label_ids": ("y", None, "int64", "seq"),
+        "label_weights": ("sample_weight", None, "float32", "seq"),
+    },
+    "qa": {
+        "start_positions": ("y", "start_positions", "int64", "one"),
+        "end_positions": ("y", "end_positions", "int64", "one"),
+    },
+}
+_EXTRAS = {
+    "tagging": {"word_ids": ("extras", "word_ids", "int64", "seq")},
+    "qa": {
+        "example_index": ("extras", "example_index", "int64", "one"),
+        "token_start_char": ("extras", "token_start_char", "int64", "seq"),
+        "token_end_char": ("extras", "token_end_char", "int64", "seq"),
+        "token_is_max_context": ("extras", "token_is_max_context", "int64", "seq"),
+    },
+}
+
+
+def features_for(task_type, labelled=True):
+    """{file feature: (slot, key, dtype, shape key)} for a task type."""
+    if task_type not in _LABELS:
+        raise ValueError(f"Unknown task type {task_type!r}.")
+    spec = dict(_INPUTS)
+    if labelled:
+        spec.update(_LABELS[task_type])
+    spec.update(_EXTRAS.get(task_type, {}))
+    return spec
+
+
+def shape_of(shape_key, task_type, max_seq_length, num_choices=None):
+    if shape_key == "one":
+        return [1]
+    if task_type == "multiple_choice" and shape_key == "seq":
+        return [int(num_choices), int(max_seq_length)]
+    return [int(max_seq_length)]
+
+
+def describe(task_type, labelled, max_seq_length, num_choices=None):
+    """JSON-ready {name: {"dtype", "shape"}} (stored in metadata.json)."""
+    return {
+        name: {"dtype": dtype, "shape": shape_of(key, task_type, max_seq_length, num_choices)}
+        for name, (_, _, dtype, key) in features_for(task_type, labelled).items()
+    }
+
+
+def parsing_spec(task_type, labelled, max_seq_length, num_choices=None):
+    """{name: tf.io.FixedLenFeature} for `tf.io.parse_example`."""
+    import tensorflow as tf
+
+    return {
+        name: tf.io.FixedLenFeature(shape_of(key, task_type, max_seq_length, num_choices), tf.as_dtype(dtype))
+        for name, (_, _, dtype, key) in features_for(task_type, labelled).items()
+    }

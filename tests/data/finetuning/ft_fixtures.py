@@ -1,0 +1,57 @@
+"""Shared helpers for the fine-tuning data tests: a tiny vocabulary that
+covers any lower-case ASCII word (letters and ##letters), some whole words,
+Korean, CJK and accents; small file writers."""
+
+import csv
+import json
+import os
+import unicodedata
+
+SPECIALS = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]"]
+WORDS = (
+    "the a cat dog sat on mat paris france capital city is of what where who "
+    "when river seine flows through 1990 ##s 19 ##90 ( ) . , ? ! ' \" - : "
+    "café cafe good bad movie great 中 国 北 京 首 都 是 "
+    "정말 좋 ##아요 재미 ##있 ##다 영화 별로 ##야"
+).split()
+NFD = lambda s: unicodedata.normalize("NFD", s)  # noqa: E731
+KOREAN = ["정말", "좋", "##아요", "재미", "##있", "##다", "영화", "별로", "##야"]
+
+
+def write_vocab(directory):
+    letters = [chr(c) for c in range(ord("a"), ord("z") + 1)]
+    digits = [str(d) for d in range(10)]
+    tokens = SPECIALS + letters + digits + ["##" + c for c in letters + digits] + WORDS
+    # Uncased BERT normalizes Hangul to NFD jamo: hold both forms.
+    tokens += [NFD(w) if not w.startswith("##") else "##" + NFD(w[2:]) for w in KOREAN]
+    path = os.path.join(directory, "vocab.txt")
+    with open(path, "w", encoding="utf-8") as f:
+        f.write("\n".join(dict.fromkeys(tokens)) + "\n")
+    return path
+
+
+def tokenizer(directory, lower_case=True):
+    from kerasbert.text import WordPieceTokenizer
+
+    return WordPieceTokenizer(write_vocab(str(directory)), lower_case=lower_case)
+
+
+def write_csv(path, header, rows, delimiter=","):
+    with open(path, "w", encoding="utf-8", newline="") as f:
+        writer = csv.writer(f, delimiter=delimiter)
+        writer.writerow(header)
+        writer.writerows(rows)
+    return str(path)
+
+
+def write_jsonl(path, records):
+    with open(path, "w", encoding="utf-8") as f:
+        for record in records:
+            f.write(json.dumps(record, ensure_ascii=False) + "\n")
+    return str(path)
+
+
+def write_text(path, text):
+    with open(path, "w", encoding="utf-8") as f:
+        f.write(text)
+    return str(path)
