@@ -13,7 +13,8 @@ def add_arguments(parser):
     parser.add_argument(
         "--input", nargs="+", required=True, metavar="INPUT",
         help="Text files (one sentence per line with blank lines between "
-        "documents, or plain paragraphs: one per line) and/or tfds:NAME[:SPLIT].",
+        "documents, or plain paragraphs: blank-line separated, possibly "
+        "hard-wrapped, or one per line) and/or tfds:NAME[:SPLIT].",
     )
     parser.add_argument("--vocab", required=True, help="WordPiece vocab.txt.")
     parser.add_argument("--output-dir", required=True, help="Folder for shards + metadata.json.")

@@ -6,9 +6,12 @@ one TFDS example at a time); no corpus is ever held in memory.
 Inputs:
   * a text file in the ORIGINAL format: one sentence per line, a blank line
     between documents;
-  * a text file of PLAIN PARAGRAPHS: every non-empty line is a paragraph and
-    a document, split into sentences by `split_sentences` (wrapped text with
-    a paragraph spread over several lines is not supported);
+  * a text file of PLAIN PARAGRAPHS: paragraphs separated by blank lines,
+    each a document, split into sentences by `split_sentences`. A paragraph
+    may be hard-wrapped over several lines (a sentence continues across a
+    line break): its lines are joined first (`join_wrapped_lines`). A block
+    whose every line but the last ends a sentence is read as one paragraph
+    per line instead (files with one unwrapped paragraph per line);
   * `tfds:NAME[:SPLIT]` with a text field: each example is a document, its
     text split into paragraphs at newlines and then into sentences.
 """
@@ -96,19 +99,25 @@ def _open_text(path):
 
 
 def detect_format(path, sample_lines=1000):
-    """'paragraphs' when many of the first lines hold several sentences,
-    else 'sentences' (the original one-sentence-per-line format)."""
-    lines = multi = 0
+    """'paragraphs' when many of the first lines hold several sentences, or
+    many continue a sentence on the next line (hard-wrapped text: the line
+    ends without sentence-final punctuation and the next starts in lower
+    case), else 'sentences' (the original one-sentence-per-line format)."""
+    lines = multi = wrapped = 0
+    prev = ""
     with _open_text(path) as f:
         for line in f:
             line = line.strip()
+            if prev and line and line[0].islower() and not _ends_sentence(prev):
+                wrapped += 1
+            prev = line
             if not line:
                 continue
             lines += 1
             multi += len(split_sentences(line)) > 1
             if lines >= sample_lines:
                 break
-    return "paragraphs" if lines and multi / lines > 0.2 else "sentences"
+    return "paragraphs" if lines and (multi + wrapped) / lines > 0.2 else "sentences"
 
 
 def iter_sentence_file(path):
@@ -126,13 +135,74 @@ def iter_sentence_file(path):
             yield doc
 
 
+# Scripts written without spaces between words: a line break between two of
+# their characters joins without a space. Hangul is NOT among them (Korean
+# separates words with spaces, so a wrapped Korean line joins with one).
+_NO_SPACE_RANGES = (
+    (0x2E80, 0x2FDF),  # CJK radicals, Kangxi radicals
+    (0x3000, 0x303F),  # CJK symbols and punctuation (。、「」)
+    (0x3040, 0x30FF),  # Hiragana, Katakana
+    (0x31F0, 0x31FF),  # Katakana phonetic extensions
+    (0x3400, 0x4DBF),  # CJK extension A
+    (0x4E00, 0x9FFF),  # CJK unified ideographs
+    (0xF900, 0xFAFF),  # CJK compatibility ideographs
+    (0xFF00, 0xFF60),  # Fullwidth forms (！？（）)
+    (0xFF61, 0xFF9F),  # Halfwidth katakana
+    (0x20000, 0x3134F),  # CJK extensions B-G
+)
+_SENTENCE_FINAL = re.compile(r"[.!?…。！？][" + _CLOSERS + r"]*$")
+# A paragraph longer than this many lines is cut (bounded memory).
+MAX_PARAGRAPH_LINES = 1000
+
+
+def _no_space_char(ch):
+    code = ord(ch)
+    return any(lo <= code <= hi for lo, hi in _NO_SPACE_RANGES)
+
+
+def join_wrapped_lines(lines):
+    """Joins the (stripped) lines of one hard-wrapped paragraph.
+
+    With a space, except between two characters of a script written without
+    spaces (Chinese, Japanese): "今天天气" + "很好。" -> "今天天气很好。"."""
+    text = ""
+    for line in lines:
+        if text and not (_no_space_char(text[-1]) and _no_space_char(line[0])):
+            text += " "
+        text += line
+    return text
+
+
+def _ends_sentence(line):
+    return _SENTENCE_FINAL.search(line) is not None
+
+
+def _paragraph_documents(block):
+    """Documents (sentence lists) of one blank-line-separated block."""
+    if len(block) > 1 and all(_ends_sentence(line) for line in block[:-1]):
+        paragraphs = block  # One unwrapped paragraph per line.
+    else:
+        paragraphs = [join_wrapped_lines(block)]
+    for paragraph in paragraphs:
+        sentences = split_sentences(paragraph)
+        if sentences:
+            yield sentences
+
+
 def iter_paragraph_file(path):
-    """Plain paragraphs: each non-empty line is a document."""
+    """Plain paragraphs, separated by blank lines, possibly hard-wrapped:
+    one document per paragraph (see the module docstring)."""
     with _open_text(path) as f:
+        block = []
         for line in f:
-            sentences = split_sentences(line)
-            if sentences:
-                yield sentences
+            line = line.strip()
+            if line:
+                block.append(line)
+                if len(block) < MAX_PARAGRAPH_LINES:
+                    continue
+            yield from _paragraph_documents(block)
+            block = []
+        yield from _paragraph_documents(block)
 
 
 def parse_tfds_spec(spec):

@@ -219,3 +219,51 @@ def test_encoder_matches_tf_train_example():
         spec = schema.parsing_spec(schema.feature_names(), 43, 7)
         parsed = tf.io.parse_single_example(enc.encode(inst), spec)
         assert parsed["input_ids"].numpy().tolist() == pad(inst.tokens, 43)
+
+
+def _truncation_reference(la, lb, max_num_tokens):
+    """The original loop: cut the longer side one token at a time (B on ties)."""
+    cut_a = cut_b = 0
+    while la + lb > max_num_tokens:
+        if la > lb:
+            la, cut_a = la - 1, cut_a + 1
+        else:
+            lb, cut_b = lb - 1, cut_b + 1
+    return cut_a, cut_b
+
+
+def test_truncation_cuts_match_the_original_loop():
+    for la in range(1, 40):
+        for lb in range(1, 40):
+            for m in (2, 5, 17, 40):
+                got = tuple(int(x) for x in il.truncation_cuts(la, lb, m))
+                assert got == _truncation_reference(la, lb, m), (la, lb, m)
+    la, lb = np.arange(1, 60), np.arange(59, 0, -1)
+    cut_a, cut_b = il.truncation_cuts(la, lb, 25)
+    assert [(int(a), int(b)) for a, b in zip(cut_a, cut_b)] == [
+        _truncation_reference(a, b, 25) for a, b in zip(la.tolist(), lb.tolist())]
+
+
+def test_truncation_front_cuts_are_half():
+    # Which end a cut comes from: a fair coin per token (in aggregate).
+    rng = np.random.default_rng(0)
+    fronts = total = 0
+    for _ in range(2000):
+        a = (list(range(50)), [True] * 50)
+        b = (list(range(100, 110)), [True] * 10)
+        il.truncate_seq_pair(a, b, 30, rng)
+        fronts += a[0][0]
+        total += 30
+    assert abs(fronts / total - 0.5) < 0.03
+
+
+def test_batch_encoder_matches_single_instance_encoder():
+    docs = make_documents(60, seed=7)
+    chunk = il.TokenizedChunk.from_documents(docs)
+    options = il.InstanceOptions(max_seq_length=43, max_predictions_per_seq=7)
+    enc = il.ExampleEncoder(SPECIALS.vocab_size + 200_000, 43, 7, "nsp", True)
+    batches = list(il.chunk_batches(chunk, options, SPECIALS, np.random.default_rng(0), 2))
+    assert len(batches) == 2
+    for batch in batches:
+        records = enc.encode_batch(batch)
+        assert records == [enc.encode(inst) for inst in batch.to_instances()]

@@ -36,7 +36,7 @@ def test_original_format_documents(tmp_path):
     assert list(ti.iter_documents([str(path)])) == [["a b.", "c d."], ["e f."], ["g h."]]
 
 
-def test_plain_paragraphs_are_detected_and_split(tmp_path):
+def test_plain_paragraphs_one_per_line_are_detected_and_split(tmp_path):
     path = tmp_path / "p.txt"
     path.write_text(
         "The cat sat. The dog ran. Birds sing.\n\n"
@@ -54,6 +54,53 @@ def test_plain_paragraphs_are_detected_and_split(tmp_path):
     # Forcing the original format keeps one line = one sentence.
     forced = list(ti.iter_documents([str(path)], input_format="sentences"))
     assert forced[0] == ["The cat sat. The dog ran. Birds sing."]
+
+
+def test_hard_wrapped_paragraphs_are_joined(tmp_path):
+    path = tmp_path / "wrapped.txt"
+    path.write_text(
+        "The quick brown fox jumped over the lazy dog and kept\n"
+        "running through the field. Then it stopped near the\n"
+        "river, because Mr. Smith was\n"
+        "fishing there.\n"
+        "\n"
+        "오늘은 날씨가 정말\n"
+        "좋았다. 우리는 공원에\n"
+        "갔어요!\n"
+        "\n"
+        "今天天气\n"
+        "很好。我们去\n"
+        "公园吧！\n"
+        "\n"
+        "  \n"
+        "A second English paragraph that wraps\n"
+        "onto a second line.\n",
+        encoding="utf-8",
+    )
+    assert ti.detect_format(str(path)) == "paragraphs"
+    assert list(ti.iter_documents([str(path)])) == [
+        ["The quick brown fox jumped over the lazy dog and kept running through the field.",
+         "Then it stopped near the river, because Mr. Smith was fishing there."],
+        # Hangul joins with a space; Chinese without one.
+        ["오늘은 날씨가 정말 좋았다.", "우리는 공원에 갔어요!"],
+        ["今天天气很好。", "我们去公园吧！"],
+        ["A second English paragraph that wraps onto a second line."],
+    ]
+
+
+def test_join_wrapped_lines_spacing():
+    assert ti.join_wrapped_lines(["日本語の", "映画"]) == "日本語の映画"
+    assert ti.join_wrapped_lines(["中文", "word"]) == "中文 word"
+    assert ti.join_wrapped_lines(["end。", "「次」"]) == "end。「次」"
+    assert ti.join_wrapped_lines(["a", "b", "c"]) == "a b c"
+
+
+def test_long_paragraph_is_cut_to_bound_memory(tmp_path, monkeypatch):
+    monkeypatch.setattr(ti, "MAX_PARAGRAPH_LINES", 3)
+    path = tmp_path / "long.txt"
+    path.write_text("one line that\ngoes on\nand on\nand on\nforever\n", encoding="utf-8")
+    docs = list(ti.iter_paragraph_file(str(path)))
+    assert docs == [["one line that goes on and on"], ["and on forever"]]
 
 
 def test_missing_file_is_named(tmp_path):

@@ -130,3 +130,47 @@ def test_characters_of_very_long_words_kept(tmp_path):
     path.write_text("short words here\n" + "abc" * 30 + "ж\n", encoding="utf-8")
     vocab = build_wordpiece_vocab([path], vocab_size=200)
     assert "ж" in vocab and "##ж" in vocab
+
+
+def _zipf_word_counts(num_words=3000, seed=0):
+    """Word counts shaped like real text: random words of 2-9 letters (a few
+    with CJK ideographs), Zipf-distributed counts."""
+    import collections
+    import random
+
+    rng = random.Random(seed)
+    letters = "abcdefghijklmnopqrstuvwxyz"
+    counts = collections.Counter()
+    for rank in range(1, num_words + 1):
+        word = "".join(rng.choice(letters) for _ in range(rng.randint(2, 9)))
+        if rank % 50 == 0:
+            word = rng.choice("中文字日本語")
+        counts[word] += max(1, int(200_000 / rank))
+    return counts
+
+
+@pytest.mark.parametrize("vocab_size", [900, 2000])
+def test_size_lands_just_under_the_request(vocab_size):
+    # The learner's size jumps between consecutive thresholds (e.g. 28,184
+    # then too many for 30,522 on the bench corpus); the search cuts the
+    # smallest too-big vocabulary down instead of settling far below.
+    from kerasbert.text import learn_vocab
+
+    counts = _zipf_word_counts()
+    vocab = learn_vocab(counts, vocab_size)
+    assert vocab_size * 0.99 <= len(vocab) <= vocab_size, len(vocab)
+    assert vocab[:5] == SPECIALS and len(set(vocab)) == len(vocab)
+    alphabet = {c for word in counts for c in word}
+    assert alphabet <= set(vocab)
+    assert {"##" + c for c in alphabet} <= set(vocab)
+    # The most frequent words survive any cut.
+    top = [w for w, _ in counts.most_common(20)]
+    assert set(top) <= set(vocab)
+
+
+def test_size_when_the_corpus_has_fewer_pieces():
+    from kerasbert.text import learn_vocab
+
+    # Every piece the corpus can give (2,915 tokens) is less than asked.
+    vocab = learn_vocab(_zipf_word_counts(), 3500)
+    assert 2800 < len(vocab) < 3500
