@@ -21,6 +21,9 @@ COMMAND_MODULES = (
     "kerasbert.text.vocab_command",
     "kerasbert.data.create_command",
     "kerasbert.training.pretrain_command",
+    "kerasbert.data.finetuning.create_command",
+    "kerasbert.tasks.extract_features_command",
+    "kerasbert.training.finetune_command",
 )
 
 

@@ -7,6 +7,18 @@ from kerasbert.io_utils import lazy_exports
 
 _EXPORTS = {
     "BertPretrainer": "kerasbert.tasks.bert_pretrainer",
+    "Task": "kerasbert.tasks.task",
+    "TextClassifier": "kerasbert.tasks.text_classifier",
+    "TokenClassifier": "kerasbert.tasks.token_classifier",
+    "QuestionAnswerer": "kerasbert.tasks.question_answerer",
+    "MultipleChoice": "kerasbert.tasks.multiple_choice",
+    "StreamingPearsonCorrelation": "kerasbert.tasks.pearson_correlation",
+    "first_subtoken_weights": "kerasbert.tasks.token_classifier",
+    "decode_word_labels": "kerasbert.tasks.token_classifier",
+    "SpanPrediction": "kerasbert.tasks.qa_decoding",
+    "decode_answer": "kerasbert.tasks.qa_decoding",
+    "decode_answers": "kerasbert.tasks.qa_decoding",
+    "window_spans": "kerasbert.tasks.qa_decoding",
 }
 __all__ = sorted(_EXPORTS)
 

@@ -1,0 +1,106 @@
+"""Task flags shared by every command that reads a fine-tuning task.
+
+`create-finetuning-data`, `finetune` and `evaluate` take the same task
+flags, added by ONE helper so they cannot drift apart:
+
+    add_task_arguments(parser)          # --task, --task-type, --*-column
+    columns = columns_from_args(args)   # {column key: name} for load_task
+    data = load_task_from_args(args, "train")
+
+No TensorFlow import here (the CLI's `--help` stays instant).
+"""
+
+import argparse
+
+from kerasbert.data.finetuning.examples import TASK_TYPES
+
+# flag -> (column key of load_task's `columns`, help).
+COLUMN_FLAGS = (
+    ("--text-column", "text", "Text (first segment) of classification/pair/regression rows."),
+    ("--text-pair-column", "text_pair", "Second segment of pair/regression rows."),
+    ("--label-column", "label", "Label column (class name or id; a number for regression; "
+     "the right choice index for multiple choice)."),
+    ("--tokens-column", "tokens", "Tagging: the words (a JSON list, or space-separated text)."),
+    ("--labels-column", "labels", "Tagging: one label per word (same forms as the words)."),
+    ("--id-column", "id", "QA: question id."),
+    ("--question-column", "question", "QA question (multiple choice: the start phrase)."),
+    ("--context-column", "context", "QA / multiple-choice context."),
+    ("--answers-column", "answers", 'QA answers: [{"text", "answer_start"}] or '
+     '{"text": [...], "answer_start": [...]}.'),
+    ("--is-impossible-column", "is_impossible", "QA v2: true when the question has no answer."),
+    ("--choices-columns", "choices", "Multiple choice: comma-separated choice columns "
+     "(a,b,c), or one column holding a list."),
+)
+
+
+def add_task_arguments(parser, require_task=True):
+    """Adds --task, --task-type and every column flag to an argparse parser.
+
+    Args:
+        parser: an `argparse.ArgumentParser` (or argument group).
+        require_task: False for commands where --task is optional (e.g.
+            `finetune --features DIR`).
+
+    Returns:
+        parser.
+    """
+    parser.add_argument(
+        "--task", required=require_task, metavar="SPEC",
+        help="glue/NAME (cola sst2 mrpc stsb qqp mnli qnli rte wnli), squad, squad_v2, "
+        "conll2003 (TFDS); swag:PATH, csv:PATH, tsv:PATH, jsonl:PATH, conll:PATH, "
+        "squad_json:PATH (local files; a bare PATH picks the reader by extension).",
+    )
+    parser.add_argument(
+        "--task-type", choices=TASK_TYPES, default=None,
+        help="Task type of a local CSV/TSV/JSONL file (inferred from its columns "
+        "when unset; regression must be asked for). Fixed for the other tasks.",
+    )
+    group = parser.add_argument_group(
+        "columns", "Column names of local CSV/TSV/JSONL files (unset: common names "
+        "are tried, e.g. text/sentence, label, tokens, question, context).")
+    for flag, key, text in COLUMN_FLAGS:
+        group.add_argument(flag, dest=_dest(key), metavar="NAME" if key != "choices" else "A,B,...",
+                           default=None, help=text)
+    return parser
+
+
+def _dest(key):
+    return f"{key}_column" if key != "choices" else "choices_columns"
+
+
+def columns_from_args(args):
+    """{column key: name} for `load_task(columns=...)`, only the flags set.
+
+    `--choices-columns a,b,c` becomes a list ["a", "b", "c"]; one name
+    stays a string (a column holding a list of choices).
+    """
+    columns = {}
+    for _, key, _ in COLUMN_FLAGS:
+        value = getattr(args, _dest(key), None)
+        if value is None or value == "":
+            continue
+        if key == "choices":
+            names = [name.strip() for name in value.split(",") if name.strip()]
+            value = names if len(names) > 1 else (names[0] if names else None)
+            if value is None:
+                continue
+        columns[key] = value
+    return columns
+
+
+def load_task_from_args(args, split="train", label_names=None, require_labels=True, spec=None):
+    """`load_task` with the task flags of `args` (spec: overrides --task)."""
+    from kerasbert.data.finetuning.load import load_task
+
+    return load_task(
+        spec or args.task, split, task_type=args.task_type, columns=columns_from_args(args) or None,
+        label_names=label_names, require_labels=require_labels,
+    )
+
+
+def comma_list(text):
+    """argparse type: "a,b,c" -> ["a", "b", "c"] (empty items dropped)."""
+    items = [item.strip() for item in text.split(",") if item.strip()]
+    if not items:
+        raise argparse.ArgumentTypeError(f"expected a comma-separated list, got {text!r}")
+    return items

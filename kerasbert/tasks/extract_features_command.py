@@ -1,0 +1,211 @@
+"""`kerasbert extract-features`: contextual token embeddings as JSON lines.
+
+    kerasbert extract-features --backbone runs/demo/backbone.keras \
+        --vocab vocab.txt --input sentences.txt --layers -1,-2,-3,-4 \
+        --max-seq-length 128 --batch-size 32 --output features.jsonl
+
+The output format is google-research/bert `extract_features.py`'s (see
+`kerasbert.tasks.feature_extraction`). It is written to a temporary file
+beside --output and renamed when complete. TensorFlow is imported only when
+the command runs.
+
+`add_backbone_arguments` / `load_backbone_from_args` (a saved backbone, or a
+preset with an optional original TF1 checkpoint) are reusable by other
+commands.
+"""
+
+import argparse
+import os
+import re
+import sys
+
+from kerasbert.errors import UsageError
+
+
+def add_backbone_arguments(parser, required=True):
+    """--backbone PATH | --preset NAME [--init-checkpoint PREFIX [--bert-config JSON]]."""
+    source = parser.add_mutually_exclusive_group(required=required)
+    source.add_argument("--backbone", metavar="PATH",
+                        help="A saved backbone (RUN/backbone.keras; a saved pretrainer or task "
+                        "model works too: its .backbone is used).")
+    source.add_argument("--preset", metavar="NAME",
+                        help="A preset architecture (kerasbert presets); its weights come from "
+                        "--init-checkpoint (random without it).")
+    parser.add_argument("--init-checkpoint", metavar="TF1_PREFIX",
+                        help="Original google-research/bert checkpoint prefix, e.g. "
+                        ".../bert_model.ckpt (with --preset).")
+    parser.add_argument("--bert-config", metavar="JSON",
+                        help="bert_config.json of --init-checkpoint (default: the preset's "
+                        "architecture).")
+    return parser
+
+
+def load_backbone(backbone=None, preset=None, init_checkpoint=None, bert_config=None):
+    """A backbone from a saved .keras file, or a preset (+ TF1 checkpoint).
+
+    Raises:
+        UsageError: missing files, unknown preset, a checkpoint that does not
+            fit the architecture, a model without a backbone.
+    """
+    import keras
+
+    import kerasbert.models  # noqa: F401  (registers the classes for load_model)
+
+    _import_task_classes()
+
+    if backbone is not None:
+        if init_checkpoint or bert_config:
+            raise UsageError("--init-checkpoint/--bert-config go with --preset, not --backbone.")
+        if not os.path.exists(backbone):
+            raise UsageError(f"Backbone not found: {backbone}")
+        try:
+            model = keras.saving.load_model(backbone)
+        except Exception as err:  # noqa: BLE001  (bad zip, unknown class, ...)
+            raise UsageError(f"Cannot load {backbone} as a Keras model: {err}") from None
+        if not _has_encoder_outputs(model):
+            inner = getattr(model, "backbone", None)
+            if inner is None or not _has_encoder_outputs(inner):
+                raise UsageError(
+                    f"{backbone} is a {type(model).__name__} without encoder_outputs "
+                    "(expected a backbone, or a model with a .backbone)."
+                )
+            model = inner
+        return model
+    if preset is None:
+        raise UsageError("Give --backbone PATH or --preset NAME.")
+    from kerasbert.cli import build_backbone
+
+    if init_checkpoint is None:
+        if bert_config:
+            raise UsageError("--bert-config needs --init-checkpoint.")
+        print(f"warning: --preset {preset} without --init-checkpoint has RANDOM weights.",
+              file=sys.stderr)
+        return build_backbone(preset, {})
+    from kerasbert.convert.bert_config import kwargs_to_bert_config
+    from kerasbert.convert.tf1_checkpoint import load_bert_checkpoint
+
+    config = bert_config or kwargs_to_bert_config(build_backbone(preset, {}))
+    try:
+        return load_bert_checkpoint(init_checkpoint, config)
+    except (ValueError, KeyError) as err:
+        raise UsageError(f"--init-checkpoint {init_checkpoint}: {err}") from None
+
+
+def _import_task_classes():
+    """Registers the task model classes (best effort), so a saved task model
+    or pretrainer loads too."""
+    import importlib
+
+    from kerasbert import tasks
+
+    for module in sorted(set(tasks._EXPORTS.values())):
+        try:
+            importlib.import_module(module)
+        except Exception:  # noqa: BLE001  (a task module is not needed for a backbone)
+            pass
+
+
+def load_backbone_from_args(args):
+    return load_backbone(args.backbone, args.preset, args.init_checkpoint, args.bert_config)
+
+
+def _has_encoder_outputs(model):
+    try:
+        output = model.output
+    except (AttributeError, ValueError):
+        return False
+    return isinstance(output, dict) and "encoder_outputs" in output
+
+
+def add_arguments(parser):
+    # `--layers -1,-2` (the value starts with "-"): let the parser read
+    # "-1,-2,..." as a value, as it reads "-1" (argparse only knows plain
+    # negative numbers; `--layers=-1,-2` works anyway).
+    parser._negative_number_matcher = re.compile(r"^-\d+(\s*,\s*-?\d+)*$|^-\d*\.\d+$")
+    add_backbone_arguments(parser)
+    parser.add_argument("--vocab", required=True, help="The backbone's WordPiece vocab.txt.")
+    parser.add_argument("--no-lower-case", dest="do_lower_case", action="store_false",
+                        default=True, help="Keep case and accents (cased models); the default "
+                        "lower-cases and strips accents (uncased).")
+    parser.add_argument("--do-lower-case", dest="do_lower_case", action="store_true",
+                        default=True, help=argparse.SUPPRESS)
+    parser.add_argument("--input", required=True,
+                        help="UTF-8 text file: one text per line, or a pair as 'text_a ||| text_b'.")
+    parser.add_argument("--layers", default="-1,-2,-3,-4",
+                        help="encoder_outputs indices, comma-separated (-1 = top layer; default "
+                        "-1,-2,-3,-4).")
+    parser.add_argument("--max-seq-length", type=int, default=128,
+                        help="Longer inputs are truncated (the count is reported).")
+    parser.add_argument("--batch-size", type=int, default=32)
+    parser.add_argument("--output", required=True, help="Output JSON-lines file.")
+    return parser
+
+
+def _read_lines(path):
+    from kerasbert.tasks.feature_extraction import parse_line
+
+    with open(path, encoding="utf-8-sig") as f:
+        for line in f:
+            yield parse_line(line)
+
+
+def run(args):
+    import json
+    import tempfile
+
+    from kerasbert.tasks.feature_extraction import check_layers, extract_features, parse_layers
+
+    layers = parse_layers(args.layers)
+    for path, what in ((args.vocab, "Vocabulary"), (args.input, "Input file")):
+        if not os.path.isfile(path):
+            raise UsageError(f"{what} not found: {path}")
+    if args.batch_size < 1:
+        raise UsageError(f"--batch-size must be at least 1, got {args.batch_size}.")
+    if args.max_seq_length < 3:
+        raise UsageError(f"--max-seq-length must be at least 3, got {args.max_seq_length}.")
+    try:
+        with open(args.input, encoding="utf-8-sig") as f:
+            for _ in f:
+                pass
+    except UnicodeDecodeError as err:
+        raise UsageError(f"{args.input} is not UTF-8 text ({err}).") from None
+    backbone = load_backbone_from_args(args)
+    num_layers = getattr(backbone, "num_layers", None) or len(backbone.output["encoder_outputs"])
+    check_layers(layers, int(num_layers))
+
+    from kerasbert.text import WordPieceTokenizer
+
+    tokenizer = WordPieceTokenizer(args.vocab, lower_case=args.do_lower_case)
+    directory = os.path.dirname(os.path.abspath(args.output))
+    os.makedirs(directory, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(prefix=f".{os.path.basename(args.output)}.", suffix=".tmp",
+                               dir=directory)
+    stats = {}
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8") as out:
+            for record in extract_features(backbone, tokenizer, _read_lines(args.input), layers,
+                                           args.max_seq_length, args.batch_size, stats=stats):
+                out.write(json.dumps(record, ensure_ascii=False) + "\n")
+        os.replace(tmp, args.output)
+    except BaseException:
+        if os.path.exists(tmp):
+            os.remove(tmp)
+        raise
+    print(
+        f"Wrote features of {stats.get('num_texts', 0)} line(s), layers {','.join(map(str, layers))}, "
+        f"to {args.output}; {stats.get('truncated', 0)} truncated to max_seq_length "
+        f"{args.max_seq_length}."
+    )
+
+
+def register(subparsers):
+    parser = subparsers.add_parser(
+        "extract-features",
+        help="Contextual token embeddings from chosen layers, as JSON lines.",
+        description="Each input line (text, or 'text_a ||| text_b') -> one JSON object with "
+        "every token's vectors from the chosen encoder layers (google-research/bert "
+        "extract_features.py format).",
+    )
+    add_arguments(parser)
+    parser.set_defaults(func=run)
+    return parser

@@ -1,0 +1,83 @@
+"""Sequence classification and regression on the pooled [CLS] output."""
+
+import keras
+from keras import ops
+
+from kerasbert.tasks.pearson_correlation import StreamingPearsonCorrelation
+from kerasbert.tasks.task import Task
+from kerasbert.tasks.task import head_initializer
+
+
+@keras.saving.register_keras_serializable(package="kerasbert")
+class TextClassifier(Task):
+    """Classifies a text or a text pair; `num_classes=1` is regression.
+
+    `pooled_output` -> dropout -> Dense(num_classes). Pairs are packed as
+    `[CLS] a [SEP] b [SEP]` with `input_type_ids` 1 on segment b; the model
+    needs nothing else to tell them apart.
+
+    Args:
+        backbone: a `kerasbert.models.Backbone`.
+        num_classes: int >= 1. 1 = regression (e.g. STS-B).
+        dropout: float, before the head (0.1).
+        dtype: defaults to the backbone's policy.
+
+    Call args:
+        inputs: dict of int [B, T] `input_word_ids`, `input_mask`,
+            `input_type_ids` (optional, default zeros); other keys ignored.
+
+    Returns:
+        float32 logits [B, num_classes] (regression: the prediction [B, 1]).
+
+    Labels for `fit`: int [B] class ids (regression: float [B] or [B, 1]).
+
+    `compile()` defaults (`Task.compile`: AdamW, lr 2e-5, warm-up 10%):
+        classification: `SparseCategoricalCrossentropy(from_logits=True)`,
+            metrics `SparseCategoricalAccuracy(name="accuracy")`.
+        regression: `MeanSquaredError`, metrics `MeanAbsoluteError(name="mae")`
+            and `StreamingPearsonCorrelation(name="pearson")`.
+    """
+
+    def __init__(self, backbone, num_classes, dropout=0.1, dtype=None, **kwargs):
+        super().__init__(backbone, dropout=dropout, dtype=dtype, **kwargs)
+        num_classes = int(num_classes)
+        if num_classes < 1:
+            raise ValueError(
+                f"num_classes must be >= 1 (1 = regression), got {num_classes}."
+            )
+        self.num_classes = num_classes
+        self.output_dense = keras.layers.Dense(
+            num_classes,
+            kernel_initializer=head_initializer(backbone),
+            dtype=self.head_dtype,
+            name="logits",
+        )
+        self.output_dense.build((None, backbone.hidden_dim))
+        self.built = True
+
+    @property
+    def is_regression(self):
+        return self.num_classes == 1
+
+    def call(self, inputs, training=False):
+        pooled = self.encode(inputs, training=training)["pooled_output"]
+        x = self.output_dropout(pooled, training=training)
+        return ops.cast(self.output_dense(x), "float32")
+
+    def default_loss(self):
+        if self.is_regression:
+            return keras.losses.MeanSquaredError()
+        return keras.losses.SparseCategoricalCrossentropy(from_logits=True)
+
+    def default_metrics(self):
+        if self.is_regression:
+            return [
+                keras.metrics.MeanAbsoluteError(name="mae"),
+                StreamingPearsonCorrelation(name="pearson"),
+            ]
+        return [keras.metrics.SparseCategoricalAccuracy(name="accuracy")]
+
+    def get_config(self):
+        config = super().get_config()
+        config["num_classes"] = self.num_classes
+        return config

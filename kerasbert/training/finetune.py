@@ -1,0 +1,422 @@
+"""`run_finetuning(config)` and `run_evaluation(...)`: the runs behind
+`kerasbert finetune` and `kerasbert evaluate`.
+
+    backbone (.keras run output, or preset + original TF1 checkpoint)
+      -> task examples (TFDS / local files) or cached features (--features)
+      -> features (kerasbert.data.finetuning) -> task model for the type
+      -> model.fit with the BERT fine-tuning optimizer (warm-up ratio,
+         linear decay, optional layer-wise decay)
+      -> task metrics on the validation data (kerasbert.metrics)
+
+Fine-tuning directory:
+    FT/model.keras              the fine-tuned task model
+    FT/config.json              task type, label names, max length, casing,
+                                task spec and columns, QA options
+    FT/vocab.txt                a copy of the vocabulary (FT is self-contained)
+    FT/metrics.json             validation metrics (and the baseline)
+    FT/training_curve.png       loss (and the main metric) per epoch
+    FT/confusion_matrix.png     classification tasks
+"""
+
+import dataclasses
+import json
+import math
+import os
+import shutil
+
+import numpy as np
+
+from kerasbert.errors import UsageError
+from kerasbert.io_utils import atomic_write_json
+
+TASK_CLASSES = {
+    "classification": "TextClassifier", "pair": "TextClassifier",
+    "regression": "TextClassifier", "tagging": "TokenClassifier",
+    "qa": "QuestionAnswerer", "multiple_choice": "MultipleChoice",
+}
+
+
+@dataclasses.dataclass
+class FinetuneConfig:
+    """Every `kerasbert finetune` option (CLI flags, same names)."""
+
+    task: str  # None only with `features`
+    output_dir: str
+    vocab: str = None
+    backbone: str = None
+    preset: str = None
+    init_checkpoint: str = None
+    task_type: str = None
+    columns: dict = dataclasses.field(default_factory=dict)
+    validation: str = None
+    features: str = None
+    epochs: int = 3
+    batch_size: int = 32
+    learning_rate: float = 2e-5
+    warmup_ratio: float = 0.1
+    layerwise_lr_decay: float = None
+    weight_decay: float = 0.01
+    max_seq_length: int = None
+    doc_stride: int = 128
+    max_query_length: int = 64
+    max_answer_length: int = 30
+    null_score_diff_threshold: float = 0.0
+    lower_case: bool = True
+    dropout: float = 0.1
+    strategy: str = "auto"
+    logical_cpus: int = 0
+    seed: int = 12345
+    progress: bool = True
+
+    def validate(self):
+        if not self.task and not self.features:
+            raise UsageError("Give --task SPEC (or --features DIR from create-finetuning-data).")
+        if not self.task:
+            self.task = f"features:{self.features}"
+        for name in ("epochs", "batch_size"):
+            if getattr(self, name) < 1:
+                raise UsageError(f"--{name.replace('_', '-')} must be >= 1, got {getattr(self, name)}.")
+        if self.learning_rate <= 0:
+            raise UsageError(f"--learning-rate must be > 0, got {self.learning_rate}.")
+        if not 0.0 <= self.warmup_ratio <= 1.0:
+            raise UsageError(f"--warmup-ratio must be in [0, 1], got {self.warmup_ratio}.")
+        if self.layerwise_lr_decay is not None and not 0.0 < self.layerwise_lr_decay <= 1.0:
+            raise UsageError(f"--layerwise-lr-decay must be in (0, 1], got {self.layerwise_lr_decay}.")
+        if bool(self.backbone) == bool(self.preset):
+            raise UsageError("Give exactly one of --backbone RUN/backbone.keras or --preset NAME.")
+        if self.init_checkpoint and not self.preset:
+            raise UsageError("--init-checkpoint goes with --preset (the original TF1 checkpoint).")
+        if self.vocab is None or not os.path.isfile(self.vocab):
+            raise UsageError(f"Vocabulary file not found: {self.vocab}")
+        if self.backbone and not os.path.isfile(self.backbone):
+            raise UsageError(f"--backbone file not found: {self.backbone}")
+
+
+# --- pieces -----------------------------------------------------------------
+
+
+def load_backbone(config):
+    """The backbone to fine-tune: a saved `.keras` backbone, or a preset
+    (with the original checkpoint's weights when --init-checkpoint)."""
+    import keras
+
+    from kerasbert import models
+    from kerasbert.text.vocabulary import load_vocab
+
+    vocab_size = len(load_vocab(config.vocab))
+    if config.backbone:
+        backbone = keras.saving.load_model(config.backbone)
+        if not hasattr(backbone, "token_embedding"):  # e.g. a pretrainer.keras
+            backbone = getattr(backbone, "backbone", backbone)
+    elif config.init_checkpoint:
+        from kerasbert.convert import load_bert_checkpoint
+
+        bert_config = os.path.join(os.path.dirname(config.init_checkpoint), "bert_config.json")
+        if not os.path.isfile(bert_config):
+            raise UsageError(f"--init-checkpoint {config.init_checkpoint}: no bert_config.json "
+                             "beside it.")
+        backbone = load_bert_checkpoint(config.init_checkpoint, bert_config)
+    else:
+        try:
+            backbone = models.from_preset(config.preset, vocabulary_size=vocab_size)
+        except (ValueError, TypeError) as err:
+            raise UsageError(str(err)) from None
+    if backbone.vocabulary_size != vocab_size:
+        raise UsageError(f"The backbone has a vocabulary of {backbone.vocabulary_size} tokens but "
+                         f"--vocab {config.vocab} has {vocab_size}.")
+    return backbone
+
+
+def _split_spec(task, validation):
+    """(spec, split) of the validation data: a file given with --validation
+    (same kind as the task), a split name, or the task's validation split."""
+    from kerasbert.data.finetuning.load import parse_task_spec
+
+    kind, _ = parse_task_spec(task)
+    if validation is None:
+        return (task, "validation") if kind == "tfds" else (None, None)
+    if os.path.exists(validation):
+        return (validation if kind == "tfds" else f"{kind}:{validation}"), "validation"
+    if kind != "tfds":
+        raise UsageError(f"--validation {validation}: file not found.")
+    return task, validation
+
+
+def task_features(config, tokenizer, split, label_names=None, spec=None):
+    """(TaskData or None, TaskFeatures) of one split."""
+    from kerasbert.data.finetuning import convert_examples, load_task, read_features
+
+    if config.features:
+        return None, read_features(config.features, split, vocab_file=config.vocab)
+    data = load_task(spec or config.task, split, task_type=config.task_type,
+                     columns=config.columns or None, label_names=label_names)
+    qa_options = {}
+    if data.task_type == "qa":
+        qa_options = dict(doc_stride=config.doc_stride, max_query_length=config.max_query_length)
+    features = convert_examples(data, tokenizer, config.max_seq_length, **qa_options)
+    return data, features
+
+
+def build_task_model(task_type, backbone, features, dropout=0.1):
+    from kerasbert import tasks
+
+    if task_type in ("classification", "pair"):
+        return tasks.TextClassifier(backbone, num_classes=len(features.label_names), dropout=dropout)
+    if task_type == "regression":
+        return tasks.TextClassifier(backbone, num_classes=1, dropout=dropout)
+    if task_type == "tagging":
+        return tasks.TokenClassifier(backbone, num_labels=len(features.label_names), dropout=dropout)
+    if task_type == "qa":
+        return tasks.QuestionAnswerer(backbone, dropout=dropout)
+    if task_type == "multiple_choice":
+        return tasks.MultipleChoice(backbone, num_choices=features.x["input_word_ids"].shape[1],
+                                    dropout=dropout)
+    raise UsageError(f"Unknown task type {task_type!r}.")
+
+
+def _finite(value):
+    return None if isinstance(value, float) and not math.isfinite(value) else value
+
+
+def evaluate_predictions(task_type, task, data, features, outputs, options):
+    """Task metrics of model outputs on converted features (+ baseline)."""
+    from kerasbert import metrics
+
+    if task_type in ("classification", "pair", "multiple_choice"):
+        labels = np.asarray(features.y)
+        predictions = np.asarray(outputs).argmax(-1)
+        result = {"accuracy": metrics.accuracy(labels, predictions)}
+        if task_type != "multiple_choice":
+            num_classes = len(features.label_names)
+            average = "binary" if num_classes == 2 else "macro"
+            result["f1"] = metrics.f1(labels, predictions, average=average)
+            result["matthews_corrcoef"] = metrics.matthews_corrcoef(labels, predictions)
+            if task.startswith("glue/"):
+                result.update(metrics.glue_metrics(task, labels, predictions))
+            result["majority_baseline_accuracy"] = float(
+                np.bincount(labels, minlength=num_classes).max() / len(labels))
+        return result
+    if task_type == "regression":
+        labels = np.asarray(features.y, "float64")
+        predictions = np.asarray(outputs, "float64").reshape(-1)
+        result = metrics.correlations(labels, predictions)
+        result["mse"] = float(np.mean((labels - predictions) ** 2))
+        return result
+    if task_type == "tagging":
+        word_ids = features.extras["word_ids"]
+        gold = metrics_rows(features.y, word_ids, features.label_names)
+        pred = metrics_rows(np.asarray(outputs), word_ids, features.label_names)
+        return metrics.tagging_metrics(gold, pred)
+    if task_type == "qa":
+        from kerasbert.tasks import decode_answers
+
+        offsets = np.stack([features.extras["token_start_char"],
+                            features.extras["token_end_char"]], -1)
+        v2 = any(ex.get("is_impossible") for ex in data.examples)
+        predictions = decode_answers(
+            [ex["context"] for ex in data.examples], outputs["start_logits"],
+            outputs["end_logits"], offsets, features.extras["example_index"],
+            token_is_max_context=features.extras.get("token_is_max_context"),
+            max_answer_length=options["max_answer_length"],
+            null_score_diff_threshold=options["null_score_diff_threshold"],
+            version_2_with_negative=v2)
+        gold = {ex["id"]: [a["text"] for a in ex["answers"]] for ex in data.examples}
+        texts = {ex["id"]: p.text for ex, p in zip(data.examples, predictions)}
+        if v2:
+            return metrics.squad_v2_metrics(gold, texts)
+        return metrics.squad_v1_metrics(gold, texts)
+    raise UsageError(f"Unknown task type {task_type!r}.")
+
+
+def metrics_rows(ids_or_logits, word_ids, label_names):
+    from kerasbert.tasks import decode_word_labels
+
+    return decode_word_labels(ids_or_logits, word_ids, label_names)
+
+
+def predict_outputs(model, features, batch_size):
+    from kerasbert.data.finetuning import make_dataset
+
+    return model.predict(make_dataset(features, batch_size, labels=False), verbose=0)
+
+
+def plot_curves(history, path):
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    keys = [k for k in history if not k.startswith("val_") and k != "learning_rate"]
+    fig, axes = plt.subplots(1, len(keys), figsize=(4.5 * len(keys), 3.4), squeeze=False)
+    for ax, key in zip(axes[0], keys):
+        epochs = range(1, len(history[key]) + 1)
+        ax.plot(epochs, history[key], marker="o", label="train")
+        if f"val_{key}" in history:
+            ax.plot(epochs, history[f"val_{key}"], marker="o", label="validation")
+        ax.set(xlabel="epoch", title=key)
+        ax.grid(alpha=0.3)
+        ax.legend()
+    fig.tight_layout()
+    _save_figure(fig, path)
+
+
+def plot_confusion_matrix(labels, predictions, label_names, path):
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    from kerasbert.metrics import confusion_matrix
+
+    matrix = confusion_matrix(labels, predictions, len(label_names))
+    size = max(3.5, 0.6 * len(label_names) + 2)
+    fig, ax = plt.subplots(figsize=(size, size))
+    ax.imshow(matrix, cmap="Blues")
+    ax.set_xticks(range(len(label_names)), [str(n) for n in label_names], rotation=45)
+    ax.set_yticks(range(len(label_names)), [str(n) for n in label_names])
+    ax.set(xlabel="predicted", ylabel="gold", title="Confusion matrix (validation)")
+    for (i, j), count in np.ndenumerate(matrix):
+        ax.text(j, i, str(count), ha="center", va="center",
+                color="white" if count > matrix.max() / 2 else "black")
+    fig.tight_layout()
+    _save_figure(fig, path)
+
+
+def _save_figure(fig, path):
+    import tempfile
+
+    import matplotlib.pyplot as plt
+
+    fd, tmp = tempfile.mkstemp(prefix=".plot.", suffix=".png", dir=os.path.dirname(path))
+    os.close(fd)
+    try:
+        fig.savefig(tmp, dpi=100)
+        os.replace(tmp, path)
+    finally:
+        plt.close(fig)
+        if os.path.exists(tmp):
+            os.remove(tmp)
+
+
+# --- the runs -----------------------------------------------------------------
+
+
+def run_finetuning(config):
+    """Fine-tunes; returns {"metrics", "outputs", "history"}."""
+    config.validate()
+    import keras
+
+    from kerasbert.data.finetuning import check_max_seq_length, make_dataset
+    from kerasbert.text import WordPieceTokenizer
+    from kerasbert.training.run_files import save_keras_atomically
+    from kerasbert.training.strategies import resolve_strategy, split_cpu
+
+    split_cpu(config.logical_cpus)
+    keras.utils.set_random_seed(config.seed)
+    if config.strategy == "multi_worker":
+        raise UsageError("kerasbert finetune runs on one host (model.fit): use --strategy "
+                         "auto, cpu, mirrored or tpu.")
+    strategy = resolve_strategy(config.strategy)
+    tokenizer = WordPieceTokenizer(config.vocab, lower_case=config.lower_case)
+
+    train_data, train = task_features(config, tokenizer, "train")
+    task_type = train.task_type
+    if train.y is None:
+        raise UsageError(f"{config.task}: the training data has no labels.")
+    spec, split = (None, None)
+    if config.features:
+        from kerasbert.data.finetuning import read_features
+
+        try:
+            valid_data, valid = None, read_features(config.features, "validation",
+                                                    vocab_file=config.vocab)
+        except (FileNotFoundError, ValueError, KeyError):
+            valid_data, valid = None, None
+    else:
+        spec, split = _split_spec(config.task, config.validation)
+        valid_data, valid = (task_features(config, tokenizer, split, train.label_names, spec)
+                             if spec else (None, None))
+    if task_type == "qa" and valid is not None and valid_data is None:
+        raise UsageError("QA metrics need the raw validation examples (contexts and answers): "
+                         "give --validation with --features.")
+
+    os.makedirs(config.output_dir, exist_ok=True)
+    with strategy.scope():
+        backbone = load_backbone(config)
+        check_max_seq_length(train.max_seq_length, backbone)
+        model = build_task_model(task_type, backbone, train, config.dropout)
+        steps_per_epoch = math.ceil(len(train.x["input_word_ids"]) / config.batch_size)
+        model.compile(learning_rate=config.learning_rate,
+                      num_train_steps=steps_per_epoch * config.epochs,
+                      warmup_ratio=config.warmup_ratio, weight_decay=config.weight_decay,
+                      layer_decay=config.layerwise_lr_decay)
+    train_ds = make_dataset(train, config.batch_size, shuffle=True, seed=config.seed)
+    valid_ds = make_dataset(valid, config.batch_size) if valid is not None else None
+    history = model.fit(train_ds, validation_data=valid_ds, epochs=config.epochs,
+                        verbose=1 if config.progress else 0).history
+
+    outputs = {"model": os.path.join(config.output_dir, "model.keras")}
+    save_keras_atomically(model, outputs["model"])
+    shutil.copyfile(config.vocab, os.path.join(config.output_dir, "vocab.txt"))
+    options = dict(max_answer_length=config.max_answer_length,
+                   null_score_diff_threshold=config.null_score_diff_threshold)
+    task_config = {
+        "task": config.task, "task_type": task_type, "label_names": train.label_names,
+        "max_seq_length": train.max_seq_length, "lower_case": config.lower_case,
+        "columns": config.columns, "vocab": "vocab.txt", "model_class": type(model).__name__,
+        "qa": dict(options, doc_stride=config.doc_stride, max_query_length=config.max_query_length),
+        "finetune": dataclasses.asdict(config), "backbone": backbone.get_config(),
+        "train_stats": train.stats,
+    }
+    atomic_write_json(os.path.join(config.output_dir, "config.json"), task_config)
+
+    result_metrics = {}
+    if valid is not None:
+        predictions = predict_outputs(model, valid, config.batch_size)
+        result_metrics = evaluate_predictions(task_type, config.task, valid_data, valid,
+                                              predictions, options)
+        result_metrics = {k: _finite(v) for k, v in result_metrics.items()}
+        if task_type in ("classification", "pair"):
+            outputs["confusion_matrix"] = os.path.join(config.output_dir, "confusion_matrix.png")
+            plot_confusion_matrix(valid.y, np.asarray(predictions).argmax(-1),
+                                  valid.label_names, outputs["confusion_matrix"])
+    outputs["metrics"] = os.path.join(config.output_dir, "metrics.json")
+    atomic_write_json(outputs["metrics"], {
+        "validation": result_metrics, "history": history,
+        "validation_examples": None if valid is None else int(len(valid.x["input_word_ids"]))})
+    outputs["training_curve"] = os.path.join(config.output_dir, "training_curve.png")
+    plot_curves(history, outputs["training_curve"])
+    outputs["config"] = os.path.join(config.output_dir, "config.json")
+    return {"metrics": result_metrics, "outputs": outputs, "history": history,
+            "task_type": task_type}
+
+
+def run_evaluation(model_dir, task=None, split="validation", batch_size=32, columns=None):
+    """Metrics of a fine-tuned model (FT dir) on a split or a file."""
+    import keras
+
+    import kerasbert.tasks  # noqa: F401  (registers the task classes)
+    from kerasbert.text import WordPieceTokenizer
+
+    config_path = os.path.join(model_dir, "config.json")
+    if not os.path.isfile(config_path):
+        raise UsageError(f"--model {model_dir}: no config.json (not a kerasbert finetune output).")
+    with open(config_path, encoding="utf-8") as f:
+        saved = json.load(f)
+    model = keras.saving.load_model(os.path.join(model_dir, "model.keras"))
+    vocab = os.path.join(model_dir, saved["vocab"])
+    tokenizer = WordPieceTokenizer(vocab, lower_case=saved["lower_case"])
+    run_config = FinetuneConfig(task=task or saved["task"], output_dir=model_dir, vocab=vocab,
+                                backbone=None, task_type=saved["task_type"],
+                                columns=columns or saved.get("columns") or {},
+                                max_seq_length=saved["max_seq_length"],
+                                doc_stride=saved["qa"]["doc_stride"],
+                                max_query_length=saved["qa"]["max_query_length"])
+    spec, split_name = _split_spec(run_config.task, split)
+    if spec is None:
+        raise UsageError(f"--split {split}: give a file of the task's format.")
+    data, features = task_features(run_config, tokenizer, split_name, saved["label_names"], spec)
+    predictions = predict_outputs(model, features, batch_size)
+    result = evaluate_predictions(saved["task_type"], run_config.task, data, features,
+                                  predictions, saved["qa"])
+    return {k: _finite(v) for k, v in result.items()}

@@ -1,0 +1,87 @@
+"""`kerasbert finetune` and `kerasbert evaluate`: CLIs over
+kerasbert.training.finetune. The task/column flags are shared with
+`create-finetuning-data` (kerasbert.data.finetuning.cli_args)."""
+
+import argparse
+
+
+def _print_metrics(metrics):
+    for name, value in metrics.items():
+        if isinstance(value, float):
+            print(f"  {name:<28} {value:.4f}")
+        elif not isinstance(value, dict):
+            print(f"  {name:<28} {value}")
+
+
+def cmd_finetune(args):
+    from kerasbert.data.finetuning.cli_args import columns_from_args
+    from kerasbert.training.finetune import FinetuneConfig, run_finetuning
+
+    fields = {k: v for k, v in vars(args).items() if k in FinetuneConfig.__dataclass_fields__}
+    fields["columns"] = columns_from_args(args)
+    result = run_finetuning(FinetuneConfig(**fields))
+    print(f"fine-tuned a {result['task_type']} model on {args.task}")
+    if result["metrics"]:
+        print("validation metrics:")
+        _print_metrics(result["metrics"])
+    for name, path in result["outputs"].items():
+        print(f"  {name:<17} {path}")
+
+
+def cmd_evaluate(args):
+    from kerasbert.training.finetune import run_evaluation
+
+    import os
+
+    from kerasbert.io_utils import atomic_write_json
+
+    metrics = run_evaluation(args.model, task=args.task, split=args.split,
+                             batch_size=args.batch_size)
+    print(f"{args.model} on {args.task or 'its task'} ({args.split}):")
+    _print_metrics(metrics)
+    path = os.path.join(args.model, "evaluation.json")
+    atomic_write_json(path, {"task": args.task, "split": args.split, "metrics": metrics})
+    print(f"  written to {path}")
+
+
+def register(subparsers):
+    from kerasbert.data.finetuning.cli_args import add_task_arguments
+
+    ft = subparsers.add_parser(
+        "finetune", help="Fine-tune a backbone on a task (GLUE, SQuAD, CoNLL-2003, SWAG, "
+        "local CSV/TSV/JSONL).", formatter_class=argparse.ArgumentDefaultsHelpFormatter)
+    add_task_arguments(ft, require_task=False)
+    add = ft.add_argument
+    add("--backbone", help="A saved backbone (RUN/backbone.keras from kerasbert pretrain).")
+    add("--preset", help="Or a preset architecture ...")
+    add("--init-checkpoint", help="... with the weights of an original google-research/bert "
+        "TF1 checkpoint (bert_config.json beside it).")
+    add("--vocab", required=True, help="vocab.txt of the backbone.")
+    add("--no-lower-case", dest="lower_case", action="store_false", help="Cased vocabulary.")
+    add("--output-dir", required=True)
+    add("--validation", help="Validation file (same format as the task) or TFDS split name.")
+    add("--features", help="Train from create-finetuning-data output instead of raw text.")
+    add("--epochs", type=int, default=3)
+    add("--batch-size", type=int, default=32)
+    add("--learning-rate", type=float, default=2e-5)
+    add("--warmup-ratio", type=float, default=0.1)
+    add("--weight-decay", type=float, default=0.01)
+    add("--layerwise-lr-decay", type=float, nargs="?", const=0.8, default=None,
+        help="Layer-wise learning-rate decay (0.8 when given without a value).")
+    add("--max-seq-length", type=int, default=None, help="Default 128 (384 for QA).")
+    add("--max-answer-length", type=int, default=30, help="QA: longest answer in tokens.")
+    add("--null-score-diff-threshold", type=float, default=0.0, help="SQuAD v2 no-answer threshold.")
+    add("--dropout", type=float, default=0.1)
+    add("--strategy", default="auto", choices=("auto", "cpu", "mirrored", "tpu"))
+    add("--logical-cpus", type=int, default=0)
+    add("--seed", type=int, default=12345)
+    add("--no-progress", dest="progress", action="store_false")
+    ft.set_defaults(func=cmd_finetune)
+
+    ev = subparsers.add_parser("evaluate", help="Metrics of a fine-tuned model on a split or file.")
+    ev.add_argument("--model", required=True, help="The finetune --output-dir.")
+    ev.add_argument("--task", default=None, help="Default: the task it was fine-tuned on.")
+    ev.add_argument("--split", default="validation", help="TFDS split name or a file.")
+    ev.add_argument("--batch-size", type=int, default=32)
+    ev.set_defaults(func=cmd_evaluate)
+    return ft

@@ -1,0 +1,81 @@
+"""MultipleChoice: [B, C, T] inputs scored per choice, round trips, half
+precision, and learning to pick the choice that repeats a context token."""
+
+import os
+import sys
+
+import keras
+import numpy as np
+import pytest
+
+from kerasbert.tasks import MultipleChoice
+from kerasbert.testing import TestCase
+
+sys.path.insert(0, os.path.dirname(__file__))
+from task_fixtures import choose_overlap  # noqa: E402
+from task_fixtures import micro_backbone  # noqa: E402
+from task_fixtures import tiny_backbone  # noqa: E402
+
+B, C = 3, 4
+
+
+def batch():
+    return choose_overlap(np.random.RandomState(0), B, num_choices=C)
+
+
+class TestMultipleChoice(TestCase):
+    def test_each_choice_is_scored_alone(self):
+        model = MultipleChoice(micro_backbone(), num_choices=C)
+        x, _ = batch()
+        logits = model(x)
+        assert tuple(logits.shape) == (B, C) and logits.dtype == "float32"
+        # Row (b, c) of the flattened batch is choice c of example b.
+        for c in range(C):
+            one = {k: v[:, c] for k, v in x.items()}
+            pooled = model.backbone(one)["pooled_output"]
+            expected = np.asarray(model.output_dense(pooled))[:, 0]
+            np.testing.assert_allclose(np.asarray(logits)[:, c], expected, atol=1e-5)
+        with pytest.raises(ValueError, match="num_choices"):
+            model({k: v[:, 0] for k, v in x.items()})
+        with pytest.raises(ValueError, match="3 choices"):
+            model({k: v[:, :3] for k, v in x.items()})
+        with pytest.raises(ValueError, match="num_choices must be >= 2"):
+            MultipleChoice(micro_backbone(), num_choices=1)
+
+    def test_serialization_and_keras_saving(self):
+        model = MultipleChoice(micro_backbone(), num_choices=C)
+        revived = self.run_serialization_test(model)
+        assert revived.num_choices == C
+        x, y = batch()
+        model.compile(run_eagerly=True)
+        model.fit(x, y, batch_size=B, verbose=0)
+        restored = self.run_model_saving_test(model, x)
+        assert int(restored.optimizer.iterations) == 1
+        logs = restored.fit(x, y, batch_size=B, verbose=0).history
+        assert {"loss", "accuracy"} <= set(logs)
+
+    @pytest.mark.parametrize("policy", ["mixed_float16", "mixed_bfloat16"])
+    def test_mixed_precision_fit(self, policy):
+        keras.config.set_dtype_policy(policy)
+        model = MultipleChoice(micro_backbone(), num_choices=C)
+        model.compile(run_eagerly=True)
+        scaled = isinstance(model.optimizer, keras.optimizers.LossScaleOptimizer)
+        assert scaled == (policy == "mixed_float16")
+        x, y = batch()
+        assert model(x).dtype == "float32"
+        history = model.fit(x, y, batch_size=B, verbose=0)
+        self.assertAllFinite(history.history["loss"])
+
+
+def test_learns_to_pick_the_overlapping_choice():
+    """The right choice repeats a context token; the others share none.
+    Bound: accuracy >= 0.9."""
+    n, batch_size, epochs = 512, 16, 4
+    x, y = choose_overlap(np.random.RandomState(0), n)
+    x_val, y_val = choose_overlap(np.random.RandomState(1), 256)
+    model = MultipleChoice(tiny_backbone(), num_choices=4)
+    model.compile(learning_rate=3e-3, num_train_steps=epochs * n // batch_size)
+    model.fit(x, y, batch_size=batch_size, epochs=epochs, verbose=0)
+    accuracy = (np.asarray(model(x_val)).argmax(-1) == y_val).mean()
+    print(f"multiple choice accuracy {accuracy:.3f}")
+    assert accuracy >= 0.9

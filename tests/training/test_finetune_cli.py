@@ -1,0 +1,117 @@
+"""`kerasbert finetune` / `evaluate` / `create-finetuning-data` end to end on
+small local files: outputs, learning past the majority baseline, cached
+features giving the same run as raw text, and bad input."""
+
+import csv
+import json
+import os
+import random
+
+import numpy as np
+import pytest
+
+import pretrain_data as pd
+from kerasbert.cli import main
+
+ANIMALS = ("the cat", "a dog", "the small bird")
+
+
+def write_classification(path, n, seed):
+    """label = whether the subject is an animal (learnable from one word)."""
+    rng = random.Random(seed)
+    with open(path, "w", encoding="utf-8", newline="") as f:
+        writer = csv.writer(f)
+        writer.writerow(["sentence", "label"])
+        for _ in range(n):
+            subject = rng.choice(pd.SUBJECTS)
+            text = f"{subject} {rng.choice(pd.VERBS)} {rng.choice(pd.OBJECTS)} {rng.choice(pd.ENDINGS)}"
+            writer.writerow([text, "animal" if subject in ANIMALS else "person"])
+    return str(path)
+
+
+@pytest.fixture(scope="module")
+def setup(tmp_path_factory):
+    """A vocabulary, a tiny saved backbone and train/validation CSVs."""
+    import keras
+
+    from kerasbert.models import BertBackbone
+
+    root = tmp_path_factory.mktemp("finetune")
+    vocab, _ = pd.make_data(str(root))
+    size = len(open(vocab, encoding="utf-8").read().splitlines())
+    backbone = BertBackbone(vocabulary_size=size, num_layers=1, num_heads=2, hidden_dim=32,
+                            intermediate_dim=64, max_sequence_length=64)
+    path = str(root / "backbone.keras")
+    backbone.save(path)
+    keras.backend.clear_session()
+    return {"vocab": vocab, "backbone": path, "root": root,
+            "train": write_classification(root / "train.csv", 240, 0),
+            "valid": write_classification(root / "valid.csv", 80, 1)}
+
+
+def finetune_args(setup, out, *extra):
+    return ["finetune", "--backbone", setup["backbone"], "--vocab", setup["vocab"],
+            "--output-dir", str(out), "--epochs", "4", "--batch-size", "16",
+            "--learning-rate", "3e-3", "--max-seq-length", "24", "--no-progress", *extra]
+
+
+def test_classification_learns_and_writes_outputs(setup, tmp_path):
+    out = tmp_path / "ft"
+    args = finetune_args(setup, out, "--task", f"csv:{setup['train']}",
+                         "--validation", setup["valid"])
+    args[args.index("--epochs") + 1] = "8"  # 120 steps: a 1-layer model from scratch
+    assert main(args) == 0
+    for name in ("model.keras", "config.json", "vocab.txt", "metrics.json",
+                 "training_curve.png", "confusion_matrix.png"):
+        assert os.path.getsize(out / name) > 0, name
+    config = json.load(open(out / "config.json"))
+    assert config["task_type"] == "classification"
+    assert config["label_names"] == ["animal", "person"]
+    assert config["max_seq_length"] == 24
+    metrics = json.load(open(out / "metrics.json"))["validation"]
+    assert metrics["accuracy"] >= 0.9 > metrics["majority_baseline_accuracy"] + 0.2, metrics
+    assert {"f1", "matthews_corrcoef"} <= set(metrics)
+
+    # evaluate reloads model + vocab from the directory alone.
+    assert main(["evaluate", "--model", str(out), "--split", setup["valid"]]) == 0
+    evaluation = json.load(open(out / "evaluation.json"))
+    assert evaluation["split"] == setup["valid"]
+    assert evaluation["metrics"]["accuracy"] == metrics["accuracy"]
+
+
+def test_cached_features_train_like_raw_text(setup, tmp_path, capsys):
+    features = tmp_path / "features"
+    assert main(["create-finetuning-data", "--task", f"csv:{setup['train']}",
+                 "--vocab", setup["vocab"], "--max-seq-length", "24",
+                 "--splits", "train", "--output-dir", str(features)]) == 0
+    raw, cached = tmp_path / "raw", tmp_path / "cached"
+    assert main(finetune_args(setup, raw, "--task", f"csv:{setup['train']}", "--epochs", "2")) == 0
+    assert main(finetune_args(setup, cached, "--features", str(features), "--epochs", "2")) == 0
+    raw_history = json.load(open(raw / "metrics.json"))["history"]
+    cached_history = json.load(open(cached / "metrics.json"))["history"]
+    np.testing.assert_allclose(cached_history["loss"], raw_history["loss"], rtol=1e-6)
+
+
+@pytest.mark.parametrize("problem, expected", [
+    ("unknown_task", "Unknown GLUE task 'glue/colaa'"),
+    ("label", "label"),
+    ("positions", "max_seq_length"),
+    ("both_backbones", "exactly one of --backbone"),
+])
+def test_bad_input_exits_2(setup, tmp_path, capsys, problem, expected):
+    args = finetune_args(setup, tmp_path / "ft", "--task", f"csv:{setup['train']}")
+    if problem == "unknown_task":
+        args[args.index("--task") + 1] = "glue/colaa"
+    elif problem == "label":
+        bad = tmp_path / "bad.csv"
+        bad.write_text("sentence,label\nthe cat sees the river,animal\na dog calls,robot\n",
+                       encoding="utf-8")
+        args += ["--validation", str(bad)]
+    elif problem == "positions":
+        args[args.index("--max-seq-length") + 1] = "128"
+    elif problem == "both_backbones":
+        args += ["--preset", "bert_tiny"]
+    assert main(args) == 2
+    err = capsys.readouterr().err
+    assert expected.lower() in err.lower(), err
+    assert not (tmp_path / "ft" / "model.keras").exists()
