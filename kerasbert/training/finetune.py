@@ -46,6 +46,7 @@ class FinetuneConfig:
     backbone: str = None
     preset: str = None
     init_checkpoint: str = None
+    bert_config: str = None
     task_type: str = None
     columns: dict = dataclasses.field(default_factory=dict)
     validation: str = None
@@ -84,43 +85,22 @@ class FinetuneConfig:
             raise UsageError(f"--layerwise-lr-decay must be in (0, 1], got {self.layerwise_lr_decay}.")
         if bool(self.backbone) == bool(self.preset):
             raise UsageError("Give exactly one of --backbone RUN/backbone.keras or --preset NAME.")
-        if self.init_checkpoint and not self.preset:
-            raise UsageError("--init-checkpoint goes with --preset (the original TF1 checkpoint).")
         if self.vocab is None or not os.path.isfile(self.vocab):
             raise UsageError(f"Vocabulary file not found: {self.vocab}")
-        if self.backbone and not os.path.isfile(self.backbone):
-            raise UsageError(f"--backbone file not found: {self.backbone}")
 
 
 # --- pieces -----------------------------------------------------------------
 
 
 def load_backbone(config):
-    """The backbone to fine-tune: a saved `.keras` backbone, or a preset
-    (with the original checkpoint's weights when --init-checkpoint)."""
-    import keras
-
-    from kerasbert import models
+    """The backbone to fine-tune (kerasbert.backbone_loading), checked
+    against the vocabulary."""
+    from kerasbert.backbone_loading import load_backbone as load
     from kerasbert.text.vocabulary import load_vocab
 
     vocab_size = len(load_vocab(config.vocab))
-    if config.backbone:
-        backbone = keras.saving.load_model(config.backbone)
-        if not hasattr(backbone, "token_embedding"):  # e.g. a pretrainer.keras
-            backbone = getattr(backbone, "backbone", backbone)
-    elif config.init_checkpoint:
-        from kerasbert.convert import load_bert_checkpoint
-
-        bert_config = os.path.join(os.path.dirname(config.init_checkpoint), "bert_config.json")
-        if not os.path.isfile(bert_config):
-            raise UsageError(f"--init-checkpoint {config.init_checkpoint}: no bert_config.json "
-                             "beside it.")
-        backbone = load_bert_checkpoint(config.init_checkpoint, bert_config)
-    else:
-        try:
-            backbone = models.from_preset(config.preset, vocabulary_size=vocab_size)
-        except (ValueError, TypeError) as err:
-            raise UsageError(str(err)) from None
+    backbone = load(config.backbone, config.preset, config.init_checkpoint, config.bert_config,
+                    vocabulary_size=vocab_size)
     if backbone.vocabulary_size != vocab_size:
         raise UsageError(f"The backbone has a vocabulary of {backbone.vocabulary_size} tokens but "
                          f"--vocab {config.vocab} has {vocab_size}.")

@@ -45,17 +45,15 @@ def cmd_evaluate(args):
 
 
 def register(subparsers):
+    from kerasbert.backbone_loading import add_backbone_arguments
     from kerasbert.data.finetuning.cli_args import add_task_arguments
 
     ft = subparsers.add_parser(
         "finetune", help="Fine-tune a backbone on a task (GLUE, SQuAD, CoNLL-2003, SWAG, "
         "local CSV/TSV/JSONL).", formatter_class=argparse.ArgumentDefaultsHelpFormatter)
     add_task_arguments(ft, require_task=False)
+    add_backbone_arguments(ft, required=False)  # checked in FinetuneConfig.validate
     add = ft.add_argument
-    add("--backbone", help="A saved backbone (RUN/backbone.keras from kerasbert pretrain).")
-    add("--preset", help="Or a preset architecture ...")
-    add("--init-checkpoint", help="... with the weights of an original google-research/bert "
-        "TF1 checkpoint (bert_config.json beside it).")
     add("--vocab", required=True, help="vocab.txt of the backbone.")
     add("--no-lower-case", dest="lower_case", action="store_false", help="Cased vocabulary.")
     add("--output-dir", required=True)

@@ -118,7 +118,7 @@ WORD_STARTS = range(20, 90)
 CONTINUATION = range(90, VOCAB)
 
 
-def rule_tagged(rng, n, words=10, length=32):
+def rule_tagged(rng, n, words=10, length=32, entity_rate=0.3):
     """(features, token labels [n, T], sample weights [n, T], word_ids,
     word tags per row)."""
     rows, labels, word_id_rows, word_labels = [], [], [], []
@@ -130,7 +130,7 @@ def rule_tagged(rng, n, words=10, length=32):
             if w == trigger_at:
                 pieces, tag = [TRIGGER], O_TAG
             else:
-                entity = rng.rand() < 0.3
+                entity = rng.rand() < entity_rate
                 first = rng.choice(ENTITY if entity else WORD_STARTS)
                 tag = (B_PER if triggered else B_LOC) if entity else O_TAG
                 pieces = [first] + ([rng.choice(CONTINUATION)] if rng.rand() < 0.4 else [])
@@ -178,14 +178,15 @@ def entity_f1(gold_rows, predicted_rows):
 
 # QA span copy: [CLS] q [SEP] context [SEP]; the answer starts where q occurs
 # in the context and is 1 + q % 3 tokens long; q absent -> no answer.
-def span_copy(rng, n, context_len=20, no_answer_rate=0.25):
+def span_copy(rng, n, context_len=20, no_answer_rate=0.25, vocab=(10, VOCAB)):
     """(features, labels dict, contexts, offsets [n, T, 2], gold texts)."""
     length = context_len + 4
+    tokens = np.arange(*vocab)
     rows, starts, ends, contexts, offsets, golds = [], [], [], [], [], []
     for _ in range(n):
-        context = rng.choice(np.arange(10, VOCAB), context_len, replace=False)
+        context = rng.choice(tokens, context_len, replace=False)
         if rng.rand() < no_answer_rate:
-            question = rng.choice(np.setdiff1d(np.arange(10, VOCAB), context))
+            question = rng.choice(np.setdiff1d(tokens, context))
             span = None
         else:
             p = rng.randint(context_len)
@@ -217,15 +218,16 @@ def span_copy(rng, n, context_len=20, no_answer_rate=0.25):
     return stack(rows), labels, contexts, np.stack(offsets), golds
 
 
-def choose_overlap(rng, n, num_choices=4, context_len=6, choice_len=3):
+def choose_overlap(rng, n, num_choices=4, context_len=6, choice_len=3, vocab=(10, VOCAB)):
     """Multiple choice: the right choice repeats a token of the context."""
     length = context_len + choice_len + 3
+    tokens = np.arange(*vocab)
     features = {k: np.zeros((n, num_choices, length), "int32")
                 for k in ("input_word_ids", "input_mask", "input_type_ids")}
     labels = rng.randint(num_choices, size=n).astype("int32")
     for i in range(n):
-        context = rng.choice(np.arange(10, VOCAB), context_len, replace=False)
-        others = np.setdiff1d(np.arange(10, VOCAB), context)
+        context = rng.choice(tokens, context_len, replace=False)
+        others = np.setdiff1d(tokens, context)
         for c in range(num_choices):
             choice = rng.choice(others, choice_len, replace=False)
             if c == labels[i]:

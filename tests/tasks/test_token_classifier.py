@@ -126,9 +126,10 @@ def test_learns_rule_labelled_entities():
     sentence holds the trigger token anywhere, LOC if not; 40% of words
     have a second sub-token (weight 0, ignored). Bound: entity F1 (exact
     type and span, over words) >= 0.9."""
-    n, batch_size, epochs = 512, 16, 4
-    x, y, w, _, _ = rule_tagged(np.random.RandomState(0), n)
-    x_val, _, _, word_ids, gold = rule_tagged(np.random.RandomState(1), 256)
+    n, batch_size, epochs = 512, 16, 6
+    shape = dict(words=6, length=16, entity_rate=0.5)
+    x, y, w, _, _ = rule_tagged(np.random.RandomState(0), n, **shape)
+    x_val, _, _, word_ids, gold = rule_tagged(np.random.RandomState(1), 256, **shape)
     model = TokenClassifier(tiny_backbone(), num_labels=len(TAGS))
     model.compile(learning_rate=3e-3, num_train_steps=epochs * n // batch_size)
     model.fit(x, y, sample_weight=w, batch_size=batch_size, epochs=epochs, verbose=0)

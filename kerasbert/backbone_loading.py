@@ -1,0 +1,109 @@
+"""Loading the backbone a command works on, in one place: a saved `.keras`
+backbone (or a saved pretrainer / task model: its `.backbone`), or a preset
+architecture with the weights of an original google-research/bert TF1
+checkpoint. Used by `finetune` and `extract-features`."""
+
+import os
+import sys
+
+from kerasbert.errors import UsageError
+
+
+def add_backbone_arguments(parser, required=True):
+    """--backbone PATH | --preset NAME [--init-checkpoint PREFIX [--bert-config JSON]]."""
+    source = parser.add_mutually_exclusive_group(required=required)
+    source.add_argument("--backbone", metavar="PATH",
+                        help="A saved backbone (RUN/backbone.keras; a saved pretrainer or task "
+                        "model works too: its .backbone is used).")
+    source.add_argument("--preset", metavar="NAME",
+                        help="A preset architecture (kerasbert presets); its weights come from "
+                        "--init-checkpoint (random without it).")
+    parser.add_argument("--init-checkpoint", metavar="TF1_PREFIX",
+                        help="Original google-research/bert checkpoint prefix, e.g. "
+                        ".../bert_model.ckpt (with --preset).")
+    parser.add_argument("--bert-config", metavar="JSON",
+                        help="bert_config.json of --init-checkpoint (default: the preset's "
+                        "architecture).")
+    return parser
+
+
+def load_backbone(backbone=None, preset=None, init_checkpoint=None, bert_config=None,
+                  vocabulary_size=None):
+    """A backbone from a saved .keras file, or a preset (+ TF1 checkpoint).
+
+    `vocabulary_size` overrides a preset's (the size of the user's vocab.txt).
+
+    Raises:
+        UsageError: missing files, unknown preset, a checkpoint that does not
+            fit the architecture, a model without a backbone.
+    """
+    import keras
+
+    import kerasbert.models  # noqa: F401  (registers the classes for load_model)
+
+    _import_task_classes()
+
+    if backbone is not None:
+        if init_checkpoint or bert_config:
+            raise UsageError("--init-checkpoint/--bert-config go with --preset, not --backbone.")
+        if not os.path.exists(backbone):
+            raise UsageError(f"Backbone not found: {backbone}")
+        try:
+            model = keras.saving.load_model(backbone)
+        except Exception as err:  # noqa: BLE001  (bad zip, unknown class, ...)
+            raise UsageError(f"Cannot load {backbone} as a Keras model: {err}") from None
+        if not _has_encoder_outputs(model):
+            inner = getattr(model, "backbone", None)
+            if inner is None or not _has_encoder_outputs(inner):
+                raise UsageError(
+                    f"{backbone} is a {type(model).__name__} without encoder_outputs "
+                    "(expected a backbone, or a model with a .backbone)."
+                )
+            model = inner
+        return model
+    if preset is None:
+        raise UsageError("Give --backbone PATH or --preset NAME.")
+    from kerasbert.cli import build_backbone
+
+    overrides = {"vocabulary_size": vocabulary_size} if vocabulary_size else {}
+
+    if init_checkpoint is None:
+        if bert_config:
+            raise UsageError("--bert-config needs --init-checkpoint.")
+        print(f"warning: --preset {preset} without --init-checkpoint has RANDOM weights.",
+              file=sys.stderr)
+        return build_backbone(preset, overrides)
+    from kerasbert.convert.bert_config import kwargs_to_bert_config
+    from kerasbert.convert.tf1_checkpoint import load_bert_checkpoint
+
+    config = bert_config or kwargs_to_bert_config(build_backbone(preset, overrides))
+    try:
+        return load_bert_checkpoint(init_checkpoint, config)
+    except (ValueError, KeyError) as err:
+        raise UsageError(f"--init-checkpoint {init_checkpoint}: {err}") from None
+
+
+def _import_task_classes():
+    """Registers the task model classes (best effort), so a saved task model
+    or pretrainer loads too."""
+    import importlib
+
+    from kerasbert import tasks
+
+    for module in sorted(set(tasks._EXPORTS.values())):
+        try:
+            importlib.import_module(module)
+        except Exception:  # noqa: BLE001  (a task module is not needed for a backbone)
+            pass
+
+
+def load_backbone_from_args(args):
+    return load_backbone(args.backbone, args.preset, args.init_checkpoint, args.bert_config)
+
+
+def _has_encoder_outputs(model):
+    try:
+        output = model.output
+    except (AttributeError, ValueError):
+        return False
+    return isinstance(output, dict) and "encoder_outputs" in output
