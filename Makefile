@@ -23,6 +23,7 @@ test-slow: $(STAMP)
 
 bench: $(STAMP)
 	$(BIN)/python bench/encoder_bench.py
+	$(BIN)/python bench/pretrain_bench.py
 	$(BIN)/python bench/data_bench.py
 
 clean:

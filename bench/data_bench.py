@@ -30,7 +30,6 @@ numbers mean nothing. See bench/README.md.
 """
 
 import argparse
-import ast
 import hashlib
 import json
 import os
@@ -61,7 +60,7 @@ QUICK = dict(corpus_mb=0.4, slice_mb=0.05, dupe_factor=1, workers=2, vocab_size=
 # Options shared by both writers (the original script's defaults).
 WRITER_OPTIONS = dict(max_seq_length=128, max_predictions_per_seq=20, masked_lm_prob=0.15,
                       short_seq_prob=0.1, random_seed=12345)
-CORPUS_VERSION = 1  # Bump when the corpus recipe changes (invalidates caches).
+CORPUS_VERSION = 2  # Bump when the corpus recipe changes (invalidates caches).
 MB = 2**20
 POLL_S = 0.05
 
@@ -114,55 +113,15 @@ def parse_args(argv):
 
 # ---------------------------------------------------------------- corpus
 
-_MIN_PARAGRAPH_CHARS = 20
-
-
-def _docstring_sentences(source, split_sentences):
-    """Sentences of the prose paragraphs in a module's docstrings (code
-    examples, parameter tables and other symbol-heavy paragraphs dropped)."""
-    try:
-        tree = ast.parse(source)
-    except (SyntaxError, ValueError, RecursionError):
-        return []
-    out = []
-    for node in ast.walk(tree):
-        if not isinstance(node, (ast.Module, ast.ClassDef, ast.FunctionDef,
-                                 ast.AsyncFunctionDef)):
-            continue
-        doc = ast.get_docstring(node)
-        if not doc:
-            continue
-        for para in re.split(r"\n\s*\n", doc):
-            lines = [l.strip() for l in para.splitlines()]
-            if not lines or lines[0].startswith((">>>", "...", "```", "..")):
-                continue
-            text = " ".join(l for l in lines if l)
-            prose = sum(c.isalpha() or c == " " for c in text)
-            if len(text) < _MIN_PARAGRAPH_CHARS or prose < 0.8 * len(text):
-                continue
-            out.extend(split_sentences(text))
-    return out
-
-
 def _iter_docstring_documents():
     """Documents (lists of sentences), one per module of site-packages, in
-    sorted path order (deterministic for fixed installed versions)."""
-    from kerasbert.data.text_input import split_sentences
+    sorted path order (deterministic for fixed installed versions). The
+    walker and the prose filter are the built-in corpus's
+    (kerasbert.data.default_corpus)."""
+    from kerasbert.data import default_corpus
 
     root = sysconfig.get_paths()["purelib"]
-    for folder, dirs, files in os.walk(root):
-        dirs.sort()
-        for name in sorted(files):
-            if not name.endswith(".py"):
-                continue
-            try:
-                with open(os.path.join(folder, name), encoding="utf-8") as f:
-                    source = f.read()
-            except (OSError, UnicodeDecodeError):
-                continue
-            sentences = _docstring_sentences(source, split_sentences)
-            if len(sentences) >= 2:
-                yield sentences
+    return default_corpus.iter_docstring_documents(default_corpus.python_files(root))
 
 
 def _multilingual_documents(lines_per_doc=8):

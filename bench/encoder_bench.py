@@ -21,8 +21,6 @@ step op by op). See bench/README.md for the flags.
 import argparse
 import os
 import pathlib
-import platform
-import statistics
 import sys
 import time
 
@@ -31,25 +29,14 @@ sys.path.insert(0, str(pathlib.Path(__file__).resolve().parent))
 import _common  # noqa: E402
 
 _common.add_paths()
+from _common import OURS, PEER, BenchError  # noqa: E402,F401
 from _common import loadavg as _loadavg  # noqa: E402
-from _common import write_json  # noqa: E402
+from _common import max_abs_diff, write_json  # noqa: E402
 
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
 
-DEFAULT_PRESET = "bert_mini"  # 4 layers, hidden 256, 4 heads, FFN 1024.
 DEFAULTS = {"batch_size": 16, "seq_length": 128, "repeats": 5, "steps": 3,
             "warmup": 2}
-# --quick: a tiny model for smoke tests (a few seconds per row).
-QUICK_CONFIG = {
-    "vocabulary_size": 512,
-    "num_layers": 1,
-    "num_heads": 2,
-    "hidden_dim": 32,
-    "intermediate_dim": 64,
-    "max_sequence_length": 32,
-    "num_segments": 2,
-    "dropout": 0.1,
-}
 QUICK_DEFAULTS = {"batch_size": 2, "seq_length": 16, "repeats": 1, "steps": 2,
                   "warmup": 1}
 
@@ -65,12 +52,6 @@ ROWS = [
     ("train", False),
     ("train", True),
 ]
-OURS, PEER = "kerasbert", "keras_hub"
-
-
-class BenchError(Exception):
-    """A problem with the arguments or the models; exits non-zero."""
-
 
 def parse_args(argv):
     p = argparse.ArgumentParser(
@@ -80,70 +61,10 @@ def parse_args(argv):
             "jit_compile off and on."
         )
     )
-    p.add_argument(
-        "--preset",
-        default=None,
-        help=f"a name from kerasbert.models.list_presets() "
-        f"(default {DEFAULT_PRESET}; with --quick a tiny 2-layer model)",
-    )
-    p.add_argument("--batch-size", type=int, default=None,
-                   help=f"sequences per step (default {DEFAULTS['batch_size']})")
-    p.add_argument("--seq-length", type=int, default=None,
-                   help=f"tokens per sequence (default {DEFAULTS['seq_length']})")
-    p.add_argument("--repeats", type=int, default=None,
-                   help="timed blocks per model and row; the median is "
-                   f"reported (default {DEFAULTS['repeats']})")
-    p.add_argument("--steps", type=int, default=None,
-                   help="calls per timed block "
-                   f"(default {DEFAULTS['steps']})")
-    p.add_argument("--warmup", type=int, default=None,
-                   help="untimed calls per model and row before timing, the "
-                   f"first one traces/compiles (default {DEFAULTS['warmup']})")
-    p.add_argument("--dtype", default="float32",
-                   help="dtype policy for both backbones, e.g. float32, "
-                   "bfloat16, mixed_bfloat16, mixed_float16 (default float32)")
-    p.add_argument("--backend-note", default="",
-                   help="free text recorded with the results (machine, "
-                   "driver, anything worth keeping)")
-    p.add_argument("--json", metavar="OUT", default=None,
-                   help="also write the results as JSON to this file")
-    p.add_argument("--quick", action="store_true",
-                   help="tiny config, 1 repeat, few steps: a smoke test, "
-                   "not a measurement")
+    _common.add_model_args(p, DEFAULTS)
     args = p.parse_args(argv)
-    base = QUICK_DEFAULTS if args.quick else DEFAULTS
-    for name, value in base.items():
-        if getattr(args, name) is None:
-            setattr(args, name, value)
-    for name in ("batch_size", "seq_length", "repeats", "steps"):
-        if getattr(args, name) < 1:
-            p.error(f"--{name.replace('_', '-')} must be >= 1, "
-                    f"got {getattr(args, name)}")
-    if args.warmup < 1:
-        p.error(f"--warmup must be >= 1 (the first call compiles), "
-                f"got {args.warmup}")
+    _common.finish_model_args(p, args, DEFAULTS, QUICK_DEFAULTS)
     return args
-
-
-def resolve_config(args):
-    from kerasbert.models import get_preset
-
-    if args.preset is None and args.quick:
-        return "quick", dict(QUICK_CONFIG)
-    name = args.preset or DEFAULT_PRESET
-    try:
-        preset = get_preset(name)
-    except ValueError as e:
-        raise BenchError(str(e)) from None
-    if preset["backbone_class"].__name__ != "BertBackbone":
-        raise BenchError(
-            f"--preset {name!r} is a {preset['backbone_class'].__name__}; "
-            "this bench compares BertBackbone presets only."
-        )
-    keys = ("vocabulary_size", "num_layers", "num_heads", "hidden_dim",
-            "intermediate_dim", "max_sequence_length", "num_segments",
-            "dropout")
-    return name, {k: preset["config"][k] for k in keys}
 
 
 # 1-minute load average when main() started, before this process did any
@@ -151,84 +72,7 @@ def resolve_config(args):
 _LOAD_AT_START = {}
 
 
-def environment(args):
-    import keras
-    import keras_hub
-    import numpy as np
-
-    import kerasbert
-
-    backend = keras.backend.backend()
-    env = {
-        "backend": backend,
-        "keras": keras.__version__,
-        "keras_hub": keras_hub.__version__,
-        "kerasbert": getattr(kerasbert, "__version__", "?"),
-        "numpy": np.__version__,
-        "python": platform.python_version(),
-        "platform": platform.platform(),
-        "cpu_count": os.cpu_count(),
-        "dtype_policy": args.dtype,
-        "note": args.backend_note,
-        "loadavg_start": _LOAD_AT_START.get("value"),
-    }
-    try:
-        import tensorflow as tf
-
-        env["tensorflow"] = tf.__version__
-    except ImportError:
-        env["tensorflow"] = None
-    if backend == "jax":
-        import jax
-
-        env["jax"] = jax.__version__
-        env["device"] = ", ".join(
-            f"{d.platform}:{d.id} {getattr(d, 'device_kind', '')}".strip()
-            for d in jax.devices()
-        )
-    elif backend == "tensorflow":
-        import tensorflow as tf
-
-        gpus = tf.config.list_physical_devices("GPU")
-        if gpus:
-            names = []
-            for g in gpus:
-                details = tf.config.experimental.get_device_details(g)
-                names.append(details.get("device_name", g.name))
-            env["device"] = "GPU: " + ", ".join(names)
-        else:
-            env["device"] = "CPU"
-    elif backend == "torch":
-        import torch
-
-        env["torch"] = torch.__version__
-        env["device"] = (
-            torch.cuda.get_device_name(0) if torch.cuda.is_available()
-            else "CPU"
-        )
-    else:
-        env["device"] = "?"
-    return env
-
-
-def make_inputs(batch, length, vocab, seed=0):
-    """keras-hub-named int32 inputs with realistic padding and two segments."""
-    import numpy as np
-
-    rng = np.random.default_rng(seed)
-    lengths = rng.integers(max(1, length // 2), length + 1, size=batch)
-    lengths[0] = length  # At least one full row.
-    positions = np.arange(length)[None, :]
-    mask = (positions < lengths[:, None]).astype("int32")
-    token_ids = rng.integers(1, vocab, size=(batch, length)).astype("int32")
-    token_ids *= mask
-    segment_ids = ((positions >= (lengths[:, None] // 2)) * mask).astype(
-        "int32")
-    return {
-        "token_ids": token_ids,
-        "padding_mask": mask,
-        "segment_ids": segment_ids,
-    }
+make_inputs = _common.make_bert_inputs
 
 
 def ours_inputs(peer_inputs):
@@ -258,25 +102,11 @@ def build_wrappers(backbone, input_names, head):
     return forward, train
 
 
-def max_abs_diff(a, b):
-    import numpy as np
-
-    return float(np.max(np.abs(np.asarray(a, "float64") -
-                                np.asarray(b, "float64"))))
-
-
-def block_until_ready(model):
-    """Waits for pending (async) updates of `model`'s last variable."""
-    if model.trainable_variables:
-        _ = model.trainable_variables[-1].numpy()
-
-
 def bench_row(kind, jit, models, data, targets, args, initial_weights):
     """Times one row; returns per-model lists of seq/s and compile times."""
     import keras
 
     step_fns = {}
-    first_call_s = {}
     for who in (OURS, PEER):
         fwd, train = models[who]
         # Same starting weights for each row (the train wrapper holds the
@@ -297,30 +127,12 @@ def bench_row(kind, jit, models, data, targets, args, initial_weights):
 
             def step(train=train, x=data[who]):
                 loss = train.train_on_batch(x, targets)
-                block_until_ready(train)
+                _common.block_until_ready(train.trainable_variables)
                 return loss
 
         step_fns[who] = step
 
-    outputs = {}
-    for who in (OURS, PEER):
-        t0 = time.perf_counter()
-        outputs[who] = step_fns[who]()
-        first_call_s[who] = time.perf_counter() - t0
-        for _ in range(args.warmup - 1):
-            outputs[who] = step_fns[who]()
-
-    rates = {OURS: [], PEER: []}
-    for r in range(args.repeats):
-        order = (OURS, PEER) if r % 2 == 0 else (PEER, OURS)
-        for who in order:
-            fn = step_fns[who]
-            t0 = time.perf_counter()
-            for _ in range(args.steps):
-                fn()
-            dt = time.perf_counter() - t0
-            rates[who].append(args.steps * args.batch_size / dt)
-    return rates, first_call_s, outputs
+    return _common.time_steps(step_fns, args)
 
 
 def check_outputs(models, data, tol):
@@ -362,20 +174,7 @@ def format_table(results, env, meta):
         f" seq={meta['seq_length']}  repeats={meta['repeats']} "
         f"steps={meta['steps']} warmup={meta['warmup']}"
     )
-    header = (f"{'row':<18} {'ours seq/s':>11} {'keras-hub seq/s':>16} "
-              f"{'ours/keras-hub':>15}   {'paired ratios min..max':>23} "
-              f"{'1st call s (ours/kh)':>21}")
-    lines.append(header)
-    lines.append("-" * len(header))
-    for row in results:
-        lines.append(
-            f"{row['row']:<18} {row['ours_seq_per_s']:>11.1f} "
-            f"{row['keras_hub_seq_per_s']:>16.1f} "
-            f"{row['ratio']:>14.3f}x   "
-            f"{row['paired_ratio_min']:>10.3f}..{row['paired_ratio_max']:<11.3f}"
-            f"  {row['first_call_s_ours']:>8.2f} / "
-            f"{row['first_call_s_keras_hub']:<8.2f}"
-        )
+    lines += _common.format_ratio_rows(results)
     lines.append("")
     lines.append("ratio = median(ours seq/s) / median(keras-hub seq/s); "
                  "> 1 means kerasbert is faster.")
@@ -385,16 +184,7 @@ def format_table(results, env, meta):
         f"{d['sequence_output']:.2e}, pooled_output {d['pooled_output']:.2e},"
         f" train wrapper {d['train_wrapper_output']:.2e}"
     )
-    env_bits = [f"backend={env['backend']}", f"device={env['device']}",
-                f"keras={env['keras']}", f"keras_hub={env['keras_hub']}",
-                f"tensorflow={env['tensorflow']}"]
-    if "jax" in env:
-        env_bits.append(f"jax={env['jax']}")
-    env_bits += [f"dtype={env['dtype_policy']}", f"cpus={env['cpu_count']}",
-                 f"python={env['python']}",
-                 f"loadavg(start/end)={env['loadavg_start']}/"
-                 f"{env.get('loadavg_end')}"]
-    lines.append("env: " + " ".join(env_bits))
+    lines.append(_common.env_line(env))
     if env["note"]:
         lines.append(f"note: {env['note']}")
     return "\n".join(lines)
@@ -407,16 +197,8 @@ def run(args):
 
     from kerasbert.convert import from_keras_hub
 
-    config_name, config = resolve_config(args)
-    if args.seq_length > config["max_sequence_length"]:
-        raise BenchError(
-            f"--seq-length {args.seq_length} exceeds the model's "
-            f"max_sequence_length {config['max_sequence_length']}."
-        )
-    try:
-        policy = keras.dtype_policies.get(args.dtype)
-    except ValueError as e:
-        raise BenchError(f"--dtype {args.dtype!r}: {e}") from None
+    config_name, config = _common.resolve_bert_config(args)
+    policy = _common.dtype_policy(args.dtype)
 
     keras.utils.set_random_seed(0)
     peer = keras_hub.models.BertBackbone(**config, dtype=policy)
@@ -453,7 +235,7 @@ def run(args):
     )
     initial_weights = {who: models[who][1].get_weights() for who in models}
 
-    env = environment(args)
+    env = _common.keras_environment(args, _LOAD_AT_START.get("value"))
     results = []
     for kind, jit in ROWS:
         label = f"{kind} jit={'on' if jit else 'off'}"
@@ -468,24 +250,9 @@ def run(args):
                 raise BenchError(
                     f"{label}: sequence_output differs by {seq_d:.3g} > {tol}"
                 )
-        med_o = statistics.median(rates[OURS])
-        med_p = statistics.median(rates[PEER])
-        paired = [o / p for o, p in zip(rates[OURS], rates[PEER])]
-        row = {
-            "row": label,
-            "kind": kind,
-            "jit_compile": jit,
-            "ours_seq_per_s": med_o,
-            "keras_hub_seq_per_s": med_p,
-            "ratio": med_o / med_p,
-            "paired_ratio_median": statistics.median(paired),
-            "paired_ratio_min": min(paired),
-            "paired_ratio_max": max(paired),
-            "ours_seq_per_s_all": rates[OURS],
-            "keras_hub_seq_per_s_all": rates[PEER],
-            "first_call_s_ours": first_call[OURS],
-            "first_call_s_keras_hub": first_call[PEER],
-        }
+        row = _common.ratio_row(label, rates, first_call, kind=kind,
+                                jit_compile=jit)
+        med_o, med_p = row["ours_seq_per_s"], row["keras_hub_seq_per_s"]
         results.append(row)
         print(
             f"  {label:<16} ours {med_o:9.1f} seq/s  keras-hub {med_p:9.1f} "
