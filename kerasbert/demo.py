@@ -6,6 +6,9 @@
    docstrings, kerasbert.data.default_corpus): WordPiece vocabulary ->
    pretraining TFRecords -> a short masked-LM + NSP pretraining of
    `bert_tiny` -> fill-in-the-blank predictions of the trained model.
+3. Fine-tuning on the built-in task (kerasbert.data.default_task: which
+   area of the standard library a documentation sentence comes from; real
+   text, real labels): validation accuracy next to the majority baseline.
 
 Every step prints what it checked; any mismatch raises, so the demo fails
 loudly. `quick=True` (the test) shrinks the corpus and the run.
@@ -118,8 +121,10 @@ def model_checks(output_dir):
 
 
 # Sizes: the full demo takes a few minutes on 2 CPU cores.
-FULL = dict(corpus_mb=None, vocab_size=8000, dupe_factor=2, steps=300, batch_size=32)
-QUICK = dict(corpus_mb=0.3, vocab_size=2000, dupe_factor=1, steps=20, batch_size=8)
+FULL = dict(corpus_mb=None, vocab_size=8000, dupe_factor=2, steps=300, batch_size=32,
+            task_per_label=800, epochs=3)
+QUICK = dict(corpus_mb=0.3, vocab_size=2000, dupe_factor=1, steps=20, batch_size=8,
+             task_per_label=40, epochs=1)
 SEQ_LENGTH, PREDICTIONS = 64, 10  # short sequences keep the demo to minutes on a CPU
 FILL_IN = ("The [MASK] returns a new list of the items.",
            "Raise an [MASK] if the file does not exist.")
@@ -169,6 +174,30 @@ def pretraining_pipeline(output_dir, quick=False):
     for name, path in result["outputs"].items():
         print(f"  {name:<15} {path}")
     _fill_in_the_blanks(result["outputs"]["pretrainer"], vocab)
+    _finetune_default_task(output_dir, result["outputs"]["backbone"], vocab, sizes)
+
+
+def _finetune_default_task(output_dir, backbone, vocab, sizes):
+    from kerasbert.data.default_task import write_default_task
+    from kerasbert.training.finetune import FinetuneConfig, run_finetuning
+
+    _step("fine-tuning on the built-in task: which area of the standard library "
+          "a sentence documents")
+    task = write_default_task(os.path.join(output_dir, "task"), sizes["task_per_label"])
+    for split in ("train", "validation"):
+        counts = task["counts"][split]
+        print(f"  {split}: {sum(counts.values()):,} sentences "
+              f"({', '.join(f'{k} {v}' for k, v in counts.items())})")
+    result = run_finetuning(FinetuneConfig(
+        task=f"csv:{task['train']}", validation=task["validation"],
+        output_dir=os.path.join(output_dir, "finetune"), vocab=vocab, backbone=backbone,
+        epochs=sizes["epochs"], batch_size=32, learning_rate=5e-4,
+        max_seq_length=SEQ_LENGTH))
+    metrics = result["metrics"]
+    print(f"  validation accuracy {metrics['accuracy']:.3f} (majority-class baseline "
+          f"{metrics['majority_baseline_accuracy']:.3f}), macro F1 {metrics['f1']:.3f}")
+    for name, path in result["outputs"].items():
+        print(f"  {name:<17} {path}")
 
 
 def _fill_in_the_blanks(pretrainer_path, vocab, seq_length=32):

@@ -83,3 +83,5 @@ def test_demo_runs_and_checks_everything(tmp_path, capsys):
                  "pretrain/training_curve.png"):
         assert (tmp_path / name).exists(), name
     assert "step 20: loss" in out and "fill in the blank" in out
+    assert "majority-class baseline" in out
+    assert (tmp_path / "finetune" / "model.keras").exists()

@@ -333,6 +333,7 @@ def run_finetuning(config):
     train_ds = make_dataset(train, config.batch_size, shuffle=True, seed=config.seed)
     valid_ds = make_dataset(valid, config.batch_size) if valid is not None else None
     history = model.fit(train_ds, validation_data=valid_ds, epochs=config.epochs,
+                        shuffle=False,  # the dataset shuffles itself, by --seed
                         verbose=1 if config.progress else 0).history
 
     outputs = {"model": os.path.join(config.output_dir, "model.keras")}
