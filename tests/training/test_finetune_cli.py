@@ -120,3 +120,88 @@ def test_bad_input_exits_2(setup, tmp_path, capsys, problem, expected):
     err = capsys.readouterr().err
     assert expected.lower() in err.lower(), err
     assert not (tmp_path / "ft" / "model.keras").exists()
+
+
+def write_jsonl(path, records):
+    with open(path, "w", encoding="utf-8") as f:
+        for record in records:
+            f.write(json.dumps(record, ensure_ascii=False) + "\n")
+    return str(path)
+
+
+def tagging_records(n, seed):
+    """Animals are B-ANIMAL (+ I-ANIMAL), everything else O."""
+    rng = random.Random(seed)
+    records = []
+    for _ in range(n):
+        words, labels = [], []
+        for phrase in (rng.choice(pd.SUBJECTS), rng.choice(pd.VERBS), rng.choice(pd.OBJECTS)):
+            tokens = phrase.split()
+            animal = phrase in ANIMALS
+            for i, token in enumerate(tokens):
+                words.append(token)
+                labels.append("O" if not animal or token in ("the", "a") else
+                              ("B-ANIMAL" if labels[-1:] != ["B-ANIMAL"] else "I-ANIMAL"))
+        records.append({"tokens": words, "labels": labels})
+    return records
+
+
+def squad_json(path, n, seed):
+    """Questions "who VERB ..." answered by the subject of a context sentence."""
+    rng = random.Random(seed)
+    paragraphs = []
+    for i in range(n):
+        subject, verb, obj = rng.choice(pd.SUBJECTS), rng.choice(pd.VERBS), rng.choice(pd.OBJECTS)
+        context = f"{rng.choice(pd.ENDINGS)} {subject} {verb} {obj} ."
+        paragraphs.append({"context": context, "qas": [{
+            "id": f"q{i}", "question": f"who {verb} {obj} ?",
+            "answers": [{"text": subject, "answer_start": context.index(subject)}]}]})
+    with open(path, "w", encoding="utf-8") as f:
+        json.dump({"version": "1.1", "data": [{"title": "t", "paragraphs": paragraphs}]}, f)
+    return str(path)
+
+
+def swag_csv(path, n, seed):
+    """The right ending repeats the start phrase's object."""
+    rng = random.Random(seed)
+    with open(path, "w", encoding="utf-8", newline="") as f:
+        writer = csv.writer(f)
+        writer.writerow(["video-id", "fold-ind", "startphrase", "sent1", "sent2", "gold-source",
+                         "ending0", "ending1", "ending2", "ending3", "label"])
+        for i in range(n):
+            objects = rng.sample(pd.OBJECTS, 4)
+            label = rng.randrange(4)
+            subject = rng.choice(pd.SUBJECTS)
+            sent1 = f"{subject} {rng.choice(pd.VERBS)} {objects[label]} ."
+            writer.writerow(["v", i, sent1, sent1, subject, "gold",
+                             *[f"{o} {rng.choice(pd.ENDINGS)}" for o in objects], label])
+    return str(path)
+
+
+@pytest.mark.parametrize("kind", ["tagging", "qa", "multiple_choice"])
+def test_every_task_type_runs_end_to_end(setup, tmp_path, kind):
+    """Each task type through finetune -> metrics.json -> evaluate."""
+    if kind == "tagging":
+        train = write_jsonl(tmp_path / "train.jsonl", tagging_records(60, 0))
+        valid = write_jsonl(tmp_path / "valid.jsonl", tagging_records(20, 1))
+        task, keys = f"jsonl:{train}", {"f1", "precision", "recall"}
+    elif kind == "qa":
+        train, valid = squad_json(tmp_path / "train.json", 60, 0), squad_json(tmp_path / "v.json", 20, 1)
+        task, keys = f"squad_json:{train}", {"exact_match", "f1"}
+    else:
+        train, valid = swag_csv(tmp_path / "train.csv", 60, 0), swag_csv(tmp_path / "v.csv", 20, 1)
+        task, keys = f"swag:{train}", {"accuracy"}
+    out = tmp_path / "ft"
+    args = finetune_args(setup, out, "--task", task, "--validation", valid)
+    args[args.index("--epochs") + 1] = "1"
+    if kind == "qa":
+        args[args.index("--max-seq-length") + 1] = "48"
+        args += ["--max-query-length", "12", "--doc-stride", "16"]
+    assert main(args) == 0
+    metrics = json.load(open(out / "metrics.json"))["validation"]
+    assert keys <= set(metrics), metrics
+    assert json.load(open(out / "config.json"))["task_type"] == kind
+    assert main(["evaluate", "--model", str(out), "--split", valid]) == 0
+    evaluation = json.load(open(out / "evaluation.json"))["metrics"]
+    for key in keys:
+        assert evaluation[key] == pytest.approx(metrics[key])
