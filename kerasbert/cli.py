@@ -139,6 +139,14 @@ def run_reporting_errors(func, args, prog):
     return 0
 
 
+def script_main(command_module, prog, description, argv=None):
+    """`main` of a thin script (tfrecords/*.py) over a command module that
+    has `add_arguments(parser)` and `run(args)`: same flags, same errors."""
+    module = importlib.import_module(command_module)
+    parser = module.add_arguments(argparse.ArgumentParser(prog=prog, description=description))
+    return run_reporting_errors(module.run, parser.parse_args(argv), prog)
+
+
 def main(argv=None):
     parser = make_parser()
     args = parser.parse_args(argv)

@@ -6,23 +6,17 @@
 Exit codes: 0 success, 2 bad input (message names it), 1 unexpected failure.
 """
 
-import argparse
 import os
 import sys
 
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
-from kerasbert.data.create_command import add_arguments  # noqa: E402
-from kerasbert.data.create_command import run  # noqa: E402
-from kerasbert.cli import run_reporting_errors  # noqa: E402
+from kerasbert.cli import script_main  # noqa: E402
 
 
 def main(argv=None):
-    parser = add_arguments(argparse.ArgumentParser(
-        prog="create_pretraining_data.py", description=__doc__.splitlines()[0]))
-    args = parser.parse_args(argv)
-    return run_reporting_errors(run, args, "create_pretraining_data.py")
+    return script_main("kerasbert.data.create_command", "create_pretraining_data.py", __doc__.splitlines()[0], argv)
 
 
 if __name__ == "__main__":

@@ -28,6 +28,7 @@ import numpy as np
 
 from kerasbert.errors import UsageError
 from kerasbert.io_utils import atomic_write_json
+from kerasbert.training.run_files import save_figure_atomically
 
 TASK_CLASSES = {
     "classification": "TextClassifier", "pair": "TextClassifier",
@@ -237,7 +238,7 @@ def plot_curves(history, path):
         ax.grid(alpha=0.3)
         ax.legend()
     fig.tight_layout()
-    _save_figure(fig, path)
+    save_figure_atomically(fig, path)
 
 
 def plot_confusion_matrix(labels, predictions, label_names, path):
@@ -259,23 +260,7 @@ def plot_confusion_matrix(labels, predictions, label_names, path):
         ax.text(j, i, str(count), ha="center", va="center",
                 color="white" if count > matrix.max() / 2 else "black")
     fig.tight_layout()
-    _save_figure(fig, path)
-
-
-def _save_figure(fig, path):
-    import tempfile
-
-    import matplotlib.pyplot as plt
-
-    fd, tmp = tempfile.mkstemp(prefix=".plot.", suffix=".png", dir=os.path.dirname(path))
-    os.close(fd)
-    try:
-        fig.savefig(tmp, dpi=100)
-        os.replace(tmp, path)
-    finally:
-        plt.close(fig)
-        if os.path.exists(tmp):
-            os.remove(tmp)
+    save_figure_atomically(fig, path)
 
 
 # --- the runs -----------------------------------------------------------------

@@ -104,7 +104,17 @@ def plot_training_curve(run_dir):
         ax.grid(alpha=0.3)
     fig.tight_layout()
     path = os.path.join(run_dir, CURVE_FILE)
-    fd, tmp = tempfile.mkstemp(prefix=".training_curve.", suffix=".png", dir=run_dir)
+    save_figure_atomically(fig, path)
+    return path
+
+
+def save_figure_atomically(fig, path):
+    """Saves a matplotlib figure as PNG through a temporary name, then
+    closes it."""
+    import matplotlib.pyplot as plt
+
+    fd, tmp = tempfile.mkstemp(prefix=f".{os.path.basename(path)}.", suffix=".png",
+                               dir=os.path.dirname(os.path.abspath(path)))
     os.close(fd)
     try:
         fig.savefig(tmp, dpi=100)
@@ -113,7 +123,6 @@ def plot_training_curve(run_dir):
         plt.close(fig)
         if os.path.exists(tmp):
             os.remove(tmp)
-    return path
 
 
 def save_keras_atomically(model, path):
