@@ -176,25 +176,35 @@ def entity_f1(gold_rows, predicted_rows):
     return 2 * tp / max(2 * tp + fp + fn, 1)
 
 
-# QA span copy: [CLS] q [SEP] context [SEP]; the answer starts where q occurs
-# in the context and is 1 + q % 3 tokens long; q absent -> no answer.
-def span_copy(rng, n, context_len=20, no_answer_rate=0.25, vocab=(10, VOCAB)):
+# QA span copy: [CLS] q [SEP] context [SEP]. The answer starts where q occurs
+# in the context and is 1 + q % 3 tokens long; its last token (for lengths 2
+# and 3) is an end piece (90..99) and its middle one a middle piece (80..89),
+# pieces that occur nowhere else, like the "##" pieces that close a word.
+# No-answer questions: q is absent from the context (with distractor=True
+# the context still holds an unmatched span with its pieces; a tiny model
+# then needs many more steps, so the learning test leaves it out).
+MIDDLE_PIECES = range(80, 90)
+END_PIECES = range(90, VOCAB)
+
+
+def span_copy(rng, n, context_len=8, no_answer_rate=0.25, vocab=(10, 40),
+              distractor=False):
     """(features, labels dict, contexts, offsets [n, T, 2], gold texts)."""
     length = context_len + 4
     tokens = np.arange(*vocab)
     rows, starts, ends, contexts, offsets, golds = [], [], [], [], [], []
     for _ in range(n):
-        context = rng.choice(tokens, context_len, replace=False)
-        if rng.rand() < no_answer_rate:
-            question = rng.choice(np.setdiff1d(tokens, context))
-            span = None
-        else:
-            p = rng.randint(context_len)
-            size = 1 + context[p] % 3
-            p = min(p, context_len - size)
-            question = context[p]
-            size = 1 + question % 3
-            span = (p, p + size - 1)
+        question = rng.choice(tokens)
+        size = 1 + question % 3
+        context = rng.choice(np.setdiff1d(tokens, [question]), context_len, replace=False)
+        p = rng.randint(context_len - size + 1)
+        answerable = rng.rand() >= no_answer_rate
+        if answerable:
+            context[p] = question
+        if size >= 2 and (answerable or distractor):
+            context[p + size - 1] = rng.choice(END_PIECES)
+        if size == 3 and (answerable or distractor):
+            context[p + 1] = rng.choice(MIDDLE_PIECES)
         rows.append(pack([question], context, length=length))
         words = [f"w{t}" for t in context]
         text = " ".join(words)
@@ -205,21 +215,26 @@ def span_copy(rng, n, context_len=20, no_answer_rate=0.25, vocab=(10, VOCAB)):
             char += len(word) + 1
         contexts.append(text)
         offsets.append(token_offsets)
-        if span is None:
+        if answerable:
+            first, last = 3 + p, 3 + p + size - 1
+            starts.append(first)
+            ends.append(last)
+            golds.append(text[token_offsets[first, 0]:token_offsets[last, 1]])
+        else:
             starts.append(0)
             ends.append(0)
             golds.append("")
-        else:
-            starts.append(3 + span[0])
-            ends.append(3 + span[1])
-            golds.append(text[token_offsets[3 + span[0], 0]:token_offsets[3 + span[1], 1]])
     labels = {"start_positions": np.array(starts, "int32"),
               "end_positions": np.array(ends, "int32")}
     return stack(rows), labels, contexts, np.stack(offsets), golds
 
 
-def choose_overlap(rng, n, num_choices=4, context_len=6, choice_len=3, vocab=(10, VOCAB)):
-    """Multiple choice: the right choice repeats a token of the context."""
+def choose_overlap(rng, n, num_choices=4, context_len=1, choice_len=1, vocab=(10, 16),
+                   copies=1):
+    """Multiple choice: the right choice repeats `copies` tokens of the
+    context; the others share none. (Detecting a repeated token through
+    [CLS] is slow to learn for a tiny model: the defaults keep it to one
+    context token, one choice token and 6 token ids.)"""
     length = context_len + choice_len + 3
     tokens = np.arange(*vocab)
     features = {k: np.zeros((n, num_choices, length), "int32")
@@ -231,7 +246,8 @@ def choose_overlap(rng, n, num_choices=4, context_len=6, choice_len=3, vocab=(10
         for c in range(num_choices):
             choice = rng.choice(others, choice_len, replace=False)
             if c == labels[i]:
-                choice[rng.randint(choice_len)] = rng.choice(context)
+                where = rng.choice(choice_len, copies, replace=False)
+                choice[where] = rng.choice(context, copies, replace=False)
             row = pack(context, choice, length=length)
             for k, v in zip(("input_word_ids", "input_mask", "input_type_ids"), row):
                 features[k][i, c] = v
