@@ -5,7 +5,7 @@ from keras import ops
 
 from kerasbert.layers import MaskedLMHead
 from kerasbert.layers import NextSentenceHead
-import kerasbert.models  # noqa: F401  (registers the backbones, so saved pretrainers load)
+from kerasbert.tasks.backbone_model import BackboneModel
 
 OBJECTIVES = (("mlm", "nsp"), ("mlm", "sop"), ("mlm",))
 BACKBONE_INPUTS = ("input_word_ids", "input_mask", "input_type_ids")
@@ -61,7 +61,7 @@ def _cross_replica_sum(value):
 
 
 @keras.saving.register_keras_serializable(package="kerasbert")
-class BertPretrainer(keras.Model):
+class BertPretrainer(BackboneModel):
     """A backbone with the BERT pretraining heads and their losses.
 
     The masked-LM head gathers `masked_lm_positions` and decodes with the
@@ -101,10 +101,7 @@ class BertPretrainer(keras.Model):
 
     def __init__(self, backbone, objectives=("mlm", "nsp"), dtype=None, **kwargs):
         objectives = _validate_objectives(objectives)
-        if dtype is None:
-            dtype = backbone.dtype_policy
-        super().__init__(dtype=dtype, **kwargs)
-        self.backbone = backbone
+        super().__init__(backbone, dtype=dtype, **kwargs)
         self.objectives = objectives
         self.sentence_objective = objectives[1] if len(objectives) > 1 else None
 
@@ -154,11 +151,6 @@ class BertPretrainer(keras.Model):
                 outputs["pooled_output"]
             )
         return result
-
-    def build(self, input_shape=None):
-        # Everything is built in __init__ (the backbone is functional and
-        # the heads' sizes come from it).
-        self.built = True
 
     # --- losses -----------------------------------------------------------
 
@@ -307,36 +299,17 @@ class BertPretrainer(keras.Model):
         return config
 
     def compile_from_config(self, config):
-        """Recompiles a loaded model (optimizer state is then restored)."""
+        """Recompiles a loaded model, with the weight-decay exclusions a
+        Keras optimizer's config does not record (get_compile_config)."""
         config = dict(config)
         exclude = config.pop("exclude_from_weight_decay", None)
-        config = keras.saving.deserialize_keras_object(config)
-        optimizer = config.pop("optimizer", None)
-        if exclude and optimizer is not None:
-            optimizer.exclude_from_weight_decay(var_names=sorted(exclude))
         config.pop("loss", None)
-        self.compile(optimizer=optimizer, **config)
-        if self.optimizer is not None and self.built:
-            self.optimizer.build(self.trainable_variables)
+        config = keras.saving.deserialize_keras_object(config)
+        if exclude and config.get("optimizer") is not None:  # before it is built
+            config["optimizer"].exclude_from_weight_decay(var_names=sorted(exclude))
+        self._recompile(config)
 
     # --- config -------------------------------------------------------------
 
     def get_config(self):
-        return {
-            "name": self.name,
-            "trainable": self.trainable,
-            "dtype": keras.dtype_policies.serialize(self.dtype_policy),
-            "backbone": keras.saving.serialize_keras_object(self.backbone),
-            "objectives": list(self.objectives),
-        }
-
-    @classmethod
-    def from_config(cls, config):
-        config = dict(config)
-        if isinstance(config.get("backbone"), dict):
-            config["backbone"] = keras.saving.deserialize_keras_object(
-                config["backbone"]
-            )
-        if isinstance(config.get("dtype"), dict):
-            config["dtype"] = keras.dtype_policies.deserialize(config["dtype"])
-        return cls(**config)
+        return {**super().get_config(), "objectives": list(self.objectives)}

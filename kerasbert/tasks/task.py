@@ -23,7 +23,7 @@ dropout and a small head. This module holds what every task shares:
 import keras
 from keras import ops
 
-import kerasbert.models  # noqa: F401  (registers the backbones, so saved tasks load)
+from kerasbert.tasks.backbone_model import BackboneModel
 
 BACKBONE_INPUTS = ("input_word_ids", "input_mask", "input_type_ids")
 
@@ -116,7 +116,7 @@ def fine_tuning_optimizer(
     )
 
 
-class Task(keras.Model):
+class Task(BackboneModel):
     """Base class of the fine-tuning task models: a backbone and a head.
 
     Subclasses build their head layers (with `dtype=self.head_dtype`) in
@@ -133,25 +133,13 @@ class Task(keras.Model):
     """
 
     def __init__(self, backbone, dropout=0.1, dtype=None, **kwargs):
-        if dtype is None:
-            dtype = backbone.dtype_policy
-        super().__init__(dtype=dtype, **kwargs)
         if not 0.0 <= float(dropout) < 1.0:
             raise ValueError(f"dropout must be in [0, 1), got {dropout!r}.")
-        self.backbone = backbone
+        super().__init__(backbone, dtype=dtype, **kwargs)
         self.dropout = float(dropout)
         self.output_dropout = keras.layers.Dropout(
             self.dropout, dtype=backbone.dtype_policy, name="output_dropout"
         )
-
-    @property
-    def head_dtype(self):
-        """Policy for head layers: the backbone's."""
-        return self.backbone.dtype_policy
-
-    def build(self, input_shape=None):
-        # Heads are built in __init__ (their sizes come from the backbone).
-        self.built = True
 
     def encode(self, inputs, training=False):
         """The backbone's output dict for a feature dict."""
@@ -228,32 +216,7 @@ class Task(keras.Model):
             **kwargs,
         )
 
-    def compile_from_config(self, config):
-        """Recompiles a loaded model (Keras then restores the optimizer
-        state). Needed because `compile` is overridden."""
-        config = keras.saving.deserialize_keras_object(config)
-        self.compile(**config)
-        if self.optimizer is not None and self.built:
-            self.optimizer.build(self.trainable_variables)
-
     # --- config -----------------------------------------------------------
 
     def get_config(self):
-        return {
-            "name": self.name,
-            "trainable": self.trainable,
-            "dtype": keras.dtype_policies.serialize(self.dtype_policy),
-            "backbone": keras.saving.serialize_keras_object(self.backbone),
-            "dropout": self.dropout,
-        }
-
-    @classmethod
-    def from_config(cls, config):
-        config = dict(config)
-        if isinstance(config.get("backbone"), dict):
-            config["backbone"] = keras.saving.deserialize_keras_object(
-                config["backbone"]
-            )
-        if isinstance(config.get("dtype"), dict):
-            config["dtype"] = keras.dtype_policies.deserialize(config["dtype"])
-        return cls(**config)
+        return {**super().get_config(), "dropout": self.dropout}
