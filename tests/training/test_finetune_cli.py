@@ -205,3 +205,24 @@ def test_every_task_type_runs_end_to_end(setup, tmp_path, kind):
     evaluation = json.load(open(out / "evaluation.json"))["metrics"]
     for key in keys:
         assert evaluation[key] == pytest.approx(metrics[key])
+
+
+@pytest.mark.parametrize("task, keys", [
+    ("glue/cola", {"matthews_corrcoef", "accuracy"}),
+    ("glue/mrpc", {"accuracy", "f1"}),
+    ("glue/stsb", {"pearson", "spearman", "pearson_spearman_avg"}),
+])
+def test_glue_tasks_through_tfds(setup, tmp_path, task, keys):
+    """GLUE from TFDS (mock data, offline): the task's own metrics."""
+    import tensorflow_datasets as tfds
+
+    out = tmp_path / "ft"
+    args = finetune_args(setup, out, "--task", task)
+    args[args.index("--epochs") + 1] = "1"
+    with tfds.testing.mock_data(num_examples=16):
+        assert main(args) == 0
+    metrics = json.load(open(out / "metrics.json"))["validation"]
+    assert keys <= set(metrics), metrics
+    config = json.load(open(out / "config.json"))
+    assert config["task_type"] == {"glue/cola": "classification", "glue/mrpc": "pair",
+                                   "glue/stsb": "regression"}[task]
