@@ -226,3 +226,16 @@ def test_glue_tasks_through_tfds(setup, tmp_path, task, keys):
     config = json.load(open(out / "config.json"))
     assert config["task_type"] == {"glue/cola": "classification", "glue/mrpc": "pair",
                                    "glue/stsb": "regression"}[task]
+
+
+def test_mirrored_strategy_on_two_logical_cpus(setup, tmp_path):
+    """`--strategy mirrored` (model.fit over 2 replicas) fine-tunes too."""
+    out = tmp_path / "ft"
+    args = finetune_args(setup, out, "--task", f"csv:{setup['train']}", "--validation",
+                         setup["valid"], "--strategy", "mirrored", "--logical-cpus", "2")
+    args[args.index("--epochs") + 1] = "1"
+    result = pd.run_cli(args)
+    assert result.returncode == 0, result.stderr[-3000:]
+    metrics = json.load(open(out / "metrics.json"))
+    assert np.isfinite(metrics["history"]["loss"][0])
+    assert 0.0 <= metrics["validation"]["accuracy"] <= 1.0
