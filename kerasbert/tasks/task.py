@@ -148,7 +148,8 @@ class Task(BackboneModel):
     # --- training setup ---------------------------------------------------
 
     def default_loss(self):
-        raise NotImplementedError
+        """The loss `compile(loss="auto")` uses; every task class defines it."""
+        raise NotImplementedError(f"{type(self).__name__} must define default_loss().")
 
     def default_metrics(self):
         return None
