@@ -26,6 +26,22 @@ def loadavg():
         return None
 
 
+# The 1-minute load average when the bench started, before it did any work
+# (set by `timed_main`; recorded in each bench's env line).
+LOAD_AT_START = {}
+
+
+def timed_main(parse_args, run, argv=None):
+    """A bench's `main`: records the start load, parses, runs, prints the
+    total time; returns `run`'s result."""
+    LOAD_AT_START["value"] = loadavg()
+    args = parse_args(argv)
+    start = time.perf_counter()
+    payload = run(args)
+    print(f"total {time.perf_counter() - start:.1f}s")
+    return payload
+
+
 def base_environment():
     """Versions and machine facts every bench records."""
     return {

@@ -398,7 +398,7 @@ def environment(args):
     import kerasbert
 
     env.update(tensorflow=tf.__version__, kerasbert=getattr(kerasbert, "__version__", "?"),
-               **versions, note=args.note, loadavg_start=_LOAD_AT_START.get("value"))
+               **versions, note=args.note, loadavg_start=_common.LOAD_AT_START.get("value"))
     return env
 
 
@@ -491,9 +491,6 @@ def format_table(rows, env, meta):
     return "\n".join(lines)
 
 
-_LOAD_AT_START = {}
-
-
 def run(args, log=print):
     work = pathlib.Path(args.work_dir) / ("quick" if args.quick else "default")
     work.mkdir(parents=True, exist_ok=True)
@@ -554,12 +551,7 @@ def run(args, log=print):
 
 
 def main(argv=None):
-    _LOAD_AT_START["value"] = _common.loadavg()
-    args = parse_args(argv)
-    start = time.perf_counter()
-    payload = run(args)
-    print(f"total {time.perf_counter() - start:.0f}s")
-    return payload
+    return _common.timed_main(parse_args, run, argv)
 
 
 if __name__ == "__main__":

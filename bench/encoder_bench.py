@@ -69,9 +69,6 @@ def parse_args(argv):
 
 # 1-minute load average when main() started, before this process did any
 # work: clearly above 0 means other processes were competing for the CPUs.
-_LOAD_AT_START = {}
-
-
 make_inputs = _common.make_bert_inputs
 
 
@@ -235,7 +232,7 @@ def run(args):
     )
     initial_weights = {who: models[who][1].get_weights() for who in models}
 
-    env = _common.keras_environment(args, _LOAD_AT_START.get("value"))
+    env = _common.keras_environment(args, _common.LOAD_AT_START.get("value"))
     results = []
     for kind, jit in ROWS:
         label = f"{kind} jit={'on' if jit else 'off'}"
@@ -282,12 +279,7 @@ def run(args):
 
 
 def main(argv=None):
-    _LOAD_AT_START["value"] = _loadavg()
-    args = parse_args(argv)
-    t0 = time.perf_counter()
-    payload = run(args)
-    print(f"total {time.perf_counter() - t0:.1f}s")
-    return payload
+    return _common.timed_main(parse_args, run, argv)
 
 
 if __name__ == "__main__":

@@ -423,7 +423,7 @@ def _run(args, config_name, config, policy):
             if args.peak_tflops:
                 r[f"{who}_mfu"] = r[f"{who}_tflops"] / args.peak_tflops
 
-    env = _common.keras_environment(args, _LOAD_AT_START.get("value"))
+    env = _common.keras_environment(args, _common.LOAD_AT_START.get("value"))
     env["loadavg_end"] = _common.loadavg()
     meta = {
         "config_name": config_name,
@@ -452,16 +452,8 @@ def _run(args, config_name, config, policy):
 
 # 1-minute load average when main() started, before this process did any
 # work: clearly above 0 means other processes were competing for the CPUs.
-_LOAD_AT_START = {}
-
-
 def main(argv=None):
-    _LOAD_AT_START["value"] = _common.loadavg()
-    args = parse_args(argv)
-    t0 = time.perf_counter()
-    payload = run(args)
-    print(f"total {time.perf_counter() - t0:.1f}s")
-    return payload
+    return _common.timed_main(parse_args, run, argv)
 
 
 if __name__ == "__main__":

@@ -35,28 +35,26 @@ def _constant(values):
     return bool(np.all(values == values[0]))
 
 
-def pearson(labels, predictions):
-    """Pearson's r; nan when either input is constant."""
+def _correlation(name, labels, predictions):
+    """scipy.stats.<name>'s coefficient; nan when either input is constant."""
     labels, predictions = _pair(labels, predictions)
     if _constant(labels) or _constant(predictions):
         return float("nan")
-    from scipy.stats import pearsonr
+    from scipy import stats
 
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
-        return float(pearsonr(labels, predictions)[0])
+        return float(getattr(stats, name)(labels, predictions)[0])
+
+
+def pearson(labels, predictions):
+    """Pearson's r; nan when either input is constant."""
+    return _correlation("pearsonr", labels, predictions)
 
 
 def spearman(labels, predictions):
     """Spearman's rho (Pearson on average ranks); nan when either input is constant."""
-    labels, predictions = _pair(labels, predictions)
-    if _constant(labels) or _constant(predictions):
-        return float("nan")
-    from scipy.stats import spearmanr
-
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")
-        return float(spearmanr(labels, predictions)[0])
+    return _correlation("spearmanr", labels, predictions)
 
 
 def correlations(labels, predictions):
