@@ -26,6 +26,8 @@ setup(
         "keras-hub~=0.32.0",
         "keras-nlp~=0.32.0",
         "tensorflow-datasets~=4.9",
+        # Writes the TF Serving warm-up records (PredictionLog protos).
+        "tensorflow-serving-api~=2.20.0",
         "numpy",
     ],
     extras_require={
@@ -36,6 +38,8 @@ setup(
             "tf-models-official~=2.20.0",
             "tf-keras~=2.20.0",
             "jax",
+            # The TF Hub-format export is tested the way the TF Hub tutorials use it.
+            "tensorflow-hub",
             # Real multilingual text for the tokenizer parity test (offline).
             "babel",
             "faker",

@@ -1,8 +1,10 @@
 """Small helpers shared across the package: atomic writes, lazy exports."""
 
+import contextlib
 import importlib
 import json
 import os
+import shutil
 import tempfile
 
 
@@ -45,3 +47,34 @@ def lazy_exports(package, exports):
         return sorted(exports)
 
     return __getattr__, __dir__
+
+
+@contextlib.contextmanager
+def atomic_directory(path, overwrite=False):
+    """Builds a directory under a temporary name next to `path`, renamed to
+    `path` only when the `with` body succeeds, so a failure (or a kill)
+    never leaves a half-written `path`: the temporary directory is removed
+    and any earlier `path` stays as it was.
+
+    Yields the temporary directory's path. Raises FileExistsError when `path`
+    exists and `overwrite` is false; with `overwrite`, the old directory is
+    replaced only after the new one is complete.
+    """
+    path = os.path.abspath(os.fspath(path))
+    if os.path.exists(path) and not overwrite:
+        raise FileExistsError(f"{path} already exists (pass overwrite to replace it).")
+    parent = os.path.dirname(path)
+    os.makedirs(parent, exist_ok=True)
+    tmp = tempfile.mkdtemp(prefix=f".{os.path.basename(path)}.", suffix=".tmp", dir=parent)
+    try:
+        yield tmp
+        if os.path.exists(path):
+            old = tempfile.mkdtemp(prefix=f".{os.path.basename(path)}.", suffix=".old", dir=parent)
+            os.replace(path, os.path.join(old, "previous"))
+            os.replace(tmp, path)
+            shutil.rmtree(old, ignore_errors=True)
+        else:
+            os.replace(tmp, path)
+    except BaseException:
+        shutil.rmtree(tmp, ignore_errors=True)
+        raise

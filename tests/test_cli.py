@@ -85,3 +85,6 @@ def test_demo_runs_and_checks_everything(tmp_path, capsys):
     assert "step 20: loss" in out and "fill in the blank" in out
     assert "majority-class baseline" in out
     assert (tmp_path / "finetune" / "model.keras").exists()
+    assert (tmp_path / "export" / "stdlib_area" / "1" / "saved_model.pb").exists()
+    served = out.split("export for TF Serving")[1]
+    assert served.count("    -> ") == 3  # labels from the SavedModel in a fresh process

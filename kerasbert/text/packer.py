@@ -64,6 +64,10 @@ class BertPacker(tf.Module):
         a: int ids [B, (pieces)] (ragged or dense), [B, (words), (pieces)],
             or one example [pieces].
         b: optional second segment, same batch size.
+        seq_length: optional T overriding the constructor's: a Python int,
+            or an int32 scalar tensor (as the exported TF Hub
+            `bert_pack_inputs` takes it; then the outputs are [B, None]
+            statically and a too-small value fails when run).
 
     Returns:
         dict of int32 tensors [B, T] (or [T] for one unbatched example).
@@ -85,25 +89,25 @@ class BertPacker(tf.Module):
     # No tensor-dependent Python control flow here: skipping AutoGraph makes
     # tracing (tf.data.map, tf.function) several times faster.
     @tf.autograph.experimental.do_not_convert
-    def __call__(self, a, b=None):
+    def __call__(self, a, b=None, seq_length=None):
         import tensorflow_text as tf_text
 
+        seq_length = self._checked_seq_length(seq_length, pair=b is not None)
         a, unbatched = _as_ragged(a)
         a = tf.cast(a, tf.int32)
         if b is None:
-            segments = [_keep_first(a, tf.fill([a.nrows()], tf.cast(self.seq_length - 2, tf.int64)))]
+            budget = tf.cast(seq_length - 2, tf.int64)
+            segments = [_keep_first(a, tf.fill([a.nrows()], budget))]
         else:
-            if self.seq_length < 3:
-                raise ValueError(f"seq_length must be at least 3 for pairs, got {self.seq_length}.")
             b, _ = _as_ragged(b)
             b = tf.cast(b, tf.int32)
-            keep_a, keep_b = pair_lengths(a.row_lengths(), b.row_lengths(), self.seq_length - 3)
+            keep_a, keep_b = pair_lengths(a.row_lengths(), b.row_lengths(), seq_length - 3)
             segments = [_keep_first(a, keep_a), _keep_first(b, keep_b)]
         ids, type_ids = tf_text.combine_segments(
             segments, start_of_sequence_id=self.cls_id, end_of_segment_id=self.sep_id
         )
-        word_ids, mask = tf_text.pad_model_inputs(ids, self.seq_length, pad_value=self.pad_id)
-        type_ids, _ = tf_text.pad_model_inputs(type_ids, self.seq_length, pad_value=0)
+        word_ids, mask = tf_text.pad_model_inputs(ids, seq_length, pad_value=self.pad_id)
+        type_ids, _ = tf_text.pad_model_inputs(type_ids, seq_length, pad_value=0)
         outputs = {
             "input_word_ids": tf.cast(word_ids, tf.int32),
             "input_mask": tf.cast(mask, tf.int32),
@@ -112,3 +116,20 @@ class BertPacker(tf.Module):
         if unbatched:
             outputs = {k: v[0] for k, v in outputs.items()}
         return outputs
+
+    def _checked_seq_length(self, seq_length, pair):
+        """The T to pack to: the constructor's, or a call's override (a
+        Python int is checked now, a tensor when the graph runs)."""
+        minimum, what = (3, "pairs") if pair else (2, "single segments")
+        message = f"seq_length must be at least {minimum} for {what}"
+        if seq_length is None:
+            seq_length = self.seq_length
+        if tf.is_tensor(seq_length):
+            seq_length = tf.cast(seq_length, tf.int32)
+            check = tf.debugging.assert_greater_equal(seq_length, minimum, message=message)
+            with tf.control_dependencies([check]):
+                return tf.identity(seq_length)
+        seq_length = int(seq_length)
+        if seq_length < minimum:
+            raise ValueError(f"{message}, got {seq_length}.")
+        return seq_length

@@ -234,12 +234,7 @@ class WordPieceTokenizer(tf.Module):
         pieces = self._fast.tokenize(bert_normalize(batch, self.lower_case))  # [B, (pieces)]
         flat = pieces.flat_values
         position = tf.range(tf.shape(flat, out_type=tf.int64)[0])
-        row_start = tf.gather(pieces.row_starts(), pieces.value_rowids())
-        # A text's first piece always starts a word, even a stray "##x".
-        starts_word = tf.logical_or(
-            tf.logical_not(tf.gather(self._is_suffix, flat)),
-            tf.equal(position, row_start),
-        )
+        starts_word = self.starts_word(pieces).flat_values
         word_starts = tf.boolean_mask(position, starts_word)
         words = tf.RaggedTensor.from_row_starts(flat, word_starts, validate=False)
         words_per_text = tf.math.segment_sum(
@@ -252,6 +247,25 @@ class WordPieceTokenizer(tf.Module):
         )
         result = tf.RaggedTensor.from_row_lengths(words, words_per_text, validate=False)
         return result[0] if scalar else result
+
+    @tf.autograph.experimental.do_not_convert
+    def starts_word(self, pieces):
+        """Which pieces start a word: every piece that is not a "##" suffix,
+        and a text's first piece even when it is (a stray "##x").
+
+        Args:
+            pieces: int `tf.RaggedTensor` [B, (pieces)] of ids.
+
+        Returns:
+            bool `tf.RaggedTensor` [B, (pieces)].
+        """
+        flat = pieces.flat_values
+        position = tf.range(tf.shape(flat, out_type=tf.int64)[0])
+        row_start = tf.gather(pieces.row_starts(), pieces.value_rowids())
+        return pieces.with_flat_values(tf.logical_or(
+            tf.logical_not(tf.gather(self._is_suffix, flat)),
+            tf.equal(position, row_start),
+        ))
 
     @tf.autograph.experimental.do_not_convert
     def detokenize(self, ids):

@@ -155,6 +155,15 @@ def build_task_model(task_type, backbone, features, dropout=0.1):
     raise UsageError(f"Unknown task type {task_type!r}.")
 
 
+def _has_unanswerable(task, *datasets):
+    """SQuAD v2.0-style data: some questions have no answer. Decides how an
+    exported QA model decodes (with or without the no-answer threshold)."""
+    for data in datasets:
+        if data is not None and data.task_type == "qa":
+            return any(ex.get("is_impossible") for ex in data.examples)
+    return "v2" in str(task)
+
+
 def _finite(value):
     return None if isinstance(value, float) and not math.isfinite(value) else value
 
@@ -330,7 +339,8 @@ def run_finetuning(config):
         "task": config.task, "task_type": task_type, "label_names": train.label_names,
         "max_seq_length": train.max_seq_length, "lower_case": config.lower_case,
         "columns": config.columns, "vocab": "vocab.txt", "model_class": type(model).__name__,
-        "qa": dict(options, doc_stride=config.doc_stride, max_query_length=config.max_query_length),
+        "qa": dict(options, doc_stride=config.doc_stride, max_query_length=config.max_query_length,
+                   version_2_with_negative=_has_unanswerable(config.task, train_data, valid_data)),
         "finetune": dataclasses.asdict(config), "backbone": backbone.get_config(),
         "train_stats": train.stats,
     }

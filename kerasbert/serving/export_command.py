@@ -1,0 +1,48 @@
+"""`kerasbert export`: a fine-tuned model -> a TF Serving SavedModel version."""
+
+import os
+
+from kerasbert.errors import UsageError
+
+
+def add_arguments(parser):
+    parser.add_argument("--model", required=True, metavar="FT",
+                        help="A `kerasbert finetune` output directory.")
+    parser.add_argument("--output", required=True, metavar="export/NAME",
+                        help="The model's base directory; the version goes in OUTPUT/<version>/.")
+    parser.add_argument("--version", type=int, default=None,
+                        help="Version number (default: the next free integer).")
+    parser.add_argument("--max-seq-length", type=int, default=None, metavar="L",
+                        help="Packed sequence length in the graph (default: the fine-tuning one).")
+    parser.add_argument("--model-name", default=None,
+                        help="TF Serving model name in the warm-up requests (default: NAME).")
+    parser.add_argument("--overwrite", action="store_true",
+                        help="Replace an existing version directory.")
+
+
+def cmd_export(args):
+    from kerasbert.serving.exporter import export_finetuned
+
+    if not os.path.isdir(args.model):
+        raise UsageError(f"--model {args.model}: no such directory.")
+    result = export_finetuned(args.model, args.output, version=args.version,
+                              max_seq_length=args.max_seq_length, overwrite=args.overwrite,
+                              model_name=args.model_name)
+    print(f"exported {result['task_type']} model to {result['path']} "
+          f"(signatures: {', '.join(result['signatures'])}; "
+          f"custom ops: {', '.join(result['custom_ops']) or 'none'})")
+
+
+def register(subparsers):
+    """Adds `export` to the `kerasbert` sub-command parsers."""
+    parser = subparsers.add_parser(
+        "export",
+        help="Export a fine-tuned model as a TF Serving SavedModel with in-graph tokenization.",
+        description="Writes OUTPUT/<version>/ (saved_model.pb, variables/, assets/vocab.txt, "
+        "assets.extra/tf_serving_warmup_requests, assets.extra/ops.json). serving_default takes "
+        "raw strings and returns decoded results; serve_token_ids takes the three int32 inputs. "
+        "The export is written under a temporary name and renamed when complete.",
+    )
+    add_arguments(parser)
+    parser.set_defaults(func=cmd_export)
+    return parser

@@ -1,0 +1,168 @@
+"""`export_finetuned(model_dir, output)`: a `kerasbert finetune` directory
+-> a TF Serving version directory.
+
+    OUTPUT/<version>/saved_model.pb, variables/
+    OUTPUT/<version>/assets/vocab.txt                      (self-contained)
+    OUTPUT/<version>/assets.extra/tf_serving_warmup_requests
+    OUTPUT/<version>/assets.extra/ops.json                 custom ops used
+    OUTPUT/<version>/assets.extra/export.json              task, labels, inputs
+
+The version is written under a hidden temporary name in OUTPUT (TF Serving
+ignores names that are not integers), loaded back and run on every warm-up
+request, and only then renamed to its number: a failed export leaves
+nothing behind, and TF Serving never sees a half-written version.
+"""
+
+import json
+import os
+import re
+
+import numpy as np
+
+from kerasbert.errors import UsageError
+
+SIGNATURES = ("serving_default", "serve_token_ids")
+
+
+def read_finetune_config(model_dir):
+    path = os.path.join(model_dir, "config.json")
+    if not os.path.isfile(path):
+        raise UsageError(f"--model {model_dir}: no config.json (not a kerasbert finetune output).")
+    with open(path, encoding="utf-8") as f:
+        config = json.load(f)
+    for key in ("task_type", "max_seq_length", "vocab"):
+        if key not in config:
+            raise UsageError(f"{path}: missing {key!r}; re-run kerasbert finetune.")
+    for name in ("model.keras", config["vocab"]):
+        if not os.path.isfile(os.path.join(model_dir, name)):
+            raise UsageError(f"--model {model_dir}: missing {name}.")
+    return config
+
+
+def build_serving_module(model, tokenizer, config, seq_length):
+    """The `TaskServing` for the model's task type."""
+    task_type, labels = config["task_type"], config.get("label_names")
+    if task_type in ("classification", "pair", "regression"):
+        from kerasbert.serving.classification_serving import ClassificationServing
+
+        return ClassificationServing(model, tokenizer, seq_length, labels, pair=task_type == "pair")
+    if task_type == "tagging":
+        from kerasbert.serving.tagging_serving import TaggingServing
+
+        return TaggingServing(model, tokenizer, seq_length, labels)
+    if task_type == "qa":
+        from kerasbert.serving.qa_serving import QuestionAnsweringServing
+
+        qa = config.get("qa", {})
+        return QuestionAnsweringServing(
+            model, tokenizer, seq_length,
+            doc_stride=qa.get("doc_stride", 128),
+            max_query_length=qa.get("max_query_length", 64),
+            max_answer_length=qa.get("max_answer_length", 30),
+            null_score_diff_threshold=qa.get("null_score_diff_threshold", 0.0),
+            version_2=qa.get("version_2_with_negative", "v2" in str(config.get("task", ""))),
+        )
+    if task_type == "multiple_choice":
+        from kerasbert.serving.multiple_choice_serving import MultipleChoiceServing
+
+        return MultipleChoiceServing(model, tokenizer, seq_length)
+    raise UsageError(f"config.json: unknown task type {task_type!r}.")
+
+
+def next_version(output):
+    """1 + the largest integer version directory in `output` (1 if none)."""
+    if not os.path.isdir(output):
+        return 1
+    versions = [int(n) for n in os.listdir(output) if re.fullmatch(r"\d+", n)]
+    return max(versions, default=0) + 1
+
+
+def warmup_requests(module):
+    """(signature, inputs) pairs: the module's string requests and one
+    `serve_token_ids` request."""
+    requests = [("serving_default", r) for r in module.warmup_requests()]
+    requests.append(("serve_token_ids", module.warmup_token_ids()))
+    return requests
+
+
+def check_outputs(outputs, where):
+    """Raises if any float output is non-finite."""
+    for name, value in outputs.items():
+        value = np.asarray(value)
+        if value.dtype.kind == "f" and not np.isfinite(value).all():
+            raise RuntimeError(f"{where}: output {name!r} is not finite.")
+
+
+def replay_warmup(saved_model_dir, requests):
+    """Loads the SavedModel and runs every warm-up request, as TF Serving
+    will; raises on the first failure or non-finite output."""
+    import tensorflow as tf
+
+    loaded = tf.saved_model.load(saved_model_dir)
+    for i, (signature, inputs) in enumerate(requests):
+        function = loaded.signatures[signature]
+        tensors = {k: tf.constant(v) for k, v in inputs.items()}
+        outputs = {k: v.numpy() for k, v in function(**tensors).items()}
+        check_outputs(outputs, f"warm-up request {i} ({signature})")
+
+
+def export_finetuned(model_dir, output, version=None, max_seq_length=None, overwrite=False,
+                     model_name=None):
+    """Exports a fine-tuned task model for TF Serving.
+
+    Args:
+        model_dir: a `kerasbert finetune` output (model.keras, config.json,
+            vocab.txt).
+        output: the model's base directory (`export/NAME`).
+        version: int; default the next free version.
+        max_seq_length: packed length in the graph; default the one the
+            model was fine-tuned with (at most its positions).
+        overwrite: replace an existing version directory.
+        model_name: the TF Serving model name in the warm-up requests
+            (default: the base directory's name).
+
+    Returns:
+        dict: path, version, task_type, signatures, custom_ops.
+    """
+    config = read_finetune_config(model_dir)
+    version = next_version(output) if version is None else int(version)
+    if version < 1:
+        raise UsageError(f"--version must be a positive integer, got {version}.")
+    target = os.path.join(output, str(version))
+    if os.path.exists(target) and not overwrite:
+        raise UsageError(f"{target} already exists; pass --overwrite to replace it, or leave "
+                         "out --version to write the next free version.")
+
+    import keras
+    import tensorflow as tf
+
+    from kerasbert.data.finetuning import check_max_seq_length
+    from kerasbert.io_utils import atomic_directory
+    from kerasbert.serving.op_manifest import write_manifest
+    from kerasbert.serving.warmup import write_warmup
+    from kerasbert.text import WordPieceTokenizer
+
+    model = keras.saving.load_model(os.path.join(model_dir, "model.keras"))
+    tokenizer = WordPieceTokenizer(os.path.join(model_dir, config["vocab"]),
+                                   lower_case=config.get("lower_case", True))
+    seq_length = int(max_seq_length or config["max_seq_length"])
+    check_max_seq_length(seq_length, model.backbone)
+    module = build_serving_module(model, tokenizer, config, seq_length)
+    model_name = model_name or os.path.basename(os.path.normpath(output))
+    requests = warmup_requests(module)
+    with atomic_directory(target, overwrite=overwrite) as tmp:
+        tf.saved_model.save(module, tmp, signatures=module.signatures())
+        write_warmup(tmp, model_name, requests)
+        manifest = write_manifest(tmp)
+        info = {
+            "task": config.get("task"), "task_type": config["task_type"],
+            "label_names": config.get("label_names"), "seq_length": seq_length,
+            "lower_case": config.get("lower_case", True),
+            "inputs": [spec.name for spec in module.input_specs()],
+            "signatures": list(SIGNATURES), "source": os.path.abspath(model_dir),
+        }
+        with open(os.path.join(tmp, "assets.extra", "export.json"), "w", encoding="utf-8") as f:
+            json.dump(info, f, indent=2)
+        replay_warmup(tmp, requests)
+    return {"path": target, "version": version, "task_type": config["task_type"],
+            "signatures": list(SIGNATURES), "custom_ops": manifest["custom_ops"]}

@@ -1,0 +1,47 @@
+"""`kerasbert export-hub`: TF Hub-format preprocessor + encoder SavedModels."""
+
+
+def cmd_export_hub(args):
+    # Heavy imports here, so `kerasbert --help` does not load TensorFlow.
+    from kerasbert.serving.hub_export import export_hub
+
+    paths = export_hub(
+        args.backbone, args.vocab, args.output, lower_case=not args.cased,
+        seq_length=args.seq_length, pretrainer_path=args.pretrainer,
+        include_mlm=not args.no_mlm, overwrite=args.overwrite,
+    )
+    for name, path in paths.items():
+        print(f"wrote {name}: {path}")
+
+
+def register(subparsers):
+    """Adds `export-hub` to the `kerasbert` sub-command parsers."""
+    parser = subparsers.add_parser(
+        "export-hub",
+        help="Export a backbone as TF Hub-format preprocess/ and encoder/ SavedModels.",
+        description="Writes OUTPUT/preprocess (strings -> BERT inputs; .tokenize, "
+        ".bert_pack_inputs) and OUTPUT/encoder (pooled_output, sequence_output, "
+        "encoder_outputs, default; .mlm with mlm_logits), used like the TF Hub BERT "
+        "models (hub.KerasLayer, tf.saved_model.load). Loading them needs only "
+        "tensorflow and tensorflow_text.",
+    )
+    parser.add_argument("--backbone", required=True, metavar="PATH",
+                        help="RUN/backbone.keras (a saved pretrainer or task model works too).")
+    parser.add_argument("--vocab", required=True, metavar="FILE",
+                        help="The vocab.txt the backbone was trained with.")
+    parser.add_argument("--output", required=True, metavar="DIR",
+                        help="Directory to create (preprocess/ and encoder/ inside).")
+    parser.add_argument("--cased", action="store_true",
+                        help="Cased tokenization (default: lower case, strip accents).")
+    parser.add_argument("--seq-length", type=int, default=128, metavar="T",
+                        help="Length the preprocessor pads to; bert_pack_inputs' default "
+                        "(default 128).")
+    parser.add_argument("--pretrainer", metavar="PATH",
+                        help="The pretrainer whose MLM head .mlm uses (default: "
+                        "pretrainer.keras next to --backbone).")
+    parser.add_argument("--no-mlm", action="store_true",
+                        help="No .mlm sub-object (no pretrainer needed).")
+    parser.add_argument("--overwrite", action="store_true",
+                        help="Replace an existing --output.")
+    parser.set_defaults(func=cmd_export_hub)
+    return parser

@@ -1,0 +1,415 @@
+"""Serving for extractive question answering (SQuAD v1.1 / v2.0).
+
+`serving_default` takes `question` and `context` strings and returns the
+decoded answer, computed in the graph exactly as the Python evaluation
+pipeline does it: windows as `kerasbert.data.finetuning.qa.convert_qa`
+(`is_training=False`) builds them, spans as
+`kerasbert.tasks.qa_decoding.decode_answers` picks them.
+
+Shapes below: B examples, P context pieces of the whole batch, W windows of
+the whole batch (every example has at least one), T = seq_length,
+L = min(max_answer_length, T), K = most windows one piece can be in.
+
+How it is vectorised:
+- every example's windows are regular: they start `stride = min(max_doc,
+  doc_stride)` pieces apart and all but the last hold `max_doc = T -
+  len(question) - 3` pieces, so window counts, starts and lengths are closed
+  forms of the piece counts, and a piece lies in at most K consecutive
+  windows;
+- all windows of the batch go through the model as one [W, T] batch;
+  `example_index` [W] maps them back;
+- span search scores every (start, start + k), k < L, as a [W, T, L] tensor;
+  the best span of an example is the best of its windows' best spans.
+"""
+
+import math
+
+import numpy as np
+import tensorflow as tf
+
+from kerasbert.serving.task_serving import EDGE_TEXTS
+from kerasbert.serving.task_serving import LONG_TEXT
+from kerasbert.serving.task_serving import TaskServing
+from kerasbert.serving.task_serving import clean_text
+from kerasbert.serving.task_serving import substrings
+
+#: `score` of an example without any valid span (an empty context): Python
+#: says -inf; outputs must be finite, so the lowest float32 (below every real
+#: span score) stands in for it, and `score_diff` is the highest float32.
+NO_SPAN_SCORE = float(np.finfo(np.float32).min)
+NO_SPAN_SCORE_DIFF = float(np.finfo(np.float32).max)
+
+
+def _first_argmax(values, axis):
+    """Index of the FIRST maximum along `axis` (tf.argmax does not promise
+    which one on ties; the Python decoder keeps the earliest).
+
+    Args:
+        values: float [..., N] (N along `axis`, here the last axis).
+
+    Returns:
+        (max [...], int64 index [...]); index 0 when every value is -inf.
+    """
+    best = tf.reduce_max(values, axis=axis)
+    size = tf.shape(values, out_type=tf.int64)[axis]
+    position = tf.range(size)
+    hit = tf.equal(values, tf.expand_dims(best, axis))
+    index = tf.reduce_min(tf.where(hit, position, size), axis=axis)
+    return best, tf.minimum(index, tf.maximum(size - 1, 0))
+
+
+def _max_context_score(position, window_start, window_length):
+    """BERT's `_check_is_max_context` score of a piece in a window:
+    min(pieces left, pieces right) + 0.01 * window length.
+
+    Computed in float64 with the same operations as `qa._max_context`, so
+    the comparisons (and float rounding on ties between a full window and
+    a shorter last one) are the Python pipeline's, bit for bit.
+
+    Args:
+        position, window_start, window_length: int64, same shape.
+
+    Returns:
+        float64, same shape.
+    """
+    left = position - window_start
+    right = window_start + window_length - 1 - position
+    return tf.cast(tf.minimum(left, right), tf.float64) + 0.01 * tf.cast(
+        window_length, tf.float64
+    )
+
+
+class QuestionAnsweringServing(TaskServing):
+    """`QuestionAnswerer` on raw `question` + `context` strings.
+
+    Inputs of `serving_default`: `question`, `context`, string [B].
+
+    Outputs (batch dimension first):
+        answer: string [B], the context substring of the best span (case
+            and accents kept); "" for no answer.
+        start_char, end_char: int32 [B], its code point span in the
+            context (end exclusive); -1 for no answer. Offsets index the
+            context after `clean_text` (the input itself when it is valid
+            UTF-8).
+        score: float32 [B], start + end logit of the best span;
+            NO_SPAN_SCORE (lowest float32) when the context has no piece.
+        no_answer: bool [B]; version_2 only (always False otherwise): the
+            null score beats the best span by more than
+            `null_score_diff_threshold`, or there is no span at all.
+        null_score: float32 [B], start + end logit at [CLS], the minimum
+            over the example's windows.
+        score_diff: float32 [B], null_score - score; NO_SPAN_SCORE_DIFF
+            (highest float32) when there is no span.
+        num_windows: int32 [B], windows the context was split into.
+
+    Args:
+        model: a fine-tuned `kerasbert.tasks.QuestionAnswerer`.
+        tokenizer: its `WordPieceTokenizer`.
+        seq_length: T, window length in pieces (>= max_query_length + 4).
+        doc_stride: pieces between window starts (128).
+        max_query_length: question pieces kept (64).
+        max_answer_length: longest answer in pieces (30).
+        null_score_diff_threshold: SQuAD v2.0 no-answer threshold (0.0).
+        version_2: answer "" when the null score wins (SQuAD v2.0).
+    """
+
+    raw_inputs = ("question", "context")
+
+    def __init__(self, model, tokenizer, seq_length, doc_stride=128, max_query_length=64,
+                 max_answer_length=30, null_score_diff_threshold=0.0, version_2=False,
+                 name=None):
+        super().__init__(model, tokenizer, seq_length, name=name)
+        self.doc_stride = int(doc_stride)
+        self.max_query_length = int(max_query_length)
+        self.max_answer_length = int(max_answer_length)
+        self.null_score_diff_threshold = float(null_score_diff_threshold)
+        self.version_2 = bool(version_2)
+        if min(self.doc_stride, self.max_query_length, self.max_answer_length) < 1:
+            raise ValueError(
+                "doc_stride, max_query_length and max_answer_length must be positive, got "
+                f"{doc_stride}, {max_query_length}, {max_answer_length}."
+            )
+        if self.seq_length < self.max_query_length + 4:
+            raise ValueError(
+                f"seq_length {self.seq_length} leaves no room for the context after a "
+                f"question of up to {self.max_query_length} pieces; use at least "
+                f"{self.max_query_length + 4}."
+            )
+        # A piece is in at most ceil(max_doc / stride) windows, and max_doc /
+        # stride <= max(1, (T - 3) / doc_stride) for any question length.
+        self.max_windows_per_piece = max(1, math.ceil((self.seq_length - 3) / self.doc_stride))
+
+    # --- windows ------------------------------------------------------------
+
+    def _window_layout(self, query_length, num_pieces):
+        """Per example: window room, stride and count (`qa._doc_spans`).
+
+        Args:
+            query_length, num_pieces: int64 [B].
+
+        Returns:
+            (max_doc, stride, num_windows), int64 [B]. An empty context
+            still gets one (empty) window.
+        """
+        max_doc = self.seq_length - query_length - 3
+        stride = tf.minimum(max_doc, self.doc_stride)
+        extra = tf.maximum(num_pieces - max_doc, 0)
+        num_windows = 1 + (extra + stride - 1) // stride
+        return max_doc, stride, num_windows
+
+    def _best_window_per_piece(self, pieces, max_doc, stride, num_windows, first_window):
+        """The window each context piece has its max context in
+        (`qa._max_context`: the best score, the earliest window on ties).
+
+        Args:
+            pieces: ragged [B, (P)] context pieces (only the layout is used).
+            max_doc, stride, num_windows: int64 [B].
+            first_window: int64 [B], the global index of each example's
+                first window.
+
+        Returns:
+            int64 [P], a global window index per piece.
+        """
+        example = pieces.value_rowids()  # [P]
+        position = tf.range(tf.shape(pieces.flat_values, out_type=tf.int64)[0])
+        position -= tf.gather(pieces.row_starts(), example)  # in its context
+        step = tf.gather(stride, example)
+        # Candidates [P, K], earliest first: the last window starting at or
+        # before the piece, and the K - 1 windows before it.
+        last = tf.minimum(position // step, tf.gather(num_windows, example) - 1)
+        k = tf.range(self.max_windows_per_piece, dtype=tf.int64)
+        window = last[:, tf.newaxis] - (self.max_windows_per_piece - 1) + k
+        start = window * step[:, tf.newaxis]
+        length = tf.minimum(
+            tf.gather(pieces.row_lengths(), example)[:, tf.newaxis] - start,
+            tf.gather(max_doc, example)[:, tf.newaxis],
+        )
+        position = position[:, tf.newaxis]
+        inside = (window >= 0) & (position < start + length)
+        score = tf.where(
+            inside, _max_context_score(position, start, length), tf.constant(-np.inf, tf.float64)
+        )
+        _, best = _first_argmax(score, axis=1)
+        chosen = tf.gather(window, best[:, tf.newaxis], batch_dims=1)[:, 0]
+        return tf.gather(first_window, example) + chosen
+
+    def _features(self, question_ids, context_ids, context_starts, context_ends):
+        """Windows of every example -> model inputs and decoding extras.
+
+        Args:
+            question_ids: int32 ragged [B, (Q)], already cut to
+                max_query_length.
+            context_ids: int32 ragged [B, (P)].
+            context_starts, context_ends: int64 ragged [B, (P)] code point
+                offsets.
+
+        Returns:
+            a dict: input_word_ids / input_mask / input_type_ids int32
+            [W, T]; example_index int64 [W]; num_windows int64 [B];
+            start_char / end_char int64 [W, T] (-1 off context);
+            in_context, is_max_context bool [W, T].
+        """
+        t = self.seq_length
+        query_length = question_ids.row_lengths()
+        num_pieces = context_ids.row_lengths()
+        max_doc, stride, num_windows = self._window_layout(query_length, num_pieces)
+        windows = tf.ragged.range(num_windows)  # [B, (windows)]
+        example = windows.value_rowids()  # [W]
+        first_window = windows.row_starts()
+        best_window = self._best_window_per_piece(
+            context_ids, max_doc, stride, num_windows, first_window
+        )
+
+        def per_window(values):  # [B] -> [W, 1]
+            return tf.gather(values, example)[:, tf.newaxis]
+
+        local = windows.flat_values[:, tf.newaxis]  # window index in its example
+        global_window = tf.range(tf.shape(example, out_type=tf.int64)[0])[:, tf.newaxis]
+        q_len = per_window(query_length)
+        start = local * per_window(stride)
+        length = tf.minimum(per_window(num_pieces) - start, per_window(max_doc))
+        offset = q_len + 2  # [CLS] question [SEP]
+        position = tf.range(t, dtype=tf.int64)[tf.newaxis, :]  # [1, T]
+
+        is_question = (position >= 1) & (position <= q_len)
+        in_context = (position >= offset) & (position < offset + length)
+        is_sep = (position == q_len + 1) | (position == offset + length)
+        # Flat indices into the ragged values; the extra last element stands
+        # in off the span, so gathers never go out of range (even for P = 0).
+        question_index = tf.where(
+            is_question,
+            per_window(question_ids.row_starts()) + position - 1,
+            tf.shape(question_ids.flat_values, out_type=tf.int64)[0],
+        )
+        piece_index = tf.where(
+            in_context,
+            per_window(context_ids.row_starts()) + start + position - offset,
+            tf.shape(context_ids.flat_values, out_type=tf.int64)[0],
+        )
+
+        def take(ragged, index, fill):
+            values = tf.concat([ragged.flat_values, tf.constant([fill], ragged.dtype)], 0)
+            return tf.gather(values, index)
+
+        pad = self.tokenizer.pad_id
+        ids = tf.where(is_question, take(question_ids, question_index, pad), pad)
+        ids = tf.where(in_context, take(context_ids, piece_index, pad), ids)
+        ids = tf.where(is_sep, self.tokenizer.sep_id, ids)
+        ids = tf.where(position == 0, self.tokenizer.cls_id, ids)
+        best_window = tf.concat([best_window, [-1]], 0)
+        return {
+            "input_word_ids": tf.cast(ids, tf.int32),
+            "input_mask": tf.cast(position <= offset + length, tf.int32),
+            "input_type_ids": tf.cast(
+                (position >= offset) & (position <= offset + length), tf.int32
+            ),
+            "example_index": example,
+            "num_windows": num_windows,
+            "start_char": take(context_starts, piece_index, -1),
+            "end_char": take(context_ends, piece_index, -1),
+            "in_context": in_context,
+            "is_max_context": in_context & tf.equal(
+                tf.gather(best_window, piece_index), global_window
+            ),
+        }
+
+    # --- decoding -----------------------------------------------------------
+
+    def _window_best_spans(self, start_logits, end_logits, features):
+        """The best span of every window (`qa_decoding.window_spans`, top 1).
+
+        Scores are float64 sums of the float32 logits, as in the Python
+        decoder, so the same span wins.
+
+        Args:
+            start_logits, end_logits: float32 [W, T].
+            features: `_features` output.
+
+        Returns:
+            (score float64 [W] (-inf: no valid span), start token int64 [W],
+            end token int64 [W]).
+        """
+        t = self.seq_length
+        span = min(self.max_answer_length, t)
+        starts = tf.cast(start_logits, tf.float64)
+        start_char = features["start_char"]
+        can_start = features["in_context"] & features["is_max_context"]
+        # end[w, i, k] is token i + k; past T is padding that never counts.
+        end_index = np.arange(t)[:, None] + np.arange(span)[None, :]  # [T, L]
+
+        def at_end(values, fill):
+            padded = tf.pad(values, [[0, 0], [0, span - 1]], constant_values=fill)
+            return tf.gather(padded, end_index, axis=1)  # [W, T, L]
+
+        ends = at_end(tf.cast(end_logits, tf.float64), 0.0)
+        valid = (
+            can_start[:, :, tf.newaxis]
+            & at_end(features["in_context"], False)
+            & (at_end(features["end_char"], -1) >= start_char[:, :, tf.newaxis])
+        )
+        scores = tf.where(valid, starts[:, :, tf.newaxis] + ends, -np.inf)
+        # Flat index i * L + k, the Python decoder's layout: ties keep the
+        # earliest start, then the shortest span.
+        best, index = _first_argmax(tf.reshape(scores, [-1, t * span]), axis=1)
+        first = index // span
+        return best, first, first + index % span
+
+    def _decode(self, start_logits, end_logits, features, batch_size):
+        """Best span of each example over its windows (`decode_answers`).
+
+        Args:
+            start_logits, end_logits: float32 [W, T].
+            features: `_features` output.
+            batch_size: B, scalar.
+
+        Returns:
+            dict of [B] tensors: has_span bool, score / null_score float64,
+            start_char / end_char int64 (not yet masked for no answer).
+        """
+        example = features["example_index"]
+        window_score, first, last = self._window_best_spans(start_logits, end_logits, features)
+        # Segment max starts from the lowest float64, not -inf: count the
+        # windows with a span instead of testing the max.
+        has_span = tf.math.unsorted_segment_max(
+            tf.cast(window_score > -np.inf, tf.int32), example, batch_size
+        ) > 0
+        score = tf.math.unsorted_segment_max(window_score, example, batch_size)
+        # The earliest window holding the example's best score.
+        num = tf.shape(example, out_type=tf.int64)[0]
+        window_id = tf.range(num)
+        is_best = tf.equal(window_score, tf.gather(score, example))
+        chosen = tf.math.unsorted_segment_min(
+            tf.where(is_best, window_id, num), example, batch_size
+        )
+        chosen = tf.clip_by_value(chosen, 0, tf.maximum(num - 1, 0))
+        where = tf.stack([chosen, tf.gather(first, chosen)], axis=1)
+        start_char = tf.gather_nd(features["start_char"], where)
+        where = tf.stack([chosen, tf.gather(last, chosen)], axis=1)
+        end_char = tf.gather_nd(features["end_char"], where)
+        null = tf.cast(start_logits[:, 0], tf.float64) + tf.cast(end_logits[:, 0], tf.float64)
+        return {
+            "has_span": has_span,
+            "score": score,
+            "null_score": tf.math.unsorted_segment_min(null, example, batch_size),
+            "start_char": start_char,
+            "end_char": end_char,
+        }
+
+    # --- serving ------------------------------------------------------------
+
+    def serve(self, inputs):
+        """{"question": string [B], "context": string [B]} -> the outputs
+        listed in the class docstring."""
+        contexts = clean_text(inputs["context"])
+        questions = self.tokenizer.tokenize_ids(clean_text(inputs["question"]))
+        questions = questions[:, : self.max_query_length]
+        ids, starts, ends = self.tokenizer.tokenize_with_offsets(contexts)
+        features = self._features(questions, ids, starts, ends)
+        outputs = self.model(
+            {name: features[name] for name in ("input_word_ids", "input_mask", "input_type_ids")},
+            training=False,
+        )
+        batch_size = tf.shape(contexts, out_type=tf.int64)[0]
+        decoded = self._decode(
+            tf.cast(outputs["start_logits"], tf.float32),
+            tf.cast(outputs["end_logits"], tf.float32),
+            features,
+            batch_size,
+        )
+        return self._outputs(contexts, decoded, features["num_windows"])
+
+    def _outputs(self, contexts, decoded, num_windows):
+        has_span = decoded["has_span"]
+        score_diff = decoded["null_score"] - decoded["score"]
+        if self.version_2:
+            no_answer = ~has_span | (score_diff > self.null_score_diff_threshold)
+        else:
+            no_answer = tf.zeros_like(has_span)
+        answered = has_span & ~no_answer
+        start_char = tf.where(answered, decoded["start_char"], -1)
+        end_char = tf.where(answered, decoded["end_char"], -1)
+        answer = substrings(contexts, start_char[:, tf.newaxis], end_char[:, tf.newaxis])[:, 0]
+        return {
+            "answer": answer,
+            "start_char": tf.cast(start_char, tf.int32),
+            "end_char": tf.cast(end_char, tf.int32),
+            "score": tf.cast(tf.where(has_span, decoded["score"], NO_SPAN_SCORE), tf.float32),
+            "no_answer": no_answer,
+            "null_score": tf.cast(decoded["null_score"], tf.float32),
+            "score_diff": tf.cast(tf.where(has_span, score_diff, NO_SPAN_SCORE_DIFF), tf.float32),
+            "num_windows": tf.cast(num_windows, tf.int32),
+        }
+
+    def warmup_requests(self):
+        question = "Where does the fox jump?"
+        context = "The quick brown fox jumps over the lazy dog near the river."
+        requests = [{"question": [question], "context": [context]}]
+        for text in EDGE_TEXTS:
+            requests.append({"question": [question], "context": [text]})
+            requests.append({"question": [text], "context": [context]})
+        requests.append({"question": [""], "context": [""]})
+        requests.append({
+            "question": [question, "", LONG_TEXT[:500], "東京タワー 😀?"],
+            "context": [context, LONG_TEXT, "", EDGE_TEXTS[-1]],
+        })
+        return requests

@@ -1,0 +1,166 @@
+"""`TaskServing`: a fine-tuned task model and its tokenizer as one
+`tf.Module`, served on raw strings by TF Serving.
+
+Every task type subclasses it and states three things: the raw string
+inputs of `serving_default` (`raw_inputs`), how to turn them into decoded
+outputs inside the graph (`serve`), and edge-case requests that must pass
+(`warmup_requests`). The base class adds `serve_token_ids` (the model on
+already-tokenized int32 inputs) and builds the concrete signature functions
+`tf.saved_model.save` writes.
+
+Everything traced here is TensorFlow and tensorflow-text ops, so the
+SavedModel loads with `import tensorflow_text` and nothing of ours. The
+module owns the tokenizer (a `tf.Module` holding the vocabulary asset and
+its lookup table): `tf.saved_model.save` tracks both through it, which is
+the part Keras 3's `ExportArchive` gets wrong for lookup tables.
+"""
+
+import tensorflow as tf
+
+from kerasbert.text import BertPacker
+
+MODEL_INPUTS = ("input_word_ids", "input_mask", "input_type_ids")
+
+# A text of 100,000 characters, and other inputs the warm-up must survive.
+LONG_TEXT = ("The quick brown fox jumps over the lazy dog. " * 2223)[:100_000]
+EDGE_TEXTS = (
+    "",
+    "   \t\n ",
+    LONG_TEXT,
+    "naïve café — 東京タワー 😀 \u200b\u200czero\u200dwidth\x07\x1b",
+    b"invalid \xff\xfe UTF-8 \xc3(",
+)
+
+
+def clean_text(texts):
+    """Makes any bytes valid UTF-8: invalid sequences become U+FFFD, which
+    the tokenizer then drops. Character offsets in the outputs index this
+    cleaned text (identical to the input whenever the input is valid)."""
+    return tf.strings.unicode_transcode(
+        texts, "UTF-8", "UTF-8", errors="replace", replacement_char=0xFFFD
+    )
+
+
+def string_spec(name, shape=(None,)):
+    return tf.TensorSpec(shape, tf.string, name=name)
+
+
+def substrings(texts, starts, ends):
+    """texts[b][starts[b, k]:ends[b, k]] in code points, for int [B, K]
+    spans (end exclusive); "" where start < 0.
+
+    Args:
+        texts: string [B] (valid UTF-8).
+        starts, ends: int [B, K].
+
+    Returns:
+        string [B, K].
+    """
+    starts = tf.cast(starts, tf.int32)
+    ends = tf.cast(ends, tf.int32)
+    valid = starts >= 0
+    repeated = tf.broadcast_to(texts[:, tf.newaxis], tf.shape(starts))
+    pieces = tf.strings.substr(
+        repeated, tf.maximum(starts, 0), tf.maximum(ends - starts, 0), unit="UTF8_CHAR"
+    )
+    return tf.where(valid, pieces, tf.zeros_like(pieces))
+
+
+class TaskServing(tf.Module):
+    """Base class: raw strings in, decoded task outputs out.
+
+    Args:
+        model: the fine-tuned Keras task model (`kerasbert.tasks.*`).
+        tokenizer: the `WordPieceTokenizer` the model was fine-tuned with.
+        seq_length: T, the packed sequence length (<= the model's
+            positions).
+        label_names: class or tag names (None for regression, QA, multiple
+            choice).
+    """
+
+    #: names of the `tf.string [None]` inputs of `serving_default`.
+    raw_inputs = ("text",)
+
+    def __init__(self, model, tokenizer, seq_length, label_names=None, name=None):
+        super().__init__(name=name)
+        self.model = model
+        self.tokenizer = tokenizer
+        self.seq_length = int(seq_length)
+        self.packer = BertPacker.from_tokenizer(tokenizer, self.seq_length)
+        names = list(label_names or [])
+        self.label_names = list(names)
+        self.label_table = tf.constant(names or [""], tf.string)
+
+    # --- what subclasses define ------------------------------------------
+
+    def input_specs(self):
+        """`TensorSpec`s of `serving_default`, in argument order."""
+        return [string_spec(name) for name in self.raw_inputs]
+
+    def serve(self, inputs):
+        """{input name: string tensor} -> {output name: tensor}; traced."""
+        raise NotImplementedError(f"{type(self).__name__} must define serve().")
+
+    def token_ids_shape(self):
+        """Shape of each `serve_token_ids` input ([B, T] for most tasks)."""
+        return (None, self.seq_length)
+
+    def model_outputs(self, features):
+        """Raw model outputs for `serve_token_ids`: a dict of tensors."""
+        outputs = self.model(features, training=False)
+        if not isinstance(outputs, dict):
+            outputs = {"logits": outputs}
+        return {k: tf.cast(v, tf.float32) for k, v in outputs.items()}
+
+    def warmup_requests(self):
+        """A list of {input name: list of str} requests for the warm-up file:
+        ordinary text and the edge cases every served model must survive."""
+        requests = [{name: ["A short example sentence."] for name in self.raw_inputs}]
+        for text in EDGE_TEXTS:
+            requests.append({name: [text] for name in self.raw_inputs})
+        return requests
+
+    def warmup_token_ids(self):
+        """A `serve_token_ids` request: the first warm-up request packed
+        ({input name: int32 array})."""
+        first = self.warmup_requests()[0]
+        texts = [tf.constant(first[name], tf.string) for name in self.raw_inputs[:2]]
+        return {name: value.numpy() for name, value in self.encode_batch(*texts).items()}
+
+    # --- shared pieces ---------------------------------------------------
+
+    def encode_batch(self, texts_a, texts_b=None):
+        """Raw strings [B] (and [B]) -> int32 model inputs [B, T]."""
+        a = self.tokenizer.tokenize_ids(clean_text(texts_a))
+        b = None if texts_b is None else self.tokenizer.tokenize_ids(clean_text(texts_b))
+        return self.packer(a, b)
+
+    def lookup_labels(self, ids):
+        return tf.gather(self.label_table, tf.maximum(ids, 0))
+
+    # --- signatures ------------------------------------------------------
+
+    def signatures(self):
+        """{"serving_default": ..., "serve_token_ids": ...} concrete functions."""
+        names = [spec.name for spec in self.input_specs()]
+
+        def serving_default(*args):
+            return self.serve(dict(zip(names, args)))
+
+        int_spec = [tf.TensorSpec(self.token_ids_shape(), tf.int32, name=n) for n in MODEL_INPUTS]
+
+        def serve_token_ids(input_word_ids, input_mask, input_type_ids):
+            return self.model_outputs({
+                "input_word_ids": input_word_ids,
+                "input_mask": input_mask,
+                "input_type_ids": input_type_ids,
+            })
+
+        return {
+            "serving_default": tf.function(
+                serving_default, input_signature=self.input_specs()
+            ).get_concrete_function(),
+            "serve_token_ids": tf.function(
+                serve_token_ids, input_signature=int_spec
+            ).get_concrete_function(),
+        }

@@ -1,0 +1,113 @@
+"""Fine-tuning directories with tiny random models, and a fresh-process
+runner that may import only tensorflow and tensorflow_text."""
+
+import json
+import os
+import subprocess
+import sys
+import textwrap
+
+import numpy as np
+
+WORDS = (
+    "the a an of to in and is was for on with as by at from it this that be are were "
+    "paris london berlin city river france germany john mary smith company bank tower "
+    "who what where when which answer question capital lives works near old new big small "
+    "quick brown fox jumps over lazy dog cat runs fast slow red blue green one two three "
+    "caf naive tokyo"
+).split()
+SUFFIXES = ["##s", "##ed", "##ing", "##er", "##e"]
+PUNCTUATION = list(".,!?;:'\"()-—")
+SPECIALS = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]"]
+
+# Keeps the fresh process honest: it fails if anything of ours (or Keras)
+# was imported while loading or running the SavedModel.
+FRESH_PREAMBLE = """
+import json, os, sys
+os.environ["TF_CPP_MIN_LOG_LEVEL"] = "3"
+import numpy as np
+import tensorflow as tf
+import tensorflow_text  # registers the tokenizer ops (and itself imports keras)
+
+_BASELINE = set(sys.modules)
+
+def _check_imports():
+    ours = sorted(m for m in sys.modules if m.split(".")[0] in ("kerasbert", "keras_hub", "keras_nlp"))
+    assert not ours, f"the SavedModel pulled in {ours[:5]}"
+    added = sorted(m for m in set(sys.modules) - _BASELINE if "keras" in m)
+    assert not added, f"loading the SavedModel imported {added[:5]}"
+"""
+
+
+def write_vocab(directory):
+    tokens = SPECIALS + list("abcdefghijklmnopqrstuvwxyz") + PUNCTUATION + list(WORDS) + SUFFIXES
+    path = os.path.join(directory, "vocab.txt")
+    with open(path, "w", encoding="utf-8") as f:
+        f.write("\n".join(dict.fromkeys(tokens)) + "\n")
+    return path
+
+
+def tiny_backbone(vocabulary_size, seq_length=64):
+    from kerasbert.models import BertBackbone
+
+    return BertBackbone(vocabulary_size=vocabulary_size, num_layers=1, num_heads=2,
+                        hidden_dim=16, intermediate_dim=32,
+                        max_sequence_length=seq_length, dropout=0.0)
+
+
+def make_finetuned_dir(directory, task_type, label_names=None, num_choices=3,
+                       max_seq_length=32, seed=0, qa_options=None, task="test"):
+    """Writes FT/{model.keras, config.json, vocab.txt} as `kerasbert
+    finetune` does, with a random tiny model of the task type."""
+    import keras
+
+    from kerasbert import tasks
+    from kerasbert.text import WordPieceTokenizer
+
+    os.makedirs(directory, exist_ok=True)
+    vocab = write_vocab(directory)
+    size = WordPieceTokenizer(vocab).vocabulary_size
+    keras.utils.set_random_seed(seed)
+    backbone = tiny_backbone(size, seq_length=max(64, max_seq_length))
+    if task_type in ("classification", "pair"):
+        label_names = label_names or ["negative", "neutral", "positive"]
+        model = tasks.TextClassifier(backbone, num_classes=len(label_names), dropout=0.0)
+    elif task_type == "regression":
+        model = tasks.TextClassifier(backbone, num_classes=1, dropout=0.0)
+    elif task_type == "tagging":
+        label_names = label_names or ["O", "B-LOC", "I-LOC", "B-PER", "I-PER"]
+        model = tasks.TokenClassifier(backbone, num_labels=len(label_names), dropout=0.0)
+    elif task_type == "qa":
+        model = tasks.QuestionAnswerer(backbone, dropout=0.0)
+    elif task_type == "multiple_choice":
+        model = tasks.MultipleChoice(backbone, num_choices=num_choices, dropout=0.0)
+    else:
+        raise ValueError(task_type)
+    # Random heads give near-uniform outputs; larger weights make argmaxes
+    # and spans depend on the input, so the parity checks mean something.
+    for weight in model.weights:
+        if "kernel" in weight.path and weight.path.split("/")[0] != backbone.name:
+            weight.assign(np.asarray(weight.numpy()) * 40.0)
+    model.save(os.path.join(directory, "model.keras"))
+    qa = dict(doc_stride=8, max_query_length=8, max_answer_length=6,
+              null_score_diff_threshold=0.0)
+    qa.update(qa_options or {})
+    config = {
+        "task": task, "task_type": task_type, "label_names": label_names,
+        "max_seq_length": max_seq_length, "lower_case": True, "columns": {},
+        "vocab": "vocab.txt", "model_class": type(model).__name__, "qa": qa,
+    }
+    with open(os.path.join(directory, "config.json"), "w") as f:
+        json.dump(config, f)
+    return directory
+
+
+def run_fresh(script, *args, timeout=600):
+    """Runs FRESH_PREAMBLE + `script` in a new Python; returns its stdout.
+    The script should call `_check_imports()` after using the model."""
+    code = FRESH_PREAMBLE + textwrap.dedent(script)
+    env = dict(os.environ, PYTHONPATH="")
+    result = subprocess.run([sys.executable, "-c", code, *map(str, args)], capture_output=True,
+                            text=True, timeout=timeout, env=env, cwd="/")
+    assert result.returncode == 0, f"fresh process failed:\n{result.stderr[-4000:]}"
+    return result.stdout

@@ -1,0 +1,315 @@
+"""`kerasbert export`: SavedModels for every non-QA task type (QA has its
+own test file), checked in a fresh process that imports only tensorflow and
+tensorflow_text, against the Keras model on the Python pipeline."""
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+
+from serving_fixtures import make_finetuned_dir
+from serving_fixtures import run_fresh
+
+TASKS = ("classification", "pair", "regression", "tagging", "multiple_choice")
+TEXTS = [
+    "John Smith lives in Paris, France.",
+    "The quick brown fox jumps over the lazy dog near London.",
+    "Naïve café owners in Tokyo 東京 work fast!",
+    "a",
+]
+CHOICES = [
+    ["the dog runs", "the cat jumps over", "mary works"],
+    ["one", "two three", "paris is a city"],
+    ["red", "green", "blue"],
+    ["a", "b", "c"],
+]
+HOSTILE = [
+    "", "   \t\n  ", "x" * 100_000, ("word " * 20_000).strip(),
+    b"bad \xff\xfe utf-8 \xc3(", "\x00\x07ctrl\u200b\u200c\u200dzero\ufeffwidth",
+    "emoji 😀🎉 and CJK 東京タワー 한국어",
+]
+
+
+def _inputs(task_type, texts):
+    if task_type == "pair":
+        return {"text_a": texts, "text_b": list(reversed(texts))}
+    if task_type == "multiple_choice":
+        return {"context": texts, "choices": [CHOICES[i % len(CHOICES)] for i in range(len(texts))]}
+    return {"text": texts}
+
+
+@pytest.fixture(scope="module")
+def exports(tmp_path_factory):
+    """{task type: (export dir, expected outputs)}; the fine-tuning dirs are
+    deleted after export, so the SavedModels must be self-contained."""
+    root = tmp_path_factory.mktemp("export")
+    result = {}
+    from kerasbert.serving.exporter import export_finetuned
+
+    for task_type in TASKS:
+        ft = make_finetuned_dir(str(root / f"ft_{task_type}"), task_type)
+        expected = keras_expectations(ft, task_type)
+        info = export_finetuned(ft, str(root / "export" / task_type))
+        shutil.rmtree(ft)
+        result[task_type] = (info["path"], expected)
+    return result
+
+
+def keras_expectations(ft, task_type):
+    """The fine-tuned Keras model on features from the Python pipeline."""
+    import keras
+
+    from kerasbert.data.finetuning import convert_examples
+    from kerasbert.data.finetuning.examples import TaskData
+    from kerasbert.text import WordPieceTokenizer
+
+    config = json.load(open(os.path.join(ft, "config.json")))
+    model = keras.saving.load_model(os.path.join(ft, "model.keras"))
+    tokenizer = WordPieceTokenizer(os.path.join(ft, "vocab.txt"))
+    labels = config["label_names"]
+    if task_type == "tagging":
+        return {"model": model, "tokenizer": tokenizer, "labels": labels,
+                "length": config["max_seq_length"]}
+    if task_type == "multiple_choice":
+        examples = [{"context": t, "choices": c} for t, c in zip(TEXTS, CHOICES)]
+    elif task_type == "pair":
+        examples = [{"text_a": a, "text_b": b} for a, b in zip(TEXTS, reversed(TEXTS))]
+    else:
+        examples = [{"text_a": t} for t in TEXTS]
+    data = TaskData(examples, task_type, labels, has_labels=False)
+    features = convert_examples(data, tokenizer, config["max_seq_length"])
+    logits = np.asarray(model.predict(features.x, verbose=0), "float64")
+    if task_type == "regression":
+        return {"score": logits[:, 0]}
+    probabilities = np.exp(logits - logits.max(-1, keepdims=True))
+    probabilities /= probabilities.sum(-1, keepdims=True)
+    expected = {"probabilities": probabilities, "ids": probabilities.argmax(-1)}
+    if labels:
+        expected["label"] = [labels[i] for i in expected["ids"]]
+    return expected
+
+
+# Loads every export and runs the batch and the hostile inputs; prints JSON.
+SERVE_SCRIPT = """
+import sys
+spec = json.load(open(sys.argv[1]))
+exports, batches = spec["exports"], spec["batches"]
+hostile = [bytes.fromhex(h) for h in spec["hostile"]]
+result = {}
+for task_type, path in exports.items():
+    loaded = tf.saved_model.load(path)
+    serve = loaded.signatures["serving_default"]
+    out = {k: v.numpy() for k, v in serve(**{k: tf.constant(v) for k, v in batches[task_type].items()}).items()}
+    row = {k: (v.astype(object).tolist() if v.dtype == object else v.tolist()) for k, v in out.items()}
+    row = json.loads(json.dumps(row, default=lambda b: b.decode("utf-8")))
+    # Hostile inputs, one batch: every output finite with batch dimension B.
+    checks = []
+    for texts in (hostile, [], ["fine text"] * 512):
+        names = [spec.name for spec in serve.structured_input_signature[1].values()]
+        if task_type == "multiple_choice":
+            choices = int(serve.structured_input_signature[1]["choices"].shape[1])
+            feed = {"context": tf.constant(texts, tf.string),
+                    "choices": tf.constant([[t] * choices for t in texts], tf.string, shape=[len(texts), choices])}
+        else:
+            feed = {n: tf.constant(texts, tf.string) for n in names}
+        got = serve(**feed)
+        for k, v in got.items():
+            v = v.numpy()
+            assert v.shape[0] == len(texts), (task_type, k, v.shape)
+            if v.dtype.kind == "f":
+                assert np.isfinite(v).all(), (task_type, k)
+        checks.append(len(texts))
+    row["_checked_batches"] = checks
+    from tensorflow.python.framework import op_def_registry
+    ops = json.load(open(os.path.join(path, "assets.extra", "ops.json")))["custom_ops"]
+    row["_custom_ops_registered"] = [op for op in ops if op_def_registry.get(op) is not None]
+    row["_signatures"] = sorted(loaded.signatures)
+    result[task_type] = row
+result["_tensorflow_text_version"] = tensorflow_text.__version__
+_check_imports()
+print(json.dumps(result))
+"""
+
+
+@pytest.fixture(scope="module")
+def served(exports, tmp_path_factory):
+    spec = {
+        "exports": {t: p for t, (p, _) in exports.items()},
+        "batches": {t: _inputs(t, TEXTS) for t in TASKS},
+        "hostile": [(h if isinstance(h, bytes) else h.encode()).hex() for h in HOSTILE],
+    }
+    path = tmp_path_factory.mktemp("served") / "spec.json"
+    path.write_text(json.dumps(spec))
+    out = run_fresh(SERVE_SCRIPT, path)
+    return json.loads(out.strip().splitlines()[-1])
+
+
+@pytest.mark.parametrize("task_type", ["classification", "pair", "multiple_choice"])
+def test_probabilities_match_keras(exports, served, task_type):
+    expected, got = exports[task_type][1], served[task_type]
+    np.testing.assert_allclose(got["probabilities"], expected["probabilities"], atol=1e-5)
+    key = "choice" if task_type == "multiple_choice" else "label_id"
+    assert got[key] == expected["ids"].tolist()
+    if task_type != "multiple_choice":
+        assert got["label"] == expected["label"]
+    else:
+        assert got["choice_text"] == [c[i] for c, i in zip(CHOICES, expected["ids"])]
+    assert served[task_type]["_checked_batches"] == [len(HOSTILE), 0, 512]
+    assert served[task_type]["_signatures"] == ["serve_token_ids", "serving_default"]
+
+
+def test_regression_score_matches_keras(exports, served):
+    np.testing.assert_allclose(served["regression"]["score"], exports["regression"][1]["score"],
+                               atol=1e-5)
+
+
+def test_tagging_words_labels_and_entities(exports, served):
+    """Words are BERT's pre-tokenized words; each word's probabilities are
+    the Keras model's at its first piece on `convert_tagging` features, and
+    the entities are seqeval's chunks of the word labels."""
+    from seqeval.metrics.sequence_labeling import get_entities
+
+    from kerasbert.data.finetuning import convert_examples
+    from kerasbert.data.finetuning.examples import TaskData
+
+    context, got = exports["tagging"][1], served["tagging"]
+    for row, text in enumerate(TEXTS):
+        n = got["num_tokens"][row]
+        words = got["tokens"][row][:n]
+        starts, ends = got["token_start_char"][row][:n], got["token_end_char"][row][:n]
+        assert words == [text[s:e] for s, e in zip(starts, ends)]
+        assert "".join(words) == "".join(text.split())  # nothing lost, nothing added
+        data = TaskData([{"tokens": words}], "tagging", context["labels"], has_labels=False)
+        features = convert_examples(data, context["tokenizer"], context["length"])
+        logits = np.asarray(context["model"].predict(features.x, verbose=0), "float64")[0]
+        first = np.flatnonzero(np.diff(np.concatenate([[-1], features.extras["word_ids"][0]])) != 0)
+        first = [p for p in first if features.extras["word_ids"][0][p] >= 0]
+        probs = np.exp(logits[first] - logits[first].max(-1, keepdims=True))
+        probs /= probs.sum(-1, keepdims=True)
+        np.testing.assert_allclose(got["token_probabilities"][row][:n], probs, atol=1e-5)
+        labels = got["token_labels"][row][:n]
+        assert labels == [context["labels"][i] for i in probs.argmax(-1)]
+        chunks = get_entities(labels)
+        m = got["num_entities"][row]
+        assert got["entity_label"][row][:m] == [kind for kind, _, _ in chunks]
+        assert got["start_char"][row][:m] == [starts[a] for _, a, _ in chunks]
+        assert got["end_char"][row][:m] == [ends[b] for _, _, b in chunks]
+        assert got["entity_text"][row][:m] == [text[starts[a]:ends[b]] for _, a, b in chunks]
+
+
+def test_saved_model_cli_contract(exports):
+    """`saved_model_cli show`: names, dtypes, batch dimension -1, method."""
+    cli = os.path.join(os.path.dirname(sys.executable), "saved_model_cli")
+    for task_type, inputs, outputs in [
+        ("pair", {"text_a": "DT_STRING", "text_b": "DT_STRING"},
+         {"probabilities": "DT_FLOAT", "label_id": "DT_INT32", "label": "DT_STRING"}),
+        ("tagging", {"text": "DT_STRING"},
+         {"entity_text": "DT_STRING", "entity_label": "DT_STRING", "start_char": "DT_INT32",
+          "end_char": "DT_INT32", "num_entities": "DT_INT32", "token_labels": "DT_STRING"}),
+    ]:
+        shown = subprocess.run([cli, "show", "--dir", exports[task_type][0], "--all"],
+                               capture_output=True, text=True, check=True).stdout
+        default = shown.split("signature_def['serving_default']:")[1]
+        ids = shown.split("signature_def['serve_token_ids']:")[1].split("signature_def[")[0]
+        for kind, names in (("inputs", inputs), ("outputs", outputs)):
+            for name, dtype in names.items():
+                block = default.split(f"{kind}['{name}'] tensor_info:")[1].split("name:")[0]
+                assert f"dtype: {dtype}" in block, (task_type, name, block)
+                assert "shape: (-1" in block, (task_type, name, block)
+        for part in (default, ids):
+            assert "Method name is: tensorflow/serving/predict" in part.split("signature_def[")[0]
+        for name in ("input_word_ids", "input_mask", "input_type_ids"):
+            block = ids.split(f"inputs['{name}'] tensor_info:")[1].split("name:")[0]
+            assert "dtype: DT_INT32" in block and "shape: (-1, 32)" in block
+
+
+def test_export_files_warmup_and_ops(exports):
+    from kerasbert.serving.warmup import read_warmup
+
+    path = exports["tagging"][0]
+    assert open(os.path.join(path, "assets", "vocab.txt")).readline().strip() == "[PAD]"
+    requests = read_warmup(os.path.join(path, "assets.extra", "tf_serving_warmup_requests"))
+    texts = [r["text"][0] for sig, r in requests if sig == "serving_default"]
+    assert b"" in texts and any(len(t) >= 100_000 for t in texts)
+    assert any(not t.isascii() for t in texts)
+    assert ("serve_token_ids", 32) in [(sig, r["input_word_ids"].shape[-1])
+                                       for sig, r in requests if sig == "serve_token_ids"]
+    info = json.load(open(os.path.join(path, "assets.extra", "export.json")))
+    assert info["task_type"] == "tagging" and info["inputs"] == ["text"]
+
+
+def test_custom_ops_are_registered_by_tensorflow_text(exports, served):
+    """Each op in ops.json is not core TensorFlow, and the fresh process
+    (tensorflow + tensorflow_text 2.20, the version TF Serving 2.20 links)
+    has it registered."""
+    import tensorflow as tf
+
+    for task_type, (path, _) in exports.items():
+        manifest = json.load(open(os.path.join(path, "assets.extra", "ops.json")))
+        assert {"FastWordpieceTokenizeWithOffsets", "NormalizeUTF8"} <= set(manifest["custom_ops"])
+        assert not any(hasattr(tf.raw_ops, op) for op in manifest["custom_ops"])
+        assert served[task_type]["_custom_ops_registered"] == manifest["custom_ops"]
+    assert served["_tensorflow_text_version"].startswith("2.20.")
+
+
+def test_versions_overwrite_and_atomic_failure(tmp_path, monkeypatch):
+    from kerasbert.cli import main
+    from kerasbert.serving import exporter
+
+    ft = make_finetuned_dir(str(tmp_path / "ft"), "classification")
+    out = tmp_path / "export" / "clf"
+    assert main(["export", "--model", ft, "--output", str(out)]) == 0
+    assert main(["export", "--model", ft, "--output", str(out)]) == 0
+    assert sorted(os.listdir(out)) == ["1", "2"]
+    assert main(["export", "--model", ft, "--output", str(out), "--version", "2"]) == 2
+    stamp = os.path.getmtime(out / "2" / "saved_model.pb")
+
+    def broken(path, requests):
+        raise RuntimeError("warm-up failed")
+
+    monkeypatch.setattr(exporter, "replay_warmup", broken)
+    with pytest.raises(RuntimeError):
+        exporter.export_finetuned(ft, str(out), version=2, overwrite=True)
+    with pytest.raises(RuntimeError):
+        exporter.export_finetuned(ft, str(out))
+    # The failed exports left neither a version 3 nor temporary directories,
+    # and version 2 is untouched.
+    assert sorted(os.listdir(out)) == ["1", "2"]
+    assert os.path.getmtime(out / "2" / "saved_model.pb") == stamp
+    assert main(["export", "--model", str(tmp_path / "nope"), "--output", str(out)]) == 2
+    assert main(["export", "--model", ft, "--output", str(out), "--max-seq-length", "999"]) == 2
+
+
+def test_predict_cli_uses_only_tensorflow(exports):
+    code = (
+        "import sys\n"
+        "from kerasbert.cli import main\n"
+        "rc = main(sys.argv[1:])\n"
+        "ours = ('kerasbert.models', 'kerasbert.layers', 'kerasbert.tasks.task', 'kerasbert.text.tokenizer',"
+        " 'keras_hub', 'keras_nlp', 'tf_keras')\n"
+        "bad = [m for m in sys.modules if m.startswith(ours)]\n"
+        "assert not bad, bad\n"
+        "sys.exit(rc)\n"
+    )
+    result = subprocess.run(
+        [sys.executable, "-c", code, "predict", "--saved-model", exports["tagging"][0],
+         "--text", TEXTS[0], "--text", "Paris"], capture_output=True, text=True)
+    assert result.returncode == 0, result.stderr[-3000:]
+    rows = [json.loads(line) for line in result.stdout.strip().splitlines()[-2:]]
+    assert rows[0]["tokens"][:3] == ["John", "Smith", "lives"]
+    assert len(rows[1]["tokens"]) == rows[1]["num_tokens"] == 1
+    assert len(rows[0]["entity_text"]) == rows[0]["num_entities"]
+    result = subprocess.run(
+        [sys.executable, "-m", "kerasbert", "predict", "--saved-model",
+         exports["multiple_choice"][0], "--context", TEXTS[0], "--choice", "a", "--choice", "b",
+         "--choice", "c"], capture_output=True, text=True)
+    assert result.returncode == 0, result.stderr[-3000:]
+    row = json.loads(result.stdout.strip().splitlines()[-1])
+    assert len(row["probabilities"]) == 3 and row["choice_text"] in ("a", "b", "c")
+    missing = subprocess.run([sys.executable, "-m", "kerasbert", "predict", "--saved-model",
+                              exports["pair"][0], "--text", "x"], capture_output=True, text=True)
+    assert missing.returncode == 2 and "--text-b" in missing.stderr
