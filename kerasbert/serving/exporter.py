@@ -161,6 +161,11 @@ def export_finetuned(model_dir, output, version=None, max_seq_length=None, overw
             "inputs": [spec.name for spec in module.input_specs()],
             "signatures": list(SIGNATURES), "source": os.path.abspath(model_dir),
         }
+        if config["task_type"] == "qa":
+            info["qa"] = {"doc_stride": module.doc_stride, "max_query_length": module.max_query_length,
+                          "max_answer_length": module.max_answer_length,
+                          "null_score_diff_threshold": module.null_score_diff_threshold,
+                          "version_2_with_negative": module.version_2}
         with open(os.path.join(tmp, "assets.extra", "export.json"), "w", encoding="utf-8") as f:
             json.dump(info, f, indent=2)
         replay_warmup(tmp, requests)

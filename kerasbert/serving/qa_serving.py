@@ -111,19 +111,22 @@ class QuestionAnsweringServing(TaskServing):
         max_answer_length: longest answer in pieces (30).
         null_score_diff_threshold: SQuAD v2.0 no-answer threshold (0.0).
         version_2: answer "" when the null score wins (SQuAD v2.0).
+        windows_per_call: windows per model call (64): bounds the memory a
+            batch of long contexts takes.
     """
 
     raw_inputs = ("question", "context")
 
     def __init__(self, model, tokenizer, seq_length, doc_stride=128, max_query_length=64,
                  max_answer_length=30, null_score_diff_threshold=0.0, version_2=False,
-                 name=None):
+                 windows_per_call=64, name=None):
         super().__init__(model, tokenizer, seq_length, name=name)
         self.doc_stride = int(doc_stride)
         self.max_query_length = int(max_query_length)
         self.max_answer_length = int(max_answer_length)
         self.null_score_diff_threshold = float(null_score_diff_threshold)
         self.version_2 = bool(version_2)
+        self.windows_per_call = int(windows_per_call)
         if min(self.doc_stride, self.max_query_length, self.max_answer_length) < 1:
             raise ValueError(
                 "doc_stride, max_query_length and max_answer_length must be positive, got "
@@ -273,6 +276,36 @@ class QuestionAnsweringServing(TaskServing):
             ),
         }
 
+    def _run_model(self, features):
+        """The model over [W, T] windows, `windows_per_call` at a time.
+
+        Long contexts multiply the batch (a 100,000-character context is
+        ~170 windows at T=384), and attention memory grows with it; chunks
+        keep a server's peak memory bounded whatever the clients send.
+
+        Returns:
+            {"start_logits", "end_logits"}: float32 [W, T].
+        """
+        chunk = self.windows_per_call
+        num = tf.shape(features["input_word_ids"])[0]
+        num_chunks = (num + chunk - 1) // chunk
+
+        def split(x):  # [W, T] -> [chunks, chunk, T], zero rows appended
+            x = tf.pad(x, [[0, num_chunks * chunk - num], [0, 0]])
+            return tf.reshape(x, [num_chunks, chunk, self.seq_length])
+
+        def call(batch):
+            outputs = self.model(batch, training=False)
+            return {k: tf.cast(outputs[k], tf.float32) for k in ("start_logits", "end_logits")}
+
+        spec = tf.TensorSpec([chunk, self.seq_length], tf.float32)
+        outputs = tf.map_fn(
+            call, {k: split(v) for k, v in features.items()},
+            fn_output_signature={"start_logits": spec, "end_logits": spec},
+            parallel_iterations=1,
+        )
+        return {k: tf.reshape(v, [-1, self.seq_length])[:num] for k, v in outputs.items()}
+
     # --- decoding -----------------------------------------------------------
 
     def _window_best_spans(self, start_logits, end_logits, features):
@@ -365,9 +398,8 @@ class QuestionAnsweringServing(TaskServing):
         questions = questions[:, : self.max_query_length]
         ids, starts, ends = self.tokenizer.tokenize_with_offsets(contexts)
         features = self._features(questions, ids, starts, ends)
-        outputs = self.model(
-            {name: features[name] for name in ("input_word_ids", "input_mask", "input_type_ids")},
-            training=False,
+        outputs = self._run_model(
+            {name: features[name] for name in ("input_word_ids", "input_mask", "input_type_ids")}
         )
         batch_size = tf.shape(contexts, out_type=tf.int64)[0]
         decoded = self._decode(

@@ -1,6 +1,6 @@
-"""`kerasbert export`: SavedModels for every non-QA task type (QA has its
-own test file), checked in a fresh process that imports only tensorflow and
-tensorflow_text, against the Keras model on the Python pipeline."""
+"""`kerasbert export`: SavedModels for every task type, checked in a fresh
+process that imports only tensorflow and tensorflow_text, against the Keras
+model on the Python pipeline (QA's decoding parity: test_qa_serving.py)."""
 
 import json
 import os
@@ -14,7 +14,7 @@ import pytest
 from serving_fixtures import make_finetuned_dir
 from serving_fixtures import run_fresh
 
-TASKS = ("classification", "pair", "regression", "tagging", "multiple_choice")
+TASKS = ("classification", "pair", "regression", "tagging", "multiple_choice", "qa")
 TEXTS = [
     "John Smith lives in Paris, France.",
     "The quick brown fox jumps over the lazy dog near London.",
@@ -39,6 +39,8 @@ def _inputs(task_type, texts):
         return {"text_a": texts, "text_b": list(reversed(texts))}
     if task_type == "multiple_choice":
         return {"context": texts, "choices": [CHOICES[i % len(CHOICES)] for i in range(len(texts))]}
+    if task_type == "qa":
+        return {"question": texts, "context": list(reversed(texts))}
     return {"text": texts}
 
 
@@ -51,8 +53,9 @@ def exports(tmp_path_factory):
     from kerasbert.serving.exporter import export_finetuned
 
     for task_type in TASKS:
-        ft = make_finetuned_dir(str(root / f"ft_{task_type}"), task_type)
-        expected = keras_expectations(ft, task_type)
+        ft = make_finetuned_dir(str(root / f"ft_{task_type}"), task_type,
+                                task="squad_v2" if task_type == "qa" else "test")
+        expected = keras_expectations(ft, task_type) if task_type != "qa" else None
         info = export_finetuned(ft, str(root / "export" / task_type))
         shutil.rmtree(ft)
         result[task_type] = (info["path"], expected)
@@ -240,6 +243,17 @@ def test_export_files_warmup_and_ops(exports):
                                        for sig, r in requests if sig == "serve_token_ids"]
     info = json.load(open(os.path.join(path, "assets.extra", "export.json")))
     assert info["task_type"] == "tagging" and info["inputs"] == ["text"]
+    qa = json.load(open(os.path.join(exports["qa"][0], "assets.extra", "export.json")))
+    assert qa["inputs"] == ["question", "context"] and qa["qa"]["version_2_with_negative"]
+
+
+def test_question_answering_outputs(served):
+    got = served["qa"]
+    assert got["_checked_batches"] == [len(HOSTILE), 0, 512]
+    for row, context in enumerate(reversed(TEXTS)):
+        start, end = got["start_char"][row], got["end_char"][row]
+        assert got["answer"][row] == (context[start:end] if start >= 0 else "")
+        assert got["no_answer"][row] == (start < 0)
 
 
 def test_custom_ops_are_registered_by_tensorflow_text(exports, served):

@@ -109,7 +109,7 @@ def setup(tmp_path_factory):
     threshold = float((diffs[len(diffs) // 2 - 1] + diffs[len(diffs) // 2]) / 2)
     v2_expected, _ = _python_pipeline(model, tokenizer, PAIRS, version_2_with_negative=True,
                                       null_score_diff_threshold=threshold)
-    v1 = module()
+    v1 = module(windows_per_call=5)  # several model calls, chunks splitting examples
     v2 = module(version_2=True, null_score_diff_threshold=threshold)
     path = str(root / "qa_v2")
     tf.saved_model.save(v2, path, signatures=v2.signatures())
