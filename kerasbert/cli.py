@@ -62,14 +62,17 @@ def describe_backbone(backbone):
         if name == "dtype":
             continue
         lines.append(f"  {name:<22} {getattr(backbone, name)}")
+    # ALBERT reuses one block for several layers: count each block once.
+    blocks = list({id(layer): layer for layer in backbone.transformer_layers}.values())
+    layers = f"{len(backbone.transformer_layers)} layers"
+    if len(blocks) != len(backbone.transformer_layers):
+        layers += f", {len(blocks)} shared blocks"
     parts = [
         ("embeddings", backbone.embeddings.count_params()),
-        (
-            f"encoder ({len(backbone.transformer_layers)} layers)",
-            sum(l.count_params() for l in backbone.transformer_layers),
-        ),
-        ("pooler", backbone.pooler.count_params()),
+        (f"encoder ({layers})", sum(block.count_params() for block in blocks)),
     ]
+    if getattr(backbone, "pooler", None) is not None:
+        parts.append(("pooler", backbone.pooler.count_params()))
     lines.append("  parameters")
     for label, count in parts:
         lines.append(f"    {label:<20} {count:>14,}")
@@ -85,10 +88,12 @@ def cmd_info(args):
 
 def cmd_presets(args):
     from kerasbert.models import get_preset
-    from kerasbert.models import list_presets
+    from kerasbert.models.presets import presets_by_family
 
-    for name in list_presets():
-        print(f"{name:<16} {get_preset(name)['description']}")
+    for family, names in presets_by_family().items():
+        print(f"{family}:")
+        for name in names:
+            print(f"  {name:<22} {get_preset(name)['description']}")
 
 
 def cmd_demo(args):

@@ -2,6 +2,7 @@
 
 from kerasbert.models.backbone import Backbone
 from kerasbert.models.bert import BertBackbone
+from kerasbert.models.albert import AlbertBackbone
 from kerasbert.models.presets import UnknownPresetError
 from kerasbert.models.presets import get_preset
 from kerasbert.models.presets import list_presets

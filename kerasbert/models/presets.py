@@ -5,6 +5,7 @@ lookup (Python API, CLI, tests) goes through `get_preset`/`list_presets`.
 """
 
 import difflib
+import re
 
 _REGISTRY = {}
 
@@ -17,13 +18,36 @@ def register_presets(backbone_cls, presets):
         _REGISTRY[name] = dict(preset, backbone_class=backbone_cls)
 
 
+def family_of(backbone_cls):
+    """"BertBackbone" -> "bert", "DistilBertBackbone" -> "distil_bert"."""
+    name = backbone_cls.__name__.removesuffix("Backbone")
+    return re.sub(r"(?<!^)(?=[A-Z])", "_", name).lower()
+
+
 def list_presets(family=None):
-    """Sorted preset names, optionally only those of one backbone class."""
-    return sorted(
-        name
-        for name, preset in _REGISTRY.items()
-        if family is None or preset["backbone_class"].__name__ == family
-    )
+    """Preset names grouped by family (families in registration order, BERT
+    first; names sorted within each). `family` ("bert", "roberta", ... or a
+    class name like "BertBackbone") keeps one family."""
+    names = []
+    for fam, members in presets_by_family().items():
+        if family is None or family in (fam, _class_name(fam)):
+            names.extend(members)
+    return names
+
+
+def presets_by_family():
+    """{family: sorted preset names}, families in registration order."""
+    groups = {}
+    for name, preset in _REGISTRY.items():
+        groups.setdefault(family_of(preset["backbone_class"]), []).append(name)
+    return {fam: sorted(members) for fam, members in groups.items()}
+
+
+def _class_name(family):
+    for preset in _REGISTRY.values():
+        if family_of(preset["backbone_class"]) == family:
+            return preset["backbone_class"].__name__
+    return None
 
 
 class UnknownPresetError(ValueError):

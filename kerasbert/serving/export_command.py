@@ -20,7 +20,7 @@ def add_arguments(parser):
                         help="Replace an existing version directory.")
 
 
-def cmd_export(args):
+def run(args):
     from kerasbert.serving.exporter import export_finetuned
 
     if not os.path.isdir(args.model):
@@ -44,5 +44,5 @@ def register(subparsers):
         "The export is written under a temporary name and renamed when complete.",
     )
     add_arguments(parser)
-    parser.set_defaults(func=cmd_export)
+    parser.set_defaults(func=run)
     return parser

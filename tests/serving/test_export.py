@@ -2,6 +2,7 @@
 process that imports only tensorflow and tensorflow_text, against the Keras
 model on the Python pipeline (QA's decoding parity: test_qa_serving.py)."""
 
+import importlib.util
 import json
 import os
 import shutil
@@ -14,6 +15,7 @@ import pytest
 from serving_fixtures import make_finetuned_dir
 from serving_fixtures import run_fresh
 
+REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 TASKS = ("classification", "pair", "regression", "tagging", "multiple_choice", "qa")
 TEXTS = [
     "John Smith lives in Paris, France.",
@@ -295,6 +297,14 @@ def test_versions_overwrite_and_atomic_failure(tmp_path, monkeypatch):
     assert sorted(os.listdir(out)) == ["1", "2"]
     assert os.path.getmtime(out / "2" / "saved_model.pb") == stamp
     assert main(["export", "--model", str(tmp_path / "nope"), "--output", str(out)]) == 2
+    # The script form takes the same flags.
+    monkeypatch.undo()
+    script = importlib.util.spec_from_file_location(
+        "export_saved_model", os.path.join(REPO, "export", "export_saved_model.py"))
+    module = importlib.util.module_from_spec(script)
+    script.loader.exec_module(module)
+    assert module.main(["--model", ft, "--output", str(out)]) == 0
+    assert sorted(os.listdir(out)) == ["1", "2", "3"]
     assert main(["export", "--model", ft, "--output", str(out), "--max-seq-length", "999"]) == 2
 
 

@@ -1,0 +1,178 @@
+"""ALBERT encoder with TF Hub tensor names."""
+
+import keras
+
+from kerasbert.layers import BertEmbeddings
+from kerasbert.layers import ClsPooler
+from kerasbert.layers import TransformerEncoderBlock
+from kerasbert.layers import padding_mask_to_attention_bias
+from kerasbert.models.backbone import Backbone
+
+
+@keras.saving.register_keras_serializable(package="kerasbert")
+class AlbertBackbone(Backbone):
+    """ALBERT: a lite BERT (Lan et al., 2019).
+
+    Two changes to BERT's encoder cut its parameters:
+
+    1. Factorised embedding: the token, position and segment tables are
+       `embedding_dim` wide (128) and the normalised sum is projected to
+       `hidden_dim` by one dense layer, so the vocabulary costs V x E rather
+       than V x H.
+    2. Cross-layer sharing: the encoder owns `num_groups` groups of
+       `num_inner_repetitions` distinct blocks. Layer i (of `num_layers`) runs
+       every block of group `i * num_groups // num_layers` in turn, so
+       ALBERT-Base (one group, one block) applies the same block 12 times.
+
+    Inputs (dict of int32 [B, T], the TF Hub names):
+        input_word_ids: token ids.
+        input_mask: 1 for real tokens, 0 for padding.
+        input_type_ids: segment ids (0 for sentence A, 1 for sentence B).
+
+    Outputs (dict):
+        sequence_output: [B, T, hidden_dim], the last layer.
+        pooled_output: [B, hidden_dim], tanh(dense([CLS])).
+        encoder_outputs: list of num_layers tensors [B, T, hidden_dim], the
+            output of every layer (after all of its inner repetitions, as in
+            the original `all_encoder_layers`); the last is sequence_output.
+
+    Args:
+        vocabulary_size: int.
+        num_layers: int. Number of (virtual) layers; divisible by num_groups.
+        num_heads: int. hidden_dim must divide by it.
+        hidden_dim: int.
+        intermediate_dim: int. Feed-forward width (4 * hidden_dim).
+        embedding_dim: int. Width of the embedding tables (128 in ALBERT).
+        num_groups: int. Number of groups of distinct blocks (1 in every
+            published ALBERT).
+        num_inner_repetitions: int. Distinct blocks per group, applied in
+            turn by each layer of the group (1 in every published ALBERT).
+        max_sequence_length: int. Rows of the position table.
+        num_segments: int. Rows of the segment table.
+        dropout: float. Hidden and attention-probability dropout (ALBERT v2
+            trains without dropout; v1 used 0.1).
+        activation: str. ALBERT's `gelu` is the tanh approximation
+            ("gelu_approximate", HF's "gelu_new"); keras-hub and Model
+            Garden use the same.
+        layer_norm_epsilon: float.
+        initializer_range: float.
+        dtype: a dtype or `keras.DTypePolicy`, e.g. "mixed_float16".
+    """
+
+    def __init__(
+        self,
+        vocabulary_size,
+        num_layers,
+        num_heads,
+        hidden_dim,
+        intermediate_dim,
+        embedding_dim=128,
+        num_groups=1,
+        num_inner_repetitions=1,
+        max_sequence_length=512,
+        num_segments=2,
+        dropout=0.0,
+        activation="gelu_approximate",
+        layer_norm_epsilon=1e-12,
+        initializer_range=0.02,
+        dtype=None,
+        **kwargs,
+    ):
+        if num_groups < 1 or num_inner_repetitions < 1:
+            raise ValueError(
+                f"num_groups ({num_groups}) and num_inner_repetitions "
+                f"({num_inner_repetitions}) must be >= 1."
+            )
+        if num_layers % num_groups:
+            raise ValueError(
+                f"num_layers ({num_layers}) must be divisible by num_groups "
+                f"({num_groups}): each group serves the same number of layers."
+            )
+
+        # === Layers ===
+        self.embeddings = BertEmbeddings(
+            vocabulary_size=vocabulary_size,
+            max_sequence_length=max_sequence_length,
+            num_segments=num_segments,
+            hidden_dim=hidden_dim,
+            embedding_dim=embedding_dim,
+            dropout=dropout,
+            layer_norm_epsilon=layer_norm_epsilon,
+            initializer_range=initializer_range,
+            dtype=dtype,
+            name="embeddings",
+        )
+        # groups[g][r]: the distinct blocks, the only ones owning weights.
+        self.groups = [
+            [
+                TransformerEncoderBlock(
+                    num_heads=num_heads,
+                    intermediate_dim=intermediate_dim,
+                    activation=activation,
+                    dropout=dropout,
+                    layer_norm_epsilon=layer_norm_epsilon,
+                    initializer_range=initializer_range,
+                    dtype=dtype,
+                    name=f"group_{g}_inner_layer_{r}",
+                )
+                for r in range(num_inner_repetitions)
+            ]
+            for g in range(num_groups)
+        ]
+        layers_per_group = num_layers // num_groups
+        # Every block application in call order; shared blocks repeat (the
+        # same object), as `describe_backbone` and the converters expect.
+        self.transformer_layers = [
+            block
+            for i in range(num_layers)
+            for block in self.groups[i // layers_per_group]
+        ]
+        self.pooler = ClsPooler(
+            hidden_dim,
+            initializer_range=initializer_range,
+            dtype=dtype,
+            name="pooler",
+        )
+
+        # === Functional graph ===
+        word_ids = keras.Input((None,), dtype="int32", name="input_word_ids")
+        mask = keras.Input((None,), dtype="int32", name="input_mask")
+        type_ids = keras.Input((None,), dtype="int32", name="input_type_ids")
+        x = self.embeddings(word_ids, type_ids)
+        # One additive bias for all layers, not a [B, T, T] mask per layer.
+        attention_bias = padding_mask_to_attention_bias(mask)
+        encoder_outputs = []
+        for i in range(num_layers):
+            for block in self.groups[i // layers_per_group]:
+                x = block(x, attention_bias=attention_bias)
+            encoder_outputs.append(x)
+        super().__init__(
+            inputs={
+                "input_word_ids": word_ids,
+                "input_mask": mask,
+                "input_type_ids": type_ids,
+            },
+            outputs={
+                "sequence_output": x,
+                "pooled_output": self.pooler(x),
+                "encoder_outputs": encoder_outputs,
+            },
+            dtype=dtype,
+            **kwargs,
+        )
+
+        # === Config ===
+        self.vocabulary_size = vocabulary_size
+        self.num_layers = num_layers
+        self.num_heads = num_heads
+        self.hidden_dim = hidden_dim
+        self.intermediate_dim = intermediate_dim
+        self.embedding_dim = embedding_dim
+        self.num_groups = num_groups
+        self.num_inner_repetitions = num_inner_repetitions
+        self.max_sequence_length = max_sequence_length
+        self.num_segments = num_segments
+        self.dropout = dropout
+        self.activation = activation
+        self.layer_norm_epsilon = layer_norm_epsilon
+        self.initializer_range = initializer_range

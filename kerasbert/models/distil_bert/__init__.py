@@ -1,0 +1,5 @@
+from kerasbert.models.distil_bert.distil_bert_backbone import DistilBertBackbone
+from kerasbert.models.distil_bert.distil_bert_presets import DISTIL_BERT_PRESETS
+from kerasbert.models.presets import register_presets
+
+register_presets(DistilBertBackbone, DISTIL_BERT_PRESETS)

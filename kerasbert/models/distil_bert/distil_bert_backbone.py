@@ -1,0 +1,136 @@
+"""DistilBERT encoder with BERT's (TF Hub) tensor names."""
+
+import keras
+from keras import ops
+
+from kerasbert.layers import BertEmbeddings
+from kerasbert.layers import TransformerEncoderBlock
+from kerasbert.layers import padding_mask_to_attention_bias
+from kerasbert.models.backbone import Backbone
+
+
+@keras.saving.register_keras_serializable(package="kerasbert")
+class DistilBertBackbone(Backbone):
+    """DistilBERT (Sanh et al., 2019): a BERT encoder without segment
+    embeddings and without a pooler, usually 6 layers trained by
+    distillation from a 12-layer BERT (`kerasbert distill`).
+
+    The blocks are BERT's (post-LayerNorm, erf GELU as in the original and
+    in keras-hub's DistilBertBackbone), so a DistilBERT layer can be
+    initialised from a BERT layer weight for weight.
+
+    Inputs (dict of int32 [B, T], the TF Hub names, as BertBackbone):
+        input_word_ids: token ids.
+        input_mask: 1 for real tokens, 0 for padding.
+        input_type_ids: accepted so BERT feature dicts and exported
+            signatures work unchanged, and ignored (no segment table).
+
+    Outputs (dict):
+        sequence_output: [B, T, hidden_dim], the last layer.
+        pooled_output: [B, hidden_dim], the last layer's [CLS] vector as is
+            (no pooler weights; classifiers add their own `pre_classifier`
+            dense layer, see `classifier_activation`).
+        encoder_outputs: list of num_layers tensors [B, T, hidden_dim].
+
+    Args:
+        vocabulary_size: int.
+        num_layers: int.
+        num_heads: int. hidden_dim must divide by it.
+        hidden_dim: int.
+        intermediate_dim: int. Feed-forward width (4 * hidden_dim).
+        max_sequence_length: int. Rows of the position table.
+        dropout: float. Hidden and attention-probability dropout.
+        layer_norm_epsilon: float.
+        initializer_range: float.
+        dtype: a dtype or `keras.DTypePolicy`, e.g. "mixed_float16".
+    """
+
+    # Not config: fixed by the architecture. The MLM head (BertPretrainer)
+    # reads `activation`; classifiers read `classifier_activation` for the
+    # pre-classifier that replaces the pooler (ReLU in the original).
+    activation = "gelu"
+    classifier_activation = "relu"
+    num_segments = 0
+    embedding_dim = None
+
+    def __init__(
+        self,
+        vocabulary_size,
+        num_layers,
+        num_heads,
+        hidden_dim,
+        intermediate_dim,
+        max_sequence_length=512,
+        dropout=0.1,
+        layer_norm_epsilon=1e-12,
+        initializer_range=0.02,
+        dtype=None,
+        **kwargs,
+    ):
+        # === Layers ===
+        self.embeddings = BertEmbeddings(
+            vocabulary_size=vocabulary_size,
+            max_sequence_length=max_sequence_length,
+            num_segments=0,
+            hidden_dim=hidden_dim,
+            dropout=dropout,
+            layer_norm_epsilon=layer_norm_epsilon,
+            initializer_range=initializer_range,
+            dtype=dtype,
+            name="embeddings",
+        )
+        self.transformer_layers = [
+            TransformerEncoderBlock(
+                num_heads=num_heads,
+                intermediate_dim=intermediate_dim,
+                activation=self.activation,
+                dropout=dropout,
+                layer_norm_epsilon=layer_norm_epsilon,
+                initializer_range=initializer_range,
+                dtype=dtype,
+                name=f"transformer_layer_{i}",
+            )
+            for i in range(num_layers)
+        ]
+        self.pooler = None
+
+        # === Functional graph ===
+        word_ids = keras.Input((None,), dtype="int32", name="input_word_ids")
+        mask = keras.Input((None,), dtype="int32", name="input_mask")
+        type_ids = keras.Input((None,), dtype="int32", name="input_type_ids")
+        x = self.embeddings(word_ids)
+        attention_bias = padding_mask_to_attention_bias(mask)
+        encoder_outputs = []
+        for layer in self.transformer_layers:
+            x = layer(x, attention_bias=attention_bias)
+            encoder_outputs.append(x)
+        # [CLS] as is. The ignored type ids still join the graph (multiplied
+        # by zero) so the functional model keeps them as a used input.
+        cls_vector = x[:, 0, :] + ops.cast(
+            ops.zeros_like(type_ids[:, :1]), x.dtype
+        )
+        super().__init__(
+            inputs={
+                "input_word_ids": word_ids,
+                "input_mask": mask,
+                "input_type_ids": type_ids,
+            },
+            outputs={
+                "sequence_output": x,
+                "pooled_output": cls_vector,
+                "encoder_outputs": encoder_outputs,
+            },
+            dtype=dtype,
+            **kwargs,
+        )
+
+        # === Config ===
+        self.vocabulary_size = vocabulary_size
+        self.num_layers = num_layers
+        self.num_heads = num_heads
+        self.hidden_dim = hidden_dim
+        self.intermediate_dim = intermediate_dim
+        self.max_sequence_length = max_sequence_length
+        self.dropout = dropout
+        self.layer_norm_epsilon = layer_norm_epsilon
+        self.initializer_range = initializer_range
