@@ -6,6 +6,7 @@ from kerasbert.errors import UsageError
 
 
 def add_arguments(parser):
+    """Adds every export flag to an argparse parser; returns it."""
     parser.add_argument("--model", required=True, metavar="FT",
                         help="A `kerasbert finetune` output directory.")
     parser.add_argument("--output", required=True, metavar="export/NAME",
@@ -18,6 +19,7 @@ def add_arguments(parser):
                         help="TF Serving model name in the warm-up requests (default: NAME).")
     parser.add_argument("--overwrite", action="store_true",
                         help="Replace an existing version directory.")
+    return parser
 
 
 def run(args):

@@ -6,6 +6,7 @@ from keras import ops
 from kerasbert.tasks.task import BACKBONE_INPUTS
 from kerasbert.tasks.task import Task
 from kerasbert.tasks.task import head_initializer
+from kerasbert.tasks.text_classifier import pre_classifier
 
 
 @keras.saving.register_keras_serializable(package="kerasbert")
@@ -14,7 +15,9 @@ class MultipleChoice(Task):
 
     The [B, C, T] inputs are flattened to [B * C, T], encoded, and
     `pooled_output` -> dropout -> Dense(1) gives one score per choice,
-    reshaped to [B, C] logits (softmax across the choices).
+    reshaped to [B, C] logits (softmax across the choices). Backbones
+    without a pooler (DistilBERT, RoBERTa) get the "pre_classifier" dense
+    layer on the [CLS] vector first, as in `TextClassifier`.
 
     Args:
         backbone: a `kerasbert.models.Backbone`.
@@ -42,6 +45,7 @@ class MultipleChoice(Task):
         if num_choices < 2:
             raise ValueError(f"num_choices must be >= 2, got {num_choices}.")
         self.num_choices = num_choices
+        self.pre_classifier = pre_classifier(backbone, self.head_dtype)
         self.output_dense = keras.layers.Dense(
             1,
             kernel_initializer=head_initializer(backbone),
@@ -70,6 +74,8 @@ class MultipleChoice(Task):
             if k in inputs
         }
         pooled = self.encode(flat, training=training)["pooled_output"]
+        if self.pre_classifier is not None:
+            pooled = self.pre_classifier(pooled)
         x = self.output_dropout(pooled, training=training)
         scores = ops.cast(self.output_dense(x), "float32")
         return ops.reshape(scores, (-1, self.num_choices))

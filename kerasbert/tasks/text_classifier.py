@@ -8,12 +8,39 @@ from kerasbert.tasks.task import Task
 from kerasbert.tasks.task import head_initializer
 
 
+def pre_classifier(backbone, dtype):
+    """The dense layer that stands in for a pooler, or None.
+
+    BERT-like backbones pool [CLS] themselves (dense + tanh). DistilBERT and
+    RoBERTa have no pooler (`backbone.pooler is None`, `pooled_output` is the
+    raw [CLS] vector); their original classifiers put a trained
+    Dense(hidden_dim) with `backbone.classifier_activation` (DistilBERT:
+    ReLU, RoBERTa: tanh) on it first. Returns that layer, built, named
+    "pre_classifier".
+    """
+    if not hasattr(backbone, "pooler") or backbone.pooler is not None:
+        return None
+    layer = keras.layers.Dense(
+        backbone.hidden_dim,
+        activation=backbone.classifier_activation,
+        kernel_initializer=head_initializer(backbone),
+        dtype=dtype,
+        name="pre_classifier",
+    )
+    layer.build((None, backbone.hidden_dim))
+    return layer
+
+
 @keras.saving.register_keras_serializable(package="kerasbert")
 class TextClassifier(Task):
     """Classifies a text or a text pair; `num_classes=1` is regression.
 
-    `pooled_output` -> dropout -> Dense(num_classes). Pairs are packed as
-    `[CLS] a [SEP] b [SEP]` with `input_type_ids` 1 on segment b; the model
+    `pooled_output` -> dropout -> Dense(num_classes). Backbones without a
+    pooler (`backbone.pooler is None`: DistilBERT, RoBERTa) give the raw
+    [CLS] vector as `pooled_output`; the head then starts with the
+    originals' pre-classifier: [CLS] -> Dense(hidden_dim,
+    backbone.classifier_activation) named "pre_classifier" -> dropout ->
+    Dense(num_classes). Pairs are packed as `[CLS] a [SEP] b [SEP]` with `input_type_ids` 1 on segment b; the model
     needs nothing else to tell them apart.
 
     Args:
@@ -46,6 +73,7 @@ class TextClassifier(Task):
                 f"num_classes must be >= 1 (1 = regression), got {num_classes}."
             )
         self.num_classes = num_classes
+        self.pre_classifier = pre_classifier(backbone, self.head_dtype)
         self.output_dense = keras.layers.Dense(
             num_classes,
             kernel_initializer=head_initializer(backbone),
@@ -61,6 +89,8 @@ class TextClassifier(Task):
 
     def call(self, inputs, training=False):
         pooled = self.encode(inputs, training=training)["pooled_output"]
+        if self.pre_classifier is not None:
+            pooled = self.pre_classifier(pooled)
         x = self.output_dropout(pooled, training=training)
         return ops.cast(self.output_dense(x), "float32")
 

@@ -1,0 +1,172 @@
+"""keras-hub `DistilBertBackbone` <-> kerasbert `DistilBertBackbone`, through
+the canonical BERT weight dict (kerasbert.convert.bert_weights).
+
+A DistilBERT canonical dict is BERT's without `type_embeddings` and without
+`pooler_*`. keras-hub's DistilBERT blocks are its `TransformerEncoder`, the
+same as in its BERT, and use the erf GELU like ours, so both directions are
+exact.
+"""
+
+import numpy as np
+
+from kerasbert.convert.bert_weights import _assign
+from kerasbert.convert.bert_weights import _block_variables
+from kerasbert.convert.keras_hub import _canonical_shape
+from kerasbert.convert.keras_hub import _layer_variables
+
+CONFIG_KEYS = (
+    "vocabulary_size",
+    "num_layers",
+    "num_heads",
+    "hidden_dim",
+    "intermediate_dim",
+    "max_sequence_length",
+    "dropout",
+)
+_QKV = ("query", "key", "value")
+
+
+# --- ours <-> canonical ------------------------------------------------------
+
+
+def _our_top_variables(backbone):
+    emb = backbone.embeddings
+    return (
+        ("word_embeddings", emb.token_embedding.embeddings),
+        ("position_embeddings", emb.position_embedding.position_embeddings),
+        ("embeddings_ln_gamma", emb.layer_norm.gamma),
+        ("embeddings_ln_beta", emb.layer_norm.beta),
+    )
+
+
+def get_block_weights(block):
+    """One `TransformerEncoderBlock` -> canonical layer dict (numpy); the
+    fused query/key/value projection is split into three entries."""
+    layer = {key: v.numpy() for key, v in _block_variables(block)}
+    qkv = block.attention.qkv_dense
+    kernels = np.split(qkv.kernel.numpy(), 3, axis=-1)
+    biases = np.split(qkv.bias.numpy(), 3, axis=-1)
+    for part, kernel, bias in zip(_QKV, kernels, biases):
+        layer[f"{part}_kernel"], layer[f"{part}_bias"] = kernel, bias
+    return layer
+
+
+def set_block_weights(block, src, where="layer"):
+    """Canonical layer dict -> one built `TransformerEncoderBlock`."""
+    qkv = block.attention.qkv_dense
+    _assign(
+        qkv.kernel,
+        np.concatenate([src[f"{p}_kernel"] for p in _QKV], axis=-1),
+        f"{where} query/key/value kernels",
+    )
+    _assign(
+        qkv.bias,
+        np.concatenate([src[f"{p}_bias"] for p in _QKV]),
+        f"{where} query/key/value biases",
+    )
+    for key, variable in _block_variables(block):
+        _assign(variable, src[key], f"{where} {key}")
+
+
+def get_distil_bert_weights(backbone):
+    """Reads a `DistilBertBackbone` into the canonical dict (numpy)."""
+    weights = {key: v.numpy() for key, v in _our_top_variables(backbone)}
+    weights["layers"] = [get_block_weights(b) for b in backbone.transformer_layers]
+    return weights
+
+
+def set_distil_bert_weights(backbone, weights):
+    """Writes a canonical dict (no segment table or pooler needed; any there
+    are ignored) into a `DistilBertBackbone` of matching shape."""
+    if len(weights["layers"]) != len(backbone.transformer_layers):
+        raise ValueError(
+            f"The source has {len(weights['layers'])} layers, the model "
+            f"{len(backbone.transformer_layers)}."
+        )
+    for key, variable in _our_top_variables(backbone):
+        _assign(variable, weights[key], key)
+    for i, (block, src) in enumerate(
+        zip(backbone.transformer_layers, weights["layers"])
+    ):
+        set_block_weights(block, src, f"layer {i}")
+    return backbone
+
+
+# --- keras-hub <-> canonical -------------------------------------------------
+
+
+def _peer_top_variables(peer):
+    return (
+        ("word_embeddings", peer.embeddings.token_embedding.embeddings),
+        (
+            "position_embeddings",
+            peer.embeddings.position_embedding.position_embeddings,
+        ),
+        ("embeddings_ln_gamma", peer.embeddings_layer_norm.gamma),
+        ("embeddings_ln_beta", peer.embeddings_layer_norm.beta),
+    )
+
+
+def _require(peer, cls_name):
+    import keras_hub
+
+    if not isinstance(peer, getattr(keras_hub.models, cls_name)):
+        raise TypeError(
+            f"Expected a keras_hub.models.{cls_name}, got {type(peer).__name__}."
+        )
+
+
+def distil_bert_from_keras_hub(peer):
+    """Converts a `keras_hub.models.DistilBertBackbone` into our
+    `DistilBertBackbone` (same config, weights and dtype policy).
+
+    keras-hub's inputs map to ours as token_ids -> input_word_ids,
+    padding_mask -> input_mask; its single output is our
+    `sequence_output`.
+    """
+    from kerasbert.models.distil_bert import DistilBertBackbone
+
+    _require(peer, "DistilBertBackbone")
+    hidden = peer.hidden_dim
+    weights = {k: v.numpy() for k, v in _peer_top_variables(peer)}
+    weights["layers"] = [
+        {
+            key: np.reshape(v.numpy(), _canonical_shape(key, v, hidden))
+            for key, v in _layer_variables(layer)
+        }
+        for layer in peer.transformer_layers
+    ]
+    ours = DistilBertBackbone(
+        **{k: getattr(peer, k) for k in CONFIG_KEYS},
+        dtype=peer.dtype_policy,
+    )
+    return set_distil_bert_weights(ours, weights)
+
+
+def distil_bert_to_keras_hub(ours):
+    """Converts our `DistilBertBackbone` into a
+    `keras_hub.models.DistilBertBackbone`. keras-hub fixes LayerNorm epsilon
+    at 1e-12, so other values raise."""
+    import keras_hub
+
+    from kerasbert.models.distil_bert import DistilBertBackbone
+
+    if not isinstance(ours, DistilBertBackbone):
+        raise TypeError(
+            f"Expected a kerasbert DistilBertBackbone, got {type(ours).__name__}."
+        )
+    if ours.layer_norm_epsilon != 1e-12:
+        raise ValueError(
+            "keras-hub's DistilBertBackbone uses layer_norm_epsilon=1e-12; "
+            f"this backbone uses {ours.layer_norm_epsilon}."
+        )
+    weights = get_distil_bert_weights(ours)
+    peer = keras_hub.models.DistilBertBackbone(
+        **{k: getattr(ours, k) for k in CONFIG_KEYS}, dtype=ours.dtype_policy
+    )
+    for key, variable in _peer_top_variables(peer):
+        variable.assign(weights[key])
+    for layer, src in zip(peer.transformer_layers, weights["layers"]):
+        for key, variable in _layer_variables(layer):
+            variable.assign(np.reshape(src[key], variable.shape))
+    return peer

@@ -1,0 +1,143 @@
+"""RoBERTa encoder with the TF Hub tensor names of BertBackbone."""
+
+import keras
+
+from kerasbert.layers import BertEmbeddings
+from kerasbert.layers import TransformerEncoderBlock
+from kerasbert.layers import padding_mask_to_attention_bias
+from kerasbert.models.backbone import Backbone
+
+
+@keras.saving.register_keras_serializable(package="kerasbert")
+class RobertaBackbone(Backbone):
+    """RoBERTa encoder (Liu et al., 2019): BERT's architecture without
+    segment embeddings and without a trained pooler.
+
+    Differences from `BertBackbone`: no segment table (one segment type),
+    LayerNorm epsilon 1e-5, and `pooled_output` is the final hidden state
+    of the first token (`<s>`), with no weights of its own. RoBERTa's
+    classification head applies dense + tanh to that vector itself, which is
+    why `pooler` is None and `classifier_activation` is "tanh": task models
+    add the pre-classifier dense layer (see `TextClassifier`).
+
+    Position embeddings: the original (fairseq / Hugging Face) checkpoints
+    have `max_sequence_length + 2` position rows and start real positions at
+    row 2 (`padding_idx + 1`, padding_idx = 1). This table has
+    `max_sequence_length` rows starting at position 0, as keras-hub's;
+    `kerasbert.convert.roberta_weights.load_position_embeddings` drops the
+    two offset rows when importing original weights. For right-padded
+    inputs both give the same outputs at real tokens.
+
+    Inputs (dict of int32 [B, T], the TF Hub names):
+        input_word_ids: token ids (`<s> a </s></s> b </s>`, padded).
+        input_mask: 1 for real tokens, 0 for padding.
+        input_type_ids: accepted so every BERT task model and export works
+            unchanged, and ignored (RoBERTa has one segment type).
+
+    Outputs (dict):
+        sequence_output: [B, T, hidden_dim], the last layer.
+        pooled_output: [B, hidden_dim], sequence_output[:, 0] (`<s>`).
+        encoder_outputs: list of num_layers tensors [B, T, hidden_dim].
+
+    Args:
+        vocabulary_size: int. 50265 for the released checkpoints.
+        num_layers: int.
+        num_heads: int. hidden_dim must divide by it.
+        hidden_dim: int.
+        intermediate_dim: int. Feed-forward width (4 * hidden_dim).
+        max_sequence_length: int. Rows of the position table (512; the
+            original table's two offset rows are not kept).
+        dropout: float. Hidden and attention-probability dropout.
+        layer_norm_epsilon: float. 1e-5 in fairseq's RoBERTa.
+        initializer_range: float.
+        dtype: a dtype or `keras.DTypePolicy`, e.g. "mixed_float16".
+    """
+
+    # RoBERTa's classification head: dense + tanh on <s>, then the output
+    # projection. Task models read this when `pooler` is None.
+    classifier_activation = "tanh"
+
+    def __init__(
+        self,
+        vocabulary_size,
+        num_layers,
+        num_heads,
+        hidden_dim,
+        intermediate_dim,
+        max_sequence_length=512,
+        dropout=0.1,
+        layer_norm_epsilon=1e-5,
+        initializer_range=0.02,
+        dtype=None,
+        **kwargs,
+    ):
+        # === Layers ===
+        self.embeddings = BertEmbeddings(
+            vocabulary_size=vocabulary_size,
+            max_sequence_length=max_sequence_length,
+            num_segments=0,
+            hidden_dim=hidden_dim,
+            dropout=dropout,
+            layer_norm_epsilon=layer_norm_epsilon,
+            initializer_range=initializer_range,
+            dtype=dtype,
+            name="embeddings",
+        )
+        self.transformer_layers = [
+            TransformerEncoderBlock(
+                num_heads=num_heads,
+                intermediate_dim=intermediate_dim,
+                # fairseq's RoBERTa uses the exact (erf) GELU, as keras-hub's
+                # RobertaBackbone does.
+                activation="gelu",
+                dropout=dropout,
+                layer_norm_epsilon=layer_norm_epsilon,
+                initializer_range=initializer_range,
+                dtype=dtype,
+                name=f"transformer_layer_{i}",
+            )
+            for i in range(num_layers)
+        ]
+        # No pooler weights: keras-hub's parameter count (124,052,736 for
+        # roberta_base) has none, and fine-tuning heads add their own dense.
+        self.pooler = None
+
+        # === Functional graph ===
+        word_ids = keras.Input((None,), dtype="int32", name="input_word_ids")
+        mask = keras.Input((None,), dtype="int32", name="input_mask")
+        type_ids = keras.Input((None,), dtype="int32", name="input_type_ids")
+        # With num_segments=0 the embeddings ignore type ids; passing them
+        # keeps the input connected to the graph (Keras drops, and warns
+        # about, inputs that no output depends on).
+        x = self.embeddings(word_ids, type_ids)
+        # One additive bias for all layers, not a [B, T, T] mask per layer.
+        attention_bias = padding_mask_to_attention_bias(mask)
+        encoder_outputs = []
+        for layer in self.transformer_layers:
+            x = layer(x, attention_bias=attention_bias)
+            encoder_outputs.append(x)
+        super().__init__(
+            inputs={
+                "input_word_ids": word_ids,
+                "input_mask": mask,
+                "input_type_ids": type_ids,
+            },
+            outputs={
+                "sequence_output": x,
+                "pooled_output": x[:, 0, :],
+                "encoder_outputs": encoder_outputs,
+            },
+            dtype=dtype,
+            **kwargs,
+        )
+
+        # === Config ===
+        self.vocabulary_size = vocabulary_size
+        self.num_layers = num_layers
+        self.num_heads = num_heads
+        self.hidden_dim = hidden_dim
+        self.intermediate_dim = intermediate_dim
+        self.max_sequence_length = max_sequence_length
+        self.dropout = dropout
+        self.layer_norm_epsilon = layer_norm_epsilon
+        self.initializer_range = initializer_range
