@@ -40,8 +40,9 @@ class TextClassifier(Task):
     [CLS] vector as `pooled_output`; the head then starts with the
     originals' pre-classifier: [CLS] -> Dense(hidden_dim,
     backbone.classifier_activation) named "pre_classifier" -> dropout ->
-    Dense(num_classes). Pairs are packed as `[CLS] a [SEP] b [SEP]` with `input_type_ids` 1 on segment b; the model
-    needs nothing else to tell them apart.
+    Dense(num_classes). Pairs are packed as `[CLS] a [SEP] b [SEP]` with
+    `input_type_ids` 1 on segment b; the model needs nothing else to tell
+    them apart.
 
     Args:
         backbone: a `kerasbert.models.Backbone`.

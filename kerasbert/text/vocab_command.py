@@ -1,4 +1,5 @@
-"""`kerasbert vocab`: build a WordPiece vocabulary from text files."""
+"""`kerasbert vocab`: build a WordPiece, byte-level BPE or SentencePiece
+vocabulary from text files."""
 
 import os
 
@@ -6,41 +7,75 @@ from kerasbert.errors import UsageError
 
 
 def cmd_vocab(args):
-    # Heavy imports here, so `kerasbert --help` does not load TensorFlow.
-    from kerasbert.text import vocabulary
-
     missing = [f for f in args.input if not os.path.isfile(f)]
     if missing:
         raise UsageError(f"--input file(s) not found: {', '.join(missing)}")
     if args.vocab_size <= 0:
         raise UsageError(f"--vocab-size must be positive, got {args.vocab_size}.")
+    build = {"wordpiece": _wordpiece, "bpe": _bpe, "sentencepiece": _sentencepiece}[args.type]
     try:
-        tokens = vocabulary.build_wordpiece_vocab(
-            args.input, args.vocab_size, lower_case=args.lower_case,
-            show_progress=None if args.progress else False,
-        )
+        print(build(args))
     except ValueError as err:
         raise UsageError(str(err)) from None
+
+
+def _wordpiece(args):
+    # Heavy imports here, so `kerasbert --help` does not load TensorFlow.
+    from kerasbert.text import vocabulary
+
+    tokens = vocabulary.build_wordpiece_vocab(
+        args.input, args.vocab_size, lower_case=args.lower_case,
+        show_progress=None if args.progress else False,
+    )
     vocabulary.write_vocab(tokens, args.output)
     casing = "uncased" if args.lower_case else "cased"
-    print(f"wrote {len(tokens)} tokens ({casing}) to {args.output}")
+    return f"wrote {len(tokens)} tokens ({casing}) to {args.output}"
+
+
+def _bpe(args):
+    from kerasbert.text.bpe_training import train_bpe
+
+    files = train_bpe(args.input, args.vocab_size, args.output)
+    return f"wrote a byte-level BPE vocabulary (RoBERTa layout) to {_describe(files)}"
+
+
+def _sentencepiece(args):
+    from kerasbert.text.sentencepiece_training import train_sentencepiece
+
+    files = train_sentencepiece(args.input, args.vocab_size, args.output,
+                                lower_case=args.lower_case)
+    return f"wrote a SentencePiece model (ALBERT layout) to {_describe(files)}"
+
+
+def _describe(files):
+    if isinstance(files, dict):
+        return ", ".join(str(v) for v in files.values())
+    if isinstance(files, (list, tuple)):
+        return ", ".join(str(v) for v in files)
+    return str(files)
 
 
 def register(subparsers):
     """Adds `vocab` to the `kerasbert` sub-command parsers."""
     parser = subparsers.add_parser(
         "vocab",
-        help="Build a WordPiece vocabulary (vocab.txt) from text files.",
-        description="Counts BERT-pretokenized words in UTF-8 text files and "
+        help="Build a vocabulary (WordPiece, byte-level BPE or SentencePiece) from text files.",
+        description="wordpiece: counts BERT-pretokenized words in UTF-8 text files and "
         "learns a WordPiece vocabulary starting with [PAD] [UNK] [CLS] [SEP] "
-        "[MASK]. Every character seen (each CJK ideograph included) gets a "
-        "token.",
+        "[MASK]; every character seen (each CJK ideograph included) gets a "
+        "token. bpe: RoBERTa's byte-level BPE. sentencepiece: ALBERT's unigram model.",
     )
     parser.add_argument("--input", nargs="+", required=True, metavar="FILE",
                         help="UTF-8 text files (any line layout).")
     parser.add_argument("--vocab-size", type=int, required=True, metavar="N",
                         help="Maximum number of tokens, e.g. 30522.")
-    parser.add_argument("--output", required=True, help="Where to write vocab.txt.")
+    parser.add_argument("--type", choices=("wordpiece", "bpe", "sentencepiece"),
+                        default="wordpiece",
+                        help="wordpiece (BERT, DistilBERT, ELECTRA: vocab.txt), bpe (RoBERTa: "
+                        "byte-level BPE, vocab.json + merges.txt in --output DIR) or "
+                        "sentencepiece (ALBERT: --output PREFIX -> PREFIX.model, PREFIX.vocab).")
+    parser.add_argument("--output", required=True,
+                        help="vocab.txt (wordpiece), a directory (bpe) or a prefix (sentencepiece).")
     parser.add_argument("--no-lower-case", dest="lower_case", action="store_false",
                         help="Cased vocabulary (default: lower case, strip accents).")
     parser.add_argument("--no-progress", dest="progress", action="store_false",

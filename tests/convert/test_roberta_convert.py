@@ -1,0 +1,118 @@
+import keras_hub
+import numpy as np
+import pytest
+
+from kerasbert.convert.roberta_weights import POSITION_OFFSET
+from kerasbert.convert.roberta_weights import get_roberta_weights
+from kerasbert.convert.roberta_weights import load_position_embeddings
+from kerasbert.convert.roberta_weights import roberta_from_keras_hub
+from kerasbert.convert.roberta_weights import roberta_to_keras_hub
+from kerasbert.convert.roberta_weights import save_position_embeddings
+from kerasbert.models.roberta import RobertaBackbone
+from kerasbert.testing import TestCase
+
+CONFIG = dict(
+    vocabulary_size=60, num_layers=2, num_heads=2, hidden_dim=16,
+    intermediate_dim=32, max_sequence_length=12,
+)
+
+
+def randomize(model, seed=0):
+    """Random values everywhere (LayerNorm and biases too), so a mapping
+    mistake cannot hide behind ones and zeros."""
+    rng = np.random.default_rng(seed)
+    for w in model.weights:
+        w.assign(rng.normal(0, 0.2, w.shape).astype(w.dtype))
+    return model
+
+
+def padded_batch(vocab, batch_size=3, length=10, seed=1):
+    rng = np.random.default_rng(seed)
+    ids = rng.integers(0, vocab, (batch_size, length), dtype="int32")
+    mask = np.ones((batch_size, length), "int32")
+    for i in range(1, batch_size):
+        mask[i, length - 3 * i :] = 0  # Rows padded by 3, 6, ... tokens.
+    return ids, mask
+
+
+def ours_inputs(ids, mask):
+    return {
+        "input_word_ids": ids,
+        "input_mask": mask,
+        "input_type_ids": np.zeros_like(ids),
+    }
+
+
+class TestRobertaKerasHubConversion(TestCase):
+    def test_parity_on_padded_rows(self):
+        peer = randomize(keras_hub.models.RobertaBackbone(**CONFIG))
+        ours = roberta_from_keras_hub(peer)
+        assert ours.count_params() == peer.count_params()
+        ids, mask = padded_batch(60)
+        expected = np.asarray(peer({"token_ids": ids, "padding_mask": mask}))
+        got = ours(ours_inputs(ids, mask))
+        np.testing.assert_allclose(
+            np.asarray(got["sequence_output"]), expected, atol=1e-5
+        )
+        np.testing.assert_allclose(
+            np.asarray(got["pooled_output"]), expected[:, 0], atol=1e-5
+        )
+
+    def test_round_trip_back_to_keras_hub(self):
+        ours = randomize(RobertaBackbone(**CONFIG), seed=5)
+        peer = roberta_to_keras_hub(ours)
+        ids, mask = padded_batch(60)
+        self.assertAllClose(
+            ours(ours_inputs(ids, mask))["sequence_output"],
+            peer({"token_ids": ids, "padding_mask": mask}),
+            atol=1e-5,
+        )
+        again = roberta_from_keras_hub(peer)
+        for a, b in zip(ours.weights, again.weights):
+            np.testing.assert_array_equal(np.asarray(a), np.asarray(b))
+
+    def test_refuses_what_cannot_convert_exactly(self):
+        with pytest.raises(TypeError, match="RobertaBackbone"):
+            roberta_from_keras_hub(keras_hub.models.BertBackbone(**CONFIG))
+        other_eps = RobertaBackbone(**CONFIG, layer_norm_epsilon=1e-12)
+        with pytest.raises(ValueError, match="1e-05"):
+            roberta_to_keras_hub(other_eps)
+
+    @pytest.mark.slow
+    def test_parity_at_roberta_base_size(self):
+        peer = keras_hub.models.RobertaBackbone(
+            vocabulary_size=50265, num_layers=12, num_heads=12,
+            hidden_dim=768, intermediate_dim=3072, max_sequence_length=512,
+        )
+        ours = roberta_from_keras_hub(peer)
+        assert ours.count_params() == 124_052_736
+        ids, mask = padded_batch(50265, length=64)
+        np.testing.assert_allclose(
+            np.asarray(ours(ours_inputs(ids, mask))["sequence_output"]),
+            np.asarray(peer({"token_ids": ids, "padding_mask": mask})),
+            atol=1e-4,
+        )
+
+
+class TestOriginalPositionTable(TestCase):
+    def test_offset_rows_are_dropped(self):
+        # An original (fairseq / HF) table: 12 positions + 2 offset rows.
+        hf = np.arange(14 * 16, dtype="float32").reshape(14, 16)
+        rows = load_position_embeddings(hf, max_sequence_length=12)
+        np.testing.assert_array_equal(rows, hf[POSITION_OFFSET:])
+        np.testing.assert_array_equal(
+            save_position_embeddings(rows)[POSITION_OFFSET:], hf[2:]
+        )
+        # The loaded rows put HF's position id i + 2 at our position i.
+        ours = RobertaBackbone(**CONFIG)
+        weights = get_roberta_weights(ours)
+        weights["position_embeddings"] = rows
+        from kerasbert.convert.roberta_weights import set_roberta_weights
+
+        set_roberta_weights(ours, weights)
+        table = ours.embeddings.position_embedding.position_embeddings
+        np.testing.assert_array_equal(np.asarray(table)[3], hf[3 + 2])
+
+    def test_wrong_table_size_names_the_problem(self):
+        with pytest.raises(ValueError, match="514 rows"):
+            load_position_embeddings(np.zeros((514, 4)), max_sequence_length=128)

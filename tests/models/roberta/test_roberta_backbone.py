@@ -1,0 +1,112 @@
+import numpy as np
+import pytest
+
+from kerasbert.models import from_preset
+from kerasbert.models.roberta import RobertaBackbone
+from kerasbert.testing import TestCase
+
+KWARGS = dict(
+    vocabulary_size=50,
+    num_layers=2,
+    num_heads=2,
+    hidden_dim=16,
+    intermediate_dim=32,
+    max_sequence_length=12,
+)
+RNG = np.random.RandomState(3)
+INPUTS = {
+    "input_word_ids": RNG.randint(0, 50, (2, 8)).astype("int32"),
+    "input_mask": np.array([[1] * 8, [1] * 5 + [0] * 3], "int32"),
+    "input_type_ids": np.zeros((2, 8), "int32"),
+}
+
+
+class TestRobertaBackbone(TestCase):
+    def test_backbone_basics(self):
+        self.run_backbone_test(
+            RobertaBackbone,
+            KWARGS,
+            INPUTS,
+            expected_output_shape={
+                "sequence_output": (2, 8, 16),
+                "pooled_output": (2, 16),
+                "encoder_outputs": [(2, 8, 16), (2, 8, 16)],
+            },
+        )
+
+    def test_tf_hub_tensor_names(self):
+        model = RobertaBackbone(**KWARGS)
+        assert sorted(model.input) == [
+            "input_mask", "input_type_ids", "input_word_ids"
+        ]
+        assert sorted(model.output) == [
+            "encoder_outputs", "pooled_output", "sequence_output"
+        ]
+
+    def test_pooled_output_is_first_token_without_weights(self):
+        model = RobertaBackbone(**KWARGS)
+        out = model(INPUTS)
+        self.assertAllClose(out["sequence_output"][:, 0], out["pooled_output"])
+        assert model.pooler is None
+        assert RobertaBackbone.classifier_activation == "tanh"
+        assert not any("pooler" in w.path for w in model.weights)
+        assert model.embeddings.segment_embedding is None
+
+    def test_type_ids_are_ignored(self):
+        model = RobertaBackbone(**KWARGS)
+        other = dict(INPUTS, input_type_ids=np.ones((2, 8), "int32"))
+        self.assertAllClose(model(INPUTS), model(other))
+
+    def test_padding_is_invisible_to_real_tokens(self):
+        model = RobertaBackbone(**KWARGS)
+        changed = {k: v.copy() for k, v in INPUTS.items()}
+        changed["input_word_ids"][1, 5:] = 7
+        a, b = model(INPUTS), model(changed)
+        self.assertAllClose(
+            a["sequence_output"][1, :5], b["sequence_output"][1, :5], atol=1e-6
+        )
+
+    def test_token_embedding_and_config(self):
+        model = RobertaBackbone(**KWARGS)
+        assert tuple(model.token_embedding.embeddings.shape) == (50, 16)
+        config = model.get_config()
+        assert config["layer_norm_epsilon"] == 1e-5
+        assert "num_segments" not in config
+        revived = RobertaBackbone.from_config(config)
+        assert revived.get_config() == config
+
+    def test_saved_model_export(self):
+        self.run_saved_model_test(RobertaBackbone(**KWARGS), INPUTS)
+
+
+class TestRobertaPresets(TestCase):
+    def test_roberta_base_parameter_count(self):
+        # keras-hub's count: 50265 tokens, 512 positions, no pooler.
+        model = RobertaBackbone.from_preset("roberta_base")
+        assert model.count_params() == 124_052_736
+        assert model.embeddings.position_embedding.position_embeddings.shape == (512, 768)
+
+    @pytest.mark.slow
+    def test_roberta_large_parameter_count(self):
+        import keras_hub
+
+        model = from_preset("roberta_large")
+        assert isinstance(model, RobertaBackbone)
+        assert model.count_params() == 354_307_072
+        peer = keras_hub.models.RobertaBackbone(
+            vocabulary_size=50265, num_layers=24, num_heads=16,
+            hidden_dim=1024, intermediate_dim=4096, max_sequence_length=512,
+        )
+        assert peer.count_params() == model.count_params()
+
+    def test_overrides_and_wrong_family(self):
+        from kerasbert.models import BertBackbone
+
+        model = RobertaBackbone.from_preset(
+            "roberta_base", num_layers=1, vocabulary_size=100
+        )
+        assert model.num_layers == 1 and model.hidden_dim == 768
+        with pytest.raises(ValueError, match="RobertaBackbone"):
+            BertBackbone.from_preset("roberta_base")
+        with pytest.raises(ValueError, match="num_segments"):
+            RobertaBackbone.from_preset("roberta_base", num_segments=2)
