@@ -43,6 +43,9 @@ setup(
             # Real multilingual text for the tokenizer parity test (offline).
             "babel",
             "faker",
+            # Executes the Colab notebooks (colab/*.ipynb) in tests/colab.
+            "nbclient",
+            "ipykernel",
         ],
     },
     entry_points={"console_scripts": ["kerasbert=kerasbert.cli:main"]},

@@ -24,6 +24,7 @@ COMMAND_MODULES = (
     "kerasbert.data.finetuning.create_command",
     "kerasbert.tasks.extract_features_command",
     "kerasbert.training.finetune_command",
+    "kerasbert.training.distill_command",
     "kerasbert.serving.export_command",
     "kerasbert.serving.hub_command",
     "kerasbert.serving.predict_command",

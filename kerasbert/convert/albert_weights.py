@@ -25,8 +25,8 @@ import numpy as np
 from kerasbert.convert.bert_weights import LAYER_KEYS
 from kerasbert.convert.bert_weights import get_bert_weights
 from kerasbert.convert.bert_weights import set_bert_weights
-from kerasbert.convert.keras_hub import _canonical_shape
-from kerasbert.convert.keras_hub import _layer_variables
+from kerasbert.convert.keras_hub import keras_hub_canonical_shape
+from kerasbert.convert.keras_hub import keras_hub_block_variables
 
 # Constructor arguments that keras-hub's AlbertBackbone shares with ours.
 _KERAS_HUB_CONFIG = (
@@ -119,8 +119,8 @@ def keras_hub_albert_to_canonical(peer):
     weights["groups"] = [
         [
             {
-                key: np.reshape(v.numpy(), _canonical_shape(key, v, hidden))
-                for key, v in _layer_variables(layer)
+                key: np.reshape(v.numpy(), keras_hub_canonical_shape(key, v, hidden))
+                for key, v in keras_hub_block_variables(layer)
             }
             for layer in group
         ]
@@ -140,6 +140,13 @@ def albert_from_keras_hub(peer):
     from kerasbert.models import AlbertBackbone
 
     weights = keras_hub_albert_to_canonical(peer)
+    if peer.embedding_dim == peer.hidden_dim:
+        # keras-hub projects even then; our embeddings skip an E == H
+        # projection, so there is nowhere to put the [H, H] kernel.
+        raise ValueError(
+            f"keras-hub AlbertBackbone has embedding_dim == hidden_dim "
+            f"({peer.hidden_dim}); only factorised embeddings convert."
+        )
     ours = AlbertBackbone(
         **{k: getattr(peer, k) for k in _KERAS_HUB_CONFIG},
         activation="gelu_approximate",
@@ -167,6 +174,12 @@ def albert_to_keras_hub(ours):
             "keras-hub's AlbertBackbone uses layer_norm_epsilon=1e-12; this "
             f"backbone uses {ours.layer_norm_epsilon}."
         )
+    if ours.embeddings.projection is None:
+        raise ValueError(
+            f"This backbone has embedding_dim == hidden_dim ({ours.hidden_dim}) "
+            "and no embedding projection; keras-hub's AlbertBackbone always has "
+            "one."
+        )
     weights = get_albert_weights(ours)
     peer = keras_hub.models.AlbertBackbone(
         **{k: getattr(ours, k) for k in _KERAS_HUB_CONFIG},
@@ -176,7 +189,7 @@ def albert_to_keras_hub(ours):
         variable.assign(np.reshape(weights[key], variable.shape))
     for group, src_group in zip(peer.transformer_layers, weights["groups"]):
         for layer, src in zip(group, src_group):
-            for key, variable in _layer_variables(layer):
+            for key, variable in keras_hub_block_variables(layer):
                 variable.assign(np.reshape(src[key], variable.shape))
     return peer
 

@@ -58,16 +58,18 @@ def _assign(variable, value, name):
 
 def _top_variables(backbone):
     """(canonical key, variable) outside the encoder blocks; optional parts
-    (segment table, factorised projection) only when the model has them."""
+    (pooler, segment table, factorised projection) only when the model has
+    them."""
     emb = backbone.embeddings
     pairs = [
         ("word_embeddings", emb.token_embedding.embeddings),
         ("position_embeddings", emb.position_embedding.position_embeddings),
         ("embeddings_ln_gamma", emb.layer_norm.gamma),
         ("embeddings_ln_beta", emb.layer_norm.beta),
-        ("pooler_kernel", backbone.pooler.dense.kernel),
-        ("pooler_bias", backbone.pooler.dense.bias),
     ]
+    if getattr(backbone, "pooler", None) is not None:  # RoBERTa, DistilBERT: none
+        pairs.append(("pooler_kernel", backbone.pooler.dense.kernel))
+        pairs.append(("pooler_bias", backbone.pooler.dense.bias))
     if emb.segment_embedding is not None:
         pairs.append(("type_embeddings", emb.segment_embedding.embeddings))
     if emb.projection is not None:
@@ -94,26 +96,45 @@ def _block_variables(block):
     )
 
 
+_QKV = ("query", "key", "value")
+
+
+def get_block_weights(block):
+    """One `TransformerEncoderBlock` -> canonical layer dict (numpy); the
+    fused query/key/value projection is split into three entries."""
+    qkv = block.attention.qkv_dense
+    layer = {key: v.numpy() for key, v in _block_variables(block)}
+    for part, kernel, bias in zip(
+        _QKV, np.split(qkv.kernel.numpy(), 3, axis=-1), np.split(qkv.bias.numpy(), 3, axis=-1)
+    ):
+        layer[f"{part}_kernel"], layer[f"{part}_bias"] = kernel, bias
+    return layer
+
+
+def set_block_weights(block, src, where="layer"):
+    """Canonical layer dict -> one built `TransformerEncoderBlock`."""
+    qkv = block.attention.qkv_dense
+    _assign(qkv.kernel, np.concatenate([src[f"{p}_kernel"] for p in _QKV], axis=-1),
+            f"{where} query/key/value kernels")
+    _assign(qkv.bias, np.concatenate([src[f"{p}_bias"] for p in _QKV]),
+            f"{where} query/key/value biases")
+    for key, variable in _block_variables(block):
+        _assign(variable, src[key], f"{where} {key}")
+
+
 def get_bert_weights(backbone):
-    """Reads a `BertBackbone`'s weights into the canonical dict (numpy)."""
+    """Reads a backbone's weights into the canonical dict (numpy): BERT,
+    RoBERTa, DistilBERT (no segment table or pooler: those keys are None or
+    absent). ALBERT's shared blocks: `albert_weights.get_albert_weights`."""
     weights = {key: v.numpy() for key, v in _top_variables(backbone)}
     weights.setdefault("type_embeddings", None)
-    weights["layers"] = []
-    for block in backbone.transformer_layers:
-        qkv = block.attention.qkv_dense
-        layer = {key: v.numpy() for key, v in _block_variables(block)}
-        for part, kernel, bias in zip(
-            ("query", "key", "value"),
-            np.split(qkv.kernel.numpy(), 3, axis=-1),
-            np.split(qkv.bias.numpy(), 3, axis=-1),
-        ):
-            layer[f"{part}_kernel"], layer[f"{part}_bias"] = kernel, bias
-        weights["layers"].append(layer)
+    weights["layers"] = [get_block_weights(block) for block in backbone.transformer_layers]
     return weights
 
 
 def set_bert_weights(backbone, weights):
-    """Writes the canonical dict into a `BertBackbone` of matching shape."""
+    """Writes the canonical dict into a backbone of matching shape (keys the
+    model has no place for, e.g. a pooler for RoBERTa, are ignored)."""
     if len(weights["layers"]) != len(backbone.transformer_layers):
         raise ValueError(
             f"The source has {len(weights['layers'])} layers, the model "
@@ -121,21 +142,6 @@ def set_bert_weights(backbone, weights):
         )
     for key, variable in _top_variables(backbone):
         _assign(variable, weights[key], key)
-    for i, (block, src) in enumerate(
-        zip(backbone.transformer_layers, weights["layers"])
-    ):
-        qkv = block.attention.qkv_dense
-        parts = ("query", "key", "value")
-        _assign(
-            qkv.kernel,
-            np.concatenate([src[f"{p}_kernel"] for p in parts], axis=-1),
-            f"layer {i} query/key/value kernels",
-        )
-        _assign(
-            qkv.bias,
-            np.concatenate([src[f"{p}_bias"] for p in parts]),
-            f"layer {i} query/key/value biases",
-        )
-        for key, variable in _block_variables(block):
-            _assign(variable, src[key], f"layer {i} {key}")
+    for i, (block, src) in enumerate(zip(backbone.transformer_layers, weights["layers"])):
+        set_block_weights(block, src, f"layer {i}")
     return backbone

@@ -10,9 +10,10 @@ exact.
 import numpy as np
 
 from kerasbert.convert.bert_weights import _assign
-from kerasbert.convert.bert_weights import _block_variables
-from kerasbert.convert.keras_hub import _canonical_shape
-from kerasbert.convert.keras_hub import _layer_variables
+from kerasbert.convert.bert_weights import get_bert_weights
+from kerasbert.convert.bert_weights import set_bert_weights
+from kerasbert.convert.keras_hub import keras_hub_canonical_shape
+from kerasbert.convert.keras_hub import keras_hub_block_variables
 
 CONFIG_KEYS = (
     "vocabulary_size",
@@ -23,73 +24,6 @@ CONFIG_KEYS = (
     "max_sequence_length",
     "dropout",
 )
-_QKV = ("query", "key", "value")
-
-
-# --- ours <-> canonical ------------------------------------------------------
-
-
-def _our_top_variables(backbone):
-    emb = backbone.embeddings
-    return (
-        ("word_embeddings", emb.token_embedding.embeddings),
-        ("position_embeddings", emb.position_embedding.position_embeddings),
-        ("embeddings_ln_gamma", emb.layer_norm.gamma),
-        ("embeddings_ln_beta", emb.layer_norm.beta),
-    )
-
-
-def get_block_weights(block):
-    """One `TransformerEncoderBlock` -> canonical layer dict (numpy); the
-    fused query/key/value projection is split into three entries."""
-    layer = {key: v.numpy() for key, v in _block_variables(block)}
-    qkv = block.attention.qkv_dense
-    kernels = np.split(qkv.kernel.numpy(), 3, axis=-1)
-    biases = np.split(qkv.bias.numpy(), 3, axis=-1)
-    for part, kernel, bias in zip(_QKV, kernels, biases):
-        layer[f"{part}_kernel"], layer[f"{part}_bias"] = kernel, bias
-    return layer
-
-
-def set_block_weights(block, src, where="layer"):
-    """Canonical layer dict -> one built `TransformerEncoderBlock`."""
-    qkv = block.attention.qkv_dense
-    _assign(
-        qkv.kernel,
-        np.concatenate([src[f"{p}_kernel"] for p in _QKV], axis=-1),
-        f"{where} query/key/value kernels",
-    )
-    _assign(
-        qkv.bias,
-        np.concatenate([src[f"{p}_bias"] for p in _QKV]),
-        f"{where} query/key/value biases",
-    )
-    for key, variable in _block_variables(block):
-        _assign(variable, src[key], f"{where} {key}")
-
-
-def get_distil_bert_weights(backbone):
-    """Reads a `DistilBertBackbone` into the canonical dict (numpy)."""
-    weights = {key: v.numpy() for key, v in _our_top_variables(backbone)}
-    weights["layers"] = [get_block_weights(b) for b in backbone.transformer_layers]
-    return weights
-
-
-def set_distil_bert_weights(backbone, weights):
-    """Writes a canonical dict (no segment table or pooler needed; any there
-    are ignored) into a `DistilBertBackbone` of matching shape."""
-    if len(weights["layers"]) != len(backbone.transformer_layers):
-        raise ValueError(
-            f"The source has {len(weights['layers'])} layers, the model "
-            f"{len(backbone.transformer_layers)}."
-        )
-    for key, variable in _our_top_variables(backbone):
-        _assign(variable, weights[key], key)
-    for i, (block, src) in enumerate(
-        zip(backbone.transformer_layers, weights["layers"])
-    ):
-        set_block_weights(block, src, f"layer {i}")
-    return backbone
 
 
 # --- keras-hub <-> canonical -------------------------------------------------
@@ -131,8 +65,8 @@ def distil_bert_from_keras_hub(peer):
     weights = {k: v.numpy() for k, v in _peer_top_variables(peer)}
     weights["layers"] = [
         {
-            key: np.reshape(v.numpy(), _canonical_shape(key, v, hidden))
-            for key, v in _layer_variables(layer)
+            key: np.reshape(v.numpy(), keras_hub_canonical_shape(key, v, hidden))
+            for key, v in keras_hub_block_variables(layer)
         }
         for layer in peer.transformer_layers
     ]
@@ -140,7 +74,7 @@ def distil_bert_from_keras_hub(peer):
         **{k: getattr(peer, k) for k in CONFIG_KEYS},
         dtype=peer.dtype_policy,
     )
-    return set_distil_bert_weights(ours, weights)
+    return set_bert_weights(ours, weights)
 
 
 def distil_bert_to_keras_hub(ours):
@@ -160,13 +94,13 @@ def distil_bert_to_keras_hub(ours):
             "keras-hub's DistilBertBackbone uses layer_norm_epsilon=1e-12; "
             f"this backbone uses {ours.layer_norm_epsilon}."
         )
-    weights = get_distil_bert_weights(ours)
+    weights = get_bert_weights(ours)
     peer = keras_hub.models.DistilBertBackbone(
         **{k: getattr(ours, k) for k in CONFIG_KEYS}, dtype=ours.dtype_policy
     )
     for key, variable in _peer_top_variables(peer):
         variable.assign(weights[key])
     for layer, src in zip(peer.transformer_layers, weights["layers"]):
-        for key, variable in _layer_variables(layer):
+        for key, variable in keras_hub_block_variables(layer):
             variable.assign(np.reshape(src[key], variable.shape))
     return peer

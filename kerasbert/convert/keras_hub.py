@@ -1,4 +1,5 @@
-"""keras-hub `BertBackbone` <-> kerasbert `BertBackbone`.
+"""keras-hub backbones <-> ours: `from_keras_hub` / `to_keras_hub` pick the
+family (each family's mapping lives in `<family>_weights.py`); BERT's is here.
 
 keras-hub stores attention kernels per head ([H, N, D] and [N, D, H]) and
 uses the tanh-approximate GELU; the converted model keeps that activation so
@@ -34,7 +35,7 @@ def _top_variables(peer):
     )
 
 
-def _layer_variables(layer):
+def keras_hub_block_variables(layer):
     """(canonical key, keras-hub variable) of one TransformerEncoder. The
     canonical shape is 2-D [in, out] / 1-D, so per-head tensors are
     reshaped on the way in and out."""
@@ -59,7 +60,7 @@ def _layer_variables(layer):
     )
 
 
-def _canonical_shape(key, variable, hidden):
+def keras_hub_canonical_shape(key, variable, hidden):
     """Only the per-head attention tensors differ from the canonical 2-D
     [in, out] / 1-D layout."""
     if key in ("query_kernel", "key_kernel", "value_kernel"):
@@ -78,8 +79,8 @@ def keras_hub_to_canonical(backbone):
     weights = {k: v.numpy() for k, v in _top_variables(backbone)}
     weights["layers"] = [
         {
-            key: np.reshape(v.numpy(), _canonical_shape(key, v, hidden))
-            for key, v in _layer_variables(layer)
+            key: np.reshape(v.numpy(), keras_hub_canonical_shape(key, v, hidden))
+            for key, v in keras_hub_block_variables(layer)
         }
         for layer in backbone.transformer_layers
     ]
@@ -95,6 +96,51 @@ def _config_of(backbone):
 
 
 def from_keras_hub(backbone):
+    """Converts a keras-hub backbone into ours, whatever its family:
+    BertBackbone, AlbertBackbone, RobertaBackbone, DistilBertBackbone.
+    Same architecture and weights; outputs agree to float32 rounding."""
+    import keras_hub
+
+    from kerasbert.convert.albert_weights import albert_from_keras_hub
+    from kerasbert.convert.distil_bert_weights import distil_bert_from_keras_hub
+    from kerasbert.convert.roberta_weights import roberta_from_keras_hub
+
+    models = keras_hub.models
+    # Subclasses first: keras-hub's families do not derive from each other
+    # today, but the most specific match must win if they ever do.
+    for peer_cls, convert in (
+        (models.AlbertBackbone, albert_from_keras_hub),
+        (models.RobertaBackbone, roberta_from_keras_hub),
+        (models.DistilBertBackbone, distil_bert_from_keras_hub),
+        (models.BertBackbone, bert_from_keras_hub),
+    ):
+        if isinstance(backbone, peer_cls):
+            return convert(backbone)
+    raise TypeError(
+        "from_keras_hub converts keras-hub's BertBackbone, AlbertBackbone, "
+        f"RobertaBackbone and DistilBertBackbone; got {type(backbone).__name__}."
+    )
+
+
+def to_keras_hub(backbone):
+    """Converts one of our backbones into keras-hub's of the same family."""
+    from kerasbert.convert.albert_weights import albert_to_keras_hub
+    from kerasbert.convert.distil_bert_weights import distil_bert_to_keras_hub
+    from kerasbert.convert.roberta_weights import roberta_to_keras_hub
+    from kerasbert import models
+
+    for ours_cls, convert in (
+        (models.AlbertBackbone, albert_to_keras_hub),
+        (models.RobertaBackbone, roberta_to_keras_hub),
+        (models.DistilBertBackbone, distil_bert_to_keras_hub),
+        (models.BertBackbone, bert_to_keras_hub),
+    ):
+        if isinstance(backbone, ours_cls):
+            return convert(backbone)
+    raise TypeError(f"to_keras_hub: no keras-hub family for {type(backbone).__name__}.")
+
+
+def bert_from_keras_hub(backbone):
     """Converts a `keras_hub.models.BertBackbone` into a `BertBackbone`.
 
     Same architecture, same weights, same activation (tanh GELU): outputs
@@ -113,7 +159,7 @@ def from_keras_hub(backbone):
     return set_bert_weights(ours, weights)
 
 
-def to_keras_hub(backbone):
+def bert_to_keras_hub(backbone):
     """Converts our `BertBackbone` into a `keras_hub.models.BertBackbone`.
 
     keras-hub's BERT always uses the tanh GELU, so only backbones with
@@ -136,6 +182,6 @@ def to_keras_hub(backbone):
     for key, variable in _top_variables(peer):
         variable.assign(weights[key])
     for layer, src in zip(peer.transformer_layers, weights["layers"]):
-        for key, variable in _layer_variables(layer):
+        for key, variable in keras_hub_block_variables(layer):
             variable.assign(np.reshape(src[key], variable.shape))
     return peer

@@ -15,17 +15,14 @@ used by a real token. Our table (and keras-hub's) starts at row 0, so
 
 import numpy as np
 
+from kerasbert.convert.bert_weights import LAYER_KEYS
+from kerasbert.convert.bert_weights import _assign
+from kerasbert.convert.bert_weights import get_bert_weights
+from kerasbert.convert.bert_weights import set_bert_weights
+from kerasbert.convert.keras_hub import keras_hub_block_variables
+from kerasbert.convert.keras_hub import keras_hub_canonical_shape
+
 POSITION_OFFSET = 2  # padding_idx (1) + 1 in fairseq / Hugging Face.
-
-_LAYER_KEYS = (
-    "query_kernel", "query_bias", "key_kernel", "key_bias",
-    "value_kernel", "value_bias",
-    "attention_output_kernel", "attention_output_bias",
-    "attention_ln_gamma", "attention_ln_beta",
-    "intermediate_kernel", "intermediate_bias",
-    "output_kernel", "output_bias", "output_ln_gamma", "output_ln_beta",
-)
-
 
 def load_position_embeddings(table, max_sequence_length=None):
     """An original (fairseq / Hugging Face layout) position table -> ours.
@@ -67,90 +64,6 @@ def save_position_embeddings(table):
 # --- our backbone -------------------------------------------------------
 
 
-def _assign(variable, value, name):
-    value = np.asarray(value)
-    if tuple(variable.shape) != value.shape:
-        raise ValueError(
-            f"Shape mismatch for {name}: the model has "
-            f"{tuple(variable.shape)}, the source has {value.shape}."
-        )
-    variable.assign(value.astype(variable.dtype))
-
-
-def _our_top(backbone):
-    emb = backbone.embeddings
-    return (
-        ("word_embeddings", emb.token_embedding.embeddings),
-        ("position_embeddings", emb.position_embedding.position_embeddings),
-        ("embeddings_ln_gamma", emb.layer_norm.gamma),
-        ("embeddings_ln_beta", emb.layer_norm.beta),
-    )
-
-
-def _our_block(block):
-    """(key, variable) of one block except the fused query/key/value dense,
-    which three canonical entries share."""
-    attn = block.attention
-    return (
-        ("attention_output_kernel", attn.output_dense.kernel),
-        ("attention_output_bias", attn.output_dense.bias),
-        ("attention_ln_gamma", block.attention_layer_norm.gamma),
-        ("attention_ln_beta", block.attention_layer_norm.beta),
-        ("intermediate_kernel", block.intermediate_dense.kernel),
-        ("intermediate_bias", block.intermediate_dense.bias),
-        ("output_kernel", block.output_dense.kernel),
-        ("output_bias", block.output_dense.bias),
-        ("output_ln_gamma", block.output_layer_norm.gamma),
-        ("output_ln_beta", block.output_layer_norm.beta),
-    )
-
-
-def get_roberta_weights(backbone):
-    """Reads our `RobertaBackbone` into the canonical dict (numpy)."""
-    weights = {key: v.numpy() for key, v in _our_top(backbone)}
-    weights["layers"] = []
-    for block in backbone.transformer_layers:
-        layer = {key: v.numpy() for key, v in _our_block(block)}
-        qkv = block.attention.qkv_dense
-        kernels = np.split(qkv.kernel.numpy(), 3, axis=-1)
-        biases = np.split(qkv.bias.numpy(), 3, axis=-1)
-        for part, kernel, bias in zip(("query", "key", "value"), kernels, biases):
-            layer[f"{part}_kernel"], layer[f"{part}_bias"] = kernel, bias
-        weights["layers"].append(layer)
-    return weights
-
-
-def set_roberta_weights(backbone, weights):
-    """Writes the canonical dict into our `RobertaBackbone`. Position rows
-    are ours (no offset); use `load_position_embeddings` on original
-    tables first."""
-    if len(weights["layers"]) != len(backbone.transformer_layers):
-        raise ValueError(
-            f"The source has {len(weights['layers'])} layers, the model "
-            f"{len(backbone.transformer_layers)}."
-        )
-    for key, variable in _our_top(backbone):
-        _assign(variable, weights[key], key)
-    for i, (block, src) in enumerate(
-        zip(backbone.transformer_layers, weights["layers"])
-    ):
-        qkv = block.attention.qkv_dense
-        parts = ("query", "key", "value")
-        _assign(
-            qkv.kernel,
-            np.concatenate([src[f"{p}_kernel"] for p in parts], axis=-1),
-            f"layer {i} query/key/value kernels",
-        )
-        _assign(
-            qkv.bias,
-            np.concatenate([src[f"{p}_bias"] for p in parts]),
-            f"layer {i} query/key/value biases",
-        )
-        for key, variable in _our_block(block):
-            _assign(variable, src[key], f"layer {i} {key}")
-    return backbone
-
-
 # --- keras-hub ------------------------------------------------------------
 
 
@@ -164,40 +77,6 @@ def _peer_top(peer):
         ("embeddings_ln_gamma", peer.embeddings_layer_norm.gamma),
         ("embeddings_ln_beta", peer.embeddings_layer_norm.beta),
     )
-
-
-def _peer_layer(layer):
-    """keras-hub's TransformerEncoder keeps attention kernels per head:
-    [H, N, D] for query/key/value, [N, D, H] for the output."""
-    attn = layer._self_attention_layer
-    return (
-        ("query_kernel", attn._query_dense.kernel),
-        ("query_bias", attn._query_dense.bias),
-        ("key_kernel", attn._key_dense.kernel),
-        ("key_bias", attn._key_dense.bias),
-        ("value_kernel", attn._value_dense.kernel),
-        ("value_bias", attn._value_dense.bias),
-        ("attention_output_kernel", attn._output_dense.kernel),
-        ("attention_output_bias", attn._output_dense.bias),
-        ("attention_ln_gamma", layer._self_attention_layer_norm.gamma),
-        ("attention_ln_beta", layer._self_attention_layer_norm.beta),
-        ("intermediate_kernel", layer._feedforward_intermediate_dense.kernel),
-        ("intermediate_bias", layer._feedforward_intermediate_dense.bias),
-        ("output_kernel", layer._feedforward_output_dense.kernel),
-        ("output_bias", layer._feedforward_output_dense.bias),
-        ("output_ln_gamma", layer._feedforward_layer_norm.gamma),
-        ("output_ln_beta", layer._feedforward_layer_norm.beta),
-    )
-
-
-def _canonical(key, value, hidden):
-    if key in ("query_kernel", "key_kernel", "value_kernel"):
-        return np.reshape(value, (hidden, -1))  # [H, N, D] -> [H, N*D]
-    if key == "attention_output_kernel":
-        return np.reshape(value, (-1, hidden))  # [N, D, H] -> [N*D, H]
-    if key in ("query_bias", "key_bias", "value_bias"):
-        return np.reshape(value, (-1,))  # [N, D] -> [N*D]
-    return value
 
 
 def _config_of(backbone):
@@ -228,11 +107,12 @@ def roberta_from_keras_hub(peer):
     hidden = peer.hidden_dim
     weights = {k: v.numpy() for k, v in _peer_top(peer)}
     weights["layers"] = [
-        {k: _canonical(k, v.numpy(), hidden) for k, v in _peer_layer(layer)}
+        {k: np.reshape(v.numpy(), keras_hub_canonical_shape(k, v, hidden))
+         for k, v in keras_hub_block_variables(layer)}
         for layer in peer.transformer_layers
     ]
     ours = RobertaBackbone(**_config_of(peer), dtype=peer.dtype_policy)
-    return set_roberta_weights(ours, weights)
+    return set_bert_weights(ours, weights)
 
 
 def roberta_to_keras_hub(ours):
@@ -247,17 +127,91 @@ def roberta_to_keras_hub(ours):
             f"backbone uses {ours.layer_norm_epsilon}, so its outputs would "
             "change."
         )
-    weights = get_roberta_weights(ours)
+    weights = get_bert_weights(ours)
     peer = keras_hub.models.RobertaBackbone(
         **_config_of(ours), dtype=ours.dtype_policy
     )
     for key, variable in _peer_top(peer):
         _assign(variable, weights[key], key)
     for i, (layer, src) in enumerate(zip(peer.transformer_layers, weights["layers"])):
-        for key, variable in _peer_layer(layer):
+        for key, variable in keras_hub_block_variables(layer):
             _assign(
                 variable,
                 np.reshape(src[key], variable.shape),
                 f"layer {i} {key}",
             )
     return peer
+
+
+# --- Hugging Face layout ----------------------------------------------------
+
+_HF_LAYER = (
+    # (canonical key prefix, HF module under "encoder.layer.{i}.")
+    ("query", "attention.self.query"),
+    ("key", "attention.self.key"),
+    ("value", "attention.self.value"),
+    ("attention_output", "attention.output.dense"),
+    ("intermediate", "intermediate.dense"),
+    ("output", "output.dense"),
+)
+_HF_LAYER_NORMS = (
+    ("attention_ln", "attention.output.LayerNorm"),
+    ("output_ln", "output.LayerNorm"),
+)
+
+
+def roberta_weights_from_hf(state_dict, max_sequence_length=None):
+    """A Hugging Face `RobertaModel` state dict -> the canonical dict.
+
+    Names may carry the "roberta." prefix (`RobertaForMaskedLM` etc.) or
+    not; values are arrays (`tensor.numpy()`). torch `Linear` weights are
+    [out, in] and are transposed; the 514-row position table loses its two
+    offset rows (`load_position_embeddings`). Token type embeddings (one
+    row, added to every token) are folded into the position table, where
+    they have the same effect, and the pooler is dropped (keras-hub's
+    RoBERTa has none either).
+
+    Returns:
+        the canonical dict, for `bert_weights.set_bert_weights`.
+    """
+    prefix = "roberta." if any(k.startswith("roberta.") for k in state_dict) else ""
+
+    def get(name):
+        key = prefix + name
+        if key not in state_dict:
+            raise KeyError(f"The state dict has no {key!r}.")
+        return np.asarray(state_dict[key])
+
+    positions = load_position_embeddings(
+        get("embeddings.position_embeddings.weight"), max_sequence_length
+    )
+    type_key = prefix + "embeddings.token_type_embeddings.weight"
+    if type_key in state_dict:
+        types = np.asarray(state_dict[type_key])
+        if types.shape[0] != 1:
+            raise ValueError(
+                f"{type_key} has {types.shape[0]} rows; RoBERTa has one "
+                "segment type and this backbone no segment table."
+            )
+        positions = positions + types[0]
+    weights = {
+        "word_embeddings": get("embeddings.word_embeddings.weight"),
+        "position_embeddings": positions,
+        "embeddings_ln_gamma": get("embeddings.LayerNorm.weight"),
+        "embeddings_ln_beta": get("embeddings.LayerNorm.bias"),
+        "layers": [],
+    }
+    i = 0
+    while f"{prefix}encoder.layer.{i}.attention.self.query.weight" in state_dict:
+        layer = {}
+        for key, name in _HF_LAYER:
+            layer[f"{key}_kernel"] = get(f"encoder.layer.{i}.{name}.weight").T
+            layer[f"{key}_bias"] = get(f"encoder.layer.{i}.{name}.bias")
+        for key, name in _HF_LAYER_NORMS:
+            layer[f"{key}_gamma"] = get(f"encoder.layer.{i}.{name}.weight")
+            layer[f"{key}_beta"] = get(f"encoder.layer.{i}.{name}.bias")
+        weights["layers"].append(layer)
+        i += 1
+    if not weights["layers"]:
+        raise KeyError(f"The state dict has no {prefix}encoder.layer.0.* weights.")
+    return weights

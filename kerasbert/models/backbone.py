@@ -92,3 +92,49 @@ class Backbone(keras.Model):
         if "dtype" in config and isinstance(config["dtype"], dict):
             config["dtype"] = keras.dtype_policies.deserialize(config["dtype"])
         return cls(**config)
+
+
+def encoder_graph(embeddings, layers, pooler=None):
+    """The functional graph every encoder in the zoo shares.
+
+    input_word_ids, input_mask, input_type_ids (int32 [B, T])
+      -> embeddings -> each layer's blocks in turn -> outputs.
+
+    Args:
+        embeddings: a `BertEmbeddings` (without a segment table it ignores
+            the type ids, which still enter the graph, so every family takes
+            the same three inputs).
+        layers: one list of blocks per layer; a layer runs its blocks in
+            turn and adds one entry to `encoder_outputs`. BERT: one block
+            each; ALBERT: the group's blocks, the same objects in every layer
+            of the group (cross-layer sharing).
+        pooler: a layer on the last hidden state ([B, T, H] -> [B, H]), or
+            None: `pooled_output` is then the first token's vector, with no
+            weights (RoBERTa, DistilBERT; their classifiers add a dense).
+
+    Returns:
+        (inputs, outputs) for `keras.Model.__init__`: outputs are
+        `sequence_output` [B, T, H], `pooled_output` [B, H] and
+        `encoder_outputs` (a list of len(layers) [B, T, H]).
+    """
+    from kerasbert.layers import padding_mask_to_attention_bias
+
+    inputs = {
+        name: keras.Input((None,), dtype="int32", name=name)
+        for name in ("input_word_ids", "input_mask", "input_type_ids")
+    }
+    x = embeddings(inputs["input_word_ids"], inputs["input_type_ids"])
+    # One additive bias for all layers, not a [B, T, T] mask per layer.
+    attention_bias = padding_mask_to_attention_bias(inputs["input_mask"])
+    encoder_outputs = []
+    for blocks in layers:
+        for block in blocks:
+            x = block(x, attention_bias=attention_bias)
+        encoder_outputs.append(x)
+    pooled = pooler(x) if pooler is not None else x[:, 0, :]
+    outputs = {
+        "sequence_output": x,
+        "pooled_output": pooled,
+        "encoder_outputs": encoder_outputs,
+    }
+    return inputs, outputs

@@ -7,6 +7,7 @@ from kerasbert.io_utils import lazy_exports
 
 _EXPORTS = {
     "BertPretrainer": "kerasbert.tasks.bert_pretrainer",
+    "Distiller": "kerasbert.tasks.distiller",
     "Task": "kerasbert.tasks.task",
     "TextClassifier": "kerasbert.tasks.text_classifier",
     "TokenClassifier": "kerasbert.tasks.token_classifier",

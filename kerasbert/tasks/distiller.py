@@ -60,8 +60,8 @@ def init_student_from_teacher(student, teacher, layer_map=None):
     Returns:
         the layer map used (list of int).
     """
-    from kerasbert.convert.distil_bert_weights import get_block_weights
-    from kerasbert.convert.distil_bert_weights import set_block_weights
+    from kerasbert.convert.bert_weights import get_block_weights
+    from kerasbert.convert.bert_weights import set_block_weights
 
     s_bb = getattr(student, "backbone", student)
     t_bb = getattr(teacher, "backbone", teacher)

@@ -8,7 +8,12 @@ from kerasbert.io_utils import lazy_exports
 
 _EXPORTS = {
     "WordPieceTokenizer": "kerasbert.text.tokenizer",
+    "SentencePieceTokenizer": "kerasbert.text.sentencepiece_tokenizer",
+    "BytePairTokenizer": "kerasbert.text.byte_pair_tokenizer",
     "BertPacker": "kerasbert.text.packer",
+    "RobertaPacker": "kerasbert.text.roberta_packer",
+    "train_bpe": "kerasbert.text.bpe_training",
+    "train_sentencepiece": "kerasbert.text.sentencepiece_training",
     "build_wordpiece_vocab": "kerasbert.text.vocabulary",
     "count_words": "kerasbert.text.vocabulary",
     "learn_vocab": "kerasbert.text.vocabulary",

@@ -88,7 +88,7 @@ class PretrainConfig:
 # --- data -------------------------------------------------------------------
 
 
-def _data_description(config):
+def data_description(config):
     """(metadata or None, max_seq_length, max_predictions_per_seq, objective,
     stored masks?) of the --data files, checked against the vocabulary."""
     from kerasbert.data import reader
@@ -127,7 +127,7 @@ def _data_description(config):
 # --- model ------------------------------------------------------------------
 
 
-def _build_backbone(config, vocab_size, seq_length):
+def build_backbone(config, vocab_size, seq_length):
     from kerasbert import models
 
     overrides = dict(config.overrides)
@@ -145,7 +145,7 @@ def _build_backbone(config, vocab_size, seq_length):
     return backbone
 
 
-def _dummy_batch(seq_length, num_predictions, with_sentence):
+def dummy_batch(seq_length, num_predictions, with_sentence):
     import numpy as np
 
     batch = {
@@ -257,7 +257,7 @@ def run_pretraining(config):
     from kerasbert.training.loop import TrainStep, summarize
     from kerasbert.training.strategies import resolve_strategy, split_cpu, worker_info
 
-    meta, seq_length, num_predictions, objective, stored_masks = _data_description(config)
+    meta, seq_length, num_predictions, objective, stored_masks = data_description(config)
     objectives = OBJECTIVES_BY_DATA[objective]
     dynamic = config.dynamic_masking or not stored_masks
 
@@ -280,9 +280,9 @@ def run_pretraining(config):
 
     vocab_size = len(load_vocab(config.vocab))
     with strategy.scope():
-        backbone = _build_backbone(config, vocab_size, seq_length)
+        backbone = build_backbone(config, vocab_size, seq_length)
         pretrainer = BertPretrainer(backbone, objectives=objectives)
-        pretrainer(_dummy_batch(seq_length, num_predictions, len(objectives) > 1))
+        pretrainer(dummy_batch(seq_length, num_predictions, len(objectives) > 1))
         optimizer = _make_optimizer(config, warmup_steps)
         optimizer.build(pretrainer.trainable_variables)
         step_var = tf.Variable(0, dtype=tf.int64, trainable=False, name="global_step")

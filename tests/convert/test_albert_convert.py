@@ -92,6 +92,9 @@ class TestKerasHub:
             albert_to_keras_hub(erf)
         with pytest.raises(TypeError, match="keras_hub.models.AlbertBackbone"):
             albert_from_keras_hub(erf)
+        unfactorised = AlbertBackbone(**{**TINY, "embedding_dim": 16})
+        with pytest.raises(ValueError, match="embedding_dim == hidden_dim"):
+            albert_to_keras_hub(unfactorised)
 
     @pytest.mark.slow
     def test_parity_at_albert_base_size(self):

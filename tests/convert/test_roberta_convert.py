@@ -3,7 +3,7 @@ import numpy as np
 import pytest
 
 from kerasbert.convert.roberta_weights import POSITION_OFFSET
-from kerasbert.convert.roberta_weights import get_roberta_weights
+from kerasbert.convert.bert_weights import get_bert_weights as get_roberta_weights
 from kerasbert.convert.roberta_weights import load_position_embeddings
 from kerasbert.convert.roberta_weights import roberta_from_keras_hub
 from kerasbert.convert.roberta_weights import roberta_to_keras_hub
@@ -75,7 +75,7 @@ class TestRobertaKerasHubConversion(TestCase):
         with pytest.raises(TypeError, match="RobertaBackbone"):
             roberta_from_keras_hub(keras_hub.models.BertBackbone(**CONFIG))
         other_eps = RobertaBackbone(**CONFIG, layer_norm_epsilon=1e-12)
-        with pytest.raises(ValueError, match="1e-05"):
+        with pytest.raises(ValueError, match="layer_norm_epsilon=1e-5"):
             roberta_to_keras_hub(other_eps)
 
     @pytest.mark.slow
@@ -107,7 +107,7 @@ class TestOriginalPositionTable(TestCase):
         ours = RobertaBackbone(**CONFIG)
         weights = get_roberta_weights(ours)
         weights["position_embeddings"] = rows
-        from kerasbert.convert.roberta_weights import set_roberta_weights
+        from kerasbert.convert.bert_weights import set_bert_weights as set_roberta_weights
 
         set_roberta_weights(ours, weights)
         table = ours.embeddings.position_embedding.position_embeddings
@@ -116,3 +116,54 @@ class TestOriginalPositionTable(TestCase):
     def test_wrong_table_size_names_the_problem(self):
         with pytest.raises(ValueError, match="514 rows"):
             load_position_embeddings(np.zeros((514, 4)), max_sequence_length=128)
+
+
+class TestHuggingFaceLayout(TestCase):
+    def test_hf_state_dict_loads_with_offset_and_type_row(self):
+        # An HF-layout state dict written from a random keras-hub model,
+        # with the names and [out, in] kernels of `RobertaForMaskedLM` and
+        # keras-hub's own transformers converter (convert_roberta.py).
+        peer = randomize(keras_hub.models.RobertaBackbone(**CONFIG), seed=7)
+        ours = roberta_from_keras_hub(peer)
+        weights = get_roberta_weights(ours)
+        rng = np.random.default_rng(3)
+        type_row = rng.normal(0, 0.2, (1, 16)).astype("float32")
+        hf = {
+            "roberta.embeddings.word_embeddings.weight": weights["word_embeddings"],
+            # 12 positions + 2 offset rows; the type row is added to every
+            # token, so the loader must take it back out of positions.
+            "roberta.embeddings.position_embeddings.weight": save_position_embeddings(
+                weights["position_embeddings"] - type_row[0]
+            ),
+            "roberta.embeddings.token_type_embeddings.weight": type_row,
+            "roberta.embeddings.LayerNorm.weight": weights["embeddings_ln_gamma"],
+            "roberta.embeddings.LayerNorm.bias": weights["embeddings_ln_beta"],
+            "lm_head.dense.weight": np.zeros((16, 16)),
+        }
+        names = {
+            "query": "attention.self.query", "key": "attention.self.key",
+            "value": "attention.self.value",
+            "attention_output": "attention.output.dense",
+            "intermediate": "intermediate.dense", "output": "output.dense",
+            "attention_ln": "attention.output.LayerNorm",
+            "output_ln": "output.LayerNorm",
+        }
+        for i, layer in enumerate(weights["layers"]):
+            for key, name in names.items():
+                p = f"roberta.encoder.layer.{i}.{name}"
+                if key.endswith("_ln"):
+                    hf[p + ".weight"], hf[p + ".bias"] = layer[key + "_gamma"], layer[key + "_beta"]
+                else:
+                    hf[p + ".weight"], hf[p + ".bias"] = layer[key + "_kernel"].T, layer[key + "_bias"]
+        from kerasbert.convert.roberta_weights import roberta_weights_from_hf
+        from kerasbert.convert.bert_weights import set_bert_weights as set_roberta_weights
+
+        loaded = set_roberta_weights(
+            RobertaBackbone(**CONFIG), roberta_weights_from_hf(hf, max_sequence_length=12)
+        )
+        ids, mask = padded_batch(60)
+        np.testing.assert_allclose(
+            np.asarray(loaded(ours_inputs(ids, mask))["sequence_output"]),
+            np.asarray(peer({"token_ids": ids, "padding_mask": mask})),
+            atol=1e-5,
+        )

@@ -5,8 +5,8 @@ import keras
 from kerasbert.layers import BertEmbeddings
 from kerasbert.layers import ClsPooler
 from kerasbert.layers import TransformerEncoderBlock
-from kerasbert.layers import padding_mask_to_attention_bias
 from kerasbert.models.backbone import Backbone
+from kerasbert.models.backbone import encoder_graph
 
 
 @keras.saving.register_keras_serializable(package="kerasbert")
@@ -135,31 +135,8 @@ class AlbertBackbone(Backbone):
         )
 
         # === Functional graph ===
-        word_ids = keras.Input((None,), dtype="int32", name="input_word_ids")
-        mask = keras.Input((None,), dtype="int32", name="input_mask")
-        type_ids = keras.Input((None,), dtype="int32", name="input_type_ids")
-        x = self.embeddings(word_ids, type_ids)
-        # One additive bias for all layers, not a [B, T, T] mask per layer.
-        attention_bias = padding_mask_to_attention_bias(mask)
-        encoder_outputs = []
-        for i in range(num_layers):
-            for block in self.groups[i // layers_per_group]:
-                x = block(x, attention_bias=attention_bias)
-            encoder_outputs.append(x)
-        super().__init__(
-            inputs={
-                "input_word_ids": word_ids,
-                "input_mask": mask,
-                "input_type_ids": type_ids,
-            },
-            outputs={
-                "sequence_output": x,
-                "pooled_output": self.pooler(x),
-                "encoder_outputs": encoder_outputs,
-            },
-            dtype=dtype,
-            **kwargs,
-        )
+        inputs, outputs = encoder_graph(self.embeddings, [self.groups[i // layers_per_group] for i in range(num_layers)], self.pooler)
+        super().__init__(inputs=inputs, outputs=outputs, dtype=dtype, **kwargs)
 
         # === Config ===
         self.vocabulary_size = vocabulary_size

@@ -1,12 +1,11 @@
 """DistilBERT encoder with BERT's (TF Hub) tensor names."""
 
 import keras
-from keras import ops
 
 from kerasbert.layers import BertEmbeddings
 from kerasbert.layers import TransformerEncoderBlock
-from kerasbert.layers import padding_mask_to_attention_bias
 from kerasbert.models.backbone import Backbone
+from kerasbert.models.backbone import encoder_graph
 
 
 @keras.saving.register_keras_serializable(package="kerasbert")
@@ -95,34 +94,8 @@ class DistilBertBackbone(Backbone):
         self.pooler = None
 
         # === Functional graph ===
-        word_ids = keras.Input((None,), dtype="int32", name="input_word_ids")
-        mask = keras.Input((None,), dtype="int32", name="input_mask")
-        type_ids = keras.Input((None,), dtype="int32", name="input_type_ids")
-        x = self.embeddings(word_ids)
-        attention_bias = padding_mask_to_attention_bias(mask)
-        encoder_outputs = []
-        for layer in self.transformer_layers:
-            x = layer(x, attention_bias=attention_bias)
-            encoder_outputs.append(x)
-        # [CLS] as is. The ignored type ids still join the graph (multiplied
-        # by zero) so the functional model keeps them as a used input.
-        cls_vector = x[:, 0, :] + ops.cast(
-            ops.zeros_like(type_ids[:, :1]), x.dtype
-        )
-        super().__init__(
-            inputs={
-                "input_word_ids": word_ids,
-                "input_mask": mask,
-                "input_type_ids": type_ids,
-            },
-            outputs={
-                "sequence_output": x,
-                "pooled_output": cls_vector,
-                "encoder_outputs": encoder_outputs,
-            },
-            dtype=dtype,
-            **kwargs,
-        )
+        inputs, outputs = encoder_graph(self.embeddings, [[block] for block in self.transformer_layers], None)
+        super().__init__(inputs=inputs, outputs=outputs, dtype=dtype, **kwargs)
 
         # === Config ===
         self.vocabulary_size = vocabulary_size

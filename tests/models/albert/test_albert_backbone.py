@@ -80,6 +80,10 @@ class TestAlbertBackbone(TestCase):
         self.assertAllClose(a["sequence_output"][1, :5], b["sequence_output"][1, :5])
         self.assertAllClose(a["pooled_output"][1], b["pooled_output"][1])
 
+    def test_saved_model_export(self):
+        # The shared block is saved once and still applied once per layer.
+        self.run_saved_model_test(AlbertBackbone(**{**KWARGS, "num_layers": 2}), INPUTS)
+
     def test_defaults_follow_albert(self):
         model = AlbertBackbone(
             vocabulary_size=50, num_layers=1, num_heads=2, hidden_dim=16,

@@ -80,6 +80,19 @@ class TestRobertaBackbone(TestCase):
 
 
 class TestRobertaPresets(TestCase):
+    def test_roberta_base_parameter_count_by_parts(self):
+        # Building roberta_base takes ~10 s on 2 cores (initialising 124M
+        # weights), so the default suite measures one layer and the
+        # embeddings at the preset's widths and adds them up; the slow test
+        # below builds the whole model.
+        one_layer = RobertaBackbone.from_preset(
+            "roberta_base", num_layers=1, vocabulary_size=1, max_sequence_length=1
+        )
+        per_layer = one_layer.count_params() - (1 + 1 + 2) * 768
+        embeddings = 50265 * 768 + 512 * 768 + 2 * 768  # tokens, positions, LN
+        assert embeddings + 12 * per_layer == 124_052_736
+
+    @pytest.mark.slow
     def test_roberta_base_parameter_count(self):
         # keras-hub's count: 50265 tokens, 512 positions, no pooler.
         model = RobertaBackbone.from_preset("roberta_base")

@@ -1,0 +1,576 @@
+"""RoBERTa / GPT-2 byte-level BPE tokenizer in TensorFlow ops.
+
+Reads the released `vocab.json` + `merges.txt` (or ones written by
+`kerasbert.text.bpe_training.train_bpe`) and gives the ids of Hugging Face
+`tokenizers`' `ByteLevelBPETokenizer` / `RobertaTokenizerFast` (no prefix
+space, no normalization), checked in tests/text/test_byte_pair_tokenizer.py
+on ASCII, accents, Hangul, CJK and emoji.
+
+Only tensorflow and tensorflow-text ops are used (regex split, string ops,
+hash tables, one `tf.while_loop`), so a SavedModel holding it loads with
+`import tensorflow_text` alone. keras-hub's `BytePairTokenizer` is not
+wrapped: it cannot report offsets, matches special tokens inside user text,
+and marks pre-token boundaries with "६" (U+0966, a Devanagari digit that
+real text contains).
+
+Steps:
+  1. Pre-tokenization, GPT-2's regex
+     `'s|'t|'re|'ve|'m|'ll|'d| ?\\p{L}+| ?\\p{N}+| ?[^\\s\\p{L}\\p{N}]+|\\s+(?!\\S)|\\s+`.
+     RE2 has no look-ahead, so whitespace is matched one character at a
+     time and runs are re-joined afterwards (`_group_whitespace`), which
+     reproduces `\\s+(?!\\S)` exactly. `\\s` is Unicode White_Space as in
+     the Oniguruma regex HF uses (RE2's own `\\s` is ASCII only).
+  2. Each pre-token's UTF-8 bytes map to printable characters (GPT-2's
+     `bytes_to_unicode`: space -> "Ġ", newline -> "Ċ", ...).
+  3. BPE: repeatedly merge, in every word at once, the adjacent pair with
+     the lowest rank in merges.txt; all occurrences of that pair in a word,
+     non-overlapping from the left (GPT-2's `bpe`), until no pair has a
+     rank. Distinct words of a batch are merged once (`tf.unique`), and
+     finished words leave the loop.
+  4. Pieces -> ids through the vocabulary (unknown -> `<unk>`, which a
+     byte-level vocabulary never needs).
+"""
+
+import json
+import os
+
+import tensorflow as tf
+
+_SPECIAL_ATTRS = (
+    ("cls_id", "<s>"),
+    ("pad_id", "<pad>"),
+    ("sep_id", "</s>"),
+    ("unk_id", "<unk>"),
+    ("mask_id", "<mask>"),
+)
+WORD_START = "\u0120"  # "Ġ": the byte-level form of a leading space.
+
+# Unicode White_Space (Oniguruma's \s with a Unicode encoding).
+_WS = (
+    r"\t\n\x{B}\f\r \x{85}\x{A0}\x{1680}\x{2000}-\x{200A}\x{2028}\x{2029}"
+    r"\x{202F}\x{205F}\x{3000}"
+)
+# GPT-2's pattern with its two whitespace alternatives replaced by "one
+# whitespace character" (runs are re-joined in `_group_whitespace`).
+_PRETOKEN_RE = (
+    r"'s|'t|'re|'ve|'m|'ll|'d| ?\p{L}+| ?\p{N}+"
+    rf"| ?[^{_WS}\p{{L}}\p{{N}}]+|[{_WS}]"
+)
+_ONE_WS_RE = rf"[{_WS}]"
+
+_NO_RANK = 2**62  # Rank of a pair that is not a merge rule.
+
+
+def bytes_to_unicode():
+    """GPT-2's reversible map from the 256 byte values to printable
+    characters: printable Latin-1 bytes map to themselves, the others
+    (control characters, space, ...) to U+0100 onwards. Returns a list of
+    256 one-character strings indexed by byte value."""
+    printable = (
+        list(range(ord("!"), ord("~") + 1))
+        + list(range(ord("\u00a1"), ord("\u00ac") + 1))
+        + list(range(ord("\u00ae"), ord("\u00ff") + 1))
+    )
+    chars = {}
+    extra = 0
+    for b in range(256):
+        if b in printable:
+            chars[b] = chr(b)
+        else:
+            chars[b] = chr(256 + extra)
+            extra += 1
+    return [chars[b] for b in range(256)]
+
+
+def load_bpe_vocab(path):
+    """Reads a `vocab.json` ({token: id}, ids 0..V-1) -> tokens in id order."""
+    path = os.fspath(path)
+    if not os.path.isfile(path):
+        raise FileNotFoundError(f"BPE vocabulary file not found: {path}")
+    with open(path, encoding="utf-8") as f:
+        try:
+            mapping = json.load(f)
+        except json.JSONDecodeError as e:
+            raise ValueError(f"{path} is not a JSON vocabulary: {e}") from e
+    if not isinstance(mapping, dict) or not mapping:
+        raise ValueError(f"{path} must hold a non-empty {{token: id}} object.")
+    tokens = [None] * len(mapping)
+    for token, index in mapping.items():
+        if not isinstance(index, int) or not 0 <= index < len(tokens):
+            raise ValueError(
+                f"{path}: token {token!r} has id {index!r}; ids must be "
+                f"0..{len(tokens) - 1} (each used once)."
+            )
+        if tokens[index] is not None:
+            raise ValueError(
+                f"{path}: id {index} is used by {tokens[index]!r} and {token!r}."
+            )
+        tokens[index] = token
+    return tokens
+
+
+def load_merges(path):
+    """Reads a `merges.txt` -> list of "a b" rules in rank order (a leading
+    "#version" line and blank lines are skipped)."""
+    path = os.fspath(path)
+    if not os.path.isfile(path):
+        raise FileNotFoundError(f"BPE merges file not found: {path}")
+    merges = []
+    with open(path, encoding="utf-8") as f:
+        for number, line in enumerate(f, 1):
+            line = line.rstrip("\r\n")
+            if not line or (number == 1 and line.startswith("#version")):
+                continue
+            if len(line.split(" ")) != 2:
+                raise ValueError(
+                    f"{path} line {number}: a merge rule is two tokens "
+                    f"separated by one space, got {line!r}."
+                )
+            merges.append(line)
+    return merges
+
+
+class BytePairTokenizer(tf.Module):
+    """Byte-level BPE tokenizer (RoBERTa, GPT-2) with the interface of
+    `WordPieceTokenizer`.
+
+    Cased, no normalization (`lower_case` is False). Text that looks like a
+    special token ("<mask>") is tokenized as text: user input cannot inject
+    special tokens. A "word" (for `tokenize` and whole-word masking) starts
+    at a piece beginning with "Ġ" (a leading space) or at the text start.
+
+    All ops are TensorFlow ops: eager, `tf.data.Dataset.map`, `tf.function`
+    and SavedModels (a `tf.Module`; vocab.json and merges.txt are tracked
+    assets, the lookup tables tracked resources).
+
+    Args:
+        vocabulary_file: path of a `vocab.json` ({token: id}).
+        merges_file: path of a `merges.txt` (one "a b" rule per line, in
+            merge order).
+        trim_offsets: `tokenize_with_offsets` leaves leading/trailing spaces
+            ("Ġ") out of a piece's span, as `RobertaTokenizerFast` does
+            (trim_offsets=True), so an answer span has no leading space.
+
+    Example:
+
+    >>> tokenizer = BytePairTokenizer("vocab.json", "merges.txt")
+    >>> tokenizer.tokenize_ids(["Hello world!"])    # [1, (pieces)] int32
+    """
+
+    lower_case = False
+
+    def __init__(self, vocabulary_file, merges_file, trim_offsets=True, name=None):
+        super().__init__(name=name)
+        vocabulary_file = os.fspath(vocabulary_file)
+        merges_file = os.fspath(merges_file)
+        self._vocab = load_bpe_vocab(vocabulary_file)
+        self._merges = load_merges(merges_file)
+        self._vocab_path = vocabulary_file
+        self._merges_path = merges_file
+        self.trim_offsets = bool(trim_offsets)
+        index = {token: i for i, token in enumerate(self._vocab)}
+        missing = [t for _, t in _SPECIAL_ATTRS if t not in index]
+        if missing:
+            raise ValueError(
+                f"Vocabulary file {vocabulary_file} lacks the special token(s) "
+                f"{', '.join(missing)}; a RoBERTa vocabulary needs "
+                f"{', '.join(t for _, t in _SPECIAL_ATTRS)}."
+            )
+        for attr, token in _SPECIAL_ATTRS:
+            setattr(self, attr, index[token])
+        for number, rule in enumerate(self._merges, 1):
+            a, b = rule.split(" ")
+            if a + b not in index:
+                raise ValueError(
+                    f"{merges_file}: merge {number} ({rule!r}) makes "
+                    f"{a + b!r}, which is not in {vocabulary_file}."
+                )
+
+        # Tracked, so an exported SavedModel carries assets/vocab.json and
+        # assets/merges.txt next to the graph that uses them.
+        self.vocab_asset = tf.saved_model.Asset(vocabulary_file)
+        self.merges_asset = tf.saved_model.Asset(merges_file)
+
+        byte_chars = bytes_to_unicode()
+        self._tokens = tf.constant(self._vocab, tf.string)
+        self.token_table = _table(self._tokens, tf.range(len(self._vocab)), self.unk_id)
+        # Without merges the table still needs a key: " " is no pair of two
+        # non-empty symbols.
+        self.merge_table = _table(
+            tf.constant(self._merges or [" "], tf.string),
+            tf.range(len(self._merges)) if self._merges else [_NO_RANK],
+            _NO_RANK,
+            dtype=tf.int64,
+        )
+        byte_strings = tf.constant([bytes([b]) for b in range(256)], tf.string)
+        self.byte_to_char = _table(byte_strings, tf.constant(byte_chars), "", dtype=tf.string)
+        self.char_to_byte = _table(tf.constant(byte_chars), byte_strings, "", dtype=tf.string)
+        self._starts_word = tf.constant([t.startswith(WORD_START) for t in self._vocab], tf.bool)
+
+    # --- vocabulary ---------------------------------------------------------
+
+    @property
+    def vocabulary(self):
+        """The tokens, in id order (a new list)."""
+        return list(self._vocab)
+
+    @property
+    def vocabulary_size(self):
+        return len(self._vocab)
+
+    @property
+    def vocabulary_file(self):
+        return self._vocab_path
+
+    @property
+    def merges_file(self):
+        return self._merges_path
+
+    def id_to_token(self, ids):
+        """int ids (any shape, or a Python int) -> tokens (str for an int)."""
+        if isinstance(ids, int):
+            return self._vocab[ids]
+        return tf.gather(self._tokens, ids)
+
+    def token_to_id(self, tokens):
+        """tokens (any shape, or a Python str) -> int32 ids; unknown -> unk_id."""
+        if isinstance(tokens, str):
+            return self._vocab.index(tokens) if tokens in self._vocab else self.unk_id
+        return self.token_table.lookup(tf.convert_to_tensor(tokens, tf.string))
+
+    def get_special_tokens_dict(self):
+        """TF Hub preprocessor names -> int32 scalars (for exported models)."""
+        return {
+            "padding_id": tf.constant(self.pad_id, tf.int32),
+            "start_of_sequence_id": tf.constant(self.cls_id, tf.int32),
+            "end_of_segment_id": tf.constant(self.sep_id, tf.int32),
+            "mask_id": tf.constant(self.mask_id, tf.int32),
+            "vocab_size": tf.constant(self.vocabulary_size, tf.int32),
+        }
+
+    # --- the pipeline -------------------------------------------------------
+    # No tensor-dependent Python control flow below: AutoGraph is skipped
+    # (faster tracing in tf.data and graphs); the BPE loop is tf.while_loop.
+
+    @staticmethod
+    def _as_batch(texts):
+        texts = tf.convert_to_tensor(texts, tf.string)
+        rank = texts.shape.rank
+        if rank not in (0, 1):
+            raise ValueError(
+                f"texts must be a scalar string or a 1-D batch, got shape {texts.shape}."
+            )
+        return (texts[tf.newaxis] if rank == 0 else texts), rank == 0
+
+    @tf.autograph.experimental.do_not_convert
+    def _pretokenize(self, batch):
+        """[B] texts -> pre-tokens (flat strings [W]), their byte starts
+        [W] and the number of pre-tokens per text [B] (int64)."""
+        import tensorflow_text as tf_text
+
+        parts, starts, _ = tf_text.regex_split_with_offsets(
+            batch, _PRETOKEN_RE, _PRETOKEN_RE
+        )
+        words, word_starts, group_rows = _group_whitespace(parts, starts)
+        counts = _count(group_rows, tf.shape(batch, out_type=tf.int64)[0])
+        return words, word_starts, counts
+
+    # A graph function even when called eagerly: the merge loop has many
+    # small steps, ~10x slower op by op.
+    @tf.function(input_signature=[tf.TensorSpec([None], tf.string)], autograph=False)
+    def _merge_words(self, words):
+        """Distinct words [U] -> (pieces [S], word of each piece [S])."""
+        chars = self.byte_to_char.lookup(tf.strings.bytes_split(words))
+        num_words = tf.shape(words, out_type=tf.int64)[0]
+        return _bpe(chars.flat_values, chars.value_rowids(), num_words, self.merge_table)
+
+    @tf.autograph.experimental.do_not_convert
+    def _encode_words(self, words):
+        """Flat pre-tokens [W] -> (ids [W, (pieces)] int32 ragged, piece
+        byte lengths, same shape, int64). Each distinct word is merged once."""
+        unique, index = tf.unique(words)
+        num_words = tf.shape(unique, out_type=tf.int64)[0]
+        symbols, rows = self._merge_words(unique)
+        ids = self.token_table.lookup(symbols)
+        lengths = tf.strings.length(symbols, unit="UTF8_CHAR")
+        per_unique = tf.RaggedTensor.from_value_rowids(
+            tf.stack([ids, tf.cast(lengths, tf.int32)], axis=-1),
+            rows,
+            nrows=num_words,
+            validate=False,
+        )
+        pieces = tf.gather(per_unique, index)
+        return pieces[..., 0], tf.cast(pieces[..., 1], tf.int64)
+
+    @tf.autograph.experimental.do_not_convert
+    def _encode(self, batch):
+        """[B] -> ids [B, (pieces)], piece byte starts and lengths (int64)."""
+        words, word_starts, counts = self._pretokenize(batch)
+        ids, lengths = self._encode_words(words)
+        # A piece starts where its word does, plus the bytes of the pieces
+        # before it in that word.
+        within = tf.cumsum(lengths.flat_values, exclusive=True)
+        within -= tf.gather(tf.gather(within, lengths.row_starts()), lengths.value_rowids())
+        starts = tf.gather(word_starts, lengths.value_rowids()) + within
+        by_text = lambda r: tf.RaggedTensor.from_row_lengths(r, counts, validate=False).merge_dims(1, 2)
+        return (
+            by_text(ids),
+            by_text(lengths.with_flat_values(starts)),
+            by_text(lengths),
+        )
+
+    # --- tokenization -------------------------------------------------------
+
+    @tf.autograph.experimental.do_not_convert
+    def tokenize_ids(self, texts):
+        """Text -> BPE ids.
+
+        Args:
+            texts: a string scalar, or a 1-D string tensor/list of B texts.
+
+        Returns:
+            int32 `tf.RaggedTensor` [B, (pieces)], or a dense [pieces] vector
+            for a scalar input.
+        """
+        batch, scalar = self._as_batch(texts)
+        ids, _, _ = self._encode(batch)
+        return ids[0] if scalar else ids
+
+    @tf.autograph.experimental.do_not_convert
+    def tokenize(self, texts):
+        """Text -> BPE ids grouped by word (a word starts at a "Ġ" piece or
+        at the text start).
+
+        Returns:
+            int32 `tf.RaggedTensor` [B, (words), (pieces)], or
+            [(words), (pieces)] for a scalar input. `.merge_dims(-2, -1)`
+            gives `tokenize_ids`.
+        """
+        batch, scalar = self._as_batch(texts)
+        pieces, _, _ = self._encode(batch)
+        flat = pieces.flat_values
+        position = tf.range(tf.shape(flat, out_type=tf.int64)[0])
+        starts_word = self.starts_word(pieces).flat_values
+        word_starts = tf.boolean_mask(position, starts_word)
+        words = tf.RaggedTensor.from_row_starts(flat, word_starts, validate=False)
+        words_per_text = _count(
+            tf.boolean_mask(pieces.value_rowids(), starts_word), pieces.nrows()
+        )
+        result = tf.RaggedTensor.from_row_lengths(words, words_per_text, validate=False)
+        return result[0] if scalar else result
+
+    @tf.autograph.experimental.do_not_convert
+    def starts_word(self, pieces):
+        """Which pieces start a word: those beginning with "Ġ", and each
+        text's first piece.
+
+        Args:
+            pieces: int `tf.RaggedTensor` [B, (pieces)] of ids.
+
+        Returns:
+            bool `tf.RaggedTensor` [B, (pieces)].
+        """
+        flat = pieces.flat_values
+        position = tf.range(tf.shape(flat, out_type=tf.int64)[0])
+        row_start = tf.gather(pieces.row_starts(), pieces.value_rowids())
+        return pieces.with_flat_values(tf.logical_or(
+            tf.gather(self._starts_word, flat), tf.equal(position, row_start)
+        ))
+
+    @tf.autograph.experimental.do_not_convert
+    def detokenize(self, ids):
+        """BPE ids -> text (the bytes the pieces stand for; special tokens
+        appear as their strings).
+
+        Args:
+            ids: int ids [pieces], [B, (pieces)] or [B, (words), (pieces)]
+                (ragged or dense; dense padding ids are dropped).
+
+        Returns:
+            A string scalar for [pieces], else a [B] string tensor.
+        """
+        if isinstance(ids, tf.RaggedTensor):
+            if ids.ragged_rank > 1:
+                ids = ids.merge_dims(-2, -1)
+        else:
+            ids = tf.convert_to_tensor(ids)
+            if ids.shape.rank == 1:
+                return self.detokenize(ids[tf.newaxis])[0]
+            ids = tf.RaggedTensor.from_tensor(ids, padding=tf.cast(self.pad_id, ids.dtype))
+        tokens = tf.gather(self._tokens, ids)
+        chars = tf.strings.unicode_split(tokens.flat_values, "UTF-8")
+        raw = tf.strings.reduce_join(self.char_to_byte.lookup(chars), axis=-1)
+        return tf.strings.reduce_join(tokens.with_flat_values(raw), axis=-1)
+
+    @tf.autograph.experimental.do_not_convert
+    def tokenize_with_offsets(self, texts):
+        """Text -> BPE ids with CODE-POINT offsets into the original text.
+
+        A piece that covers only some bytes of a character (an emoji split
+        into byte pieces) maps to that whole character, so neighbouring
+        pieces can share one. With `trim_offsets` (the default) leading and
+        trailing spaces are left out of the span, as in
+        `RobertaTokenizerFast`; a piece of spaces only gets an empty span.
+
+        Args:
+            texts: a string scalar, or a 1-D string tensor/list of B texts.
+
+        Returns:
+            (ids, starts, ends): int32 ids and int64 offsets, `tf.RaggedTensor`s
+            [B, (pieces)] (dense [pieces] for a scalar input); `ends` are
+            exclusive and `text[start:end]` (Python `str`) is the piece's
+            text. `ids` equal `tokenize_ids(texts)`.
+        """
+        batch, scalar = self._as_batch(texts)
+        ids, start_bytes, lengths = self._encode(batch)
+        start_bytes, lengths = start_bytes.flat_values, lengths.flat_values
+        end_bytes = start_bytes + lengths
+        if self.trim_offsets:
+            pieces = tf.gather(self._tokens, ids.flat_values)
+            chars = tf.strings.length(pieces, unit="UTF8_CHAR")
+            lead = chars - tf.strings.length(
+                tf.strings.regex_replace(pieces, f"^{WORD_START}+", ""), unit="UTF8_CHAR"
+            )
+            trail = chars - tf.strings.length(
+                tf.strings.regex_replace(pieces, f"{WORD_START}+$", ""), unit="UTF8_CHAR"
+            )
+            start_bytes = tf.minimum(start_bytes + tf.cast(lead, tf.int64), end_bytes)
+            end_bytes = tf.maximum(end_bytes - tf.cast(trail, tf.int64), start_bytes)
+        # Byte -> character: the start byte of every character of every
+        # text, made global (text i's bytes follow text i - 1's) so one
+        # sorted array serves the whole batch.
+        _, char_starts = tf.strings.unicode_decode_with_offsets(batch, "UTF-8")
+        text_bytes = tf.strings.length(batch, unit="BYTE")
+        text_base = tf.cumsum(tf.cast(text_bytes, tf.int64), exclusive=True)
+        global_starts = char_starts.flat_values + tf.gather(text_base, char_starts.value_rowids())
+        row = ids.value_rowids()
+        base = tf.gather(text_base, row)
+        first_char = tf.gather(char_starts.row_starts(), row)
+        start_char = tf.searchsorted(global_starts, base + start_bytes, side="right", out_type=tf.int64) - 1
+        end_char = tf.searchsorted(global_starts, base + end_bytes - 1, side="right", out_type=tf.int64)
+        # An empty (trimmed) span sits at a character boundary: that of its
+        # end, which is also right at the end of the text.
+        start_char = tf.where(start_bytes < end_bytes, start_char, end_char)
+        starts = ids.with_flat_values(start_char - first_char)
+        ends = ids.with_flat_values(end_char - first_char)
+        if scalar:
+            return ids[0], starts[0], ends[0]
+        return ids, starts, ends
+
+
+def _count(rows, num_rows):
+    """How many times each of 0..num_rows-1 occurs in `rows` (int64)."""
+    return tf.math.unsorted_segment_sum(tf.ones_like(rows), rows, num_rows)
+
+
+def _table(keys, values, default, dtype=tf.int32):
+    return tf.lookup.StaticHashTable(
+        tf.lookup.KeyValueTensorInitializer(keys, tf.cast(values, dtype)),
+        default_value=tf.constant(default, dtype),
+    )
+
+
+def _group_whitespace(parts, starts):
+    """Re-joins the one-character whitespace pre-tokens of
+    `_PRETOKEN_RE` into GPT-2's `\\s+(?!\\S)|\\s+` tokens.
+
+    A run of whitespace W before a word is W[:-1] then W[-1]: the last
+    character either joined the word (" word", matched by ` ?\\p{L}+` etc.)
+    or, when it is not a space ("\\n"), stands alone. A run at the end of
+    the text is one token.
+
+    Args:
+        parts: string RaggedTensor [B, (parts)] from the regex split.
+        starts: int64 byte starts, same shape.
+
+    Returns:
+        (words [W], word byte starts [W], text index of each word [W]).
+    """
+    flat = parts.flat_values
+    rows = parts.value_rowids()
+    n = tf.shape(flat, out_type=tf.int64)[0]
+    is_ws = tf.strings.regex_full_match(flat, _ONE_WS_RE)
+    same_row_as_next = tf.concat([tf.equal(rows[1:], rows[:-1]), [False]], 0)
+    prev_ws = tf.concat([[False], tf.logical_and(is_ws[:-1], same_row_as_next[:-1])], 0)
+    next_is_word = tf.logical_and(
+        same_row_as_next, tf.concat([tf.logical_not(is_ws[1:]), [False]], 0)
+    )
+    next_has_space = tf.concat(
+        [tf.strings.regex_full_match(flat[1:], " .*"), [False]], 0
+    )
+    # The last whitespace character of a run, standing alone before a word.
+    alone_last = is_ws & next_is_word & tf.logical_not(next_has_space)
+    new_group = tf.logical_not(is_ws & prev_ws) | alone_last
+    group = tf.cumsum(tf.cast(new_group, tf.int64)) - 1
+    num_groups = tf.reduce_sum(tf.cast(new_group, tf.int64))
+    words = tf.strings.unsorted_segment_join(flat, group, num_groups)
+    first = tf.boolean_mask(tf.range(n), new_group)
+    return words, tf.gather(starts.flat_values, first), tf.gather(rows, first)
+
+
+def _bpe(symbols, rows, num_rows, merge_table):
+    """Byte-pair merging of many words at once.
+
+    Each step merges, in every word still in the loop, all occurrences of
+    its lowest-ranked pair; a word with nothing left to merge leaves the
+    loop, so a step costs the symbols of the unfinished words only (one
+    long word does not make every step walk the whole batch).
+
+    Args:
+        symbols: flat string [S], the byte-characters of all words.
+        rows: int64 [S], the word of each symbol (sorted).
+        num_rows: int64 scalar, the number of words.
+        merge_table: "a b" -> rank.
+
+    Returns:
+        (pieces [S'], rows [S']) after every merge, sorted by word.
+    """
+
+    def step(symbols, rows, done_symbols, done_rows):
+        n = tf.shape(symbols, out_type=tf.int64)[0]
+        pos = tf.range(n - 1)
+        pair_rows = rows[:-1]
+        ranks = merge_table.lookup(
+            tf.strings.join([symbols[:-1], symbols[1:]], separator=" ")
+        )
+        ranks = tf.where(tf.equal(rows[1:], pair_rows), ranks, _NO_RANK)
+        best = tf.math.unsorted_segment_min(ranks, pair_rows, num_rows)
+        candidate = tf.logical_and(
+            tf.equal(ranks, tf.gather(best, pair_rows)), ranks < _NO_RANK
+        )
+        # All occurrences of the best pair are merged, non-overlapping from
+        # the left: in a run of adjacent candidates ("a a a"), every other
+        # one starting with the first (GPT-2's `bpe`).
+        run = tf.cumsum(tf.cast(tf.logical_not(candidate), tf.int64))
+        run_first = tf.math.unsorted_segment_min(
+            tf.where(candidate, pos, n), run, tf.reduce_max(tf.concat([run, [0]], 0)) + 1
+        )
+        take = candidate & tf.equal((pos - tf.gather(run_first, run)) % 2, 0)
+        merged = tf.where(take, tf.strings.join([symbols[:-1], symbols[1:]]), symbols[:-1])
+        merged = tf.concat([merged, symbols[-1:]], 0)
+        keep = tf.logical_not(tf.concat([[False], take], 0))
+        symbols, rows = tf.boolean_mask(merged, keep), tf.boolean_mask(rows, keep)
+        # Words where nothing merged are finished.
+        merging = tf.math.unsorted_segment_max(tf.cast(take, tf.int32), pair_rows, num_rows) > 0
+        active = tf.gather(merging, rows)
+        finished = tf.logical_not(active)
+        return (
+            tf.boolean_mask(symbols, active),
+            tf.boolean_mask(rows, active),
+            tf.concat([done_symbols, tf.boolean_mask(symbols, finished)], 0),
+            tf.concat([done_rows, tf.boolean_mask(rows, finished)], 0),
+        )
+
+    def cond(symbols, rows, done_symbols, done_rows):
+        return tf.size(symbols) > 0
+
+    _, _, symbols, rows = tf.while_loop(
+        cond,
+        step,
+        (symbols, rows, tf.zeros([0], tf.string), tf.zeros([0], tf.int64)),
+        shape_invariants=(tf.TensorShape([None]),) * 4,
+    )
+    # Words leave the loop in any order, each in one piece: a stable sort
+    # by word restores the order of words and keeps that of pieces.
+    order = tf.argsort(rows, stable=True)
+    return tf.gather(symbols, order), tf.gather(rows, order)

@@ -1,0 +1,317 @@
+"""ALBERT's SentencePiece tokenizer on tensorflow-text, usable in tf.data and
+graphs, with the interface of `WordPieceTokenizer`.
+
+Built on `tensorflow_text.SentencepieceTokenizer` (the op TF Hub's ALBERT
+preprocessors use). The serialized model is an attribute of the op's
+resource, so an exported SavedModel carries it inside its graph and needs
+nothing but `tensorflow` and `tensorflow_text` to load; the `.model` file is
+also tracked as an asset for readers who want the file.
+"""
+
+import hashlib
+import os
+
+import tensorflow as tf
+from tensorflow.python.trackable import resource
+
+# ALBERT's special pieces (google-research/albert's SentencePiece model).
+_SPECIAL_ATTRS = (
+    ("pad_id", "<pad>"),
+    ("unk_id", "<unk>"),
+    ("cls_id", "[CLS]"),
+    ("sep_id", "[SEP]"),
+    ("mask_id", "[MASK]"),
+)
+# SentencePiece marks a piece that begins after whitespace (a new word).
+WORD_START = "\u2581"
+
+
+class _SharedSentencepieceModel(resource.TrackableResource):
+    """The op's model resource, under a `shared_name` derived from the model.
+
+    tensorflow-text's own resource is private to the kernel that created it,
+    and eager kernels are dropped whenever the kernel cache is cleared, which
+    `tf.random.set_seed` (and so `keras.utils.set_random_seed`) does: every
+    later call then fails with "Resource ... SentencepieceResource does not
+    exist". A shared resource lives in the resource manager instead. The name
+    is a hash of the model, so tokenizers (or loaded SavedModels) sharing a
+    name share identical, read-only models; each distinct model stays in
+    memory until the process ends.
+    """
+
+    def __init__(self, model):
+        super().__init__()
+        self._model = model
+        digest = hashlib.sha256(model).hexdigest()[:24]
+        self._shared_name = f"kerasbert_sentencepiece_{digest}"
+        _ = self.resource_handle  # Creates the resource now.
+
+    def _create_resource(self):
+        from tensorflow_text.python.ops import sentencepiece_tokenizer
+
+        return sentencepiece_tokenizer.gen_sentencepiece_tokenizer.sentencepiece_op(
+            model=self._model, shared_name=self._shared_name
+        )
+
+
+def _lower(texts, lower_case):
+    return tf.strings.lower(texts, encoding="utf-8") if lower_case else texts
+
+
+class SentencePieceTokenizer(tf.Module):
+    """ALBERT SentencePiece tokenizer over a SentencePiece `.model` file.
+
+    With `lower_case=True` (ALBERT uncased) text is lower-cased (Unicode)
+    before SentencePiece, which then applies the normalisation stored in the
+    model (NFKC and whitespace clean-up for models from
+    `train_sentencepiece`). Text like "[MASK]" is text: control symbols never
+    come out of the op, so user input cannot inject special tokens.
+
+    Special ids are looked up by their pieces ("<pad>", "<unk>", "[CLS]",
+    "[SEP]", "[MASK]"; ids 0-4 in ALBERT's and `train_sentencepiece`'s
+    models).
+
+    All ops are TensorFlow ops: the tokenizer works eagerly, inside
+    `tf.data.Dataset.map` and inside `tf.function`s / SavedModels.
+
+    Args:
+        model_file: path of a SentencePiece `.model` (serialized ModelProto).
+        lower_case: lower-case before SentencePiece (ALBERT uncased).
+
+    Example:
+
+    >>> tokenizer = SentencePieceTokenizer("albert.model")
+    >>> tokenizer.tokenize_ids(["Hello world!"])   # [1, (pieces)] int32
+    >>> tokenizer.tokenize(["Hello worlds"])       # [1, (2), (pieces)]
+    """
+
+    def __init__(self, model_file, lower_case=True, name=None):
+        super().__init__(name=name)
+        import tensorflow_text as tf_text
+
+        model_file = os.fspath(model_file)
+        if not tf.io.gfile.exists(model_file):
+            raise FileNotFoundError(f"SentencePiece model not found: {model_file}")
+        with tf.io.gfile.GFile(model_file, "rb") as f:
+            proto = f.read()
+        self._model_path = model_file
+        self.lower_case = bool(lower_case)
+        try:
+            self._sp = tf_text.SentencepieceTokenizer(model=proto, out_type=tf.int32)
+            self._sp._model_resource = _SharedSentencepieceModel(proto)
+            size = int(self._sp.vocab_size())
+        except tf.errors.OpError as error:
+            raise ValueError(
+                f"{model_file} is not a SentencePiece model: {error.message}"
+            ) from None
+        pieces = self._sp.id_to_string(tf.range(size)).numpy()
+        self._vocab = [p.decode("utf-8") for p in pieces]
+        index = {token: i for i, token in enumerate(self._vocab)}
+        missing = [token for _, token in _SPECIAL_ATTRS if token not in index]
+        if missing:
+            raise ValueError(
+                f"SentencePiece model {model_file} lacks the piece(s) "
+                f"{', '.join(missing)}; an ALBERT model needs "
+                f"{', '.join(t for _, t in _SPECIAL_ATTRS)} (train one with "
+                "kerasbert.text.train_sentencepiece)."
+            )
+        for attr, token in _SPECIAL_ATTRS:
+            setattr(self, attr, index[token])
+        # Tracked, so an exported SavedModel carries assets/<model file name>.
+        self.model_asset = tf.saved_model.Asset(model_file)
+        self._tokens = tf.constant(self._vocab, tf.string)
+        self._starts_word = tf.constant(
+            [t.startswith(WORD_START) for t in self._vocab], tf.bool
+        )
+
+    # --- vocabulary ---------------------------------------------------------
+
+    @property
+    def vocabulary(self):
+        """The pieces, in id order (a new list)."""
+        return list(self._vocab)
+
+    @property
+    def vocabulary_size(self):
+        return len(self._vocab)
+
+    @property
+    def model_file(self):
+        return self._model_path
+
+    def id_to_token(self, ids):
+        """int ids (any shape, or a Python int) -> pieces (str for an int)."""
+        if isinstance(ids, int):
+            return self._vocab[ids]
+        return tf.gather(self._tokens, ids)
+
+    def token_to_id(self, tokens):
+        """pieces (any shape, or a Python str) -> int32 ids; unknown -> unk_id."""
+        if isinstance(tokens, str):
+            return self._vocab.index(tokens) if tokens in self._vocab else self.unk_id
+        return self._sp.string_to_id(tf.convert_to_tensor(tokens, tf.string))
+
+    def get_special_tokens_dict(self):
+        """TF Hub preprocessor names -> int32 scalars (for exported models)."""
+        return {
+            "padding_id": tf.constant(self.pad_id, tf.int32),
+            "start_of_sequence_id": tf.constant(self.cls_id, tf.int32),
+            "end_of_segment_id": tf.constant(self.sep_id, tf.int32),
+            "mask_id": tf.constant(self.mask_id, tf.int32),
+            "vocab_size": tf.constant(self.vocabulary_size, tf.int32),
+        }
+
+    # --- tokenization -------------------------------------------------------
+    # No tensor-dependent Python control flow below, so AutoGraph is skipped.
+
+    @staticmethod
+    def _as_batch(texts):
+        texts = tf.convert_to_tensor(texts, tf.string)
+        rank = texts.shape.rank
+        if rank not in (0, 1):
+            raise ValueError(
+                f"texts must be a scalar string or a 1-D batch, got shape {texts.shape}."
+            )
+        return (texts[tf.newaxis] if rank == 0 else texts), rank == 0
+
+    @tf.autograph.experimental.do_not_convert
+    def tokenize_ids(self, texts):
+        """Text -> SentencePiece ids.
+
+        Args:
+            texts: a string scalar, or a 1-D string tensor/list of B texts.
+
+        Returns:
+            int32 `tf.RaggedTensor` [B, (pieces)], or a dense [pieces] vector
+            for a scalar input.
+        """
+        batch, scalar = self._as_batch(texts)
+        pieces = self._sp.tokenize(_lower(batch, self.lower_case))
+        return pieces[0] if scalar else pieces
+
+    @tf.autograph.experimental.do_not_convert
+    def tokenize(self, texts):
+        """Text -> SentencePiece ids grouped by word.
+
+        A word starts at every piece beginning with "▁" (SentencePiece's
+        whitespace mark) and at a text's first piece.
+
+        Args:
+            texts: a string scalar, or a 1-D string tensor/list of B texts.
+
+        Returns:
+            int32 `tf.RaggedTensor` [B, (words), (pieces)], or
+            [(words), (pieces)] for a scalar input. `.merge_dims(-2, -1)`
+            gives `tokenize_ids`.
+        """
+        batch, scalar = self._as_batch(texts)
+        pieces = self._sp.tokenize(_lower(batch, self.lower_case))
+        flat = pieces.flat_values
+        position = tf.range(tf.shape(flat, out_type=tf.int64)[0])
+        starts = self.starts_word(pieces).flat_values
+        words = tf.RaggedTensor.from_row_starts(
+            flat, tf.boolean_mask(position, starts), validate=False
+        )
+        words_per_text = tf.math.segment_sum(
+            tf.cast(starts, tf.int64), pieces.value_rowids()
+        )
+        # segment_sum drops trailing empty texts; pad to the batch size.
+        words_per_text = tf.pad(
+            words_per_text,
+            [[0, pieces.nrows() - tf.shape(words_per_text, out_type=tf.int64)[0]]],
+        )
+        result = tf.RaggedTensor.from_row_lengths(words, words_per_text, validate=False)
+        return result[0] if scalar else result
+
+    @tf.autograph.experimental.do_not_convert
+    def starts_word(self, pieces):
+        """Which pieces start a word: those beginning with "▁", and a text's
+        first piece whatever it is.
+
+        Args:
+            pieces: int `tf.RaggedTensor` [B, (pieces)] of ids.
+
+        Returns:
+            bool `tf.RaggedTensor` [B, (pieces)].
+        """
+        flat = pieces.flat_values
+        position = tf.range(tf.shape(flat, out_type=tf.int64)[0])
+        row_start = tf.gather(pieces.row_starts(), pieces.value_rowids())
+        return pieces.with_flat_values(
+            tf.logical_or(
+                tf.gather(self._starts_word, flat), tf.equal(position, row_start)
+            )
+        )
+
+    @tf.autograph.experimental.do_not_convert
+    def detokenize(self, ids):
+        """SentencePiece ids -> text ("▁" back to spaces, control pieces
+        dropped).
+
+        Args:
+            ids: int ids [pieces], [B, (pieces)] or [B, (words), (pieces)]
+                (ragged or dense; dense padding ids are dropped).
+
+        Returns:
+            A string scalar for [pieces], else a [B] string tensor. Lower
+            casing and SentencePiece's normalisation are not undone.
+        """
+        if isinstance(ids, tf.RaggedTensor):
+            if ids.ragged_rank > 1:
+                ids = ids.merge_dims(-2, -1)
+        else:
+            ids = tf.convert_to_tensor(ids)
+            if ids.shape.rank == 1:
+                return self.detokenize(ids[tf.newaxis])[0]
+            ids = tf.RaggedTensor.from_tensor(ids, padding=tf.cast(self.pad_id, ids.dtype))
+        return self._sp.detokenize(tf.cast(ids, tf.int32))
+
+    @tf.autograph.experimental.do_not_convert
+    def tokenize_with_offsets(self, texts):
+        """Text -> SentencePiece ids with CHARACTER offsets into the ORIGINAL
+        text.
+
+        The op reports UTF-8 byte offsets into the text it was given (its
+        own NFKC normalisation is already mapped back). Lower-casing can
+        change byte lengths ("Ω" U+2126, 3 bytes -> "ω", 2 bytes), so every
+        original character is lower-cased on its own, the results are joined
+        and tokenized, and each piece's byte span is traced back to the
+        original characters. `text[start:end]` (Python `str`, code points)
+        is then the original text of the piece, case included. Pieces carry
+        the whitespace before them ("▁word" starts at the space).
+
+        Args:
+            texts: a string scalar, or a 1-D string tensor/list of B texts.
+
+        Returns:
+            (ids, starts, ends): int32 `tf.RaggedTensor`s [B, (pieces)] (or
+            dense [pieces] for a scalar input); `starts`/`ends` are int64 code
+            point offsets, `ends` exclusive. `ids` equal `tokenize_ids(texts)`.
+        """
+        batch, scalar = self._as_batch(texts)
+        chars = tf.strings.unicode_split(batch, "UTF-8")  # [B, (chars)]
+        normalized = _lower(chars.flat_values, self.lower_case)
+        nbytes = tf.cast(tf.strings.length(normalized, unit="BYTE"), tf.int64)
+        # Byte positions in the concatenation of all normalized texts.
+        char_end = tf.cumsum(nbytes)  # [total chars], exclusive end byte
+        text_first_char = chars.row_starts()  # [B]
+        total_bytes = tf.concat([[0], char_end], 0)
+        text_base = tf.gather(total_bytes, text_first_char)  # [B] first byte
+        joined = tf.strings.reduce_join(chars.with_flat_values(normalized), axis=1)
+        ids, start_bytes, end_bytes = self._sp.tokenize_with_offsets(joined)
+        row_of_piece = ids.value_rowids()
+        base = tf.gather(text_base, row_of_piece)
+        first_char = tf.gather(text_first_char, row_of_piece)
+        start_global = base + tf.cast(start_bytes.flat_values, tf.int64)
+        last_global = base + tf.cast(end_bytes.flat_values, tf.int64) - 1
+        # The char holding a byte: the first char whose end is past it.
+        start_char = tf.searchsorted(char_end, start_global, side="right", out_type=tf.int64)
+        last_char = tf.searchsorted(char_end, last_global, side="right", out_type=tf.int64)
+        starts = start_char - first_char
+        # A piece with an empty byte span (one character NFKC-expanded into
+        # several pieces) gets an empty span at its start, not a negative one.
+        ends = tf.maximum(last_char + 1 - first_char, starts)
+        starts, ends = ids.with_flat_values(starts), ids.with_flat_values(ends)
+        if scalar:
+            return ids[0], starts[0], ends[0]
+        return ids, starts, ends

@@ -1,0 +1,324 @@
+"""`run_distillation(config)`: the distillation run behind `kerasbert distill`.
+
+    metadata.json check -> strategy -> (in its scope) frozen teacher
+    pretrainer loaded from a pretraining run, student from a preset with
+    the teacher's embeddings and every other layer, Distiller + optimizer
+    -> `model.fit` on pretraining batches -> backbone.keras, pretrainer.keras
+
+The data, backbone and strategy handling is `kerasbert pretrain`'s
+(kerasbert.training.pretrain, kerasbert.training.strategies). Training uses
+`model.fit` (the Distiller computes its own loss with replica-exact
+denominators), so every strategy `fit` supports works: the CPU, one or
+several GPUs (mirrored, also over logical CPUs), TPU; not multi-worker
+(DESIGN §6).
+
+Run directory:
+    RUN/config.json          this config, teacher and student configs, data
+    RUN/logs/train/          TensorBoard
+    RUN/history.jsonl        logged metrics (loss, ce_loss, mlm_loss,
+                             cos_loss, mlm_accuracy, teacher_agreement)
+    RUN/backbone.keras       the student backbone
+    RUN/pretrainer.keras     the student backbone + masked-LM head
+    RUN/training_curve.png   loss and masked-LM accuracy
+"""
+
+import dataclasses
+import math
+import os
+import time
+
+from kerasbert.errors import UsageError
+from kerasbert.io_utils import atomic_write_json
+from kerasbert.training import run_files
+from kerasbert.training.pretrain import PRECISIONS
+
+
+@dataclasses.dataclass
+class DistillConfig:
+    """Every `kerasbert distill` option (the CLI flags, same names)."""
+
+    teacher: str
+    preset: str
+    vocab: str
+    data: str
+    output_dir: str
+    steps: int
+    teacher_pretrainer: str = None
+    teacher_layers: list = None  # None: 0, 2, 4, ...
+    temperature: float = 2.0
+    alpha_ce: float = 5.0
+    alpha_mlm: float = 2.0
+    alpha_cos: float = 1.0
+    batch_size: int = 32
+    learning_rate: float = 5e-4  # DistilBERT's
+    warmup_steps: int = None  # None: 10% of steps, as pretrain
+    end_learning_rate: float = 0.0
+    power: float = 1.0
+    optimizer: str = "adamw"
+    weight_decay: float = 0.01
+    clipnorm: float = 1.0
+    strategy: str = "auto"
+    tpu: str = None
+    logical_cpus: int = 0
+    precision: str = "float32"
+    log_every: int = 10
+    seed: int = 12345
+    deterministic: bool = False
+    dynamic_masking: bool = False
+    max_seq_length: int = None
+    max_predictions_per_seq: int = None
+    overrides: dict = dataclasses.field(default_factory=dict)
+    progress: bool = True
+
+    def validate(self):
+        for name in ("steps", "batch_size", "log_every"):
+            if getattr(self, name) < 1:
+                raise UsageError(f"--{name.replace('_', '-')} must be >= 1, "
+                                 f"got {getattr(self, name)}.")
+        if self.learning_rate <= 0:
+            raise UsageError(f"--learning-rate must be > 0, got {self.learning_rate}.")
+        if self.warmup_steps is not None and not 0 <= self.warmup_steps <= self.steps:
+            raise UsageError(f"--warmup-steps {self.warmup_steps} must be in "
+                             f"[0, --steps {self.steps}].")
+        if self.temperature <= 0:
+            raise UsageError(f"--temperature must be > 0, got {self.temperature}.")
+        alphas = (self.alpha_ce, self.alpha_mlm, self.alpha_cos)
+        if min(alphas) < 0 or max(alphas) == 0:
+            raise UsageError(f"--alpha-ce/--alpha-mlm/--alpha-cos must be >= 0 and not "
+                             f"all 0, got {alphas}.")
+        if self.precision not in PRECISIONS:
+            raise UsageError(f"--precision {self.precision!r}: expected one of {PRECISIONS}.")
+        if self.strategy == "multi_worker":
+            raise UsageError("kerasbert distill trains with model.fit, which Keras 3 cannot "
+                             "drive under MultiWorkerMirroredStrategy; use auto, cpu, "
+                             "mirrored or tpu.")
+        for flag, path in (("--vocab", self.vocab), ("--teacher", self.teacher),
+                           ("--teacher-pretrainer", self.teacher_pretrainer)):
+            if path is not None and not os.path.isfile(path):
+                raise UsageError(f"{flag} file not found: {path}")
+
+
+# --- teacher ----------------------------------------------------------------
+
+
+def _load(path, flag):
+    import keras
+
+    try:
+        return keras.saving.load_model(path)
+    except Exception as err:  # noqa: BLE001  (any unreadable file: say which)
+        raise UsageError(f"{flag} {path}: cannot load it as a Keras model ({err}).") from None
+
+
+def load_teacher(teacher, teacher_pretrainer=None):
+    """The frozen teacher pretrainer (backbone + masked-LM head).
+
+    `teacher` is a backbone .keras file (RUN/backbone.keras) or a
+    pretrainer .keras file. The masked-LM head comes from
+    `teacher_pretrainer`, else from the pretrainer.keras beside `teacher`;
+    the backbone weights are always `teacher`'s.
+    """
+    model = _load(teacher, "--teacher")
+    if hasattr(model, "masked_lm_head") and teacher_pretrainer is None:
+        return model
+    backbone = getattr(model, "backbone", model)
+    if teacher_pretrainer is None:
+        teacher_pretrainer = os.path.join(os.path.dirname(os.path.abspath(teacher)),
+                                          "pretrainer.keras")
+        if not os.path.isfile(teacher_pretrainer):
+            raise UsageError(
+                f"--teacher {teacher} is a backbone without a masked-LM head, and "
+                f"{teacher_pretrainer} does not exist: pass --teacher-pretrainer "
+                "RUN/pretrainer.keras (the soft targets come from the teacher's head).")
+    pretrainer = _load(teacher_pretrainer, "--teacher-pretrainer")
+    if not hasattr(pretrainer, "masked_lm_head"):
+        raise UsageError(f"--teacher-pretrainer {teacher_pretrainer} has no masked-LM head "
+                         f"(it is a {type(pretrainer).__name__}).")
+    if backbone is not pretrainer.backbone:
+        try:
+            pretrainer.backbone.set_weights(backbone.get_weights())
+        except ValueError as err:
+            raise UsageError(f"--teacher {teacher} does not fit the backbone of "
+                             f"--teacher-pretrainer {teacher_pretrainer} ({err}).") from None
+    return pretrainer
+
+
+# --- the run ----------------------------------------------------------------
+
+
+def _student_overrides(config, teacher_backbone):
+    """Student overrides: the user's --set values, with the teacher's
+    position count unless given (its position table is copied)."""
+    overrides = dict(config.overrides)
+    overrides.setdefault("max_sequence_length", teacher_backbone.max_sequence_length)
+    return overrides
+
+
+def _make_optimizer(config, warmup_steps):
+    """The pretrain recipe's optimizer. Under mixed_float16 the Distiller's
+    `compile` wraps it in a LossScaleOptimizer (its policy is the
+    student's)."""
+    from kerasbert.training import create_optimizer
+
+    return create_optimizer(
+        config.learning_rate, num_train_steps=config.steps, warmup_steps=warmup_steps,
+        optimizer=config.optimizer, weight_decay=config.weight_decay,
+        end_learning_rate=config.end_learning_rate, power=config.power,
+        # kerasbert's optimizers clip the gradient summed over replicas.
+        clipnorm=config.clipnorm or None)
+
+
+def _run_log_callback(config, history, tensorboard, optimizer):
+    import keras
+
+    class RunLog(keras.callbacks.Callback):
+        """Logs each `log_every`-step epoch; stops at exactly `steps`."""
+
+        def on_epoch_begin(self, epoch, logs=None):
+            self.start = time.perf_counter()
+            self.first_step = int(optimizer.iterations.numpy())
+
+        def on_train_batch_end(self, batch, logs=None):
+            if int(optimizer.iterations.numpy()) >= config.steps:
+                self.model.stop_training = True
+
+        def on_epoch_end(self, epoch, logs=None):
+            step = int(optimizer.iterations.numpy())
+            row = {k: float(v) for k, v in (logs or {}).items()}
+            if not math.isfinite(row.get("loss", 0.0)):
+                raise FloatingPointError(
+                    f"Non-finite loss ({row['loss']}) by step {step}: stopping. Lower "
+                    "--learning-rate or use --precision float32 / mixed_bfloat16.")
+            elapsed = max(time.perf_counter() - self.start, 1e-9)
+            row["step"] = step
+            row["learning_rate"] = float(keras.ops.convert_to_numpy(optimizer.learning_rate))
+            row["sequences_per_second"] = (step - self.first_step) * config.batch_size / elapsed
+            history.append(row)
+            tensorboard.write(step, {k: v for k, v in row.items() if k != "step"})
+            self.last = row
+            if config.progress:
+                print(f"step {step}/{config.steps}: loss {row['loss']:.4f}, ce "
+                      f"{row['ce_loss']:.4f}, mlm {row['mlm_loss']:.4f}, cos "
+                      f"{row['cos_loss']:.4f}, agreement {row['teacher_agreement']:.3f}",
+                      flush=True)
+
+    return RunLog()
+
+
+def run_distillation(config):
+    """Distils a teacher into a student preset; returns a dict: final step,
+    last logged metrics, teacher layers used, output paths."""
+    config.validate()
+    import keras
+    import tensorflow as tf
+
+    from kerasbert.data import pretraining_dataset
+    from kerasbert.tasks import BertPretrainer
+    from kerasbert.tasks.distiller import Distiller
+    from kerasbert.tasks.distiller import init_student_from_teacher
+    from kerasbert.text.vocabulary import load_vocab
+    from kerasbert.training.pretrain import build_backbone
+    from kerasbert.training.pretrain import data_description
+    from kerasbert.training.pretrain import dummy_batch
+    from kerasbert.training.strategies import resolve_strategy
+    from kerasbert.training.strategies import split_cpu
+
+    meta, seq_length, num_predictions, objective, stored_masks = data_description(config)
+    dynamic = config.dynamic_masking or not stored_masks
+    for name in ("backbone.keras", "pretrainer.keras"):
+        if os.path.exists(os.path.join(config.output_dir, name)):
+            raise UsageError(f"{config.output_dir} already holds {name}; choose a new "
+                             "--output-dir.")
+
+    split_cpu(config.logical_cpus)
+    if config.deterministic:
+        tf.config.experimental.enable_op_determinism()
+    keras.utils.set_random_seed(config.seed)
+    strategy = resolve_strategy(config.strategy, config.tpu)
+    if config.batch_size % strategy.num_replicas_in_sync:
+        raise UsageError(f"--batch-size {config.batch_size} is not divisible by the "
+                         f"{strategy.num_replicas_in_sync} replicas of the strategy.")
+    warmup_steps = (config.warmup_steps if config.warmup_steps is not None
+                    else config.steps // 10)
+    vocab_size = len(load_vocab(config.vocab))
+    os.makedirs(config.output_dir, exist_ok=True)
+
+    with strategy.scope():
+        # The teacher keeps the policy it was saved with; the student (and
+        # so the Distiller and its optimizer) takes --precision.
+        teacher = load_teacher(config.teacher, config.teacher_pretrainer)
+        t_backbone = teacher.backbone
+        if t_backbone.vocabulary_size != vocab_size:
+            raise UsageError(f"The teacher has a vocabulary of {t_backbone.vocabulary_size} "
+                             f"tokens but --vocab {config.vocab} has {vocab_size}.")
+        keras.mixed_precision.set_dtype_policy(config.precision)
+        try:
+            student_config = dataclasses.replace(
+                config, overrides=_student_overrides(config, t_backbone))
+            backbone = build_backbone(student_config, vocab_size, seq_length)
+        finally:
+            keras.mixed_precision.set_dtype_policy("float32")
+        if backbone.hidden_dim != t_backbone.hidden_dim:
+            raise UsageError(
+                f"The student ({config.preset}) has hidden_dim {backbone.hidden_dim}, the "
+                f"teacher {t_backbone.hidden_dim}: distillation copies the teacher's "
+                f"layers and compares hidden states, so they must match (--set "
+                f"hidden_dim={t_backbone.hidden_dim} and matching num_heads, "
+                "intermediate_dim).")
+        student = BertPretrainer(backbone, objectives=("mlm",))
+        student(dummy_batch(seq_length, num_predictions, False))
+        try:
+            layer_map = init_student_from_teacher(student, teacher, config.teacher_layers)
+        except ValueError as err:
+            raise UsageError(f"Cannot initialise the student from the teacher: {err}") from None
+        distiller = Distiller(teacher, student, temperature=config.temperature,
+                              weights=(config.alpha_ce, config.alpha_mlm, config.alpha_cos))
+        optimizer = _make_optimizer(config, warmup_steps)
+        distiller.compile(optimizer=optimizer)
+    teacher_weights = [w.numpy() for w in teacher.weights]
+
+    dataset = pretraining_dataset(
+        config.data, config.batch_size, dynamic_masking=dynamic, seed=config.seed,
+        deterministic=config.deterministic, vocab_file=config.vocab,
+        max_seq_length=seq_length, max_predictions_per_seq=num_predictions)
+    atomic_write_json(os.path.join(config.output_dir, "config.json"), {
+        "distill": dataclasses.asdict(config),
+        "teacher_layers": layer_map,
+        "warmup_steps": warmup_steps,
+        "dynamic_masking": dynamic,
+        "teacher_class": type(t_backbone).__name__,
+        "teacher": t_backbone.get_config(),
+        "backbone_class": type(backbone).__name__,
+        "backbone": backbone.get_config(),
+        "data": {"max_seq_length": seq_length, "max_predictions_per_seq": num_predictions,
+                 "objective": objective, "metadata": meta},
+        "strategy": {"name": config.strategy, "class": type(strategy).__name__,
+                     "replicas": strategy.num_replicas_in_sync},
+    })
+
+    history = run_files.History(config.output_dir, 0)
+    tensorboard = run_files.TensorBoardLog(config.output_dir)
+    inner = getattr(distiller.optimizer, "inner_optimizer", distiller.optimizer)
+    callback = _run_log_callback(config, history, tensorboard, inner)
+    try:
+        distiller.fit(dataset, steps_per_epoch=config.log_every,
+                      epochs=math.ceil(config.steps / config.log_every),
+                      callbacks=[callback], verbose=0)
+    finally:
+        tensorboard.close()
+
+    # The teacher is frozen: a changed weight would mean a wiring bug.
+    for before, after in zip(teacher_weights, teacher.weights):
+        if not (before == after.numpy()).all():
+            raise RuntimeError(f"The teacher's {after.path} changed during distillation.")
+
+    outputs = {"backbone": os.path.join(config.output_dir, "backbone.keras"),
+               "pretrainer": os.path.join(config.output_dir, "pretrainer.keras")}
+    run_files.save_keras_atomically(backbone, outputs["backbone"])
+    run_files.save_keras_atomically(student, outputs["pretrainer"])
+    curve = run_files.plot_training_curve(config.output_dir)
+    if curve:
+        outputs["training_curve"] = curve
+    outputs["logs"] = os.path.join(config.output_dir, "logs")
+    return {"step": int(inner.iterations.numpy()), "metrics": getattr(callback, "last", {}),
+            "teacher_layers": layer_map, "outputs": outputs}
