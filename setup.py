@@ -17,7 +17,7 @@ setup(
     ),
     long_description=(HERE / "README.md").read_text(encoding="utf-8"),
     long_description_content_type="text/markdown",
-    python_requires=">=3.11,<3.12",
+    python_requires=">=3.11,<3.13",
     packages=find_packages(include=["kerasbert", "kerasbert.*"]),
     install_requires=[
         "tensorflow~=2.20.0",

@@ -67,7 +67,7 @@ def describe_backbone(backbone):
     blocks = list({id(layer): layer for layer in backbone.transformer_layers}.values())
     layers = f"{len(backbone.transformer_layers)} layers"
     if len(blocks) != len(backbone.transformer_layers):
-        layers += f", {len(blocks)} shared blocks"
+        layers += f", {len(blocks)} shared block{'s' if len(blocks) > 1 else ''}"
     parts = [
         ("embeddings", backbone.embeddings.count_params()),
         (f"encoder ({layers})", sum(block.count_params() for block in blocks)),
@@ -75,9 +75,10 @@ def describe_backbone(backbone):
     if getattr(backbone, "pooler", None) is not None:
         parts.append(("pooler", backbone.pooler.count_params()))
     lines.append("  parameters")
+    width = max(20, *(len(label) for label, _ in parts))
     for label, count in parts:
-        lines.append(f"    {label:<20} {count:>14,}")
-    lines.append(f"    {'total':<20} {backbone.count_params():>14,}")
+        lines.append(f"    {label:<{width}} {count:>14,}")
+    lines.append(f"    {'total':<{width}} {backbone.count_params():>14,}")
     return "\n".join(lines)
 
 

@@ -26,6 +26,33 @@ def test_info_prints_architecture_and_count(capsys):
     assert "num_layers             12" in out
 
 
+@pytest.mark.parametrize("preset, count", [
+    ("albert_base", "11,683,584"), ("distilbert_base", "66,362,880"),
+    ("roberta_base", "124,052,736"),
+])
+def test_info_for_every_family(capsys, preset, count):
+    assert main(["info", "--preset", preset]) == 0
+    out = capsys.readouterr().out
+    assert "total" in out and count in out
+
+
+@pytest.mark.slow
+def test_info_for_every_preset(capsys):
+    from kerasbert.models import list_presets
+
+    for preset in list_presets():
+        assert main(["info", "--preset", preset]) == 0, preset
+    out = capsys.readouterr().out
+    assert out.count("total") == len(list_presets())
+
+
+def test_presets_grouped_by_family(capsys):
+    assert main(["presets"]) == 0
+    out = capsys.readouterr().out
+    for family in ("bert:", "albert:", "roberta:", "distil_bert:"):
+        assert family in out
+
+
 def test_info_applies_overrides(capsys):
     assert main(["info", "--preset", "bert_tiny", "--set", "num_layers=1",
                  "--set", "activation=gelu_approximate"]) == 0

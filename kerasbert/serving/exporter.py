@@ -1,5 +1,6 @@
 """`export_finetuned(model_dir, output)`: a `kerasbert finetune` directory
--> a TF Serving version directory.
+-> a TF Serving version directory; `export_model(model, tokenizer, ...)`:
+the same for a task model trained in your own script.
 
     OUTPUT/<version>/saved_model.pb, variables/
     OUTPUT/<version>/assets/vocab.txt                      (self-contained)
@@ -106,25 +107,7 @@ def replay_warmup(saved_model_dir, requests):
         check_outputs(outputs, f"warm-up request {i} ({signature})")
 
 
-def export_finetuned(model_dir, output, version=None, max_seq_length=None, overwrite=False,
-                     model_name=None):
-    """Exports a fine-tuned task model for TF Serving.
-
-    Args:
-        model_dir: a `kerasbert finetune` output (model.keras, config.json,
-            vocab.txt).
-        output: the model's base directory (`export/NAME`).
-        version: int; default the next free version.
-        max_seq_length: packed length in the graph; default the one the
-            model was fine-tuned with (at most its positions).
-        overwrite: replace an existing version directory.
-        model_name: the TF Serving model name in the warm-up requests
-            (default: the base directory's name).
-
-    Returns:
-        dict: path, version, task_type, signatures, custom_ops.
-    """
-    config = read_finetune_config(model_dir)
+def _version_dir(output, version, overwrite):
     version = next_version(output) if version is None else int(version)
     if version < 1:
         raise UsageError(f"--version must be a positive integer, got {version}.")
@@ -132,21 +115,82 @@ def export_finetuned(model_dir, output, version=None, max_seq_length=None, overw
     if os.path.exists(target) and not overwrite:
         raise UsageError(f"{target} already exists; pass --overwrite to replace it, or leave "
                          "out --version to write the next free version.")
+    return version, target
 
+
+def export_finetuned(model_dir, output, version=None, max_seq_length=None, overwrite=False,
+                     model_name=None):
+    """Exports a `kerasbert finetune` output directory for TF Serving.
+
+    Args:
+        model_dir: the fine-tuning directory (model.keras, config.json,
+            vocab.txt).
+        output, version, overwrite, model_name: as `export_model`.
+        max_seq_length: packed length in the graph; default the one the
+            model was fine-tuned with (at most its positions).
+
+    Returns:
+        dict: path, version, task_type, signatures, custom_ops.
+    """
+    config = read_finetune_config(model_dir)
+    _version_dir(output, version, overwrite)  # fail before loading anything
     import keras
+
+    from kerasbert.text import WordPieceTokenizer
+
+    model = keras.saving.load_model(os.path.join(model_dir, "model.keras"))
+    tokenizer = WordPieceTokenizer(os.path.join(model_dir, config["vocab"]),
+                                   lower_case=config.get("lower_case", True))
+    return export_model(
+        model, tokenizer, config["task_type"], output,
+        label_names=config.get("label_names"),
+        seq_length=max_seq_length or config["max_seq_length"],
+        qa_options=config.get("qa"), version=version, overwrite=overwrite,
+        model_name=model_name, task=config.get("task"), source=os.path.abspath(model_dir),
+    )
+
+
+def export_model(model, tokenizer, task_type, output, label_names=None, seq_length=128,
+                 qa_options=None, version=None, overwrite=False, model_name=None, task=None,
+                 source=None):
+    """Exports any fine-tuned task model (e.g. one trained with `model.fit`
+    in your own script) for TF Serving, with its tokenizer in the graph.
+
+    Args:
+        model: a `kerasbert.tasks` model (TextClassifier, TokenClassifier,
+            QuestionAnswerer, MultipleChoice).
+        tokenizer: the `WordPieceTokenizer` it was trained with.
+        task_type: classification, pair, regression, tagging, qa or
+            multiple_choice.
+        output: the model's base directory (`export/NAME`).
+        label_names: class / tag names (classification, pair, tagging).
+        seq_length: packed length in the graph (at most the positions).
+        qa_options: for qa: doc_stride, max_query_length,
+            max_answer_length, null_score_diff_threshold,
+            version_2_with_negative.
+        version: int; default the next free version.
+        overwrite: replace an existing version directory.
+        model_name: the TF Serving model name in the warm-up requests
+            (default: the base directory's name).
+        task, source: recorded in assets.extra/export.json.
+
+    Returns:
+        dict: path, version, task_type, signatures, custom_ops.
+    """
     import tensorflow as tf
 
     from kerasbert.data.finetuning import check_max_seq_length
     from kerasbert.io_utils import atomic_directory
     from kerasbert.serving.op_manifest import write_manifest
     from kerasbert.serving.warmup import write_warmup
-    from kerasbert.text import WordPieceTokenizer
 
-    model = keras.saving.load_model(os.path.join(model_dir, "model.keras"))
-    tokenizer = WordPieceTokenizer(os.path.join(model_dir, config["vocab"]),
-                                   lower_case=config.get("lower_case", True))
-    seq_length = int(max_seq_length or config["max_seq_length"])
+    version, target = _version_dir(output, version, overwrite)
+    if task_type in ("classification", "pair", "tagging") and not label_names:
+        raise UsageError(f"A {task_type} export needs label_names (the class or tag names).")
+    seq_length = int(seq_length)
     check_max_seq_length(seq_length, model.backbone)
+    config = {"task_type": task_type, "label_names": label_names, "task": task or "",
+              "qa": dict(qa_options or {})}
     module = build_serving_module(model, tokenizer, config, seq_length)
     model_name = model_name or os.path.basename(os.path.normpath(output))
     requests = warmup_requests(module)
@@ -155,13 +199,12 @@ def export_finetuned(model_dir, output, version=None, max_seq_length=None, overw
         write_warmup(tmp, model_name, requests)
         manifest = write_manifest(tmp)
         info = {
-            "task": config.get("task"), "task_type": config["task_type"],
-            "label_names": config.get("label_names"), "seq_length": seq_length,
-            "lower_case": config.get("lower_case", True),
+            "task": task, "task_type": task_type, "label_names": label_names,
+            "seq_length": seq_length, "lower_case": tokenizer.lower_case,
             "inputs": [spec.name for spec in module.input_specs()],
-            "signatures": list(SIGNATURES), "source": os.path.abspath(model_dir),
+            "signatures": list(SIGNATURES), "source": source,
         }
-        if config["task_type"] == "qa":
+        if task_type == "qa":
             info["qa"] = {"doc_stride": module.doc_stride, "max_query_length": module.max_query_length,
                           "max_answer_length": module.max_answer_length,
                           "null_score_diff_threshold": module.null_score_diff_threshold,
@@ -169,5 +212,5 @@ def export_finetuned(model_dir, output, version=None, max_seq_length=None, overw
         with open(os.path.join(tmp, "assets.extra", "export.json"), "w", encoding="utf-8") as f:
             json.dump(info, f, indent=2)
         replay_warmup(tmp, requests)
-    return {"path": target, "version": version, "task_type": config["task_type"],
+    return {"path": target, "version": version, "task_type": task_type,
             "signatures": list(SIGNATURES), "custom_ops": manifest["custom_ops"]}

@@ -28,6 +28,7 @@ import numpy as np
 
 from kerasbert.errors import UsageError
 from kerasbert.io_utils import atomic_write_json
+from kerasbert.training.run_files import new_figure
 from kerasbert.training.run_files import save_figure_atomically
 
 TASK_CLASSES = {
@@ -231,13 +232,9 @@ def predict_outputs(model, features, batch_size):
 
 
 def plot_curves(history, path):
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
     keys = [k for k in history if not k.startswith("val_") and k != "learning_rate"]
-    fig, axes = plt.subplots(1, len(keys), figsize=(4.5 * len(keys), 3.4), squeeze=False)
+    fig = new_figure(figsize=(4.5 * len(keys), 3.4))
+    axes = fig.subplots(1, len(keys), squeeze=False)
     for ax, key in zip(axes[0], keys):
         epochs = range(1, len(history[key]) + 1)
         ax.plot(epochs, history[key], marker="o", label="train")
@@ -251,16 +248,12 @@ def plot_curves(history, path):
 
 
 def plot_confusion_matrix(labels, predictions, label_names, path):
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
     from kerasbert.metrics import confusion_matrix
 
     matrix = confusion_matrix(labels, predictions, len(label_names))
     size = max(3.5, 0.6 * len(label_names) + 2)
-    fig, ax = plt.subplots(figsize=(size, size))
+    fig = new_figure(figsize=(size, size))
+    ax = fig.subplots()
     ax.imshow(matrix, cmap="Blues")
     ax.set_xticks(range(len(label_names)), [str(n) for n in label_names], rotation=45)
     ax.set_yticks(range(len(label_names)), [str(n) for n in label_names])

@@ -82,13 +82,9 @@ def plot_training_curve(run_dir):
     rows = read_history(run_dir)
     if not rows:
         return None
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
     steps = [r["step"] for r in rows]
-    fig, (ax_loss, ax_acc) = plt.subplots(1, 2, figsize=(10, 3.6))
+    fig = new_figure(figsize=(10, 3.6))
+    ax_loss, ax_acc = fig.subplots(1, 2)
     ax_loss.plot(steps, [r["loss"] for r in rows], label="total")
     ax_loss.plot(steps, [r["mlm_loss"] for r in rows], label="masked LM")
     if "sentence_loss" in rows[0]:
@@ -108,11 +104,17 @@ def plot_training_curve(run_dir):
     return path
 
 
-def save_figure_atomically(fig, path):
-    """Saves a matplotlib figure as PNG through a temporary name, then
-    closes it."""
-    import matplotlib.pyplot as plt
+def new_figure(**kwargs):
+    """A matplotlib `Figure` outside pyplot: no backend is chosen or
+    changed (a notebook's inline plots keep working) and nothing is left
+    open in pyplot's figure list. Show one in a notebook with `display(fig)`."""
+    from matplotlib.figure import Figure
 
+    return Figure(**kwargs)
+
+
+def save_figure_atomically(fig, path):
+    """Saves a matplotlib figure as PNG through a temporary name."""
     fd, tmp = tempfile.mkstemp(prefix=f".{os.path.basename(path)}.", suffix=".png",
                                dir=os.path.dirname(os.path.abspath(path)))
     os.close(fd)
@@ -120,7 +122,6 @@ def save_figure_atomically(fig, path):
         fig.savefig(tmp, dpi=100)
         os.replace(tmp, path)
     finally:
-        plt.close(fig)
         if os.path.exists(tmp):
             os.remove(tmp)
 

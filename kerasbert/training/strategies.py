@@ -1,7 +1,9 @@
 """`tf.distribute` strategies by name, and who is the chief.
 
-    resolve_strategy("auto")          TPU if one is configured, else all GPUs
-                                      (Mirrored when > 1), else the CPU
+    resolve_strategy("auto")          TPU if one is configured (TPU_NAME,
+                                      COLAB_TPU_ADDR, or a TPU VM's
+                                      /dev/accel*), else all GPUs (Mirrored
+                                      when > 1), else the CPU
     resolve_strategy("cpu")           OneDeviceStrategy("/cpu:0")
     resolve_strategy("mirrored")      MirroredStrategy over every GPU, or over
                                       the logical CPU devices when there is
@@ -13,6 +15,7 @@ Every strategy is driven by the same custom loop (kerasbert.training.loop);
 the TPU branch differs only in how the strategy is built.
 """
 
+import glob
 import json
 import os
 
@@ -40,13 +43,24 @@ def split_cpu(num_devices):
                          f"initialised ({err}).") from err
 
 
+def _tpu_vm():
+    """A TPU VM (Cloud TPU v4+, Colab's TPU runtime) shows its chips as
+    /dev/accel* (or /dev/vfio on newer ones) and sets no TPU_NAME."""
+    return bool(glob.glob("/dev/accel*")) or os.path.isdir("/dev/vfio") and bool(
+        os.environ.get("TPU_ACCELERATOR_TYPE"))
+
+
 def _tpu_configured(tpu):
-    return bool(tpu or os.environ.get("TPU_NAME") or os.environ.get("COLAB_TPU_ADDR"))
+    return bool(tpu or os.environ.get("TPU_NAME") or os.environ.get("COLAB_TPU_ADDR")
+                or _tpu_vm())
 
 
 def _tpu_strategy(tpu):
     # `tpu` is a gRPC address, a TPU name, or "local" (TPU VM); None lets the
     # resolver read TPU_NAME / COLAB_TPU_ADDR.
+    if tpu is None and _tpu_vm() and not (os.environ.get("TPU_NAME")
+                                          or os.environ.get("COLAB_TPU_ADDR")):
+        tpu = "local"
     resolver = tf.distribute.cluster_resolver.TPUClusterResolver(tpu=tpu)
     tf.config.experimental_connect_to_cluster(resolver)
     tf.tpu.experimental.initialize_tpu_system(resolver)

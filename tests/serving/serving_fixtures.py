@@ -47,16 +47,17 @@ def write_vocab(directory):
     return path
 
 
-def tiny_backbone(vocabulary_size, seq_length=64):
-    from kerasbert.models import BertBackbone
+def tiny_backbone(vocabulary_size, seq_length=64, family="BertBackbone"):
+    from kerasbert import models
 
-    return BertBackbone(vocabulary_size=vocabulary_size, num_layers=1, num_heads=2,
-                        hidden_dim=16, intermediate_dim=32,
-                        max_sequence_length=seq_length, dropout=0.0)
+    return getattr(models, family)(vocabulary_size=vocabulary_size, num_layers=1, num_heads=2,
+                                   hidden_dim=16, intermediate_dim=32,
+                                   max_sequence_length=seq_length, dropout=0.0)
 
 
 def make_finetuned_dir(directory, task_type, label_names=None, num_choices=3,
-                       max_seq_length=32, seed=0, qa_options=None, task="test"):
+                       max_seq_length=32, seed=0, qa_options=None, task="test",
+                       family="BertBackbone"):
     """Writes FT/{model.keras, config.json, vocab.txt} as `kerasbert
     finetune` does, with a random tiny model of the task type."""
     import keras
@@ -68,7 +69,7 @@ def make_finetuned_dir(directory, task_type, label_names=None, num_choices=3,
     vocab = write_vocab(directory)
     size = WordPieceTokenizer(vocab).vocabulary_size
     keras.utils.set_random_seed(seed)
-    backbone = tiny_backbone(size, seq_length=max(64, max_seq_length))
+    backbone = tiny_backbone(size, seq_length=max(64, max_seq_length), family=family)
     if task_type in ("classification", "pair"):
         label_names = label_names or ["negative", "neutral", "positive"]
         model = tasks.TextClassifier(backbone, num_classes=len(label_names), dropout=0.0)

@@ -337,3 +337,43 @@ def test_predict_cli_uses_only_tensorflow(exports):
     missing = subprocess.run([sys.executable, "-m", "kerasbert", "predict", "--saved-model",
                               exports["pair"][0], "--text", "x"], capture_output=True, text=True)
     assert missing.returncode == 2 and "--text-b" in missing.stderr
+
+
+def test_export_model_trained_in_a_script(tmp_path):
+    """`export_model` takes an in-memory model and tokenizer (no finetune
+    directory), and asks for what it cannot guess."""
+    import keras
+    import tensorflow as tf
+
+    from kerasbert.cli import UsageError
+    from kerasbert.serving import export_model
+    from kerasbert.text import WordPieceTokenizer
+
+    ft = make_finetuned_dir(str(tmp_path / "ft"), "tagging")
+    model = keras.saving.load_model(os.path.join(ft, "model.keras"))
+    tokenizer = WordPieceTokenizer(os.path.join(ft, "vocab.txt"))
+    with pytest.raises(UsageError, match="label_names"):
+        export_model(model, tokenizer, "tagging", str(tmp_path / "ner"))
+    labels = ["O", "B-LOC", "I-LOC", "B-PER", "I-PER"]
+    result = export_model(model, tokenizer, "tagging", str(tmp_path / "ner"), label_names=labels,
+                          seq_length=24)
+    serve = tf.saved_model.load(result["path"]).signatures["serving_default"]
+    out = serve(text=tf.constant(["Mary lives in Paris."]))
+    assert set(out["token_labels"].numpy()[0][:5].astype(str)) <= set(labels)
+
+
+def test_distil_bert_classifier_exports(tmp_path):
+    """A backbone without a pooler (DistilBERT: [CLS] -> pre-classifier
+    dense) exports and serves exactly like BERT."""
+    import tensorflow as tf
+
+    from kerasbert.serving.exporter import export_finetuned
+
+    ft = make_finetuned_dir(str(tmp_path / "ft"), "classification", family="DistilBertBackbone")
+    expected = keras_expectations(ft, "classification")
+    result = export_finetuned(ft, str(tmp_path / "export" / "distil"))
+    serve = tf.saved_model.load(result["path"]).signatures["serving_default"]
+    out = serve(text=tf.constant(TEXTS))
+    np.testing.assert_allclose(out["probabilities"].numpy(), expected["probabilities"], atol=1e-5)
+    assert out["label"].numpy().astype(str).tolist() == expected["label"]
+
