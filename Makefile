@@ -22,7 +22,7 @@ test-slow: $(STAMP)
 	$(BIN)/python -m pytest -m slow
 
 bench: $(STAMP)
-	$(BIN)/python bench/encoder_bench.py
+	$(BIN)/python bench/encoder_bench.py --family all
 	$(BIN)/python bench/pretrain_bench.py
 	$(BIN)/python bench/data_bench.py
 

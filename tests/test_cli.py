@@ -92,7 +92,10 @@ def test_missing_preset_argument_is_usage_error():
 def test_presets_command(capsys):
     assert main(["presets"]) == 0
     lines = capsys.readouterr().out.splitlines()
-    assert len(lines) == 30 and lines[0].startswith("bert_L10_H128")
+    from kerasbert.models import list_presets
+
+    assert lines[0] == "bert:" and lines[1].split()[0] == "bert_L10_H128"
+    assert sum(1 for line in lines if line.startswith("  ")) == len(list_presets())
 
 
 def test_parse_overrides_types():

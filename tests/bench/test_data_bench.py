@@ -16,6 +16,7 @@ def _positive(value):
     return value is not None and math.isfinite(value) and value > 0
 
 
+@pytest.mark.slow  # 76 s; `make bench` runs it for real
 def test_quick_run_produces_all_rows(bench, tmp_path, capsys):
     out = tmp_path / "results" / "data.json"
     payload = bench.main(["--quick", "--work-dir", str(tmp_path / "work"), "--json", str(out),

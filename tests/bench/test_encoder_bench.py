@@ -57,3 +57,99 @@ def test_bad_counts_exit_nonzero(bench):
     with pytest.raises(SystemExit) as info:
         bench.parse_args(["--repeats", "0"])
     assert info.value.code != 0
+
+
+FAMILY_NAMES = ["bert", "albert", "roberta", "distil_bert"]
+
+
+def test_quick_run_family_without_pooler(bench, tmp_path):
+    """RoBERTa's keras-hub backbone returns only the sequence: both sides are
+    timed on the first-token vector, and the outputs agree first."""
+    payload = bench.main(["--quick", "--family", "roberta", "--jit", "off",
+                          "--json", str(tmp_path / "roberta.json")])
+    (block,) = payload["families"]
+    assert block["family"] == "roberta" and block["meta"]["pooled"] == "first_token"
+    assert [r["row"] for r in payload["rows"]] == ["forward jit=off", "train jit=off"]
+    assert all(d <= 1e-3 for d in block["meta"]["output_max_abs_diff"].values())
+
+
+@pytest.mark.slow
+def test_quick_run_covers_every_family(bench, tmp_path, capsys):
+    # jit off only: the XLA compiles of 8 models would take minutes on CPU;
+    # the quick BERT test above runs the jit=on rows.
+    out = tmp_path / "all.json"
+    payload = bench.main(["--quick", "--family", "all", "--jit", "off",
+                          "--json", str(out)])
+
+    assert [b["family"] for b in payload["families"]] == FAMILY_NAMES
+    assert [(r["family"], r["row"]) for r in payload["rows"]] == [
+        (family, row) for family in FAMILY_NAMES
+        for row in ("forward jit=off", "train jit=off")
+    ]
+    for row in payload["rows"]:
+        assert row["ours_seq_per_s"] > 0 and row["keras_hub_seq_per_s"] > 0
+        assert math.isfinite(row["ratio"]) and row["ratio"] > 0, row
+    pooled = {b["family"]: b["meta"]["pooled"] for b in payload["families"]}
+    assert pooled == {"bert": "pooled_output", "albert": "pooled_output",
+                      "roberta": "first_token", "distil_bert": "first_token"}
+    for block in payload["families"]:
+        meta = block["meta"]
+        assert meta["config_name"] == "quick"
+        # Same weights in every family: outputs agree before any timing.
+        assert set(meta["output_max_abs_diff"]) == {
+            "sequence_output", meta["pooled"], "train_wrapper_output"}
+        for name, diff in meta["output_max_abs_diff"].items():
+            assert diff <= 1e-3, (block["family"], name, diff)
+    assert "meta" not in payload  # Several families: meta lives per block.
+    assert [b["family"] for b in json.loads(out.read_text())["families"]] == (
+        FAMILY_NAMES)
+
+    printed = capsys.readouterr().out
+    for peer in ("BertBackbone", "AlbertBackbone", "RobertaBackbone",
+                 "DistilBertBackbone"):
+        assert f"kerasbert vs keras-hub {peer}  [quick:" in printed
+    summary = printed[printed.index("ours/keras-hub   forward jit=off"):]
+    for family in FAMILY_NAMES:
+        assert f"\n{family} " in summary
+
+
+def test_default_sizes_per_family(bench):
+    # Config resolution only (no model is built).
+    resolved = bench.resolve_families(bench.parse_args(["--family", "all"]))
+    assert [name for name, _, _ in resolved] == FAMILY_NAMES
+    configs = {name: (config_name, config)
+               for name, config_name, config in resolved}
+    assert configs["bert"][0] == "bert_mini"
+    for name, (config_name, config) in configs.items():
+        # Every family at bert_mini's depth and widths.
+        assert (config["num_layers"], config["num_heads"],
+                config["hidden_dim"], config["intermediate_dim"]) == (
+            4, 4, 256, 1024), name
+    assert configs["albert"][0] == "albert_base scaled to bert_mini size"
+    assert configs["albert"][1]["embedding_dim"] == 128
+    assert configs["roberta"][1]["vocabulary_size"] == 50265
+    assert "num_segments" not in configs["distil_bert"][1]
+
+
+def test_preset_picks_the_family(bench):
+    (name, config_name, config), = bench.resolve_families(
+        bench.parse_args(["--preset", "roberta_base"]))
+    assert (name, config_name, config["num_layers"]) == (
+        "roberta", "roberta_base", 12)
+
+
+@pytest.mark.parametrize("argv, message", [
+    (["--preset", "albert_base", "--family", "roberta"],
+     "'albert_base' belongs to family albert, not --family roberta"),
+    (["--preset", "bert_mini", "--family", "all"],
+     "with --family all each family runs its default size"),
+])
+def test_preset_and_family_conflicts_are_clear_errors(bench, argv, message):
+    with pytest.raises(bench.BenchError, match=message):
+        bench.main(argv)
+
+
+def test_unknown_family_exits_nonzero(bench):
+    with pytest.raises(SystemExit) as info:
+        bench.parse_args(["--family", "electra"])
+    assert info.value.code != 0

@@ -28,6 +28,7 @@ def _run_quick(tmp_path, *extra):
     )
 
 
+@pytest.mark.slow  # 44 s; `make bench` runs it for real
 def test_quick_run_produces_all_rows(tmp_path):
     out = tmp_path / "results" / "pretrain.json"
     proc = _run_quick(tmp_path, "--json", str(out), "--backend-note", "t",

@@ -41,7 +41,8 @@ def sample(tmp_path_factory):
     return lines, path, root
 
 
-@pytest.mark.parametrize("lower_case", [True, False], ids=["uncased", "cased"])
+@pytest.mark.parametrize("lower_case", [
+    True, pytest.param(False, marks=pytest.mark.slow)], ids=["uncased", "cased"])
 def test_ids_match_hf_tokenizers(sample, lower_case):
     lines, path, root = sample
     vocab = build_wordpiece_vocab([path], vocab_size=8000, lower_case=lower_case)

@@ -503,6 +503,7 @@ def _run_script(script, **env):
     return result.stdout
 
 
+@pytest.mark.slow  # the pretrain CLI and BertPretrainer mirrored tests cover the strategy path
 def test_mirrored_strategy_matches_one_device():
     """2 logical CPUs, an embedding with repeated ids, LLRD, global-norm
     clipping active at every update; AdamW with accumulation 2, LAMB
