@@ -40,7 +40,8 @@ def register(subparsers):
     parser = subparsers.add_parser(
         "export",
         help="Export a fine-tuned model as a TF Serving SavedModel with in-graph tokenization.",
-        description="Writes OUTPUT/<version>/ (saved_model.pb, variables/, assets/vocab.txt, "
+        description="Writes OUTPUT/<version>/ (saved_model.pb, variables/, assets/ with the "
+        "tokenizer files (vocab.txt, sentencepiece.model or vocab.json + merges.txt), "
         "assets.extra/tf_serving_warmup_requests, assets.extra/ops.json). serving_default takes "
         "raw strings and returns decoded results; serve_token_ids takes the three int32 inputs. "
         "The export is written under a temporary name and renamed when complete.",

@@ -3,7 +3,8 @@
 the same for a task model trained in your own script.
 
     OUTPUT/<version>/saved_model.pb, variables/
-    OUTPUT/<version>/assets/vocab.txt                      (self-contained)
+    OUTPUT/<version>/assets/vocab.txt                      (self-contained;
+                         sentencepiece.model, or vocab.json + merges.txt)
     OUTPUT/<version>/assets.extra/tf_serving_warmup_requests
     OUTPUT/<version>/assets.extra/ops.json                 custom ops used
     OUTPUT/<version>/assets.extra/export.json              task, labels, inputs
@@ -31,12 +32,16 @@ def read_finetune_config(model_dir):
         raise UsageError(f"--model {model_dir}: no config.json (not a kerasbert finetune output).")
     with open(path, encoding="utf-8") as f:
         config = json.load(f)
-    for key in ("task_type", "max_seq_length", "vocab"):
+    from kerasbert.text.loading import saved_tokenizer_files
+
+    for key in ("task_type", "max_seq_length"):
         if key not in config:
             raise UsageError(f"{path}: missing {key!r}; re-run kerasbert finetune.")
-    for name in ("model.keras", config["vocab"]):
-        if not os.path.isfile(os.path.join(model_dir, name)):
-            raise UsageError(f"--model {model_dir}: missing {name}.")
+    if "tokenizer" not in config and "vocab" not in config:
+        raise UsageError(f"{path}: missing 'tokenizer' (or 'vocab'); re-run kerasbert finetune.")
+    for name in [os.path.join(model_dir, "model.keras")] + saved_tokenizer_files(model_dir, config):
+        if not os.path.isfile(name):
+            raise UsageError(f"--model {model_dir}: missing {os.path.basename(name)}.")
     return config
 
 
@@ -123,8 +128,8 @@ def export_finetuned(model_dir, output, version=None, max_seq_length=None, overw
     """Exports a `kerasbert finetune` output directory for TF Serving.
 
     Args:
-        model_dir: the fine-tuning directory (model.keras, config.json,
-            vocab.txt).
+        model_dir: the fine-tuning directory (model.keras, config.json and
+            the tokenizer files config.json names).
         output, version, overwrite, model_name: as `export_model`.
         max_seq_length: packed length in the graph; default the one the
             model was fine-tuned with (at most its positions).
@@ -136,11 +141,10 @@ def export_finetuned(model_dir, output, version=None, max_seq_length=None, overw
     _version_dir(output, version, overwrite)  # fail before loading anything
     import keras
 
-    from kerasbert.text import WordPieceTokenizer
+    from kerasbert.text import load_saved_tokenizer
 
     model = keras.saving.load_model(os.path.join(model_dir, "model.keras"))
-    tokenizer = WordPieceTokenizer(os.path.join(model_dir, config["vocab"]),
-                                   lower_case=config.get("lower_case", True))
+    tokenizer = load_saved_tokenizer(model_dir, config)
     return export_model(
         model, tokenizer, config["task_type"], output,
         label_names=config.get("label_names"),
@@ -159,7 +163,9 @@ def export_model(model, tokenizer, task_type, output, label_names=None, seq_leng
     Args:
         model: a `kerasbert.tasks` model (TextClassifier, TokenClassifier,
             QuestionAnswerer, MultipleChoice).
-        tokenizer: the `WordPieceTokenizer` it was trained with.
+        tokenizer: the tokenizer it was trained with (`WordPieceTokenizer`,
+            `SentencePieceTokenizer` or `BytePairTokenizer`); its files
+            become the SavedModel's assets.
         task_type: classification, pair, regression, tagging, qa or
             multiple_choice.
         output: the model's base directory (`export/NAME`).
@@ -183,6 +189,7 @@ def export_model(model, tokenizer, task_type, output, label_names=None, seq_leng
     from kerasbert.io_utils import atomic_directory
     from kerasbert.serving.op_manifest import write_manifest
     from kerasbert.serving.warmup import write_warmup
+    from kerasbert.text import tokenizer_files, tokenizer_kind
 
     version, target = _version_dir(output, version, overwrite)
     if task_type in ("classification", "pair", "tagging") and not label_names:
@@ -201,6 +208,9 @@ def export_model(model, tokenizer, task_type, output, label_names=None, seq_leng
         info = {
             "task": task, "task_type": task_type, "label_names": label_names,
             "seq_length": seq_length, "lower_case": tokenizer.lower_case,
+            # The family tells a client how the graph packs (RoBERTa: no type ids).
+            "tokenizer": {"type": tokenizer_kind(tokenizer),
+                          "assets": [os.path.basename(p) for p in tokenizer_files(tokenizer)]},
             "inputs": [spec.name for spec in module.input_specs()],
             "signatures": list(SIGNATURES), "source": source,
         }

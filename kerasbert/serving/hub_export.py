@@ -117,6 +117,21 @@ def _check_backbone_inputs(backbone, path):
         )
 
 
+def _require_wordpiece(vocab_file):
+    """The TF Hub BERT preprocessor API (`bert_pack_inputs` with type ids,
+    assets/vocab.txt) is WordPiece's: other tokenizers are refused up front."""
+    from kerasbert.text.loading import WORDPIECE, resolve_tokenizer_path
+
+    kind, _ = resolve_tokenizer_path(vocab_file)
+    if kind != WORDPIECE:
+        what = {"sentencepiece": "a SentencePiece model", "bpe": "a byte-level BPE vocabulary"}[kind]
+        raise UsageError(
+            f"--vocab {vocab_file} is {what}: export-hub writes BERT (WordPiece vocab.txt) "
+            "preprocessors only. Fine-tuned ALBERT / RoBERTa models export with "
+            "`kerasbert export`."
+        )
+
+
 def _load_tokenizer(vocab_file, lower_case, directory):
     """A `WordPieceTokenizer` over a copy of `vocab_file` named vocab.txt in
     `directory` (the asset keeps the file's name; TF Hub models carry
@@ -188,6 +203,8 @@ def export_hub(backbone_path, vocab_file, output_dir, lower_case=True, seq_lengt
     backbone_path, vocab_file = os.fspath(backbone_path), os.fspath(vocab_file)
     output_dir = os.path.abspath(os.fspath(output_dir))
     _require_file(backbone_path, "--backbone file")
+    if os.path.exists(vocab_file):  # a BPE vocabulary is a directory
+        _require_wordpiece(vocab_file)
     _require_file(vocab_file, "--vocab file")
     if int(seq_length) < 2:
         raise UsageError(f"--seq-length must be at least 2, got {seq_length}.")

@@ -13,7 +13,9 @@ L = min(max_answer_length, T), K = most windows one piece can be in.
 How it is vectorised:
 - every example's windows are regular: they start `stride = min(max_doc,
   doc_stride)` pieces apart and all but the last hold `max_doc = T -
-  len(question) - 3` pieces, so window counts, starts and lengths are closed
+  len(question) - 3` pieces (- 4 with RoBERTa's `<s> q </s></s> ctx </s>`:
+  the tokenizer's `kerasbert.text.SegmentLayout`, shared with
+  `convert_qa`), so window counts, starts and lengths are closed
   forms of the piece counts, and a piece lies in at most K consecutive
   windows;
 - all windows of the batch go through the model as one [W, T] batch;
@@ -104,8 +106,9 @@ class QuestionAnsweringServing(TaskServing):
 
     Args:
         model: a fine-tuned `kerasbert.tasks.QuestionAnswerer`.
-        tokenizer: its `WordPieceTokenizer`.
-        seq_length: T, window length in pieces (>= max_query_length + 4).
+        tokenizer: its tokenizer (WordPiece, SentencePiece or BPE).
+        seq_length: T, window length in pieces (>= max_query_length + 4;
+            + 5 with RoBERTa's two separators).
         doc_stride: pieces between window starts (128).
         max_query_length: question pieces kept (64).
         max_answer_length: longest answer in pieces (30).
@@ -121,6 +124,9 @@ class QuestionAnsweringServing(TaskServing):
                  max_answer_length=30, null_score_diff_threshold=0.0, version_2=False,
                  windows_per_call=64, name=None):
         super().__init__(model, tokenizer, seq_length, name=name)
+        from kerasbert.text import segment_layout
+
+        self.layout = segment_layout(tokenizer)
         self.doc_stride = int(doc_stride)
         self.max_query_length = int(max_query_length)
         self.max_answer_length = int(max_answer_length)
@@ -132,15 +138,18 @@ class QuestionAnsweringServing(TaskServing):
                 "doc_stride, max_query_length and max_answer_length must be positive, got "
                 f"{doc_stride}, {max_query_length}, {max_answer_length}."
             )
-        if self.seq_length < self.max_query_length + 4:
+        # Room for at least one context piece after the longest question.
+        shortest = self.max_query_length + self.layout.special_tokens() + 1
+        if self.seq_length < shortest:
             raise ValueError(
                 f"seq_length {self.seq_length} leaves no room for the context after a "
                 f"question of up to {self.max_query_length} pieces; use at least "
-                f"{self.max_query_length + 4}."
+                f"{shortest}."
             )
         # A piece is in at most ceil(max_doc / stride) windows, and max_doc /
-        # stride <= max(1, (T - 3) / doc_stride) for any question length.
-        self.max_windows_per_piece = max(1, math.ceil((self.seq_length - 3) / self.doc_stride))
+        # stride <= max(1, max_doc(empty question) / doc_stride).
+        longest_doc = self.seq_length - self.layout.special_tokens()
+        self.max_windows_per_piece = max(1, math.ceil(longest_doc / self.doc_stride))
 
     # --- windows ------------------------------------------------------------
 
@@ -154,7 +163,8 @@ class QuestionAnsweringServing(TaskServing):
             (max_doc, stride, num_windows), int64 [B]. An empty context
             still gets one (empty) window.
         """
-        max_doc = self.seq_length - query_length - 3
+        # T - offset of the context - its final separator (qa.convert_qa).
+        max_doc = self.seq_length - self.layout.second_offset(query_length) - 1
         stride = tf.minimum(max_doc, self.doc_stride)
         extra = tf.maximum(num_pieces - max_doc, 0)
         num_windows = 1 + (extra + stride - 1) // stride
@@ -231,12 +241,12 @@ class QuestionAnsweringServing(TaskServing):
         q_len = per_window(query_length)
         start = local * per_window(stride)
         length = tf.minimum(per_window(num_pieces) - start, per_window(max_doc))
-        offset = q_len + 2  # [CLS] question [SEP]
+        offset = self.layout.second_offset(q_len)  # [CLS] question [SEP](s)
         position = tf.range(t, dtype=tf.int64)[tf.newaxis, :]  # [1, T]
 
         is_question = (position >= 1) & (position <= q_len)
         in_context = (position >= offset) & (position < offset + length)
-        is_sep = (position == q_len + 1) | (position == offset + length)
+        is_sep = ((position > q_len) & (position < offset)) | (position == offset + length)
         # Flat indices into the ragged values; the extra last element stands
         # in off the span, so gathers never go out of range (even for P = 0).
         question_index = tf.where(
@@ -254,16 +264,17 @@ class QuestionAnsweringServing(TaskServing):
             values = tf.concat([ragged.flat_values, tf.constant([fill], ragged.dtype)], 0)
             return tf.gather(values, index)
 
-        pad = self.tokenizer.pad_id
+        layout = self.layout
+        pad = layout.pad_id
         ids = tf.where(is_question, take(question_ids, question_index, pad), pad)
         ids = tf.where(in_context, take(context_ids, piece_index, pad), ids)
-        ids = tf.where(is_sep, self.tokenizer.sep_id, ids)
-        ids = tf.where(position == 0, self.tokenizer.cls_id, ids)
+        ids = tf.where(is_sep, layout.sep_id, ids)
+        ids = tf.where(position == 0, layout.start_id, ids)
         best_window = tf.concat([best_window, [-1]], 0)
         return {
             "input_word_ids": tf.cast(ids, tf.int32),
             "input_mask": tf.cast(position <= offset + length, tf.int32),
-            "input_type_ids": tf.cast(
+            "input_type_ids": layout.second_type_id * tf.cast(
                 (position >= offset) & (position <= offset + length), tf.int32
             ),
             "example_index": example,

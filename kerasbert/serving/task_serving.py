@@ -17,7 +17,7 @@ the part Keras 3's `ExportArchive` gets wrong for lookup tables.
 
 import tensorflow as tf
 
-from kerasbert.text import BertPacker
+from kerasbert.text import make_packer
 
 MODEL_INPUTS = ("input_word_ids", "input_mask", "input_type_ids")
 
@@ -71,7 +71,9 @@ class TaskServing(tf.Module):
 
     Args:
         model: the fine-tuned Keras task model (`kerasbert.tasks.*`).
-        tokenizer: the `WordPieceTokenizer` the model was fine-tuned with.
+        tokenizer: the tokenizer the model was fine-tuned with
+            (WordPiece, SentencePiece or byte-level BPE; its family picks
+            the packer, `kerasbert.text.make_packer`).
         seq_length: T, the packed sequence length (<= the model's
             positions).
         label_names: class or tag names (None for regression, QA, multiple
@@ -86,7 +88,7 @@ class TaskServing(tf.Module):
         self.model = model
         self.tokenizer = tokenizer
         self.seq_length = int(seq_length)
-        self.packer = BertPacker.from_tokenizer(tokenizer, self.seq_length)
+        self.packer = make_packer(tokenizer, self.seq_length)
         names = list(label_names or [])
         self.label_names = list(names)
         self.label_table = tf.constant(names or [""], tf.string)

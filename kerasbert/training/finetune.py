@@ -12,7 +12,10 @@ Fine-tuning directory:
     FT/model.keras              the fine-tuned task model
     FT/config.json              task type, label names, max length, casing,
                                 task spec and columns, QA options
-    FT/vocab.txt                a copy of the vocabulary (FT is self-contained)
+    FT/vocab.txt                a copy of the tokenizer files (FT is self-contained):
+                                vocab.txt (WordPiece), or sentencepiece.model
+                                (ALBERT), or vocab.json + merges.txt (RoBERTa);
+                                config.json "tokenizer" says which
     FT/metrics.json             validation metrics (and the baseline)
     FT/training_curve.png       loss (and the main metric) per epoch
     FT/confusion_matrix.png     classification tasks
@@ -22,7 +25,6 @@ import dataclasses
 import json
 import math
 import os
-import shutil
 
 import numpy as np
 
@@ -87,20 +89,20 @@ class FinetuneConfig:
             raise UsageError(f"--layerwise-lr-decay must be in (0, 1], got {self.layerwise_lr_decay}.")
         if bool(self.backbone) == bool(self.preset):
             raise UsageError("Give exactly one of --backbone RUN/backbone.keras or --preset NAME.")
-        if self.vocab is None or not os.path.isfile(self.vocab):
-            raise UsageError(f"Vocabulary file not found: {self.vocab}")
+        from kerasbert.text.loading import resolve_tokenizer_path
+
+        resolve_tokenizer_path(self.vocab)  # UsageError naming a missing file
 
 
 # --- pieces -----------------------------------------------------------------
 
 
-def load_backbone(config):
+def load_backbone(config, tokenizer):
     """The backbone to fine-tune (kerasbert.backbone_loading), checked
-    against the vocabulary."""
+    against the tokenizer's vocabulary."""
     from kerasbert.backbone_loading import load_backbone as load
-    from kerasbert.text.vocabulary import load_vocab
 
-    vocab_size = len(load_vocab(config.vocab))
+    vocab_size = tokenizer.vocabulary_size
     backbone = load(config.backbone, config.preset, config.init_checkpoint, config.bert_config,
                     vocabulary_size=vocab_size)
     if backbone.vocabulary_size != vocab_size:
@@ -129,7 +131,7 @@ def task_features(config, tokenizer, split, label_names=None, spec=None):
     from kerasbert.data.finetuning import convert_examples, load_task, read_features
 
     if config.features:
-        return None, read_features(config.features, split, vocab_file=config.vocab)
+        return None, read_features(config.features, split, vocab_file=_fingerprinted_file(tokenizer))
     data = load_task(spec or config.task, split, task_type=config.task_type,
                      columns=config.columns or None, label_names=label_names)
     qa_options = {}
@@ -137,6 +139,13 @@ def task_features(config, tokenizer, split, label_names=None, spec=None):
         qa_options = dict(doc_stride=config.doc_stride, max_query_length=config.max_query_length)
     features = convert_examples(data, tokenizer, config.max_seq_length, **qa_options)
     return data, features
+
+
+def _fingerprinted_file(tokenizer):
+    """The file whose sha256 cached features record (the vocabulary)."""
+    from kerasbert.text import tokenizer_files
+
+    return tokenizer_files(tokenizer)[0]
 
 
 def build_task_model(task_type, backbone, features, dropout=0.1):
@@ -274,7 +283,7 @@ def run_finetuning(config):
     import keras
 
     from kerasbert.data.finetuning import check_max_seq_length, make_dataset
-    from kerasbert.text import WordPieceTokenizer
+    from kerasbert.text import load_tokenizer, save_tokenizer_files
     from kerasbert.training.run_files import save_keras_atomically
     from kerasbert.training.strategies import resolve_strategy, split_cpu
 
@@ -284,7 +293,7 @@ def run_finetuning(config):
         raise UsageError("kerasbert finetune runs on one host (model.fit): use --strategy "
                          "auto, cpu, mirrored or tpu.")
     strategy = resolve_strategy(config.strategy)
-    tokenizer = WordPieceTokenizer(config.vocab, lower_case=config.lower_case)
+    tokenizer = load_tokenizer(config.vocab, lower_case=config.lower_case)
 
     train_data, train = task_features(config, tokenizer, "train")
     task_type = train.task_type
@@ -296,7 +305,7 @@ def run_finetuning(config):
 
         try:
             valid_data, valid = None, read_features(config.features, "validation",
-                                                    vocab_file=config.vocab)
+                                                    vocab_file=_fingerprinted_file(tokenizer))
         except (FileNotFoundError, ValueError, KeyError):
             valid_data, valid = None, None
     else:
@@ -309,7 +318,7 @@ def run_finetuning(config):
 
     os.makedirs(config.output_dir, exist_ok=True)
     with strategy.scope():
-        backbone = load_backbone(config)
+        backbone = load_backbone(config, tokenizer)
         check_max_seq_length(train.max_seq_length, backbone)
         model = build_task_model(task_type, backbone, train, config.dropout)
         steps_per_epoch = math.ceil(len(train.x["input_word_ids"]) / config.batch_size)
@@ -325,13 +334,15 @@ def run_finetuning(config):
 
     outputs = {"model": os.path.join(config.output_dir, "model.keras")}
     save_keras_atomically(model, outputs["model"])
-    shutil.copyfile(config.vocab, os.path.join(config.output_dir, "vocab.txt"))
+    tokenizer_description = save_tokenizer_files(tokenizer, config.output_dir)
     options = dict(max_answer_length=config.max_answer_length,
                    null_score_diff_threshold=config.null_score_diff_threshold)
     task_config = {
         "task": config.task, "task_type": task_type, "label_names": train.label_names,
-        "max_seq_length": train.max_seq_length, "lower_case": config.lower_case,
-        "columns": config.columns, "vocab": "vocab.txt", "model_class": type(model).__name__,
+        "max_seq_length": train.max_seq_length, "lower_case": tokenizer.lower_case,
+        # "vocab" (the first file) keeps readers of older FT dirs working.
+        "tokenizer": tokenizer_description, "vocab": tokenizer_description["files"][0],
+        "columns": config.columns, "model_class": type(model).__name__,
         "qa": dict(options, doc_stride=config.doc_stride, max_query_length=config.max_query_length,
                    version_2_with_negative=_has_unanswerable(config.task, train_data, valid_data)),
         "finetune": dataclasses.asdict(config), "backbone": backbone.get_config(),
@@ -365,7 +376,7 @@ def run_evaluation(model_dir, task=None, split="validation", batch_size=32, colu
     import keras
 
     import kerasbert.tasks  # noqa: F401  (registers the task classes)
-    from kerasbert.text import WordPieceTokenizer
+    from kerasbert.text import load_saved_tokenizer, tokenizer_files
 
     config_path = os.path.join(model_dir, "config.json")
     if not os.path.isfile(config_path):
@@ -373,9 +384,9 @@ def run_evaluation(model_dir, task=None, split="validation", batch_size=32, colu
     with open(config_path, encoding="utf-8") as f:
         saved = json.load(f)
     model = keras.saving.load_model(os.path.join(model_dir, "model.keras"))
-    vocab = os.path.join(model_dir, saved["vocab"])
-    tokenizer = WordPieceTokenizer(vocab, lower_case=saved["lower_case"])
-    run_config = FinetuneConfig(task=task or saved["task"], output_dir=model_dir, vocab=vocab,
+    tokenizer = load_saved_tokenizer(model_dir, saved)
+    run_config = FinetuneConfig(task=task or saved["task"], output_dir=model_dir,
+                                vocab=tokenizer_files(tokenizer)[0],
                                 backbone=None, task_type=saved["task_type"],
                                 columns=columns or saved.get("columns") or {},
                                 max_seq_length=saved["max_seq_length"],

@@ -54,8 +54,12 @@ def register(subparsers):
     add_task_arguments(ft, require_task=False)
     add_backbone_arguments(ft, required=False)  # checked in FinetuneConfig.validate
     add = ft.add_argument
-    add("--vocab", required=True, help="vocab.txt of the backbone.")
-    add("--no-lower-case", dest="lower_case", action="store_false", help="Cased vocabulary.")
+    add("--vocab", required=True,
+        help="The backbone's tokenizer: a WordPiece vocab.txt (BERT), a SentencePiece .model "
+        "(ALBERT), or a directory with vocab.json + merges.txt, or that vocab.json (RoBERTa "
+        "byte-level BPE).")
+    add("--no-lower-case", dest="lower_case", action="store_false",
+        help="Cased vocabulary (WordPiece, SentencePiece; byte-level BPE is always cased).")
     add("--output-dir", required=True)
     add("--validation", help="Validation file (same format as the task) or TFDS split name.")
     add("--features", help="Train from create-finetuning-data output instead of raw text.")

@@ -47,27 +47,72 @@ def write_vocab(directory):
     return path
 
 
+def write_corpus(path, lines=1500, seed=0):
+    """Sentences of WORDS (some capitalised, with punctuation): a corpus for
+    training tiny SentencePiece / BPE vocabularies in tests."""
+    rng = np.random.default_rng(seed)
+    words = list(WORDS) + ["Paris", "John", "Mary", "London", "Tokyo", "naïve", "café"]
+    with open(path, "w", encoding="utf-8") as f:
+        for _ in range(lines):
+            sentence = " ".join(rng.choice(words, size=rng.integers(3, 12)))
+            f.write(sentence + rng.choice([".", "?", "!", ","]) + "\n")
+    return path
+
+
+def write_tokenizer(directory, kind="wordpiece"):
+    """Writes a tiny tokenizer of a family into `directory`; returns the path
+    `kerasbert.text.load_tokenizer` takes (vocab.txt, a .model, a BPE dir)."""
+    os.makedirs(directory, exist_ok=True)
+    if kind == "wordpiece":
+        return write_vocab(directory)
+    corpus = write_corpus(os.path.join(directory, "corpus.txt"))
+    if kind == "sentencepiece":
+        from kerasbert.text import train_sentencepiece
+
+        model, _ = train_sentencepiece([corpus], 100, os.path.join(directory, "albert"),
+                                       character_coverage=1.0, num_threads=1)
+        return model
+    if kind == "bpe":
+        from kerasbert.text import train_bpe
+
+        return os.path.dirname(train_bpe([corpus], 400, directory)["vocabulary_file"])
+    raise ValueError(kind)
+
+
 def tiny_backbone(vocabulary_size, seq_length=64, family="BertBackbone"):
     from kerasbert import models
 
+    # ALBERT's factorised embeddings default to 128 wide: keep them tiny too.
+    extra = {"embedding_dim": 8} if family == "AlbertBackbone" else {}
     return getattr(models, family)(vocabulary_size=vocabulary_size, num_layers=1, num_heads=2,
                                    hidden_dim=16, intermediate_dim=32,
-                                   max_sequence_length=seq_length, dropout=0.0)
+                                   max_sequence_length=seq_length, dropout=0.0, **extra)
 
 
 def make_finetuned_dir(directory, task_type, label_names=None, num_choices=3,
                        max_seq_length=32, seed=0, qa_options=None, task="test",
-                       family="BertBackbone"):
-    """Writes FT/{model.keras, config.json, vocab.txt} as `kerasbert
-    finetune` does, with a random tiny model of the task type."""
+                       family="BertBackbone", tokenizer="wordpiece"):
+    """Writes FT/{model.keras, config.json, tokenizer files} as `kerasbert
+    finetune` does, with a random tiny model of the task type.
+
+    `tokenizer` "wordpiece" writes FT/vocab.txt and a config.json without a
+    "tokenizer" entry (as FT dirs before ALBERT/RoBERTa support);
+    "sentencepiece" / "bpe" train a tiny tokenizer in `directory + "_src"`
+    and copy it into FT as `kerasbert finetune` does."""
     import keras
 
     from kerasbert import tasks
-    from kerasbert.text import WordPieceTokenizer
+    from kerasbert.text import load_tokenizer, save_tokenizer_files
 
     os.makedirs(directory, exist_ok=True)
-    vocab = write_vocab(directory)
-    size = WordPieceTokenizer(vocab).vocabulary_size
+    description = None
+    if tokenizer == "wordpiece":
+        vocab = write_vocab(directory)
+        size = load_tokenizer(vocab).vocabulary_size
+    else:
+        source = load_tokenizer(write_tokenizer(directory + "_src", tokenizer))
+        description = save_tokenizer_files(source, directory)
+        size = source.vocabulary_size
     keras.utils.set_random_seed(seed)
     backbone = tiny_backbone(size, seq_length=max(64, max_seq_length), family=family)
     if task_type in ("classification", "pair"):
@@ -98,6 +143,9 @@ def make_finetuned_dir(directory, task_type, label_names=None, num_choices=3,
         "max_seq_length": max_seq_length, "lower_case": True, "columns": {},
         "vocab": "vocab.txt", "model_class": type(model).__name__, "qa": qa,
     }
+    if description is not None:
+        config.update(tokenizer=description, vocab=description["files"][0],
+                      lower_case=description["lower_case"])
     with open(os.path.join(directory, "config.json"), "w") as f:
         json.dump(config, f)
     return directory

@@ -239,3 +239,41 @@ def test_mirrored_strategy_on_two_logical_cpus(setup, tmp_path):
     metrics = json.load(open(out / "metrics.json"))
     assert np.isfinite(metrics["history"]["loss"][0])
     assert 0.0 <= metrics["validation"]["accuracy"] <= 1.0
+
+
+def test_albert_sentencepiece_finetune_export_predict(setup, tmp_path, capsys):
+    """`--vocab` a SentencePiece .model: finetune copies it into FT,
+    `export` puts it in the SavedModel's assets, `predict` serves it."""
+    import keras
+
+    from kerasbert.models import AlbertBackbone
+    from kerasbert.text import train_sentencepiece
+
+    corpus = tmp_path / "corpus.txt"
+    with open(setup["train"], encoding="utf-8") as f:
+        corpus.write_text("\n".join(row["sentence"] for row in csv.DictReader(f)) + "\n",
+                          encoding="utf-8")
+    spm, _ = train_sentencepiece([str(corpus)], 48, str(tmp_path / "albert"), num_threads=1,
+                                 character_coverage=1.0)
+    backbone = AlbertBackbone(vocabulary_size=48, num_layers=1, num_heads=2, hidden_dim=16,
+                              intermediate_dim=32, embedding_dim=8, max_sequence_length=32)
+    backbone.save(str(tmp_path / "albert.keras"))
+    keras.backend.clear_session()
+    out = tmp_path / "ft"
+    args = finetune_args(setup, out, "--task", f"csv:{setup['train']}")
+    args[args.index("--backbone") + 1] = str(tmp_path / "albert.keras")
+    args[args.index("--vocab") + 1] = spm
+    args[args.index("--epochs") + 1] = "1"
+    assert main(args) == 0
+    config = json.load(open(out / "config.json"))
+    assert config["tokenizer"] == {"type": "sentencepiece", "files": ["sentencepiece.model"],
+                                   "lower_case": True}
+    assert (out / "sentencepiece.model").read_bytes() == open(spm, "rb").read()
+
+    exported = tmp_path / "export"
+    assert main(["export", "--model", str(out), "--output", str(exported)]) == 0
+    assert os.listdir(exported / "1" / "assets") == ["sentencepiece.model"]
+    capsys.readouterr()
+    assert main(["predict", "--saved-model", str(exported / "1"), "--text", "the cat sees"]) == 0
+    row = json.loads(capsys.readouterr().out.strip().splitlines()[-1])
+    assert row["label"] in ("animal", "person") and len(row["probabilities"]) == 2

@@ -7,18 +7,21 @@ from kerasbert.data.finetuning.features import TaskFeatures, check_length, pack_
 
 
 def convert_classification(data, tokenizer, max_seq_length=128):
-    """`[CLS] text_a [SEP] (text_b [SEP])`, padded to max_seq_length.
+    """`[CLS] text_a [SEP] (text_b [SEP])` (RoBERTa: `<s> a </s></s> b
+    </s>`), padded to max_seq_length, by the tokenizer's packer
+    (`kerasbert.text.make_packer`).
 
     Args:
         data: a `TaskData` of task type classification, pair or regression.
-        tokenizer: a `kerasbert.text.WordPieceTokenizer`.
+        tokenizer: a `kerasbert.text` tokenizer (WordPiece, SentencePiece or
+            byte-level BPE).
 
     Returns:
         `TaskFeatures`: x int32 [N, T]; y int32 [N] (float32 [N] for
         regression), or None when the data has no labels. A label outside
         the label set raises an error naming the example index and label.
     """
-    from kerasbert.text import BertPacker
+    from kerasbert.text import make_packer, segment_layout
 
     if data.task_type not in ("classification", "pair", "regression"):
         raise TaskDataError(f"convert_classification got a {data.task_type} task.")
@@ -29,8 +32,8 @@ def convert_classification(data, tokenizer, max_seq_length=128):
     if pair and not all("text_b" in e for e in examples):
         missing = next(i for i, e in enumerate(examples) if "text_b" not in e)
         raise TaskDataError(f"{data.name} example {missing}: no text_b in a sentence-pair task.")
-    max_seq_length = check_length(max_seq_length, 3 if pair else 2)
-    packer = BertPacker.from_tokenizer(tokenizer, max_seq_length)
+    max_seq_length = check_length(max_seq_length, segment_layout(tokenizer).special_tokens(pair))
+    packer = make_packer(tokenizer, max_seq_length)
     x = pack_batches(
         packer, tokenizer, [e["text_a"] for e in examples],
         [e["text_b"] for e in examples] if pair else None,

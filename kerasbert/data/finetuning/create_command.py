@@ -27,7 +27,9 @@ UNLABELLED_PREFIXES = ("test", "predict")
 def add_arguments(parser):
     """Adds every create-finetuning-data flag to an argparse parser."""
     add_task_arguments(parser)
-    parser.add_argument("--vocab", required=True, help="WordPiece vocab.txt.")
+    parser.add_argument("--vocab", required=True,
+                        help="WordPiece vocab.txt, SentencePiece .model, or a byte-level BPE "
+                        "directory (vocab.json + merges.txt) / its vocab.json.")
     parser.add_argument("--no-lower-case", dest="do_lower_case", action="store_false",
                         default=True, help="Keep case and accents (cased models); the default "
                         "lower-cases and strips accents (uncased).")
@@ -132,7 +134,7 @@ def run(args):
     from kerasbert.data.finetuning.records import write_features
     from kerasbert.data.metadata import read_metadata
 
-    if not os.path.isfile(args.vocab):
+    if not os.path.exists(args.vocab):
         raise UsageError(f"Vocabulary not found: {args.vocab}")
     if args.num_shards < 1:
         raise UsageError(f"--num-shards must be at least 1, got {args.num_shards}.")
@@ -153,9 +155,11 @@ def run(args):
                 "to replace them."
             )
 
-    from kerasbert.text import WordPieceTokenizer
+    from kerasbert.text import load_tokenizer, tokenizer_files
 
-    tokenizer = WordPieceTokenizer(args.vocab, lower_case=args.do_lower_case)
+    tokenizer = load_tokenizer(args.vocab, lower_case=args.do_lower_case)
+    # Features record the sha256 of the vocabulary file (vocab.json for BPE).
+    vocab_file = tokenizer_files(tokenizer)[0]
     columns = columns_from_args(args) or None
     # Later splits take the first (train) split's label names, so ids agree;
     # a folder that already holds splits sets them for everything new.
@@ -178,7 +182,7 @@ def run(args):
 
     _check_consistent(converted, meta)
     for name, record, features in converted:
-        write_features(args.output_dir, name, features, args.vocab, lower_case=args.do_lower_case,
+        write_features(args.output_dir, name, features, vocab_file, lower_case=tokenizer.lower_case,
                        task=args.task, num_shards=args.num_shards, overwrite=args.overwrite,
                        options=record)
         stats = ", ".join(f"{k} {v}" for k, v in sorted(features.stats.items())

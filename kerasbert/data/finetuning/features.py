@@ -129,7 +129,8 @@ def tokenize_with_offsets_lists(tokenizer, texts, chunk=CHUNK):
 
 
 def pack_batches(packer, tokenizer, texts_a, texts_b=None, chunk=CHUNK):
-    """Texts -> {input name: int32 [N, T]} through tokenizer + BertPacker."""
+    """Texts -> {input name: int32 [N, T]} through tokenizer + packer
+    (`kerasbert.text.make_packer`)."""
     parts = {name: [] for name in MODEL_INPUTS}
     for begin in range(0, len(texts_a), chunk):
         a = tokenizer.tokenize_ids(list(texts_a[begin:begin + chunk]))

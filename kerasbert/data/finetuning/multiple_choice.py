@@ -9,13 +9,14 @@ from kerasbert.data.finetuning.features import MODEL_INPUTS, TaskFeatures, check
 def convert_multiple_choice(data, tokenizer, max_seq_length=128):
     """Per choice `[CLS] context [SEP] (question + " " +) choice [SEP]`.
 
-    Pairs are truncated as BERT does (the longer segment first).
+    Pairs are truncated as BERT does (the longer segment first) and packed
+    by the tokenizer's packer (RoBERTa: `<s> context </s></s> choice </s>`).
 
     Returns:
         `TaskFeatures`: x int32 [N, C, T]; y int32 [N] (the right choice) or
         None without labels.
     """
-    from kerasbert.text import BertPacker
+    from kerasbert.text import make_packer, segment_layout
 
     if data.task_type != "multiple_choice":
         raise TaskDataError(f"convert_multiple_choice got a {data.task_type} task.")
@@ -28,8 +29,8 @@ def convert_multiple_choice(data, tokenizer, max_seq_length=128):
             raise TaskDataError(
                 f"{data.name} example {i}: {len(example['choices'])} choices, expected {num_choices}."
             )
-    max_seq_length = check_length(max_seq_length, 3)
-    packer = BertPacker.from_tokenizer(tokenizer, max_seq_length)
+    max_seq_length = check_length(max_seq_length, segment_layout(tokenizer).special_tokens())
+    packer = make_packer(tokenizer, max_seq_length)
     first, second = [], []
     for example in examples:
         question = (example.get("question") or "").strip()

@@ -3,8 +3,12 @@
 As the original BERT run_squad.py: `[CLS] question [SEP] context window
 [SEP]`, the question cut to max_query_length pieces, the context split into
 windows of up to max_seq_length - len(question) - 3 pieces that start
-doc_stride pieces apart. Unlike it, pieces map to CHARACTERS of the original
-context (`WordPieceTokenizer.tokenize_with_offsets`), so an answer inside a
+doc_stride pieces apart. The special tokens follow the tokenizer's
+`kerasbert.text.SegmentLayout` (RoBERTa: `<s> question </s></s> context
+</s>`, so windows hold one piece less and type ids are all 0); the
+in-graph serving (`kerasbert.serving.qa_serving`) uses the same layout.
+Unlike run_squad.py, pieces map to CHARACTERS of the original
+context (`tokenize_with_offsets`), so an answer inside a
 whitespace-separated word ("1990" in "(1990s)") keeps exact boundaries and a
 predicted span decodes to the original text, case and accents included.
 """
@@ -77,6 +81,8 @@ def convert_qa(data, tokenizer, max_seq_length=384, doc_stride=128, max_query_le
 
     Args:
         data: `TaskData` of task type qa.
+        tokenizer: a `kerasbert.text` tokenizer; its `segment_layout`
+            places the special tokens.
         is_training: compute start/end positions from the first answer
             (and check it). Evaluation features need no positions (the
             metric compares decoded text with every gold answer); positions
@@ -101,13 +107,18 @@ def convert_qa(data, tokenizer, max_seq_length=384, doc_stride=128, max_query_le
     examples = data.examples
     if not examples:
         raise TaskDataError(f"{data.name} {data.split}: no examples to convert.")
+    from kerasbert.text import segment_layout
+
     t = int(max_seq_length)
+    layout = segment_layout(tokenizer)
     if doc_stride < 1 or max_query_length < 1:
         raise TaskDataError(f"doc_stride and max_query_length must be positive, got {doc_stride}, {max_query_length}.")
-    if t < max_query_length + 4:
+    # Room for at least one context piece after the longest question.
+    shortest = max_query_length + layout.special_tokens() + 1
+    if t < shortest:
         raise TaskDataError(
             f"max_seq_length {t} leaves no room for the context after a question of up to "
-            f"{max_query_length} pieces; use at least {max_query_length + 4} (or a smaller max_query_length)."
+            f"{max_query_length} pieces; use at least {shortest} (or a smaller max_query_length)."
         )
     questions = tokenize_lists(tokenizer, [e["question"] for e in examples])
     contexts = list(dict.fromkeys(e["context"] for e in examples))
@@ -130,17 +141,16 @@ def convert_qa(data, tokenizer, max_seq_length=384, doc_stride=128, max_query_le
                 skipped += 1
                 continue
         query = questions[e][:max_query_length]
-        max_doc = t - len(query) - 3
-        offset = len(query) + 2
+        offset = layout.second_offset(len(query))
+        max_doc = t - offset - 1  # the final separator
         spans = _doc_spans(len(doc_ids), max_doc, doc_stride)
         for (start, length), max_ctx in zip(spans, _max_context(spans)):
-            ids = np.full(t, tokenizer.pad_id, np.int32)
-            sequence = [tokenizer.cls_id] + query + [tokenizer.sep_id]
-            ids[:offset] = sequence
+            ids = np.full(t, layout.pad_id, np.int32)
+            ids[:offset] = layout.first_part(query)
             ids[offset:offset + length] = doc_ids[start:start + length]
-            ids[offset + length] = tokenizer.sep_id
+            ids[offset + length] = layout.sep_id
             types = np.zeros(t, np.int32)
-            types[offset:offset + length + 1] = 1
+            types[offset:offset + length + 1] = layout.second_type_id
             mask = np.zeros(t, np.int32)
             mask[:offset + length + 1] = 1
             start_char = np.full(t, -1, np.int32)

@@ -1,0 +1,188 @@
+"""`export_finetuned` for the non-WordPiece families: ALBERT with a
+SentencePiece model and RoBERTa with a byte-level BPE vocabulary (`<s> a
+</s></s> b </s>`, no type ids). Each export is checked in a fresh process
+(tensorflow + tensorflow_text only) against the Keras model on the Python
+pipeline, after the fine-tuning directory and the tokenizer's source files
+are deleted (the SavedModel must be self-contained)."""
+
+import json
+import os
+import shutil
+
+import numpy as np
+import pytest
+
+from serving_fixtures import make_finetuned_dir
+from serving_fixtures import run_fresh
+from test_qa_serving import DOC_STRIDE, MAX_ANSWER, MAX_QUERY, PAIRS, SEQ_LENGTH
+from test_qa_serving import _check_parity, _compare_features, _python_pipeline
+
+TEXTS = ["John lives in Paris, naïve café.", "the quick brown fox jumps over the lazy dog",
+         "Mary works at the bank near the river in London!", ""]
+FAMILIES = {  # name: (backbone class, tokenizer kind, files the export must carry)
+    "albert": ("AlbertBackbone", "sentencepiece", ["sentencepiece.model"]),
+    "roberta": ("RobertaBackbone", "bpe", ["merges.txt", "vocab.json"]),
+}
+QA_PAIRS = PAIRS[:3] + [PAIRS[-1]]
+
+SERVE_SCRIPT = """
+spec = json.load(open(sys.argv[1]))
+result = {}
+for name, (path, inputs) in spec.items():
+    serve = tf.saved_model.load(path).signatures["serving_default"]
+    out = serve(**{k: tf.constant(v, tf.string) for k, v in inputs.items()})
+    row = {k: v.numpy().tolist() for k, v in out.items()}
+    result[name] = json.loads(json.dumps(row, default=lambda b: b.decode("utf-8")))
+_check_imports()
+print(json.dumps(result))
+"""
+
+
+def _load(ft):
+    import keras
+
+    import kerasbert.tasks  # noqa: F401  (registers the task classes)
+    from kerasbert.text import load_saved_tokenizer
+
+    config = json.load(open(os.path.join(ft, "config.json")))
+    model = keras.saving.load_model(os.path.join(ft, "model.keras"))
+    return model, load_saved_tokenizer(ft, config), config
+
+
+def _pair_probabilities(ft):
+    """The Keras model on `convert_examples` features of TEXTS paired with
+    their reverse: float64 [B, classes]."""
+    from kerasbert.data.finetuning import convert_examples
+    from kerasbert.data.finetuning.examples import TaskData
+
+    model, tokenizer, config = _load(ft)
+    examples = [{"text_a": a, "text_b": b} for a, b in zip(TEXTS, reversed(TEXTS))]
+    data = TaskData(examples, "pair", config["label_names"], has_labels=False)
+    features = convert_examples(data, tokenizer, config["max_seq_length"])
+    logits = np.asarray(model.predict(features.x, verbose=0), "float64")
+    probabilities = np.exp(logits - logits.max(-1, keepdims=True))
+    return probabilities / probabilities.sum(-1, keepdims=True), features
+
+
+@pytest.fixture(scope="module")
+def exported(tmp_path_factory):
+    """Exports (ALBERT pair, RoBERTa pair, RoBERTa QA), their expectations,
+    and what a fresh process serves once every source file is gone."""
+    from kerasbert.serving.exporter import export_finetuned
+
+    root = tmp_path_factory.mktemp("families")
+    result, spec = {}, {}
+    for name, (family, kind, _) in FAMILIES.items():
+        ft = make_finetuned_dir(str(root / f"ft_{name}"), "pair", family=family, tokenizer=kind)
+        expected, features = _pair_probabilities(ft)
+        info = export_finetuned(ft, str(root / "export" / name))
+        result[name] = {"info": info, "expected": expected, "features": features}
+        spec[name] = (info["path"], {"text_a": TEXTS, "text_b": list(reversed(TEXTS))})
+    ft = make_finetuned_dir(str(root / "ft_roberta_qa"), "qa", family="RobertaBackbone",
+                            tokenizer="bpe", max_seq_length=SEQ_LENGTH,
+                            qa_options=dict(doc_stride=DOC_STRIDE, max_query_length=MAX_QUERY,
+                                            max_answer_length=MAX_ANSWER))
+    model, tokenizer, _ = _load(ft)
+    predictions, qa_features = _python_pipeline(model, tokenizer, QA_PAIRS,
+                                                version_2_with_negative=False)
+    info = export_finetuned(ft, str(root / "export" / "roberta_qa"))
+    result["roberta_qa"] = {"info": info, "expected": predictions, "features": qa_features,
+                            "model": model, "tokenizer": tokenizer}
+    spec["roberta_qa"] = (info["path"], {"question": [q for q, _ in QA_PAIRS],
+                                         "context": [c for _, c in QA_PAIRS]})
+    for path in root.iterdir():  # FT dirs and the tokenizers' source files
+        if path.name != "export":
+            shutil.rmtree(path)
+    spec_path = tmp_path_factory.mktemp("spec") / "spec.json"
+    spec_path.write_text(json.dumps(spec))
+    served = json.loads(run_fresh(SERVE_SCRIPT, spec_path).strip().splitlines()[-1])
+    return result, served
+
+
+@pytest.mark.parametrize("name", sorted(FAMILIES))
+def test_pair_export_serves_like_keras(exported, name):
+    result, served = exported
+    np.testing.assert_allclose(served[name]["probabilities"], result[name]["expected"], atol=1e-5)
+    assert served[name]["label_id"] == result[name]["expected"].argmax(-1).tolist()
+
+
+@pytest.mark.parametrize("name", sorted(FAMILIES))
+def test_export_carries_its_tokenizer(exported, name):
+    result, _ = exported
+    path = result[name]["info"]["path"]
+    assert sorted(os.listdir(os.path.join(path, "assets"))) == FAMILIES[name][2]
+    info = json.load(open(os.path.join(path, "assets.extra", "export.json")))
+    assert info["tokenizer"] == {"type": FAMILIES[name][1], "assets": sorted(
+        FAMILIES[name][2], key=["vocab.json", "merges.txt", "sentencepiece.model"].index)}
+
+
+def test_roberta_pairs_use_roberta_layout(exported):
+    """`<s> a </s></s> b </s>`, type ids all 0 (checked on the features the
+    served model was compared against)."""
+    x = exported[0]["roberta"]["features"].x
+    ids, mask = x["input_word_ids"][0], x["input_mask"][0]
+    assert ids[0] == 0 and (x["input_type_ids"] == 0).all()
+    real = ids[mask == 1]
+    assert real[-1] == 2 and sum(real == 2) == 3  # </s></s> between, </s> at the end
+
+
+def test_roberta_qa_windows_and_answers(exported):
+    """In-graph windows equal `convert_qa`'s (`<s> q </s></s> ctx </s>`),
+    and the served answers equal the Python pipeline's."""
+    from kerasbert.serving.qa_serving import QuestionAnsweringServing
+
+    result, served = exported
+    qa = result["roberta_qa"]
+    module = QuestionAnsweringServing(qa["model"], qa["tokenizer"], SEQ_LENGTH,
+                                      doc_stride=DOC_STRIDE, max_query_length=MAX_QUERY,
+                                      max_answer_length=MAX_ANSWER)
+    _compare_features(module, qa["tokenizer"], QA_PAIRS, qa["features"])
+    ids = qa["features"].x["input_word_ids"]
+    query = len(qa["tokenizer"].tokenize_ids(QA_PAIRS[0][0]).numpy()[:MAX_QUERY])
+    assert ids[0, query + 1] == ids[0, query + 2] == qa["tokenizer"].sep_id
+    out = {k: np.asarray(v) for k, v in served["roberta_qa"].items()}
+    out["answer"] = list(served["roberta_qa"]["answer"])
+    _check_parity(out, qa["expected"], version_2=False)
+    assert any(p.text for p in qa["expected"])  # some answer is non-empty
+
+
+def test_load_tokenizer_picks_the_family_from_the_path(tmp_path):
+    from kerasbert.errors import UsageError
+    from kerasbert.text import (BertPacker, BytePairTokenizer, RobertaPacker,
+                                SentencePieceTokenizer, WordPieceTokenizer, load_tokenizer,
+                                make_packer, segment_layout)
+    from serving_fixtures import write_tokenizer
+
+    cases = {"wordpiece": (WordPieceTokenizer, BertPacker, 1),
+             "sentencepiece": (SentencePieceTokenizer, BertPacker, 1),
+             "bpe": (BytePairTokenizer, RobertaPacker, 2)}
+    for kind, (cls, packer, separators) in cases.items():
+        path = write_tokenizer(str(tmp_path / kind), kind)
+        tokenizer = load_tokenizer(path, lower_case=False)
+        assert type(tokenizer) is cls and type(make_packer(tokenizer, 8)) is packer
+        assert segment_layout(tokenizer).separators == separators
+    bpe = load_tokenizer(str(tmp_path / "bpe" / "vocab.json"))  # the vocab.json form
+    assert isinstance(bpe, BytePairTokenizer)
+
+    os.remove(tmp_path / "bpe" / "merges.txt")
+    with pytest.raises(UsageError, match="BPE merges file not found: .*merges.txt"):
+        load_tokenizer(str(tmp_path / "bpe"))
+    with pytest.raises(UsageError, match="SentencePiece model not found: .*missing.model"):
+        load_tokenizer(str(tmp_path / "missing.model"))
+    (tmp_path / "bad.model").write_bytes(b"not a model")
+    with pytest.raises(UsageError, match="bad.model"):
+        load_tokenizer(str(tmp_path / "bad.model"))
+
+
+def test_export_hub_refuses_other_tokenizers(tmp_path):
+    from kerasbert.errors import UsageError
+    from kerasbert.serving.hub_export import export_hub
+
+    (tmp_path / "backbone.keras").write_bytes(b"")
+    (tmp_path / "albert.model").write_bytes(b"")
+    for name in ("vocab.json", "merges.txt"):
+        (tmp_path / name).write_text("")
+    for vocab, what in (("albert.model", "SentencePiece"), (".", "byte-level BPE")):
+        with pytest.raises(UsageError, match=f"is a {what}.*WordPiece"):
+            export_hub(str(tmp_path / "backbone.keras"), str(tmp_path / vocab),
+                       str(tmp_path / "hub"))
