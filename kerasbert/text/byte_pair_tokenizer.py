@@ -36,6 +36,8 @@ import os
 
 import tensorflow as tf
 
+from kerasbert.text.subword_tokenizer import SubwordTokenizer
+
 _SPECIAL_ATTRS = (
     ("cls_id", "<s>"),
     ("pad_id", "<pad>"),
@@ -130,7 +132,7 @@ def load_merges(path):
     return merges
 
 
-class BytePairTokenizer(tf.Module):
+class BytePairTokenizer(SubwordTokenizer):
     """Byte-level BPE tokenizer (RoBERTa, GPT-2) with the interface of
     `WordPieceTokenizer`.
 
@@ -192,7 +194,7 @@ class BytePairTokenizer(tf.Module):
         self.merges_asset = tf.saved_model.Asset(merges_file)
 
         byte_chars = bytes_to_unicode()
-        self._tokens = tf.constant(self._vocab, tf.string)
+        self._set_vocabulary(self._vocab, [t.startswith(WORD_START) for t in self._vocab])
         self.token_table = _table(self._tokens, tf.range(len(self._vocab)), self.unk_id)
         # Without merges the table still needs a key: " " is no pair of two
         # non-empty symbols.
@@ -205,18 +207,8 @@ class BytePairTokenizer(tf.Module):
         byte_strings = tf.constant([bytes([b]) for b in range(256)], tf.string)
         self.byte_to_char = _table(byte_strings, tf.constant(byte_chars), "", dtype=tf.string)
         self.char_to_byte = _table(tf.constant(byte_chars), byte_strings, "", dtype=tf.string)
-        self._starts_word = tf.constant([t.startswith(WORD_START) for t in self._vocab], tf.bool)
 
     # --- vocabulary ---------------------------------------------------------
-
-    @property
-    def vocabulary(self):
-        """The tokens, in id order (a new list)."""
-        return list(self._vocab)
-
-    @property
-    def vocabulary_size(self):
-        return len(self._vocab)
 
     @property
     def vocabulary_file(self):
@@ -226,41 +218,15 @@ class BytePairTokenizer(tf.Module):
     def merges_file(self):
         return self._merges_path
 
-    def id_to_token(self, ids):
-        """int ids (any shape, or a Python int) -> tokens (str for an int)."""
-        if isinstance(ids, int):
-            return self._vocab[ids]
-        return tf.gather(self._tokens, ids)
-
     def token_to_id(self, tokens):
         """tokens (any shape, or a Python str) -> int32 ids; unknown -> unk_id."""
         if isinstance(tokens, str):
             return self._vocab.index(tokens) if tokens in self._vocab else self.unk_id
         return self.token_table.lookup(tf.convert_to_tensor(tokens, tf.string))
 
-    def get_special_tokens_dict(self):
-        """TF Hub preprocessor names -> int32 scalars (for exported models)."""
-        return {
-            "padding_id": tf.constant(self.pad_id, tf.int32),
-            "start_of_sequence_id": tf.constant(self.cls_id, tf.int32),
-            "end_of_segment_id": tf.constant(self.sep_id, tf.int32),
-            "mask_id": tf.constant(self.mask_id, tf.int32),
-            "vocab_size": tf.constant(self.vocabulary_size, tf.int32),
-        }
-
     # --- the pipeline -------------------------------------------------------
     # No tensor-dependent Python control flow below: AutoGraph is skipped
     # (faster tracing in tf.data and graphs); the BPE loop is tf.while_loop.
-
-    @staticmethod
-    def _as_batch(texts):
-        texts = tf.convert_to_tensor(texts, tf.string)
-        rank = texts.shape.rank
-        if rank not in (0, 1):
-            raise ValueError(
-                f"texts must be a scalar string or a 1-D batch, got shape {texts.shape}."
-            )
-        return (texts[tf.newaxis] if rank == 0 else texts), rank == 0
 
     @tf.autograph.experimental.do_not_convert
     def _pretokenize(self, batch):
@@ -321,61 +287,9 @@ class BytePairTokenizer(tf.Module):
 
     # --- tokenization -------------------------------------------------------
 
-    @tf.autograph.experimental.do_not_convert
-    def tokenize_ids(self, texts):
-        """Text -> BPE ids.
-
-        Args:
-            texts: a string scalar, or a 1-D string tensor/list of B texts.
-
-        Returns:
-            int32 `tf.RaggedTensor` [B, (pieces)], or a dense [pieces] vector
-            for a scalar input.
-        """
-        batch, scalar = self._as_batch(texts)
+    def _pieces(self, batch):
         ids, _, _ = self._encode(batch)
-        return ids[0] if scalar else ids
-
-    @tf.autograph.experimental.do_not_convert
-    def tokenize(self, texts):
-        """Text -> BPE ids grouped by word (a word starts at a "Ġ" piece or
-        at the text start).
-
-        Returns:
-            int32 `tf.RaggedTensor` [B, (words), (pieces)], or
-            [(words), (pieces)] for a scalar input. `.merge_dims(-2, -1)`
-            gives `tokenize_ids`.
-        """
-        batch, scalar = self._as_batch(texts)
-        pieces, _, _ = self._encode(batch)
-        flat = pieces.flat_values
-        position = tf.range(tf.shape(flat, out_type=tf.int64)[0])
-        starts_word = self.starts_word(pieces).flat_values
-        word_starts = tf.boolean_mask(position, starts_word)
-        words = tf.RaggedTensor.from_row_starts(flat, word_starts, validate=False)
-        words_per_text = _count(
-            tf.boolean_mask(pieces.value_rowids(), starts_word), pieces.nrows()
-        )
-        result = tf.RaggedTensor.from_row_lengths(words, words_per_text, validate=False)
-        return result[0] if scalar else result
-
-    @tf.autograph.experimental.do_not_convert
-    def starts_word(self, pieces):
-        """Which pieces start a word: those beginning with "Ġ", and each
-        text's first piece.
-
-        Args:
-            pieces: int `tf.RaggedTensor` [B, (pieces)] of ids.
-
-        Returns:
-            bool `tf.RaggedTensor` [B, (pieces)].
-        """
-        flat = pieces.flat_values
-        position = tf.range(tf.shape(flat, out_type=tf.int64)[0])
-        row_start = tf.gather(pieces.row_starts(), pieces.value_rowids())
-        return pieces.with_flat_values(tf.logical_or(
-            tf.gather(self._starts_word, flat), tf.equal(position, row_start)
-        ))
+        return ids
 
     @tf.autograph.experimental.do_not_convert
     def detokenize(self, ids):

@@ -14,6 +14,8 @@ import os
 import tensorflow as tf
 from tensorflow.python.trackable import resource
 
+from kerasbert.text.subword_tokenizer import SubwordTokenizer
+
 # ALBERT's special pieces (google-research/albert's SentencePiece model).
 _SPECIAL_ATTRS = (
     ("pad_id", "<pad>"),
@@ -58,7 +60,7 @@ def _lower(texts, lower_case):
     return tf.strings.lower(texts, encoding="utf-8") if lower_case else texts
 
 
-class SentencePieceTokenizer(tf.Module):
+class SentencePieceTokenizer(SubwordTokenizer):
     """ALBERT SentencePiece tokenizer over a SentencePiece `.model` file.
 
     With `lower_case=True` (ALBERT uncased) text is lower-cased (Unicode)
@@ -119,31 +121,13 @@ class SentencePieceTokenizer(tf.Module):
             setattr(self, attr, index[token])
         # Tracked, so an exported SavedModel carries assets/<model file name>.
         self.model_asset = tf.saved_model.Asset(model_file)
-        self._tokens = tf.constant(self._vocab, tf.string)
-        self._starts_word = tf.constant(
-            [t.startswith(WORD_START) for t in self._vocab], tf.bool
-        )
+        self._set_vocabulary(self._vocab, [t.startswith(WORD_START) for t in self._vocab])
 
     # --- vocabulary ---------------------------------------------------------
 
     @property
-    def vocabulary(self):
-        """The pieces, in id order (a new list)."""
-        return list(self._vocab)
-
-    @property
-    def vocabulary_size(self):
-        return len(self._vocab)
-
-    @property
     def model_file(self):
         return self._model_path
-
-    def id_to_token(self, ids):
-        """int ids (any shape, or a Python int) -> pieces (str for an int)."""
-        if isinstance(ids, int):
-            return self._vocab[ids]
-        return tf.gather(self._tokens, ids)
 
     def token_to_id(self, tokens):
         """pieces (any shape, or a Python str) -> int32 ids; unknown -> unk_id."""
@@ -151,97 +135,10 @@ class SentencePieceTokenizer(tf.Module):
             return self._vocab.index(tokens) if tokens in self._vocab else self.unk_id
         return self._sp.string_to_id(tf.convert_to_tensor(tokens, tf.string))
 
-    def get_special_tokens_dict(self):
-        """TF Hub preprocessor names -> int32 scalars (for exported models)."""
-        return {
-            "padding_id": tf.constant(self.pad_id, tf.int32),
-            "start_of_sequence_id": tf.constant(self.cls_id, tf.int32),
-            "end_of_segment_id": tf.constant(self.sep_id, tf.int32),
-            "mask_id": tf.constant(self.mask_id, tf.int32),
-            "vocab_size": tf.constant(self.vocabulary_size, tf.int32),
-        }
-
     # --- tokenization -------------------------------------------------------
-    # No tensor-dependent Python control flow below, so AutoGraph is skipped.
 
-    @staticmethod
-    def _as_batch(texts):
-        texts = tf.convert_to_tensor(texts, tf.string)
-        rank = texts.shape.rank
-        if rank not in (0, 1):
-            raise ValueError(
-                f"texts must be a scalar string or a 1-D batch, got shape {texts.shape}."
-            )
-        return (texts[tf.newaxis] if rank == 0 else texts), rank == 0
-
-    @tf.autograph.experimental.do_not_convert
-    def tokenize_ids(self, texts):
-        """Text -> SentencePiece ids.
-
-        Args:
-            texts: a string scalar, or a 1-D string tensor/list of B texts.
-
-        Returns:
-            int32 `tf.RaggedTensor` [B, (pieces)], or a dense [pieces] vector
-            for a scalar input.
-        """
-        batch, scalar = self._as_batch(texts)
-        pieces = self._sp.tokenize(_lower(batch, self.lower_case))
-        return pieces[0] if scalar else pieces
-
-    @tf.autograph.experimental.do_not_convert
-    def tokenize(self, texts):
-        """Text -> SentencePiece ids grouped by word.
-
-        A word starts at every piece beginning with "▁" (SentencePiece's
-        whitespace mark) and at a text's first piece.
-
-        Args:
-            texts: a string scalar, or a 1-D string tensor/list of B texts.
-
-        Returns:
-            int32 `tf.RaggedTensor` [B, (words), (pieces)], or
-            [(words), (pieces)] for a scalar input. `.merge_dims(-2, -1)`
-            gives `tokenize_ids`.
-        """
-        batch, scalar = self._as_batch(texts)
-        pieces = self._sp.tokenize(_lower(batch, self.lower_case))
-        flat = pieces.flat_values
-        position = tf.range(tf.shape(flat, out_type=tf.int64)[0])
-        starts = self.starts_word(pieces).flat_values
-        words = tf.RaggedTensor.from_row_starts(
-            flat, tf.boolean_mask(position, starts), validate=False
-        )
-        words_per_text = tf.math.segment_sum(
-            tf.cast(starts, tf.int64), pieces.value_rowids()
-        )
-        # segment_sum drops trailing empty texts; pad to the batch size.
-        words_per_text = tf.pad(
-            words_per_text,
-            [[0, pieces.nrows() - tf.shape(words_per_text, out_type=tf.int64)[0]]],
-        )
-        result = tf.RaggedTensor.from_row_lengths(words, words_per_text, validate=False)
-        return result[0] if scalar else result
-
-    @tf.autograph.experimental.do_not_convert
-    def starts_word(self, pieces):
-        """Which pieces start a word: those beginning with "▁", and a text's
-        first piece whatever it is.
-
-        Args:
-            pieces: int `tf.RaggedTensor` [B, (pieces)] of ids.
-
-        Returns:
-            bool `tf.RaggedTensor` [B, (pieces)].
-        """
-        flat = pieces.flat_values
-        position = tf.range(tf.shape(flat, out_type=tf.int64)[0])
-        row_start = tf.gather(pieces.row_starts(), pieces.value_rowids())
-        return pieces.with_flat_values(
-            tf.logical_or(
-                tf.gather(self._starts_word, flat), tf.equal(position, row_start)
-            )
-        )
+    def _pieces(self, batch):
+        return self._sp.tokenize(_lower(batch, self.lower_case))
 
     @tf.autograph.experimental.do_not_convert
     def detokenize(self, ids):

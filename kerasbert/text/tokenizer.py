@@ -14,6 +14,7 @@ import os
 
 import tensorflow as tf
 
+from kerasbert.text.subword_tokenizer import SubwordTokenizer
 from kerasbert.text.vocabulary import load_vocab
 
 _SPECIAL_ATTRS = (
@@ -73,7 +74,7 @@ def _is_suffix(token):
     return token.startswith(SUFFIX_INDICATOR) and len(token) > len(SUFFIX_INDICATOR)
 
 
-class WordPieceTokenizer(tf.Module):
+class WordPieceTokenizer(SubwordTokenizer):
     """BERT WordPiece tokenizer (uncased or cased) over a `vocab.txt`.
 
     Text is normalized as BERT does: control characters dropped, whitespace
@@ -140,11 +141,10 @@ class WordPieceTokenizer(tf.Module):
             lower_case_nfd_strip_accents=False,
             support_detokenization=True,
         )
-        self._tokens = tf.constant(self._vocab, tf.string)
         # Word boundaries come back from the pieces: a word starts at every
         # piece that is not a "##" suffix (as whole-word masking in the
         # original create_pretraining_data.py decides it).
-        self._is_suffix = tf.constant([_is_suffix(t) for t in self._vocab], tf.bool)
+        self._set_vocabulary(self._vocab, [not _is_suffix(t) for t in self._vocab])
         self.token_table = tf.lookup.StaticHashTable(
             tf.lookup.KeyValueTensorInitializer(
                 self._tokens, tf.range(len(self._vocab), dtype=tf.int32)
@@ -155,23 +155,8 @@ class WordPieceTokenizer(tf.Module):
     # --- vocabulary ---------------------------------------------------------
 
     @property
-    def vocabulary(self):
-        """The tokens, in id order (a new list)."""
-        return list(self._vocab)
-
-    @property
-    def vocabulary_size(self):
-        return len(self._vocab)
-
-    @property
     def vocab_file(self):
         return self._vocab_path
-
-    def id_to_token(self, ids):
-        """int ids (any shape, or a Python int) -> tokens (str for an int)."""
-        if isinstance(ids, int):
-            return self._vocab[ids]
-        return tf.gather(self._tokens, ids)
 
     def token_to_id(self, tokens):
         """tokens (any shape, or a Python str) -> int32 ids; unknown -> unk_id."""
@@ -179,93 +164,10 @@ class WordPieceTokenizer(tf.Module):
             return self._vocab.index(tokens) if tokens in self._vocab else self.unk_id
         return self.token_table.lookup(tf.convert_to_tensor(tokens, tf.string))
 
-    def get_special_tokens_dict(self):
-        """TF Hub preprocessor names -> int32 scalars (for exported models)."""
-        return {
-            "padding_id": tf.constant(self.pad_id, tf.int32),
-            "start_of_sequence_id": tf.constant(self.cls_id, tf.int32),
-            "end_of_segment_id": tf.constant(self.sep_id, tf.int32),
-            "mask_id": tf.constant(self.mask_id, tf.int32),
-            "vocab_size": tf.constant(self.vocabulary_size, tf.int32),
-        }
-
     # --- tokenization -------------------------------------------------------
-    # The methods below have no tensor-dependent Python control flow, so they
-    # skip AutoGraph (several times faster to trace in tf.data and graphs).
 
-    @staticmethod
-    def _as_batch(texts):
-        texts = tf.convert_to_tensor(texts, tf.string)
-        rank = texts.shape.rank
-        if rank not in (0, 1):
-            raise ValueError(
-                f"texts must be a scalar string or a 1-D batch, got shape {texts.shape}."
-            )
-        return (texts[tf.newaxis] if rank == 0 else texts), rank == 0
-
-    @tf.autograph.experimental.do_not_convert
-    def tokenize_ids(self, texts):
-        """Text -> WordPiece ids.
-
-        Args:
-            texts: a string scalar, or a 1-D string tensor/list of B texts.
-
-        Returns:
-            int32 `tf.RaggedTensor` [B, (pieces)], or a dense [pieces] vector
-            for a scalar input.
-        """
-        batch, scalar = self._as_batch(texts)
-        pieces = self._fast.tokenize(bert_normalize(batch, self.lower_case))
-        return pieces[0] if scalar else pieces
-
-    @tf.autograph.experimental.do_not_convert
-    def tokenize(self, texts):
-        """Text -> WordPiece ids grouped by word.
-
-        Args:
-            texts: a string scalar, or a 1-D string tensor/list of B texts.
-
-        Returns:
-            int32 `tf.RaggedTensor` [B, (words), (pieces)], or
-            [(words), (pieces)] for a scalar input. `.merge_dims(-2, -1)`
-            gives `tokenize_ids`.
-        """
-        batch, scalar = self._as_batch(texts)
-        pieces = self._fast.tokenize(bert_normalize(batch, self.lower_case))  # [B, (pieces)]
-        flat = pieces.flat_values
-        position = tf.range(tf.shape(flat, out_type=tf.int64)[0])
-        starts_word = self.starts_word(pieces).flat_values
-        word_starts = tf.boolean_mask(position, starts_word)
-        words = tf.RaggedTensor.from_row_starts(flat, word_starts, validate=False)
-        words_per_text = tf.math.segment_sum(
-            tf.cast(starts_word, tf.int64), pieces.value_rowids()
-        )
-        # segment_sum drops trailing empty texts; pad to the batch size.
-        words_per_text = tf.pad(
-            words_per_text,
-            [[0, pieces.nrows() - tf.shape(words_per_text, out_type=tf.int64)[0]]],
-        )
-        result = tf.RaggedTensor.from_row_lengths(words, words_per_text, validate=False)
-        return result[0] if scalar else result
-
-    @tf.autograph.experimental.do_not_convert
-    def starts_word(self, pieces):
-        """Which pieces start a word: every piece that is not a "##" suffix,
-        and a text's first piece even when it is (a stray "##x").
-
-        Args:
-            pieces: int `tf.RaggedTensor` [B, (pieces)] of ids.
-
-        Returns:
-            bool `tf.RaggedTensor` [B, (pieces)].
-        """
-        flat = pieces.flat_values
-        position = tf.range(tf.shape(flat, out_type=tf.int64)[0])
-        row_start = tf.gather(pieces.row_starts(), pieces.value_rowids())
-        return pieces.with_flat_values(tf.logical_or(
-            tf.logical_not(tf.gather(self._is_suffix, flat)),
-            tf.equal(position, row_start),
-        ))
+    def _pieces(self, batch):
+        return self._fast.tokenize(bert_normalize(batch, self.lower_case))
 
     @tf.autograph.experimental.do_not_convert
     def detokenize(self, ids):

@@ -1,0 +1,133 @@
+"""`SubwordTokenizer`: what every tokenizer of the zoo shares.
+
+WordPiece (BERT), SentencePiece (ALBERT) and byte-level BPE (RoBERTa) differ
+in how text becomes pieces and how pieces map back to characters; the
+vocabulary lookups, the batch handling, word grouping and the TF Hub special
+ids are the same, and live here once. A subclass sets up its op and calls
+`_set_vocabulary`, then defines `_pieces(batch)` (and `token_to_id`,
+`detokenize`, `tokenize_with_offsets`).
+"""
+
+import tensorflow as tf
+
+
+class SubwordTokenizer(tf.Module):
+    """Base class: a vocabulary, and text -> int32 pieces in TensorFlow ops.
+
+    Subclasses set the special ids `pad_id`, `unk_id`, `cls_id`, `sep_id`,
+    `mask_id` and `lower_case`.
+    """
+
+    def _set_vocabulary(self, tokens, word_start):
+        """tokens: the vocabulary in id order; word_start: per token, whether
+        a piece with that id begins a word (not a "##" suffix; a "▁" or "Ġ"
+        piece)."""
+        self._vocab = list(tokens)
+        self._tokens = tf.constant(self._vocab, tf.string)
+        self._word_start = tf.constant([bool(w) for w in word_start], tf.bool)
+
+    def _pieces(self, batch):
+        """string [B] -> int32 `tf.RaggedTensor` [B, (pieces)]."""
+        raise NotImplementedError(f"{type(self).__name__} must define _pieces().")
+
+    # --- vocabulary ---------------------------------------------------------
+
+    @property
+    def vocabulary(self):
+        """The tokens, in id order (a new list)."""
+        return list(self._vocab)
+
+    @property
+    def vocabulary_size(self):
+        return len(self._vocab)
+
+    def id_to_token(self, ids):
+        """int ids (any shape, or a Python int) -> tokens (str for an int)."""
+        if isinstance(ids, int):
+            return self._vocab[ids]
+        return tf.gather(self._tokens, ids)
+
+    def get_special_tokens_dict(self):
+        """TF Hub preprocessor names -> int32 scalars (for exported models)."""
+        return {
+            "padding_id": tf.constant(self.pad_id, tf.int32),
+            "start_of_sequence_id": tf.constant(self.cls_id, tf.int32),
+            "end_of_segment_id": tf.constant(self.sep_id, tf.int32),
+            "mask_id": tf.constant(self.mask_id, tf.int32),
+            "vocab_size": tf.constant(self.vocabulary_size, tf.int32),
+        }
+
+    # --- tokenization -------------------------------------------------------
+    # No tensor-dependent Python control flow below, so AutoGraph is skipped
+    # (several times faster to trace in tf.data and graphs).
+
+    @staticmethod
+    def _as_batch(texts):
+        texts = tf.convert_to_tensor(texts, tf.string)
+        rank = texts.shape.rank
+        if rank not in (0, 1):
+            raise ValueError(
+                f"texts must be a scalar string or a 1-D batch, got shape {texts.shape}."
+            )
+        return (texts[tf.newaxis] if rank == 0 else texts), rank == 0
+
+    @tf.autograph.experimental.do_not_convert
+    def tokenize_ids(self, texts):
+        """Text -> piece ids.
+
+        Args:
+            texts: a string scalar, or a 1-D string tensor/list of B texts.
+
+        Returns:
+            int32 `tf.RaggedTensor` [B, (pieces)], or a dense [pieces] vector
+            for a scalar input.
+        """
+        batch, scalar = self._as_batch(texts)
+        pieces = self._pieces(batch)
+        return pieces[0] if scalar else pieces
+
+    @tf.autograph.experimental.do_not_convert
+    def tokenize(self, texts):
+        """Text -> piece ids grouped by word (`starts_word`).
+
+        Args:
+            texts: a string scalar, or a 1-D string tensor/list of B texts.
+
+        Returns:
+            int32 `tf.RaggedTensor` [B, (words), (pieces)], or
+            [(words), (pieces)] for a scalar input. `.merge_dims(-2, -1)`
+            gives `tokenize_ids`.
+        """
+        batch, scalar = self._as_batch(texts)
+        pieces = self._pieces(batch)
+        flat = pieces.flat_values
+        position = tf.range(tf.shape(flat, out_type=tf.int64)[0])
+        starts = self.starts_word(pieces).flat_values
+        words = tf.RaggedTensor.from_row_starts(
+            flat, tf.boolean_mask(position, starts), validate=False
+        )
+        # Words per text; counting by row id keeps trailing empty texts.
+        rows = tf.boolean_mask(pieces.value_rowids(), starts)
+        words_per_text = tf.math.unsorted_segment_sum(
+            tf.ones_like(rows), rows, num_segments=pieces.nrows()
+        )
+        result = tf.RaggedTensor.from_row_lengths(words, words_per_text, validate=False)
+        return result[0] if scalar else result
+
+    @tf.autograph.experimental.do_not_convert
+    def starts_word(self, pieces):
+        """Which pieces start a word: the vocabulary's word-initial pieces,
+        and each text's first piece whatever it is (a stray "##x").
+
+        Args:
+            pieces: int `tf.RaggedTensor` [B, (pieces)] of ids.
+
+        Returns:
+            bool `tf.RaggedTensor` [B, (pieces)].
+        """
+        flat = pieces.flat_values
+        position = tf.range(tf.shape(flat, out_type=tf.int64)[0])
+        row_start = tf.gather(pieces.row_starts(), pieces.value_rowids())
+        return pieces.with_flat_values(tf.logical_or(
+            tf.gather(self._word_start, flat), tf.equal(position, row_start)
+        ))
