@@ -73,6 +73,11 @@ class BertPacker(tf.Module):
         dict of int32 tensors [B, T] (or [T] for one unbatched example).
     """
 
+    # The pair layout: separators between the segments, and b's type id.
+    # RoBERTa (RobertaPacker) puts two separators there and has one type.
+    pair_separators = 1
+    second_type_id = 1
+
     def __init__(self, seq_length, cls_id, sep_id, pad_id, name=None):
         super().__init__(name=name)
         seq_length = int(seq_length)
@@ -83,7 +88,8 @@ class BertPacker(tf.Module):
 
     @classmethod
     def from_tokenizer(cls, tokenizer, seq_length, **kwargs):
-        """Takes the special ids from a `WordPieceTokenizer`."""
+        """Takes the special ids from a tokenizer (`cls_id`, `sep_id`,
+        `pad_id`)."""
         return cls(seq_length, tokenizer.cls_id, tokenizer.sep_id, tokenizer.pad_id, **kwargs)
 
     # No tensor-dependent Python control flow here: skipping AutoGraph makes
@@ -101,13 +107,18 @@ class BertPacker(tf.Module):
         else:
             b, _ = _as_ragged(b)
             b = tf.cast(b, tf.int32)
-            keep_a, keep_b = pair_lengths(a.row_lengths(), b.row_lengths(), seq_length - 3)
-            segments = [_keep_first(a, keep_a), _keep_first(b, keep_b)]
+            keep_a, keep_b = pair_lengths(a.row_lengths(), b.row_lengths(),
+                                          seq_length - 2 - self.pair_separators)
+            b = _keep_first(b, keep_b)
+            if self.pair_separators == 2:  # "</s></s>": b is packed as "</s> b"
+                b = tf.concat([tf.fill([b.nrows(), 1], self.sep_id), b], axis=1)
+            segments = [_keep_first(a, keep_a), b]
         ids, type_ids = tf_text.combine_segments(
             segments, start_of_sequence_id=self.cls_id, end_of_segment_id=self.sep_id
         )
         word_ids, mask = tf_text.pad_model_inputs(ids, seq_length, pad_value=self.pad_id)
-        type_ids, _ = tf_text.pad_model_inputs(type_ids, seq_length, pad_value=0)
+        type_ids, _ = tf_text.pad_model_inputs(type_ids * self.second_type_id, seq_length,
+                                               pad_value=0)
         outputs = {
             "input_word_ids": tf.cast(word_ids, tf.int32),
             "input_mask": tf.cast(mask, tf.int32),
@@ -120,7 +131,7 @@ class BertPacker(tf.Module):
     def _checked_seq_length(self, seq_length, pair):
         """The T to pack to: the constructor's, or a call's override (a
         Python int is checked now, a tensor when the graph runs)."""
-        minimum, what = (3, "pairs") if pair else (2, "single segments")
+        minimum, what = (2 + self.pair_separators, "pairs") if pair else (2, "single segments")
         message = f"seq_length must be at least {minimum} for {what}"
         if seq_length is None:
             seq_length = self.seq_length
