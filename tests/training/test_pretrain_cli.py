@@ -123,6 +123,7 @@ def test_mirrored_matches_single_device(data, tmp_path):
     assert losses["one"][-1] < losses["one"][0]
 
 
+@pytest.mark.slow  # 37 s; accumulation equivalence is also tested in test_optimizers (fit path)
 def test_accumulation_equals_big_batch(data, tmp_path):
     """2 micro-batches of 4 = one batch of 8 (same input order, dropout off)."""
     vocab, shards = data
