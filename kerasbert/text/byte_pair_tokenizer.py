@@ -218,12 +218,6 @@ class BytePairTokenizer(SubwordTokenizer):
     def merges_file(self):
         return self._merges_path
 
-    def token_to_id(self, tokens):
-        """tokens (any shape, or a Python str) -> int32 ids; unknown -> unk_id."""
-        if isinstance(tokens, str):
-            return self._vocab.index(tokens) if tokens in self._vocab else self.unk_id
-        return self.token_table.lookup(tf.convert_to_tensor(tokens, tf.string))
-
     # --- the pipeline -------------------------------------------------------
     # No tensor-dependent Python control flow below: AutoGraph is skipped
     # (faster tracing in tf.data and graphs); the BPE loop is tf.while_loop.
@@ -291,26 +285,8 @@ class BytePairTokenizer(SubwordTokenizer):
         ids, _, _ = self._encode(batch)
         return ids
 
-    @tf.autograph.experimental.do_not_convert
-    def detokenize(self, ids):
-        """BPE ids -> text (the bytes the pieces stand for; special tokens
-        appear as their strings).
-
-        Args:
-            ids: int ids [pieces], [B, (pieces)] or [B, (words), (pieces)]
-                (ragged or dense; dense padding ids are dropped).
-
-        Returns:
-            A string scalar for [pieces], else a [B] string tensor.
-        """
-        if isinstance(ids, tf.RaggedTensor):
-            if ids.ragged_rank > 1:
-                ids = ids.merge_dims(-2, -1)
-        else:
-            ids = tf.convert_to_tensor(ids)
-            if ids.shape.rank == 1:
-                return self.detokenize(ids[tf.newaxis])[0]
-            ids = tf.RaggedTensor.from_tensor(ids, padding=tf.cast(self.pad_id, ids.dtype))
+    def _join_pieces(self, ids):
+        # The bytes the pieces stand for; special tokens appear as their strings.
         tokens = tf.gather(self._tokens, ids)
         chars = tf.strings.unicode_split(tokens.flat_values, "UTF-8")
         raw = tf.strings.reduce_join(self.char_to_byte.lookup(chars), axis=-1)

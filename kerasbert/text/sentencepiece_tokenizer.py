@@ -129,39 +129,17 @@ class SentencePieceTokenizer(SubwordTokenizer):
     def model_file(self):
         return self._model_path
 
-    def token_to_id(self, tokens):
-        """pieces (any shape, or a Python str) -> int32 ids; unknown -> unk_id."""
-        if isinstance(tokens, str):
-            return self._vocab.index(tokens) if tokens in self._vocab else self.unk_id
-        return self._sp.string_to_id(tf.convert_to_tensor(tokens, tf.string))
-
     # --- tokenization -------------------------------------------------------
 
     def _pieces(self, batch):
         return self._sp.tokenize(_lower(batch, self.lower_case))
 
-    @tf.autograph.experimental.do_not_convert
-    def detokenize(self, ids):
-        """SentencePiece ids -> text ("▁" back to spaces, control pieces
-        dropped).
+    def _lookup(self, tokens):
+        return self._sp.string_to_id(tokens)
 
-        Args:
-            ids: int ids [pieces], [B, (pieces)] or [B, (words), (pieces)]
-                (ragged or dense; dense padding ids are dropped).
-
-        Returns:
-            A string scalar for [pieces], else a [B] string tensor. Lower
-            casing and SentencePiece's normalisation are not undone.
-        """
-        if isinstance(ids, tf.RaggedTensor):
-            if ids.ragged_rank > 1:
-                ids = ids.merge_dims(-2, -1)
-        else:
-            ids = tf.convert_to_tensor(ids)
-            if ids.shape.rank == 1:
-                return self.detokenize(ids[tf.newaxis])[0]
-            ids = tf.RaggedTensor.from_tensor(ids, padding=tf.cast(self.pad_id, ids.dtype))
-        return self._sp.detokenize(tf.cast(ids, tf.int32))
+    def _join_pieces(self, ids):
+        # "▁" becomes a space; control pieces ([CLS], ...) are dropped.
+        return self._sp.detokenize(ids)
 
     @tf.autograph.experimental.do_not_convert
     def tokenize_with_offsets(self, texts):

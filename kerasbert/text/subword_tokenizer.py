@@ -30,6 +30,14 @@ class SubwordTokenizer(tf.Module):
         """string [B] -> int32 `tf.RaggedTensor` [B, (pieces)]."""
         raise NotImplementedError(f"{type(self).__name__} must define _pieces().")
 
+    def _lookup(self, tokens):
+        """string tensor (any shape) -> int32 ids, unknown -> unk_id."""
+        return self.token_table.lookup(tokens)
+
+    def _join_pieces(self, ids):
+        """int32 `tf.RaggedTensor` [B, (pieces)] -> string [B]."""
+        raise NotImplementedError(f"{type(self).__name__} must define _join_pieces().")
+
     # --- vocabulary ---------------------------------------------------------
 
     @property
@@ -46,6 +54,12 @@ class SubwordTokenizer(tf.Module):
         if isinstance(ids, int):
             return self._vocab[ids]
         return tf.gather(self._tokens, ids)
+
+    def token_to_id(self, tokens):
+        """tokens (any shape, or a Python str) -> int32 ids; unknown -> unk_id."""
+        if isinstance(tokens, str):
+            return self._vocab.index(tokens) if tokens in self._vocab else self.unk_id
+        return self._lookup(tf.convert_to_tensor(tokens, tf.string))
 
     def get_special_tokens_dict(self):
         """TF Hub preprocessor names -> int32 scalars (for exported models)."""
@@ -131,3 +145,25 @@ class SubwordTokenizer(tf.Module):
         return pieces.with_flat_values(tf.logical_or(
             tf.gather(self._word_start, flat), tf.equal(position, row_start)
         ))
+
+    @tf.autograph.experimental.do_not_convert
+    def detokenize(self, ids):
+        """Piece ids -> text.
+
+        Args:
+            ids: int ids [pieces], [B, (pieces)] or [B, (words), (pieces)]
+                (ragged or dense; dense padding ids are dropped).
+
+        Returns:
+            A string scalar for [pieces], else a [B] string tensor.
+            Normalization (case, accents, spacing) is not undone.
+        """
+        if isinstance(ids, tf.RaggedTensor):
+            if ids.ragged_rank > 1:
+                ids = ids.merge_dims(-2, -1)
+        else:
+            ids = tf.convert_to_tensor(ids)
+            if ids.shape.rank == 1:
+                return self.detokenize(ids[tf.newaxis])[0]
+            ids = tf.RaggedTensor.from_tensor(ids, padding=tf.cast(self.pad_id, ids.dtype))
+        return self._join_pieces(tf.cast(ids, tf.int32))

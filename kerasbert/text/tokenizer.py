@@ -158,39 +158,14 @@ class WordPieceTokenizer(SubwordTokenizer):
     def vocab_file(self):
         return self._vocab_path
 
-    def token_to_id(self, tokens):
-        """tokens (any shape, or a Python str) -> int32 ids; unknown -> unk_id."""
-        if isinstance(tokens, str):
-            return self._vocab.index(tokens) if tokens in self._vocab else self.unk_id
-        return self.token_table.lookup(tf.convert_to_tensor(tokens, tf.string))
-
     # --- tokenization -------------------------------------------------------
 
     def _pieces(self, batch):
         return self._fast.tokenize(bert_normalize(batch, self.lower_case))
 
-    @tf.autograph.experimental.do_not_convert
-    def detokenize(self, ids):
-        """WordPiece ids -> text ("##" pieces joined to their word).
-
-        Args:
-            ids: int ids [pieces], [B, (pieces)] or [B, (words), (pieces)]
-                (ragged or dense; dense padding ids are dropped).
-
-        Returns:
-            A string scalar for [pieces], else a [B] string tensor.
-            Normalization (case, accents, spacing around punctuation) is not
-            undone.
-        """
-        if isinstance(ids, tf.RaggedTensor):
-            if ids.ragged_rank > 1:
-                ids = ids.merge_dims(-2, -1)
-        else:
-            ids = tf.convert_to_tensor(ids)
-            if ids.shape.rank == 1:
-                return self.detokenize(ids[tf.newaxis])[0]
-            ids = tf.RaggedTensor.from_tensor(ids, padding=tf.cast(self.pad_id, ids.dtype))
-        return self._fast.detokenize(tf.cast(ids, tf.int32))
+    def _join_pieces(self, ids):
+        # "##" pieces join their word; words are separated by spaces.
+        return self._fast.detokenize(ids)
 
     @tf.autograph.experimental.do_not_convert
     def tokenize_with_offsets(self, texts):
