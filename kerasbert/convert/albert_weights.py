@@ -27,6 +27,7 @@ from kerasbert.convert.bert_weights import get_bert_weights
 from kerasbert.convert.bert_weights import set_bert_weights
 from kerasbert.convert.keras_hub import keras_hub_canonical_shape
 from kerasbert.convert.keras_hub import keras_hub_block_variables
+from kerasbert.convert.keras_hub import keras_hub_top_variables
 
 # Constructor arguments that keras-hub's AlbertBackbone shares with ours.
 _KERAS_HUB_CONFIG = (
@@ -96,16 +97,10 @@ def _require_keras_hub_albert(peer):
 
 
 def _keras_hub_top_variables(peer):
-    return (
-        ("word_embeddings", peer.token_embedding.embeddings),
-        ("position_embeddings", peer.position_embedding.position_embeddings),
-        ("type_embeddings", peer.segment_embedding.embeddings),
-        ("embeddings_ln_gamma", peer.embeddings_layer_norm.gamma),
-        ("embeddings_ln_beta", peer.embeddings_layer_norm.beta),
+    """BERT's top-level variables plus the factorised embedding projection."""
+    return keras_hub_top_variables(peer) + (
         ("embedding_projection_kernel", peer.embeddings_projection.kernel),
         ("embedding_projection_bias", peer.embeddings_projection.bias),
-        ("pooler_kernel", peer.pooled_dense.kernel),
-        ("pooler_bias", peer.pooled_dense.bias),
     )
 
 

@@ -22,7 +22,7 @@ def _require_keras_hub_bert(backbone):
         )
 
 
-def _top_variables(peer):
+def keras_hub_top_variables(peer):
     """(canonical key, keras-hub variable) outside the encoder layers."""
     return (
         ("word_embeddings", peer.token_embedding.embeddings),
@@ -76,7 +76,7 @@ def keras_hub_to_canonical(backbone):
     """Reads a keras-hub BertBackbone into the canonical weight dict."""
     _require_keras_hub_bert(backbone)
     hidden = backbone.hidden_dim
-    weights = {k: v.numpy() for k, v in _top_variables(backbone)}
+    weights = {k: v.numpy() for k, v in keras_hub_top_variables(backbone)}
     weights["layers"] = [
         {
             key: np.reshape(v.numpy(), keras_hub_canonical_shape(key, v, hidden))
@@ -179,7 +179,7 @@ def bert_to_keras_hub(backbone):
     peer = keras_hub.models.BertBackbone(
         **_config_of(backbone), dtype=backbone.dtype_policy
     )
-    for key, variable in _top_variables(peer):
+    for key, variable in keras_hub_top_variables(peer):
         variable.assign(weights[key])
     for layer, src in zip(peer.transformer_layers, weights["layers"]):
         for key, variable in keras_hub_block_variables(layer):

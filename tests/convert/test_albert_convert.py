@@ -68,7 +68,9 @@ class TestKerasHub:
         assert len({id(b) for b in ours.transformer_layers}) == 1
 
     def test_parity_groups_and_inner_repetitions(self):
-        keras_hub_parity({**TINY, "num_groups": 2, "num_inner_repetitions": 2}, seed=3)
+        ours = keras_hub_parity({**TINY, "num_groups": 2, "num_inner_repetitions": 2}, seed=3)
+        # 2 groups x 2 inner blocks own the weights, shared across the layers.
+        assert len({id(b) for b in ours.transformer_layers}) == 4
 
     def test_round_trip(self):
         ours = AlbertBackbone(**TINY, num_groups=2, num_inner_repetitions=2)

@@ -157,6 +157,7 @@ def _compare_features(module, tokenizer, pairs, features):
     np.testing.assert_array_equal(got["start_char"], extras["token_start_char"])
     np.testing.assert_array_equal(got["end_char"], extras["token_end_char"])
     np.testing.assert_array_equal(got["is_max_context"], extras["token_is_max_context"] > 0)
+    return got
 
 
 def test_features_match_convert_qa(setup):
@@ -187,7 +188,9 @@ def test_windows_match_convert_qa_across_settings(setup, seq_length, doc_stride,
     # Only the windowing runs: the model is never called.
     module = QuestionAnsweringServing(setup["v1"].model, tokenizer, seq_length,
                                       doc_stride=doc_stride, max_query_length=max_query)
-    _compare_features(module, tokenizer, pairs, features)
+    got = _compare_features(module, tokenizer, pairs, features)
+    # Long contexts really were split: more windows than examples.
+    assert got["input_word_ids"].shape[0] == len(features) > len(pairs)
 
 
 def test_parity_version_1(setup):
