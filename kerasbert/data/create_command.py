@@ -16,7 +16,11 @@ def add_arguments(parser):
         "documents, or plain paragraphs: blank-line separated, possibly "
         "hard-wrapped, or one per line) and/or tfds:NAME[:SPLIT].",
     )
-    parser.add_argument("--vocab", required=True, help="WordPiece vocab.txt.")
+    parser.add_argument(
+        "--vocab", required=True,
+        help="Tokenizer files: a WordPiece vocab.txt (BERT), a SentencePiece .model "
+        "(ALBERT), or a directory with vocab.json + merges.txt (byte-level BPE, RoBERTa; "
+        "--objective none).")
     parser.add_argument("--output-dir", required=True, help="Folder for shards + metadata.json.")
     parser.add_argument("--max-seq-length", type=int, default=128)
     parser.add_argument("--max-predictions-per-seq", type=int, default=20)

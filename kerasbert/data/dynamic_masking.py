@@ -32,26 +32,6 @@ them while a per-batch seed stream gives new masks every epoch.
 
 import tensorflow as tf
 
-SPECIAL_TOKENS = ("[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]")
-
-
-def read_vocab_ids(vocab_file, tokens=SPECIAL_TOKENS):
-    """({token: id} for `tokens` present in the file, vocabulary size).
-
-    Ids are line numbers, looked up by string: a vocabulary in the original
-    layout gives [PAD]=0, [UNK]=100, [CLS]=101, [SEP]=102, [MASK]=103."""
-    wanted = set(tokens)
-    found = {}
-    size = 0
-    with tf.io.gfile.GFile(vocab_file, "r") as f:
-        for line_no, line in enumerate(f):
-            token = line.rstrip("\r\n").strip()
-            if token in wanted and token not in found:
-                found[token] = line_no
-            size += 1
-    return found, size
-
-
 class DynamicMasker:
     """Draws masked-LM masks in-graph.
 
@@ -157,23 +137,26 @@ class DynamicMasker:
     @classmethod
     def from_vocab_file(cls, vocab_file, max_predictions_per_seq, *,
                         whole_word_mask=False, **kwargs):
-        """Looks [CLS], [SEP], [PAD] and [MASK] up by string in vocab_file;
-        `whole_word_mask` also reads which ids are "##" pieces."""
-        ids, size = read_vocab_ids(vocab_file)
+        """A masker for any tokenizer's files (`--vocab`: vocab.txt, a
+        SentencePiece `.model`, a BPE directory): the family's start,
+        separator, padding and mask tokens are looked up by string
+        ([CLS] [SEP] [PAD] [MASK]; <pad> for ALBERT; <s> </s> <pad> <mask>
+        for RoBERTa). `whole_word_mask`: a word is a word-initial piece plus
+        the pieces after it that do not begin a word ("##x"; no "▁" / "Ġ")."""
+        from kerasbert.text.loading import read_vocabulary, special_ids, word_starts
+
+        kind, files, tokens = read_vocabulary(vocab_file)
+        try:
+            ids = special_ids(kind, tokens, files[0])
+        except ValueError as error:
+            raise ValueError(f"Dynamic masking: {error}") from None
         if whole_word_mask:
-            with tf.io.gfile.GFile(vocab_file, "r") as f:
-                kwargs["continuation_ids"] = [
-                    i for i, line in enumerate(f) if line.strip().startswith("##")]
-        missing = [t for t in ("[CLS]", "[SEP]", "[PAD]", "[MASK]") if t not in ids]
-        if missing:
-            raise ValueError(
-                f"{vocab_file} has no {', '.join(missing)} token; dynamic "
-                "masking needs [CLS], [SEP], [PAD] and [MASK]."
-            )
+            kwargs["continuation_ids"] = [
+                i for i, start in enumerate(word_starts(kind, tokens)) if not start]
         return cls(
-            vocab_size=size,
-            mask_id=ids["[MASK]"],
-            special_ids=[ids["[CLS]"], ids["[SEP]"], ids["[PAD]"]],
+            vocab_size=len(tokens),
+            mask_id=ids["mask_id"],
+            special_ids=[ids["cls_id"], ids["sep_id"], ids["pad_id"]],
             max_predictions_per_seq=max_predictions_per_seq,
             **kwargs,
         )

@@ -442,7 +442,7 @@ def _pair_batch(chunk, plan, options, specials, rng, with_starts):
     body = in_a | in_b
     src = np.where(in_a, (a0 - 1)[:, None] + col, (b0 - b_first)[:, None] + col)
     src = np.where(body, src, 0)
-    tokens = np.where(body, chunk.ids[src], 0)
+    tokens = np.where(body, chunk.ids[src], specials.pad_id)
     rows = np.arange(n)
     tokens[:, 0] = specials.cls_id
     tokens[rows, la + 1] = specials.sep_id
@@ -480,7 +480,7 @@ def _span_batch(chunk, planned, options, specials):
         src[r, :len(index)] = index
         lengths.append(len(index))
     real = src >= 0
-    tokens = np.where(real, ids[src], 0)
+    tokens = np.where(real, ids[src], specials.pad_id)
     starts = np.where(real, word_starts[src], False)
     starts[forced_rows, forced_cols] = True
     return Batch(tokens, np.asarray(lengths, dtype=np.int64), np.zeros((n, T), np.uint8),
@@ -686,12 +686,16 @@ class ExampleEncoder:
     only one bytes.join runs in Python. Feature names come from
     kerasbert.data.schema. Fixed lengths: sequence features
     [max_seq_length], masked_lm_* [max_predictions_per_seq],
-    next_sentence_labels [1]; padding is 0 (0.0 for weights).
+    next_sentence_labels [1]. input_ids are padded with `pad_id` (0 is
+    BERT's [PAD]; RoBERTa's <pad> is 1), everything else with 0 (0.0 for
+    weights).
     """
 
-    def __init__(self, vocab_size, max_seq_length, max_predictions_per_seq, objective, masked):
+    def __init__(self, vocab_size, max_seq_length, max_predictions_per_seq, objective, masked,
+                 pad_id=0):
         from kerasbert.data import schema
 
+        self.pad_id = int(pad_id)
         self.names = schema.feature_names(objective, masked)
         self.max_seq_length = T = max_seq_length
         self.max_predictions = P = max_predictions_per_seq
@@ -778,7 +782,7 @@ class ExampleEncoder:
         n = len(instance.tokens)
         if n > T:
             raise ValueError(f"Instance of length {n} > max_seq_length {T}.")
-        tokens = np.zeros((1, T), dtype=np.int64)
+        tokens = np.full((1, T), self.pad_id, dtype=np.int64)
         tokens[0, :n] = instance.tokens
         segments = np.zeros((1, T), dtype=np.uint8)
         segments[0, :n] = instance.segment_ids

@@ -4,8 +4,9 @@ Fields (all written by the creator, checked by the readers):
 
     schema_version, features ({name: {dtype, shape}}), max_seq_length,
     max_predictions_per_seq, objective ("nsp"|"sop"|"none"),
-    masking ("static"|"dynamic"), whole_word_mask, vocab_sha256,
-    vocab_size, lower_case, random_seed, options (every creation flag),
+    masking ("static"|"dynamic"), whole_word_mask, tokenizer ("wordpiece"|
+    "sentencepiece"|"bpe"; absent before BPE/SentencePiece data existed:
+    WordPiece), vocab_sha256, vocab_size, lower_case, random_seed, options (every creation flag),
     shards ({file name: instance count}), num_instances, compression
     ("GZIP" or null), created_by.
 """
@@ -19,15 +20,26 @@ from kerasbert.io_utils import atomic_write_json
 METADATA_FILE = "metadata.json"
 
 
-def vocab_fingerprint(vocab_file):
-    """(sha256 hex, number of lines) of a vocabulary file."""
+def vocab_fingerprint(vocab_path):
+    """(sha256 hex, vocabulary size) of a tokenizer's files.
+
+    vocab_path: anything `--vocab` takes (kerasbert.text.loading): a
+        WordPiece vocab.txt (sha256 of the file, its number of lines), a
+        SentencePiece `.model` (sha256 of the file, its pieces), or a BPE
+        directory / vocab.json (sha256 of vocab.json then merges.txt, the
+        vocabulary's tokens)."""
+    from kerasbert.text.loading import WORDPIECE, read_vocabulary, resolve_tokenizer_path
+
+    kind, files = resolve_tokenizer_path(vocab_path)
     digest = hashlib.sha256()
     lines = 0
-    with open(vocab_file, "rb") as f:
-        for line in f:
-            digest.update(line)
-            lines += 1
-    return digest.hexdigest(), lines
+    for name in files:
+        with open(name, "rb") as f:
+            for line in f:
+                digest.update(line)
+                lines += 1
+    size = lines if kind == WORDPIECE else len(read_vocabulary(vocab_path)[2])
+    return digest.hexdigest(), size
 
 
 def write_metadata(directory, metadata):

@@ -40,11 +40,11 @@ from kerasbert.data.text_input import FORMATS
 from kerasbert.data.text_input import check_inputs
 from kerasbert.data.text_input import iter_documents
 from kerasbert.errors import UsageError
+from kerasbert.text.loading import BPE
 
 CHUNK_DOCS = 64
 CHUNK_BYTES = 1 << 20
 SHUFFLE_BUFFER = 10_000
-SPECIAL_TOKENS = {"cls_id": "[CLS]", "sep_id": "[SEP]", "mask_id": "[MASK]", "pad_id": "[PAD]"}
 
 
 def shard_name(index, num_shards, gzip=False):
@@ -78,22 +78,22 @@ def validate_options(o):
         raise UsageError(f"--input-format {o['input_format']!r}: expected one of {FORMATS}.")
 
 
-def read_specials(vocab_file):
-    """Special ids looked up by string in vocab.txt (never assumed)."""
-    if not os.path.isfile(vocab_file):
-        raise UsageError(f"Vocabulary file not found: {vocab_file}")
-    index = {}
-    size = 0
-    with open(vocab_file, encoding="utf-8") as f:
-        for i, line in enumerate(f):
-            index.setdefault(line.rstrip("\n").strip(), i)
-            size = i + 1
-    ids = {}
-    for key, token in SPECIAL_TOKENS.items():
-        if token not in index:
-            raise UsageError(f"Vocabulary {vocab_file} has no {token} token.")
-        ids[key] = index[token]
-    return inst_lib.Specials(vocab_size=size, **ids)
+def read_specials(vocab_path):
+    """(tokenizer kind, `Specials`) of any `--vocab` path: the family's
+    start / separator / mask / padding tokens looked up by string
+    ([CLS] [SEP] [MASK] [PAD]; ALBERT's <pad>; RoBERTa's <s> </s> <mask>
+    <pad>), never assumed. Plain Python: the main process stays free of
+    TensorFlow."""
+    from kerasbert.text.loading import read_vocabulary, special_ids
+
+    kind, files, tokens = read_vocabulary(vocab_path)
+    try:
+        ids = special_ids(kind, tokens, files[0])
+    except ValueError as error:
+        raise UsageError(str(error)) from None
+    return kind, inst_lib.Specials(
+        vocab_size=len(tokens), cls_id=ids["cls_id"], sep_id=ids["sep_id"],
+        mask_id=ids["mask_id"], pad_id=ids["pad_id"])
 
 
 def _check_output_dir(output_dir, overwrite):
@@ -117,17 +117,20 @@ def _final_files(output_dir):
 
 
 class _Tokenizer:
-    """Sentences -> flat wordpiece ids, word starts and sentence offsets.
+    """Sentences -> flat piece ids, word starts and sentence offsets.
 
-    Uses kerasbert.text.WordPieceTokenizer (tensorflow-text, one batched
-    call per chunk)."""
+    Any tokenizer of the zoo (WordPiece, SentencePiece, byte-level BPE,
+    picked by `kerasbert.text.load_tokenizer` from the path), one batched
+    tensorflow-text call per chunk. Its word grouping gives the word starts
+    whole-word masking uses: a piece without "##", a "▁" piece, a "Ġ" piece
+    (and each sentence's first piece)."""
 
-    def __init__(self, vocab_file, lower_case):
+    def __init__(self, vocab_path, lower_case):
         import tensorflow as tf
 
-        from kerasbert.text import WordPieceTokenizer
+        from kerasbert.text.loading import load_tokenizer
 
-        self._tok = WordPieceTokenizer(vocab_file, lower_case=lower_case)
+        self._tok = load_tokenizer(vocab_path, lower_case=lower_case)
         self._tf = tf
 
     def tokenize(self, sentences):
@@ -186,7 +189,7 @@ def _init_worker(config, in_pool=False):
     o = config["instance_options"]
     _STATE["encoder"] = inst_lib.ExampleEncoder(
         config["specials"].vocab_size, o.max_seq_length, o.max_predictions_per_seq,
-        o.objective, o.masking,
+        o.objective, o.masking, pad_id=config["specials"].pad_id,
     )
     _STATE["framer"] = _Framer()
 
@@ -383,7 +386,15 @@ def create_pretraining_data(
         input_format=input_format, inputs=list(inputs),
     )
     validate_options(options)
-    specials = read_specials(vocab_file)
+    kind, specials = read_specials(vocab_file)
+    if kind == BPE:
+        if objective != "none":
+            raise UsageError(
+                f"--objective {objective}: byte-level BPE (RoBERTa) data is written with "
+                "--objective none (FULL-SENTENCES: <s> sentences </s>, no sentence label); "
+                "sentence pairs are for WordPiece (nsp) and SentencePiece (sop, ALBERT).")
+        lower_case = False  # byte-level BPE is cased by construction
+        options["lower_case"] = False
     check_inputs(inputs, text_field)
     _check_output_dir(output_dir, overwrite)
     os.makedirs(output_dir, exist_ok=True)
@@ -461,6 +472,7 @@ def create_pretraining_data(
         "objective": objective,
         "masking": "static" if masking else "dynamic",
         "whole_word_mask": whole_word_mask,
+        "tokenizer": kind,
         "vocab_sha256": sha,
         "vocab_size": vocab_lines,
         "lower_case": lower_case,

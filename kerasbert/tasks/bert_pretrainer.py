@@ -214,15 +214,45 @@ class BertPretrainer(BackboneModel):
         return self._sums(self._elementwise(features, outputs))
 
     @staticmethod
-    def combine_loss_terms(terms):
+    def loss_normalizers(features):
+        """The loss's denominators, from the data alone (float32 scalars):
+        mlm_weight_sum (real masked positions) and sentence_count (the
+        batch size). The training loop sums them over micro-batches and
+        replicas before the forward pass (kerasbert.training.loop)."""
+        return {
+            "mlm_weight_sum": ops.sum(ops.cast(features["masked_lm_weights"], "float32")),
+            "sentence_count": ops.cast(ops.shape(features["input_word_ids"])[0], "float32"),
+        }
+
+    @staticmethod
+    def combine_loss_terms(terms, normalizers=None):
         """Total loss from (possibly all-reduced) `loss_terms`:
         mlm_loss_sum / max(mlm_weight_sum, eps) + sentence_loss_sum /
-        max(sentence_count, 1) (0 without a sentence objective)."""
-        mlm = terms["mlm_loss_sum"] / ops.maximum(terms["mlm_weight_sum"], _EPSILON)
-        sentence = terms["sentence_loss_sum"] / ops.maximum(
-            terms["sentence_count"], 1.0
-        )
+        max(sentence_count, 1) (0 without a sentence objective).
+
+        normalizers: the denominators (`loss_normalizers`, summed over the
+            global batch); None takes them from `terms` itself."""
+        n = terms if normalizers is None else normalizers
+        mlm = terms["mlm_loss_sum"] / ops.maximum(n["mlm_weight_sum"], _EPSILON)
+        sentence = terms["sentence_loss_sum"] / ops.maximum(n["sentence_count"], 1.0)
         return mlm + sentence
+
+    #: Progress-bar label -> metric of `summarize_terms`.
+    progress_metrics = {"loss": "loss", "mlm_acc": "mlm_accuracy"}
+
+    @staticmethod
+    def summarize_terms(sums):
+        """Global per-step sums (numbers) -> {"loss", "mlm_loss",
+        "mlm_accuracy"[, "sentence_loss", "sentence_accuracy"]} as floats."""
+        w = max(float(sums["mlm_weight_sum"]), 1e-12)
+        out = {"mlm_loss": float(sums["mlm_loss_sum"]) / w,
+               "mlm_accuracy": float(sums["mlm_correct_sum"]) / w}
+        n = float(sums["sentence_count"])
+        if n > 0:
+            out["sentence_loss"] = float(sums["sentence_loss_sum"]) / n
+            out["sentence_accuracy"] = float(sums["sentence_correct_sum"]) / n
+        out["loss"] = out["mlm_loss"] + out.get("sentence_loss", 0.0)
+        return out
 
     def compute_loss(
         self, x=None, y=None, y_pred=None, sample_weight=None, training=True

@@ -36,16 +36,14 @@ import os
 
 import tensorflow as tf
 
+from kerasbert.text.loading import BPE
+from kerasbert.text.loading import load_bpe_vocab
+from kerasbert.text.loading import WORD_START as _WORD_START
+from kerasbert.text.loading import special_ids
+from kerasbert.text.loading import word_starts
 from kerasbert.text.subword_tokenizer import SubwordTokenizer
 
-_SPECIAL_ATTRS = (
-    ("cls_id", "<s>"),
-    ("pad_id", "<pad>"),
-    ("sep_id", "</s>"),
-    ("unk_id", "<unk>"),
-    ("mask_id", "<mask>"),
-)
-WORD_START = "\u0120"  # "Ġ": the byte-level form of a leading space.
+WORD_START = _WORD_START[BPE]  # "Ġ": the byte-level form of a leading space.
 
 # Unicode White_Space (Oniguruma's \s with a Unicode encoding).
 _WS = (
@@ -82,33 +80,6 @@ def bytes_to_unicode():
             chars[b] = chr(256 + extra)
             extra += 1
     return [chars[b] for b in range(256)]
-
-
-def load_bpe_vocab(path):
-    """Reads a `vocab.json` ({token: id}, ids 0..V-1) -> tokens in id order."""
-    path = os.fspath(path)
-    if not os.path.isfile(path):
-        raise FileNotFoundError(f"BPE vocabulary file not found: {path}")
-    with open(path, encoding="utf-8") as f:
-        try:
-            mapping = json.load(f)
-        except json.JSONDecodeError as e:
-            raise ValueError(f"{path} is not a JSON vocabulary: {e}") from e
-    if not isinstance(mapping, dict) or not mapping:
-        raise ValueError(f"{path} must hold a non-empty {{token: id}} object.")
-    tokens = [None] * len(mapping)
-    for token, index in mapping.items():
-        if not isinstance(index, int) or not 0 <= index < len(tokens):
-            raise ValueError(
-                f"{path}: token {token!r} has id {index!r}; ids must be "
-                f"0..{len(tokens) - 1} (each used once)."
-            )
-        if tokens[index] is not None:
-            raise ValueError(
-                f"{path}: id {index} is used by {tokens[index]!r} and {token!r}."
-            )
-        tokens[index] = token
-    return tokens
 
 
 def load_merges(path):
@@ -171,15 +142,8 @@ class BytePairTokenizer(SubwordTokenizer):
         self._merges_path = merges_file
         self.trim_offsets = bool(trim_offsets)
         index = {token: i for i, token in enumerate(self._vocab)}
-        missing = [t for _, t in _SPECIAL_ATTRS if t not in index]
-        if missing:
-            raise ValueError(
-                f"Vocabulary file {vocabulary_file} lacks the special token(s) "
-                f"{', '.join(missing)}; a RoBERTa vocabulary needs "
-                f"{', '.join(t for _, t in _SPECIAL_ATTRS)}."
-            )
-        for attr, token in _SPECIAL_ATTRS:
-            setattr(self, attr, index[token])
+        for attr, value in special_ids(BPE, self._vocab, vocabulary_file).items():
+            setattr(self, attr, value)
         for number, rule in enumerate(self._merges, 1):
             a, b = rule.split(" ")
             if a + b not in index:
@@ -194,7 +158,7 @@ class BytePairTokenizer(SubwordTokenizer):
         self.merges_asset = tf.saved_model.Asset(merges_file)
 
         byte_chars = bytes_to_unicode()
-        self._set_vocabulary(self._vocab, [t.startswith(WORD_START) for t in self._vocab])
+        self._set_vocabulary(self._vocab, word_starts(BPE, self._vocab))
         self.token_table = _table(self._tokens, tf.range(len(self._vocab)), self.unk_id)
         # Without merges the table still needs a key: " " is no pair of two
         # non-empty symbols.

@@ -18,6 +18,8 @@ checks do not import TensorFlow.
 """
 
 import dataclasses
+import hashlib
+import json
 import os
 import shutil
 
@@ -34,6 +36,110 @@ SAVED_FILES = {
     SENTENCEPIECE: ("sentencepiece.model",),
     BPE: (BPE_VOCABULARY, BPE_MERGES),
 }
+
+
+#: Each family's special tokens, looked up by string in its vocabulary (ids
+#: are never assumed): tokenizer attribute -> token.
+SPECIAL_TOKENS = {
+    WORDPIECE: {"pad_id": "[PAD]", "unk_id": "[UNK]", "cls_id": "[CLS]",
+                "sep_id": "[SEP]", "mask_id": "[MASK]"},
+    # ALBERT's SentencePiece models (train_sentencepiece adds the same).
+    SENTENCEPIECE: {"pad_id": "<pad>", "unk_id": "<unk>", "cls_id": "[CLS]",
+                    "sep_id": "[SEP]", "mask_id": "[MASK]"},
+    BPE: {"cls_id": "<s>", "pad_id": "<pad>", "sep_id": "</s>", "unk_id": "<unk>",
+          "mask_id": "<mask>"},
+}
+#: How a piece says it begins a word: SentencePiece's "▁" and byte-level
+#: BPE's "Ġ" (a leading space) prefix word-initial pieces; WordPiece marks
+#: the others ("##" continuations).
+WORD_START = {SENTENCEPIECE: "\u2581", BPE: "\u0120"}
+SUFFIX_INDICATOR = "##"
+
+
+def word_starts(kind, tokens):
+    """Per token of a vocabulary (id order), whether a piece with that id
+    begins a word; the rest continue the word before them (what whole-word
+    masking and `SubwordTokenizer.tokenize`'s word groups use)."""
+    if kind == WORDPIECE:
+        return [not (t.startswith(SUFFIX_INDICATOR) and len(t) > len(SUFFIX_INDICATOR))
+                for t in tokens]
+    return [t.startswith(WORD_START[kind]) for t in tokens]
+
+
+_FAMILY_WORDS = {WORDPIECE: "a BERT vocabulary", SENTENCEPIECE: "an ALBERT model",
+                 BPE: "a RoBERTa vocabulary"}
+
+
+def special_ids(kind, tokens, source):
+    """{attribute: id} of the family's `SPECIAL_TOKENS` in `tokens` (the
+    vocabulary in id order; the first occurrence counts).
+
+    Raises:
+        ValueError: naming `source` and every missing token.
+    """
+    index = {}
+    for i, token in enumerate(tokens):
+        index.setdefault(token, i)
+    wanted = SPECIAL_TOKENS[kind]
+    missing = [token for token in wanted.values() if token not in index]
+    if missing:
+        what = "SentencePiece model" if kind == SENTENCEPIECE else "Vocabulary file"
+        raise ValueError(
+            f"{what} {source} lacks the special token(s) {', '.join(missing)}; "
+            f"{_FAMILY_WORDS[kind]} needs {', '.join(wanted.values())}.")
+    return {attr: index[token] for attr, token in wanted.items()}
+
+
+def read_vocabulary(path):
+    """(kind, files, tokens in id order) of a `--vocab` path, in plain
+    Python (no TensorFlow: the data writer's main process uses it).
+
+    Raises `UsageError` naming a missing or unreadable file."""
+    kind, files = resolve_tokenizer_path(path)
+    try:
+        if kind == WORDPIECE:
+            from kerasbert.text.vocabulary import load_vocab
+
+            tokens = load_vocab(files[0])
+        elif kind == SENTENCEPIECE:
+            import sentencepiece
+
+            processor = sentencepiece.SentencePieceProcessor()
+            if not processor.Load(files[0]):
+                raise ValueError("not a SentencePiece model")
+            tokens = [processor.IdToPiece(i) for i in range(processor.GetPieceSize())]
+        else:
+            tokens = load_bpe_vocab(files[0])
+    except (OSError, RuntimeError, ValueError, UnicodeDecodeError) as error:
+        raise UsageError(f"{files[0]}: {error}") from None
+    return kind, files, tokens
+
+
+def load_bpe_vocab(path):
+    """Reads a `vocab.json` ({token: id}, ids 0..V-1) -> tokens in id order."""
+    path = os.fspath(path)
+    if not os.path.isfile(path):
+        raise FileNotFoundError(f"BPE vocabulary file not found: {path}")
+    with open(path, encoding="utf-8") as f:
+        try:
+            mapping = json.load(f)
+        except json.JSONDecodeError as e:
+            raise ValueError(f"{path} is not a JSON vocabulary: {e}") from e
+    if not isinstance(mapping, dict) or not mapping:
+        raise ValueError(f"{path} must hold a non-empty {{token: id}} object.")
+    tokens = [None] * len(mapping)
+    for token, index in mapping.items():
+        if not isinstance(index, int) or not 0 <= index < len(tokens):
+            raise ValueError(
+                f"{path}: token {token!r} has id {index!r}; ids must be "
+                f"0..{len(tokens) - 1} (each used once)."
+            )
+        if tokens[index] is not None:
+            raise ValueError(
+                f"{path}: id {index} is used by {tokens[index]!r} and {token!r}."
+            )
+        tokens[index] = token
+    return tokens
 
 
 def resolve_tokenizer_path(path):

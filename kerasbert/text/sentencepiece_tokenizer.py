@@ -14,18 +14,14 @@ import os
 import tensorflow as tf
 from tensorflow.python.trackable import resource
 
+from kerasbert.text.loading import SENTENCEPIECE
+from kerasbert.text.loading import WORD_START as _WORD_START
+from kerasbert.text.loading import special_ids
+from kerasbert.text.loading import word_starts
 from kerasbert.text.subword_tokenizer import SubwordTokenizer
 
-# ALBERT's special pieces (google-research/albert's SentencePiece model).
-_SPECIAL_ATTRS = (
-    ("pad_id", "<pad>"),
-    ("unk_id", "<unk>"),
-    ("cls_id", "[CLS]"),
-    ("sep_id", "[SEP]"),
-    ("mask_id", "[MASK]"),
-)
 # SentencePiece marks a piece that begins after whitespace (a new word).
-WORD_START = "\u2581"
+WORD_START = _WORD_START[SENTENCEPIECE]
 
 
 class _SharedSentencepieceModel(resource.TrackableResource):
@@ -108,20 +104,12 @@ class SentencePieceTokenizer(SubwordTokenizer):
             ) from None
         pieces = self._sp.id_to_string(tf.range(size)).numpy()
         self._vocab = [p.decode("utf-8") for p in pieces]
-        index = {token: i for i, token in enumerate(self._vocab)}
-        missing = [token for _, token in _SPECIAL_ATTRS if token not in index]
-        if missing:
-            raise ValueError(
-                f"SentencePiece model {model_file} lacks the piece(s) "
-                f"{', '.join(missing)}; an ALBERT model needs "
-                f"{', '.join(t for _, t in _SPECIAL_ATTRS)} (train one with "
-                "kerasbert.text.train_sentencepiece)."
-            )
-        for attr, token in _SPECIAL_ATTRS:
-            setattr(self, attr, index[token])
+        # ALBERT's special pieces (train_sentencepiece adds them).
+        for attr, value in special_ids(SENTENCEPIECE, self._vocab, model_file).items():
+            setattr(self, attr, value)
         # Tracked, so an exported SavedModel carries assets/<model file name>.
         self.model_asset = tf.saved_model.Asset(model_file)
-        self._set_vocabulary(self._vocab, [t.startswith(WORD_START) for t in self._vocab])
+        self._set_vocabulary(self._vocab, word_starts(SENTENCEPIECE, self._vocab))
 
     # --- vocabulary ---------------------------------------------------------
 

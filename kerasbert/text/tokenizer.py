@@ -14,17 +14,13 @@ import os
 
 import tensorflow as tf
 
+from kerasbert.text.loading import WORDPIECE
+from kerasbert.text.loading import SUFFIX_INDICATOR
+from kerasbert.text.loading import special_ids
+from kerasbert.text.loading import word_starts
 from kerasbert.text.subword_tokenizer import SubwordTokenizer
 from kerasbert.text.vocabulary import load_vocab
 
-_SPECIAL_ATTRS = (
-    ("pad_id", "[PAD]"),
-    ("unk_id", "[UNK]"),
-    ("cls_id", "[CLS]"),
-    ("sep_id", "[SEP]"),
-    ("mask_id", "[MASK]"),
-)
-SUFFIX_INDICATOR = "##"
 
 
 # BERT's _clean_text drops NUL, U+FFFD and "control" characters (Unicode
@@ -67,11 +63,6 @@ def bert_normalize(texts, lower_case):
         texts = tf_text.normalize_utf8(texts, "NFD")
         texts = tf.strings.regex_replace(texts, r"\p{Mn}", "")
     return texts
-
-
-def _is_suffix(token):
-    # "##" alone is a normal token (never produced as a suffix piece).
-    return token.startswith(SUFFIX_INDICATOR) and len(token) > len(SUFFIX_INDICATOR)
 
 
 class WordPieceTokenizer(SubwordTokenizer):
@@ -117,16 +108,8 @@ class WordPieceTokenizer(SubwordTokenizer):
         self._vocab = load_vocab(vocab_file)
         self._vocab_path = vocab_file
         self.lower_case = bool(lower_case)
-        index = {token: i for i, token in enumerate(self._vocab)}
-        missing = [token for _, token in _SPECIAL_ATTRS if token not in index]
-        if missing:
-            raise ValueError(
-                f"Vocabulary file {vocab_file} lacks the special token(s) "
-                f"{', '.join(missing)}; a BERT vocabulary needs "
-                f"{', '.join(t for _, t in _SPECIAL_ATTRS)}."
-            )
-        for attr, token in _SPECIAL_ATTRS:
-            setattr(self, attr, index[token])
+        for attr, value in special_ids(WORDPIECE, self._vocab, vocab_file).items():
+            setattr(self, attr, value)
 
         # Tracked, so an exported SavedModel carries assets/<vocab file name>.
         self.vocab_asset = tf.saved_model.Asset(vocab_file)
@@ -144,7 +127,8 @@ class WordPieceTokenizer(SubwordTokenizer):
         # Word boundaries come back from the pieces: a word starts at every
         # piece that is not a "##" suffix (as whole-word masking in the
         # original create_pretraining_data.py decides it).
-        self._set_vocabulary(self._vocab, [not _is_suffix(t) for t in self._vocab])
+        # "##" alone is a normal token (never produced as a suffix piece).
+        self._set_vocabulary(self._vocab, word_starts(WORDPIECE, self._vocab))
         self.token_table = tf.lookup.StaticHashTable(
             tf.lookup.KeyValueTensorInitializer(
                 self._tokens, tf.range(len(self._vocab), dtype=tf.int32)

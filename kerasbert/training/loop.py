@@ -17,32 +17,28 @@ the same work for every strategy, one code path:
 3. Gradients are all-reduced, unscaled (mixed_float16 loss scaling), clipped
    by their global norm, then handed to the optimizer.
 
-The model must provide `loss_terms(features, outputs)` returning per-batch
-float32 sums (see kerasbert.tasks.BertPretrainer): mlm_loss_sum,
-mlm_weight_sum, mlm_correct_sum, sentence_loss_sum, sentence_count,
-sentence_correct_sum.
+The model is any pretraining task with this protocol (BertPretrainer is the
+reference; ELECTRA's and the causal LM's follow it too):
+
+    loss_normalizers(features) -> {name: float32 scalar}
+        denominators known from the data alone (e.g. the masked-LM weight
+        sum, the number of sequences); the loop sums them over micro-batches
+        and replicas BEFORE the forward pass.
+    loss_terms(features, outputs) -> {name: float32 scalar}
+        per-batch SUMS (losses, hits, counts); summing them over replicas
+        and micro-batches is exact.
+    combine_loss_terms(terms, normalizers) -> float32 scalar
+        the loss; with global normalizers, the gradients of the per-batch
+        losses sum to the gradient of one big batch.
+    summarize_terms(sums) -> {metric: float}
+        Python metrics (must include "loss") from the global step sums.
+    progress_metrics: {short label: metric name} for the progress bar.
 """
 
 import keras
 import tensorflow as tf
 
-TERMS = ("mlm_loss_sum", "mlm_weight_sum", "mlm_correct_sum",
-         "sentence_loss_sum", "sentence_count", "sentence_correct_sum")
 _SUM = tf.distribute.ReduceOp.SUM
-
-
-def summarize(sums):
-    """Global per-step sums -> {"loss", "mlm_loss", "mlm_accuracy",
-    "sentence_loss", "sentence_accuracy"} as Python floats."""
-    w = max(float(sums["mlm_weight_sum"]), 1e-12)
-    out = {"mlm_loss": float(sums["mlm_loss_sum"]) / w,
-           "mlm_accuracy": float(sums["mlm_correct_sum"]) / w}
-    n = float(sums["sentence_count"])
-    if n > 0:
-        out["sentence_loss"] = float(sums["sentence_loss_sum"]) / n
-        out["sentence_accuracy"] = float(sums["sentence_correct_sum"]) / n
-    out["loss"] = out["mlm_loss"] + out.get("sentence_loss", 0.0)
-    return out
 
 
 def _is_loss_scaled(optimizer):
@@ -55,7 +51,7 @@ class TrainStep:
     Args:
         strategy: any `tf.distribute.Strategy` (the model and optimizer were
             built in its scope).
-        model: a Keras model with `loss_terms` (see module doc).
+        model: a pretraining task model with the module doc's protocol.
         optimizer: a Keras optimizer WITHOUT its own clipnorm/global_clipnorm
             and without gradient_accumulation_steps (both happen here).
         accumulation_steps: micro-batches per optimizer step.
@@ -83,13 +79,11 @@ class TrainStep:
     # --- per replica ------------------------------------------------------
 
     def _loss_and_grads(self, features, normalizers):
-        weight_total, sequence_total = normalizers
         variables = self.model.trainable_variables
         with tf.GradientTape() as tape:
             outputs = self.model(features, training=True)
             terms = self.model.loss_terms(features, outputs)
-            loss = terms["mlm_loss_sum"] / tf.maximum(weight_total, 1e-12)
-            loss += terms["sentence_loss_sum"] / tf.maximum(sequence_total, 1.0)
+            loss = self.model.combine_loss_terms(terms, normalizers)
             if self.model.losses:  # regularisers: averaged over all micro-batches
                 loss += tf.add_n(self.model.losses) / (self.accumulation_steps * self.num_replicas)
             if _is_loss_scaled(self.optimizer):
@@ -104,22 +98,21 @@ class TrainStep:
 
     def _replica_step(self, micro_batches):
         ctx = tf.distribute.get_replica_context()
-        # Global normalisers come from the data alone, before any forward pass.
-        local = tf.stack([
-            tf.add_n([tf.reduce_sum(b["masked_lm_weights"]) for b in micro_batches]),
-            tf.add_n([tf.cast(tf.shape(b["input_word_ids"])[0], tf.float32)
-                      for b in micro_batches]),
-        ])
+        # Global normalisers come from the data alone, before any forward
+        # pass: summed over micro-batches here, over replicas below.
+        per_batch = [self.model.loss_normalizers(b) for b in micro_batches]
+        names = sorted(per_batch[0])
+        local = tf.stack([tf.add_n([tf.cast(n[k], tf.float32) for n in per_batch])
+                          for k in names])
         totals = ctx.all_reduce(_SUM, local)
-        normalizers = (totals[0], totals[1])
+        normalizers = {k: totals[i] for i, k in enumerate(names)}
 
-        grads, sums = None, {k: tf.constant(0.0) for k in TERMS}
+        grads, sums = None, {}
         for batch in micro_batches:
             g, terms = self._grad_fn(batch, normalizers)
             grads = g if grads is None else [a + b for a, b in zip(grads, g)]
-            for key in TERMS:
-                if key in terms:
-                    sums[key] += tf.cast(terms[key], tf.float32)
+            for key, value in terms.items():
+                sums[key] = sums.get(key, 0.0) + tf.cast(value, tf.float32)
 
         grads = ctx.all_reduce(_SUM, grads)
         scale = self.optimizer.dynamic_scale if _is_loss_scaled(self.optimizer) else None

@@ -81,8 +81,9 @@ class PretrainConfig:
         if self.resume and self.init_from:
             raise UsageError("--resume and --init-from exclude each other (resume continues this "
                              "run; init-from starts a new run from another one's weights).")
-        if not os.path.isfile(self.vocab):
-            raise UsageError(f"Vocabulary file not found: {self.vocab}")
+        from kerasbert.text.loading import resolve_tokenizer_path
+
+        resolve_tokenizer_path(self.vocab)  # names a missing file
 
 
 # --- data -------------------------------------------------------------------
@@ -143,6 +144,35 @@ def build_backbone(config, vocab_size, seq_length):
         raise UsageError(f"The data's sequences have {seq_length} tokens but {config.preset} "
                          f"has {backbone.max_sequence_length} positions.")
     return backbone
+
+
+def make_pretrainer(backbone, objectives):
+    """The pretraining task model for the backbone's family (built inside
+    the strategy scope by the caller).
+
+    Args:
+        backbone: a kerasbert backbone.
+        objectives: from the data's objective (`OBJECTIVES_BY_DATA`).
+
+    Returns:
+        A model with the training-loop protocol of kerasbert.training.loop.
+        A model with `needs_masked_lm = False` (the causal LM) is fed
+        unmasked batches (`pretraining_dataset(masked_lm=False)`).
+    """
+    from kerasbert.models.gpt import GptBackbone
+
+    if isinstance(backbone, GptBackbone):
+        # GPT: next-token prediction on whole sequences (--objective none).
+        if tuple(objectives) != ("mlm",):
+            raise UsageError(
+                "A GPT backbone trains a causal LM on single sequences: write the data with "
+                f"--objective none (this data has the {objectives[-1]} objective).")
+        from kerasbert.tasks import CausalLM
+
+        return CausalLM(backbone)
+    from kerasbert.tasks import BertPretrainer
+
+    return BertPretrainer(backbone, objectives=objectives)
 
 
 def dummy_batch(seq_length, num_predictions, with_sentence):
@@ -252,9 +282,8 @@ def run_pretraining(config):
     import tensorflow as tf
 
     from kerasbert.data import pretraining_dataset
-    from kerasbert.tasks import BertPretrainer
     from kerasbert.training.checkpoints import TrainingCheckpoint
-    from kerasbert.training.loop import TrainStep, summarize
+    from kerasbert.training.loop import TrainStep
     from kerasbert.training.strategies import resolve_strategy, split_cpu, worker_info
 
     meta, seq_length, num_predictions, objective, stored_masks = data_description(config)
@@ -276,12 +305,18 @@ def run_pretraining(config):
     warmup_steps = (config.warmup_steps if config.warmup_steps is not None
                     else config.steps // 10)
 
-    from kerasbert.text.vocabulary import load_vocab
+    from kerasbert.text.loading import read_vocabulary
 
-    vocab_size = len(load_vocab(config.vocab))
+    vocab_size = len(read_vocabulary(config.vocab)[2])
     with strategy.scope():
         backbone = build_backbone(config, vocab_size, seq_length)
-        pretrainer = BertPretrainer(backbone, objectives=objectives)
+        pretrainer = make_pretrainer(backbone, objectives)
+        # A causal LM reads the tokens unmasked: no masks drawn or stored.
+        masked_lm = getattr(pretrainer, "needs_masked_lm", True)
+        if not masked_lm and (config.dynamic_masking or config.whole_word_mask):
+            raise UsageError(f"--dynamic-masking / --whole-word-mask do not apply to "
+                             f"{config.preset}: it predicts every next token, unmasked.")
+        dynamic = dynamic and masked_lm
         pretrainer(dummy_batch(seq_length, num_predictions, len(objectives) > 1))
         optimizer = _make_optimizer(config, warmup_steps)
         optimizer.build(pretrainer.trainable_variables)
@@ -292,6 +327,7 @@ def run_pretraining(config):
                                          num_replicas_in_sync=num_workers)
     dataset = pretraining_dataset(
         config.data, config.batch_size, input_context=context, dynamic_masking=dynamic,
+        masked_lm=masked_lm,
         seed=config.seed, deterministic=config.deterministic, vocab_file=config.vocab,
         max_seq_length=seq_length, max_predictions_per_seq=num_predictions,
         whole_word_mask=config.whole_word_mask)
@@ -344,7 +380,7 @@ def run_pretraining(config):
             sums = train_step.step(iterator)
             step_var.assign_add(1)
             step = int(step_var.numpy())
-            metrics = summarize({k: v.numpy() for k, v in sums.items()})
+            metrics = pretrainer.summarize_terms({k: v.numpy() for k, v in sums.items()})
             if not math.isfinite(metrics["loss"]):
                 raise FloatingPointError(
                     f"Non-finite loss ({metrics['loss']}) at step {step}: stopping. "
@@ -364,8 +400,8 @@ def run_pretraining(config):
                 window, window_start = [], time.perf_counter()
             if bar is not None:
                 bar.update(1)
-                bar.set_postfix(loss=f"{metrics['loss']:.3f}",
-                                mlm_acc=f"{metrics['mlm_accuracy']:.3f}",
+                bar.set_postfix(**{label: f"{metrics[name]:.3f}" for label, name
+                                   in pretrainer.progress_metrics.items()},
                                 seq_s=f"{last.get('sequences_per_second', 0.0):.1f}")
             if step % config.checkpoint_every == 0 and step < config.steps:
                 checkpoint.save()

@@ -29,7 +29,8 @@ def cmd_pretrain(args):
         return
     metrics = result["metrics"]
     summary = ", ".join(f"{k} {metrics[k]:.4f}" for k in
-                        ("loss", "mlm_loss", "mlm_accuracy", "sentence_accuracy") if k in metrics)
+                        ("loss", "mlm_loss", "mlm_accuracy", "sentence_accuracy",
+                         "lm_accuracy", "perplexity") if k in metrics)
     print(f"finished at step {result['step']}: {summary}")
     for name, path in result["outputs"].items():
         print(f"  {name:<15} {path}")
@@ -38,7 +39,10 @@ def cmd_pretrain(args):
 def add_arguments(parser):
     add = parser.add_argument
     add("--preset", required=True, help="Backbone preset, e.g. bert_tiny (kerasbert presets).")
-    add("--vocab", required=True, help="vocab.txt the data was written with.")
+    add("--vocab", required=True,
+        help="The tokenizer files the data was written with: a WordPiece vocab.txt, "
+        "a SentencePiece .model (ALBERT), or a directory with vocab.json + merges.txt "
+        "(byte-level BPE, RoBERTa).")
     add("--data", required=True, help="Pretraining TFRecords: glob, file or shard folder.")
     add("--output-dir", required=True, help="Run directory (created).")
     add("--steps", type=int, required=True, help="Optimizer steps in all.")

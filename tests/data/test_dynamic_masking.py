@@ -7,7 +7,7 @@ import pytest
 import tensorflow as tf
 
 import reader_records as rr
-from kerasbert.data.dynamic_masking import DynamicMasker, read_vocab_ids
+from kerasbert.data.dynamic_masking import DynamicMasker
 from kerasbert.data.reader import pretraining_dataset
 
 T, P = 64, 20
@@ -131,9 +131,8 @@ def test_special_ids_looked_up_by_string(tmp_path):
     words = [f"t{i}" for i in range(50)]
     path = tmp_path / "vocab.txt"
     path.write_text("\n".join(words + ["[UNK]", "[SEP]", "[MASK]", "[CLS]", "[PAD]"]) + "\n")
-    ids, size = read_vocab_ids(str(path))
-    assert (ids["[SEP]"], ids["[MASK]"], ids["[CLS]"], ids["[PAD]"], size) == (51, 52, 53, 54, 55)
     masker = DynamicMasker.from_vocab_file(str(path), 4)
+    assert (masker.mask_id, masker.special_ids, masker.vocab_size) == (52, [51, 53, 54], 55)
     seq = np.array([[53, 5, 6, 7, 8, 51, 9, 10, 51, 54, 54, 54]] * 500, np.int32)
     out = masker(seq, (seq != 54).astype(np.int32), tf.constant([7, 7]))
     pos = out["masked_lm_positions"].numpy()[out["masked_lm_weights"].numpy() > 0]

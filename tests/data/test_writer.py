@@ -191,8 +191,66 @@ def test_bad_options(files, tmp_path, overrides, message):
 def test_vocab_without_specials(files, tmp_path):
     bad = tmp_path / "bad_vocab.txt"
     bad.write_text("[PAD]\n[CLS]\n[SEP]\na\n", encoding="utf-8")
-    with pytest.raises(UsageError, match=r"bad_vocab.txt has no \[MASK\]"):
+    with pytest.raises(UsageError, match=r"bad_vocab.txt lacks the special token\(s\) "
+                       r"\[UNK\], \[MASK\]"):
         writer.create_pretraining_data([files[1]], str(bad), str(tmp_path / "o"), **SMALL)
+    assert not (tmp_path / "o").exists()
+
+
+@pytest.fixture(scope="module")
+def subword_tokenizers(files, tmp_path_factory):
+    """A byte-level BPE directory and a SentencePiece model on the corpus."""
+    from kerasbert.text.bpe_training import train_bpe
+    from kerasbert.text.sentencepiece_training import train_sentencepiece
+
+    d = tmp_path_factory.mktemp("subword")
+    train_bpe([files[1]], 300, str(d / "bpe"))
+    return {"bpe": str(d / "bpe"),
+            "sentencepiece": train_sentencepiece([files[1]], 43, str(d / "sp"))[0]}
+
+
+@pytest.mark.parametrize("kind", ["bpe", "sentencepiece"])
+def test_subword_tokenizer_data(files, subword_tokenizers, tmp_path, kind):
+    """RoBERTa's and ALBERT's data: special ids of their own vocabulary,
+    whole-word masks along "Ġ" / "▁" word starts, metadata naming them."""
+    from kerasbert.text.loading import load_tokenizer
+
+    vocab = subword_tokenizers[kind]
+    objective = "none" if kind == "bpe" else "sop"
+    meta = writer.create_pretraining_data(
+        [files[1]], vocab, str(tmp_path), objective=objective, whole_word_mask=True, **SMALL)
+    tokenizer = load_tokenizer(vocab)
+    assert (meta["tokenizer"], meta["vocab_size"]) == (kind, tokenizer.vocabulary_size)
+    assert meta["lower_case"] is (kind != "bpe")  # byte-level BPE is always cased
+    data = read_shards(str(tmp_path), 32, 5, objective=objective)
+    ids = data["input_ids"]
+    assert (ids[:, 0] == tokenizer.cls_id).all()
+    last = data["input_mask"].sum(1) - 1
+    assert (ids[np.arange(len(ids)), last] == tokenizer.sep_id).all()
+    assert (ids[data["input_mask"] == 0] == tokenizer.pad_id).all()
+    assert (ids == tokenizer.mask_id).any()
+    # Whole words: a masked piece that does not begin a word follows a
+    # masked piece of its word. Exceptions: a sentence's first piece starts
+    # a word whatever it is (BPE's "The" after "." has no "Ġ"), and
+    # truncation can leave a word's tail right after [CLS]/[SEP].
+    starts = tokenizer._word_start.numpy()
+    orphans = continuations = 0
+    for row, positions, original, weights in zip(
+            ids, data["masked_lm_positions"], data["masked_lm_ids"], data["masked_lm_weights"]):
+        chosen = set(positions[weights > 0].tolist())
+        for position, token in zip(positions[weights > 0], original[weights > 0]):
+            if not starts[token] and row[position - 1] not in (tokenizer.cls_id,
+                                                               tokenizer.sep_id):
+                continuations += 1
+                orphans += position - 1 not in chosen
+    assert continuations > 50 and orphans / continuations < 0.05, (orphans, continuations)
+
+
+def test_bpe_data_is_full_sentences_only(files, subword_tokenizers, tmp_path):
+    with pytest.raises(UsageError, match="--objective nsp: byte-level BPE"):
+        writer.create_pretraining_data([files[1]], subword_tokenizers["bpe"],
+                                       str(tmp_path / "o"), objective="nsp", **SMALL)
+    assert not (tmp_path / "o").exists()
 
 
 def _script_main():

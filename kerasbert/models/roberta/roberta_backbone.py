@@ -53,6 +53,10 @@ class RobertaBackbone(Backbone):
         dtype: a dtype or `keras.DTypePolicy`, e.g. "mixed_float16".
     """
 
+    # fairseq's RoBERTa uses the exact (erf) GELU in its blocks and in its
+    # masked-LM head's transform, as keras-hub's RobertaBackbone does; the
+    # pretrainer's head reads `activation`.
+    activation = "gelu"
     # RoBERTa's classification head: dense + tanh on <s>, then the output
     # projection. Task models read this when `pooler` is None.
     classifier_activation = "tanh"
@@ -87,9 +91,7 @@ class RobertaBackbone(Backbone):
             TransformerEncoderBlock(
                 num_heads=num_heads,
                 intermediate_dim=intermediate_dim,
-                # fairseq's RoBERTa uses the exact (erf) GELU, as keras-hub's
-                # RobertaBackbone does.
-                activation="gelu",
+                activation=self.activation,
                 dropout=dropout,
                 layer_norm_epsilon=layer_norm_epsilon,
                 initializer_range=initializer_range,
