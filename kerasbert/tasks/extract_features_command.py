@@ -28,7 +28,9 @@ def add_arguments(parser):
     # negative numbers; `--layers=-1,-2` works anyway).
     parser._negative_number_matcher = re.compile(r"^-\d+(\s*,\s*-?\d+)*$|^-\d*\.\d+$")
     add_backbone_arguments(parser)
-    parser.add_argument("--vocab", required=True, help="The backbone's WordPiece vocab.txt.")
+    parser.add_argument("--vocab", required=True,
+                        help="The backbone's tokenizer: a WordPiece vocab.txt, a SentencePiece "
+                        ".model (ALBERT) or a directory with vocab.json + merges.txt (RoBERTa).")
     parser.add_argument("--no-lower-case", dest="do_lower_case", action="store_false",
                         default=True, help="Keep case and accents (cased models); the default "
                         "lower-cases and strips accents (uncased).")
@@ -61,9 +63,11 @@ def run(args):
     from kerasbert.tasks.feature_extraction import check_layers, extract_features, parse_layers
 
     layers = parse_layers(args.layers)
-    for path, what in ((args.vocab, "Vocabulary"), (args.input, "Input file")):
-        if not os.path.isfile(path):
-            raise UsageError(f"{what} not found: {path}")
+    from kerasbert.text.loading import load_tokenizer, resolve_tokenizer_path
+
+    resolve_tokenizer_path(args.vocab)  # names a missing file
+    if not os.path.isfile(args.input):
+        raise UsageError(f"Input file not found: {args.input}")
     if args.batch_size < 1:
         raise UsageError(f"--batch-size must be at least 1, got {args.batch_size}.")
     if args.max_seq_length < 3:
@@ -78,9 +82,7 @@ def run(args):
     num_layers = getattr(backbone, "num_layers", None) or len(backbone.output["encoder_outputs"])
     check_layers(layers, int(num_layers))
 
-    from kerasbert.text import WordPieceTokenizer
-
-    tokenizer = WordPieceTokenizer(args.vocab, lower_case=args.do_lower_case)
+    tokenizer = load_tokenizer(args.vocab, lower_case=args.do_lower_case)
     directory = os.path.dirname(os.path.abspath(args.output))
     os.makedirs(directory, exist_ok=True)
     fd, tmp = tempfile.mkstemp(prefix=f".{os.path.basename(args.output)}.", suffix=".tmp",

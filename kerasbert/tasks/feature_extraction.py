@@ -14,8 +14,10 @@ indices: -1 = top layer, 0 = first layer):
                   ...]}
 
 Values are float32 rounded to 6 decimals, as the original. Tokens are the
-WordPiece strings (`[CLS]`, `##s`, `[UNK]`, ...; uncased Hangul as
-decomposed jamo, as the original's tokenizer gives them).
+vocabulary's strings: WordPiece (`[CLS]`, `##s`, `[UNK]`, ...; uncased
+Hangul as decomposed jamo, as the original's tokenizer gives them),
+SentencePiece (`▁the`) or byte-level BPE (`<s>`, `Ġthe`). Each family packs
+its own way (RoBERTa: `<s> a </s></s> b </s>`, see kerasbert.text.loading).
 
 Differences from the original script (the format itself is the same):
 - Non-ASCII tokens are written as UTF-8 (`json.dumps(ensure_ascii=False)`)
@@ -104,7 +106,7 @@ def extract_features(backbone, tokenizer, texts, layers=(-1, -2, -3, -4), max_se
     Args:
         backbone: a functional backbone whose outputs hold `encoder_outputs`
             (e.g. `BertBackbone`).
-        tokenizer: `kerasbert.text.WordPieceTokenizer` of the backbone's vocabulary.
+        tokenizer: the backbone's tokenizer (`kerasbert.text.load_tokenizer`).
         texts: iterable of str (one text) or (text_a, text_b) pairs.
         layers: indices into `encoder_outputs` (negative from the top).
         max_seq_length: T; longer inputs are truncated.
@@ -118,7 +120,7 @@ def extract_features(backbone, tokenizer, texts, layers=(-1, -2, -3, -4), max_se
         [{"index": int, "values": [float, ...]}, ...]}, ...]}
     """
     from kerasbert.data.finetuning.features import check_max_seq_length
-    from kerasbert.text.packer import BertPacker
+    from kerasbert.text.loading import make_packer, segment_layout
 
     layers = check_layers(layers, _num_layers(backbone))
     max_seq_length = int(max_seq_length)
@@ -134,7 +136,11 @@ def extract_features(backbone, tokenizer, texts, layers=(-1, -2, -3, -4), max_se
             f"has {vocab_limit} rows (vocabulary_size); use the backbone's own vocab.txt."
         )
     model = layer_model(backbone, layers)
-    packer = BertPacker.from_tokenizer(tokenizer, max_seq_length)
+    packer = make_packer(tokenizer, max_seq_length)
+    layout = segment_layout(tokenizer)
+    if max_seq_length < layout.special_tokens(pair=True):
+        raise UsageError(f"max_seq_length {max_seq_length} leaves no room for text after "
+                         f"{layout.special_tokens(pair=True)} special tokens.")
     vocabulary = tokenizer.vocabulary
     stats = stats if stats is not None else {}
     stats.setdefault("num_texts", 0)
@@ -169,7 +175,8 @@ def extract_features(backbone, tokenizer, texts, layers=(-1, -2, -3, -4), max_se
                 if name not in inputs:
                     inputs[name] = np.zeros((num_rows, max_seq_length), np.int32)
                 inputs[name][rows] = part
-        budget = np.where(has_b, max_seq_length - 3, max_seq_length - 2)
+        budget = np.where(has_b, max_seq_length - layout.special_tokens(pair=True),
+                          max_seq_length - layout.special_tokens(pair=False))
         stats["truncated"] += int(np.sum(len_a + len_b > budget))
         outputs = model.predict_on_batch(inputs)
         if not isinstance(outputs, (list, tuple)):
@@ -179,7 +186,7 @@ def extract_features(backbone, tokenizer, texts, layers=(-1, -2, -3, -4), max_se
         lengths = inputs["input_mask"].sum(axis=1)
         for row in range(len(batch)):
             length = int(lengths[row])
-            tokens = [vocabulary[i] if i < len(vocabulary) else "[UNK]"
+            tokens = [vocabulary[i] if i < len(vocabulary) else vocabulary[tokenizer.unk_id]
                       for i in inputs["input_word_ids"][row, :length].tolist()]
             values = [out[row, :length].tolist() for out in outputs]
             features = [

@@ -132,3 +132,43 @@ def test_preset_with_original_checkpoint(setup, tmp_path, capsys):
     assert main(["extract-features", "--preset", "bert_mini", "--init-checkpoint", prefix, "--vocab", vocab,
                  "--input", source, "--max-seq-length", str(T), "--output", output]) == 2
     assert "--init-checkpoint" in capsys.readouterr().err
+
+
+def test_roberta_with_byte_level_bpe(tmp_path, capsys):
+    """A RoBERTa backbone with its BPE directory: `<s> a </s></s> b </s>`
+    packing, BPE token strings, vectors equal to the encoder's own."""
+    from kerasbert.models import RobertaBackbone
+    from kerasbert.text import make_packer
+    from kerasbert.text.bpe_training import train_bpe
+    from kerasbert.text.loading import load_tokenizer
+
+    corpus = tmp_path / "corpus.txt"
+    corpus.write_text("\n".join(LINES * 20) + "\n", encoding="utf-8")
+    train_bpe([str(corpus)], 300, str(tmp_path / "bpe"))
+    tokenizer = load_tokenizer(str(tmp_path / "bpe"))
+    keras.utils.set_random_seed(3)
+    backbone = RobertaBackbone(vocabulary_size=tokenizer.vocabulary_size, num_layers=2,
+                               num_heads=2, hidden_dim=8, intermediate_dim=16,
+                               max_sequence_length=32, dropout=0.0)
+    backbone.save(str(tmp_path / "roberta.keras"))
+    source = tmp_path / "input.txt"
+    source.write_text("\n".join(LINES[:3]) + "\n", encoding="utf-8")
+    output = str(tmp_path / "features.jsonl")
+    argv = ["extract-features", "--backbone", str(tmp_path / "roberta.keras"),
+            "--vocab", str(tmp_path / "bpe"), "--input", str(source), "--layers", "-1",
+            "--max-seq-length", "24", "--output", output]
+    assert main(argv) == 0, capsys.readouterr().err
+    records = [json.loads(line) for line in open(output, encoding="utf-8")]
+    pair = [f["token"] for f in records[1]["features"]]
+    assert pair[0] == "<s>" and pair[-1] == "</s>" and "Ġthe" in pair
+    assert pair.count("</s>") == 3  # a </s></s> b </s>
+    assert [f["token"] for f in records[2]["features"]] == ["<s>", "</s>"]
+    packer = make_packer(tokenizer, 24)
+    for text, record in zip(LINES[:3], records):
+        parsed = parse_line(text)
+        a, b = parsed if isinstance(parsed, tuple) else (parsed, None)
+        x = packer(tokenizer.tokenize_ids([a]), None if b is None else tokenizer.tokenize_ids([b]))
+        n = int(x["input_mask"].numpy().sum())
+        expected = backbone({k: v.numpy() for k, v in x.items()})["sequence_output"]
+        got = np.asarray([f["layers"][0]["values"] for f in record["features"]])
+        np.testing.assert_allclose(got, keras.ops.convert_to_numpy(expected)[0, :n], atol=2e-6)
