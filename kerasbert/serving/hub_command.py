@@ -27,8 +27,10 @@ def register(subparsers):
     )
     parser.add_argument("--backbone", required=True, metavar="PATH",
                         help="RUN/backbone.keras (a saved pretrainer or task model works too).")
-    parser.add_argument("--vocab", required=True, metavar="FILE",
-                        help="The vocab.txt the backbone was trained with.")
+    parser.add_argument("--vocab", required=True, metavar="PATH",
+                        help="The tokenizer the backbone was trained with: a WordPiece vocab.txt, "
+                        "a SentencePiece .model (ALBERT) or a directory with vocab.json + "
+                        "merges.txt (RoBERTa).")
     parser.add_argument("--output", required=True, metavar="DIR",
                         help="Directory to create (preprocess/ and encoder/ inside).")
     parser.add_argument("--cased", action="store_true",

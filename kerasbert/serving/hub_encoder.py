@@ -78,7 +78,8 @@ class HubEncoder:
         masked_lm_head: optional `MaskedLMHead` tied to `backbone`'s token
             embedding (a `BertPretrainer`'s, whose backbone is `backbone`):
             adds the `.mlm` sub-object.
-        vocab_file: path of the vocab.txt to carry as an asset (or None).
+        vocab_file: the tokenizer's vocabulary file to carry as an asset
+            (vocab.txt, sentencepiece.model or vocab.json; or None).
         lower_case: saved as `do_lower_case`.
     """
 

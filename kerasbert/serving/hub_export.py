@@ -10,16 +10,20 @@ code written for those works with ours:
     inputs = preprocessor(tf.constant(["a sentence"]))   # 3 x int32 [B, 128]
     outputs = encoder(inputs)                             # pooled_output, ...
 
-Preprocessor (`DIR/preprocess`, `assets/vocab.txt` inside):
+Preprocessor (`DIR/preprocess`, the tokenizer's files in assets/:
+vocab.txt; sentencepiece.model for ALBERT; vocab.json + merges.txt for
+RoBERTa):
     __call__(sentences): string [B] -> dict input_word_ids, input_mask,
-        input_type_ids, int32 [B, seq_length] (`[CLS] a [SEP]`, padded).
+        input_type_ids, int32 [B, seq_length] (`[CLS] a [SEP]`, padded;
+        RoBERTa: `<s> a </s>`).
     tokenize(sentences): string [B] -> int32 RaggedTensor [B, (words),
         (pieces)].
     tokenize.get_special_tokens_dict(): padding_id, start_of_sequence_id,
         end_of_segment_id, mask_id, vocab_size (int32 scalars).
     bert_pack_inputs(segments, seq_length=seq_length): a list of 1 or 2
         int32 RaggedTensors [B, (words), (pieces)] or [B, (pieces)] -> the
-        three int32 [B, seq_length] inputs (`[CLS] a [SEP] b [SEP]`).
+        three int32 [B, seq_length] inputs (`[CLS] a [SEP] b [SEP]`;
+        RoBERTa: `<s> a </s></s> b </s>`, type ids 0).
 
 Encoder (`DIR/encoder`), a "Reusable SavedModel" (hub.KerasLayer(...,
 trainable=True) fine-tunes it):
@@ -49,9 +53,6 @@ from kerasbert.errors import UsageError
 from kerasbert.serving.hub_encoder import HubEncoder
 from kerasbert.serving.hub_preprocessor import build_preprocessor
 from kerasbert.serving.task_serving import MODEL_INPUTS
-
-VOCAB_NAME = "vocab.txt"
-
 
 # --- loading the Keras models ------------------------------------------------
 
@@ -117,34 +118,25 @@ def _check_backbone_inputs(backbone, path):
         )
 
 
-def _require_wordpiece(vocab_file):
-    """The TF Hub BERT preprocessor API (`bert_pack_inputs` with type ids,
-    assets/vocab.txt) is WordPiece's: other tokenizers are refused up front."""
-    from kerasbert.text.loading import WORDPIECE, resolve_tokenizer_path
+def _load_tokenizer(vocab_path, lower_case, directory):
+    """The tokenizer over copies of its files in `directory`, under the
+    fixed names of kerasbert.text.loading.SAVED_FILES (vocab.txt as the TF
+    Hub BERT models carry; sentencepiece.model; vocab.json + merges.txt):
+    each asset keeps its file's name."""
+    from kerasbert.text.loading import SAVED_FILES, _construct, resolve_tokenizer_path
 
-    kind, _ = resolve_tokenizer_path(vocab_file)
-    if kind != WORDPIECE:
-        what = {"sentencepiece": "a SentencePiece model", "bpe": "a byte-level BPE vocabulary"}[kind]
-        raise UsageError(
-            f"--vocab {vocab_file} is {what}: export-hub writes BERT (WordPiece vocab.txt) "
-            "preprocessors only. Fine-tuned ALBERT / RoBERTa models export with "
-            "`kerasbert export`."
-        )
-
-
-def _load_tokenizer(vocab_file, lower_case, directory):
-    """A `WordPieceTokenizer` over a copy of `vocab_file` named vocab.txt in
-    `directory` (the asset keeps the file's name; TF Hub models carry
-    assets/vocab.txt)."""
-    from kerasbert.text import WordPieceTokenizer
-
-    copy = os.path.join(directory, VOCAB_NAME)
-    shutil.copyfile(vocab_file, copy)
+    kind, files = resolve_tokenizer_path(vocab_path)
+    copies = [os.path.join(directory, name) for name in SAVED_FILES[kind]]
+    for source, copy in zip(files, copies):
+        shutil.copyfile(source, copy)
     try:
-        return WordPieceTokenizer(copy, lower_case=lower_case)
-    except (ValueError, UnicodeDecodeError) as err:
+        return _construct(kind, copies, lower_case)
+    except UsageError as err:
         # Name the user's file, not our copy.
-        raise UsageError(f"--vocab {vocab_file}: {str(err).replace(copy, vocab_file)}") from None
+        message = str(err)
+        for source, copy in zip(files, copies):
+            message = message.replace(copy, source)
+        raise UsageError(f"--vocab {message}") from None
 
 
 def _check_vocabulary_size(tokenizer, backbone, vocab_file):
@@ -180,9 +172,12 @@ def export_hub(backbone_path, vocab_file, output_dir, lower_case=True, seq_lengt
     Args:
         backbone_path: a saved backbone (RUN/backbone.keras; a saved
             pretrainer or task model works too: its `.backbone`).
-        vocab_file: the vocab.txt the backbone was trained with.
+        vocab_file: the tokenizer the backbone was trained with: a WordPiece
+            vocab.txt, a SentencePiece `.model` (ALBERT) or a byte-level BPE
+            directory / vocab.json (RoBERTa).
         output_dir: the directory to create.
-        lower_case: uncased tokenization (False for cased models).
+        lower_case: uncased tokenization (False for cased models; byte-level
+            BPE is always cased).
         seq_length: T of the preprocessor's `__call__` (and the default of
             `bert_pack_inputs`).
         pretrainer_path: the `BertPretrainer` whose MLM head `.mlm` uses;
@@ -203,9 +198,9 @@ def export_hub(backbone_path, vocab_file, output_dir, lower_case=True, seq_lengt
     backbone_path, vocab_file = os.fspath(backbone_path), os.fspath(vocab_file)
     output_dir = os.path.abspath(os.fspath(output_dir))
     _require_file(backbone_path, "--backbone file")
-    if os.path.exists(vocab_file):  # a BPE vocabulary is a directory
-        _require_wordpiece(vocab_file)
-    _require_file(vocab_file, "--vocab file")
+    from kerasbert.text.loading import resolve_tokenizer_path
+
+    resolve_tokenizer_path(vocab_file)  # names a missing file
     if int(seq_length) < 2:
         raise UsageError(f"--seq-length must be at least 2, got {seq_length}.")
     if os.path.exists(output_dir) and not overwrite:
@@ -234,6 +229,8 @@ def export_hub(backbone_path, vocab_file, output_dir, lower_case=True, seq_lengt
         pretrainer = load_pretrainer_for(backbone, pretrainer_path)
         backbone, head = pretrainer.backbone, pretrainer.masked_lm_head
 
+    from kerasbert.text.loading import tokenizer_files
+
     with tempfile.TemporaryDirectory() as scratch:
         tokenizer = _load_tokenizer(vocab_file, lower_case, scratch)
         _check_vocabulary_size(tokenizer, backbone, vocab_file)
@@ -241,8 +238,8 @@ def export_hub(backbone_path, vocab_file, output_dir, lower_case=True, seq_lengt
             with io_utils.atomic_directory(output_dir, overwrite=overwrite) as tmp:
                 _save(*build_preprocessor(tokenizer, int(seq_length)),
                       os.path.join(tmp, "preprocess"))
-                encoder = HubEncoder(backbone, head, vocab_file=tokenizer.vocab_file,
-                                     lower_case=lower_case)
+                encoder = HubEncoder(backbone, head, vocab_file=tokenizer_files(tokenizer)[0],
+                                     lower_case=tokenizer.lower_case)
                 _save(*encoder.build(), os.path.join(tmp, "encoder"))
         except FileExistsError as err:
             raise UsageError(str(err)) from None

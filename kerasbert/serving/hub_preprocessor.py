@@ -6,8 +6,8 @@ def build_preprocessor(tokenizer, seq_length):
     """The preprocessor SavedModel's root object and signatures.
 
     Args:
-        tokenizer: a `kerasbert.text.WordPieceTokenizer` (its vocabulary
-            file becomes the asset; name it vocab.txt).
+        tokenizer: a kerasbert tokenizer (its files become the assets); the
+            family's packer comes with it (`make_packer`).
         seq_length: T of `__call__` and the default of `bert_pack_inputs`.
 
     Returns:
@@ -15,9 +15,9 @@ def build_preprocessor(tokenizer, seq_length):
     """
     import tensorflow as tf
 
-    from kerasbert.text import BertPacker
+    from kerasbert.text import make_packer
 
-    packer = BertPacker.from_tokenizer(tokenizer, seq_length)
+    packer = make_packer(tokenizer, seq_length)
     sentences = tf.TensorSpec([None], tf.string, name="sentences")
 
     root = tf.train.Checkpoint()
