@@ -1,7 +1,11 @@
 """Token tagging (NER) examples -> model features with word->piece alignment.
 
 Each word is tokenized on its own; its label goes on its FIRST piece, the
-other pieces (and [CLS], [SEP], padding) get sample weight 0. Words whose
+other pieces (and [CLS], [SEP], padding) get sample weight 0. For byte-level
+BPE (RoBERTa), where a leading space is part of a word's first piece ("Ġin"),
+every word after an example's first is tokenized with a space before it, so
+the pieces are those of the space-joined sentence: what an exported model,
+which tokenizes raw text, sees (kerasbert.serving.tagging_serving). Words whose
 first piece does not fit in max_seq_length are counted (stats
 "truncated_words", a warning) rather than silently dropped; words that
 tokenize to nothing (e.g. only control characters) are counted too
@@ -16,6 +20,19 @@ from kerasbert.data.finetuning.examples import TaskDataError, label_id
 from kerasbert.data.finetuning.features import TaskFeatures, check_length, tokenize_lists
 
 logger = logging.getLogger(__name__)
+
+
+def _in_context(tokenizer, examples):
+    """Each example's words as the tokenizer sees them inside the sentence:
+    with a leading space for byte-level BPE (not before the first word, nor
+    for a blank word, which must stay empty), unchanged otherwise (WordPiece
+    ignores spaces; SentencePiece marks every word "▁" anyway)."""
+    from kerasbert.text.loading import BPE, tokenizer_kind
+
+    if tokenizer_kind(tokenizer) != BPE:
+        return [w for e in examples for w in e["tokens"]]
+    return [w if i == 0 or not w.strip() else " " + w
+            for e in examples for i, w in enumerate(e["tokens"])]
 
 
 def convert_tagging(data, tokenizer, max_seq_length=128):
@@ -38,7 +55,7 @@ def convert_tagging(data, tokenizer, max_seq_length=128):
     t = check_length(max_seq_length, 2)
     labelled = examples[0].get("labels") is not None
     words = [w for e in examples for w in e["tokens"]]
-    pieces = tokenize_lists(tokenizer, words)
+    pieces = tokenize_lists(tokenizer, _in_context(tokenizer, examples))
     n = len(examples)
     ids = np.full((n, t), tokenizer.pad_id, np.int32)
     mask = np.zeros((n, t), np.int32)

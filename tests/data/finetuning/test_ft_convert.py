@@ -80,3 +80,32 @@ def test_make_dataset_for_fit(tmp_path):
     assert y.shape == w.shape == (1, 4)
     x_only = next(iter(make_dataset(features, 2, labels=False)))
     assert isinstance(x_only, dict)
+
+
+def test_bpe_tagging_pieces_are_those_of_the_sentence(tmp_path):
+    """RoBERTa: each word's pieces are what the space-joined sentence gives
+    (so a served model, which tokenizes raw text, sees the training pieces):
+    "Ġlives", not "lives"; the first word has no leading space."""
+    from kerasbert.text.bpe_training import train_bpe
+    from kerasbert.text.loading import load_tokenizer
+
+    corpus = tmp_path / "corpus.txt"
+    corpus.write_text("John lives in Paris , France .\nMary works in London .\n" * 50,
+                      encoding="utf-8")
+    train_bpe([str(corpus)], 300, str(tmp_path / "bpe"))
+    tok = load_tokenizer(str(tmp_path / "bpe"))
+    words = ["John", "lives", "in", "Paris", ",", "France", "."]
+    data = TaskData([{"tokens": words, "labels": ["B-PER", "O", "O", "B-LOC", "O", "B-LOC", "O"]},
+                     {"tokens": ["Mary", "", "works"], "labels": ["B-PER", "O", "O"]}],
+                    "tagging", ["O", "B-PER", "B-LOC"])
+    features = convert_examples(data, tok, 24)
+    ids = features.x["input_word_ids"][0]
+    n = int(features.x["input_mask"][0].sum())
+    sentence = tok.tokenize_ids([" ".join(words)])[0].numpy().tolist()
+    assert ids[1:n - 1].tolist() == sentence
+    assert ids[0] == tok.cls_id and ids[n - 1] == tok.sep_id
+    first_pieces = [tok.id_to_token(int(ids[p])) for p in np.flatnonzero(features.sample_weight[0])]
+    assert first_pieces[0] == "John" and first_pieces[1:4] == ["Ġlives", "Ġin", "ĠParis"]
+    # A blank word stays empty (no stray "Ġ" piece) and carries no label.
+    assert features.stats["empty_words"] == 1
+    assert features.sample_weight[1].sum() == 2
