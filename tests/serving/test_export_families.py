@@ -24,6 +24,8 @@ FAMILIES = {  # name: (backbone class, tokenizer kind, files the export must car
     "roberta": ("RobertaBackbone", "bpe", ["merges.txt", "vocab.json"]),
 }
 QA_PAIRS = PAIRS[:3] + [PAIRS[-1]]
+CHOICES = [["the dog runs", "a cat", "mary works"], ["Paris is a city", "one two", "x"],
+           ["red", "blue", "green"], ["", "b", "c"]]
 
 SERVE_SCRIPT = """
 spec = json.load(open(sys.argv[1]))
@@ -90,6 +92,15 @@ def exported(tmp_path_factory):
                             "model": model, "tokenizer": tokenizer}
     spec["roberta_qa"] = (info["path"], {"question": [q for q, _ in QA_PAIRS],
                                          "context": [c for _, c in QA_PAIRS]})
+    for task_type, inputs in (("tagging", {"text": TEXTS}),
+                              ("multiple_choice", {"context": TEXTS, "choices": CHOICES})):
+        ft = make_finetuned_dir(str(root / f"ft_roberta_{task_type}"), task_type,
+                                family="RobertaBackbone", tokenizer="bpe")
+        model, tokenizer, config = _load(ft)
+        info = export_finetuned(ft, str(root / "export" / f"roberta_{task_type}"))
+        result[f"roberta_{task_type}"] = {"info": info, "model": model, "tokenizer": tokenizer,
+                                          "config": config}
+        spec[f"roberta_{task_type}"] = (info["path"], inputs)
     for path in root.iterdir():  # FT dirs and the tokenizers' source files
         if path.name != "export":
             shutil.rmtree(path)
@@ -174,15 +185,55 @@ def test_load_tokenizer_picks_the_family_from_the_path(tmp_path):
         load_tokenizer(str(tmp_path / "bad.model"))
 
 
-def test_export_hub_refuses_other_tokenizers(tmp_path):
-    from kerasbert.errors import UsageError
-    from kerasbert.serving.hub_export import export_hub
+def _softmax(logits):
+    logits = np.asarray(logits, "float64")
+    e = np.exp(logits - logits.max(-1, keepdims=True))
+    return e / e.sum(-1, keepdims=True)
 
-    (tmp_path / "backbone.keras").write_bytes(b"")
-    (tmp_path / "albert.model").write_bytes(b"")
-    for name in ("vocab.json", "merges.txt"):
-        (tmp_path / name).write_text("")
-    for vocab, what in (("albert.model", "SentencePiece"), (".", "byte-level BPE")):
-        with pytest.raises(UsageError, match=f"is a {what}.*WordPiece"):
-            export_hub(str(tmp_path / "backbone.keras"), str(tmp_path / vocab),
-                       str(tmp_path / "hub"))
+
+def test_roberta_tagging_export_serves_like_keras(exported):
+    """Served words are the BPE word groups ("Paris," is one word: "," has
+    no leading-space mark); each word's probabilities equal the Keras model's
+    at its first piece on `convert_tagging` features of those words."""
+    from kerasbert.data.finetuning import convert_examples
+    from kerasbert.data.finetuning.examples import TaskData
+
+    result, served = exported
+    context, got = result["roberta_tagging"], served["roberta_tagging"]
+    labels = context["config"]["label_names"]
+    for row, text in enumerate(TEXTS):
+        n = got["num_tokens"][row]
+        words = got["tokens"][row][:n]
+        starts, ends = got["token_start_char"][row][:n], got["token_end_char"][row][:n]
+        assert words == [text[s:e] for s, e in zip(starts, ends)]
+        assert "".join(words) == "".join(text.split())
+        if not words:
+            continue
+        data = TaskData([{"tokens": words}], "tagging", labels, has_labels=False)
+        features = convert_examples(data, context["tokenizer"], context["config"]["max_seq_length"])
+        logits = context["model"].predict(features.x, verbose=0)[0]
+        word_ids = features.extras["word_ids"][0]
+        first = [p for p in range(len(word_ids))
+                 if word_ids[p] >= 0 and (p == 0 or word_ids[p - 1] != word_ids[p])]
+        np.testing.assert_allclose(got["token_probabilities"][row][:n], _softmax(logits[first]),
+                                   atol=1e-5)
+    assert "Paris," in got["tokens"][0]
+
+
+def test_roberta_multiple_choice_export_serves_like_keras(exported):
+    from kerasbert.data.finetuning import convert_examples
+    from kerasbert.data.finetuning.examples import TaskData
+
+    result, served = exported
+    context, got = result["roberta_multiple_choice"], served["roberta_multiple_choice"]
+    examples = [{"context": t, "choices": c} for t, c in zip(TEXTS, CHOICES)]
+    data = TaskData(examples, "multiple_choice", context["config"]["label_names"],
+                    has_labels=False)
+    features = convert_examples(data, context["tokenizer"], context["config"]["max_seq_length"])
+    expected = _softmax(context["model"].predict(features.x, verbose=0))
+    np.testing.assert_allclose(got["probabilities"], expected, atol=1e-5)
+    assert got["choice"] == expected.argmax(-1).tolist()
+    assert got["choice_text"] == [c[i] for c, i in zip(CHOICES, expected.argmax(-1))]
+    # `<s> context </s></s> choice </s>` per choice, no second type id.
+    x = features.x
+    assert (x["input_type_ids"] == 0).all() and (x["input_word_ids"][..., 0] == 0).all()
