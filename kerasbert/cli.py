@@ -23,6 +23,7 @@ COMMAND_MODULES = (
     "kerasbert.training.pretrain_command",
     "kerasbert.data.finetuning.create_command",
     "kerasbert.tasks.extract_features_command",
+    "kerasbert.tasks.generate_command",
     "kerasbert.training.finetune_command",
     "kerasbert.training.distill_command",
     "kerasbert.serving.export_command",

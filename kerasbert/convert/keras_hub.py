@@ -97,12 +97,14 @@ def _config_of(backbone):
 
 def from_keras_hub(backbone):
     """Converts a keras-hub backbone into ours, whatever its family:
-    BertBackbone, AlbertBackbone, RobertaBackbone, DistilBertBackbone.
+    BertBackbone, AlbertBackbone, RobertaBackbone, DistilBertBackbone,
+    ElectraBackbone.
     Same architecture and weights; outputs agree to float32 rounding."""
     import keras_hub
 
     from kerasbert.convert.albert_weights import albert_from_keras_hub
     from kerasbert.convert.distil_bert_weights import distil_bert_from_keras_hub
+    from kerasbert.convert.electra_weights import electra_from_keras_hub
     from kerasbert.convert.roberta_weights import roberta_from_keras_hub
 
     models = keras_hub.models
@@ -112,13 +114,14 @@ def from_keras_hub(backbone):
         (models.AlbertBackbone, albert_from_keras_hub),
         (models.RobertaBackbone, roberta_from_keras_hub),
         (models.DistilBertBackbone, distil_bert_from_keras_hub),
+        (models.ElectraBackbone, electra_from_keras_hub),
         (models.BertBackbone, bert_from_keras_hub),
     ):
         if isinstance(backbone, peer_cls):
             return convert(backbone)
     raise TypeError(
         "from_keras_hub converts keras-hub's BertBackbone, AlbertBackbone, "
-        f"RobertaBackbone and DistilBertBackbone; got {type(backbone).__name__}."
+        f"RobertaBackbone, DistilBertBackbone and ElectraBackbone; got {type(backbone).__name__}."
     )
 
 
@@ -126,6 +129,7 @@ def to_keras_hub(backbone):
     """Converts one of our backbones into keras-hub's of the same family."""
     from kerasbert.convert.albert_weights import albert_to_keras_hub
     from kerasbert.convert.distil_bert_weights import distil_bert_to_keras_hub
+    from kerasbert.convert.electra_weights import electra_to_keras_hub
     from kerasbert.convert.roberta_weights import roberta_to_keras_hub
     from kerasbert import models
 
@@ -133,6 +137,7 @@ def to_keras_hub(backbone):
         (models.AlbertBackbone, albert_to_keras_hub),
         (models.RobertaBackbone, roberta_to_keras_hub),
         (models.DistilBertBackbone, distil_bert_to_keras_hub),
+        (models.ElectraBackbone, electra_to_keras_hub),
         (models.BertBackbone, bert_to_keras_hub),
     ):
         if isinstance(backbone, ours_cls):

@@ -12,7 +12,9 @@ or anyone's, and yields batches keyed by the model's input names
     masked_lm_weights    float32 [B, P]
     next_sentence_labels int32   [B]   (only when the files hold it)
 
-T = max_seq_length, P = max_predictions_per_seq.
+T = max_seq_length, P = max_predictions_per_seq. With `masked_lm=False`
+(a causal LM, which predicts every next token) the batches hold the three
+sequence features only, with the ORIGINAL tokens (stored masks are undone).
 """
 
 import glob as _glob
@@ -207,9 +209,10 @@ def _records(files, names, seq_len, num_pred, compression_of, counts, *, log,
         num_parallel_calls=AUTOTUNE, deterministic=deterministic)
 
 
-def _to_model_fn(names, masker):
+def _to_model_fn(names, masker, masked_lm=True):
     """(file-named batch, batch seed) -> model-named batch (int32 ids,
-    [B] sentence labels), re-masked when `masker` is given."""
+    [B] sentence labels), re-masked when `masker` is given; without
+    `masked_lm`, unmasked and without masked_lm_* features."""
     masked = all(n in names for n in schema.MASKED_LM_FEATURES)
 
     def to_model(batch, batch_seed):
@@ -226,6 +229,13 @@ def _to_model_fn(names, masker):
                 ids = restore_original_ids(ids, out["masked_lm_positions"],
                                            out["masked_lm_ids"], out["masked_lm_weights"])
             out.update(masker(ids, out["input_mask"], tf.stack([batch_seed, 7])))
+        if not masked_lm:
+            if masked:  # the causal LM reads the original tokens
+                out["input_word_ids"] = restore_original_ids(
+                    out["input_word_ids"], out["masked_lm_positions"],
+                    out["masked_lm_ids"], out["masked_lm_weights"])
+            for name in schema.MASKED_LM_FEATURES:
+                out.pop(schema.FILE_TO_MODEL[name], None)
         return out
 
     return to_model
@@ -236,6 +246,7 @@ def pretraining_dataset(
     batch_size,
     *,
     dynamic_masking=False,
+    masked_lm=True,
     input_context=None,
     shuffle=True,
     seed=None,
@@ -267,6 +278,11 @@ def pretraining_dataset(
             masks are first undone (masked_lm_ids put back at their
             positions) and fresh masks drawn. `whole_word_mask=True` masks
             whole words ("##" pieces from vocab_file) in dynamic masking.
+        masked_lm: False for models that need no masked-LM features (the
+            causal LM, whose pretrainer says so with `needs_masked_lm =
+            False`): no masks are drawn, stored ones are undone, and the
+            batches carry no masked_lm_* features. Excludes
+            dynamic_masking.
         input_context: `tf.distribute.InputContext`. Files are split between
             input pipelines when there are at least as many files as
             pipelines, else records, in chunks of 64 consecutive records
@@ -286,6 +302,8 @@ def pretraining_dataset(
     """
     if on_corrupt not in ("raise", "skip"):
         raise ValueError(f"on_corrupt must be 'raise' or 'skip', got {on_corrupt!r}.")
+    if dynamic_masking and not masked_lm:
+        raise ValueError("dynamic_masking=True and masked_lm=False exclude each other.")
     if dynamic_masking and vocab_file is None:
         raise ValueError("dynamic_masking=True needs vocab_file (special token ids "
                          "are looked up in it).")
@@ -293,7 +311,7 @@ def pretraining_dataset(
     names, seq_len, num_pred, compression_of, counts = describe_files(
         files, max_seq_length, max_predictions_per_seq, vocab_file)
     masked = all(n in names for n in schema.MASKED_LM_FEATURES)
-    if not masked and not dynamic_masking:
+    if not masked and not dynamic_masking and masked_lm:
         raise ValueError(
             f"{files[0]} holds no masked_lm_* features (written for dynamic "
             "masking, --no-masking); pass dynamic_masking=True and vocab_file."
@@ -337,7 +355,7 @@ def pretraining_dataset(
         ds = tf.data.Dataset.zip(ds, seeds)
     else:
         ds = ds.map(lambda batch: (batch, tf.constant(0, tf.int64)))
-    to_model = _to_model_fn(names, masker)
+    to_model = _to_model_fn(names, masker, masked_lm)
     ds = ds.map(to_model, num_parallel_calls=AUTOTUNE, deterministic=deterministic)
     options = tf.data.Options()
     options.deterministic = deterministic

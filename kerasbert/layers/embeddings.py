@@ -26,6 +26,8 @@ class BertEmbeddings(keras.layers.Layer):
         dropout: float. Dropout applied after the LayerNorm.
         layer_norm_epsilon: float.
         initializer_range: float. Stddev of the truncated-normal init.
+        normalize: bool. LayerNorm the sum (BERT and its family); False for
+            GPT, whose post-LN blocks take the raw sum (no weights then).
 
     Call args:
         token_ids: int tensor [B, T].
@@ -45,9 +47,11 @@ class BertEmbeddings(keras.layers.Layer):
         dropout=0.1,
         layer_norm_epsilon=1e-12,
         initializer_range=0.02,
+        normalize=True,
         **kwargs,
     ):
         super().__init__(**kwargs)
+        self.normalize = bool(normalize)
         self.vocabulary_size = vocabulary_size
         self.max_sequence_length = max_sequence_length
         self.num_segments = num_segments
@@ -81,11 +85,13 @@ class BertEmbeddings(keras.layers.Layer):
                 dtype=self.dtype_policy,
                 name="segment_embedding",
             )
-        self.layer_norm = keras.layers.LayerNormalization(
-            epsilon=layer_norm_epsilon,
-            dtype=self.dtype_policy,
-            name="layer_norm",
-        )
+        self.layer_norm = None
+        if self.normalize:
+            self.layer_norm = keras.layers.LayerNormalization(
+                epsilon=layer_norm_epsilon,
+                dtype=self.dtype_policy,
+                name="layer_norm",
+            )
         self.dropout_layer = keras.layers.Dropout(
             dropout, dtype=self.dtype_policy, name="dropout"
         )
@@ -104,12 +110,24 @@ class BertEmbeddings(keras.layers.Layer):
         self.position_embedding.build(tuple(token_ids_shape) + (width,))
         if self.segment_embedding is not None:
             self.segment_embedding.build(token_ids_shape)
-        self.layer_norm.build(tuple(token_ids_shape) + (width,))
+        if self.layer_norm is not None:
+            self.layer_norm.build(tuple(token_ids_shape) + (width,))
         if self.projection is not None:
             self.projection.build(tuple(token_ids_shape) + (width,))
         self.built = True
 
     def call(self, token_ids, segment_ids=None, training=None):
+        x = self.normalized_sum(token_ids, segment_ids, training=training)
+        if self.projection is not None:
+            x = self.projection(x)
+        return x
+
+    def normalized_sum(self, token_ids, segment_ids=None, training=None):
+        """The embedding before the projection: float [B, T, embedding_dim]
+        (the summed tables, LayerNorm, dropout). ELECTRA's generator shares
+        exactly this with its discriminator and projects it with its own
+        dense layer; it composes sublayer calls only, so it also works on
+        symbolic tensors inside another model's functional graph."""
         x = self.token_embedding(token_ids)
         x = x + self.position_embedding(x)
         if self.segment_embedding is not None:
@@ -119,11 +137,9 @@ class BertEmbeddings(keras.layers.Layer):
                     f"{self.num_segments} and needs `segment_ids`."
                 )
             x = x + self.segment_embedding(segment_ids)
-        x = self.layer_norm(x)
-        x = self.dropout_layer(x, training=training)
-        if self.projection is not None:
-            x = self.projection(x)
-        return x
+        if self.layer_norm is not None:
+            x = self.layer_norm(x)
+        return self.dropout_layer(x, training=training)
 
     def compute_output_shape(self, token_ids_shape, segment_ids_shape=None):
         return tuple(token_ids_shape) + (self.hidden_dim,)
@@ -140,6 +156,7 @@ class BertEmbeddings(keras.layers.Layer):
                 "dropout": self.dropout,
                 "layer_norm_epsilon": self.layer_norm_epsilon,
                 "initializer_range": self.initializer_range,
+                "normalize": self.normalize,
             }
         )
         return config

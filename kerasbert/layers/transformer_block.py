@@ -5,6 +5,7 @@ import keras
 from kerasbert.layers.activations import get_activation
 from kerasbert.layers.attention import MultiHeadSelfAttention
 from kerasbert.layers.attention import padding_mask_to_attention_bias
+from kerasbert.layers.block_sparse_attention import BlockSparseSelfAttention
 from kerasbert.layers.initializers import bert_initializer
 
 
@@ -25,6 +26,13 @@ class TransformerEncoderBlock(keras.layers.Layer):
             probabilities alike (BERT uses 0.1 for both).
         layer_norm_epsilon: float.
         initializer_range: float.
+        attention: "full" (BERT) or "bigbird" (`BlockSparseSelfAttention`:
+            global + sliding-window + random blocks, linear in T; full
+            attention for short inputs). Both have the same weights.
+        block_size, num_random_blocks, attention_seed,
+            max_sequence_length: BigBird's options (see
+            `BlockSparseSelfAttention`; its `seed` is `attention_seed`);
+            stored in the config only when attention is "bigbird".
 
     Call args:
         x: float tensor [B, T, H].
@@ -45,9 +53,23 @@ class TransformerEncoderBlock(keras.layers.Layer):
         dropout=0.1,
         layer_norm_epsilon=1e-12,
         initializer_range=0.02,
+        attention="full",
+        block_size=64,
+        num_random_blocks=3,
+        attention_seed=0,
+        max_sequence_length=None,
         **kwargs,
     ):
         super().__init__(**kwargs)
+        if attention not in ("full", "bigbird"):
+            raise ValueError(
+                f'attention must be "full" or "bigbird", got {attention!r}.'
+            )
+        self.attention_type = attention
+        self.block_size = block_size
+        self.num_random_blocks = num_random_blocks
+        self.attention_seed = attention_seed
+        self.max_sequence_length = max_sequence_length
         self.num_heads = num_heads
         self.intermediate_dim = intermediate_dim
         self.activation = activation
@@ -60,12 +82,24 @@ class TransformerEncoderBlock(keras.layers.Layer):
         hidden_dim = x_shape[-1]
         init = bert_initializer(self.initializer_range)
         policy = self.dtype_policy
-        self.attention = MultiHeadSelfAttention(
+        sparse = {}
+        attention_cls = MultiHeadSelfAttention
+        if self.attention_type == "bigbird":
+            attention_cls = BlockSparseSelfAttention
+            sparse = dict(
+                block_size=self.block_size,
+                num_random_blocks=self.num_random_blocks,
+                seed=self.attention_seed,
+                max_sequence_length=self.max_sequence_length,
+            )
+        # Same name and weights either way: a checkpoint serves both.
+        self.attention = attention_cls(
             self.num_heads,
             dropout=self.dropout,
             initializer_range=self.initializer_range,
             dtype=policy,
             name="attention",
+            **sparse,
         )
         self.attention_dropout = keras.layers.Dropout(
             self.dropout, dtype=policy, name="attention_output_dropout"
@@ -127,4 +161,15 @@ class TransformerEncoderBlock(keras.layers.Layer):
                 "initializer_range": self.initializer_range,
             }
         )
+        if self.attention_type != "full":
+            # Full-attention configs stay as they were before the option.
+            config.update(
+                {
+                    "attention": self.attention_type,
+                    "block_size": self.block_size,
+                    "num_random_blocks": self.num_random_blocks,
+                    "attention_seed": self.attention_seed,
+                    "max_sequence_length": self.max_sequence_length,
+                }
+            )
         return config

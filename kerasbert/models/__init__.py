@@ -5,6 +5,9 @@ from kerasbert.models.bert import BertBackbone
 from kerasbert.models.albert import AlbertBackbone
 from kerasbert.models.roberta import RobertaBackbone
 from kerasbert.models.distil_bert import DistilBertBackbone
+from kerasbert.models.electra import ElectraBackbone
+from kerasbert.models.big_bird import BigBirdBackbone
+from kerasbert.models.gpt import GptBackbone
 from kerasbert.models.presets import UnknownPresetError
 from kerasbert.models.presets import get_preset
 from kerasbert.models.presets import list_presets

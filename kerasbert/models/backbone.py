@@ -94,7 +94,7 @@ class Backbone(keras.Model):
         return cls(**config)
 
 
-def encoder_graph(embeddings, layers, pooler=None):
+def encoder_graph(embeddings, layers, pooler=None, causal=False):
     """The functional graph every encoder in the zoo shares.
 
     input_word_ids, input_mask, input_type_ids (int32 [B, T])
@@ -111,12 +111,15 @@ def encoder_graph(embeddings, layers, pooler=None):
         pooler: a layer on the last hidden state ([B, T, H] -> [B, H]), or
             None: `pooled_output` is then the first token's vector, with no
             weights (RoBERTa, DistilBERT; their classifiers add a dense).
+        causal: decoder self-attention (GPT): position t sees only positions
+            <= t (`causal_attention_bias`), through the same blocks.
 
     Returns:
         (inputs, outputs) for `keras.Model.__init__`: outputs are
         `sequence_output` [B, T, H], `pooled_output` [B, H] and
         `encoder_outputs` (a list of len(layers) [B, T, H]).
     """
+    from kerasbert.layers import causal_attention_bias
     from kerasbert.layers import padding_mask_to_attention_bias
 
     inputs = {
@@ -125,7 +128,8 @@ def encoder_graph(embeddings, layers, pooler=None):
     }
     x = embeddings(inputs["input_word_ids"], inputs["input_type_ids"])
     # One additive bias for all layers, not a [B, T, T] mask per layer.
-    attention_bias = padding_mask_to_attention_bias(inputs["input_mask"])
+    make_bias = causal_attention_bias if causal else padding_mask_to_attention_bias
+    attention_bias = make_bias(inputs["input_mask"])
     encoder_outputs = []
     for blocks in layers:
         for block in blocks:

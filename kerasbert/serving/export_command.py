@@ -8,7 +8,8 @@ from kerasbert.errors import UsageError
 def add_arguments(parser):
     """Adds every export flag to an argparse parser; returns it."""
     parser.add_argument("--model", required=True, metavar="FT",
-                        help="A `kerasbert finetune` output directory.")
+                        help="A `kerasbert finetune` output directory, or a GPT `kerasbert "
+                        "pretrain` run (exported as a text-generation model).")
     parser.add_argument("--output", required=True, metavar="export/NAME",
                         help="The model's base directory; the version goes in OUTPUT/<version>/.")
     parser.add_argument("--version", type=int, default=None,
@@ -27,9 +28,18 @@ def run(args):
 
     if not os.path.isdir(args.model):
         raise UsageError(f"--model {args.model}: no such directory.")
-    result = export_finetuned(args.model, args.output, version=args.version,
-                              max_seq_length=args.max_seq_length, overwrite=args.overwrite,
-                              model_name=args.model_name)
+    from kerasbert.serving.generation_serving import is_generation_run
+
+    if is_generation_run(args.model):
+        # A GPT pretraining run: prompt in, greedy completion out.
+        from kerasbert.serving.generation_serving import export_generation_run
+
+        export = export_generation_run
+    else:
+        export = export_finetuned
+    result = export(args.model, args.output, version=args.version,
+                    max_seq_length=args.max_seq_length, overwrite=args.overwrite,
+                    model_name=args.model_name)
     print(f"exported {result['task_type']} model to {result['path']} "
           f"(signatures: {', '.join(result['signatures'])}; "
           f"custom ops: {', '.join(result['custom_ops']) or 'none'})")

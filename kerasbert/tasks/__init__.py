@@ -7,6 +7,9 @@ from kerasbert.io_utils import lazy_exports
 
 _EXPORTS = {
     "BertPretrainer": "kerasbert.tasks.bert_pretrainer",
+    "ElectraPretrainer": "kerasbert.tasks.electra_pretrainer",
+    "CausalLM": "kerasbert.tasks.causal_lm",
+    "GptClassifier": "kerasbert.tasks.gpt_classifier",
     "Distiller": "kerasbert.tasks.distiller",
     "Task": "kerasbert.tasks.task",
     "TextClassifier": "kerasbert.tasks.text_classifier",

@@ -60,8 +60,125 @@ def _cross_replica_sum(value):
     return context.all_reduce("sum", value)
 
 
+def masked_lm_elementwise(logits, ids, weights):
+    """Per-prediction masked-LM values (float32 [B, P] each): "mlm_ce" the
+    cross-entropy of `ids` under `logits` [B, P, V], "mlm_hits" 1 where the
+    argmax is the id, "mlm_weights" the prediction weights (0 = padding)."""
+    logits = ops.cast(logits, "float32")
+    ids = ops.cast(ids, "int32")
+    ce = keras.losses.sparse_categorical_crossentropy(ids, logits, from_logits=True)
+    hits = ops.cast(ops.equal(ops.cast(ops.argmax(logits, axis=-1), "int32"), ids), "float32")
+    return {"mlm_ce": ce, "mlm_hits": hits, "mlm_weights": ops.cast(weights, "float32")}
+
+
+class PretrainingTask(BackboneModel):
+    """What every masked-LM-style pretraining task shares: `model.fit`
+    support built on the training-loop protocol (kerasbert.training.loop),
+    and its optimizer setup. BertPretrainer and ElectraPretrainer derive
+    from it.
+
+    A subclass provides `_elementwise(features, outputs)` (dict of
+    per-element float32 tensors), `_sums(elementwise)` (the protocol's
+    `loss_terms`), `loss_normalizers(features)`, `combine_loss_terms(terms,
+    normalizers)` and `_update_metrics(elementwise)` (its Keras metrics).
+    """
+
+    #: Learning rate of `compile(optimizer="auto")`.
+    default_learning_rate = 1e-4
+
+    def loss_terms(self, features, outputs):
+        """Per-batch float32 SUMS (the training-loop protocol)."""
+        return self._sums(self._elementwise(features, outputs))
+
+    def _update_metrics(self, elementwise):
+        raise NotImplementedError
+
+    def compute_loss(
+        self, x=None, y=None, y_pred=None, sample_weight=None, training=True
+    ):
+        """Keras 3 hook used by `fit`/`evaluate`: labels come from `x` (or a
+        dict `y`); `sample_weight` is not used (the task weighs its own
+        terms). Also updates the task's metrics.
+
+        Returns this replica's share of the global loss: under a strategy
+        with R replicas the denominators (`loss_normalizers`) are
+        all-reduced, so the R returned values sum to the global-batch loss
+        and their gradients sum (as Keras' all-reduce does) to the
+        global-batch gradient."""
+        del sample_weight, training
+        features = dict(x)
+        if isinstance(y, dict):
+            features.update(y)
+        if y_pred is None:
+            y_pred = self(x, training=False)
+        e = self._elementwise(features, y_pred)
+        terms = self._sums(e)
+        normalizers = {
+            key: ops.stop_gradient(_cross_replica_sum(ops.cast(value, "float32")))
+            for key, value in self.loss_normalizers(features).items()
+        }
+        loss = self.combine_loss_terms(terms, normalizers)
+        if self.losses:
+            extra = ops.sum([ops.cast(ops.sum(v), "float32") for v in self.losses])
+            loss = loss + extra / _num_replicas()
+        # Metrics: Mean states sum across replicas on read, so weighted
+        # per-element updates give the exact global values.
+        self._update_metrics(e)
+        return loss
+
+    def compute_metrics(self, x, y, y_pred, sample_weight=None):
+        # The task metrics were updated with the loss (compute_loss), which
+        # already holds the per-position values; only report here.
+        del x, y, y_pred, sample_weight
+        return self.get_metrics_result()
+
+    # --- training setup -----------------------------------------------------
+
+    def compile(self, optimizer="auto", loss=None, **kwargs):
+        """`optimizer="auto"`: AdamW (learning rate `default_learning_rate`,
+        weight decay 0.01 not applied to LayerNorm and bias variables,
+        epsilon 1e-6, global-norm clipping 1.0). Other arguments as
+        `keras.Model.compile`; `loss` must stay None (the task computes its
+        own)."""
+        if loss is not None:
+            raise ValueError(
+                f"{type(self).__name__} computes its own loss from the feature "
+                f"dict; do not pass `loss` to compile (got {loss!r})."
+            )
+        if isinstance(optimizer, str) and optimizer == "auto":
+            # Ours, not keras.optimizers.AdamW: it clips the global norm of the
+            # gradient summed over replicas (Keras clips each replica's share)
+            # and matches the no-decay names on the variable's own name.
+            from kerasbert.training.optimizers import AdamW
+
+            optimizer = AdamW(learning_rate=self.default_learning_rate, weight_decay=0.01,
+                              epsilon=1e-6, global_clipnorm=1.0)
+        super().compile(optimizer=optimizer, **kwargs)
+
+    def get_compile_config(self):
+        config = super().get_compile_config()
+        optimizer = getattr(self, "optimizer", None)
+        optimizer = getattr(optimizer, "inner_optimizer", optimizer)
+        pattern = getattr(optimizer, "_exclude_from_weight_decay_pattern", None)
+        if config and pattern is not None:
+            # Optimizer configs do not record the exclusions; keep them.
+            config["exclude_from_weight_decay"] = pattern.pattern.split("|")
+        return config
+
+    def compile_from_config(self, config):
+        """Recompiles a loaded model, with the weight-decay exclusions a
+        Keras optimizer's config does not record (get_compile_config)."""
+        config = dict(config)
+        exclude = config.pop("exclude_from_weight_decay", None)
+        config.pop("loss", None)
+        config = keras.saving.deserialize_keras_object(config)
+        if exclude and config.get("optimizer") is not None:  # before it is built
+            config["optimizer"].exclude_from_weight_decay(var_names=sorted(exclude))
+        self._recompile(config)
+
+
 @keras.saving.register_keras_serializable(package="kerasbert")
-class BertPretrainer(BackboneModel):
+class BertPretrainer(PretrainingTask):
     """A backbone with the BERT pretraining heads and their losses.
 
     The masked-LM head gathers `masked_lm_positions` and decodes with the
@@ -156,17 +273,9 @@ class BertPretrainer(BackboneModel):
 
     def _elementwise(self, features, outputs):
         """Per-position / per-example float32 cross-entropy and hits."""
-        logits = ops.cast(outputs["mlm_logits"], "float32")
-        ids = ops.cast(features["masked_lm_ids"], "int32")
-        weights = ops.cast(features["masked_lm_weights"], "float32")
-        ce = keras.losses.sparse_categorical_crossentropy(
-            ids, logits, from_logits=True
+        out = masked_lm_elementwise(
+            outputs["mlm_logits"], features["masked_lm_ids"], features["masked_lm_weights"]
         )
-        hits = ops.cast(
-            ops.equal(ops.cast(ops.argmax(logits, axis=-1), "int32"), ids),
-            "float32",
-        )
-        out = {"mlm_ce": ce, "mlm_hits": hits, "mlm_weights": weights}
         if self.next_sentence_head is not None:
             s_logits = ops.cast(outputs["sentence_logits"], "float32")
             labels = ops.reshape(
@@ -254,90 +363,12 @@ class BertPretrainer(BackboneModel):
         out["loss"] = out["mlm_loss"] + out.get("sentence_loss", 0.0)
         return out
 
-    def compute_loss(
-        self, x=None, y=None, y_pred=None, sample_weight=None, training=True
-    ):
-        """Keras 3 hook used by `fit`/`evaluate`: labels come from `x` (or a
-        dict `y`); `sample_weight` is not used (masked_lm_weights weight the
-        MLM loss). Also updates the mlm/sentence metrics.
-
-        Returns this replica's share of the global loss: under a strategy
-        with R replicas the denominators are all-reduced, so the R returned
-        values sum to the global-batch loss and their gradients sum (as
-        Keras' all-reduce does) to the global-batch gradient."""
-        del sample_weight, training
-        features = dict(x)
-        if isinstance(y, dict):
-            features.update(y)
-        if y_pred is None:
-            y_pred = self(x, training=False)
-        e = self._elementwise(features, y_pred)
-        terms = self._sums(e)
-        global_terms = dict(terms)
-        for key in ("mlm_weight_sum", "sentence_count"):
-            global_terms[key] = ops.stop_gradient(_cross_replica_sum(terms[key]))
-        loss = self.combine_loss_terms(global_terms)
-        if self.losses:
-            extra = ops.sum([ops.cast(ops.sum(v), "float32") for v in self.losses])
-            loss = loss + extra / _num_replicas()
-
-        # Metrics: Mean states sum across replicas on read, so weighted
-        # per-element updates give the exact global values.
+    def _update_metrics(self, e):
         self.mlm_loss_tracker.update_state(e["mlm_ce"], sample_weight=e["mlm_weights"])
         self.mlm_accuracy.update_state(e["mlm_hits"], sample_weight=e["mlm_weights"])
         if self.next_sentence_head is not None:
             self.sentence_loss_tracker.update_state(e["sentence_ce"])
             self.sentence_accuracy.update_state(e["sentence_hits"])
-        return loss
-
-    def compute_metrics(self, x, y, y_pred, sample_weight=None):
-        # The task metrics were updated with the loss (compute_loss), which
-        # already holds the per-position values; only report here.
-        del x, y, y_pred, sample_weight
-        return self.get_metrics_result()
-
-    # --- training setup -----------------------------------------------------
-
-    def compile(self, optimizer="auto", loss=None, **kwargs):
-        """`optimizer="auto"`: AdamW (learning rate 1e-4, weight decay 0.01
-        not applied to LayerNorm and bias variables, epsilon 1e-6,
-        global-norm clipping 1.0). Other arguments as `keras.Model.compile`;
-        `loss` must stay None (the task computes its own)."""
-        if loss is not None:
-            raise ValueError(
-                "BertPretrainer computes its own loss from the feature dict; "
-                f"do not pass `loss` to compile (got {loss!r})."
-            )
-        if isinstance(optimizer, str) and optimizer == "auto":
-            # Ours, not keras.optimizers.AdamW: it clips the global norm of the
-            # gradient summed over replicas (Keras clips each replica's share)
-            # and matches the no-decay names on the variable's own name.
-            from kerasbert.training.optimizers import AdamW
-
-            optimizer = AdamW(learning_rate=1e-4, weight_decay=0.01, epsilon=1e-6,
-                              global_clipnorm=1.0)
-        super().compile(optimizer=optimizer, **kwargs)
-
-    def get_compile_config(self):
-        config = super().get_compile_config()
-        optimizer = getattr(self, "optimizer", None)
-        optimizer = getattr(optimizer, "inner_optimizer", optimizer)
-        pattern = getattr(optimizer, "_exclude_from_weight_decay_pattern", None)
-        if config and pattern is not None:
-            # Optimizer configs do not record the exclusions; keep them.
-            config["exclude_from_weight_decay"] = pattern.pattern.split("|")
-        return config
-
-    def compile_from_config(self, config):
-        """Recompiles a loaded model, with the weight-decay exclusions a
-        Keras optimizer's config does not record (get_compile_config)."""
-        config = dict(config)
-        exclude = config.pop("exclude_from_weight_decay", None)
-        config.pop("loss", None)
-        config = keras.saving.deserialize_keras_object(config)
-        if exclude and config.get("optimizer") is not None:  # before it is built
-            config["optimizer"].exclude_from_weight_decay(var_names=sorted(exclude))
-        self._recompile(config)
 
     # --- config -------------------------------------------------------------
 

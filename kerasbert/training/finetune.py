@@ -148,8 +148,20 @@ def _fingerprinted_file(tokenizer):
     return tokenizer_files(tokenizer)[0]
 
 
-def build_task_model(task_type, backbone, features, dropout=0.1):
+def build_task_model(task_type, backbone, features, dropout=0.1, extract_id=None):
+    """The task model for a task type. A GPT backbone gets GPT-1's
+    `GptClassifier` (extract token `extract_id`, auxiliary LM loss 0.5) and
+    supports classification, pair and regression only."""
     from kerasbert import tasks
+    from kerasbert.models.gpt import GptBackbone
+
+    if isinstance(backbone, GptBackbone):
+        if task_type not in ("classification", "pair", "regression"):
+            raise UsageError(f"A GPT backbone fine-tunes classification, pair and regression "
+                             f"tasks (GPT-1's extract-token classifier), not {task_type}.")
+        num_classes = 1 if task_type == "regression" else len(features.label_names)
+        return tasks.GptClassifier(backbone, num_classes=num_classes, extract_id=extract_id,
+                                   dropout=dropout)
 
     if task_type in ("classification", "pair"):
         return tasks.TextClassifier(backbone, num_classes=len(features.label_names), dropout=dropout)
@@ -320,7 +332,8 @@ def run_finetuning(config):
     with strategy.scope():
         backbone = load_backbone(config, tokenizer)
         check_max_seq_length(train.max_seq_length, backbone)
-        model = build_task_model(task_type, backbone, train, config.dropout)
+        model = build_task_model(task_type, backbone, train, config.dropout,
+                                 extract_id=tokenizer.mask_id)
         steps_per_epoch = math.ceil(len(train.x["input_word_ids"]) / config.batch_size)
         model.compile(learning_rate=config.learning_rate,
                       num_train_steps=steps_per_epoch * config.epochs,

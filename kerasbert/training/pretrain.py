@@ -170,6 +170,21 @@ def make_pretrainer(backbone, objectives):
         from kerasbert.tasks import CausalLM
 
         return CausalLM(backbone)
+    from kerasbert.models.electra import ElectraBackbone
+
+    if isinstance(backbone, ElectraBackbone):
+        # ELECTRA: generator MLM + replaced-token detection on single
+        # sequences; `backbone` is the discriminator (RUN/backbone.keras).
+        if tuple(objectives) != ("mlm",):
+            raise UsageError(
+                "ELECTRA trains replaced-token detection on single sequences: write the data "
+                "with --objective none (and --no-masking for dynamic masks); this data has "
+                f"the {objectives[-1]} objective.")
+        from kerasbert.models.electra.electra_presets import published_generator_fraction
+        from kerasbert.tasks import ElectraPretrainer
+
+        return ElectraPretrainer(backbone,
+                                 generator_fraction=published_generator_fraction(backbone))
     from kerasbert.tasks import BertPretrainer
 
     return BertPretrainer(backbone, objectives=objectives)

@@ -86,12 +86,17 @@ def plot_training_curve(run_dir):
     fig = new_figure(figsize=(10, 3.6))
     ax_loss, ax_acc = fig.subplots(1, 2)
     ax_loss.plot(steps, [r["loss"] for r in rows], label="total")
-    ax_loss.plot(steps, [r["mlm_loss"] for r in rows], label="masked LM")
+    # Each pretrainer logs its own terms (masked LM; the causal LM's lm_*).
+    for key, label in (("mlm_loss", "masked LM"), ("lm_loss", "next token")):
+        if key in rows[0]:
+            ax_loss.plot(steps, [r[key] for r in rows], label=label)
     if "sentence_loss" in rows[0]:
         ax_loss.plot(steps, [r["sentence_loss"] for r in rows], label="sentence")
     ax_loss.set(xlabel="step", ylabel="loss", title="Training loss")
     ax_loss.legend()
-    ax_acc.plot(steps, [r["mlm_accuracy"] for r in rows], label="masked LM")
+    for key, label in (("mlm_accuracy", "masked LM"), ("lm_accuracy", "next token")):
+        if key in rows[0]:
+            ax_acc.plot(steps, [r[key] for r in rows], label=label)
     if "sentence_accuracy" in rows[0]:
         ax_acc.plot(steps, [r["sentence_accuracy"] for r in rows], label="sentence")
     ax_acc.set(xlabel="step", ylabel="accuracy", title="Accuracy", ylim=(0, 1))

@@ -1,0 +1,188 @@
+"""ELECTRA weights: keras-hub `ElectraBackbone` <-> ours, Model Garden
+`BertEncoder` (an ELECTRA discriminator encoder) -> ours.
+
+The canonical dict is BERT's (`bert_weights`), with the factorised
+embedding's `embedding_projection_kernel` [E, H] / `_bias` [H] only when
+embedding_dim != hidden_dim (ELECTRA-Small). Our discriminator keeps that
+projection inside its `BertEmbeddings`, exactly where BERT's mapping looks,
+so reading and writing go through `get_bert_weights` / `set_bert_weights`.
+A generator that shares a discriminator's embeddings reads the shared tables
+and its OWN projection (`embeddings_projection`); it can be read, but not
+written (that would overwrite the discriminator's tables).
+"""
+
+import numpy as np
+
+from kerasbert.convert.bert_weights import _assign
+from kerasbert.convert.bert_weights import get_bert_weights
+from kerasbert.convert.bert_weights import set_bert_weights
+from kerasbert.convert.keras_hub import keras_hub_block_variables
+from kerasbert.convert.keras_hub import keras_hub_canonical_shape
+from kerasbert.convert.keras_hub import keras_hub_top_variables
+
+_PROJECTION = ("embedding_projection_kernel", "embedding_projection_bias")
+# keras-hub ElectraBackbone argument -> ours (its vocabulary is `vocab_size`).
+_KERAS_HUB_CONFIG = {
+    "vocab_size": "vocabulary_size",
+    "num_layers": "num_layers",
+    "num_heads": "num_heads",
+    "hidden_dim": "hidden_dim",
+    "intermediate_dim": "intermediate_dim",
+    "dropout": "dropout",
+    "max_sequence_length": "max_sequence_length",
+    "num_segments": "num_segments",
+}
+
+
+# --- our ElectraBackbone <-> canonical -------------------------------------
+
+
+def get_electra_weights(backbone):
+    """Reads an `ElectraBackbone` (discriminator or generator) into the
+    canonical dict (numpy)."""
+    weights = get_bert_weights(backbone)
+    if backbone.shares_embeddings:
+        # The shared BertEmbeddings' projection is the owner's; ours is
+        # `embeddings_projection` (None when embedding_dim == hidden_dim).
+        for key in _PROJECTION:
+            weights.pop(key, None)
+        own = backbone.embeddings_projection
+        if own is not None:
+            weights[_PROJECTION[0]] = own.kernel.numpy()
+            weights[_PROJECTION[1]] = own.bias.numpy()
+    return weights
+
+
+def set_electra_weights(backbone, weights):
+    """Writes the canonical dict into an `ElectraBackbone` that owns its
+    embeddings (a discriminator); returns it."""
+    if backbone.shares_embeddings:
+        raise ValueError(
+            "This ElectraBackbone shares another encoder's embeddings (an "
+            "ELECTRA generator); writing would overwrite the owner's tables. "
+            "Write the discriminator, or load the whole ElectraPretrainer."
+        )
+    return set_bert_weights(backbone, weights)
+
+
+# --- keras-hub --------------------------------------------------------------
+
+
+def _require_keras_hub_electra(peer):
+    import keras_hub
+
+    if not isinstance(peer, keras_hub.models.ElectraBackbone):
+        raise TypeError(
+            "electra_from_keras_hub expects a keras_hub.models.ElectraBackbone, "
+            f"got {type(peer).__name__}."
+        )
+
+
+def _keras_hub_top_variables(peer):
+    """BERT's top-level variables plus the projection when keras-hub has one
+    (it projects only when hidden_dim != embedding_dim, like ours)."""
+    pairs = keras_hub_top_variables(peer)
+    projection = getattr(peer, "embeddings_projection", None)
+    if projection is not None:
+        pairs += (
+            (_PROJECTION[0], projection.kernel),
+            (_PROJECTION[1], projection.bias),
+        )
+    return pairs
+
+
+def keras_hub_electra_to_canonical(peer):
+    """Reads a keras-hub ElectraBackbone into the canonical dict."""
+    _require_keras_hub_electra(peer)
+    hidden = peer.hidden_dim
+    weights = {k: v.numpy() for k, v in _keras_hub_top_variables(peer)}
+    weights["layers"] = [
+        {
+            key: np.reshape(v.numpy(), keras_hub_canonical_shape(key, v, hidden))
+            for key, v in keras_hub_block_variables(layer)
+        }
+        for layer in peer.transformer_layers
+    ]
+    return weights
+
+
+def electra_from_keras_hub(peer):
+    """Converts a `keras_hub.models.ElectraBackbone` into our
+    `ElectraBackbone`.
+
+    Same architecture and weights, and keras-hub's tanh GELU
+    ("gelu_approximate"), so outputs agree to float32 rounding. Inputs map
+    token_ids -> input_word_ids, padding_mask -> input_mask, segment_ids ->
+    input_type_ids; ours also returns `encoder_outputs`.
+    """
+    from kerasbert.models import ElectraBackbone
+
+    weights = keras_hub_electra_to_canonical(peer)
+    config = {ours: getattr(peer, theirs) for theirs, ours in _KERAS_HUB_CONFIG.items()}
+    ours = ElectraBackbone(
+        **config,
+        embedding_dim=peer.embedding_dim,
+        activation="gelu_approximate",
+        dtype=peer.dtype_policy,
+    )
+    return set_electra_weights(ours, weights)
+
+
+def electra_to_keras_hub(ours):
+    """Converts our `ElectraBackbone` (a discriminator, or a generator: its
+    shared tables are copied) into a `keras_hub.models.ElectraBackbone`.
+
+    keras-hub fixes the activation (tanh GELU) and the LayerNorm epsilon
+    (1e-12); a backbone with other values would compute something else, so
+    it raises.
+    """
+    import keras_hub
+
+    if ours.activation != "gelu_approximate":
+        raise ValueError(
+            "keras-hub's ElectraBackbone uses the tanh-approximate GELU; this "
+            f"backbone uses {ours.activation!r}, so its outputs would change. "
+            "Convert only gelu_approximate backbones."
+        )
+    if abs(ours.layer_norm_epsilon - 1e-12) > 1e-15:
+        raise ValueError(
+            "keras-hub's ElectraBackbone uses layer_norm_epsilon=1e-12; this "
+            f"backbone uses {ours.layer_norm_epsilon}."
+        )
+    weights = get_electra_weights(ours)
+    config = {theirs: getattr(ours, name) for theirs, name in _KERAS_HUB_CONFIG.items()}
+    peer = keras_hub.models.ElectraBackbone(
+        **config,
+        embedding_dim=ours.embedding_dim or ours.hidden_dim,
+        dtype=ours.dtype_policy,
+    )
+    for key, variable in _keras_hub_top_variables(peer):
+        _assign(variable, np.reshape(weights[key], variable.shape), key)
+    for i, (layer, src) in enumerate(zip(peer.transformer_layers, weights["layers"])):
+        for key, variable in keras_hub_block_variables(layer):
+            _assign(variable, np.reshape(src[key], variable.shape), f"layer {i} {key}")
+    return peer
+
+
+# --- tf-models-official -----------------------------------------------------
+
+
+def electra_from_tf_models(encoder):
+    """Converts a Model Garden `BertEncoder` / `BertEncoderV2` (what
+    `official.nlp.modeling.models.ElectraPretrainer` takes as its
+    discriminator and generator networks; `embedding_width` is ELECTRA's
+    embedding_dim) into our `ElectraBackbone`.
+
+    Goes through `kerasbert.convert.from_tf_models` (the same checks,
+    activation detection and weight mapping), then moves the weights into an
+    ElectraBackbone of the same shape.
+    """
+    from kerasbert.convert.tf_models import from_tf_models
+    from kerasbert.models import ElectraBackbone
+
+    bert = from_tf_models(encoder)
+    names = ElectraBackbone.config_names()
+    ours = ElectraBackbone(
+        **{n: getattr(bert, n) for n in names if n != "dtype" and hasattr(bert, n)}
+    )
+    return set_electra_weights(ours, get_bert_weights(bert))

@@ -1,0 +1,218 @@
+"""ELECTRA encoder (the discriminator, and the generator that shares its
+embeddings) with TF Hub tensor names."""
+
+import keras
+
+from kerasbert.layers import BertEmbeddings
+from kerasbert.layers import ClsPooler
+from kerasbert.layers import TransformerEncoderBlock
+from kerasbert.layers.initializers import bert_initializer
+from kerasbert.models.backbone import Backbone
+from kerasbert.models.backbone import encoder_graph
+
+
+@keras.saving.register_keras_serializable(package="kerasbert")
+class ElectraBackbone(Backbone):
+    """ELECTRA's transformer encoder (Clark et al., 2020).
+
+    BERT's encoder with a possibly narrower embedding: the token, position
+    and segment tables are `embedding_dim` wide, summed and normalised at
+    that width, then projected to `hidden_dim` by a dense layer when the two
+    differ (ELECTRA-Small: 128 -> 256; Base and Large: no projection).
+    Fine-tuning and export use the pretrained discriminator, an instance of
+    this class.
+
+    The generator of `ElectraPretrainer` is an `ElectraBackbone` too, built
+    with `shared_embeddings=discriminator.embeddings`: it then reads the
+    discriminator's token, position and segment tables and embedding
+    LayerNorm (the same variables, as the original shares its whole
+    "electra/embeddings" scope) and projects the `embedding_dim`-wide result
+    to its own `hidden_dim` with its own dense layer.
+
+    Inputs (dict of int32 [B, T], the TF Hub names):
+        input_word_ids: token ids.
+        input_mask: 1 for real tokens, 0 for padding.
+        input_type_ids: segment ids (0 for sentence A, 1 for sentence B).
+
+    Outputs (dict):
+        sequence_output: [B, T, hidden_dim], the last layer.
+        pooled_output: [B, hidden_dim], tanh(dense([CLS])). The original
+            ELECTRA has no pooler (its classifiers read [CLS]); keras-hub's
+            ElectraBackbone has one, and so do we, so the published parameter
+            counts and keras-hub checkpoints match. Pretraining does not
+            train it; fine-tuning does.
+        encoder_outputs: list of num_layers tensors [B, T, hidden_dim].
+
+    Args:
+        vocabulary_size: int.
+        num_layers: int.
+        num_heads: int. hidden_dim must divide by it.
+        hidden_dim: int.
+        intermediate_dim: int. Feed-forward width (4 * hidden_dim).
+        embedding_dim: int or None. Width of the embedding tables; None uses
+            hidden_dim (no projection).
+        max_sequence_length: int. Rows of the position table.
+        num_segments: int. Rows of the segment table.
+        dropout: float. Hidden and attention-probability dropout.
+        activation: str. ELECTRA's "gelu" is the erf form (its modeling.py);
+            keras-hub uses the tanh form ("gelu_approximate"), which models
+            converted from keras-hub keep.
+        layer_norm_epsilon: float.
+        initializer_range: float.
+        dtype: a dtype or `keras.DTypePolicy`, e.g. "mixed_float16".
+        shared_embeddings: keyword only, not part of the config. A built
+            `BertEmbeddings` (another ElectraBackbone's `embeddings`) whose
+            tables and LayerNorm this encoder reads instead of owning its
+            own; its vocabulary_size, max_sequence_length, num_segments and
+            table width must equal this encoder's.
+    """
+
+    def __init__(
+        self,
+        vocabulary_size,
+        num_layers,
+        num_heads,
+        hidden_dim,
+        intermediate_dim,
+        embedding_dim=None,
+        max_sequence_length=512,
+        num_segments=2,
+        dropout=0.1,
+        activation="gelu",
+        layer_norm_epsilon=1e-12,
+        initializer_range=0.02,
+        dtype=None,
+        *,
+        shared_embeddings=None,
+        **kwargs,
+    ):
+        if hidden_dim % num_heads:
+            raise ValueError(
+                f"hidden_dim ({hidden_dim}) must be divisible by num_heads "
+                f"({num_heads})."
+            )
+        width = embedding_dim or hidden_dim
+
+        # === Layers ===
+        self.embeddings_projection = None
+        if shared_embeddings is None:
+            # The projection (when E != H) lives inside BertEmbeddings, where
+            # the canonical weight mapping (convert/bert_weights) finds it.
+            self.embeddings = BertEmbeddings(
+                vocabulary_size=vocabulary_size,
+                max_sequence_length=max_sequence_length,
+                num_segments=num_segments,
+                hidden_dim=hidden_dim,
+                embedding_dim=embedding_dim,
+                dropout=dropout,
+                layer_norm_epsilon=layer_norm_epsilon,
+                initializer_range=initializer_range,
+                dtype=dtype,
+                name="embeddings",
+            )
+            embed = self.embeddings
+        else:
+            _check_shared_embeddings(
+                shared_embeddings,
+                vocabulary_size=vocabulary_size,
+                max_sequence_length=max_sequence_length,
+                num_segments=num_segments,
+                width=width,
+            )
+            # Not tracked as a sublayer: this encoder reads the shared
+            # tables through its graph but must not own the owner's
+            # projection (nor count it in its weights).
+            object.__setattr__(self, "embeddings", shared_embeddings)
+            if width != hidden_dim:
+                self.embeddings_projection = keras.layers.Dense(
+                    hidden_dim,
+                    kernel_initializer=bert_initializer(initializer_range),
+                    dtype=dtype,
+                    name="embeddings_projection",
+                )
+
+            def embed(token_ids, segment_ids):
+                # The shared part stops before the owner's projection, which
+                # maps to the owner's hidden_dim, not ours.
+                x = shared_embeddings.normalized_sum(token_ids, segment_ids)
+                if self.embeddings_projection is not None:
+                    x = self.embeddings_projection(x)
+                return x
+
+        self.transformer_layers = [
+            TransformerEncoderBlock(
+                num_heads=num_heads,
+                intermediate_dim=intermediate_dim,
+                activation=activation,
+                dropout=dropout,
+                layer_norm_epsilon=layer_norm_epsilon,
+                initializer_range=initializer_range,
+                dtype=dtype,
+                name=f"transformer_layer_{i}",
+            )
+            for i in range(num_layers)
+        ]
+        self.pooler = ClsPooler(
+            hidden_dim,
+            initializer_range=initializer_range,
+            dtype=dtype,
+            name="pooler",
+        )
+
+        # === Functional graph ===
+        inputs, outputs = encoder_graph(
+            embed, [[block] for block in self.transformer_layers], self.pooler
+        )
+        super().__init__(inputs=inputs, outputs=outputs, dtype=dtype, **kwargs)
+
+        # === Config ===
+        self.vocabulary_size = vocabulary_size
+        self.num_layers = num_layers
+        self.num_heads = num_heads
+        self.hidden_dim = hidden_dim
+        self.intermediate_dim = intermediate_dim
+        self.embedding_dim = embedding_dim
+        self.max_sequence_length = max_sequence_length
+        self.num_segments = num_segments
+        self.dropout = dropout
+        self.activation = activation
+        self.layer_norm_epsilon = layer_norm_epsilon
+        self.initializer_range = initializer_range
+        self._shares_embeddings = shared_embeddings is not None
+
+    @property
+    def shares_embeddings(self):
+        """True when the embedding tables belong to another encoder (the
+        generator of an `ElectraPretrainer`)."""
+        return self._shares_embeddings
+
+def _check_shared_embeddings(shared, *, vocabulary_size, max_sequence_length,
+                             num_segments, width):
+    if not isinstance(shared, BertEmbeddings):
+        raise TypeError(
+            "shared_embeddings must be a kerasbert BertEmbeddings (another "
+            f"ElectraBackbone's `.embeddings`), got {type(shared).__name__}."
+        )
+    if not shared.built:
+        raise ValueError(
+            "shared_embeddings must be built (take them from a constructed "
+            "backbone)."
+        )
+    theirs = {
+        "vocabulary_size": shared.vocabulary_size,
+        "max_sequence_length": shared.max_sequence_length,
+        "num_segments": shared.num_segments,
+        "embedding width": shared.embedding_dim or shared.hidden_dim,
+    }
+    ours = {
+        "vocabulary_size": vocabulary_size,
+        "max_sequence_length": max_sequence_length,
+        "num_segments": num_segments,
+        "embedding width": width,
+    }
+    for key, value in ours.items():
+        if theirs[key] != value:
+            raise ValueError(
+                f"shared_embeddings have {key} {theirs[key]}, this encoder "
+                f"{value}: a shared embedding must have the same tables."
+            )

@@ -1,0 +1,148 @@
+"""GPT-style decoder-only backbone (Radford et al., 2018, "GPT-1")."""
+
+import keras
+from keras import ops
+
+from kerasbert.layers import BertEmbeddings
+from kerasbert.layers import TransformerEncoderBlock
+from kerasbert.models.backbone import Backbone
+from kerasbert.models.backbone import encoder_graph
+
+
+def last_token_state(sequence_output, padding_mask):
+    """The hidden state at each row's LAST real token.
+
+    Args:
+        sequence_output: float [B, T, H].
+        padding_mask: int [B, T], 1 for real tokens.
+
+    Returns:
+        float [B, H]. The last real token is the highest position with mask
+        1 (so any padding layout works); a fully padded row gives position 0.
+    """
+    mask = ops.cast(padding_mask, "int32")
+    # 0-based positions by cumulative sum (T may be unknown at build time).
+    positions = ops.cumsum(ops.ones_like(mask), axis=1) - 1
+    last = ops.max(positions * mask, axis=1)  # [B]
+    index = ops.expand_dims(ops.expand_dims(last, -1), -1)  # [B, 1, 1]
+    return ops.take_along_axis(sequence_output, index, axis=1)[:, 0, :]
+
+
+@keras.saving.register_keras_serializable(package="kerasbert")
+class GptBackbone(Backbone):
+    """Decoder-only transformer with causal self-attention (GPT-1).
+
+    The zoo's shared pieces in GPT-1's arrangement: token + learned position
+    embeddings (summed, dropout, NO LayerNorm and no segment table), then
+    `num_layers` post-LayerNorm blocks (`TransformerEncoderBlock`, the same
+    block as BERT's) whose attention is causal: the shared encoder graph
+    builds one [B, 1, T, T] bias that lets position t attend to positions
+    <= t that are real tokens (`causal_attention_bias`). GELU is the tanh
+    approximation, as in OpenAI's code; LayerNorm epsilon 1e-5. There is no
+    final LayerNorm (GPT-2 added one) and no pooler.
+
+    The language-model head is the transposed token embedding (tied, no
+    bias), applied by `kerasbert.tasks.CausalLM`.
+
+    Inputs (dict of int32 [B, T], the names of every backbone in the zoo):
+        input_word_ids: token ids, RIGHT-padded.
+        input_mask: 1 for real tokens, 0 for padding. Causal attention makes
+            right padding invisible to the real tokens.
+        input_type_ids: accepted so BERT-format features and task models
+            work unchanged, and ignored (GPT has no segments; a pair is told
+            apart by its delimiter token).
+
+    Outputs (dict):
+        sequence_output: [B, T, hidden_dim], the last layer. Position t
+            depends on tokens 0..t only.
+        pooled_output: [B, hidden_dim], the hidden state at the LAST real
+            token (the highest position with input_mask 1). Under causal
+            attention only that token has read the whole input, which is why
+            GPT-1's classifier reads it (the "extract" token at the end of
+            `start a delim b extract`; see `kerasbert.tasks.GptClassifier`).
+            It has no weights of its own.
+        encoder_outputs: list of num_layers tensors [B, T, hidden_dim].
+
+    Args:
+        vocabulary_size: int. 40478 for GPT-1's BPE vocabulary.
+        num_layers: int.
+        num_heads: int. hidden_dim must divide by it.
+        hidden_dim: int.
+        intermediate_dim: int. Feed-forward width (4 * hidden_dim).
+        max_sequence_length: int. Rows of the position table (512).
+        dropout: float. Embedding, residual and attention dropout (0.1).
+        layer_norm_epsilon: float. 1e-5 as in OpenAI's code.
+        initializer_range: float. Stddev of the (truncated) normal init.
+        activation: str. "gelu_approximate" (tanh form, GPT-1); any name of
+            `kerasbert.layers.activations`.
+        dtype: a dtype or `keras.DTypePolicy`, e.g. "mixed_float16".
+    """
+
+    # GPT-1's classifier is a linear layer on the extract token's state.
+    classifier_activation = None
+
+    def __init__(
+        self,
+        vocabulary_size,
+        num_layers,
+        num_heads,
+        hidden_dim,
+        intermediate_dim,
+        max_sequence_length=512,
+        dropout=0.1,
+        layer_norm_epsilon=1e-5,
+        initializer_range=0.02,
+        activation="gelu_approximate",
+        dtype=None,
+        **kwargs,
+    ):
+        # === Layers ===
+        self.embeddings = BertEmbeddings(
+            vocabulary_size=vocabulary_size,
+            max_sequence_length=max_sequence_length,
+            num_segments=0,
+            hidden_dim=hidden_dim,
+            dropout=dropout,
+            layer_norm_epsilon=layer_norm_epsilon,
+            initializer_range=initializer_range,
+            normalize=False,
+            dtype=dtype,
+            name="embeddings",
+        )
+        self.transformer_layers = [
+            TransformerEncoderBlock(
+                num_heads=num_heads,
+                intermediate_dim=intermediate_dim,
+                activation=activation,
+                dropout=dropout,
+                layer_norm_epsilon=layer_norm_epsilon,
+                initializer_range=initializer_range,
+                dtype=dtype,
+                name=f"transformer_layer_{i}",
+            )
+            for i in range(num_layers)
+        ]
+
+        # === Functional graph ===
+        inputs, outputs = encoder_graph(
+            self.embeddings,
+            [[block] for block in self.transformer_layers],
+            None,
+            causal=True,
+        )
+        outputs["pooled_output"] = last_token_state(
+            outputs["sequence_output"], inputs["input_mask"]
+        )
+        super().__init__(inputs=inputs, outputs=outputs, dtype=dtype, **kwargs)
+
+        # === Config ===
+        self.vocabulary_size = vocabulary_size
+        self.num_layers = num_layers
+        self.num_heads = num_heads
+        self.hidden_dim = hidden_dim
+        self.intermediate_dim = intermediate_dim
+        self.max_sequence_length = max_sequence_length
+        self.dropout = dropout
+        self.layer_norm_epsilon = layer_norm_epsilon
+        self.initializer_range = initializer_range
+        self.activation = activation

@@ -1,0 +1,196 @@
+"""A GPT model as a text-generation SavedModel: `prompt` string in,
+`completion` string out, greedy decoding in the graph.
+
+    serving_default(prompt: string [B], max_new_tokens: int32 scalar)
+        -> completion: string [B]   the generated text (prompt not repeated)
+           num_tokens: int32 [B]    generated pieces per prompt
+
+The tokenizer (tensorflow-text ops and lookup tables, its files as assets)
+and the decoding loop (`tf.while_loop`) are in the graph, so the SavedModel
+loads and runs with `tensorflow` + `import tensorflow_text` alone.
+
+Decoding: the prompt is encoded as the pretraining data was (start token +
+pieces; a prompt too long for the positions keeps its last pieces), then
+each step runs the decoder on the right-padded buffer and appends the
+argmax token at each unfinished row's end. A row stops at the separator
+token (which ends every pretraining sequence; it is not part of the
+completion), after `max_new_tokens` tokens, or when it fills the model's
+positions. Each step recomputes the whole buffer (no key/value cache), so a
+step costs one forward pass over at most `seq_length` tokens.
+"""
+
+import json
+import os
+
+import tensorflow as tf
+
+from kerasbert.serving.task_serving import EDGE_TEXTS
+from kerasbert.serving.task_serving import clean_text
+
+SIGNATURES = ("serving_default",)
+
+
+class GenerationServing(tf.Module):
+    """`CausalLM` + tokenizer -> greedy text generation in one graph.
+
+    Args:
+        model: a `kerasbert.tasks.CausalLM`.
+        tokenizer: the tokenizer it was trained with (any family: its
+            `cls_id` starts a sequence, `sep_id` ends one).
+        seq_length: the longest buffer (prompt + completion), at most the
+            model's positions; default all of them.
+    """
+
+    def __init__(self, model, tokenizer, seq_length=None, name=None):
+        super().__init__(name=name)
+        self.model = model
+        self.tokenizer = tokenizer
+        limit = model.backbone.max_sequence_length
+        self.seq_length = int(seq_length or limit)
+        if not 2 <= self.seq_length <= limit:
+            raise ValueError(f"seq_length must be in [2, {limit}] (the model's positions), "
+                             f"got {self.seq_length}.")
+        self.start_id = int(tokenizer.cls_id)
+        self.end_id = int(tokenizer.sep_id)
+        self.pad_id = int(tokenizer.pad_id)
+
+    def encode_prompts(self, prompts):
+        """string [B] -> (int32 ids [B, (n)] with the start token, lengths
+        [B]); at most seq_length - 1 tokens (the last pieces kept)."""
+        pieces = self.tokenizer.tokenize_ids(clean_text(prompts))
+        keep = self.seq_length - 2
+        pieces = pieces[:, -keep:] if keep > 0 else pieces[:, :0]
+        starts = tf.fill([pieces.nrows(), 1], tf.constant(self.start_id, pieces.dtype))
+        ids = tf.concat([tf.RaggedTensor.from_tensor(starts), pieces], axis=1)
+        return tf.cast(ids, tf.int32), tf.cast(ids.row_lengths(), tf.int32)
+
+    def generate(self, prompts, max_new_tokens):
+        """Greedy decoding; returns {"completion", "num_tokens"}."""
+        prompts = tf.reshape(prompts, [-1])
+        max_new_tokens = tf.maximum(tf.cast(tf.reshape(max_new_tokens, []), tf.int32), 0)
+        ragged, prompt_lengths = self.encode_prompts(prompts)
+        longest = tf.reduce_max(tf.concat([prompt_lengths, [1]], 0))
+        width = tf.minimum(self.seq_length, longest + tf.maximum(max_new_tokens, 1))
+        shape = tf.stack([ragged.nrows(), tf.cast(width, tf.int64)])
+        ids = ragged.to_tensor(default_value=self.pad_id, shape=shape)
+        positions = tf.range(width)[tf.newaxis, :]
+
+        def active(lengths, done):
+            return tf.logical_and(tf.logical_not(done), lengths < width)
+
+        def cond(step, ids, lengths, done):
+            return tf.logical_and(step < max_new_tokens,
+                                  tf.reduce_any(active(lengths, done)))
+
+        def body(step, ids, lengths, done):
+            mask = tf.cast(positions < lengths[:, tf.newaxis], tf.int32)
+            logits = self.model.next_token_logits(ids, mask, lengths)
+            token = tf.argmax(logits, axis=-1, output_type=tf.int32)
+            running = active(lengths, done)
+            ended = tf.logical_and(running, tf.equal(token, self.end_id))
+            write = tf.logical_and(running, tf.logical_not(ended))
+            at = tf.logical_and(tf.equal(positions, lengths[:, tf.newaxis]),
+                                write[:, tf.newaxis])
+            ids = tf.where(at, token[:, tf.newaxis], ids)
+            return (step + 1, ids, lengths + tf.cast(write, tf.int32),
+                    tf.logical_or(done, ended))
+
+        batch = tf.shape(ids)[0]
+        _, ids, lengths, _ = tf.while_loop(
+            cond, body,
+            (tf.constant(0), ids, prompt_lengths, tf.zeros([batch], tf.bool)),
+            shape_invariants=(tf.TensorShape([]), tf.TensorShape([None, None]),
+                              tf.TensorShape([None]), tf.TensorShape([None])))
+        new = tf.RaggedTensor.from_tensor(ids, lengths=lengths)
+        keep = positions[:, : tf.shape(ids)[1]] >= prompt_lengths[:, tf.newaxis]
+        new = tf.ragged.boolean_mask(new, tf.RaggedTensor.from_tensor(keep, lengths=lengths))
+        num_tokens = tf.cast(new.row_lengths(), tf.int32)
+        special = tf.logical_or(tf.equal(new, self.start_id), tf.equal(new, self.pad_id))
+        text = self.tokenizer.detokenize(tf.ragged.boolean_mask(new, tf.logical_not(special)))
+        return {"completion": text, "num_tokens": num_tokens}
+
+    def input_specs(self):
+        return [tf.TensorSpec([None], tf.string, name="prompt"),
+                tf.TensorSpec([], tf.int32, name="max_new_tokens")]
+
+    def signatures(self):
+        def serving_default(prompt, max_new_tokens):
+            return self.generate(prompt, max_new_tokens)
+
+        return {"serving_default": tf.function(
+            serving_default, input_signature=self.input_specs()).get_concrete_function()}
+
+    def warmup_requests(self):
+        """(signature, inputs) pairs: ordinary prompts, zero new tokens and
+        the edge-case texts every served model must survive."""
+        requests = [("serving_default", {"prompt": ["The cat", "A longer prompt here"],
+                                         "max_new_tokens": 4}),
+                    ("serving_default", {"prompt": ["nothing to add"], "max_new_tokens": 0})]
+        for text in EDGE_TEXTS:
+            requests.append(("serving_default", {"prompt": [text], "max_new_tokens": 2}))
+        return requests
+
+
+def export_generation(model, tokenizer, output, version=None, seq_length=None,
+                      overwrite=False, model_name=None, source=None):
+    """Writes OUTPUT/<version>/ (as `kerasbert.serving.exporter.export_model`:
+    temporary name, warm-up replayed, then renamed) for a `CausalLM`.
+
+    Returns:
+        dict: path, version, task_type ("generation"), signatures,
+        custom_ops.
+    """
+    from kerasbert.io_utils import atomic_directory
+    from kerasbert.serving.exporter import _version_dir
+    from kerasbert.serving.exporter import replay_warmup
+    from kerasbert.serving.op_manifest import write_manifest
+    from kerasbert.serving.warmup import write_warmup
+    from kerasbert.text import tokenizer_files, tokenizer_kind
+
+    version, target = _version_dir(output, version, overwrite)
+    module = GenerationServing(model, tokenizer, seq_length)
+    model_name = model_name or os.path.basename(os.path.normpath(output))
+    requests = module.warmup_requests()
+    with atomic_directory(target, overwrite=overwrite) as tmp:
+        tf.saved_model.save(module, tmp, signatures=module.signatures())
+        write_warmup(tmp, model_name, requests)
+        manifest = write_manifest(tmp)
+        info = {
+            "task_type": "generation", "decoding": "greedy", "seq_length": module.seq_length,
+            "start_id": module.start_id, "end_id": module.end_id,
+            "tokenizer": {"type": tokenizer_kind(tokenizer),
+                          "assets": [os.path.basename(p) for p in tokenizer_files(tokenizer)]},
+            "inputs": [spec.name for spec in module.input_specs()],
+            "outputs": ["completion", "num_tokens"],
+            "signatures": list(SIGNATURES), "source": source,
+        }
+        with open(os.path.join(tmp, "assets.extra", "export.json"), "w", encoding="utf-8") as f:
+            json.dump(info, f, indent=2)
+        replay_warmup(tmp, requests)
+    return {"path": target, "version": version, "task_type": "generation",
+            "signatures": list(SIGNATURES), "custom_ops": manifest["custom_ops"]}
+
+
+def is_generation_run(model_dir):
+    """True for a `kerasbert pretrain` run of a GPT preset (what `kerasbert
+    export` exports as a generation model)."""
+    path = os.path.join(model_dir, "config.json")
+    if not os.path.isfile(path):
+        return False
+    with open(path, encoding="utf-8") as f:
+        config = json.load(f)
+    return "pretrain" in config and config.get("backbone_class") == "GptBackbone"
+
+
+def export_generation_run(model_dir, output, version=None, max_seq_length=None,
+                          overwrite=False, model_name=None, vocab=None):
+    """`kerasbert export` of a GPT pretraining run: its CausalLM and the
+    tokenizer its config.json names (or `vocab`)."""
+    from kerasbert.serving.exporter import _version_dir
+    from kerasbert.tasks.generate_command import load_generator
+
+    _version_dir(output, version, overwrite)  # fail before loading anything
+    model, tokenizer, _ = load_generator(model_dir, vocab)
+    return export_generation(model, tokenizer, output, version=version,
+                             seq_length=max_seq_length, overwrite=overwrite,
+                             model_name=model_name, source=os.path.abspath(model_dir))

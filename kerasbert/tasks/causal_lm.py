@@ -1,0 +1,356 @@
+"""Causal language modelling: next-token loss, and text generation.
+
+`CausalLM` puts the tied decoder (the transposed token embedding, no bias,
+as GPT-1) on a causal backbone (`GptBackbone`) and predicts token t + 1 from
+positions <= t. It trains with `kerasbert pretrain --preset gpt1 ...` (the
+training-loop protocol of kerasbert.training.loop) and with `model.fit` on
+`kerasbert.data.pretraining_dataset(..., masked_lm=False)` batches, and
+generates with `generate` (greedy, top-k, top-p, temperature).
+"""
+
+import keras
+from keras import ops
+
+from kerasbert.tasks.backbone_model import BackboneModel
+from kerasbert.tasks.bert_pretrainer import _cross_replica_sum
+from kerasbert.tasks.bert_pretrainer import _num_replicas
+
+BACKBONE_INPUTS = ("input_word_ids", "input_mask", "input_type_ids")
+STRATEGIES = ("greedy", "top_k", "top_p")
+_EPSILON = 1e-5
+# Logits of excluded tokens in top-k / top-p sampling: finite, so a row can
+# never become all -inf (NaN probabilities), and exp() of it is exactly 0.
+_EXCLUDED = -1e9
+
+
+def backbone_features(inputs):
+    """The three backbone inputs of a feature dict (int32); missing type ids
+    become zeros, a missing mask all ones."""
+    if "input_word_ids" not in inputs:
+        raise ValueError(
+            f"Missing input 'input_word_ids'; got keys {sorted(inputs)}."
+        )
+    ids = ops.cast(inputs["input_word_ids"], "int32")
+    features = {"input_word_ids": ids}
+    features["input_mask"] = (
+        ops.cast(inputs["input_mask"], "int32")
+        if "input_mask" in inputs
+        else ops.ones_like(ids)
+    )
+    features["input_type_ids"] = (
+        ops.cast(inputs["input_type_ids"], "int32")
+        if "input_type_ids" in inputs
+        else ops.zeros_like(ids)
+    )
+    return features
+
+
+def tied_logits(backbone, sequence_output):
+    """float32 [B, T, V] logits of the tied decoder (hidden @ embedding^T)."""
+    return ops.cast(backbone.token_embedding(sequence_output, reverse=True), "float32")
+
+
+def next_token_elementwise(logits, token_ids, padding_mask):
+    """Per-position next-token cross-entropy, hits and weights.
+
+    Position t (logits[:, t]) predicts token t + 1; a pair counts (weight 1)
+    when both tokens are real (mask 1), so padding is never predicted and
+    never predicts.
+
+    Args:
+        logits: float [B, T, V].
+        token_ids: int [B, T].
+        padding_mask: int [B, T].
+
+    Returns:
+        dict of float32 [B, T - 1]: "ce", "hits", "weights".
+    """
+    logits = ops.cast(logits[:, :-1, :], "float32")
+    targets = ops.cast(token_ids[:, 1:], "int32")
+    mask = ops.cast(padding_mask, "float32")
+    weights = mask[:, 1:] * mask[:, :-1]
+    ce = keras.losses.sparse_categorical_crossentropy(targets, logits, from_logits=True)
+    hits = ops.cast(
+        ops.equal(ops.cast(ops.argmax(logits, axis=-1), "int32"), targets), "float32"
+    )
+    return {"ce": ce, "hits": hits, "weights": weights}
+
+
+def sample_logits(logits, strategy="greedy", top_k=50, top_p=0.9, temperature=1.0,
+                  seed=None):
+    """Picks one token per row.
+
+    Args:
+        logits: float [B, V].
+        strategy: "greedy" (argmax; temperature does not matter), "top_k"
+            (sample among the k most likely tokens) or "top_p" (nucleus:
+            sample among the smallest set of most likely tokens whose
+            probability reaches top_p; the most likely token always stays).
+        top_k: int >= 1, for "top_k".
+        top_p: float in (0, 1], for "top_p".
+        temperature: float > 0; logits are divided by it before sampling
+            (< 1 sharpens, > 1 flattens).
+        seed: a `keras.random.SeedGenerator`, an int, or None.
+
+    Returns:
+        int32 [B].
+    """
+    logits = ops.cast(logits, "float32")
+    if strategy == "greedy":
+        return ops.cast(ops.argmax(logits, axis=-1), "int32")
+    logits = logits / temperature
+    vocabulary_size = ops.shape(logits)[-1]
+    k = min(int(top_k), vocabulary_size) if strategy == "top_k" else vocabulary_size
+    values, indices = ops.top_k(logits, k=k)  # sorted, most likely first
+    if strategy == "top_p":
+        probs = ops.softmax(values, axis=-1)
+        # Probability mass strictly before each token: keep while < top_p.
+        before = ops.cumsum(probs, axis=-1) - probs
+        values = ops.where(before < top_p, values, _EXCLUDED)
+    choice = keras.random.categorical(values, 1, dtype="int32", seed=seed)  # [B, 1]
+    return ops.cast(ops.take_along_axis(indices, choice, axis=1)[:, 0], "int32")
+
+
+def check_sampling(strategy, top_k, top_p, temperature):
+    """Raises ValueError naming a bad sampling option."""
+    if strategy not in STRATEGIES:
+        raise ValueError(f"strategy must be one of {STRATEGIES}, got {strategy!r}.")
+    if not (isinstance(top_k, int) and top_k >= 1):
+        raise ValueError(f"top_k must be an integer >= 1, got {top_k!r}.")
+    if not 0.0 < float(top_p) <= 1.0:
+        raise ValueError(f"top_p must be in (0, 1], got {top_p!r}.")
+    if not float(temperature) > 0.0:
+        raise ValueError(f"temperature must be > 0, got {temperature!r}.")
+
+
+@keras.saving.register_keras_serializable(package="kerasbert")
+class CausalLM(BackboneModel):
+    """A causal backbone with GPT's language-model head and loss.
+
+    logits = sequence_output @ token_embedding^T (tied, no bias, so the task
+    adds no weights: gpt1 + CausalLM has 116,534,784 parameters). The loss
+    is the mean next-token cross-entropy over real (token, next token)
+    pairs. Under a `tf.distribute` strategy the denominator is summed over
+    replicas, so gradients are those of the global batch.
+
+    Data: pretraining TFRecords written with `--objective none
+    --no-masking`, read WITHOUT masking (`needs_masked_lm` is False;
+    `kerasbert pretrain` and `pretraining_dataset(masked_lm=False)` honour
+    it). Sequences are `[CLS] text [SEP]` (`<s> text </s>` for byte-level
+    BPE): the start token opens every sequence and the separator ends it.
+
+    Args:
+        backbone: a causal backbone (`GptBackbone`). A bidirectional one
+            would see the token it has to predict, so it is refused.
+        dtype: defaults to the backbone's policy.
+
+    Call args:
+        inputs: dict with int [B, T] `input_word_ids` and `input_mask`
+            (`input_type_ids` optional); other keys are ignored.
+
+    Returns:
+        float32 logits [B, T, vocabulary_size]; position t scores token t+1.
+
+    Metrics (`fit` logs): `loss`, `lm_loss`, `lm_accuracy`.
+    """
+
+    #: The reader must not mask the input (kerasbert.training.pretrain).
+    needs_masked_lm = False
+
+    def __init__(self, backbone, dtype=None, **kwargs):
+        from kerasbert.models.gpt import GptBackbone
+
+        if not isinstance(backbone, GptBackbone):
+            raise ValueError(
+                f"CausalLM needs a causal backbone (GptBackbone); a "
+                f"{type(backbone).__name__} attends to later tokens and would "
+                "see the tokens it must predict."
+            )
+        super().__init__(backbone, dtype=dtype, **kwargs)
+        self.lm_loss_tracker = keras.metrics.Mean(name="lm_loss")
+        self.lm_accuracy = keras.metrics.Mean(name="lm_accuracy")
+        self.built = True
+
+    # --- forward ----------------------------------------------------------
+
+    def call(self, inputs, training=False):
+        outputs = self.backbone(backbone_features(inputs), training=training)
+        return tied_logits(self.backbone, outputs["sequence_output"])
+
+    # --- the training-loop protocol (kerasbert.training.loop) ----------------
+
+    @staticmethod
+    def _elementwise(features, logits):
+        return next_token_elementwise(
+            logits, features["input_word_ids"], features["input_mask"]
+        )
+
+    def loss_terms(self, features, outputs):
+        """Per-batch float32 sums: lm_loss_sum, lm_weight_sum (predicted
+        tokens), lm_correct_sum."""
+        e = self._elementwise(features, outputs)
+        return {
+            "lm_loss_sum": ops.sum(e["weights"] * e["ce"]),
+            "lm_weight_sum": ops.sum(e["weights"]),
+            "lm_correct_sum": ops.sum(e["weights"] * e["hits"]),
+        }
+
+    @staticmethod
+    def loss_normalizers(features):
+        """{"lm_weight_sum"}: the predicted tokens of the batch, from the
+        mask alone (summed over micro-batches and replicas by the loop)."""
+        mask = ops.cast(features["input_mask"], "float32")
+        return {"lm_weight_sum": ops.sum(mask[:, 1:] * mask[:, :-1])}
+
+    @staticmethod
+    def combine_loss_terms(terms, normalizers=None):
+        """lm_loss_sum / max(lm_weight_sum, eps), the weight sum taken from
+        `normalizers` (global) when given, else from `terms`."""
+        n = terms if normalizers is None else normalizers
+        return terms["lm_loss_sum"] / ops.maximum(n["lm_weight_sum"], _EPSILON)
+
+    #: Progress-bar label -> metric of `summarize_terms`.
+    progress_metrics = {"loss": "loss", "lm_acc": "lm_accuracy"}
+
+    @staticmethod
+    def summarize_terms(sums):
+        """Global step sums -> {"loss", "lm_loss", "lm_accuracy",
+        "perplexity"} as floats."""
+        import math
+
+        w = max(float(sums["lm_weight_sum"]), 1e-12)
+        loss = float(sums["lm_loss_sum"]) / w
+        return {"loss": loss, "lm_loss": loss,
+                "lm_accuracy": float(sums["lm_correct_sum"]) / w,
+                "perplexity": math.exp(min(loss, 80.0))}
+
+    # --- model.fit ----------------------------------------------------------
+
+    def compute_loss(self, x=None, y=None, y_pred=None, sample_weight=None, training=True):
+        """Keras hook for `fit`/`evaluate`: the targets are the inputs
+        shifted by one (no `y`); `sample_weight` is not used."""
+        del y, sample_weight, training
+        if y_pred is None:
+            y_pred = self(x, training=False)
+        features = backbone_features(x)
+        e = self._elementwise(features, y_pred)
+        terms = {"lm_loss_sum": ops.sum(e["weights"] * e["ce"]),
+                 "lm_weight_sum": ops.sum(e["weights"])}
+        global_weight = ops.stop_gradient(_cross_replica_sum(terms["lm_weight_sum"]))
+        loss = self.combine_loss_terms(terms, {"lm_weight_sum": global_weight})
+        if self.losses:
+            extra = ops.sum([ops.cast(ops.sum(v), "float32") for v in self.losses])
+            loss = loss + extra / _num_replicas()
+        self.lm_loss_tracker.update_state(e["ce"], sample_weight=e["weights"])
+        self.lm_accuracy.update_state(e["hits"], sample_weight=e["weights"])
+        return loss
+
+    def compute_metrics(self, x, y, y_pred, sample_weight=None):
+        del x, y, y_pred, sample_weight
+        return self.get_metrics_result()
+
+    def compile(self, optimizer="auto", loss=None, **kwargs):
+        """`optimizer="auto"`: kerasbert's AdamW (learning rate 2.5e-4 as
+        GPT-1, weight decay 0.01 except LayerNorm and biases, global-norm
+        clipping 1.0). `loss` must stay None (the task computes its own)."""
+        if loss is not None:
+            raise ValueError(
+                "CausalLM computes its own next-token loss; do not pass `loss` "
+                f"to compile (got {loss!r})."
+            )
+        if isinstance(optimizer, str) and optimizer == "auto":
+            from kerasbert.training.optimizers import AdamW
+
+            optimizer = AdamW(learning_rate=2.5e-4, weight_decay=0.01, epsilon=1e-6,
+                              global_clipnorm=1.0)
+        super().compile(optimizer=optimizer, **kwargs)
+
+    # --- generation ---------------------------------------------------------
+
+    def next_token_logits(self, token_ids, padding_mask, lengths):
+        """float32 [B, V]: the logits at each row's last real token.
+
+        Args:
+            token_ids, padding_mask: int [B, L] (right-padded).
+            lengths: int [B], real tokens per row (>= 1).
+        """
+        outputs = self.backbone(
+            {"input_word_ids": token_ids, "input_mask": padding_mask,
+             "input_type_ids": ops.zeros_like(token_ids)},
+            training=False,
+        )
+        index = ops.reshape(ops.cast(lengths, "int32") - 1, (-1, 1, 1))
+        last = ops.take_along_axis(outputs["sequence_output"], index, axis=1)
+        return tied_logits(self.backbone, last)[:, 0, :]
+
+    def generate(self, prompts, max_new_tokens=32, strategy="greedy", top_k=50, top_p=0.9,
+                 temperature=1.0, seed=None, end_token_id=None):
+        """Continues token-id prompts.
+
+        Each step runs the backbone on the whole (fixed-size, right-padded)
+        buffer and reads the logits at each row's last token; causal
+        attention makes the padding after it irrelevant. Rows stop at
+        `end_token_id` (not included in the output), at `max_new_tokens`,
+        or when the buffer reaches the backbone's positions.
+
+        Args:
+            prompts: a list of ints (one prompt) or a list of such lists;
+                each non-empty, shorter than `max_sequence_length`.
+            max_new_tokens: int >= 1.
+            strategy, top_k, top_p, temperature: see `sample_logits`.
+            seed: int or None; the same seed gives the same samples.
+            end_token_id: int or None.
+
+        Returns:
+            the new tokens: a list of ints for one prompt, else a list of
+            lists.
+        """
+        import numpy as np
+
+        check_sampling(strategy, top_k, top_p, temperature)
+        single = len(prompts) > 0 and all(isinstance(t, (int, np.integer)) for t in prompts)
+        rows = [list(prompts)] if single else [list(p) for p in prompts]
+        limit = self.backbone.max_sequence_length
+        if not rows or any(not row for row in rows):
+            raise ValueError("Every prompt needs at least one token (e.g. the start token).")
+        if any(len(row) >= limit for row in rows):
+            raise ValueError(f"A prompt has {max(map(len, rows))} tokens; the model has "
+                             f"{limit} positions, so at most {limit - 1} leave room to generate.")
+        if int(max_new_tokens) < 1:
+            raise ValueError(f"max_new_tokens must be >= 1, got {max_new_tokens!r}.")
+        width = min(limit, max(map(len, rows)) + int(max_new_tokens))
+        ids = np.zeros((len(rows), width), "int32")
+        for i, row in enumerate(rows):
+            ids[i, :len(row)] = row
+        lengths = np.array([len(row) for row in rows], "int32")
+        ids, lengths = ops.convert_to_tensor(ids), ops.convert_to_tensor(lengths)
+        generator = keras.random.SeedGenerator(seed) if strategy != "greedy" else None
+        positions = ops.expand_dims(ops.arange(width, dtype="int32"), 0)
+        done = ops.zeros((len(rows),), "bool")
+        new = []
+        for _ in range(int(max_new_tokens)):
+            mask = ops.cast(positions < ops.expand_dims(lengths, 1), "int32")
+            logits = self.next_token_logits(ids, mask, lengths)
+            token = sample_logits(logits, strategy, top_k, top_p, temperature, generator)
+            room = lengths < width
+            write = ops.logical_and(ops.logical_not(done), room)
+            at = ops.logical_and(positions == ops.expand_dims(lengths, 1),
+                                 ops.expand_dims(write, 1))
+            ids = ops.where(at, ops.expand_dims(token, 1), ids)
+            new.append(ops.where(write, token, -1))
+            if end_token_id is not None:
+                done = ops.logical_or(done, ops.logical_and(write, token == end_token_id))
+            lengths = lengths + ops.cast(write, "int32")
+            if not bool(ops.convert_to_numpy(ops.any(ops.logical_and(
+                    ops.logical_not(done), lengths < width)))):
+                break
+        new = np.stack([ops.convert_to_numpy(t) for t in new], axis=1)
+        out = []
+        for row in new:
+            tokens = []
+            for t in row.tolist():
+                if t < 0 or (end_token_id is not None and t == end_token_id):
+                    break
+                tokens.append(int(t))
+            out.append(tokens)
+        return out[0] if single else out

@@ -1,0 +1,146 @@
+import os
+
+import keras
+import numpy as np
+import pytest
+import tensorflow as tf
+
+from kerasbert.models import BertBackbone
+from kerasbert.models.gpt import GptBackbone
+from kerasbert.tasks import CausalLM
+from kerasbert.tasks.causal_lm import sample_logits
+from kerasbert.testing import TestCase
+
+V = 40
+KWARGS = dict(vocabulary_size=V, num_layers=2, num_heads=2, hidden_dim=32, intermediate_dim=64,
+              max_sequence_length=40, dropout=0.0)
+RNG = np.random.RandomState(0)
+BATCH = {
+    "input_word_ids": RNG.randint(0, V, (3, 9)).astype("int32"),
+    "input_mask": np.array([[1] * 9, [1] * 6 + [0] * 3, [1] * 2 + [0] * 7], "int32"),
+}
+
+
+def numpy_loss(logits, ids, mask):
+    logits = logits[:, :-1].astype("float64")
+    logp = logits - np.log(np.exp(logits - logits.max(-1, keepdims=True)).sum(-1,
+                                                                               keepdims=True))
+    logp -= logits.max(-1, keepdims=True)
+    target = ids[:, 1:]
+    ce = -np.take_along_axis(logp, target[..., None], -1)[..., 0]
+    w = mask[:, 1:] * mask[:, :-1]
+    return (ce * w).sum() / w.sum()
+
+
+class TestCausalLM(TestCase):
+    def test_logits_are_the_tied_decoder(self):
+        lm = CausalLM(GptBackbone(**KWARGS))
+        logits = lm(BATCH).numpy()
+        assert logits.shape == (3, 9, V) and logits.dtype == np.float32
+        hidden = lm.backbone(dict(BATCH, input_type_ids=0 * BATCH["input_mask"]))
+        table = lm.backbone.token_embedding.embeddings.numpy()
+        np.testing.assert_allclose(logits, hidden["sequence_output"].numpy() @ table.T,
+                                   atol=1e-5)
+        # No weights beyond the backbone's (tied decoder, no bias).
+        assert lm.count_params() == lm.backbone.count_params()
+
+    def test_loss_and_loop_protocol(self):
+        lm = CausalLM(GptBackbone(**KWARGS))
+        logits = lm(BATCH)
+        expected = numpy_loss(logits.numpy(), BATCH["input_word_ids"], BATCH["input_mask"])
+        terms = lm.loss_terms(BATCH, logits)
+        assert float(terms["lm_weight_sum"]) == 8 + 5 + 1
+        norms = lm.loss_normalizers(BATCH)
+        assert float(norms["lm_weight_sum"]) == 14
+        loss = float(lm.combine_loss_terms(terms, norms))
+        np.testing.assert_allclose(loss, expected, rtol=1e-5)
+        np.testing.assert_allclose(float(lm.compute_loss(BATCH, None, logits)), expected,
+                                   rtol=1e-5)
+        summary = lm.summarize_terms({k: float(v) for k, v in terms.items()})
+        np.testing.assert_allclose(summary["loss"], expected, rtol=1e-5)
+        np.testing.assert_allclose(summary["perplexity"], np.exp(expected), rtol=1e-5)
+        assert set(lm.progress_metrics.values()) <= set(summary)
+        assert CausalLM.needs_masked_lm is False
+
+    def test_refuses_a_bidirectional_backbone(self):
+        bert = BertBackbone(vocabulary_size=V, num_layers=1, num_heads=2, hidden_dim=16,
+                            intermediate_dim=32)
+        with pytest.raises(ValueError, match="causal backbone"):
+            CausalLM(bert)
+
+    def test_save_and_load(self, tmp_path):
+        lm = CausalLM(GptBackbone(**KWARGS))
+        path = os.path.join(tmp_path, "lm.keras")
+        lm.save(path)
+        restored = keras.saving.load_model(path, safe_mode=True)
+        assert type(restored) is CausalLM
+        self.assertAllClose(lm(BATCH), restored(BATCH), atol=1e-6)
+
+    def test_mixed_float16_loss_is_finite(self):
+        lm = CausalLM(GptBackbone(**KWARGS, dtype="mixed_float16"))
+        logits = lm(BATCH)
+        assert logits.dtype == "float32"
+        terms = lm.loss_terms(BATCH, logits)
+        self.assertAllFinite(lm.combine_loss_terms(terms))
+
+    @pytest.mark.slow  # the default suite memorises through the CLI (test_gpt_pretrain.py)
+    def test_fit_memorises_a_text_and_greedy_generation_regenerates_it(self):
+        keras.utils.set_random_seed(0)
+        text = [1] + RNG.randint(5, V, 24).tolist() + [2]  # start ... end
+        lm = CausalLM(GptBackbone(**KWARGS))
+        x = {"input_word_ids": np.array([text] * 8, "int32"),
+             "input_mask": np.ones((8, len(text)), "int32")}
+        lm.compile(optimizer=keras.optimizers.Adam(3e-3))
+        history = lm.fit(tf.data.Dataset.from_tensors(x).repeat(250), verbose=0).history
+        assert history["lm_accuracy"][-1] > 0.9
+        for cut in (1, 5):
+            generated = lm.generate(text[:cut], max_new_tokens=len(text), end_token_id=2)
+            assert generated == text[cut:-1], cut
+        # A batch of prompts of different lengths, right-padded internally.
+        both = lm.generate([text[:3], text[:10]], max_new_tokens=5)
+        assert both == [text[3:8], text[10:15]]
+
+
+class TestSampling:
+    LOGITS = np.log(np.array([[0.5, 0.3, 0.15, 0.05], [0.05, 0.15, 0.3, 0.5]], "float32"))
+
+    def draw(self, n=400, **options):
+        seed = keras.random.SeedGenerator(3)
+        return np.stack([sample_logits(self.LOGITS, seed=seed, **options).numpy()
+                         for _ in range(n)])
+
+    def test_greedy_and_degenerate_settings_are_argmax(self):
+        assert sample_logits(self.LOGITS).numpy().tolist() == [0, 3]
+        assert set(self.draw(20, strategy="top_k", top_k=1).reshape(-1)) <= {0, 3}
+        assert (self.draw(20, strategy="top_p", top_p=0.01) == [0, 3]).all()
+
+    def test_top_k_samples_only_the_k_most_likely(self):
+        draws = self.draw(strategy="top_k", top_k=2)
+        assert set(draws[:, 0]) == {0, 1} and set(draws[:, 1]) == {2, 3}
+        # Renormalised over the two: 0.5 / 0.8 = 0.625.
+        assert abs((draws[:, 0] == 0).mean() - 0.625) < 0.08
+
+    def test_top_p_keeps_the_nucleus(self):
+        # 0.5 + 0.3 >= 0.7: tokens 0 and 1 (row 0), 3 and 2 (row 1).
+        draws = self.draw(strategy="top_p", top_p=0.7)
+        assert set(draws[:, 0]) == {0, 1} and set(draws[:, 1]) == {2, 3}
+
+    def test_temperature_flattens_and_sharpens(self):
+        hot = self.draw(strategy="top_k", top_k=4, temperature=5.0)
+        cold = self.draw(strategy="top_k", top_k=4, temperature=0.2)
+        assert (hot[:, 0] == 0).mean() < 0.45 and (cold[:, 0] == 0).mean() > 0.9
+
+    def test_same_seed_same_samples_and_bad_options(self):
+        lm = CausalLM(GptBackbone(**KWARGS))
+        a = lm.generate([1, 2, 3], max_new_tokens=6, strategy="top_p", top_p=0.95, seed=11)
+        b = lm.generate([1, 2, 3], max_new_tokens=6, strategy="top_p", top_p=0.95, seed=11)
+        assert a == b and len(a) == 6
+        for bad, match in (({"strategy": "beam"}, "strategy"), ({"top_k": 0}, "top_k"),
+                           ({"top_p": 0.0}, "top_p"), ({"temperature": 0}, "temperature"),
+                           ({"max_new_tokens": 0}, "max_new_tokens")):
+            with pytest.raises(ValueError, match=match):
+                lm.generate([1, 2], **bad)
+        with pytest.raises(ValueError, match="positions"):
+            lm.generate(list(range(40)))
+        with pytest.raises(ValueError, match="at least one token"):
+            lm.generate([[1], []])
