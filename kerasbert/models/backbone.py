@@ -94,6 +94,35 @@ class Backbone(keras.Model):
         return cls(**config)
 
 
+#: Constructor arguments every encoder family shares for its attention
+#: (documented in `attention_options`); part of each backbone's config.
+ATTENTION_ARGUMENTS = ("attention", "block_size", "num_random_blocks")
+
+
+def attention_options(attention, block_size, num_random_blocks, max_sequence_length,
+                      layer_index):
+    """`TransformerEncoderBlock` keyword arguments for a backbone's attention
+    option, the same for every family.
+
+    Args:
+        attention: "full" (every token attends every token) or "bigbird"
+            (block-sparse: global, sliding-window and random blocks, linear
+            memory in T; full attention for inputs up to
+            (5 + 2 * num_random_blocks) * block_size tokens). Both build the
+            same weights, so a checkpoint serves either.
+        block_size, num_random_blocks: BigBird's pattern.
+        max_sequence_length: sizes BigBird's random-block table.
+        layer_index: seeds the layer's random blocks (one pattern per layer,
+            as the original).
+
+    Returns:
+        dict for `TransformerEncoderBlock(..., **options)`.
+    """
+    return dict(attention=attention, block_size=block_size,
+                num_random_blocks=num_random_blocks, attention_seed=layer_index,
+                max_sequence_length=max_sequence_length)
+
+
 def encoder_graph(embeddings, layers, pooler=None, causal=False):
     """The functional graph every encoder in the zoo shares.
 

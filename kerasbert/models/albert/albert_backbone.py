@@ -6,6 +6,7 @@ from kerasbert.layers import BertEmbeddings
 from kerasbert.layers import ClsPooler
 from kerasbert.layers import TransformerEncoderBlock
 from kerasbert.models.backbone import Backbone
+from kerasbert.models.backbone import attention_options
 from kerasbert.models.backbone import encoder_graph
 
 
@@ -56,6 +57,9 @@ class AlbertBackbone(Backbone):
             Garden use the same.
         layer_norm_epsilon: float.
         initializer_range: float.
+        attention, block_size, num_random_blocks: "full" attention or
+            "bigbird" block-sparse attention on the same weights (see
+            `kerasbert.models.backbone.attention_options`).
         dtype: a dtype or `keras.DTypePolicy`, e.g. "mixed_float16".
     """
 
@@ -75,6 +79,9 @@ class AlbertBackbone(Backbone):
         activation="gelu_approximate",
         layer_norm_epsilon=1e-12,
         initializer_range=0.02,
+        attention="full",
+        block_size=64,
+        num_random_blocks=3,
         dtype=None,
         **kwargs,
     ):
@@ -114,6 +121,8 @@ class AlbertBackbone(Backbone):
                     initializer_range=initializer_range,
                     dtype=dtype,
                     name=f"group_{g}_inner_layer_{r}",
+                    **attention_options(attention, block_size, num_random_blocks,
+                                        max_sequence_length, g * num_inner_repetitions + r),
                 )
                 for r in range(num_inner_repetitions)
             ]
@@ -153,3 +162,6 @@ class AlbertBackbone(Backbone):
         self.activation = activation
         self.layer_norm_epsilon = layer_norm_epsilon
         self.initializer_range = initializer_range
+        self.attention = attention
+        self.block_size = block_size
+        self.num_random_blocks = num_random_blocks

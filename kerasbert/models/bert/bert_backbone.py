@@ -6,6 +6,7 @@ from kerasbert.layers import BertEmbeddings
 from kerasbert.layers import ClsPooler
 from kerasbert.layers import TransformerEncoderBlock
 from kerasbert.models.backbone import Backbone
+from kerasbert.models.backbone import attention_options
 from kerasbert.models.backbone import encoder_graph
 
 
@@ -39,6 +40,9 @@ class BertBackbone(Backbone):
             as in keras-hub's and Model Garden's defaults).
         layer_norm_epsilon: float.
         initializer_range: float.
+        attention, block_size, num_random_blocks: "full" attention (BERT)
+            or "bigbird" block-sparse attention on the same weights (see
+            `kerasbert.models.backbone.attention_options`).
         dtype: a dtype or `keras.DTypePolicy`, e.g. "mixed_float16".
     """
 
@@ -56,6 +60,9 @@ class BertBackbone(Backbone):
         activation="gelu",
         layer_norm_epsilon=1e-12,
         initializer_range=0.02,
+        attention="full",
+        block_size=64,
+        num_random_blocks=3,
         dtype=None,
         **kwargs,
     ):
@@ -82,6 +89,8 @@ class BertBackbone(Backbone):
                 initializer_range=initializer_range,
                 dtype=dtype,
                 name=f"transformer_layer_{i}",
+                **attention_options(attention, block_size, num_random_blocks,
+                                    max_sequence_length, i),
             )
             for i in range(num_layers)
         ]
@@ -109,3 +118,6 @@ class BertBackbone(Backbone):
         self.activation = activation
         self.layer_norm_epsilon = layer_norm_epsilon
         self.initializer_range = initializer_range
+        self.attention = attention
+        self.block_size = block_size
+        self.num_random_blocks = num_random_blocks

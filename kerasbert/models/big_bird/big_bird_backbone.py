@@ -2,15 +2,11 @@
 
 import keras
 
-from kerasbert.layers import BertEmbeddings
-from kerasbert.layers import ClsPooler
-from kerasbert.layers import TransformerEncoderBlock
-from kerasbert.models.backbone import Backbone
-from kerasbert.models.backbone import encoder_graph
+from kerasbert.models.bert.bert_backbone import BertBackbone
 
 
 @keras.saving.register_keras_serializable(package="kerasbert")
-class BigBirdBackbone(Backbone):
+class BigBirdBackbone(BertBackbone):
     """BigBird encoder (Zaheer et al., 2020), ITC form, as BigBird-RoBERTa.
 
     BERT's architecture (embeddings with a 4096-row position table and two
@@ -57,6 +53,7 @@ class BigBirdBackbone(Backbone):
         max_sequence_length: int. Rows of the position table (4096).
         num_segments: int. Rows of the segment table (2).
         dropout: float. Hidden and attention-probability dropout.
+        embedding_dim: int or None. As `BertBackbone` (None: hidden_dim).
         activation: str. "gelu_approximate" (the checkpoints' "gelu_new").
         layer_norm_epsilon: float.
         initializer_range: float.
@@ -76,6 +73,7 @@ class BigBirdBackbone(Backbone):
         max_sequence_length=4096,
         num_segments=2,
         dropout=0.1,
+        embedding_dim=None,
         activation="gelu_approximate",
         layer_norm_epsilon=1e-12,
         initializer_range=0.02,
@@ -85,65 +83,24 @@ class BigBirdBackbone(Backbone):
         dtype=None,
         **kwargs,
     ):
-        # === Layers ===
-        self.embeddings = BertEmbeddings(
+        # BERT's layers and graph; only the defaults differ (4096 positions,
+        # the checkpoints' tanh GELU, block-sparse attention).
+        super().__init__(
             vocabulary_size=vocabulary_size,
+            num_layers=num_layers,
+            num_heads=num_heads,
+            hidden_dim=hidden_dim,
+            intermediate_dim=intermediate_dim,
             max_sequence_length=max_sequence_length,
             num_segments=num_segments,
-            hidden_dim=hidden_dim,
             dropout=dropout,
+            embedding_dim=embedding_dim,
+            activation=activation,
             layer_norm_epsilon=layer_norm_epsilon,
             initializer_range=initializer_range,
+            attention=attention,
+            block_size=block_size,
+            num_random_blocks=num_random_blocks,
             dtype=dtype,
-            name="embeddings",
+            **kwargs,
         )
-        self.transformer_layers = [
-            TransformerEncoderBlock(
-                num_heads=num_heads,
-                intermediate_dim=intermediate_dim,
-                activation=activation,
-                dropout=dropout,
-                layer_norm_epsilon=layer_norm_epsilon,
-                initializer_range=initializer_range,
-                attention=attention,
-                block_size=block_size,
-                num_random_blocks=num_random_blocks,
-                # One random pattern per layer, as the original's per-layer
-                # seed; the table covers every length up to the positions.
-                attention_seed=i,
-                max_sequence_length=max_sequence_length,
-                dtype=dtype,
-                name=f"transformer_layer_{i}",
-            )
-            for i in range(num_layers)
-        ]
-        self.pooler = ClsPooler(
-            hidden_dim,
-            initializer_range=initializer_range,
-            dtype=dtype,
-            name="pooler",
-        )
-
-        # === Functional graph ===
-        inputs, outputs = encoder_graph(
-            self.embeddings,
-            [[block] for block in self.transformer_layers],
-            self.pooler,
-        )
-        super().__init__(inputs=inputs, outputs=outputs, dtype=dtype, **kwargs)
-
-        # === Config ===
-        self.vocabulary_size = vocabulary_size
-        self.num_layers = num_layers
-        self.num_heads = num_heads
-        self.hidden_dim = hidden_dim
-        self.intermediate_dim = intermediate_dim
-        self.max_sequence_length = max_sequence_length
-        self.num_segments = num_segments
-        self.dropout = dropout
-        self.activation = activation
-        self.layer_norm_epsilon = layer_norm_epsilon
-        self.initializer_range = initializer_range
-        self.attention = attention
-        self.block_size = block_size
-        self.num_random_blocks = num_random_blocks

@@ -5,6 +5,7 @@ import keras
 from kerasbert.layers import BertEmbeddings
 from kerasbert.layers import TransformerEncoderBlock
 from kerasbert.models.backbone import Backbone
+from kerasbert.models.backbone import attention_options
 from kerasbert.models.backbone import encoder_graph
 
 
@@ -41,6 +42,9 @@ class DistilBertBackbone(Backbone):
         dropout: float. Hidden and attention-probability dropout.
         layer_norm_epsilon: float.
         initializer_range: float.
+        attention, block_size, num_random_blocks: "full" attention or
+            "bigbird" block-sparse attention on the same weights (see
+            `kerasbert.models.backbone.attention_options`).
         dtype: a dtype or `keras.DTypePolicy`, e.g. "mixed_float16".
     """
 
@@ -63,6 +67,9 @@ class DistilBertBackbone(Backbone):
         dropout=0.1,
         layer_norm_epsilon=1e-12,
         initializer_range=0.02,
+        attention="full",
+        block_size=64,
+        num_random_blocks=3,
         dtype=None,
         **kwargs,
     ):
@@ -88,6 +95,8 @@ class DistilBertBackbone(Backbone):
                 initializer_range=initializer_range,
                 dtype=dtype,
                 name=f"transformer_layer_{i}",
+                **attention_options(attention, block_size, num_random_blocks,
+                                    max_sequence_length, i),
             )
             for i in range(num_layers)
         ]
@@ -107,3 +116,6 @@ class DistilBertBackbone(Backbone):
         self.dropout = dropout
         self.layer_norm_epsilon = layer_norm_epsilon
         self.initializer_range = initializer_range
+        self.attention = attention
+        self.block_size = block_size
+        self.num_random_blocks = num_random_blocks

@@ -5,6 +5,7 @@ import keras
 from kerasbert.layers import BertEmbeddings
 from kerasbert.layers import TransformerEncoderBlock
 from kerasbert.models.backbone import Backbone
+from kerasbert.models.backbone import attention_options
 from kerasbert.models.backbone import encoder_graph
 
 
@@ -50,6 +51,9 @@ class RobertaBackbone(Backbone):
         dropout: float. Hidden and attention-probability dropout.
         layer_norm_epsilon: float. 1e-5 in fairseq's RoBERTa.
         initializer_range: float.
+        attention, block_size, num_random_blocks: "full" attention or
+            "bigbird" block-sparse attention on the same weights (see
+            `kerasbert.models.backbone.attention_options`).
         dtype: a dtype or `keras.DTypePolicy`, e.g. "mixed_float16".
     """
 
@@ -72,6 +76,9 @@ class RobertaBackbone(Backbone):
         dropout=0.1,
         layer_norm_epsilon=1e-5,
         initializer_range=0.02,
+        attention="full",
+        block_size=64,
+        num_random_blocks=3,
         dtype=None,
         **kwargs,
     ):
@@ -97,6 +104,8 @@ class RobertaBackbone(Backbone):
                 initializer_range=initializer_range,
                 dtype=dtype,
                 name=f"transformer_layer_{i}",
+                **attention_options(attention, block_size, num_random_blocks,
+                                    max_sequence_length, i),
             )
             for i in range(num_layers)
         ]
@@ -118,3 +127,6 @@ class RobertaBackbone(Backbone):
         self.dropout = dropout
         self.layer_norm_epsilon = layer_norm_epsilon
         self.initializer_range = initializer_range
+        self.attention = attention
+        self.block_size = block_size
+        self.num_random_blocks = num_random_blocks
