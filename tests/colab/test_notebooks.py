@@ -25,6 +25,7 @@ NOTEBOOKS = {
     "03_squad_question_answering": 2,  # training curves, start/end scores
     "04_ner_tagging": 2,              # training curves, per-entity F1
     "05_tf_serving": 1,               # latency / probabilities chart
+    "06_model_zoo_tour": 5,           # parameters per preset, BERT + GPT attention maps, BigBird pattern, time/memory
     "07_pretraining_at_scale": 2,     # curve across the preemption, TensorBoard scalars
 }
 CELL_TIMEOUT = 300
