@@ -6,6 +6,12 @@ STAMP := $(VENV)/.installed
 
 .PHONY: demo test test-slow bench clean
 
+# The suite runs on both cores of the CI machine: whole test files per
+# worker (module fixtures stay shared), `make test PYTEST_WORKERS=0` for one
+# process.
+PYTEST_WORKERS ?= 2
+PYTEST := $(BIN)/python -m pytest $(if $(filter 0,$(PYTEST_WORKERS)),,-n $(PYTEST_WORKERS) --dist loadfile)
+
 $(STAMP): setup.py constraints.txt
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install --quiet --disable-pip-version-check \
@@ -16,10 +22,10 @@ demo: $(STAMP)
 	$(BIN)/kerasbert demo
 
 test: $(STAMP)
-	$(BIN)/python -m pytest
+	$(PYTEST)
 
 test-slow: $(STAMP)
-	$(BIN)/python -m pytest -m slow
+	$(PYTEST) -m slow
 
 bench: $(STAMP)
 	$(BIN)/python bench/encoder_bench.py --family all

@@ -35,6 +35,8 @@ setup(
         "interop": ["tf-models-official~=2.20.0", "tf-keras~=2.20.0"],
         "test": [
             "pytest",
+            # `make test` runs the suite on both cores (whole files per worker).
+            "pytest-xdist",
             "tf-models-official~=2.20.0",
             "tf-keras~=2.20.0",
             "jax",
