@@ -1,9 +1,10 @@
 #!/usr/bin/env python
 """Encoder throughput: kerasbert's backbones vs keras-hub's, same run.
 
-For each family asked for (`--family bert|albert|roberta|distil_bert|all`;
-BERT by default), builds keras-hub's backbone of that family (BertBackbone,
-AlbertBackbone, RobertaBackbone, DistilBertBackbone) with the config of the
+For each family asked for (`--family bert|albert|roberta|distil_bert|electra|
+all`; BERT by default), builds keras-hub's backbone of that family
+(BertBackbone, AlbertBackbone, RobertaBackbone, DistilBertBackbone,
+ElectraBackbone) with the config of the
 chosen kerasbert preset, converts it with `kerasbert.convert.from_keras_hub`
 (identical weights and activation), checks that both produce the same
 outputs, then measures sequences/second for
@@ -73,16 +74,23 @@ class Family:
         `sequence_output[:, 0]` (what our `pooled_output` is for these
         families), so both do the same work.
     quick: extra `--quick` config values beyond `_common.QUICK_CONFIG`.
+    peer_names: our config key -> the peer's argument name where they
+        differ (keras-hub's ElectraBackbone says `vocab_size`).
     """
 
     def __init__(self, peer_class, default, scale, segments, pooled,
-                 quick=None):
+                 quick=None, peer_names=None):
         self.peer_class = peer_class
         self.default = default
         self.scale = scale
         self.segments = segments
         self.pooled = pooled
         self.quick = dict(quick or {})
+        self.peer_names = dict(peer_names or {})
+
+    def peer_config(self, config):
+        """Our preset config under the peer's argument names."""
+        return {self.peer_names.get(k, k): v for k, v in config.items()}
 
     def peer_input_names(self):
         names = ["token_ids", "padding_mask"]
@@ -110,6 +118,12 @@ FAMILIES = {
                       segments=False, pooled="first_token"),
     "distil_bert": Family("DistilBertBackbone", "distilbert_base", scale=True,
                           segments=False, pooled="first_token"),
+    # The discriminator: BERT's encoder behind ELECTRA-Small's factorised
+    # embedding (E=128 kept when scaled; 16 in --quick, below hidden 32).
+    "electra": Family("ElectraBackbone", "electra_small", scale=True,
+                      segments=True, pooled="pooled_output",
+                      quick={"embedding_dim": 16},
+                      peer_names={"vocabulary_size": "vocab_size"}),
 }
 # Depth and widths the scaled defaults take from _common.DEFAULT_PRESET.
 SCALED_KEYS = ("num_layers", "num_heads", "hidden_dim", "intermediate_dim")
@@ -118,7 +132,7 @@ def parse_args(argv):
     p = argparse.ArgumentParser(
         description=(
             "Throughput (sequences/s) of kerasbert's backbones (BERT, "
-            "ALBERT, RoBERTa, DistilBERT) vs keras-hub's with identical "
+            "ALBERT, RoBERTa, DistilBERT, ELECTRA) vs keras-hub's with identical "
             "weights, forward and train step, jit_compile off and on."
         )
     )
@@ -214,7 +228,7 @@ def resolve_families(args):
                 config_name = family.default
         peer_cls = getattr(keras_hub.models, family.peer_class)
         accepted = set(inspect.signature(peer_cls.__init__).parameters)
-        unknown = sorted(set(config) - accepted)
+        unknown = sorted(set(family.peer_config(config)) - accepted)
         if unknown:
             raise BenchError(
                 f"{config_name}: keras-hub's {family.peer_class} has no "
@@ -384,8 +398,8 @@ def run_family(name, config_name, config, args, policy):
 
     family = FAMILIES[name]
     keras.utils.set_random_seed(0)
-    peer = getattr(keras_hub.models, family.peer_class)(**config,
-                                                        dtype=policy)
+    peer = getattr(keras_hub.models, family.peer_class)(
+        **family.peer_config(config), dtype=policy)
     ours = from_keras_hub(peer)
 
     head_init = keras.initializers.RandomNormal(stddev=0.02, seed=1)

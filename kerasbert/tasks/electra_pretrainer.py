@@ -68,6 +68,10 @@ def generator_config(discriminator, fraction=0.25, layers_fraction=1.0):
         "activation": discriminator.activation,
         "layer_norm_epsilon": discriminator.layer_norm_epsilon,
         "initializer_range": discriminator.initializer_range,
+        # The same attention as the discriminator (full, or BigBird's).
+        **{k: getattr(discriminator, k) for k in ("attention", "block_size",
+                                                   "num_random_blocks")
+           if hasattr(discriminator, k)},
     }
 
 
@@ -294,7 +298,7 @@ class ElectraPretrainer(PretrainingTask):
                 {**config, "shared_embeddings": backbone.embeddings}
             )
 
-        self.masked_lm_head = MaskedLMHead(
+        self.generator_lm_head = MaskedLMHead(
             vocabulary_size=backbone.vocabulary_size,
             token_embedding=backbone.token_embedding,
             activation=self.generator.activation,
@@ -303,7 +307,7 @@ class ElectraPretrainer(PretrainingTask):
             dtype=backbone.dtype_policy,
             name="generator_masked_lm_head",
         )
-        self.masked_lm_head.build((None, None, self.generator.hidden_dim))
+        self.generator_lm_head.build((None, None, self.generator.hidden_dim))
         self.rtd_head = ReplacedTokenHead(
             backbone.hidden_dim,
             activation=backbone.activation,
@@ -339,7 +343,7 @@ class ElectraPretrainer(PretrainingTask):
         features.setdefault("input_type_ids", ops.zeros_like(ids))
 
         generated = self.generator(features, training=training)
-        mlm_logits = self.masked_lm_head(
+        mlm_logits = self.generator_lm_head(
             generated["sequence_output"], inputs["masked_lm_positions"]
         )
         sampled = sample_from_logits(mlm_logits, self.seed_generator, self.temperature)

@@ -59,7 +59,7 @@ def test_bad_counts_exit_nonzero(bench):
     assert info.value.code != 0
 
 
-FAMILY_NAMES = ["bert", "albert", "roberta", "distil_bert"]
+FAMILY_NAMES = ["bert", "albert", "roberta", "distil_bert", "electra"]
 
 
 def test_quick_run_family_without_pooler(bench, tmp_path):
@@ -91,7 +91,8 @@ def test_quick_run_covers_every_family(bench, tmp_path, capsys):
         assert math.isfinite(row["ratio"]) and row["ratio"] > 0, row
     pooled = {b["family"]: b["meta"]["pooled"] for b in payload["families"]}
     assert pooled == {"bert": "pooled_output", "albert": "pooled_output",
-                      "roberta": "first_token", "distil_bert": "first_token"}
+                      "roberta": "first_token", "distil_bert": "first_token",
+                      "electra": "pooled_output"}
     for block in payload["families"]:
         meta = block["meta"]
         assert meta["config_name"] == "quick"
@@ -106,7 +107,7 @@ def test_quick_run_covers_every_family(bench, tmp_path, capsys):
 
     printed = capsys.readouterr().out
     for peer in ("BertBackbone", "AlbertBackbone", "RobertaBackbone",
-                 "DistilBertBackbone"):
+                 "DistilBertBackbone", "ElectraBackbone"):
         assert f"kerasbert vs keras-hub {peer}  [quick:" in printed
     summary = printed[printed.index("ours/keras-hub   forward jit=off"):]
     for family in FAMILY_NAMES:

@@ -145,3 +145,97 @@ class TestTfModels:
     def test_rejects_other_encoders(self):
         with pytest.raises(TypeError, match="BertEncoder"):
             electra_from_tf_models(ElectraBackbone(**OURS_TINY))
+
+
+def erf_gelu(x):
+    import tf_keras
+
+    return tf_keras.activations.gelu(x, approximate=False)
+
+
+class TestTfModelsPretrainer:
+    """Our ElectraPretrainer against tf-models-official's ElectraPretrainer
+    with the same weights: the generator's masked-LM logits, and (with the
+    sampling forced by a huge output bias on one token, so both corrupt the
+    input identically) the discriminator's logits and replaced-token
+    labels."""
+
+    @pytest.mark.slow  # ~15 s: two Model Garden encoders and a tf_keras pretrainer
+    def test_pretrainer_parity(self):
+        import tensorflow as tf
+        from official.nlp.modeling import models
+
+        from kerasbert.convert.bert_weights import _assign
+        from kerasbert.convert.bert_weights import set_block_weights
+        from kerasbert.convert.tf_models import tf_models_to_canonical
+        from kerasbert.tasks import ElectraPretrainer
+
+        disc_tf = tf_models_discriminator(activation=erf_gelu)
+        gen_tf = tf_models_discriminator(activation=erf_gelu, hidden_size=4,
+                                         num_attention_heads=1, inner_dim=16)
+        # tf-models takes two separate encoders; ours shares the tables and
+        # the embedding LayerNorm, so give both the same values.
+        for name in ("word_embeddings", "position_embedding", "type_embeddings",
+                     "embeddings/layer_norm"):
+            for a, b in zip(gen_tf.get_layer(name).weights, disc_tf.get_layer(name).weights):
+                a.assign(b)
+        peer = models.ElectraPretrainer(
+            generator_network=gen_tf, discriminator_network=disc_tf, vocab_size=60,
+            num_classes=2, num_token_predictions=3, mlm_activation=erf_gelu)
+
+        ours = ElectraPretrainer(electra_from_tf_models(disc_tf),
+                                 generator=electra_from_tf_models(gen_tf).get_config())
+        gen = tf_models_to_canonical(gen_tf)
+        _assign(ours.generator.embeddings_projection.kernel,
+                gen["embedding_projection_kernel"], "generator projection")
+        _assign(ours.generator.embeddings_projection.bias,
+                gen["embedding_projection_bias"], "generator projection bias")
+        _assign(ours.generator.pooler.dense.kernel, gen["pooler_kernel"], "pooler")
+        _assign(ours.generator.pooler.dense.bias, gen["pooler_bias"], "pooler bias")
+        for block, src in zip(ours.generator.transformer_layers, gen["layers"]):
+            set_block_weights(block, src)
+
+        ids, mask, types = batch(60, seed=4)
+        positions = np.array([[1, 2, 4]] * 3, "int32")
+        inputs = {"input_word_ids": ids, "input_mask": mask, "input_type_ids": types,
+                  "masked_lm_positions": positions,
+                  "masked_lm_ids": np.take_along_axis(ids, positions, 1),
+                  "masked_lm_weights": np.ones((3, 3), "float32")}
+        inputs["input_word_ids"] = ids.copy()
+        np.put_along_axis(inputs["input_word_ids"], positions, 4, axis=1)
+        expected = peer({k: tf.constant(v) for k, v in inputs.items()})  # builds the heads
+
+        lm, mlm_head = peer.masked_lm, ours.generator_lm_head
+        for src, dst in ((lm.dense.kernel, mlm_head.dense.kernel),
+                         (lm.dense.bias, mlm_head.dense.bias),
+                         (lm.layer_norm.gamma, mlm_head.layer_norm.gamma),
+                         (lm.layer_norm.beta, mlm_head.layer_norm.beta)):
+            _assign(dst, src.numpy(), dst.path)
+        head = ours.rtd_head
+        for src, dst in ((peer.discriminator_projection.kernel, head.dense.kernel),
+                         (peer.discriminator_projection.bias, head.dense.bias),
+                         (peer.discriminator_head.kernel, head.logits.kernel),
+                         (peer.discriminator_head.bias, head.logits.bias)):
+            _assign(dst, src.numpy(), dst.path)
+        bias = np.zeros(60, "float32")
+        bias[7] = 1e4  # every masked position samples token 7, in both
+        lm.bias.assign(bias)
+        mlm_head.output_bias.assign(bias)
+
+        expected = peer({k: tf.constant(v) for k, v in inputs.items()})
+        got = ours(inputs)
+        diffs = {
+            "mlm_logits": float(np.max(np.abs(
+                np.asarray(got["mlm_logits"]) - expected["lm_outputs"].numpy()))),
+            "rtd_logits": float(np.max(np.abs(
+                np.asarray(got["rtd_logits"]) - expected["disc_logits"].numpy()))),
+        }
+        # Logits near the 1e4 bias carry float32 rounding of ~1e-3; compare
+        # those relative to their size and the rest absolutely.
+        mlm_got, mlm_want = np.asarray(got["mlm_logits"]), expected["lm_outputs"].numpy()
+        np.testing.assert_allclose(mlm_got[..., :7], mlm_want[..., :7], atol=1e-5)
+        np.testing.assert_allclose(mlm_got, mlm_want, rtol=1e-6, atol=1e-5)
+        assert diffs["rtd_logits"] <= 1e-5, diffs
+        np.testing.assert_array_equal(np.asarray(got["rtd_labels"]),
+                                      expected["disc_label"].numpy())
+        assert np.asarray(got["rtd_labels"]).sum() > 0

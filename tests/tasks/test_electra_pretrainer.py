@@ -55,7 +55,7 @@ def force_samples(model, token):
     every masked position, so the corruption is known exactly."""
     bias = np.zeros(model.backbone.vocabulary_size, "float32")
     bias[token] = 1e4
-    model.masked_lm_head.output_bias.assign(bias)
+    model.generator_lm_head.output_bias.assign(bias)
 
 
 class TestReplaceTokens:
@@ -104,7 +104,7 @@ class TestElectraPretrainer(TestCase):
         gen, disc = model.generator, model.backbone
         assert gen.hidden_dim == 4 and gen.num_layers == 2 and gen.shares_embeddings
         assert gen.token_embedding is disc.token_embedding
-        assert model.masked_lm_head.token_embedding is disc.token_embedding
+        assert model.generator_lm_head.token_embedding is disc.token_embedding
         # Every variable is counted once although the tables are shared.
         assert len({id(w) for w in model.weights}) == len(model.weights)
         corrupted = np.asarray(out["corrupted_ids"])

@@ -7,6 +7,7 @@
 RoBERTa: byte-level BPE, FULL-SENTENCES (`--objective none`), unmasked
 files masked dynamically while training. ALBERT: SentencePiece, sentence
 order prediction, whole-word masks. DistilBERT: WordPiece, masked LM only.
+BigBird: SentencePiece, masked LM with block-sparse attention.
 The export's probabilities must equal the fine-tuned Keras model's.
 """
 
@@ -35,6 +36,11 @@ FAMILIES = {
                {"objective": "sop", "masking": "static", "tokenizer": "sentencepiece"}),
     "distil_bert": ("wordpiece", 200, "distilbert_base", ["--objective", "none"], [],
                     {"objective": "none", "masking": "static", "tokenizer": "wordpiece"}),
+    # Blocks of 4 with one random block: the 32-token pretraining sequences
+    # take the block-sparse path (full attention only up to 28 tokens).
+    "big_bird": ("sentencepiece", 57, "bigbird_roberta_base", ["--objective", "none"],
+                 ["block_size=4", "num_random_blocks=1"],
+                 {"objective": "none", "masking": "static", "tokenizer": "sentencepiece"}),
 }
 TEXTS = ["the cat likes the river today", "My sister paints a blue car at night .",
          "", "naïve café ☕ 東京"]
@@ -148,6 +154,8 @@ def test_family_life_cycle(pipelines, name):
     assert config["objectives"] == (["mlm", "sop"] if name == "albert" else ["mlm"])
     assert config["backbone_class"] == result["backbone_class"]
     assert config["dynamic_masking"] == (name == "roberta")
+    if name == "big_bird":
+        assert config["backbone"]["attention"] == "bigbird"
     last = result["history"][-1]
     assert last["step"] == 3 and np.isfinite(last["loss"])
     assert ("sentence_accuracy" in last) == (name == "albert")

@@ -8,6 +8,7 @@ from kerasbert.layers import ClsPooler
 from kerasbert.layers import TransformerEncoderBlock
 from kerasbert.layers.initializers import bert_initializer
 from kerasbert.models.backbone import Backbone
+from kerasbert.models.backbone import attention_options
 from kerasbert.models.backbone import encoder_graph
 
 
@@ -59,6 +60,9 @@ class ElectraBackbone(Backbone):
             converted from keras-hub keep.
         layer_norm_epsilon: float.
         initializer_range: float.
+        attention, block_size, num_random_blocks: "full" attention (ELECTRA)
+            or "bigbird" block-sparse attention on the same weights (see
+            `kerasbert.models.backbone.attention_options`).
         dtype: a dtype or `keras.DTypePolicy`, e.g. "mixed_float16".
         shared_embeddings: keyword only, not part of the config. A built
             `BertEmbeddings` (another ElectraBackbone's `embeddings`) whose
@@ -81,6 +85,9 @@ class ElectraBackbone(Backbone):
         activation="gelu",
         layer_norm_epsilon=1e-12,
         initializer_range=0.02,
+        attention="full",
+        block_size=64,
+        num_random_blocks=3,
         dtype=None,
         *,
         shared_embeddings=None,
@@ -149,6 +156,8 @@ class ElectraBackbone(Backbone):
                 initializer_range=initializer_range,
                 dtype=dtype,
                 name=f"transformer_layer_{i}",
+                **attention_options(attention, block_size, num_random_blocks,
+                                    max_sequence_length, i),
             )
             for i in range(num_layers)
         ]
@@ -178,6 +187,9 @@ class ElectraBackbone(Backbone):
         self.activation = activation
         self.layer_norm_epsilon = layer_norm_epsilon
         self.initializer_range = initializer_range
+        self.attention = attention
+        self.block_size = block_size
+        self.num_random_blocks = num_random_blocks
         self._shares_embeddings = shared_embeddings is not None
 
     @property

@@ -67,6 +67,16 @@ class TestElectraBackbone(TestCase):
         assert model.activation == "gelu" and model.dropout == 0.1
         assert model.embedding_dim is None and not model.shares_embeddings
 
+    def test_bigbird_attention_option(self):
+        full = ElectraBackbone(**KWARGS)
+        sparse = ElectraBackbone(**KWARGS, attention="bigbird", block_size=2,
+                                 num_random_blocks=1)
+        assert sparse.get_config()["attention"] == "bigbird"
+        sparse.set_weights(full.get_weights())  # same weights either way
+        # 8 tokens < (5 + 2 x 1) x 2: BigBird falls back to full attention.
+        self.assertAllClose(full(INPUTS)["sequence_output"],
+                            sparse(INPUTS)["sequence_output"], atol=1e-5)
+
     def test_bad_heads(self):
         with pytest.raises(ValueError, match="divisible by num_heads"):
             ElectraBackbone(**{**KWARGS, "num_heads": 3})
