@@ -68,6 +68,14 @@ class Backbone(keras.Model):
             if n != "self" and p.kind is p.POSITIONAL_OR_KEYWORD
         ]
 
+    def _record_config(self, arguments):
+        """Stores every constructor argument (`config_names`) as an
+        attribute of the same name, as `get_config` reads them. Subclasses
+        call it with `locals()` once their graph is built."""
+        for name in self.config_names():
+            if name != "dtype":
+                setattr(self, name, arguments[name])
+
     @property
     def token_embedding(self):
         """The `ReversibleEmbedding` heads tie their decoder to."""
@@ -121,6 +129,32 @@ def attention_options(attention, block_size, num_random_blocks, max_sequence_len
     return dict(attention=attention, block_size=block_size,
                 num_random_blocks=num_random_blocks, attention_seed=layer_index,
                 max_sequence_length=max_sequence_length)
+
+
+def encoder_blocks(num_layers, *, num_heads, intermediate_dim, activation, dropout,
+                   layer_norm_epsilon, initializer_range, dtype, max_sequence_length,
+                   attention="full", block_size=64, num_random_blocks=3):
+    """One `TransformerEncoderBlock` per layer, named `transformer_layer_{i}`
+    (the names the weight mappings use), with the backbone's attention option
+    (`attention_options`). Every family without cross-layer sharing builds
+    its blocks here."""
+    from kerasbert.layers import TransformerEncoderBlock
+
+    return [
+        TransformerEncoderBlock(
+            num_heads=num_heads,
+            intermediate_dim=intermediate_dim,
+            activation=activation,
+            dropout=dropout,
+            layer_norm_epsilon=layer_norm_epsilon,
+            initializer_range=initializer_range,
+            dtype=dtype,
+            name=f"transformer_layer_{i}",
+            **attention_options(attention, block_size, num_random_blocks,
+                                max_sequence_length, i),
+        )
+        for i in range(num_layers)
+    ]
 
 
 def encoder_graph(embeddings, layers, pooler=None, causal=False):

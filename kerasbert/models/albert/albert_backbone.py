@@ -148,20 +148,4 @@ class AlbertBackbone(Backbone):
         super().__init__(inputs=inputs, outputs=outputs, dtype=dtype, **kwargs)
 
         # === Config ===
-        self.vocabulary_size = vocabulary_size
-        self.num_layers = num_layers
-        self.num_heads = num_heads
-        self.hidden_dim = hidden_dim
-        self.intermediate_dim = intermediate_dim
-        self.embedding_dim = embedding_dim
-        self.num_groups = num_groups
-        self.num_inner_repetitions = num_inner_repetitions
-        self.max_sequence_length = max_sequence_length
-        self.num_segments = num_segments
-        self.dropout = dropout
-        self.activation = activation
-        self.layer_norm_epsilon = layer_norm_epsilon
-        self.initializer_range = initializer_range
-        self.attention = attention
-        self.block_size = block_size
-        self.num_random_blocks = num_random_blocks
+        self._record_config(locals())

@@ -4,9 +4,8 @@ import keras
 
 from kerasbert.layers import BertEmbeddings
 from kerasbert.layers import ClsPooler
-from kerasbert.layers import TransformerEncoderBlock
 from kerasbert.models.backbone import Backbone
-from kerasbert.models.backbone import attention_options
+from kerasbert.models.backbone import encoder_blocks
 from kerasbert.models.backbone import encoder_graph
 
 
@@ -79,21 +78,13 @@ class BertBackbone(Backbone):
             dtype=dtype,
             name="embeddings",
         )
-        self.transformer_layers = [
-            TransformerEncoderBlock(
-                num_heads=num_heads,
-                intermediate_dim=intermediate_dim,
-                activation=activation,
-                dropout=dropout,
-                layer_norm_epsilon=layer_norm_epsilon,
-                initializer_range=initializer_range,
-                dtype=dtype,
-                name=f"transformer_layer_{i}",
-                **attention_options(attention, block_size, num_random_blocks,
-                                    max_sequence_length, i),
-            )
-            for i in range(num_layers)
-        ]
+        self.transformer_layers = encoder_blocks(
+            num_layers, num_heads=num_heads, intermediate_dim=intermediate_dim,
+            activation=activation, dropout=dropout, layer_norm_epsilon=layer_norm_epsilon,
+            initializer_range=initializer_range, dtype=dtype,
+            max_sequence_length=max_sequence_length,
+            attention=attention, block_size=block_size,
+            num_random_blocks=num_random_blocks)
         self.pooler = ClsPooler(
             hidden_dim,
             initializer_range=initializer_range,
@@ -106,18 +97,4 @@ class BertBackbone(Backbone):
         super().__init__(inputs=inputs, outputs=outputs, dtype=dtype, **kwargs)
 
         # === Config ===
-        self.vocabulary_size = vocabulary_size
-        self.num_layers = num_layers
-        self.num_heads = num_heads
-        self.hidden_dim = hidden_dim
-        self.intermediate_dim = intermediate_dim
-        self.max_sequence_length = max_sequence_length
-        self.num_segments = num_segments
-        self.dropout = dropout
-        self.embedding_dim = embedding_dim
-        self.activation = activation
-        self.layer_norm_epsilon = layer_norm_epsilon
-        self.initializer_range = initializer_range
-        self.attention = attention
-        self.block_size = block_size
-        self.num_random_blocks = num_random_blocks
+        self._record_config(locals())

@@ -4,8 +4,8 @@ import keras
 from keras import ops
 
 from kerasbert.layers import BertEmbeddings
-from kerasbert.layers import TransformerEncoderBlock
 from kerasbert.models.backbone import Backbone
+from kerasbert.models.backbone import encoder_blocks
 from kerasbert.models.backbone import encoder_graph
 
 
@@ -109,19 +109,11 @@ class GptBackbone(Backbone):
             dtype=dtype,
             name="embeddings",
         )
-        self.transformer_layers = [
-            TransformerEncoderBlock(
-                num_heads=num_heads,
-                intermediate_dim=intermediate_dim,
-                activation=activation,
-                dropout=dropout,
-                layer_norm_epsilon=layer_norm_epsilon,
-                initializer_range=initializer_range,
-                dtype=dtype,
-                name=f"transformer_layer_{i}",
-            )
-            for i in range(num_layers)
-        ]
+        self.transformer_layers = encoder_blocks(
+            num_layers, num_heads=num_heads, intermediate_dim=intermediate_dim,
+            activation=activation, dropout=dropout, layer_norm_epsilon=layer_norm_epsilon,
+            initializer_range=initializer_range, dtype=dtype,
+            max_sequence_length=max_sequence_length)
 
         # === Functional graph ===
         inputs, outputs = encoder_graph(
@@ -136,13 +128,4 @@ class GptBackbone(Backbone):
         super().__init__(inputs=inputs, outputs=outputs, dtype=dtype, **kwargs)
 
         # === Config ===
-        self.vocabulary_size = vocabulary_size
-        self.num_layers = num_layers
-        self.num_heads = num_heads
-        self.hidden_dim = hidden_dim
-        self.intermediate_dim = intermediate_dim
-        self.max_sequence_length = max_sequence_length
-        self.dropout = dropout
-        self.layer_norm_epsilon = layer_norm_epsilon
-        self.initializer_range = initializer_range
-        self.activation = activation
+        self._record_config(locals())
