@@ -77,9 +77,14 @@ class MultiHeadSelfAttention(keras.layers.Layer):
             (e.g. [B, 1, 1, T] from `padding_mask_to_attention_bias`), or None.
         return_attention_scores: bool. Also return the [B, N, T, T]
             probabilities (float32).
+        query_positions: optional int tensor [B, Q]: only these positions
+            attend (queries), every position is still a key and a value.
+            `attention_bias` must then broadcast over the queries (e.g. the
+            [B, 1, 1, T] padding bias).
 
     Returns:
-        float tensor [B, T, H] (and the probabilities if asked).
+        float tensor [B, T, H] ([B, Q, H] with `query_positions`; and the
+        [B, N, T or Q, T] probabilities if asked).
     """
 
     def __init__(self, num_heads, dropout=0.1, initializer_range=0.02, **kwargs):
@@ -124,6 +129,7 @@ class MultiHeadSelfAttention(keras.layers.Layer):
         attention_bias=None,
         training=None,
         return_attention_scores=False,
+        query_positions=None,
     ):
         shape = ops.shape(x)
         batch, length = shape[0], shape[1]
@@ -131,11 +137,19 @@ class MultiHeadSelfAttention(keras.layers.Layer):
         # one concat, while each strided slice's gradient materialises a
         # zero-padded [B, T, 3H] tensor (measured: 1.5x slower backward).
         query, key, value = ops.split(self.qkv_dense(x), 3, axis=-1)
-        heads = (batch, length, self.num_heads, self.head_dim)
+        queries = length
+        if query_positions is not None:
+            # Only these rows attend (keys and values stay at every
+            # position): the output equals the full layer's at those rows.
+            query = ops.take_along_axis(
+                query, ops.expand_dims(ops.cast(query_positions, "int32"), -1), axis=1
+            )
+            queries = ops.shape(query)[1]
         # Scaling the query before the product touches T*D values, not T*T.
-        query = ops.reshape(query, heads) * ops.cast(
-            1.0 / math.sqrt(self.head_dim), query.dtype
-        )
+        query = ops.reshape(
+            query, (batch, queries, self.num_heads, self.head_dim)
+        ) * ops.cast(1.0 / math.sqrt(self.head_dim), query.dtype)
+        heads = (batch, length, self.num_heads, self.head_dim)
         key, value = ops.reshape(key, heads), ops.reshape(value, heads)
         scores = ops.einsum("btnd,bsnd->bnts", query, key)
         scores = ops.cast(scores, "float32")
@@ -146,7 +160,7 @@ class MultiHeadSelfAttention(keras.layers.Layer):
             ops.cast(probs, self.compute_dtype), training=training
         )
         context = ops.einsum("bnts,bsnd->btnd", dropped, value)
-        context = ops.reshape(context, (batch, length, self.hidden_dim))
+        context = ops.reshape(context, (batch, queries, self.hidden_dim))
         output = self.output_dense(context)
         if return_attention_scores:
             return output, probs

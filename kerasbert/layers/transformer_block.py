@@ -1,6 +1,7 @@
 """Post-LayerNorm transformer encoder block (BERT's layout)."""
 
 import keras
+from keras import ops
 
 from kerasbert.layers.activations import get_activation
 from kerasbert.layers.attention import MultiHeadSelfAttention
@@ -40,9 +41,13 @@ class TransformerEncoderBlock(keras.layers.Layer):
             once per model with `padding_mask_to_attention_bias`.
         padding_mask: int tensor [B, T]; convenience for stand-alone use,
             ignored when `attention_bias` is given.
+        query_positions: optional int tensor [B, Q]: compute the block's
+            output only at these positions (every position still serves as
+            a key and value), e.g. a pretrainer's last layer at the masked
+            positions. Full attention only.
 
     Returns:
-        float tensor [B, T, H].
+        float tensor [B, T, H] ([B, Q, H] with `query_positions`).
     """
 
     def __init__(
@@ -136,10 +141,21 @@ class TransformerEncoderBlock(keras.layers.Layer):
         self.output_layer_norm.build(x_shape)
         self.built = True
 
-    def call(self, x, attention_bias=None, padding_mask=None, training=None):
+    def call(self, x, attention_bias=None, padding_mask=None, training=None,
+             query_positions=None):
         if attention_bias is None and padding_mask is not None:
             attention_bias = padding_mask_to_attention_bias(padding_mask)
-        attended = self.attention(x, attention_bias, training=training)
+        if query_positions is None:
+            attended = self.attention(x, attention_bias, training=training)
+        else:
+            if self.attention_type != "full":
+                raise ValueError("query_positions needs full attention (the "
+                                 f"block's attention is {self.attention_type!r}).")
+            attended = self.attention(x, attention_bias, training=training,
+                                      query_positions=query_positions)
+            x = ops.take_along_axis(
+                x, ops.expand_dims(ops.cast(query_positions, "int32"), -1), axis=1
+            )
         attended = self.attention_dropout(attended, training=training)
         x = self.attention_layer_norm(x + attended)
         hidden = self.output_dense(self.intermediate_dense(x))

@@ -4,6 +4,7 @@ import keras
 from keras import ops
 
 from kerasbert.layers import MaskedLMHead
+from kerasbert.layers import padding_mask_to_attention_bias
 from kerasbert.layers import NextSentenceHead
 from kerasbert.tasks.backbone_model import BackboneModel
 
@@ -69,6 +70,22 @@ def masked_lm_elementwise(logits, ids, weights):
     ce = keras.losses.sparse_categorical_crossentropy(ids, logits, from_logits=True)
     hits = ops.cast(ops.equal(ops.cast(ops.argmax(logits, axis=-1), "int32"), ids), "float32")
     return {"mlm_ce": ce, "mlm_hits": hits, "mlm_weights": ops.cast(weights, "float32")}
+
+
+def _split_encoder(backbone):
+    """(model giving the input of the last block, the last block) when the
+    last layer can run at chosen positions only, else None: one block per
+    layer (ALBERT with inner repetitions has several), at least two layers,
+    full attention, the shared encoder graph's outputs."""
+    blocks = list(getattr(backbone, "transformer_layers", None) or [])
+    outputs = backbone.output if isinstance(backbone.output, dict) else {}
+    encoder_outputs = outputs.get("encoder_outputs") or []
+    if (len(blocks) < 2 or len(blocks) != len(encoder_outputs)
+            or getattr(blocks[-1], "attention_type", None) != "full"
+            or getattr(backbone, "causal", False)):
+        return None
+    prefix = keras.Model(backbone.input, encoder_outputs[-2], name="encoder_below_last_layer")
+    return prefix, blocks[-1]
 
 
 class PretrainingTask(BackboneModel):
@@ -201,6 +218,15 @@ class BertPretrainer(PretrainingTask):
             ("mlm",) (RoBERTa: no sentence head).
         dtype: defaults to the backbone's dtype policy, so `compile` wraps
             the optimizer in a `LossScaleOptimizer` under mixed_float16.
+        sparse_last_layer: compute the last encoder layer only where the
+            heads read it: the masked positions (and the first token for
+            the sentence head). Its keys and values still cover every
+            position, so the logits equal the full computation's; the last
+            layer's feed-forward, attention output and queries run on 1 + P
+            rows instead of T (google-research/bert and keras-hub compute
+            all T, then gather). Used when the backbone allows it: one block
+            per layer, at least 2 layers, full attention; otherwise (and
+            with False) the whole backbone runs.
 
     Call args:
         inputs: dict with `input_word_ids`, `input_mask`, `input_type_ids`
@@ -216,10 +242,16 @@ class BertPretrainer(PretrainingTask):
     `sentence_loss`, `sentence_accuracy`.
     """
 
-    def __init__(self, backbone, objectives=("mlm", "nsp"), dtype=None, **kwargs):
+    def __init__(self, backbone, objectives=("mlm", "nsp"), dtype=None,
+                 sparse_last_layer=True, **kwargs):
         objectives = _validate_objectives(objectives)
         super().__init__(backbone, dtype=dtype, **kwargs)
         self.objectives = objectives
+        self.sparse_last_layer = bool(sparse_last_layer)
+        # Not tracked (object.__setattr__): the prefix model shares the
+        # backbone's layers, whose weights the backbone already owns.
+        object.__setattr__(self, "_split_encoder",
+                           _split_encoder(backbone) if sparse_last_layer else None)
         self.sentence_objective = objectives[1] if len(objectives) > 1 else None
 
         hidden_dim = backbone.hidden_dim
@@ -257,6 +289,8 @@ class BertPretrainer(PretrainingTask):
         features = {k: inputs[k] for k in BACKBONE_INPUTS if k in inputs}
         if "input_type_ids" not in features:
             features["input_type_ids"] = ops.zeros_like(inputs["input_word_ids"])
+        if self._split_encoder is not None:
+            return self._call_sparse(features, inputs["masked_lm_positions"], training)
         outputs = self.backbone(features, training=training)
         result = {
             "mlm_logits": self.masked_lm_head(
@@ -267,6 +301,29 @@ class BertPretrainer(PretrainingTask):
             result["sentence_logits"] = self.next_sentence_head(
                 outputs["pooled_output"]
             )
+        return result
+
+    def _call_sparse(self, features, masked_positions, training):
+        """The heads on the last layer computed at [first token, masked
+        positions] only (see `sparse_last_layer`)."""
+        prefix, last_block = self._split_encoder
+        hidden = prefix(features, training=training)  # input of the last block
+        positions = ops.cast(masked_positions, "int32")
+        queries = ops.concatenate([ops.zeros_like(positions[:, :1]), positions], axis=1)
+        top = last_block(
+            hidden,
+            attention_bias=padding_mask_to_attention_bias(features["input_mask"]),
+            query_positions=queries,
+            training=training,
+        )  # [B, 1 + P, H]: row 0 is the first token, row 1 + i masked position i
+        local = ops.zeros_like(positions) + ops.expand_dims(
+            ops.arange(1, ops.shape(positions)[1] + 1, dtype="int32"), 0
+        )
+        result = {"mlm_logits": self.masked_lm_head(top, local)}
+        if self.next_sentence_head is not None:
+            pooler = self.backbone.pooler
+            pooled = pooler(top) if pooler is not None else top[:, 0, :]
+            result["sentence_logits"] = self.next_sentence_head(pooled)
         return result
 
     # --- losses -----------------------------------------------------------
@@ -373,4 +430,5 @@ class BertPretrainer(PretrainingTask):
     # --- config -------------------------------------------------------------
 
     def get_config(self):
-        return {**super().get_config(), "objectives": list(self.objectives)}
+        return {**super().get_config(), "objectives": list(self.objectives),
+                "sparse_last_layer": self.sparse_last_layer}

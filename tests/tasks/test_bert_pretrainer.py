@@ -339,3 +339,54 @@ def test_mirrored_strategy_matches_single_device():
         np.testing.assert_allclose(mirrored[name], single[name], rtol=1e-4, atol=1e-6,
                                    err_msg=name)
     assert out["weight_diff"] < 1e-5, out["weight_diff"]
+
+
+@pytest.mark.parametrize("family", ["BertBackbone", "RobertaBackbone", "AlbertBackbone"])
+def test_sparse_last_layer_equals_the_full_encoder(family):
+    """The last layer run at [first token, masked positions] only gives the
+    logits, the loss and the gradients of the full encoder (dropout off)."""
+    import tensorflow as tf
+
+    from kerasbert import models
+
+    extra = {"embedding_dim": 8} if family == "AlbertBackbone" else {}
+    backbone = getattr(models, family)(vocabulary_size=V, num_layers=2, num_heads=2,
+                                       hidden_dim=16, intermediate_dim=32,
+                                       max_sequence_length=T, dropout=0.0, **extra)
+    objectives = ("mlm",) if family == "RobertaBackbone" else ("mlm", "nsp")
+    sparse = BertPretrainer(backbone, objectives=objectives)
+    full = BertPretrainer(backbone, objectives=objectives, sparse_last_layer=False)
+    full.set_weights(sparse.get_weights())
+    assert sparse._split_encoder is not None and full._split_encoder is None
+    batch = make_batch(seed=3)
+    results = []
+    for model in (sparse, full):
+        with tf.GradientTape() as tape:
+            outputs = model(batch, training=True)
+            loss = model.combine_loss_terms(model.loss_terms(batch, outputs))
+        grads = tape.gradient(loss, model.trainable_variables)
+        results.append((outputs, float(loss), [np.asarray(tf.convert_to_tensor(g)) for g in grads]))
+    (a, loss_a, grads_a), (b, loss_b, grads_b) = results
+    for key in a:
+        np.testing.assert_allclose(np.asarray(a[key]), np.asarray(b[key]), atol=1e-5)
+    assert abs(loss_a - loss_b) < 1e-5
+    assert len(grads_a) == len(grads_b) == len(sparse.trainable_variables)
+    for ga, gb in zip(grads_a, grads_b):
+        np.testing.assert_allclose(ga, gb, atol=1e-5)
+    assert BertPretrainer.from_config(
+        {**sparse.get_config(), "backbone": backbone}).sparse_last_layer is True
+
+
+def test_sparse_last_layer_falls_back_where_it_cannot_apply():
+    from kerasbert import models
+
+    one_layer = BertBackbone(vocabulary_size=V, num_layers=1, num_heads=2, hidden_dim=16,
+                             intermediate_dim=32, max_sequence_length=T)
+    assert BertPretrainer(one_layer)._split_encoder is None
+    inner = models.AlbertBackbone(vocabulary_size=V, num_layers=2, num_heads=2, hidden_dim=16,
+                                  intermediate_dim=32, embedding_dim=8, num_inner_repetitions=2,
+                                  max_sequence_length=T)
+    assert BertPretrainer(inner)._split_encoder is None  # two blocks per layer
+    causal = models.GptBackbone(vocabulary_size=V, num_layers=2, num_heads=2, hidden_dim=16,
+                                intermediate_dim=32, max_sequence_length=T)
+    assert BertPretrainer(causal, objectives=("mlm",))._split_encoder is None

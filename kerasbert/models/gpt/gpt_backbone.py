@@ -80,6 +80,10 @@ class GptBackbone(Backbone):
 
     # GPT-1's classifier is a linear layer on the extract token's state.
     classifier_activation = None
+    # Every position sees only itself and earlier ones (task models that
+    # re-run parts of the encoder, e.g. BertPretrainer's sparse last layer,
+    # check this).
+    causal = True
 
     def __init__(
         self,
