@@ -68,6 +68,7 @@ class FinetuneConfig:
     null_score_diff_threshold: float = 0.0
     lower_case: bool = True
     dropout: float = 0.1
+    lm_weight: float = 0.5  # GPT: weight of the auxiliary LM loss (GPT-1: 0.5)
     strategy: str = "auto"
     logical_cpus: int = 0
     seed: int = 12345
@@ -78,6 +79,8 @@ class FinetuneConfig:
             raise UsageError("Give --task SPEC (or --features DIR from create-finetuning-data).")
         if not self.task:
             self.task = f"features:{self.features}"
+        if self.lm_weight < 0:
+            raise UsageError(f"--lm-weight must be >= 0, got {self.lm_weight}.")
         for name in ("epochs", "batch_size"):
             if getattr(self, name) < 1:
                 raise UsageError(f"--{name.replace('_', '-')} must be >= 1, got {getattr(self, name)}.")
@@ -148,10 +151,11 @@ def _fingerprinted_file(tokenizer):
     return tokenizer_files(tokenizer)[0]
 
 
-def build_task_model(task_type, backbone, features, dropout=0.1, extract_id=None):
+def build_task_model(task_type, backbone, features, dropout=0.1, extract_id=None,
+                     lm_weight=0.5):
     """The task model for a task type. A GPT backbone gets GPT-1's
-    `GptClassifier` (extract token `extract_id`, auxiliary LM loss 0.5) and
-    supports classification, pair and regression only."""
+    `GptClassifier` (extract token `extract_id`, auxiliary LM loss weighted
+    `lm_weight`) and supports classification, pair and regression only."""
     from kerasbert import tasks
     from kerasbert.models.gpt import GptBackbone
 
@@ -161,7 +165,7 @@ def build_task_model(task_type, backbone, features, dropout=0.1, extract_id=None
                              f"tasks (GPT-1's extract-token classifier), not {task_type}.")
         num_classes = 1 if task_type == "regression" else len(features.label_names)
         return tasks.GptClassifier(backbone, num_classes=num_classes, extract_id=extract_id,
-                                   dropout=dropout)
+                                   lm_weight=lm_weight, dropout=dropout)
 
     if task_type in ("classification", "pair"):
         return tasks.TextClassifier(backbone, num_classes=len(features.label_names), dropout=dropout)
@@ -333,7 +337,7 @@ def run_finetuning(config):
         backbone = load_backbone(config, tokenizer)
         check_max_seq_length(train.max_seq_length, backbone)
         model = build_task_model(task_type, backbone, train, config.dropout,
-                                 extract_id=tokenizer.mask_id)
+                                 extract_id=tokenizer.mask_id, lm_weight=config.lm_weight)
         steps_per_epoch = math.ceil(len(train.x["input_word_ids"]) / config.batch_size)
         model.compile(learning_rate=config.learning_rate,
                       num_train_steps=steps_per_epoch * config.epochs,

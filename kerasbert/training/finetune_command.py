@@ -76,6 +76,9 @@ def register(subparsers):
     add("--max-answer-length", type=int, default=30, help="QA: longest answer in tokens.")
     add("--null-score-diff-threshold", type=float, default=0.0, help="SQuAD v2 no-answer threshold.")
     add("--dropout", type=float, default=0.1)
+    add("--lm-weight", type=float, default=0.5,
+        help="GPT backbones: weight of the auxiliary language-model loss (GPT-1: 0.5; "
+        "0 for the classification loss alone).")
     add("--strategy", default="auto", choices=("auto", "cpu", "mirrored", "tpu"))
     add("--logical-cpus", type=int, default=0)
     add("--seed", type=int, default=12345)

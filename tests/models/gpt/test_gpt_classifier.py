@@ -106,7 +106,8 @@ def write_pairs(path, n, seed):
 
 
 @pytest.mark.slow  # ~14 s; the GptClassifier itself is covered above
-def test_finetune_cli_builds_a_gpt_classifier(tmp_path):
+@pytest.mark.parametrize("lm_weight", ["0.5", "0"])
+def test_finetune_cli_builds_a_gpt_classifier(tmp_path, lm_weight):
     from kerasbert.cli import main
     from kerasbert.text import vocabulary
 
@@ -122,18 +123,20 @@ def test_finetune_cli_builds_a_gpt_classifier(tmp_path):
     assert main(["finetune", "--backbone", str(tmp_path / "backbone.keras"), "--vocab", vocab,
                  "--task", f"csv:{train}", "--validation", valid, "--output-dir", str(out),
                  "--epochs", "2", "--batch-size", "16", "--learning-rate", "3e-3",
-                 "--max-seq-length", "20", "--no-progress"]) == 0
+                 "--max-seq-length", "20", "--lm-weight", lm_weight, "--no-progress"]) == 0
     config = json.load(open(out / "config.json"))
     assert config["model_class"] == "GptClassifier" and config["task_type"] == "pair"
     model = keras.saving.load_model(str(out / "model.keras"))
     from kerasbert.text import load_tokenizer
 
     assert model.extract_id == load_tokenizer(vocab).mask_id
+    assert model.lm_weight == float(lm_weight)
     # From scratch, GPT-1's auxiliary LM loss (0.5) dominates a 1-layer
-    # model's updates for this budget (with lm_weight=0 the same run reaches
-    # 100% train accuracy); learning the class is covered by the fit test
-    # above. Here: the CLI trains (the total loss falls) and evaluates.
+    # model's updates for this budget; learning the class is covered by the
+    # fit test above. Here: --lm-weight reaches the model, the CLI trains
+    # (the loss falls) and evaluates.
     results = json.load(open(out / "metrics.json"))
     loss = results["history"]["loss"]
     assert loss[-1] < loss[0]
-    assert {"accuracy", "f1", "majority_baseline_accuracy"} <= set(results["validation"])
+    validation = results["validation"]
+    assert {"accuracy", "f1", "majority_baseline_accuracy"} <= set(validation)
