@@ -152,5 +152,5 @@ def test_preset_and_family_conflicts_are_clear_errors(bench, argv, message):
 
 def test_unknown_family_exits_nonzero(bench):
     with pytest.raises(SystemExit) as info:
-        bench.parse_args(["--family", "electra"])
+        bench.parse_args(["--family", "xlnet"])
     assert info.value.code != 0
