@@ -108,7 +108,8 @@ class PretrainingTask(BackboneModel):
         return self._sums(self._elementwise(features, outputs))
 
     def _update_metrics(self, elementwise):
-        raise NotImplementedError
+        """Updates the task's Keras metrics from `_elementwise`'s tensors."""
+        raise NotImplementedError(f"{type(self).__name__} must define _update_metrics().")
 
     def compute_loss(
         self, x=None, y=None, y_pred=None, sample_weight=None, training=True
