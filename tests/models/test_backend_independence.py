@@ -39,17 +39,41 @@ def test_model_code_never_imports_tensorflow(subpackage):
 JAX_SCRIPT = """
 import numpy as np, keras
 assert keras.config.backend() == "jax"
-from kerasbert.models import BertBackbone
-model = BertBackbone(vocabulary_size=30, num_layers=2, num_heads=2,
-                     hidden_dim=8, intermediate_dim=16, max_sequence_length=10)
-ids = np.arange(12, dtype="int32").reshape(2, 6) % 30
-mask = np.array([[1] * 6, [1] * 2 + [0] * 4], "int32")
-out = model({"input_word_ids": ids, "input_mask": mask,
-             "input_type_ids": np.zeros_like(ids)})
-assert out["sequence_output"].shape == (2, 6, 8)
-assert np.isfinite(np.asarray(out["pooled_output"])).all()
-model.compile(optimizer="adam", loss="mse")
-print("ok", type(out["sequence_output"]).__module__)
+from kerasbert import models
+from kerasbert.tasks import BertPretrainer, CausalLM
+
+ids = (np.arange(80, dtype="int32").reshape(2, 40) * 7) % 30
+mask = np.array([[1] * 40, [1] * 25 + [0] * 15], "int32")
+inputs = {"input_word_ids": ids, "input_mask": mask, "input_type_ids": np.zeros_like(ids)}
+tiny = dict(vocabulary_size=30, num_layers=2, num_heads=2, hidden_dim=8,
+            intermediate_dim=16, max_sequence_length=48)
+families = {
+    "BertBackbone": {}, "RobertaBackbone": {}, "DistilBertBackbone": {},
+    "AlbertBackbone": {"embedding_dim": 4}, "ElectraBackbone": {"embedding_dim": 4},
+    # Blocks of 4, one random block: 40 tokens take the block-sparse path.
+    "BigBirdBackbone": {"block_size": 4, "num_random_blocks": 1}, "GptBackbone": {},
+}
+for name, extra in families.items():
+    model = getattr(models, name)(**tiny, **extra)
+    out = model(inputs)
+    assert out["sequence_output"].shape == (2, 40, 8), name
+    assert np.isfinite(np.asarray(out["pooled_output"])).all(), name
+    assert len(out["encoder_outputs"]) == 2, name
+# GPT is causal under JAX too: position 10 ignores what follows it.
+gpt = models.GptBackbone(**tiny)
+changed = dict(inputs, input_word_ids=np.where(np.arange(40) > 10, 3, ids).astype("int32"))
+a, b = gpt(inputs)["sequence_output"], gpt(changed)["sequence_output"]
+assert np.allclose(np.asarray(a)[:, :11], np.asarray(b)[:, :11], atol=1e-6)
+# The pretrainers: BertPretrainer's sparse last layer, the causal LM.
+bert = models.BertBackbone(**tiny)
+batch = dict(inputs, masked_lm_positions=np.array([[1, 5, 9]] * 2, "int32"))
+sparse = BertPretrainer(bert, objectives=("mlm",))
+full = BertPretrainer(bert, objectives=("mlm",), sparse_last_layer=False)
+full.set_weights(sparse.get_weights())
+assert np.allclose(np.asarray(sparse(batch)["mlm_logits"]), np.asarray(full(batch)["mlm_logits"]),
+                   atol=1e-5)
+logits = CausalLM(gpt)(inputs)
+print("ok", type(out["sequence_output"]).__module__, type(logits).__name__)
 """
 
 
