@@ -57,8 +57,9 @@ class TrainStep:
         accumulation_steps: micro-batches per optimizer step.
         clipnorm: global-norm clip of the summed gradient (None: off).
         jit_compile: XLA-compile the forward/backward pass of each
-            micro-batch (the all-reduce and optimizer update stay outside,
-            so it works under every strategy).
+            micro-batch; with one replica the whole step (clipping and the
+            optimizer update too), with several the all-reduce and the
+            update stay outside XLA, so it works under every strategy.
     """
 
     def __init__(self, strategy, model, optimizer, *, accumulation_steps=1,
@@ -74,6 +75,14 @@ class TrainStep:
         self.num_local_replicas = len(strategy.extended.worker_devices)
         self._grad_fn = tf.function(self._loss_and_grads, jit_compile=jit_compile,
                                     reduce_retracing=True)
+        # One replica: nothing crosses devices, so XLA can take the whole
+        # replica step (forward, backward, clipping and the optimizer
+        # update), as Keras' jit-compiled train step does. Several replicas
+        # keep the all-reduce and the update outside XLA.
+        self._replica_fn = self._replica_step
+        if jit_compile and self.num_replicas == 1 and self.num_local_replicas == 1:
+            self._replica_fn = tf.function(self._replica_step, jit_compile=True,
+                                           reduce_retracing=True)
         self.step = tf.function(self._step)
 
     # --- per replica ------------------------------------------------------
@@ -148,5 +157,5 @@ class TrainStep:
 
     def _step(self, iterator):
         micro_batches = [self._distribute(next(iterator)) for _ in range(self.accumulation_steps)]
-        per_replica = self.strategy.run(self._replica_step, args=(micro_batches,))
+        per_replica = self.strategy.run(self._replica_fn, args=(micro_batches,))
         return {k: self.strategy.reduce(_SUM, v, axis=None) for k, v in per_replica.items()}
