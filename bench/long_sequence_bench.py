@@ -167,7 +167,9 @@ def worker(args, attention, length):
         start = time.perf_counter()
         losses.append(float(model.train_on_batch(x, y)))
         times.append(time.perf_counter() - start)
-    peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+    # The kernel's high-water mark (ru_maxrss) can trail a VmRSS reading by
+    # a few pages; the peak is at least every RSS seen.
+    peak = max(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024, before, _rss_mb())
     sparse = backbone.transformer_layers[0].attention
     return {
         "attention": attention, "seq_length": length,
