@@ -12,6 +12,7 @@ import math
 import keras
 from keras import ops
 
+from kerasbert.layers.dropout import Dropout
 from kerasbert.layers.initializers import bert_initializer
 
 # Large but finite: exp(-30000) is exactly 0 in float32, and the value (plus
@@ -92,7 +93,7 @@ class MultiHeadSelfAttention(keras.layers.Layer):
         self.num_heads = num_heads
         self.dropout = dropout
         self.initializer_range = initializer_range
-        self.dropout_layer = keras.layers.Dropout(
+        self.dropout_layer = Dropout(
             dropout, dtype=self.dtype_policy, name="attention_dropout"
         )
 

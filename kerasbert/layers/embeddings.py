@@ -3,6 +3,7 @@
 import keras
 from keras_hub.layers import PositionEmbedding
 
+from kerasbert.layers.dropout import Dropout
 from kerasbert.layers.initializers import bert_initializer
 
 
@@ -92,7 +93,7 @@ class BertEmbeddings(keras.layers.Layer):
                 dtype=self.dtype_policy,
                 name="layer_norm",
             )
-        self.dropout_layer = keras.layers.Dropout(
+        self.dropout_layer = Dropout(
             dropout, dtype=self.dtype_policy, name="dropout"
         )
         self.projection = None

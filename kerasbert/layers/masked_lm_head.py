@@ -3,6 +3,7 @@
 import keras
 from keras import ops
 
+from kerasbert import kernels
 from kerasbert.layers.activations import get_activation
 from kerasbert.layers.initializers import bert_initializer
 
@@ -100,10 +101,9 @@ class MaskedLMHead(keras.layers.Layer):
         )
         x = self.layer_norm(self.dense(gathered))
         if self.token_embedding is not None:
-            logits = self.token_embedding(x, reverse=True)
+            logits = kernels.tied_decoder_logits(x, self.token_embedding)
         else:
-            kernel = ops.cast(self.decoder_kernel, x.dtype)
-            logits = ops.matmul(x, ops.transpose(kernel))
+            logits = kernels.matmul_transposed(x, ops.cast(self.decoder_kernel, x.dtype))
         return ops.cast(logits, "float32") + ops.cast(
             self.output_bias, "float32"
         )

@@ -7,6 +7,7 @@ from kerasbert.layers import MaskedLMHead
 from kerasbert.layers import padding_mask_to_attention_bias
 from kerasbert.layers import NextSentenceHead
 from kerasbert.tasks.backbone_model import BackboneModel
+from kerasbert.tasks.token_cross_entropy import token_cross_entropy
 
 OBJECTIVES = (("mlm", "nsp"), ("mlm", "sop"), ("mlm",))
 BACKBONE_INPUTS = ("input_word_ids", "input_mask", "input_type_ids")
@@ -64,11 +65,9 @@ def _cross_replica_sum(value):
 def masked_lm_elementwise(logits, ids, weights):
     """Per-prediction masked-LM values (float32 [B, P] each): "mlm_ce" the
     cross-entropy of `ids` under `logits` [B, P, V], "mlm_hits" 1 where the
-    argmax is the id, "mlm_weights" the prediction weights (0 = padding)."""
-    logits = ops.cast(logits, "float32")
-    ids = ops.cast(ids, "int32")
-    ce = keras.losses.sparse_categorical_crossentropy(ids, logits, from_logits=True)
-    hits = ops.cast(ops.equal(ops.cast(ops.argmax(logits, axis=-1), "int32"), ids), "float32")
+    id's logit is the largest, "mlm_weights" the prediction weights (0 =
+    padding)."""
+    ce, hits = token_cross_entropy(logits, ids)
     return {"mlm_ce": ce, "mlm_hits": hits, "mlm_weights": ops.cast(weights, "float32")}
 
 

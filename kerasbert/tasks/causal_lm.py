@@ -11,9 +11,11 @@ generates with `generate` (greedy, top-k, top-p, temperature).
 import keras
 from keras import ops
 
+from kerasbert.kernels import tied_decoder_logits
 from kerasbert.tasks.backbone_model import BackboneModel
 from kerasbert.tasks.bert_pretrainer import _cross_replica_sum
 from kerasbert.tasks.bert_pretrainer import _num_replicas
+from kerasbert.tasks.token_cross_entropy import token_cross_entropy
 
 BACKBONE_INPUTS = ("input_word_ids", "input_mask", "input_type_ids")
 STRATEGIES = ("greedy", "top_k", "top_p")
@@ -47,7 +49,7 @@ def backbone_features(inputs):
 
 def tied_logits(backbone, sequence_output):
     """float32 [B, T, V] logits of the tied decoder (hidden @ embedding^T)."""
-    return ops.cast(backbone.token_embedding(sequence_output, reverse=True), "float32")
+    return ops.cast(tied_decoder_logits(sequence_output, backbone.token_embedding), "float32")
 
 
 def next_token_elementwise(logits, token_ids, padding_mask):
@@ -69,10 +71,7 @@ def next_token_elementwise(logits, token_ids, padding_mask):
     targets = ops.cast(token_ids[:, 1:], "int32")
     mask = ops.cast(padding_mask, "float32")
     weights = mask[:, 1:] * mask[:, :-1]
-    ce = keras.losses.sparse_categorical_crossentropy(targets, logits, from_logits=True)
-    hits = ops.cast(
-        ops.equal(ops.cast(ops.argmax(logits, axis=-1), "int32"), targets), "float32"
-    )
+    ce, hits = token_cross_entropy(logits, targets)
     return {"ce": ce, "hits": hits, "weights": weights}
 
 

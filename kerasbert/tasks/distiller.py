@@ -8,6 +8,7 @@ from keras import ops
 from kerasbert.tasks.bert_pretrainer import _cross_replica_sum
 from kerasbert.tasks.bert_pretrainer import _num_replicas
 from kerasbert.tasks.task import backbone_inputs
+from kerasbert.tasks.token_cross_entropy import token_cross_entropy
 
 _EPSILON = 1e-5
 DEFAULT_WEIGHTS = (5.0, 2.0, 1.0)
@@ -255,7 +256,7 @@ class Distiller(keras.Model):
         s_log_p = ops.log_softmax(s_logits / T, axis=-1)
         t_log_p = ops.log_softmax(t_logits / T, axis=-1)
         kl = ops.sum(ops.exp(t_log_p) * (t_log_p - s_log_p), axis=-1) * (T * T)
-        mlm = keras.losses.sparse_categorical_crossentropy(ids, s_logits, from_logits=True)
+        mlm, _ = token_cross_entropy(s_logits, ids)
         s_top = ops.cast(ops.argmax(s_logits, axis=-1), "int32")
         t_top = ops.cast(ops.argmax(t_logits, axis=-1), "int32")
 

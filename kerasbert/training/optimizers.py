@@ -430,7 +430,48 @@ class AdamW(BertOptimizerMixin, keras.optimizers.AdamW):
     def update_step(self, gradient, variable, learning_rate):
         lr = self.variable_learning_rate(variable, learning_rate)
         self._decay_variable(variable, lr)
-        super().update_step(gradient, variable, lr)
+        if not self._fused_tf_update(gradient, variable, lr):
+            super().update_step(gradient, variable, lr)
+
+    def _fused_tf_update(self, gradient, variable, lr):
+        """The Adam step as one `ResourceApplyAdam` kernel (TensorFlow
+        backend, float32 variables, no amsgrad); returns False where it
+        does not apply, and Keras' update runs instead.
+
+        Same formula as `keras.optimizers.Adam` (the bias corrections
+        folded into the step size, epsilon added to sqrt(v)), but one pass
+        over the variable, its two moments and the gradient instead of
+        about ten elementwise ops that each read and write whole tensors:
+        on a CPU without XLA that was ~10% of a bert_mini pretraining step,
+        most of it the 30522 x 256 token embedding. Under XLA the kernel
+        lowers to the same fused loop XLA would build."""
+        if keras.config.backend() != "tensorflow" or self.amsgrad:
+            return False
+        import tensorflow as tf
+
+        tf_variable = _tf_variable(variable)
+        if tf_variable.dtype != tf.float32:
+            return False
+        index = self._get_variable_index(variable)
+        m = _tf_variable(self._momentums[index])
+        v = _tf_variable(self._velocities[index])
+        step = tf.cast(self.iterations + 1, tf.float32)
+        beta_1 = tf.constant(self.beta_1, tf.float32)
+        beta_2 = tf.constant(self.beta_2, tf.float32)
+        tf.raw_ops.ResourceApplyAdam(
+            var=tf_variable.handle,
+            m=m.handle,
+            v=v.handle,
+            beta1_power=tf.pow(beta_1, step),
+            beta2_power=tf.pow(beta_2, step),
+            lr=tf.cast(lr, tf.float32),
+            beta1=beta_1,
+            beta2=beta_2,
+            epsilon=tf.constant(self.epsilon, tf.float32),
+            grad=tf.cast(_dense(gradient), tf.float32),
+            use_locking=False,
+        )
+        return True
 
 
 @keras.saving.register_keras_serializable(package="kerasbert")

@@ -326,6 +326,61 @@ def test_repeated_embedding_rows_update_as_the_dense_gradient(clipnorm):
     )
 
 
+@pytest.mark.parametrize("jit_compile", [False, True])
+def test_fused_adamw_step_equals_keras_adamw(bert_variables, monkeypatch, jit_compile):
+    """Under TensorFlow our AdamW updates each float32 variable with one
+    ResourceApplyAdam kernel; three steps (weight decay with the
+    exclusions, an IndexedSlices gradient from an embedding lookup) give
+    what keras.optimizers.AdamW gives, with and without XLA."""
+    calls = []
+    fused = tf.raw_ops.ResourceApplyAdam
+
+    def counting(**kwargs):
+        calls.append(1)
+        return fused(**kwargs)
+
+    monkeypatch.setattr(tf.raw_ops, "ResourceApplyAdam", counting)
+    # Not the Dense layer named "bias_proj": Keras matches "bias" in its
+    # full TF name and skips its decay (ours decays its kernel).
+    bert_variables = [v for v in bert_variables if "bias_proj" not in v.path]
+    start = [v.numpy() for v in bert_variables]
+    grads = _random_grads(bert_variables, seed=3)
+    table_index = next(i for i, v in enumerate(bert_variables)
+                       if v.path.endswith("token_embedding/embeddings"))
+
+    def run(optimizer):
+        for v, value in zip(bert_variables, start):
+            v.assign(value)
+        optimizer.build(bert_variables)
+
+        @tf.function(jit_compile=jit_compile)
+        def step(scale):
+            step_grads = [tf.constant(g) * scale for g in grads]
+            # The token table's gradient as an embedding lookup gives it
+            # (distinct rows: Keras mishandles repeated ones, see below).
+            rows = tf.constant([3, 1, 0])
+            step_grads[table_index] = tf.IndexedSlices(
+                tf.gather(step_grads[table_index], rows), rows,
+                tf.shape(step_grads[table_index]))
+            optimizer.apply(step_grads, bert_variables)
+
+        for scale in (1.0, -0.5, 2.0):
+            step(tf.constant(scale))
+        return [v.numpy() for v in bert_variables]
+
+    theirs = keras.optimizers.AdamW(learning_rate=0.01, weight_decay=0.1, epsilon=1e-6)
+    theirs.exclude_from_weight_decay(var_names=["gamma", "beta", "bias"])
+    expected = run(theirs)
+    assert not calls
+    got = run(AdamW(learning_rate=0.01, weight_decay=0.1, epsilon=1e-6))
+    assert calls, "the fused kernel was not used"
+    for v, a, b in zip(bert_variables, got, expected):
+        # Float rounding only: 1e-6 is 1e-4 of one step (lr 0.01).
+        np.testing.assert_allclose(a, b, rtol=1e-5, atol=1e-6, err_msg=v.path)
+    for v, value in zip(bert_variables, start):
+        v.assign(value)
+
+
 def test_deduplicate_gradient_sums_repeated_rows():
     slices = tf.IndexedSlices(
         tf.constant([[1.0, 2.0], [3.0, 4.0], [5.0, 6.0]]),
