@@ -100,9 +100,10 @@ class TrainStep:
         grads = tape.gradient(loss, variables)
         # Dense gradients: converting an embedding's IndexedSlices sums the
         # rows of repeated ids, so the all-reduce, the global norm and the
-        # optimizer never see duplicated rows.
-        grads = [tf.zeros_like(v) if g is None else tf.convert_to_tensor(g)
-                 for g, v in zip(grads, variables)]
+        # optimizer never see duplicated rows. None (a variable the loss
+        # does not use, e.g. the pooler of an MLM-only run) stays None: that
+        # variable is left alone, as `model.fit` leaves it.
+        grads = [None if g is None else tf.convert_to_tensor(g) for g in grads]
         return grads, terms
 
     def _replica_step(self, micro_batches):
@@ -119,11 +120,15 @@ class TrainStep:
         grads, sums = None, {}
         for batch in micro_batches:
             g, terms = self._grad_fn(batch, normalizers)
-            grads = g if grads is None else [a + b for a, b in zip(grads, g)]
+            grads = g if grads is None else [
+                None if a is None else a + b for a, b in zip(grads, g)]
             for key, value in terms.items():
                 sums[key] = sums.get(key, 0.0) + tf.cast(value, tf.float32)
 
-        grads = ctx.all_reduce(_SUM, grads)
+        # Which variables have a gradient is fixed by the graph, so it is
+        # the same on every replica and every step.
+        variables = [v for v, g in zip(self.model.trainable_variables, grads) if g is not None]
+        grads = ctx.all_reduce(_SUM, [g for g in grads if g is not None])
         scale = self.optimizer.dynamic_scale if _is_loss_scaled(self.optimizer) else None
         if scale is not None:
             grads = [g / tf.cast(scale, g.dtype) for g in grads]
@@ -132,11 +137,11 @@ class TrainStep:
             grads, _ = tf.clip_by_global_norm(grads, self.clipnorm, use_norm=grad_norm)
         # The optimizer sums gradients over replicas again (Keras 3 TF backend)
         # and a LossScaleOptimizer unscales them: undo both in advance.
-        factor = 1.0 / self.num_replicas
-        grads = [g * factor for g in grads]
+        if self.num_replicas > 1:
+            grads = [g * (1.0 / self.num_replicas) for g in grads]
         if scale is not None:
             grads = [g * tf.cast(scale, g.dtype) for g in grads]
-        self.optimizer.apply(grads, self.model.trainable_variables)
+        self.optimizer.apply(grads, variables)
         sums["grad_norm"] = grad_norm / self.num_replicas  # summed over replicas below
         return sums
 
