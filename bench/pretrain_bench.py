@@ -59,6 +59,7 @@ op by op; the TrainStep rows are skipped). See bench/README.md.
 import argparse
 import os
 import pathlib
+import re
 import sys
 import time
 
@@ -219,9 +220,20 @@ def check_logits(models, data, tol):
     logits_o = models[OURS](
         {k: ops.convert_to_tensor(v) for k, v in ours_x.items()},
         training=False)["mlm_logits"]
-    logits_p = models[PEER](
-        {k: ops.convert_to_tensor(v) for k, v in peer_x.items()},
-        training=False)
+    try:
+        logits_p = models[PEER](
+            {k: ops.convert_to_tensor(v) for k, v in peer_x.items()},
+            training=False)
+    except Exception as e:  # the peer's own failure, reported as such
+        lines = [line.strip() for line in str(e).splitlines() if line.strip()]
+        detail = next((line for line in lines if "cannot compute" in line), lines[-1] if lines else "")
+        detail = re.sub(r"\x1b\[[0-9;]*m", "", detail)[:200]
+        raise BenchError(
+            f"keras-hub's BertMaskedLM fails on this configuration "
+            f"({type(e).__name__}: {detail}). Known: "
+            "under a mixed dtype policy with the TensorFlow backend its "
+            "MaskedLMHead adds the float32 output bias to half-precision "
+            "logits; run mixed precision under KERAS_BACKEND=jax.") from None
     logits_o = ops.convert_to_numpy(logits_o)
     logits_p = ops.convert_to_numpy(logits_p)
     if logits_o.shape != logits_p.shape:
