@@ -47,7 +47,7 @@ def dropout(inputs, rate, seed_generator):
 
     Args:
         inputs: float tensor.
-        rate: float in [0, 1).
+        rate: float in [0, 1] (1 drops everything).
         seed_generator: a `keras.random.SeedGenerator`; each call draws the
             next seed from it, so runs are reproducible.
 
@@ -65,6 +65,8 @@ def dropout(inputs, rate, seed_generator):
     """
     if rate <= 0:
         return inputs
+    if rate >= 1:  # everything dropped (as Keras does)
+        return ops.zeros_like(inputs)
     if keras.config.backend() != "tensorflow":
         return keras.random.dropout(inputs, rate, seed=seed_generator)
     import tensorflow as tf

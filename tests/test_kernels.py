@@ -80,6 +80,7 @@ def test_dropout_rate_scale_gradient_and_seeding(jit_compile):
     # Inference and rate 0 leave the input alone.
     np.testing.assert_array_equal(Dropout(0.25)(x, training=False).numpy(), x.numpy())
     np.testing.assert_array_equal(Dropout(0.0)(x, training=True).numpy(), x.numpy())
+    np.testing.assert_array_equal(Dropout(1.0)(x, training=True).numpy(), 0 * x.numpy())
 
 
 def test_dropout_keeps_the_input_dtype():
