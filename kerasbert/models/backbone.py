@@ -133,12 +133,15 @@ def attention_options(attention, block_size, num_random_blocks, max_sequence_len
 
 def encoder_blocks(num_layers, *, num_heads, intermediate_dim, activation, dropout,
                    layer_norm_epsilon, initializer_range, dtype, max_sequence_length,
-                   attention="full", block_size=64, num_random_blocks=3):
-    """One `TransformerEncoderBlock` per layer, named `transformer_layer_{i}`
-    (the names the weight mappings use), with the backbone's attention option
-    (`attention_options`). Every family without cross-layer sharing builds
-    its blocks here."""
+                   attention="full", block_size=64, num_random_blocks=3, names=None):
+    """`num_layers` distinct `TransformerEncoderBlock`s, block i named
+    `names[i]` (default `transformer_layer_{i}`, the names the weight
+    mappings use), with the backbone's attention option (`attention_options`,
+    block i seeding its random blocks). Every family builds its blocks here;
+    ALBERT passes its `group_{g}_inner_layer_{r}` names and shares them."""
     from kerasbert.layers import TransformerEncoderBlock
+
+    names = names or [f"transformer_layer_{i}" for i in range(num_layers)]
 
     return [
         TransformerEncoderBlock(
@@ -149,7 +152,7 @@ def encoder_blocks(num_layers, *, num_heads, intermediate_dim, activation, dropo
             layer_norm_epsilon=layer_norm_epsilon,
             initializer_range=initializer_range,
             dtype=dtype,
-            name=f"transformer_layer_{i}",
+            name=names[i],
             **attention_options(attention, block_size, num_random_blocks,
                                 max_sequence_length, i),
         )

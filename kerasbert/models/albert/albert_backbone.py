@@ -4,9 +4,8 @@ import keras
 
 from kerasbert.layers import BertEmbeddings
 from kerasbert.layers import ClsPooler
-from kerasbert.layers import TransformerEncoderBlock
 from kerasbert.models.backbone import Backbone
-from kerasbert.models.backbone import attention_options
+from kerasbert.models.backbone import encoder_blocks
 from kerasbert.models.backbone import encoder_graph
 
 
@@ -110,24 +109,15 @@ class AlbertBackbone(Backbone):
             name="embeddings",
         )
         # groups[g][r]: the distinct blocks, the only ones owning weights.
-        self.groups = [
-            [
-                TransformerEncoderBlock(
-                    num_heads=num_heads,
-                    intermediate_dim=intermediate_dim,
-                    activation=activation,
-                    dropout=dropout,
-                    layer_norm_epsilon=layer_norm_epsilon,
-                    initializer_range=initializer_range,
-                    dtype=dtype,
-                    name=f"group_{g}_inner_layer_{r}",
-                    **attention_options(attention, block_size, num_random_blocks,
-                                        max_sequence_length, g * num_inner_repetitions + r),
-                )
-                for r in range(num_inner_repetitions)
-            ]
-            for g in range(num_groups)
-        ]
+        R = num_inner_repetitions
+        blocks = encoder_blocks(
+            num_groups * R, num_heads=num_heads, intermediate_dim=intermediate_dim,
+            activation=activation, dropout=dropout, layer_norm_epsilon=layer_norm_epsilon,
+            initializer_range=initializer_range, dtype=dtype,
+            max_sequence_length=max_sequence_length, attention=attention,
+            block_size=block_size, num_random_blocks=num_random_blocks,
+            names=[f"group_{i // R}_inner_layer_{i % R}" for i in range(num_groups * R)])
+        self.groups = [blocks[g * R:(g + 1) * R] for g in range(num_groups)]
         layers_per_group = num_layers // num_groups
         # Every block application in call order; shared blocks repeat (the
         # same object), as `describe_backbone` and the converters expect.
