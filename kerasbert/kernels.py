@@ -5,6 +5,7 @@ backbone runs under any Keras backend. Two operations of a pretraining step
 have a faster form under TensorFlow that keras.ops cannot express; each
 function here takes that form under TensorFlow and is the plain Keras
 computation everywhere else (tests/test_kernels.py checks that they agree).
+The tied decoder's functions also choose the layout of the product.
 """
 
 import keras
@@ -30,16 +31,50 @@ def matmul_transposed(x, kernel):
     return tf.reshape(product, tf.concat([tf.shape(x)[:-1], tf.shape(kernel)[:1]], axis=0))
 
 
-def tied_decoder_logits(x, token_embedding):
-    """What `token_embedding(x, reverse=True)` gives ([..., E] -> [..., V],
-    x's dtype) for a `keras.layers.ReversibleEmbedding`, through
-    `matmul_transposed` when the table is tied with no soft cap or reverse
-    dtype (as every kerasbert backbone's is); Keras' call otherwise."""
+def tied_decoder_table(token_embedding):
+    """The [V, E] table that `token_embedding(x, reverse=True)` multiplies
+    by, for a `keras.layers.ReversibleEmbedding` tied with no soft cap or
+    reverse dtype (as every kerasbert backbone's is); None when its reverse
+    call does more than that product."""
     table = token_embedding
     if (not table.tie_weights or table.logit_soft_cap is not None
             or table.reverse_dtype is not None):
-        return table(x, reverse=True)
-    return matmul_transposed(x, ops.cast(table.embeddings, x.dtype))
+        return None
+    return table.embeddings
+
+
+def decoder_logits(x, table, vocabulary_major=False):
+    """Scores of x against every row of a [V, E] decoder table, in x's dtype.
+
+    Args:
+        x: float [..., E]; [N, E] with `vocabulary_major`.
+        table: float [V, E].
+        vocabulary_major: bool. Return [V, N] (table @ x^T) instead of
+            [..., V]. A language-model loss reads logits along V, and XLA on
+            a CPU runs the product, the bias gradient and the reductions
+            over V much faster in this layout (a 320 x 256 by 30522 x 256
+            product: 78 -> 19 ms with XLA; 2048 rows by 40478: 353 -> 237
+            ms with XLA and 309 -> 210 ms without, on 2 cores).
+
+    Returns:
+        [..., V], or [V, N] with `vocabulary_major`.
+    """
+    table = ops.cast(table, x.dtype)
+    if vocabulary_major:
+        return ops.matmul(table, ops.transpose(x))
+    return matmul_transposed(x, table)
+
+
+def tied_decoder_logits(x, token_embedding, vocabulary_major=False):
+    """What `token_embedding(x, reverse=True)` gives (x's dtype), through
+    `decoder_logits` when `tied_decoder_table` has the table, Keras' call
+    otherwise; transposed to [V, N] for [N, E] rows with
+    `vocabulary_major`."""
+    table = tied_decoder_table(token_embedding)
+    if table is not None:
+        return decoder_logits(x, table, vocabulary_major)
+    logits = token_embedding(x, reverse=True)
+    return ops.transpose(logits) if vocabulary_major else logits
 
 
 def dropout(inputs, rate, seed_generator):

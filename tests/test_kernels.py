@@ -37,6 +37,27 @@ def test_tied_decoder_logits_equal_the_reverse_embedding(soft_cap):
         np.testing.assert_allclose(a, b, rtol=1e-5, atol=1e-5)
 
 
+@pytest.mark.parametrize("soft_cap", [None, 3.0])
+def test_vocabulary_major_logits_are_the_transpose(soft_cap):
+    """[N, E] rows -> [V, N] = the [N, V] logits transposed, with equal
+    gradients, under XLA too; a soft-capped table takes Keras' path."""
+    table = keras.layers.ReversibleEmbedding(37, 8, logit_soft_cap=soft_cap)
+    table.build((None,))
+    x = tf.constant(RNG.normal(size=(6, 8)).astype("float32"))
+    upstream = tf.constant(RNG.normal(size=(37, 6)).astype("float32"))
+    want = _value_and_grads(lambda h: tf.transpose(table(h, reverse=True)), x,
+                            [table.embeddings], upstream)
+    by_vocab = lambda h: kernels.tied_decoder_logits(h, table, vocabulary_major=True)  # noqa: E731
+    for fn in (by_vocab, tf.function(by_vocab, jit_compile=True)):
+        got = _value_and_grads(fn, x, [table.embeddings], upstream)
+        assert got[0].shape == (37, 6)
+        for a, b in zip(got, want):
+            np.testing.assert_allclose(a, b, rtol=1e-5, atol=1e-5)
+    kernel = tf.Variable(RNG.normal(size=(37, 8)).astype("float32"))
+    np.testing.assert_allclose(kernels.decoder_logits(x, kernel, vocabulary_major=True),
+                               tf.transpose(kernels.decoder_logits(x, kernel)), rtol=1e-5, atol=1e-5)
+
+
 @pytest.mark.parametrize("shape", [(7, 8), (2, 3, 8), (2, 3, 4, 8)])
 def test_matmul_transposed_any_rank_and_under_xla(shape):
     kernel = tf.Variable(RNG.normal(size=(11, 8)).astype("float32"))

@@ -30,10 +30,18 @@ class MaskedLMHead(keras.layers.Layer):
     Call args:
         sequence_output: float tensor [B, T, H].
         masked_positions: int tensor [B, P].
+        vocabulary_major: bool. Return the same logits as [V, B * P]
+            (column b * P + p is position p of row b), the decoder product
+            computed as table @ x^T (`kernels.decoder_logits`). Forward +
+            backward of the decoder and the cross-entropy for 320 x 30522
+            logits on 2 CPU cores: 168 -> 110 ms with TensorFlow + XLA,
+            259 -> 198 ms with JAX, 105 vs 108 ms without XLA. Pretrainers
+            train on it (`token_cross_entropy(..., axis=0)`).
 
     Returns:
-        float32 logits [B, P, V] (float32 even under mixed precision, so the
-        loss is computed stably).
+        float32 logits [B, P, V], or [V, B * P] with `vocabulary_major`
+        (float32 even under mixed precision, so the loss is computed
+        stably).
     """
 
     def __init__(
@@ -94,21 +102,28 @@ class MaskedLMHead(keras.layers.Layer):
         )
         self.built = True
 
-    def call(self, sequence_output, masked_positions):
+    def call(self, sequence_output, masked_positions, vocabulary_major=False):
         positions = ops.cast(masked_positions, "int32")
         gathered = ops.take_along_axis(
             sequence_output, ops.expand_dims(positions, -1), axis=1
         )
         x = self.layer_norm(self.dense(gathered))
-        if self.token_embedding is not None:
-            logits = kernels.tied_decoder_logits(x, self.token_embedding)
+        bias = ops.cast(self.output_bias, "float32")
+        if vocabulary_major:
+            x = ops.reshape(x, (-1, self.embedding_dim))  # [B * P, E] rows
+            bias = ops.expand_dims(bias, -1)
+        if self.token_embedding is None:
+            logits = kernels.decoder_logits(x, self.decoder_kernel, vocabulary_major)
         else:
-            logits = kernels.matmul_transposed(x, ops.cast(self.decoder_kernel, x.dtype))
-        return ops.cast(logits, "float32") + ops.cast(
-            self.output_bias, "float32"
-        )
+            logits = kernels.tied_decoder_logits(x, self.token_embedding, vocabulary_major)
+        return ops.cast(logits, "float32") + bias
 
-    def compute_output_shape(self, sequence_output_shape, masked_positions_shape):
+    def compute_output_shape(self, sequence_output_shape, masked_positions_shape,
+                             vocabulary_major=False):
+        if vocabulary_major:
+            batch, predictions = masked_positions_shape
+            rows = None if batch is None or predictions is None else batch * predictions
+            return (self.vocabulary_size, rows)
         return tuple(masked_positions_shape) + (self.vocabulary_size,)
 
     def get_config(self):

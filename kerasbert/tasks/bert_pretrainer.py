@@ -64,10 +64,18 @@ def _cross_replica_sum(value):
 
 def masked_lm_elementwise(logits, ids, weights):
     """Per-prediction masked-LM values (float32 [B, P] each): "mlm_ce" the
-    cross-entropy of `ids` under `logits` [B, P, V], "mlm_hits" 1 where the
-    id's logit is the largest, "mlm_weights" the prediction weights (0 =
-    padding)."""
-    ce, hits = token_cross_entropy(logits, ids)
+    cross-entropy of `ids` under `logits`, "mlm_hits" 1 where the id's
+    logit is the largest, "mlm_weights" the prediction weights (0 =
+    padding).
+
+    logits: float [B, P, V], or the vocabulary-major [V, B * P] of
+    `MaskedLMHead(..., vocabulary_major=True)` (faster under XLA)."""
+    ids = ops.cast(ids, "int32")
+    if len(logits.shape) == len(ids.shape) + 1:  # [B, P, V]
+        ce, hits = token_cross_entropy(logits, ids)
+    else:  # [V, B * P]
+        ce, hits = token_cross_entropy(logits, ops.reshape(ids, (-1,)), axis=0)
+        ce, hits = ops.reshape(ce, ops.shape(ids)), ops.reshape(hits, ops.shape(ids))
     return {"mlm_ce": ce, "mlm_hits": hits, "mlm_weights": ops.cast(weights, "float32")}
 
 
@@ -235,7 +243,10 @@ class BertPretrainer(PretrainingTask):
 
     Returns:
         dict: `mlm_logits` float32 [B, P, vocabulary_size] and, with a
-        sentence objective, `sentence_logits` float32 [B, 2].
+        sentence objective, `sentence_logits` float32 [B, 2]. With
+        training=True also `mlm_vocab_logits`: the MLM logits
+        vocabulary-major, float32 [vocabulary_size, B * P], which the loss
+        reads.
 
     Metrics (in `fit`/`evaluate` logs): `loss`, `mlm_loss`, `mlm_accuracy`
     (weighted by masked_lm_weights), and with a sentence objective
@@ -292,11 +303,9 @@ class BertPretrainer(PretrainingTask):
         if self._split_encoder is not None:
             return self._call_sparse(features, inputs["masked_lm_positions"], training)
         outputs = self.backbone(features, training=training)
-        result = {
-            "mlm_logits": self.masked_lm_head(
-                outputs["sequence_output"], inputs["masked_lm_positions"]
-            )
-        }
+        result = self._mlm_outputs(
+            outputs["sequence_output"], inputs["masked_lm_positions"], training
+        )
         if self.next_sentence_head is not None:
             result["sentence_logits"] = self.next_sentence_head(
                 outputs["pooled_output"]
@@ -319,19 +328,33 @@ class BertPretrainer(PretrainingTask):
         local = ops.zeros_like(positions) + ops.expand_dims(
             ops.arange(1, ops.shape(positions)[1] + 1, dtype="int32"), 0
         )
-        result = {"mlm_logits": self.masked_lm_head(top, local)}
+        result = self._mlm_outputs(top, local, training)
         if self.next_sentence_head is not None:
             pooler = self.backbone.pooler
             pooled = pooler(top) if pooler is not None else top[:, 0, :]
             result["sentence_logits"] = self.next_sentence_head(pooled)
         return result
 
+    def _mlm_outputs(self, sequence_output, masked_positions, training):
+        """{"mlm_logits": [B, P, V]}; in training also "mlm_vocab_logits",
+        the same logits vocabulary-major ([V, B * P]), from which the loss
+        is computed (much faster under XLA, see `MaskedLMHead`).
+        "mlm_logits" is then their transpose, which a training step that
+        does not read it never computes."""
+        if not training:
+            return {"mlm_logits": self.masked_lm_head(sequence_output, masked_positions)}
+        by_vocab = self.masked_lm_head(sequence_output, masked_positions, vocabulary_major=True)
+        shape = ops.shape(masked_positions)
+        logits = ops.reshape(ops.transpose(by_vocab), (shape[0], shape[1], -1))
+        return {"mlm_logits": logits, "mlm_vocab_logits": by_vocab}
+
     # --- losses -----------------------------------------------------------
 
     def _elementwise(self, features, outputs):
         """Per-position / per-example float32 cross-entropy and hits."""
+        logits = outputs.get("mlm_vocab_logits", outputs["mlm_logits"])
         out = masked_lm_elementwise(
-            outputs["mlm_logits"], features["masked_lm_ids"], features["masked_lm_weights"]
+            logits, features["masked_lm_ids"], features["masked_lm_weights"]
         )
         if self.next_sentence_head is not None:
             s_logits = ops.cast(outputs["sentence_logits"], "float32")

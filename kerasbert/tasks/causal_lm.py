@@ -47,9 +47,15 @@ def backbone_features(inputs):
     return features
 
 
-def tied_logits(backbone, sequence_output):
-    """float32 [B, T, V] logits of the tied decoder (hidden @ embedding^T)."""
-    return ops.cast(tied_decoder_logits(sequence_output, backbone.token_embedding), "float32")
+def tied_logits(backbone, sequence_output, vocabulary_major=False):
+    """float32 logits of the tied decoder (hidden @ embedding^T): [B, T, V],
+    or with `vocabulary_major` [V, B * T] (column b * T + t is row b's
+    position t; the faster layout for the loss, see
+    `kerasbert.kernels.decoder_logits`)."""
+    if vocabulary_major:
+        sequence_output = ops.reshape(sequence_output, (-1, ops.shape(sequence_output)[-1]))
+    logits = tied_decoder_logits(sequence_output, backbone.token_embedding, vocabulary_major)
+    return ops.cast(logits, "float32")
 
 
 def next_token_elementwise(logits, token_ids, padding_mask):
@@ -60,19 +66,27 @@ def next_token_elementwise(logits, token_ids, padding_mask):
     never predicts.
 
     Args:
-        logits: float [B, T, V].
+        logits: float [B, T, V], or vocabulary-major [V, B * T]
+            (`tied_logits(..., vocabulary_major=True)`).
         token_ids: int [B, T].
         padding_mask: int [B, T].
 
     Returns:
         dict of float32 [B, T - 1]: "ce", "hits", "weights".
     """
-    logits = ops.cast(logits[:, :-1, :], "float32")
-    targets = ops.cast(token_ids[:, 1:], "int32")
+    token_ids = ops.cast(token_ids, "int32")
     mask = ops.cast(padding_mask, "float32")
     weights = mask[:, 1:] * mask[:, :-1]
-    ce, hits = token_cross_entropy(logits, targets)
-    return {"ce": ce, "hits": hits, "weights": weights}
+    # Every position is scored, the last one of each row against the row's
+    # first token (any valid id), and dropped after: slicing the [B, T]
+    # results costs nothing, slicing the logits would copy them.
+    targets = ops.concatenate([token_ids[:, 1:], token_ids[:, :1]], axis=1)
+    if len(logits.shape) == 3:
+        ce, hits = token_cross_entropy(logits, targets)
+    else:
+        ce, hits = token_cross_entropy(logits, ops.reshape(targets, (-1,)), axis=0)
+        ce, hits = ops.reshape(ce, ops.shape(token_ids)), ops.reshape(hits, ops.shape(token_ids))
+    return {"ce": ce[:, :-1], "hits": hits[:, :-1], "weights": weights}
 
 
 def sample_logits(logits, strategy="greedy", top_k=50, top_p=0.9, temperature=1.0,
@@ -149,6 +163,9 @@ class CausalLM(BackboneModel):
 
     Returns:
         float32 logits [B, T, vocabulary_size]; position t scores token t+1.
+        With training=True a dict: `logits` (those) and `vocab_logits`, the
+        same numbers vocabulary-major [vocabulary_size, B * T], which the
+        loss reads.
 
     Metrics (`fit` logs): `loss`, `lm_loss`, `lm_accuracy`.
     """
@@ -173,13 +190,22 @@ class CausalLM(BackboneModel):
     # --- forward ----------------------------------------------------------
 
     def call(self, inputs, training=False):
-        outputs = self.backbone(backbone_features(inputs), training=training)
-        return tied_logits(self.backbone, outputs["sequence_output"])
+        sequence = self.backbone(backbone_features(inputs), training=training)["sequence_output"]
+        if not training:
+            return tied_logits(self.backbone, sequence)
+        # The loss reads the vocabulary-major logits (faster, see
+        # `tied_logits`); "logits", their transpose, is computed only if
+        # something reads it.
+        by_vocab = tied_logits(self.backbone, sequence, vocabulary_major=True)
+        shape = ops.shape(sequence)
+        logits = ops.reshape(ops.transpose(by_vocab), (shape[0], shape[1], -1))
+        return {"logits": logits, "vocab_logits": by_vocab}
 
     # --- the training-loop protocol (kerasbert.training.loop) ----------------
 
     @staticmethod
-    def _elementwise(features, logits):
+    def _elementwise(features, outputs):
+        logits = outputs["vocab_logits"] if isinstance(outputs, dict) else outputs
         return next_token_elementwise(
             logits, features["input_word_ids"], features["input_mask"]
         )

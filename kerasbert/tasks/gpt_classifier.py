@@ -87,7 +87,7 @@ class GptClassifier(TextClassifier):
         logits = ops.cast(self.output_dense(x), "float32")
         if training and self.lm_weight > 0:
             e = next_token_elementwise(
-                tied_logits(self.backbone, outputs["sequence_output"]),
+                tied_logits(self.backbone, outputs["sequence_output"], vocabulary_major=True),
                 features["input_word_ids"], features["input_mask"])
             lm_loss = ops.sum(e["weights"] * e["ce"]) / ops.maximum(
                 ops.sum(e["weights"]), _EPSILON)

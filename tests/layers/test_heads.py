@@ -64,6 +64,33 @@ class TestMaskedLMHead(TestCase):
         grad = tape.gradient(loss, embedding.embeddings)
         assert grad is not None and np.any(np.asarray(tf.convert_to_tensor(grad)) != 0)
 
+    def test_vocabulary_major_logits_and_gradients(self):
+        """vocabulary_major=True gives [V, B * P] = the [B, P, V] logits
+        flattened and transposed, and the same gradients (tied and untied)."""
+        import tensorflow as tf
+
+        embedding = keras.layers.ReversibleEmbedding(40, 16)
+        embedding.build((None,))
+        for head in (MaskedLMHead(40, token_embedding=embedding),
+                     MaskedLMHead(40, embedding_dim=16)):
+            head.build(SEQ.shape)
+            head.output_bias.assign(RNG.normal(size=40).astype("float32"))
+            upstream = RNG.normal(size=(2, 3, 40)).astype("float32")
+            results = []
+            for major in (False, True):
+                with tf.GradientTape() as tape:
+                    logits = head(SEQ, POSITIONS, vocabulary_major=major)
+                    if major:
+                        assert tuple(logits.shape) == (40, 6) and logits.dtype == "float32"
+                        logits = tf.reshape(tf.transpose(logits), (2, 3, 40))
+                    loss = tf.reduce_sum(logits * upstream)
+                grads = tape.gradient(loss, head.trainable_weights + [embedding.embeddings])
+                results.append([logits] + [tf.convert_to_tensor(g) if g is not None else 0.0
+                                           for g in grads])
+            for a, b in zip(*results):
+                np.testing.assert_allclose(a, b, rtol=1e-5, atol=1e-5)
+        assert head.compute_output_shape((2, 7, 16), (2, 3), vocabulary_major=True) == (40, 6)
+
     def test_vocabulary_mismatch_is_an_error(self):
         embedding = keras.layers.ReversibleEmbedding(40, 16)
         with pytest.raises(ValueError, match="does not match"):

@@ -95,6 +95,32 @@ class TestBertPretrainer(TestCase):
         empty = dict(batch, masked_lm_weights=np.zeros_like(batch["masked_lm_weights"]))
         assert np.isfinite(float(model.compute_loss(x=empty, y_pred=outputs)))
 
+    def test_training_loss_reads_the_vocabulary_major_logits(self):
+        """training=True adds `mlm_vocab_logits` ([V, B * P], the MLM logits
+        transposed); the loss and its gradients from it equal those from
+        `mlm_logits` (dropout 0, so both calls compute the same numbers)."""
+        import tensorflow as tf
+
+        model = BertPretrainer(BertBackbone(**TINY))
+        batch = make_batch(3)
+        with tf.GradientTape(persistent=True) as tape:
+            outputs = model(batch, training=True)
+            fast = model.compute_loss(x=batch, y_pred=outputs)
+            plain = model.compute_loss(
+                x=batch, y_pred={k: v for k, v in outputs.items() if k != "mlm_vocab_logits"})
+        assert set(outputs) == {"mlm_logits", "mlm_vocab_logits", "sentence_logits"}
+        by_vocab = np.asarray(outputs["mlm_vocab_logits"])
+        assert by_vocab.shape == (V, B * P)
+        np.testing.assert_allclose(by_vocab.T.reshape(B, P, V), outputs["mlm_logits"],
+                                   rtol=1e-6)
+        np.testing.assert_allclose(float(fast), float(plain), rtol=1e-6)
+        np.testing.assert_allclose(float(fast), numpy_loss(batch, outputs), rtol=1e-5)
+        weights = model.trainable_weights
+        for a, b in zip(tape.gradient(fast, weights), tape.gradient(plain, weights)):
+            np.testing.assert_allclose(tf.convert_to_tensor(a), tf.convert_to_tensor(b),
+                                       rtol=1e-4, atol=1e-6)
+        assert set(model(batch)) == {"mlm_logits", "sentence_logits"}  # inference
+
     def test_metrics_on_a_constructed_batch(self):
         model = BertPretrainer(BertBackbone(**TINY))
         batch = make_batch(2)

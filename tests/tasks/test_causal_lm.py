@@ -62,6 +62,37 @@ class TestCausalLM(TestCase):
         assert set(lm.progress_metrics.values()) <= set(summary)
         assert CausalLM.needs_masked_lm is False
 
+    def test_training_outputs_and_loss_read_the_vocabulary_major_logits(self):
+        """training=True gives {"logits", "vocab_logits" [V, B * T]}; the
+        loss terms, per-position values and gradients from the
+        vocabulary-major logits equal those from [B, T, V] (dropout 0)."""
+        import tensorflow as tf
+
+        from kerasbert.tasks.causal_lm import next_token_elementwise
+
+        lm = CausalLM(GptBackbone(**KWARGS))
+        with tf.GradientTape(persistent=True) as tape:
+            out = lm(BATCH, training=True)
+            fast = lm.combine_loss_terms(lm.loss_terms(BATCH, out))
+            plain = lm.combine_loss_terms(lm.loss_terms(BATCH, out["logits"]))
+        assert set(out) == {"logits", "vocab_logits"}
+        assert tuple(out["vocab_logits"].shape) == (V, 27)
+        np.testing.assert_allclose(out["logits"], lm(BATCH), rtol=1e-5, atol=1e-5)
+        e_fast = next_token_elementwise(out["vocab_logits"], BATCH["input_word_ids"],
+                                        BATCH["input_mask"])
+        e_plain = next_token_elementwise(out["logits"], BATCH["input_word_ids"],
+                                         BATCH["input_mask"])
+        for key in ("ce", "hits", "weights"):
+            assert tuple(e_fast[key].shape) == (3, 8)
+            np.testing.assert_allclose(e_fast[key], e_plain[key], rtol=1e-5, atol=1e-6)
+        np.testing.assert_allclose(float(fast), float(plain), rtol=1e-6)
+        np.testing.assert_allclose(float(lm.compute_loss(BATCH, None, out)), float(plain),
+                                   rtol=1e-6)
+        for a, b in zip(tape.gradient(fast, lm.trainable_weights),
+                        tape.gradient(plain, lm.trainable_weights)):
+            np.testing.assert_allclose(tf.convert_to_tensor(a), tf.convert_to_tensor(b),
+                                       rtol=1e-4, atol=1e-6)
+
     def test_refuses_a_bidirectional_backbone(self):
         bert = BertBackbone(vocabulary_size=V, num_layers=1, num_heads=2, hidden_dim=16,
                             intermediate_dim=32)

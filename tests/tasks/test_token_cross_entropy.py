@@ -52,6 +52,29 @@ def test_values_hits_and_gradient_equal_keras(jit_compile):
     np.testing.assert_allclose(grad.sum(-1), 0.0, atol=1e-5)
 
 
+@pytest.mark.parametrize("jit_compile", [False, True])
+def test_vocabulary_axis_first_equals_last(jit_compile):
+    """axis=0 on [V, N] logits gives axis=-1's values, hits and (transposed)
+    gradient on [N, V]."""
+    logits = LOGITS.reshape(15, 37)
+    labels, weights = LABELS.reshape(15), WEIGHTS.reshape(15)
+
+    @tf.function(jit_compile=jit_compile)
+    def step(x, axis):
+        with tf.GradientTape() as tape:
+            tape.watch(x)
+            ce, hits = token_cross_entropy(x, tf.constant(labels), axis=axis)
+            loss = tf.reduce_sum(ce * weights)
+        return ce, hits, tape.gradient(loss, x)
+
+    ce, hits, grad = [t.numpy() for t in step(tf.constant(logits), -1)]
+    ce_t, hits_t, grad_t = [t.numpy() for t in step(tf.constant(logits.T), 0)]
+    assert ce_t.shape == hits_t.shape == (15,)
+    np.testing.assert_allclose(ce_t, ce, rtol=1e-6, atol=1e-6)
+    np.testing.assert_array_equal(hits_t, hits)
+    np.testing.assert_allclose(grad_t, grad.T, rtol=1e-6, atol=1e-7)
+
+
 def test_hits_where_the_label_is_the_maximum():
     logits = np.array([[0.0, 3.0, 1.0], [2.0, 2.0, -1.0]], "float32")
     _, hits = token_cross_entropy(logits, np.array([1, 2], "int32"))

@@ -147,8 +147,8 @@ def test_discriminator_beats_the_base_rate_quickly(quick_run):
     replaced tokens: its cross-entropy is below 0.9 x the entropy of that
     base rate (what a constant guess at the right rate scores) and its
     accuracy above the all-"original" baseline. (Measured over seeds 1, 2,
-    3 and three runs of 12345: 0.35-0.70 x the entropy, accuracy 0.92-0.96
-    at a 12% rate.)"""
+    3, 7 and five runs of 12345: 0.35-0.70 x the entropy, accuracy
+    0.91-0.96 at a 12% rate.)"""
     _, rows = quick_run
     last = rows[-1]
     rate = last["replaced_rate"]
