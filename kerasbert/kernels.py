@@ -65,6 +65,12 @@ def decoder_logits(x, table, vocabulary_major=False):
     return matmul_transposed(x, table)
 
 
+def batch_major(logits, leading_shape):
+    """The [V, N] logits of `decoder_logits(..., vocabulary_major=True)` as
+    [*leading_shape, V] (N = the product of `leading_shape`)."""
+    return ops.reshape(ops.transpose(logits), tuple(leading_shape) + (-1,))
+
+
 def tied_decoder_logits(x, token_embedding, vocabulary_major=False):
     """What `token_embedding(x, reverse=True)` gives (x's dtype), through
     `decoder_logits` when `tied_decoder_table` has the table, Keras' call

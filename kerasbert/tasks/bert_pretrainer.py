@@ -3,11 +3,13 @@
 import keras
 from keras import ops
 
+from kerasbert import kernels
 from kerasbert.layers import MaskedLMHead
 from kerasbert.layers import padding_mask_to_attention_bias
 from kerasbert.layers import NextSentenceHead
 from kerasbert.tasks.backbone_model import BackboneModel
 from kerasbert.tasks.token_cross_entropy import token_cross_entropy
+from kerasbert.tasks.token_cross_entropy import vocabulary_major_cross_entropy
 
 OBJECTIVES = (("mlm", "nsp"), ("mlm", "sop"), ("mlm",))
 BACKBONE_INPUTS = ("input_word_ids", "input_mask", "input_type_ids")
@@ -74,8 +76,7 @@ def masked_lm_elementwise(logits, ids, weights):
     if len(logits.shape) == len(ids.shape) + 1:  # [B, P, V]
         ce, hits = token_cross_entropy(logits, ids)
     else:  # [V, B * P]
-        ce, hits = token_cross_entropy(logits, ops.reshape(ids, (-1,)), axis=0)
-        ce, hits = ops.reshape(ce, ops.shape(ids)), ops.reshape(hits, ops.shape(ids))
+        ce, hits = vocabulary_major_cross_entropy(logits, ids)
     return {"mlm_ce": ce, "mlm_hits": hits, "mlm_weights": ops.cast(weights, "float32")}
 
 
@@ -344,8 +345,7 @@ class BertPretrainer(PretrainingTask):
         if not training:
             return {"mlm_logits": self.masked_lm_head(sequence_output, masked_positions)}
         by_vocab = self.masked_lm_head(sequence_output, masked_positions, vocabulary_major=True)
-        shape = ops.shape(masked_positions)
-        logits = ops.reshape(ops.transpose(by_vocab), (shape[0], shape[1], -1))
+        logits = kernels.batch_major(by_vocab, ops.shape(masked_positions))
         return {"mlm_logits": logits, "mlm_vocab_logits": by_vocab}
 
     # --- losses -----------------------------------------------------------

@@ -11,11 +11,13 @@ generates with `generate` (greedy, top-k, top-p, temperature).
 import keras
 from keras import ops
 
+from kerasbert.kernels import batch_major
 from kerasbert.kernels import tied_decoder_logits
 from kerasbert.tasks.backbone_model import BackboneModel
 from kerasbert.tasks.bert_pretrainer import _cross_replica_sum
 from kerasbert.tasks.bert_pretrainer import _num_replicas
 from kerasbert.tasks.token_cross_entropy import token_cross_entropy
+from kerasbert.tasks.token_cross_entropy import vocabulary_major_cross_entropy
 
 BACKBONE_INPUTS = ("input_word_ids", "input_mask", "input_type_ids")
 STRATEGIES = ("greedy", "top_k", "top_p")
@@ -84,8 +86,7 @@ def next_token_elementwise(logits, token_ids, padding_mask):
     if len(logits.shape) == 3:
         ce, hits = token_cross_entropy(logits, targets)
     else:
-        ce, hits = token_cross_entropy(logits, ops.reshape(targets, (-1,)), axis=0)
-        ce, hits = ops.reshape(ce, ops.shape(token_ids)), ops.reshape(hits, ops.shape(token_ids))
+        ce, hits = vocabulary_major_cross_entropy(logits, targets)
     return {"ce": ce[:, :-1], "hits": hits[:, :-1], "weights": weights}
 
 
@@ -197,8 +198,7 @@ class CausalLM(BackboneModel):
         # `tied_logits`); "logits", their transpose, is computed only if
         # something reads it.
         by_vocab = tied_logits(self.backbone, sequence, vocabulary_major=True)
-        shape = ops.shape(sequence)
-        logits = ops.reshape(ops.transpose(by_vocab), (shape[0], shape[1], -1))
+        logits = batch_major(by_vocab, ops.shape(sequence)[:2])
         return {"logits": logits, "vocab_logits": by_vocab}
 
     # --- the training-loop protocol (kerasbert.training.loop) ----------------

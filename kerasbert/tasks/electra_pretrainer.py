@@ -17,6 +17,7 @@ labels). Fine-tuning and export use the discriminator (`.backbone`).
 import keras
 from keras import ops
 
+from kerasbert import kernels
 from kerasbert.layers import MaskedLMHead
 from kerasbert.layers.activations import get_activation
 from kerasbert.layers.initializers import bert_initializer
@@ -356,11 +357,10 @@ class ElectraPretrainer(PretrainingTask):
             by_vocab = self.generator_lm_head(
                 generated["sequence_output"], positions, vocabulary_major=True
             )
-            shape = ops.shape(positions)
-            mlm_logits = ops.reshape(ops.transpose(by_vocab), (shape[0], shape[1], -1))
+            mlm_logits = kernels.batch_major(by_vocab, ops.shape(positions))
             sampled = ops.reshape(
                 sample_from_logits(by_vocab, self.seed_generator, self.temperature, axis=0),
-                shape,
+                ops.shape(positions),
             )
             result["mlm_vocab_logits"] = by_vocab
         else:

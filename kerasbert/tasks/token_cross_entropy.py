@@ -56,3 +56,12 @@ def token_cross_entropy(logits, labels, axis=-1):
         return ops.squeeze(ops.log(total) + peak - label_logit, axis), grad
 
     return cross_entropy(logits), ops.squeeze(hits, axis)
+
+
+def vocabulary_major_cross_entropy(logits, labels):
+    """`token_cross_entropy` of vocabulary-major [V, N] logits against int
+    `labels` of any shape with N elements (row-major: element n is column
+    n); both results have the labels' shape."""
+    ce, hits = token_cross_entropy(logits, ops.reshape(labels, (-1,)), axis=0)
+    shape = ops.shape(labels)
+    return ops.reshape(ce, shape), ops.reshape(hits, shape)
