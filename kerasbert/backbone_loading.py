@@ -37,11 +37,7 @@ def load_backbone(backbone=None, preset=None, init_checkpoint=None, bert_config=
         UsageError: missing files, unknown preset, a checkpoint that does not
             fit the architecture, a model without a backbone.
     """
-    import keras
-
-    import kerasbert.models  # noqa: F401  (registers the classes for load_model)
-
-    _import_task_classes()
+    from kerasbert.saving import load_model
 
     if backbone is not None:
         if init_checkpoint or bert_config:
@@ -49,9 +45,9 @@ def load_backbone(backbone=None, preset=None, init_checkpoint=None, bert_config=
         if not os.path.exists(backbone):
             raise UsageError(f"Backbone not found: {backbone}")
         try:
-            model = keras.saving.load_model(backbone)
-        except Exception as err:  # noqa: BLE001  (bad zip, unknown class, ...)
-            raise UsageError(f"Cannot load {backbone} as a Keras model: {err}") from None
+            model = load_model(backbone)
+        except UsageError as err:
+            raise UsageError(f"--backbone {err}") from None
         if not _has_encoder_outputs(model):
             inner = getattr(model, "backbone", None)
             if inner is None or not _has_encoder_outputs(inner):
@@ -81,20 +77,6 @@ def load_backbone(backbone=None, preset=None, init_checkpoint=None, bert_config=
         return load_bert_checkpoint(init_checkpoint, config)
     except (ValueError, KeyError) as err:
         raise UsageError(f"--init-checkpoint {init_checkpoint}: {err}") from None
-
-
-def _import_task_classes():
-    """Registers the task model classes (best effort), so a saved task model
-    or pretrainer loads too."""
-    import importlib
-
-    from kerasbert import tasks
-
-    for module in sorted(set(tasks._EXPORTS.values())):
-        try:
-            importlib.import_module(module)
-        except Exception:  # noqa: BLE001  (a task module is not needed for a backbone)
-            pass
 
 
 def load_backbone_from_args(args):

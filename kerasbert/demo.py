@@ -237,14 +237,13 @@ def _export_and_serve(output_dir, finetune_dir):
 
 def _fill_in_the_blanks(pretrainer_path, vocab, seq_length=32):
     """Top-5 predictions of the trained masked-LM head for a few sentences."""
-    import keras
     import numpy as np
 
-    from kerasbert.tasks import BertPretrainer  # noqa: F401  (registers it)
+    from kerasbert.saving import load_model
     from kerasbert.text import WordPieceTokenizer
 
     _step("fill in the blank with the trained model")
-    pretrainer = keras.saving.load_model(pretrainer_path)
+    pretrainer = load_model(pretrainer_path)
     tokenizer = WordPieceTokenizer(vocab)
     id_to_token = open(vocab, encoding="utf-8").read().splitlines()
     for text in FILL_IN:

@@ -139,11 +139,10 @@ def export_finetuned(model_dir, output, version=None, max_seq_length=None, overw
     """
     config = read_finetune_config(model_dir)
     _version_dir(output, version, overwrite)  # fail before loading anything
-    import keras
-
+    from kerasbert.saving import load_model
     from kerasbert.text import load_saved_tokenizer
 
-    model = keras.saving.load_model(os.path.join(model_dir, "model.keras"))
+    model = load_model(os.path.join(model_dir, "model.keras"))
     tokenizer = load_saved_tokenizer(model_dir, config)
     return export_model(
         model, tokenizer, config["task_type"], output,

@@ -80,15 +80,9 @@ def load_pretrainer_for(backbone, pretrainer_path):
         UsageError: unreadable file, not a pretrainer, or an architecture
             different from `backbone`'s.
     """
-    import keras
+    from kerasbert.saving import load_model
 
-    from kerasbert.backbone_loading import _import_task_classes
-
-    _import_task_classes()
-    try:
-        pretrainer = keras.saving.load_model(pretrainer_path, compile=False)
-    except Exception as err:  # noqa: BLE001  (bad zip, unknown class, ...)
-        raise UsageError(f"Cannot load {pretrainer_path} as a Keras model: {err}") from None
+    pretrainer = load_model(pretrainer_path, compile=False)
     if getattr(pretrainer, "masked_lm_head", None) is None:
         raise UsageError(
             f"{pretrainer_path} is a {type(pretrainer).__name__}, not a pretrainer with a "

@@ -16,7 +16,6 @@ The backbone flags and loading are shared with `finetune`
 import argparse
 import os
 import re
-import sys
 
 from kerasbert.errors import UsageError
 from kerasbert.backbone_loading import add_backbone_arguments, load_backbone_from_args  # noqa: F401
@@ -58,8 +57,8 @@ def _read_lines(path):
 
 def run(args):
     import json
-    import tempfile
 
+    from kerasbert.io_utils import atomic_file
     from kerasbert.tasks.feature_extraction import check_layers, extract_features, parse_layers
 
     layers = parse_layers(args.layers)
@@ -83,21 +82,11 @@ def run(args):
     check_layers(layers, int(num_layers))
 
     tokenizer = load_tokenizer(args.vocab, lower_case=args.do_lower_case)
-    directory = os.path.dirname(os.path.abspath(args.output))
-    os.makedirs(directory, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=f".{os.path.basename(args.output)}.", suffix=".tmp",
-                               dir=directory)
     stats = {}
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8") as out:
-            for record in extract_features(backbone, tokenizer, _read_lines(args.input), layers,
-                                           args.max_seq_length, args.batch_size, stats=stats):
-                out.write(json.dumps(record, ensure_ascii=False) + "\n")
-        os.replace(tmp, args.output)
-    except BaseException:
-        if os.path.exists(tmp):
-            os.remove(tmp)
-        raise
+    with atomic_file(args.output) as tmp, open(tmp, "w", encoding="utf-8") as out:
+        for record in extract_features(backbone, tokenizer, _read_lines(args.input), layers,
+                                       args.max_seq_length, args.batch_size, stats=stats):
+            out.write(json.dumps(record, ensure_ascii=False) + "\n")
     print(
         f"Wrote features of {stats.get('num_texts', 0)} line(s), layers {','.join(map(str, layers))}, "
         f"to {args.output}; {stats.get('truncated', 0)} truncated to max_seq_length "

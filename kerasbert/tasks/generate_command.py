@@ -45,9 +45,6 @@ def _pretraining_tokenizer(run, config):
 def load_generator(model, vocab=None, lower_case=None):
     """(CausalLM, tokenizer, source description) for a run directory or a
     .keras file (see the module docstring)."""
-    import keras
-
-    import kerasbert.tasks  # noqa: F401  (registers the task classes)
     from kerasbert.models.gpt import GptBackbone
     from kerasbert.tasks.causal_lm import CausalLM
     from kerasbert.text import load_saved_tokenizer, load_tokenizer
@@ -66,7 +63,9 @@ def load_generator(model, vocab=None, lower_case=None):
         path = model
     else:
         raise UsageError(f"--model {model}: not a run directory or a .keras file.")
-    loaded = keras.saving.load_model(path)
+    from kerasbert.saving import load_model
+
+    loaded = load_model(path)
     backbone = loaded if isinstance(loaded, GptBackbone) else getattr(loaded, "backbone", None)
     if not isinstance(backbone, GptBackbone):
         raise UsageError(f"{path} holds a {type(backbone or loaded).__name__}, not a GPT model: "

@@ -1,0 +1,78 @@
+"""Runs the installed `kerasbert` console script the way a user does: a
+fresh interpreter per command, from a working directory of the test's
+choosing, and checks what a user sees (exit code, one-line errors)."""
+
+import os
+import re
+import signal
+import subprocess
+import sys
+import time
+
+# The console script pip installed next to this interpreter (.venv/bin/kerasbert).
+KERASBERT = os.path.join(os.path.dirname(sys.executable), "kerasbert")
+
+TINY_BERT = ("--set", "num_layers=1", "--set", "hidden_dim=32", "--set", "num_heads=2",
+             "--set", "intermediate_dim=64", "--set", "max_sequence_length=64")
+
+
+def env(**extra):
+    """The environment of a user's shell: no PYTHONPATH into the repository
+    (the installed package is what runs), quiet TF logs, CPU only."""
+    out = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
+    out.update(TF_CPP_MIN_LOG_LEVEL="2", CUDA_VISIBLE_DEVICES="", PYTHONHASHSEED="0")
+    out.update(extra)
+    return out
+
+
+def kerasbert(*args, cwd, timeout=300, input=None, **env_extra):
+    """`kerasbert ARGS` in a fresh process; returns the CompletedProcess
+    (text stdout/stderr)."""
+    return subprocess.run([KERASBERT, *map(str, args)], cwd=str(cwd), env=env(**env_extra),
+                          capture_output=True, text=True, timeout=timeout, input=input,
+                          errors="replace")
+
+
+def ok(result):
+    """Asserts exit 0 (showing the output when not); returns stdout."""
+    assert result.returncode == 0, (
+        f"exit {result.returncode}\n--- stdout\n{result.stdout[-4000:]}\n"
+        f"--- stderr\n{result.stderr[-4000:]}")
+    return result.stdout
+
+
+def one_line_error(result, *fragments):
+    """Asserts exit 2 with exactly one `error:` line on stderr and no
+    traceback; each fragment must appear in that line. Returns the line."""
+    stderr = result.stderr
+    assert result.returncode == 2, f"exit {result.returncode}\n{stderr[-4000:]}"
+    assert "Traceback" not in stderr, stderr[-4000:]
+    errors = [line for line in stderr.splitlines() if re.search(r"(^|: )error: ", line)]
+    assert len(errors) == 1, stderr[-4000:]
+    for fragment in fragments:
+        assert fragment in errors[0], f"{fragment!r} not in {errors[0]!r}"
+    return errors[0]
+
+
+def start(*args, cwd, **env_extra):
+    """`kerasbert ARGS` started in the background (its own process group)."""
+    return subprocess.Popen([KERASBERT, *map(str, args)], cwd=str(cwd), env=env(**env_extra),
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                            start_new_session=True)
+
+
+def kill_when(process, condition, timeout=240, poll=0.05):
+    """SIGKILLs `process` (and its group) as soon as `condition()` is true;
+    returns True if it was killed, False if it ended first."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if process.poll() is not None:
+            return False
+        if condition():
+            os.killpg(process.pid, signal.SIGKILL)
+            process.wait()
+            return True
+        time.sleep(poll)
+    os.killpg(process.pid, signal.SIGKILL)
+    process.wait()
+    raise AssertionError(f"condition not reached in {timeout} s")

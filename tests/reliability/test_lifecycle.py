@@ -1,0 +1,237 @@
+"""The README's life cycle as a user runs it: one installed `kerasbert`
+command per fresh process, from a working directory that is neither the
+data's nor the repository, with relative paths:
+
+    vocab -> create-pretraining-data -> pretrain -> pretrain --resume
+      -> finetune (every task type, from the pretrained backbone)
+      -> evaluate -> export -> serve (a process with only tensorflow and
+         tensorflow_text)
+
+Every step is a separate process, so state that only lives inside one
+interpreter (registered classes, imported modules, cwd) cannot hide a bug,
+as it did when `export` of a fine-tuned model failed in every new process.
+"""
+
+import csv
+import json
+import os
+import random
+import subprocess
+import sys
+import textwrap
+
+import pytest
+
+from reliability.console import TINY_BERT, kerasbert, ok
+
+SUBJECTS = ("the cat", "a dog", "the small bird", "the old man", "my sister", "our teacher")
+ANIMALS = SUBJECTS[:3]
+VERBS = ("sees", "likes", "finds", "paints", "follows", "calls")
+OBJECTS = ("the red house", "a green tree", "the river", "a blue car", "the garden")
+TASK_TYPES = ("classification", "pair", "regression", "tagging", "qa", "multiple_choice")
+
+
+def _sentence(rng):
+    return f"{rng.choice(SUBJECTS)} {rng.choice(VERBS)} {rng.choice(OBJECTS)}"
+
+
+def _write_corpus(path, rng):
+    with open(path, "w", encoding="utf-8") as f:
+        for _ in range(40):
+            subject = rng.choice(SUBJECTS)
+            for _ in range(rng.randint(3, 6)):
+                f.write(f"{subject.capitalize()} {rng.choice(VERBS)} {rng.choice(OBJECTS)} .\n")
+            f.write("\n")
+
+
+def _write_csv(path, header, rows):
+    with open(path, "w", encoding="utf-8", newline="") as f:
+        writer = csv.writer(f)
+        writer.writerow(header)
+        writer.writerows(rows)
+
+
+def _write_task_files(data, rng, n=24):
+    """One small training file per task type; returns {type: task spec}."""
+    rows = [_sentence(rng) for _ in range(n)]
+    animal = [next(s for s in SUBJECTS if r.startswith(s)) in ANIMALS for r in rows]
+    _write_csv(data / "classification.csv", ["sentence", "label"],
+               [(r, "animal" if a else "person") for r, a in zip(rows, animal)])
+    _write_csv(data / "pair.csv", ["sentence1", "sentence2", "label"],
+               [(r, _sentence(rng), int(a)) for r, a in zip(rows, animal)])
+    _write_csv(data / "regression.csv", ["text", "score"],
+               [(r, f"{float(a) + 0.25:.2f}") for r, a in zip(rows, animal)])
+    with open(data / "tagging.conll", "w", encoding="utf-8") as f:
+        for r in rows:
+            for i, word in enumerate(r.split()):
+                tag = "B-ANI" if i == 1 and word in ("cat", "dog", "bird") else "O"
+                f.write(f"{word} {tag}\n")
+            f.write("\n")
+    paragraphs = []
+    for i, r in enumerate(rows[:12]):
+        subject = next(s for s in SUBJECTS if r.startswith(s))
+        paragraphs.append({"context": r + " .", "qas": [{
+            "id": f"q{i}", "question": f"who {r.split()[len(subject.split())]} ?",
+            "answers": [{"text": subject, "answer_start": 0}]}]})
+    with open(data / "qa.json", "w", encoding="utf-8") as f:
+        json.dump({"version": "1.1", "data": [{"title": "t", "paragraphs": paragraphs}]}, f)
+    with open(data / "multiple_choice.jsonl", "w", encoding="utf-8") as f:
+        for r in rows:
+            subject = next(s for s in SUBJECTS if r.startswith(s))
+            choices = [subject + " runs", "the river sees", "a blue car calls"]
+            f.write(json.dumps({"context": r, "choices": choices, "label": 0}) + "\n")
+    return {"classification": "csv:../data/classification.csv",
+            "pair": "csv:../data/pair.csv",
+            "regression": "csv:../data/regression.csv",
+            "tagging": "conll:../data/tagging.conll",
+            "qa": "squad_json:../data/qa.json",
+            "multiple_choice": "jsonl:../data/multiple_choice.jsonl"}
+
+
+@pytest.fixture(scope="module")
+def world(tmp_path_factory):
+    """data/ (inputs) and work/ (the user's shell, where outputs go)."""
+    root = tmp_path_factory.mktemp("lifecycle")
+    data, work = root / "data", root / "work"
+    data.mkdir()
+    work.mkdir()
+    rng = random.Random(7)
+    _write_corpus(data / "corpus.txt", rng)
+    specs = _write_task_files(data, rng)
+    return {"root": root, "data": data, "work": work, "specs": specs}
+
+
+@pytest.fixture(scope="module")
+def pretrained(world):
+    """vocab -> create-pretraining-data -> pretrain (4 steps) -> pretrain
+    --resume (to 6 steps), each in its own process."""
+    work = world["work"]
+    ok(kerasbert("vocab", "--input", "../data/corpus.txt", "--vocab-size", "120",
+                 "--output", "out/vocab.txt", "--no-progress", cwd=work))
+    ok(kerasbert("create-pretraining-data", "--input", "../data/corpus.txt",
+                 "--vocab", "out/vocab.txt", "--output-dir", "out/shards",
+                 "--max-seq-length", "32", "--max-predictions-per-seq", "5",
+                 "--dupe-factor", "2", "--num-shards", "2", "--no-progress", cwd=work))
+    common = ["pretrain", "--preset", "bert_tiny", "--vocab", "out/vocab.txt",
+              "--data", "out/shards", "--output-dir", "out/run", "--batch-size", "8",
+              "--learning-rate", "1e-3", "--warmup-steps", "1", "--checkpoint-every", "2",
+              "--log-every", "1", "--no-progress", *TINY_BERT]
+    ok(kerasbert(*common, "--steps", "4", cwd=work))
+    ok(kerasbert(*common, "--steps", "6", "--resume", cwd=work))
+    return work / "out"
+
+
+def test_vocabulary_and_pretraining_data(pretrained):
+    vocab = (pretrained / "vocab.txt").read_text(encoding="utf-8").splitlines()
+    assert vocab[:1] == ["[PAD]"] and "[MASK]" in vocab and "cat" in vocab
+    meta = json.loads((pretrained / "shards" / "metadata.json").read_text())
+    assert meta["num_instances"] > 0 and len(meta["shards"]) == 2
+    assert meta["vocab_size"] == len(vocab)
+
+
+def test_pretrain_resumes_in_a_new_process(pretrained):
+    run = pretrained / "run"
+    steps = [json.loads(line)["step"] for line in
+             (run / "history.jsonl").read_text().splitlines() if line.strip()]
+    # The resumed process continued after step 4 instead of starting over.
+    assert steps == [1, 2, 3, 4, 5, 6], steps
+    for name in ("backbone.keras", "pretrainer.keras", "config.json"):
+        assert (run / name).stat().st_size > 0, name
+
+
+@pytest.fixture(scope="module")
+def finetuned(world, pretrained):
+    """`finetune` of every task type from the pretrained backbone, each in a
+    new process; returns {task type: FT dir relative to work/}."""
+    out = {}
+    for task_type in TASK_TYPES:
+        extra = {"regression": ["--task-type", "regression"],
+                 "qa": ["--max-query-length", "8", "--doc-stride", "8"]}.get(task_type, [])
+        spec = world["specs"][task_type]
+        ft = f"out/ft-{task_type}"
+        ok(kerasbert("finetune", "--task", spec, "--validation", spec.partition(":")[2],
+                     *extra, "--backbone", "out/run/backbone.keras",
+                     "--vocab", "out/vocab.txt", "--output-dir", ft, "--epochs", "1",
+                     "--batch-size", "8", "--learning-rate", "1e-3",
+                     "--max-seq-length", "32", "--no-progress", cwd=world["work"]))
+        out[task_type] = ft
+    return out
+
+
+@pytest.mark.parametrize("task_type", TASK_TYPES)
+def test_finetune_then_evaluate_in_new_processes(world, finetuned, task_type):
+    work, ft = world["work"], finetuned[task_type]
+    config = json.loads((work / ft / "config.json").read_text())
+    assert config["task_type"] == task_type
+    spec = world["specs"][task_type]
+    stdout = ok(kerasbert("evaluate", "--model", ft, "--split", spec.partition(":")[2],
+                          "--batch-size", "8", cwd=work))
+    evaluation = json.loads((work / ft / "evaluation.json").read_text())
+    assert evaluation["metrics"], stdout
+    fine_tuned = json.loads((work / ft / "metrics.json").read_text())["validation"]
+    # The same model on the same file in batches of the same size: the
+    # reloaded model gives the metrics the fine-tuning process measured.
+    for name, value in fine_tuned.items():
+        if isinstance(value, float):
+            assert evaluation["metrics"][name] == pytest.approx(value, abs=1e-3), name
+
+
+@pytest.fixture(scope="module")
+def exported(world, finetuned):
+    out = {}
+    for task_type, ft in finetuned.items():
+        ok(kerasbert("export", "--model", ft, "--output", f"serving/{task_type}",
+                     cwd=world["work"]))
+        out[task_type] = world["work"] / "serving" / task_type / "1"
+    return out
+
+
+SERVE = """
+import json, sys
+import tensorflow as tf
+import tensorflow_text  # noqa: F401  (the tokenizer ops)
+
+requests = {
+    "classification": {"text": ["the cat sees the river", "my sister calls a blue car"]},
+    "pair": {"text_a": ["the cat sees the river"], "text_b": ["a dog finds the garden"]},
+    "regression": {"text": ["a dog likes the garden"]},
+    "tagging": {"text": ["the cat follows the old man"]},
+    "qa": {"question": ["who sees ?"], "context": ["the cat sees the river ."]},
+    "multiple_choice": {"context": ["the cat sees the river"],
+                        "choices": [["the cat runs", "the river sees", "a blue car calls"]]},
+}
+result = {}
+for task_type, path in json.loads(sys.argv[1]).items():
+    function = tf.saved_model.load(path).signatures["serving_default"]
+    outputs = function(**{k: tf.constant(v) for k, v in requests[task_type].items()})
+    result[task_type] = {k: v.numpy().tolist() for k, v in outputs.items()}
+assert not [m for m in sys.modules if m.split(".")[0] in ("kerasbert", "keras_hub", "keras_nlp")]
+print(json.dumps(result, default=lambda b: b.decode("utf-8")))
+"""
+
+
+def test_exports_serve_raw_text_without_kerasbert(world, exported):
+    for task_type, version in exported.items():
+        assert (version / "saved_model.pb").is_file(), task_type
+        assert (version / "assets.extra" / "tf_serving_warmup_requests").is_file(), task_type
+    paths = json.dumps({k: str(v) for k, v in exported.items()})
+    env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
+    env["TF_CPP_MIN_LOG_LEVEL"] = "3"
+    result = subprocess.run([sys.executable, "-c", textwrap.dedent(SERVE), paths], cwd="/",
+                            env=env, capture_output=True, text=True, timeout=600)
+    assert result.returncode == 0, result.stderr[-4000:]
+    served = json.loads(result.stdout.strip().splitlines()[-1])
+
+    classification = served["classification"]
+    assert len(classification["probabilities"]) == 2
+    for row in classification["probabilities"]:
+        assert sum(row) == pytest.approx(1.0, abs=1e-5)
+    assert set(classification["label"]) <= {"animal", "person"}
+    assert len(served["pair"]["probabilities"][0]) == 2
+    assert len(served["regression"]["score"]) == 1
+    assert set(served["tagging"]["token_labels"][0]) <= {"O", "B-ANI", ""}
+    answer = served["qa"]
+    start, end = answer["start_char"][0], answer["end_char"][0]
+    assert answer["answer"][0] == "the cat sees the river ."[start:end]
+    choice = served["multiple_choice"]["probabilities"][0]
+    assert len(choice) == 3 and sum(choice) == pytest.approx(1.0, abs=1e-5)
