@@ -6,6 +6,7 @@ override, ...), 1 unexpected failure.
 
 import argparse
 import ast
+import errno
 import importlib
 import os
 import sys
@@ -139,15 +140,53 @@ def make_parser():
     return parser
 
 
+# OS errors a user causes (a path that is missing, of the wrong kind or not
+# theirs; a full or read-only disk): reported like a UsageError. Any other
+# exception is a bug: it keeps its traceback and exits 1.
+USER_ERRNOS = frozenset({errno.ENOENT, errno.EEXIST, errno.EISDIR, errno.ENOTDIR, errno.EACCES,
+                         errno.EPERM, errno.ENOSPC, errno.EROFS, errno.EDQUOT, errno.ENAMETOOLONG,
+                         errno.ENOTEMPTY})
+
+
+def report_error(prog, err):
+    """`prog: error: MESSAGE` on one line of stderr."""
+    message = " ".join(str(err).split()) or type(err).__name__
+    print(f"{prog}: error: {message}", file=sys.stderr)
+
+
 def run_reporting_errors(func, args, prog):
-    """Runs a command; bad input is printed as `prog: error: ...` with exit
-    code 2 (no traceback), success returns 0."""
+    """Runs a command and returns its exit code: 0 on success; 2 with one
+    line `prog: error: ...` (no traceback) for the package's own errors and
+    the OS errors a user causes; 130 on Ctrl-C. Other exceptions propagate
+    (traceback, exit 1), so bugs stay visible."""
     try:
         func(args)
-    except (UsageError, FileNotFoundError) as err:
-        print(f"{prog}: error: {err}", file=sys.stderr)
+    except UsageError as err:
+        report_error(prog, err)
         return 2
+    except OSError as err:
+        if err.errno not in USER_ERRNOS:
+            raise
+        report_error(prog, err)
+        return 2
+    except KeyboardInterrupt:
+        print(f"{prog}: interrupted", file=sys.stderr)
+        return 130
     return 0
+
+
+def check_arguments_are_text(argv, prog):
+    """Python turns undecodable bytes of the command line into lone
+    surrogates, which fail much later (in a tokenizer, in a JSON file).
+    Refuses them up front: returns an error message or None."""
+    for position, arg in enumerate(argv, start=1):
+        try:
+            arg.encode("utf-8")
+        except UnicodeEncodeError:
+            raw = os.fsencode(arg)
+            return (f"{prog}: error: argument {position} ({raw!r}) is not valid UTF-8 text; "
+                    "pass file names and text in UTF-8.")
+    return None
 
 
 def script_main(command_module, prog, description, argv=None):
@@ -155,10 +194,20 @@ def script_main(command_module, prog, description, argv=None):
     has `add_arguments(parser)` and `run(args)`: same flags, same errors."""
     module = importlib.import_module(command_module)
     parser = module.add_arguments(argparse.ArgumentParser(prog=prog, description=description))
+    argv = sys.argv[1:] if argv is None else argv
+    problem = check_arguments_are_text(argv, prog)
+    if problem:
+        print(problem, file=sys.stderr)
+        return 2
     return run_reporting_errors(module.run, parser.parse_args(argv), prog)
 
 
 def main(argv=None):
+    argv = sys.argv[1:] if argv is None else argv
+    problem = check_arguments_are_text(argv, "kerasbert")
+    if problem:
+        print(problem, file=sys.stderr)
+        return 2
     parser = make_parser()
     args = parser.parse_args(argv)
     return run_reporting_errors(args.func, args, f"kerasbert {args.command}")

@@ -195,7 +195,7 @@ def _finetune_default_task(output_dir, backbone, vocab, sizes):
         task=f"csv:{task['train']}", validation=task["validation"],
         output_dir=os.path.join(output_dir, "finetune"), vocab=vocab, backbone=backbone,
         epochs=sizes["epochs"], batch_size=32, learning_rate=5e-4,
-        max_seq_length=SEQ_LENGTH))
+        max_seq_length=SEQ_LENGTH, overwrite=True))  # a fresh run each time the demo runs
     metrics = result["metrics"]
     print(f"  validation accuracy {metrics['accuracy']:.3f} (majority-class baseline "
           f"{metrics['majority_baseline_accuracy']:.3f}), macro F1 {metrics['f1']:.3f}")

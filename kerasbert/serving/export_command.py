@@ -37,9 +37,14 @@ def run(args):
         export = export_generation_run
     else:
         export = export_finetuned
-    result = export(args.model, args.output, version=args.version,
-                    max_seq_length=args.max_seq_length, overwrite=args.overwrite,
-                    model_name=args.model_name)
+    from kerasbert.io_utils import output_lock
+
+    # The lock serialises version numbering: two exports without --version
+    # into the same OUTPUT get different versions, never the same one.
+    with output_lock(args.output, kind="folder", flag="--output"):
+        result = export(args.model, args.output, version=args.version,
+                        max_seq_length=args.max_seq_length, overwrite=args.overwrite,
+                        model_name=args.model_name)
     print(f"exported {result['task_type']} model to {result['path']} "
           f"(signatures: {', '.join(result['signatures'])}; "
           f"custom ops: {', '.join(result['custom_ops']) or 'none'})")

@@ -75,6 +75,20 @@ def build_serving_module(model, tokenizer, config, seq_length):
     raise UsageError(f"config.json: unknown task type {task_type!r}.")
 
 
+def describe_source(model_file):
+    """What export.json records of the exported model: the run folder's name
+    and the model file's SHA-256. Never an absolute path: it would say
+    nothing on the serving machine and leak the exporting machine's layout."""
+    import hashlib
+
+    digest = hashlib.sha256()
+    with open(model_file, "rb") as f:
+        for block in iter(lambda: f.read(1 << 20), b""):
+            digest.update(block)
+    run = os.path.basename(os.path.dirname(os.path.abspath(model_file)))
+    return {"run": run, "file": os.path.basename(model_file), "sha256": digest.hexdigest()}
+
+
 def next_version(output):
     """1 + the largest integer version directory in `output` (1 if none)."""
     if not os.path.isdir(output):
@@ -149,7 +163,8 @@ def export_finetuned(model_dir, output, version=None, max_seq_length=None, overw
         label_names=config.get("label_names"),
         seq_length=max_seq_length or config["max_seq_length"],
         qa_options=config.get("qa"), version=version, overwrite=overwrite,
-        model_name=model_name, task=config.get("task"), source=os.path.abspath(model_dir),
+        model_name=model_name, task=config.get("task"),
+        source=describe_source(os.path.join(model_dir, "model.keras")),
     )
 
 

@@ -186,11 +186,15 @@ def export_generation_run(model_dir, output, version=None, max_seq_length=None,
                           overwrite=False, model_name=None, vocab=None):
     """`kerasbert export` of a GPT pretraining run: its CausalLM and the
     tokenizer its config.json names (or `vocab`)."""
-    from kerasbert.serving.exporter import _version_dir
+    from kerasbert.serving.exporter import _version_dir, describe_source
     from kerasbert.tasks.generate_command import load_generator
 
     _version_dir(output, version, overwrite)  # fail before loading anything
     model, tokenizer, _ = load_generator(model_dir, vocab)
+    loaded = next((os.path.join(model_dir, name) for name in
+                   ("pretrainer.keras", "model.keras", "backbone.keras")
+                   if os.path.isfile(os.path.join(model_dir, name))), model_dir)
     return export_generation(model, tokenizer, output, version=version,
                              seq_length=max_seq_length, overwrite=overwrite,
-                             model_name=model_name, source=os.path.abspath(model_dir))
+                             model_name=model_name,
+                             source=describe_source(loaded) if os.path.isfile(loaded) else None)

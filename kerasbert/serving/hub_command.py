@@ -3,13 +3,15 @@
 
 def cmd_export_hub(args):
     # Heavy imports here, so `kerasbert --help` does not load TensorFlow.
+    from kerasbert.io_utils import output_lock
     from kerasbert.serving.hub_export import export_hub
 
-    paths = export_hub(
-        args.backbone, args.vocab, args.output, lower_case=not args.cased,
-        seq_length=args.seq_length, pretrainer_path=args.pretrainer,
-        include_mlm=not args.no_mlm, overwrite=args.overwrite,
-    )
+    with output_lock(args.output, kind="folder", flag="--output"):
+        paths = export_hub(
+            args.backbone, args.vocab, args.output, lower_case=not args.cased,
+            seq_length=args.seq_length, pretrainer_path=args.pretrainer,
+            include_mlm=not args.no_mlm, overwrite=args.overwrite,
+        )
     for name, path in paths.items():
         print(f"wrote {name}: {path}")
 

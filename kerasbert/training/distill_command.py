@@ -29,10 +29,12 @@ def config_from_args(args):
 
 
 def cmd_distill(args):
+    from kerasbert.io_utils import output_lock
     from kerasbert.training.distill import run_distillation
 
     try:
-        result = run_distillation(config_from_args(args))
+        with output_lock(args.output_dir, kind="folder", flag="--output-dir"):
+            result = run_distillation(config_from_args(args))
     except FloatingPointError as err:
         raise UsageError(str(err)) from None
     metrics = result["metrics"]

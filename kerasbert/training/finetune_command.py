@@ -17,9 +17,12 @@ def cmd_finetune(args):
     from kerasbert.data.finetuning.cli_args import columns_from_args
     from kerasbert.training.finetune import FinetuneConfig, run_finetuning
 
+    from kerasbert.io_utils import output_lock
+
     fields = {k: v for k, v in vars(args).items() if k in FinetuneConfig.__dataclass_fields__}
     fields["columns"] = columns_from_args(args)
-    result = run_finetuning(FinetuneConfig(**fields))
+    with output_lock(args.output_dir, kind="folder", flag="--output-dir"):
+        result = run_finetuning(FinetuneConfig(**fields))
     print(f"fine-tuned a {result['task_type']} model on {args.task}")
     if result["metrics"]:
         print("validation metrics:")
@@ -60,7 +63,10 @@ def register(subparsers):
         "byte-level BPE).")
     add("--no-lower-case", dest="lower_case", action="store_false",
         help="Cased vocabulary (WordPiece, SentencePiece; byte-level BPE is always cased).")
-    add("--output-dir", required=True)
+    add("--output-dir", required=True,
+        help="Fine-tuning directory (model.keras, config.json, tokenizer files, metrics).")
+    add("--overwrite", action="store_true",
+        help="Replace a model already fine-tuned into --output-dir (refused without it).")
     add("--validation", help="Validation file (same format as the task) or TFDS split name.")
     add("--features", help="Train from create-finetuning-data output instead of raw text.")
     add("--epochs", type=int, default=3)

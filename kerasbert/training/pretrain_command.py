@@ -19,10 +19,20 @@ def _config_from_args(args):
 
 
 def cmd_pretrain(args):
-    from kerasbert.training.pretrain import run_pretraining
+    import contextlib
 
+    from kerasbert.io_utils import check_output_kind, output_lock
+    from kerasbert.training.pretrain import run_pretraining
+    from kerasbert.training.strategies import chief_from_environment
+
+    check_output_kind(args.output_dir, "folder", "--output-dir")
+    # Only the chief writes the run directory, so only it holds the lock
+    # (the other workers of a cluster share --output-dir).
+    lock = (output_lock(args.output_dir, kind="folder", flag="--output-dir")
+            if chief_from_environment() else contextlib.nullcontext())
     try:
-        result = run_pretraining(_config_from_args(args))
+        with lock:
+            result = run_pretraining(_config_from_args(args))
     except FloatingPointError as err:
         raise UsageError(str(err)) from None
     if not result["is_chief"]:

@@ -8,7 +8,6 @@ TensorBoard scalars, the training-curve plot and atomically saved models.
 
 import json
 import os
-import tempfile
 
 HISTORY_FILE = "history.jsonl"
 CURVE_FILE = "training_curve.png"
@@ -79,7 +78,7 @@ class TensorBoardLog:
 def plot_training_curve(run_dir):
     """RUN/training_curve.png from history.jsonl: loss (left) and masked-LM
     accuracy (right) against the step. Returns the path or None."""
-    rows = read_history(run_dir)
+    rows = [r for r in read_history(run_dir) if "loss" in r]  # not the resume notes
     if not rows:
         return None
     steps = [r["step"] for r in rows]
@@ -120,26 +119,15 @@ def new_figure(**kwargs):
 
 def save_figure_atomically(fig, path):
     """Saves a matplotlib figure as PNG through a temporary name."""
-    fd, tmp = tempfile.mkstemp(prefix=f".{os.path.basename(path)}.", suffix=".png",
-                               dir=os.path.dirname(os.path.abspath(path)))
-    os.close(fd)
-    try:
+    from kerasbert.io_utils import atomic_file
+
+    with atomic_file(path, suffix=".png") as tmp:
         fig.savefig(tmp, dpi=100)
-        os.replace(tmp, path)
-    finally:
-        if os.path.exists(tmp):
-            os.remove(tmp)
 
 
 def save_keras_atomically(model, path):
     """`model.save(path)` through a temporary name in the same folder."""
-    directory = os.path.dirname(os.path.abspath(path))
-    fd, tmp = tempfile.mkstemp(prefix=f".{os.path.basename(path)}.", suffix=".keras",
-                               dir=directory)
-    os.close(fd)
-    try:
+    from kerasbert.io_utils import atomic_file
+
+    with atomic_file(path, suffix=".keras") as tmp:
         model.save(tmp)
-        os.replace(tmp, path)
-    finally:
-        if os.path.exists(tmp):
-            os.remove(tmp)

@@ -104,6 +104,22 @@ def resolve_strategy(name="auto", tpu=None):
     return tf.distribute.OneDeviceStrategy(gpus[0].name if gpus else "/cpu:0")
 
 
+def chief_from_environment():
+    """Whether this process will be the chief, read from TF_CONFIG before any
+    strategy exists (the same rule as `worker_info`): true without TF_CONFIG
+    or a cluster. Decides who holds the lock on the run directory."""
+    try:
+        config = json.loads(os.environ.get("TF_CONFIG") or "{}")
+    except json.JSONDecodeError:
+        return True  # resolve_strategy reports the bad TF_CONFIG
+    task, cluster = config.get("task") or {}, config.get("cluster") or {}
+    task_type, task_id = task.get("type"), int(task.get("index") or 0)
+    if not task_type or not cluster:
+        return True
+    return task_type == "chief" or (task_type == "worker" and task_id == 0
+                                    and "chief" not in cluster)
+
+
 def worker_info(strategy):
     """(is_chief, worker_index, num_workers) of this process.
 

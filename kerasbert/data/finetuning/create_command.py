@@ -128,7 +128,15 @@ def _check_consistent(converted, meta):
 
 
 def run(args):
-    """Loads, converts and writes every split; prints one line per split."""
+    """Loads, converts and writes every split (holding the lock on
+    --output-dir); prints one line per split."""
+    from kerasbert.io_utils import output_lock
+
+    with output_lock(args.output_dir, kind="folder", flag="--output-dir"):
+        _write_splits(args)
+
+
+def _write_splits(args):
     from kerasbert.data.finetuning.convert import convert_examples
     from kerasbert.data.finetuning.load import load_task
     from kerasbert.data.finetuning.records import write_features
