@@ -88,6 +88,9 @@ def load_model(path, compile=True, safe_mode=True):
         raise UsageError(f"{path}: no such file.")
     if os.path.isdir(path):
         raise UsageError(f"{path} is a directory; expected a .keras model file.")
+    if not zipfile.is_zipfile(path):
+        raise UsageError(f"{path}: not a readable .keras file (not a zip archive: truncated, "
+                         "or another format).")
     register_all()
     try:
         return keras.saving.load_model(path, compile=compile, safe_mode=safe_mode)

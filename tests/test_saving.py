@@ -1,0 +1,147 @@
+"""kerasbert.load_model: every saved artefact loads in a fresh process after
+only `import kerasbert`, and files it cannot load are one clear error."""
+
+import ast
+import os
+import pathlib
+import subprocess
+import sys
+import textwrap
+
+import keras
+import numpy as np
+import pytest
+
+import kerasbert
+from kerasbert import saving
+from kerasbert.cli import main
+from kerasbert.errors import UsageError
+
+PACKAGE = pathlib.Path(kerasbert.__file__).parent
+sys.path.insert(0, str(pathlib.Path(__file__).parent / "serving"))
+sys.path.insert(0, str(pathlib.Path(__file__).parent / "training"))
+import pretrain_data  # noqa: E402
+from serving_fixtures import make_finetuned_dir  # noqa: E402
+
+
+def _registering_modules():
+    """Modules whose source decorates a class or function with
+    `register_keras_serializable` (found with `ast`, nothing imported)."""
+    found = set()
+    for path in PACKAGE.rglob("*.py"):
+        tree = ast.parse(path.read_text(encoding="utf-8"))
+        for node in ast.walk(tree):
+            if isinstance(node, (ast.ClassDef, ast.FunctionDef)):
+                for decorator in node.decorator_list:
+                    if "register_keras_serializable" in ast.unparse(decorator):
+                        relative = path.relative_to(PACKAGE.parent).with_suffix("")
+                        found.add(".".join(relative.parts))
+    return found
+
+
+def test_every_registering_module_is_listed():
+    assert set(saving.SERIALIZABLE_MODULES) == _registering_modules()
+
+
+def _save_artefacts(directory):
+    """A compiled task model (AdamW + schedule), a pretrainer and a backbone."""
+    from kerasbert.tasks import BertPretrainer, TextClassifier
+
+    ft = make_finetuned_dir(str(directory / "ft"), "classification", max_seq_length=16)
+    model = kerasbert.load_model(os.path.join(ft, "model.keras"))
+    model.compile(learning_rate=1e-3, num_train_steps=10, warmup_ratio=0.1)
+    assert isinstance(model, TextClassifier)
+    model.save(directory / "model.keras")
+    model.backbone.save(directory / "backbone.keras")
+    BertPretrainer(model.backbone).save(directory / "pretrainer.keras")
+    inputs = {"input_word_ids": np.array([[2, 7, 9, 3]], "int32"),
+              "input_mask": np.ones((1, 4), "int32"), "input_type_ids": np.zeros((1, 4), "int32")}
+    np.save(directory / "logits.npy", np.asarray(model(inputs)))
+    return inputs
+
+
+FRESH = """
+import json, sys
+import numpy as np
+import kerasbert
+inputs = {k: np.array(v, "int32") for k, v in json.loads(sys.argv[2]).items()}
+directory = sys.argv[1]
+model = kerasbert.load_model(directory + "/model.keras")
+assert type(model).__name__ == "TextClassifier", type(model)
+assert type(model.optimizer).__name__ == "AdamW", type(model.optimizer)
+np.testing.assert_allclose(np.asarray(model(inputs)), np.load(directory + "/logits.npy"),
+                           atol=1e-6)
+assert type(kerasbert.load_model(directory + "/backbone.keras")).__name__ == "BertBackbone"
+assert type(kerasbert.load_model(directory + "/pretrainer.keras")).__name__ == "BertPretrainer"
+# After register_all, plain Keras loading works too.
+import keras
+kerasbert.register_all()
+assert type(keras.saving.load_model(directory + "/model.keras")).__name__ == "TextClassifier"
+print("ok")
+"""
+
+
+def test_saved_artefacts_load_in_a_fresh_process_after_import_kerasbert(tmp_path):
+    import json
+
+    inputs = _save_artefacts(tmp_path)
+    env = dict(os.environ, TF_CPP_MIN_LOG_LEVEL="2")
+    env.pop("PYTHONPATH", None)
+    result = subprocess.run(
+        [sys.executable, "-c", textwrap.dedent(FRESH), str(tmp_path),
+         json.dumps({k: v.tolist() for k, v in inputs.items()})],
+        capture_output=True, text=True, env=env, cwd="/", timeout=600)
+    assert result.returncode == 0 and result.stdout.strip().endswith("ok"), result.stderr[-3000:]
+
+
+def _lambda_model(path):
+    """A model that safe mode refuses: a Lambda layer with a Python lambda."""
+    inputs = keras.Input((4,))
+    outputs = keras.layers.Lambda(lambda x: x * 2)(inputs)
+    keras.Model(inputs, outputs).save(path)
+
+
+def test_unloadable_files_are_usage_errors_naming_the_file(tmp_path):
+    _lambda_model(tmp_path / "lambda.keras")
+    with pytest.raises(UsageError, match="lambda.keras.*safe_mode"):
+        kerasbert.load_model(tmp_path / "lambda.keras")
+    (tmp_path / "cut.keras").write_bytes(b"PK\x03\x04 truncated")
+    with pytest.raises(UsageError, match="cut.keras: not a readable .keras file"):
+        kerasbert.load_model(tmp_path / "cut.keras")
+    with pytest.raises(UsageError, match="no such file"):
+        kerasbert.load_model(tmp_path / "missing.keras")
+    with pytest.raises(UsageError, match="is a directory"):
+        kerasbert.load_model(tmp_path)
+
+
+@pytest.mark.parametrize("command", ["export", "evaluate", "pretrain --init-from",
+                                     "finetune --backbone"])
+def test_commands_report_a_refused_model_in_one_line(tmp_path, capsys, command):
+    ft = make_finetuned_dir(str(tmp_path / "ft"), "classification", max_seq_length=16)
+    os.remove(os.path.join(ft, "model.keras"))
+    _lambda_model(os.path.join(ft, "model.keras"))
+    vocab = os.path.join(ft, "vocab.txt")
+    train = tmp_path / "train.csv"
+    train.write_text("sentence,label\nthe cat runs,a\nthe dog runs,b\n", encoding="utf-8")
+    argv = {
+        "export": ["export", "--model", ft, "--output", str(tmp_path / "export")],
+        "evaluate": ["evaluate", "--model", ft, "--split", vocab],
+        "pretrain --init-from": pretrain_data.pretrain_args(
+            *pretrain_data.make_data(str(tmp_path / "data")), str(tmp_path / "run"),
+            "--init-from", os.path.join(ft, "model.keras"), steps=1),
+        "finetune --backbone": [
+            "finetune", "--task", f"csv:{train}", "--backbone", os.path.join(ft, "model.keras"),
+            "--vocab", vocab, "--output-dir", str(tmp_path / "ft2")],
+    }[command]
+    assert main(argv) == 2
+    err = capsys.readouterr().err
+    assert err.count("error:") == 1 and "Traceback" not in err, err
+    assert "model.keras" in err, err
+    assert not (tmp_path / "export").exists() and not (tmp_path / "ft2" / "model.keras").exists()
+
+
+def test_undecodable_command_line_text_is_refused(capsys):
+    bad = os.fsdecode(b"caf\xe9.txt")  # Latin-1 bytes: a lone surrogate in Python
+    assert main(["vocab", "--input", bad, "--vocab-size", "10", "--output", "v.txt"]) == 2
+    err = capsys.readouterr().err
+    assert "argument 3" in err and "not valid UTF-8" in err and r"caf\xe9" in err, err
