@@ -31,38 +31,70 @@ ABBREVIATIONS = frozenset(
 )
 
 _CLOSERS = "\"'”’»)\\]」』）"
-# Latin-style terminators need whitespace after them; CJK full-width ones
-# (also used in Japanese and Chinese) end a sentence even without a space.
-_LATIN_END = re.compile(r"([.!?…]+[" + _CLOSERS + r"]*)(\s+)")
-_CJK_END = re.compile(r"([。！？]+[" + _CLOSERS + r"]*)\s*")
-_WORD_BEFORE = re.compile(r"(\S+)$")
+_LATIN_TERMINATORS = ".!?…"
+_CJK_TERMINATORS = "。！？"
+_OPENERS = "(\"'“‘"
+# Every rule below looks at one whitespace-separated word (and the first
+# character of the next), so splitting is linear in the text's length: no
+# look-behind into the text before a word, no pattern that can backtrack
+# over a run of punctuation. `_CANDIDATE` finds, in one linear scan, the
+# words that hold a terminator (only those can end a sentence): it starts
+# only at a word's start, its look-ahead reads at most that word, and it
+# captures the first character of the next word (None after the last).
+_CANDIDATE = re.compile(r"(?<!\S)(?=\S*[" + re.escape(_LATIN_TERMINATORS + _CJK_TERMINATORS)
+                        + r"])(\S+)(?=\s+(\S)|)")
+# CJK full-width terminators (also Japanese and Chinese) end a sentence even
+# without a space; closing quotes/brackets after them stay with it.
+_CJK_END = re.compile("[" + _CJK_TERMINATORS + "]+[" + _CLOSERS + "]*")
+_INITIALISM = re.compile(r"(?:[a-z]\.)+[a-z]")  # "U.S." (its last '.' is the terminator)
 
 
-def _latin_boundary(text, match):
-    """Whether a '.', '!' or '?' followed by whitespace ends a sentence."""
-    end = match.end()
-    if end >= len(text):
-        return False
-    punct = match.group(1)
-    if punct[0] in "!?…":
+def _latin_end(word):
+    """(text before, terminator run) when `word` ends like a Latin-script
+    sentence: a run of '.', '!', '?', '…', then only closing quotes or
+    brackets ("Stop.\"" -> ("Stop", ".")); None otherwise."""
+    body = word.rstrip(_CLOSERS)
+    before = body.rstrip(_LATIN_TERMINATORS)
+    if len(before) == len(body):
+        return None
+    return before, body[len(before):]
+
+
+def _latin_boundary(before, terminators, next_char):
+    """Whether a word ending in `terminators` (after the text `before`),
+    followed by whitespace and a word starting with `next_char`, ends a
+    sentence."""
+    if terminators[0] != ".":  # '!', '?', '…' always end one.
         return True
-    word = _WORD_BEFORE.search(text, 0, match.start())
-    word = word.group(1) if word else ""
-    bare = word.strip(_CLOSERS + "(\"'“‘").lower()
+    bare = before.strip(_CLOSERS + _OPENERS).lower()
     if bare in ABBREVIATIONS or bare.rstrip(".") in ABBREVIATIONS:
         return False
     if len(bare) == 1 and bare.isalpha():  # An initial: "J. Smith".
         return False
-    if re.fullmatch(r"(?:[a-z]\.)+[a-z]", bare):  # "U.S." style.
+    if _INITIALISM.fullmatch(bare):  # "U.S." style.
         return False
-    nxt = text[end]
-    if nxt.islower() and nxt.isascii():  # "e.g. this" - not a new sentence.
+    if next_char.islower() and next_char.isascii():  # "e.g. this" - not a new sentence.
         return False
     return True
 
 
+def _word_cuts(word, next_char):
+    """Offsets in `word` after which a sentence ends: after each CJK
+    terminator run (and its closers), and at the word's end when it ends a
+    Latin sentence before a word starting with `next_char` (None: the word
+    is the text's last, nothing is cut there). Ascending, no duplicates."""
+    cuts = [m.end() for m in _CJK_END.finditer(word)]
+    if next_char is None:
+        return [c for c in cuts if c < len(word)]
+    ending = _latin_end(word)
+    if ending is not None and _latin_boundary(*ending, next_char) and (
+            not cuts or cuts[-1] != len(word)):
+        cuts.append(len(word))
+    return cuts
+
+
 def split_sentences(text):
-    """Splits a paragraph into sentences.
+    """Splits a paragraph into sentences, in time linear in its length.
 
     Ends on '.', '!', '?', '…' followed by whitespace (Latin scripts and
     Korean, whose sentences end with e.g. '다.' or '요?'), and on the CJK
@@ -71,21 +103,13 @@ def split_sentences(text):
     decimals (no whitespace: 3.14). Closing quotes/brackets stay with the
     sentence they close."""
     text = text.strip()
-    if not text:
-        return []
-    cuts = set()
-    for m in _LATIN_END.finditer(text):
-        if _latin_boundary(text, m):
-            cuts.add(m.end(1))
-    for m in _CJK_END.finditer(text):
-        if m.end(1) < len(text):
-            cuts.add(m.end(1))
     sentences, start = [], 0
-    for cut in sorted(cuts):
-        piece = text[start:cut].strip()
-        if piece:
-            sentences.append(piece)
-        start = cut
+    for word in _CANDIDATE.finditer(text):
+        for cut in _word_cuts(word.group(1), word.group(2)):
+            piece = text[start:word.start() + cut].strip()
+            if piece:
+                sentences.append(piece)
+            start = word.start() + cut
     tail = text[start:].strip()
     if tail:
         sentences.append(tail)
@@ -150,7 +174,6 @@ _NO_SPACE_RANGES = (
     (0xFF61, 0xFF9F),  # Halfwidth katakana
     (0x20000, 0x3134F),  # CJK extensions B-G
 )
-_SENTENCE_FINAL = re.compile(r"[.!?…。！？][" + _CLOSERS + r"]*$")
 # A paragraph longer than this many lines is cut (bounded memory).
 MAX_PARAGRAPH_LINES = 1000
 
@@ -165,16 +188,19 @@ def join_wrapped_lines(lines):
 
     With a space, except between two characters of a script written without
     spaces (Chinese, Japanese): "今天天气" + "很好。" -> "今天天气很好。"."""
-    text = ""
+    parts = []
     for line in lines:
-        if text and not (_no_space_char(text[-1]) and _no_space_char(line[0])):
-            text += " "
-        text += line
-    return text
+        if parts and not (_no_space_char(parts[-1][-1]) and _no_space_char(line[0])):
+            parts.append(" ")
+        parts.append(line)
+    return "".join(parts)
 
 
 def _ends_sentence(line):
-    return _SENTENCE_FINAL.search(line) is not None
+    """Whether a (stripped) line ends with a sentence terminator, maybe
+    followed by closing quotes or brackets."""
+    body = line.rstrip(_CLOSERS)
+    return bool(body) and body[-1] in _LATIN_TERMINATORS + _CJK_TERMINATORS
 
 
 def _paragraph_documents(block):

@@ -130,3 +130,87 @@ def test_tfds_missing_field_and_unknown_name():
             list(ti.iter_documents(["tfds:wikipedia/20230601.en"], text_field="body"))
     with pytest.raises(UsageError, match="no_such_dataset_xyz"):
         list(ti.iter_documents(["tfds:no_such_dataset_xyz"], text_field="text"))
+
+
+# --- linear cost (issue 18, item 5) ------------------------------------------
+
+
+class _CountingPattern:
+    """A compiled pattern that adds, per call, the number of characters the
+    call may scan (from pos to endpos) to `counter["chars"]`."""
+
+    def __init__(self, pattern, counter):
+        self._pattern, self._counter = pattern, counter
+
+    def __getattr__(self, name):
+        method = getattr(self._pattern, name)
+        if name not in ("search", "match", "fullmatch", "finditer", "findall", "sub", "split"):
+            return method
+
+        def counted(string, *args, **kwargs):
+            pos = args[0] if args and isinstance(args[0], int) else kwargs.get("pos", 0)
+            endpos = args[1] if len(args) > 1 else kwargs.get("endpos", len(string))
+            self._counter["chars"] += max(0, min(endpos, len(string)) - pos)
+            return method(string, *args, **kwargs)
+
+        return counted
+
+
+def _count_scans(monkeypatch):
+    """Instruments every module-level pattern of text_input and its per-word
+    rules; returns the counter {"chars": regex characters, "word_chars":
+    characters handed to the per-word rules, "words": their calls}."""
+    import re
+
+    counter = {"chars": 0, "word_chars": 0, "words": 0}
+    for name, value in list(vars(ti).items()):
+        if isinstance(value, re.Pattern):
+            monkeypatch.setattr(ti, name, _CountingPattern(value, counter))
+    word_cuts = ti._word_cuts
+
+    def counted_word_cuts(word, next_char):
+        counter["words"] += 1
+        counter["word_chars"] += len(word)
+        return word_cuts(word, next_char)
+
+    monkeypatch.setattr(ti, "_word_cuts", counted_word_cuts)
+    return counter
+
+
+UNIT = ("Mr. Smith paid $3.50 for it. Then he left! 오늘은 날씨가 좋다. "
+        "The U.S. economy grew 2.5 percent. 今天天气很好。我们去公园吧！ ")
+UNIT_SENTENCES = ["Mr. Smith paid $3.50 for it.", "Then he left!", "오늘은 날씨가 좋다.",
+                  "The U.S. economy grew 2.5 percent.", "今天天气很好。", "我们去公园吧！"]
+
+
+def test_one_line_document_of_1mb_is_split_in_linear_operations(tmp_path, monkeypatch):
+    """The reader's whole path (format detection, paragraph reading,
+    splitting) on a one-line document of 1,000,000+ characters scans each
+    character a bounded number of times: the old look-behind rescanned the
+    paragraph from 0 for every period (~10^10 characters here)."""
+    repeats = 1_000_000 // len(UNIT) + 1
+    line = (UNIT * repeats).strip()
+    assert len(line) >= 1_000_000
+    path = tmp_path / "one_line.txt"
+    path.write_text(line + "\n", encoding="utf-8")
+    counter = _count_scans(monkeypatch)
+    docs = list(ti.iter_documents([str(path)]))
+    assert docs == [UNIT_SENTENCES * repeats]
+    # Detection and reading each split the line once: two passes, each
+    # scanning every character at most a few times.
+    assert counter["chars"] <= 2 * 3 * len(line), counter
+    assert counter["word_chars"] <= 2 * len(line), counter
+
+
+@pytest.mark.parametrize("line", ["a." * 100_000, "." * 200_000, "。" * 200_000,
+                                  "x" * 199_999 + ".", "Dr. " * 50_000])
+def test_pathological_lines_are_linear_too(monkeypatch, line):
+    """Runs of punctuation without spaces, one 200 kB word, 50,000
+    abbreviations: no pattern backtracks over a run, no rule looks back
+    (the bounds hold at any length; these are long enough to show it)."""
+    counter = _count_scans(monkeypatch)
+    sentences = ti.split_sentences(line)
+    assert "".join(sentences).replace(" ", "") == line.replace(" ", "")
+    assert counter["chars"] <= 3 * len(line), counter
+    assert counter["word_chars"] <= len(line), counter
+
