@@ -14,7 +14,10 @@ def add_arguments(parser):
         "--input", nargs="+", required=True, metavar="INPUT",
         help="Text files (one sentence per line with blank lines between "
         "documents, or plain paragraphs: blank-line separated, possibly "
-        "hard-wrapped, or one per line) and/or tfds:NAME[:SPLIT].",
+        "hard-wrapped, or one per line) and/or tfds:NAME[:SPLIT]. Files must be "
+        "UTF-8: one with a byte that does not decode is refused (exit 2, naming the "
+        "file and the byte offset), never read with replacement characters; inputs "
+        "with no documents are refused too, and nothing is written.",
     )
     parser.add_argument(
         "--vocab", required=True,

@@ -14,12 +14,19 @@ Inputs:
     per line instead (files with one unwrapped paragraph per line);
   * `tfds:NAME[:SPLIT]` with a text field: each example is a document, its
     text split into paragraphs at newlines and then into sentences.
+
+Text files must be UTF-8 (a BOM is dropped): a file with a byte that does
+not decode is refused, naming the file and the byte's offset, never read
+with replacement characters (`kerasbert.text.text_files`).
 """
 
+import contextlib
 import os
 import re
 
 from kerasbert.errors import UsageError
+from kerasbert.text.text_files import check_utf8_text
+from kerasbert.text.text_files import read_lines
 
 FORMATS = ("auto", "sentences", "paragraphs")
 
@@ -117,9 +124,11 @@ def split_sentences(text):
 
 
 def _open_text(path):
+    """The lines of a UTF-8 input file, for a `with` block; UsageError
+    naming the file and byte offset at the first byte that is not UTF-8."""
     if not os.path.isfile(path):
         raise UsageError(f"Input file not found: {path}")
-    return open(path, encoding="utf-8", errors="replace")
+    return contextlib.closing(read_lines(path))
 
 
 def detect_format(path, sample_lines=1000):
@@ -283,6 +292,16 @@ def check_inputs(inputs, text_field=None):
                 raise UsageError(f"{spec} needs --text-field (e.g. --text-field text).")
         elif not os.path.isfile(spec):
             raise UsageError(f"Input file not found: {spec}")
+
+
+def check_text_files(inputs):
+    """Refuses text-file inputs that are not UTF-8 (naming the file and the
+    byte offset of the first undecodable byte) or that hold no text at all,
+    before anything is written: one linear pass over each file. Whether a
+    tfds: input has documents is only known when it is read."""
+    files = [spec for spec in inputs if not spec.startswith("tfds:")]
+    if files:
+        check_utf8_text(files, require_text=len(files) == len(inputs), nothing="no documents")
 
 
 def iter_documents(inputs, text_field=None, input_format="auto"):

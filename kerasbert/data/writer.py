@@ -38,6 +38,7 @@ from kerasbert.data import metadata as meta_lib
 from kerasbert.data import schema
 from kerasbert.data.text_input import FORMATS
 from kerasbert.data.text_input import check_inputs
+from kerasbert.data.text_input import check_text_files
 from kerasbert.data.text_input import iter_documents
 from kerasbert.errors import UsageError
 from kerasbert.text.loading import BPE
@@ -105,6 +106,25 @@ def _check_output_dir(output_dir, overwrite):
             f"--output-dir {output_dir} already holds pretraining data "
             f"({os.path.basename(existing[0])}, ...); pass --overwrite or pick another folder."
         )
+
+
+def _check_produced(num_docs, num_instances, inputs):
+    """Refuses to commit an empty result: 0 instances is never a success
+    (a later `pretrain` would have nothing to read)."""
+    if num_docs == 0:
+        raise UsageError(f"no documents in --input {' '.join(inputs)}: nothing to write.")
+    if num_instances == 0:
+        raise UsageError(
+            f"no instances from the {num_docs} document(s) in --input {' '.join(inputs)}: "
+            "their sentences tokenize to no tokens.")
+
+
+def _remove_if_empty(folder):
+    """Removes a folder this run created, when a failure left it empty."""
+    try:
+        os.rmdir(folder)
+    except OSError:
+        pass
 
 
 def _final_files(output_dir):
@@ -396,7 +416,9 @@ def create_pretraining_data(
         lower_case = False  # byte-level BPE is cased by construction
         options["lower_case"] = False
     check_inputs(inputs, text_field)
+    check_text_files(inputs)  # not UTF-8, or no text: refused before anything is written
     _check_output_dir(output_dir, overwrite)
+    created = not os.path.exists(output_dir)
     os.makedirs(output_dir, exist_ok=True)
 
     config = dict(
@@ -416,6 +438,8 @@ def create_pretraining_data(
     except BaseException:
         if pool is not None:
             pool.terminate()
+        if created:
+            _remove_if_empty(output_dir)
         raise
     shuffle_rng = np.random.default_rng([random_seed, 0x5EED])
     buffer = []
@@ -451,9 +475,12 @@ def create_pretraining_data(
         if pool is not None:
             pool.close()
             pool.join()
+        _check_produced(num_docs, sum(shards.counts), list(inputs))
         shards.commit(output_dir)
     except BaseException:
         shards.discard()
+        if created:
+            _remove_if_empty(output_dir)
         raise
     finally:
         if pool is not None:

@@ -15,17 +15,20 @@ import io
 import os
 import tempfile
 
+from kerasbert.text.text_files import read_lines
+
 PAD, UNK = "<pad>", "<unk>"
 CONTROL_SYMBOLS = ("[CLS]", "[SEP]", "[MASK]")
 
 
 def _read_sentences(input_files, lower_case):
+    """The non-blank lines of UTF-8 files, stripped (a byte that is not
+    UTF-8 raises a UsageError naming the file and its offset)."""
     for path in input_files:
-        with open(path, encoding="utf-8") as f:
-            for line in f:
-                line = line.strip()
-                if line:
-                    yield line.lower() if lower_case else line
+        for line in read_lines(path):
+            line = line.strip()
+            if line:
+                yield line.lower() if lower_case else line
 
 
 def _atomic_write_bytes(path, data):

@@ -4,6 +4,7 @@ vocabulary from text files."""
 import os
 
 from kerasbert.errors import UsageError
+from kerasbert.text.text_files import check_utf8_text
 
 
 def cmd_vocab(args):
@@ -12,7 +13,15 @@ def cmd_vocab(args):
         raise UsageError(f"--input file(s) not found: {', '.join(missing)}")
     if args.vocab_size <= 0:
         raise UsageError(f"--vocab-size must be positive, got {args.vocab_size}.")
+    # Every type: not UTF-8 or no text at all is refused before training
+    # (BPE would otherwise write a vocabulary of bytes only, with exit 0).
+    check_utf8_text(args.input)
     build = {"wordpiece": _wordpiece, "bpe": _bpe, "sentencepiece": _sentencepiece}[args.type]
+    from kerasbert.io_utils import check_output_kind
+
+    # wordpiece writes the file --output, bpe the folder --output,
+    # sentencepiece the files --output.model and --output.vocab.
+    check_output_kind(args.output, "folder" if args.type == "bpe" else "file", "--output")
     try:
         print(build(args))
     except ValueError as err:
@@ -66,7 +75,9 @@ def register(subparsers):
         "token. bpe: RoBERTa's byte-level BPE. sentencepiece: ALBERT's unigram model.",
     )
     parser.add_argument("--input", nargs="+", required=True, metavar="FILE",
-                        help="UTF-8 text files (any line layout).")
+                        help="UTF-8 text files (any line layout). A file with a byte that is "
+                        "not UTF-8 is refused (exit 2, naming the file and the byte offset), "
+                        "as are inputs with no text; nothing is written then.")
     parser.add_argument("--vocab-size", type=int, required=True, metavar="N",
                         help="Maximum number of tokens, e.g. 30522.")
     parser.add_argument("--type", choices=("wordpiece", "bpe", "sentencepiece"),

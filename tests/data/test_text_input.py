@@ -214,3 +214,23 @@ def test_pathological_lines_are_linear_too(monkeypatch, line):
     assert counter["chars"] <= 3 * len(line), counter
     assert counter["word_chars"] <= len(line), counter
 
+
+def test_non_utf8_input_is_refused_with_file_and_byte_offset(tmp_path):
+    path = tmp_path / "latin1.txt"
+    path.write_bytes("First sentence.\n\nSecond one.\n".encode() + b"caf\xe9 au lait.\n")
+    prefix = len("First sentence.\n\nSecond one.\ncaf".encode())
+    with pytest.raises(UsageError, match=rf"latin1.txt: not UTF-8 text: byte 0xe9 at byte "
+                                         rf"offset {prefix} \(line 4\)"):
+        list(ti.iter_documents([str(path)]))
+    with pytest.raises(UsageError, match=rf"byte offset {prefix} "):
+        ti.check_text_files([str(path)])
+
+
+def test_byte_order_mark_is_not_text(tmp_path):
+    path = tmp_path / "bom.txt"
+    path.write_bytes(b"\xef\xbb\xbfHello there.\nBye.\n")
+    assert list(ti.iter_documents([str(path)])) == [["Hello there.", "Bye."]]
+    blank = tmp_path / "bom_blank.txt"
+    blank.write_bytes(b"\xef\xbb\xbf \n\n\t\n")
+    with pytest.raises(UsageError, match="no documents in --input .*bom_blank.txt"):
+        ti.check_text_files([str(blank)])
