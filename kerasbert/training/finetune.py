@@ -317,13 +317,14 @@ def run_finetuning(config):
         raise UsageError(f"{config.task}: the training data has no labels.")
     spec, split = (None, None)
     if config.features:
-        from kerasbert.data.finetuning import read_features
+        from kerasbert.data.finetuning import has_split, read_features
 
-        try:
-            valid_data, valid = None, read_features(config.features, "validation",
-                                                    vocab_file=_fingerprinted_file(tokenizer))
-        except (FileNotFoundError, ValueError, KeyError):
-            valid_data, valid = None, None
+        # No validation split: train without; a listed one that is corrupt
+        # or truncated is an error naming the file and record.
+        valid_data, valid = None, None
+        if has_split(config.features, "validation"):
+            valid = read_features(config.features, "validation",
+                                  vocab_file=_fingerprinted_file(tokenizer))
     else:
         spec, split = _split_spec(config.task, config.validation)
         valid_data, valid = (task_features(config, tokenizer, split, train.label_names, spec)

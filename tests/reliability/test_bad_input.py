@@ -134,3 +134,91 @@ def test_create_pretraining_data_refuses_a_binary_corpus_in_a_fresh_process(tmp_
     one_line_error(result, "kerasbert create-pretraining-data: error:", str(corpus),
                    "not UTF-8", f"byte offset {14 * 3 + 0x80}")
     assert os.listdir(work) == []
+
+
+# --- fine-tuning task files and features --------------------------------------
+
+
+TASK_FILES = {
+    "csv": ("text,label\nGood movie,pos\n", "Caf\u00e9,neg\n"),
+    "tsv": ("text\tlabel\nGood movie\tpos\n", "Caf\u00e9\tneg\n"),
+    "jsonl": ('{"text": "Good movie", "label": "pos"}\n', '{"text": "Caf\u00e9", "label": "neg"}\n'),
+    "conll": ("Paris B-LOC\nis O\n\n", "Caf\u00e9 O\n"),
+    "squad_json": ('{"data": [{"paragraphs": [{"context": "x", "qas": [', "\u00e9]}]}]}"),
+}
+
+
+@pytest.mark.parametrize("kind", TASK_FILES)
+def test_create_finetuning_data_refuses_non_utf8_task_files(tmp_path, capsys, kind):
+    good, latin = TASK_FILES[kind]
+    path = tmp_path / f"task.{kind}"
+    path.write_bytes(good.encode() + latin.encode("latin-1"))
+    offset = len(good.encode()) + latin.index("\u00e9")
+    out = tmp_path / "features"
+    assert main(["create-finetuning-data", "--task", f"{kind}:{path}", "--vocab",
+                 write_vocab(str(tmp_path)), "--output-dir", str(out)]) == 2
+    error_line(capsys, f"{path}: not UTF-8 text", f"byte offset {offset}")
+    assert not out.exists()
+
+
+def test_finetune_refuses_a_non_utf8_csv(tmp_path, capsys):
+    path = tmp_path / "reviews.csv"
+    path.write_bytes(b"text,label\n" + "Caf\u00e9 ok,pos\n".encode("cp1252"))
+    out = tmp_path / "run"
+    assert main(["finetune", "--task", f"csv:{path}", "--vocab", write_vocab(str(tmp_path)),
+                 "--preset", "bert_tiny", "--output-dir", str(out)]) == 2
+    error_line(capsys, str(path), "byte offset 14 (line 2)")
+    assert not out.exists()
+
+
+@pytest.fixture()
+def features(tmp_path, capsys):
+    """(vocab, features folder with train and validation splits, path of
+    one shard of each)."""
+    vocab = write_vocab(str(tmp_path))
+    rows = [f"{'good' if i % 2 else 'bad'} movie {'!' * (i % 3)},{i % 2}\n" for i in range(120)]
+    train = tmp_path / "train.csv"
+    train.write_text("text,label\n" + "".join(rows), encoding="utf-8")
+    dev = tmp_path / "dev.csv"
+    dev.write_text("text,label\n" + "".join(rows[:30]), encoding="utf-8")
+    out = tmp_path / "features"
+    assert main(["create-finetuning-data", "--task", f"csv:{train}", "--splits",
+                 f"train,validation={dev}", "--vocab", vocab, "--max-seq-length", "8",
+                 "--output-dir", str(out)]) == 0
+    capsys.readouterr()
+    shards = {name.split("-")[0]: out / name for name in os.listdir(out)
+              if name.endswith(".tfrecord")}
+    return vocab, out, shards
+
+
+def finetune_features(vocab, features, out):
+    return main(["finetune", "--features", str(features), "--vocab", vocab, "--preset",
+                 "bert_tiny", "--epochs", "1", "--output-dir", str(out), "--no-progress"])
+
+
+@pytest.mark.parametrize("damage", ["truncated", "flipped_byte"])
+def test_finetune_names_file_and_record_of_corrupt_features(tmp_path, capsys, features, damage):
+    vocab, folder, shards = features
+    data = shards["train"].read_bytes()
+    if damage == "truncated":  # cut inside the last record's 12-byte header
+        shards["train"].write_bytes(data[:-(len(data) // 120) + 6])
+        fragments = ("record 119", "truncated")
+    else:
+        shards["train"].write_bytes(data[:200] + bytes([data[200] ^ 0x55]) + data[201:])
+        fragments = ("record ", "corrupted")
+    out = tmp_path / "run"
+    assert finetune_features(vocab, folder, out) == 2
+    error_line(capsys, f"{shards['train']} record", *fragments)
+    assert not out.exists()
+
+
+def test_finetune_refuses_a_corrupt_validation_split(tmp_path, capsys, features):
+    """A listed validation split that cannot be read is an error naming the
+    file, not a silent run without validation."""
+    vocab, folder, shards = features
+    data = shards["validation"].read_bytes()
+    shards["validation"].write_bytes(data[: len(data) // 2])
+    out = tmp_path / "run"
+    assert finetune_features(vocab, folder, out) == 2
+    error_line(capsys, f"{shards['validation']} record")
+    assert not out.exists()

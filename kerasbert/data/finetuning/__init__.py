@@ -28,6 +28,7 @@ _EXPORTS = {
     "make_dataset": "kerasbert.data.finetuning.dataset",
     "write_features": "kerasbert.data.finetuning.records",
     "read_features": "kerasbert.data.finetuning.records",
+    "has_split": "kerasbert.data.finetuning.records",
     "features_dataset": "kerasbert.data.finetuning.records",
 }
 __all__ = sorted(_EXPORTS)

@@ -48,7 +48,8 @@ def add_task_arguments(parser, require_task=True):
         "--task", required=require_task, metavar="SPEC",
         help="glue/NAME (cola sst2 mrpc stsb qqp mnli qnli rte wnli), squad, squad_v2, "
         "conll2003 (TFDS); swag:PATH, csv:PATH, tsv:PATH, jsonl:PATH, conll:PATH, "
-        "squad_json:PATH (local files; a bare PATH picks the reader by extension).",
+        "squad_json:PATH (local files, UTF-8: one with a byte that is not UTF-8 is refused, "
+        "naming the file and the byte offset; a bare PATH picks the reader by extension).",
     )
     parser.add_argument(
         "--task-type", choices=TASK_TYPES, default=None,

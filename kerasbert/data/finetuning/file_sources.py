@@ -1,7 +1,8 @@
 """Task examples from local files: CSV, TSV, JSONL, CoNLL, SQuAD JSON, SWAG.
 
 All files are read as UTF-8 (a BOM is ignored), so Korean, CJK and every
-other script work. CSV/TSV files need a header row; JSONL files hold one JSON
+other script work; a file with a byte that is not UTF-8 is refused, naming
+the file and the byte offset (`kerasbert.text.text_files`). CSV/TSV files need a header row; JSONL files hold one JSON
 object per line. Column names are configurable per task type through
 `columns` (keys below); unset keys fall back to common names.
 
@@ -19,6 +20,7 @@ object per line. Column names are configurable per task type through
 Errors name the file, the line (row) and the column.
 """
 
+import contextlib
 import csv
 import json
 import os
@@ -26,6 +28,13 @@ import os
 from kerasbert.data.finetuning.examples import (
     TASK_TYPES, TaskData, TaskDataError, check_task_type, infer_label_names, label_id,
 )
+from kerasbert.text.text_files import read_lines, read_text
+
+
+def _lines(path, newline=None):
+    """A UTF-8 file's lines for a `with` block (UsageError with the byte
+    offset at the first byte that is not UTF-8)."""
+    return contextlib.closing(read_lines(path, newline=newline))
 
 # Column key -> names tried when the caller does not set it.
 CANDIDATES = {
@@ -66,7 +75,7 @@ class _Rows:
 
     def _read(self):
         if self.fmt == "jsonl":
-            with open(self.path, encoding="utf-8-sig") as f:
+            with _lines(self.path) as f:
                 for number, line in enumerate(f, 1):
                     if not line.strip():
                         continue
@@ -80,7 +89,7 @@ class _Rows:
                     yield where, row
             return
         options = {"delimiter": ","} if self.fmt == "csv" else {"delimiter": "\t", "quoting": csv.QUOTE_NONE}
-        with open(self.path, encoding="utf-8-sig", newline="") as f:
+        with _lines(self.path, newline="") as f:
             reader = csv.reader(f, **options)
             header = next(reader, None)
             if header is None:
@@ -291,7 +300,7 @@ def load_conll(path, label_names=None, require_labels=True):
         tokens.clear()
         labels.clear()
 
-    with open(path, encoding="utf-8-sig") as f:
+    with _lines(path) as f:
         for number, line in enumerate(f, 1):
             parts = line.split()
             if not parts:
@@ -381,8 +390,7 @@ def load_squad_json(path, require_labels=True):
     "answers": [{"text", "answer_start"}], "is_impossible"}]}]}]}."""
     if not os.path.isfile(path):
         raise TaskDataError(f"Task file not found: {path}")
-    with open(path, encoding="utf-8-sig") as f:
-        text = f.read()
+    text = read_text(path)
     if not text.strip():
         raise TaskDataError(f"{path} has no examples (empty file).")
     try:

@@ -10,7 +10,10 @@ Every file is written under a temporary name and renamed when complete,
 and metadata.json is replaced atomically after the shards, so a failure
 never leaves a half-written split that looks complete. Reading back gives
 the same `TaskFeatures` the conversion made, so training from files and
-from raw text see identical batches.
+from raw text see identical batches. Reading checks every file as the
+pretraining reader does (`kerasbert.data.integrity`): a truncated or
+corrupt file is a `TaskDataError` naming the file and the record, never a
+TensorFlow traceback or silently fewer examples.
 """
 
 import os
@@ -33,6 +36,12 @@ def _value(features, slot, key):
 
 def _num_choices(features):
     return int(features.x["input_word_ids"].shape[1]) if features.task_type == "multiple_choice" else None
+
+
+def _shard_bounds(num_features, num_shards):
+    """Record index where each of `num_shards` files starts, plus the end:
+    int [num_shards + 1] (files get equal shares, in order)."""
+    return np.linspace(0, num_features, num_shards + 1).astype(int)
 
 
 def write_features(directory, split, features, vocab_file, lower_case=True, task=None,
@@ -73,7 +82,7 @@ def write_features(directory, split, features, vocab_file, lower_case=True, task
     }
     num_shards = max(1, min(int(num_shards), max(1, len(features))))
     names = [f"{split}-{i:05d}-of-{num_shards:05d}.tfrecord" for i in range(num_shards)]
-    bounds = np.linspace(0, len(features), num_shards + 1).astype(int)
+    bounds = _shard_bounds(len(features), num_shards)
     temps = []
     try:
         for shard, name in enumerate(names):
@@ -117,6 +126,13 @@ def write_features(directory, split, features, vocab_file, lower_case=True, task
     return meta
 
 
+def has_split(directory, split):
+    """Whether a create-finetuning-data folder lists `split` (a split it
+    lists but cannot read is an error when read, never "no split")."""
+    meta = read_metadata(directory)
+    return bool(meta) and split in meta.get("splits", {})
+
+
 def _split_meta(directory, split):
     meta = read_metadata(directory)
     if meta is None or "splits" not in meta:
@@ -131,14 +147,69 @@ def _split_meta(directory, split):
     return meta, info, files
 
 
-def features_dataset(directory, split):
-    """A tf.data.Dataset of parsed records (file feature names) of one split."""
+def _empty_record(spec):
+    """A serialized Example that `spec` parses (zeros): the checked reader's
+    padding record."""
     import tensorflow as tf
+
+    feature = {}
+    for name, fixed in spec.items():
+        size = int(np.prod(fixed.shape))
+        if fixed.dtype == tf.float32:
+            feature[name] = tf.train.Feature(float_list=tf.train.FloatList(value=[0.0] * size))
+        else:
+            feature[name] = tf.train.Feature(int64_list=tf.train.Int64List(value=[0] * size))
+    return tf.train.Example(features=tf.train.Features(feature=feature)).SerializeToString()
+
+
+def features_dataset(directory, split):
+    """A tf.data.Dataset of parsed records (file feature names) of one split.
+
+    Each file is read through `integrity.checked_records` (its size and its
+    record count from metadata.json are checked, every record must parse):
+    iterating raises a tf.errors.OpError that `integrity.from_op_error`
+    turns into the file and record index (`read_features` does)."""
+    import tensorflow as tf
+
+    from kerasbert.data import integrity
 
     meta, info, files = _split_meta(directory, split)
     spec = schema.parsing_spec(meta["task_type"], info["labelled"], meta["max_seq_length"],
                                meta.get("num_choices"))
-    return tf.data.TFRecordDataset(files).batch(1024).map(lambda r: tf.io.parse_example(r, spec)).unbatch()
+    counts = np.diff(_shard_bounds(info["num_features"], len(files)))
+    sentinel = _empty_record(spec)
+    dataset = None
+    for path, count in zip(files, counts):
+        expected, modulus = integrity.expected_stream_bytes(path, None)
+        records = integrity.checked_records(
+            tf.constant(path), lambda r: tf.io.parse_single_example(r, spec), sentinel,
+            expected_bytes=expected, modulus=modulus, expected_count=int(count),
+            batch_parse_fn=lambda r: tf.io.parse_example(r, spec))
+        dataset = records if dataset is None else dataset.concatenate(records)
+    return dataset
+
+
+def _read_batches(directory, split, batch_size):
+    """Yields dicts of numpy arrays [<= batch_size, ...] of one split; a
+    corrupt or truncated file is a TaskDataError naming file and record."""
+    import tensorflow as tf
+
+    from kerasbert.data import integrity
+
+    iterator = iter(features_dataset(directory, split).batch(batch_size))
+    while True:
+        try:
+            batch = next(iterator)
+        except StopIteration:
+            return
+        except tf.errors.OpError as err:
+            found = integrity.from_op_error(err)
+            if found is None:
+                raise
+            raise TaskDataError(
+                f"{found.file} record {found.index}: {found.cause} (split {split!r} of "
+                f"{directory}; write it again with create-finetuning-data)") from None
+        yield {name: value.numpy() for name, value in batch.items()}
 
 
 def read_features(directory, split, vocab_file=None):
@@ -154,9 +225,9 @@ def read_features(directory, split, vocab_file=None):
     spec = schema.features_for(task_type, info["labelled"])
     parts = {name: [] for name in spec}
     count = 0
-    for batch in features_dataset(directory, split).batch(4096):
+    for batch in _read_batches(directory, split, 4096):
         for name in spec:
-            parts[name].append(batch[name].numpy())
+            parts[name].append(batch[name])
         count += len(batch["input_ids"])
     if count != info["num_features"]:
         raise TaskDataError(
