@@ -12,6 +12,7 @@ import shutil
 import numpy as np
 import pytest
 
+from kerasbert.testing import assert_same_decisions
 from serving_fixtures import make_finetuned_dir
 from serving_fixtures import run_fresh
 from test_qa_serving import DOC_STRIDE, MAX_ANSWER, MAX_QUERY, PAIRS, SEQ_LENGTH
@@ -78,7 +79,9 @@ def exported(tmp_path_factory):
         ft = make_finetuned_dir(str(root / f"ft_{name}"), "pair", family=family, tokenizer=kind)
         expected, features = _pair_probabilities(ft)
         info = export_finetuned(ft, str(root / "export" / name))
-        result[name] = {"info": info, "expected": expected, "features": features}
+        labels = json.load(open(os.path.join(ft, "config.json")))["label_names"]
+        result[name] = {"info": info, "expected": expected, "features": features,
+                        "labels": labels}
         spec[name] = (info["path"], {"text_a": TEXTS, "text_b": list(reversed(TEXTS))})
     ft = make_finetuned_dir(str(root / "ft_roberta_qa"), "qa", family="RobertaBackbone",
                             tokenizer="bpe", max_seq_length=SEQ_LENGTH,
@@ -113,8 +116,10 @@ def exported(tmp_path_factory):
 @pytest.mark.parametrize("name", sorted(FAMILIES))
 def test_pair_export_serves_like_keras(exported, name):
     result, served = exported
-    np.testing.assert_allclose(served[name]["probabilities"], result[name]["expected"], atol=1e-5)
-    assert served[name]["label_id"] == result[name]["expected"].argmax(-1).tolist()
+    labels = result[name]["labels"]
+    assert_same_decisions(result[name]["expected"], served[name]["probabilities"],
+                          served[name]["label_id"], atol=1e-5, labels=labels,
+                          decoded=served[name]["label"])
 
 
 @pytest.mark.parametrize("name", sorted(FAMILIES))
@@ -231,9 +236,8 @@ def test_roberta_multiple_choice_export_serves_like_keras(exported):
                     has_labels=False)
     features = convert_examples(data, context["tokenizer"], context["config"]["max_seq_length"])
     expected = _softmax(context["model"].predict(features.x, verbose=0))
-    np.testing.assert_allclose(got["probabilities"], expected, atol=1e-5)
-    assert got["choice"] == expected.argmax(-1).tolist()
-    assert got["choice_text"] == [c[i] for c, i in zip(CHOICES, expected.argmax(-1))]
+    assert_same_decisions(expected, got["probabilities"], got["choice"], atol=1e-5,
+                          labels=CHOICES, decoded=got["choice_text"])
     # `<s> context </s></s> choice </s>` per choice, no second type id.
     x = features.x
     assert (x["input_type_ids"] == 0).all() and (x["input_word_ids"][..., 0] == 0).all()

@@ -12,6 +12,7 @@ import pytest
 from kerasbert.tasks import QuestionAnswerer
 from kerasbert.tasks import decode_answers
 from kerasbert.testing import TestCase
+from kerasbert.testing import decided
 
 sys.path.insert(0, os.path.dirname(__file__))
 from task_fixtures import micro_backbone  # noqa: E402
@@ -60,7 +61,11 @@ class TestQuestionAnswerer(TestCase):
         results = model.evaluate(x, LABELS, batch_size=B, verbose=0, return_dict=True)
         np.testing.assert_allclose(results["loss"], expected, rtol=1e-5)
         hits = (out["start_logits"].argmax(-1) == LABELS["start_positions"]).mean()
-        assert results["start_logits_accuracy"] == pytest.approx(hits)
+        # Hits are argmax decisions: evaluate's compiled graph may break a
+        # near tie (top-2 margin under 1e-4) otherwise than the eager call.
+        slack = (~decided(out["start_logits"], 1e-5)).mean()
+        assert slack <= 1 / B, slack  # (at most one: the check still bites)
+        assert abs(results["start_logits_accuracy"] - hits) <= slack + 1e-6
         assert "end_logits_accuracy" in results
         # A pair of arrays works too.
         pair = model.evaluate(x, (LABELS["start_positions"], LABELS["end_positions"]),

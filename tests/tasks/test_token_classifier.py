@@ -13,6 +13,7 @@ from kerasbert.tasks import TokenClassifier
 from kerasbert.tasks import decode_word_labels
 from kerasbert.tasks import first_subtoken_weights
 from kerasbert.testing import TestCase
+from kerasbert.testing import decided
 
 sys.path.insert(0, os.path.dirname(__file__))
 from task_fixtures import TAGS  # noqa: E402
@@ -87,8 +88,11 @@ class TestTokenClassifier(TestCase):
                                  return_dict=True)
         # The mean over the weighted positions, not divided by B * T.
         np.testing.assert_allclose(results["loss"], (w * ce).sum() / w.sum(), rtol=1e-5)
-        np.testing.assert_allclose(results["accuracy"], (w * hits).sum() / w.sum(),
-                                   rtol=1e-6)
+        # Hits are argmax decisions: evaluate's compiled graph may break a
+        # near tie (top-2 margin under 1e-4) otherwise than the eager call.
+        slack = (w * ~decided(logits, 1e-5)).sum() / w.sum()
+        assert slack <= 1 / w.sum(), slack  # (at most one: the check still bites)
+        assert abs(results["accuracy"] - (w * hits).sum() / w.sum()) <= slack + 1e-6
         # Labels under weight 0 do not matter.
         y2 = np.where(w > 0, y, (y + 1) % NUM_LABELS)
         again = model.evaluate(x, y2, sample_weight=w, batch_size=B, verbose=0,

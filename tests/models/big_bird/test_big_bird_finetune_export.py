@@ -18,6 +18,8 @@ import numpy as np
 import pytest
 
 sys.path.insert(0, str(pathlib.Path(__file__).resolve().parents[2] / "serving"))
+from kerasbert.testing import assert_same_choice  # noqa: E402
+from kerasbert.testing import assert_same_decisions  # noqa: E402
 from serving_fixtures import WORDS, run_fresh, write_tokenizer  # noqa: E402
 
 SEQ_LENGTH = 64
@@ -164,18 +166,25 @@ def exported(tmp_path_factory):
 
 def test_classification_export_serves_like_keras(exported):
     expected, served, _ = exported
-    np.testing.assert_allclose(served["classify"]["probabilities"], expected["classify"],
-                               atol=1e-5)
-    assert served["classify"]["label_id"] == expected["classify"].argmax(-1).tolist()
+    assert_same_decisions(expected["classify"], served["classify"]["probabilities"],
+                          served["classify"]["label_id"], atol=1e-5)
 
 
 def test_qa_export_answers_like_keras_on_long_documents(exported):
     expected, served, windows = exported
     assert windows > len(expected["qa"])  # 80-word contexts take several windows
     out = served["qa"]
-    assert out["answer"] == [p.text for p in expected["qa"]]
-    assert out["start_char"] == [p.start_char for p in expected["qa"]]
-    assert out["end_char"] == [p.end_char for p in expected["qa"]]
     assert all(out["answer"])  # SQuAD v1.1 data: always an answer
     np.testing.assert_allclose(out["score"], [p.score for p in expected["qa"]],
                                rtol=1e-5, atol=1e-5)
+    # The served span is the Keras model's where the best span beats the
+    # runner-up by 10x the score tolerance, and a near-best one elsewhere.
+    clear = 0
+    for i, p in enumerate(expected["qa"]):
+        span = (out["start_char"][i], out["end_char"][i])
+        candidates = {(c["start_char"], c["end_char"]): c["score"] for c in p.nbest}
+        clear += assert_same_choice(candidates, span, (p.start_char, p.end_char),
+                                    tolerance=1e-5 + 1e-5 * abs(p.score), err_msg=f"example {i}")
+        texts = {(c["start_char"], c["end_char"]): c["text"] for c in p.nbest}
+        assert out["answer"][i] == texts[span], i
+    assert clear >= 1
