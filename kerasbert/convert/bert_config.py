@@ -76,11 +76,6 @@ def bert_config_to_kwargs(config_dict_or_json_path):
         )
     hidden = int(config["hidden_size"])
     heads = int(config["num_attention_heads"])
-    if hidden % heads:
-        raise ValueError(
-            f"BERT config {where}: hidden_size {hidden} is not divisible by "
-            f"num_attention_heads {heads}."
-        )
     # BertBackbone has one dropout rate for hidden states and attention.
     dropout = float(config.get("hidden_dropout_prob", 0.1))
     attention_dropout = float(config.get("attention_probs_dropout_prob", dropout))
@@ -112,7 +107,32 @@ def bert_config_to_kwargs(config_dict_or_json_path):
     }
     if "layer_norm_eps" in config:  # HF's name; the original fixes 1e-12.
         kwargs["layer_norm_epsilon"] = float(config["layer_norm_eps"])
+    _check_buildable(kwargs, where)
     return kwargs
+
+
+# Our argument -> the bert_config.json field it comes from (for messages).
+_FIELD_OF = {
+    "vocabulary_size": "vocab_size", "num_layers": "num_hidden_layers",
+    "num_heads": "num_attention_heads", "hidden_dim": "hidden_size",
+    "intermediate_dim": "intermediate_size", "max_sequence_length": "max_position_embeddings",
+    "num_segments": "type_vocab_size", "dropout": "hidden_dropout_prob",
+    "embedding_dim": "embedding_size", "layer_norm_epsilon": "layer_norm_eps",
+}
+
+
+def _check_buildable(kwargs, where):
+    """`validate_config` on translated kwargs; the ConfigError names the
+    file and its own field names (num_attention_heads, not num_heads)."""
+    from kerasbert.models.backbone import ConfigError, validate_config
+
+    try:
+        validate_config(kwargs)
+    except ConfigError as err:
+        message = str(err)
+        for ours, theirs in _FIELD_OF.items():
+            message = message.replace(f"{ours}=", f"{theirs}=")
+        raise ConfigError(f"BERT config {where}: {message}") from None
 
 
 def kwargs_to_bert_config(backbone):

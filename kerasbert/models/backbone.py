@@ -1,10 +1,71 @@
 """Base class of every backbone: presets, config, the shared embedding."""
 
 import inspect
+import math
 
 import keras
 
+from kerasbert.errors import UsageError
 from kerasbert.models.presets import get_preset
+
+
+class ConfigError(UsageError, ValueError):
+    """An architecture that cannot be built (a zero or negative size, a
+    hidden size the heads do not divide, a dropout rate outside [0, 1)).
+    A `UsageError` for the command line, a `ValueError` for Python callers.
+    The message names the key and the value."""
+
+
+# Integer sizes and the least value each may take (a key a family lacks is
+# skipped; None is allowed where the constructor's default is None).
+_INT_MINIMUMS = {
+    "vocabulary_size": 1, "num_layers": 1, "num_heads": 1, "hidden_dim": 1,
+    "intermediate_dim": 1, "max_sequence_length": 1, "embedding_dim": 1,
+    "num_groups": 1, "num_inner_repetitions": 1, "block_size": 1,
+    "num_segments": 0, "num_random_blocks": 0,
+}
+
+
+def _check_int(key, value, least):
+    if value is None:
+        return
+    if isinstance(value, bool) or not isinstance(value, int) or value < least:
+        raise ConfigError(f"{key}={value!r}: must be an integer >= {least}.")
+
+
+def _check_rate(key, value):
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or not 0 <= value < 1:
+        raise ConfigError(f"{key}={value!r}: must be a number in [0, 1).")
+
+
+def _check_positive(key, value):
+    if (isinstance(value, bool) or not isinstance(value, (int, float))
+            or not math.isfinite(value) or value <= 0):
+        raise ConfigError(f"{key}={value!r}: must be a finite number > 0.")
+
+
+def validate_config(config):
+    """Refuses, before any layer is built, a config no model can have.
+
+    Args:
+        config: a backbone's constructor arguments (any family: keys it
+            does not use are absent and skipped).
+
+    Raises:
+        ConfigError: naming the first bad key and its value.
+    """
+    for key, least in _INT_MINIMUMS.items():
+        if key in config:
+            _check_int(key, config[key], least)
+    if "dropout" in config:
+        _check_rate("dropout", config["dropout"])
+    for key in ("layer_norm_epsilon", "initializer_range"):
+        if key in config:
+            _check_positive(key, config[key])
+    hidden, heads = config.get("hidden_dim"), config.get("num_heads")
+    if hidden is not None and heads is not None and hidden % heads:
+        raise ConfigError(f"hidden_dim={hidden} is not divisible by num_heads={heads}: "
+                          "each head gets hidden_dim / num_heads features.")
 
 
 class Backbone(keras.Model):
@@ -56,7 +117,16 @@ class Backbone(keras.Model):
                 raise ValueError(
                     f"Override {key}={value!r} must be an integer."
                 )
+        config = {**preset_cls.default_config(), **preset["config"], **overrides}
+        validate_config(config)
         return preset_cls(**{**preset["config"], **overrides})
+
+    @classmethod
+    def default_config(cls):
+        """{name: default} of the constructor arguments that have one."""
+        params = inspect.signature(cls.__init__).parameters
+        return {n: params[n].default for n in cls.config_names()
+                if params[n].default is not inspect.Parameter.empty}
 
     @classmethod
     def config_names(cls):

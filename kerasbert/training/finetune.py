@@ -92,6 +92,13 @@ class FinetuneConfig:
             raise UsageError(f"--layerwise-lr-decay must be in (0, 1], got {self.layerwise_lr_decay}.")
         if bool(self.backbone) == bool(self.preset):
             raise UsageError("Give exactly one of --backbone RUN/backbone.keras or --preset NAME.")
+        if self.bert_config:  # an architecture that cannot be built: refused before any work
+            from kerasbert.convert.bert_config import bert_config_to_kwargs
+
+            try:
+                bert_config_to_kwargs(self.bert_config)
+            except (FileNotFoundError, ValueError) as err:
+                raise UsageError(f"--bert-config {err}") from None
         from kerasbert.text.loading import resolve_tokenizer_path
 
         resolve_tokenizer_path(self.vocab)  # UsageError naming a missing file

@@ -222,3 +222,60 @@ def test_finetune_refuses_a_corrupt_validation_split(tmp_path, capsys, features)
     assert finetune_features(vocab, folder, out) == 2
     error_line(capsys, f"{shards['validation']} record")
     assert not out.exists()
+
+
+# --- architectures that cannot be built ---------------------------------------
+
+
+BAD_OVERRIDES = [
+    ("num_layers=-1", "num_layers=-1: must be an integer >= 1"),
+    ("num_layers=0", "num_layers=0: must be an integer >= 1"),
+    ("num_heads=0", "num_heads=0: must be an integer >= 1"),
+    ("num_heads=3", "hidden_dim=128 is not divisible by num_heads=3"),
+    ("hidden_dim=101", "hidden_dim=101 is not divisible by num_heads=2"),
+    ("intermediate_dim=0", "intermediate_dim=0: must be an integer >= 1"),
+    ("vocabulary_size=-5", "vocabulary_size=-5: must be an integer >= 1"),
+    ("max_sequence_length=0", "max_sequence_length=0: must be an integer >= 1"),
+    ("dropout=1.0", "dropout=1.0: must be a number in [0, 1)"),
+    ("dropout=-0.1", "dropout=-0.1: must be a number in [0, 1)"),
+    ("num_layers=True", "num_layers=True: must be an integer"),
+    ("num_layers=2.5", "num_layers=2.5 must be an integer"),
+    ("layer_norm_epsilon=0", "layer_norm_epsilon=0: must be a finite number > 0"),
+    ("embedding_dim=-3", "embedding_dim=-3: must be an integer >= 1"),
+    ("num_hidden_layers=2", "Unknown override(s) num_hidden_layers"),
+]
+
+
+@pytest.mark.parametrize("override, message", BAD_OVERRIDES, ids=[o for o, _ in BAD_OVERRIDES])
+def test_info_refuses_architectures_that_cannot_be_built(capsys, override, message):
+    assert main(["info", "--preset", "bert_tiny", "--set", override]) == 2
+    error_line(capsys, "kerasbert info: error:", message)
+
+
+@pytest.mark.parametrize("field, value, message", [
+    ("num_attention_heads", 0, "num_attention_heads=0: must be an integer >= 1"),
+    ("num_attention_heads", 3, "hidden_size=8 is not divisible by num_attention_heads=3"),
+    ("num_hidden_layers", -1, "num_hidden_layers=-1: must be an integer >= 1"),
+    ("hidden_dropout_prob", 1.5, "hidden_dropout_prob=1.5: must be a number in [0, 1)"),
+])
+def test_finetune_refuses_a_bert_config_that_cannot_be_built(tmp_path, capsys, field, value,
+                                                             message):
+    """finetune has no --set: its architecture comes from a preset or from
+    --bert-config (with --init-checkpoint), checked before anything runs."""
+    import json
+
+    config = {"vocab_size": 60, "hidden_size": 8, "num_hidden_layers": 1,
+              "num_attention_heads": 2, "intermediate_size": 16, field: value}
+    path = tmp_path / "bert_config.json"
+    path.write_text(json.dumps(config), encoding="utf-8")
+    out = tmp_path / "run"
+    assert main(["finetune", "--task", "csv:none.csv", "--vocab", write_vocab(str(tmp_path)),
+                 "--preset", "bert_tiny", "--init-checkpoint", str(tmp_path / "bert_model.ckpt"),
+                 "--bert-config", str(path), "--output-dir", str(out)]) == 2
+    error_line(capsys, "--bert-config BERT config", "bert_config.json", message)
+    assert not out.exists()
+
+
+def test_info_refuses_zero_layers_in_a_fresh_process(tmp_path):
+    result = kerasbert("info", "--preset", "albert_base", "--set", "num_layers=0", cwd=tmp_path)
+    one_line_error(result, "kerasbert info: error:", "num_layers=0", "integer >= 1")
