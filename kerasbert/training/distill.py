@@ -75,15 +75,17 @@ class DistillConfig:
             if getattr(self, name) < 1:
                 raise UsageError(f"--{name.replace('_', '-')} must be >= 1, "
                                  f"got {getattr(self, name)}.")
-        if self.learning_rate <= 0:
-            raise UsageError(f"--learning-rate must be > 0, got {self.learning_rate}.")
+        from kerasbert.training.optimization import check_finite, check_learning_rate
+
+        check_learning_rate(self.learning_rate)
+        check_finite("--end-learning-rate", self.end_learning_rate, low_inclusive=True)
+        check_finite("--weight-decay", self.weight_decay, low_inclusive=True)
         if self.warmup_steps is not None and not 0 <= self.warmup_steps <= self.steps:
             raise UsageError(f"--warmup-steps {self.warmup_steps} must be in "
                              f"[0, --steps {self.steps}].")
-        if self.temperature <= 0:
-            raise UsageError(f"--temperature must be > 0, got {self.temperature}.")
+        check_finite("--temperature", self.temperature)
         alphas = (self.alpha_ce, self.alpha_mlm, self.alpha_cos)
-        if min(alphas) < 0 or max(alphas) == 0:
+        if not all(math.isfinite(a) for a in alphas) or min(alphas) < 0 or max(alphas) == 0:
             raise UsageError(f"--alpha-ce/--alpha-mlm/--alpha-cos must be >= 0 and not "
                              f"all 0, got {alphas}.")
         if self.precision not in PRECISIONS:

@@ -79,13 +79,14 @@ class FinetuneConfig:
             raise UsageError("Give --task SPEC (or --features DIR from create-finetuning-data).")
         if not self.task:
             self.task = f"features:{self.features}"
-        if self.lm_weight < 0:
-            raise UsageError(f"--lm-weight must be >= 0, got {self.lm_weight}.")
+        from kerasbert.training.optimization import check_finite, check_learning_rate
+
+        check_finite("--lm-weight", self.lm_weight, low_inclusive=True)
         for name in ("epochs", "batch_size"):
             if getattr(self, name) < 1:
                 raise UsageError(f"--{name.replace('_', '-')} must be >= 1, got {getattr(self, name)}.")
-        if self.learning_rate <= 0:
-            raise UsageError(f"--learning-rate must be > 0, got {self.learning_rate}.")
+        check_learning_rate(self.learning_rate)
+        check_finite("--weight-decay", self.weight_decay, low_inclusive=True)
         if not 0.0 <= self.warmup_ratio <= 1.0:
             raise UsageError(f"--warmup-ratio must be in [0, 1], got {self.warmup_ratio}.")
         if self.layerwise_lr_decay is not None and not 0.0 < self.layerwise_lr_decay <= 1.0:

@@ -279,3 +279,37 @@ def test_finetune_refuses_a_bert_config_that_cannot_be_built(tmp_path, capsys, f
 def test_info_refuses_zero_layers_in_a_fresh_process(tmp_path):
     result = kerasbert("info", "--preset", "albert_base", "--set", "num_layers=0", cwd=tmp_path)
     one_line_error(result, "kerasbert info: error:", "num_layers=0", "integer >= 1")
+
+
+# --- learning rates -------------------------------------------------------------
+
+
+BAD_RATES = ["nan", "inf", "-inf", "-1", "0"]
+
+
+@pytest.mark.parametrize("rate", BAD_RATES)
+def test_finetune_refuses_a_learning_rate_that_cannot_train(tmp_path, capsys, rate):
+    out = tmp_path / "run"
+    assert main(["finetune", "--task", "csv:none.csv", "--vocab", "none.txt", "--preset",
+                 "bert_tiny", "--output-dir", str(out), f"--learning-rate={rate}"]) == 2
+    error_line(capsys, f"--learning-rate {float(rate)}: must be a finite number > 0")
+    assert not out.exists()
+
+
+@pytest.mark.parametrize("rate", BAD_RATES)
+def test_distill_refuses_a_learning_rate_that_cannot_train(tmp_path, capsys, rate):
+    out = tmp_path / "student"
+    assert main(["distill", "--teacher", "none.keras", "--preset", "distilbert_base",
+                 "--vocab", "none.txt", "--data", "none", "--output-dir", str(out),
+                 "--steps", "5", f"--learning-rate={rate}"]) == 2
+    error_line(capsys, f"--learning-rate {float(rate)}: must be a finite number > 0")
+    assert not out.exists()
+
+
+@pytest.mark.parametrize("flag, value", [("--temperature", "nan"), ("--end-learning-rate", "inf"),
+                                         ("--weight-decay", "nan")])
+def test_distill_refuses_other_non_finite_hyperparameters(tmp_path, capsys, flag, value):
+    assert main(["distill", "--teacher", "none.keras", "--preset", "distilbert_base",
+                 "--vocab", "none.txt", "--data", "none", "--output-dir", str(tmp_path / "s"),
+                 "--steps", "5", f"{flag}={value}"]) == 2
+    error_line(capsys, f"{flag} {float(value)}: must be a finite number")
