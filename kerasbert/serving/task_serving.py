@@ -5,8 +5,10 @@ Every task type subclasses it and states three things: the raw string
 inputs of `serving_default` (`raw_inputs`), how to turn them into decoded
 outputs inside the graph (`serve`), and edge-case requests that must pass
 (`warmup_requests`). The base class adds `serve_token_ids` (the model on
-already-tokenized int32 inputs) and builds the concrete signature functions
-`tf.saved_model.save` writes.
+already-tokenized int32 inputs, range-checked: an id outside the tables is
+an InvalidArgumentError, never a wrapped-around or, on a GPU, a zero
+embedding) and builds the concrete signature functions `tf.saved_model.save`
+writes.
 
 Everything traced here is TensorFlow and tensorflow-text ops, so the
 SavedModel loads with `import tensorflow_text` and nothing of ours. The
@@ -39,6 +41,30 @@ def clean_text(texts):
     return tf.strings.unicode_transcode(
         texts, "UTF-8", "UTF-8", errors="replace", replacement_char=0xFFFD
     )
+
+
+def check_ids_in_range(ids, size, name, what):
+    """`ids` with an assertion that every value is in [0, size): core
+    `Assert` ops (tf.debugging), so TF Serving needs no custom op.
+
+    Args:
+        ids: int32 tensor of any shape.
+        size: the table's rows (a Python int).
+        name, what: for the message, e.g. "input_word_ids", "the vocabulary
+            size".
+
+    Raises (when run):
+        tf.errors.InvalidArgumentError naming the input and the bound.
+    """
+    checks = [
+        tf.debugging.assert_non_negative(
+            ids, message=f"{name}: ids must be >= 0 (a negative id is not a token)"),
+        tf.debugging.assert_less(
+            ids, tf.constant(size, ids.dtype),
+            message=f"{name}: ids must be < {size}, {what}"),
+    ]
+    with tf.control_dependencies(checks):
+        return tf.identity(ids)
 
 
 def string_spec(name, shape=(None,)):
@@ -137,6 +163,23 @@ class TaskServing(tf.Module):
         b = None if texts_b is None else self.tokenizer.tokenize_ids(clean_text(texts_b))
         return self.packer(a, b)
 
+    def checked_token_ids(self, input_word_ids, input_mask, input_type_ids):
+        """The three `serve_token_ids` inputs as a model-input dict, word
+        ids checked against the vocabulary size and type ids against the
+        segment table (when the family has one): Keras' gather wraps a
+        negative id around to the end of the table and a GPU gathers zeros
+        past it, so a client's bad id would give a silent wrong answer."""
+        backbone = self.model.backbone
+        input_word_ids = check_ids_in_range(
+            input_word_ids, backbone.vocabulary_size, "input_word_ids",
+            "the vocabulary size")
+        segments = getattr(backbone, "num_segments", 0) or 0
+        if segments:
+            input_type_ids = check_ids_in_range(
+                input_type_ids, segments, "input_type_ids", "the number of segments")
+        return {"input_word_ids": input_word_ids, "input_mask": input_mask,
+                "input_type_ids": input_type_ids}
+
     def lookup_labels(self, ids):
         return tf.gather(self.label_table, tf.maximum(ids, 0))
 
@@ -152,11 +195,8 @@ class TaskServing(tf.Module):
         int_spec = [tf.TensorSpec(self.token_ids_shape(), tf.int32, name=n) for n in MODEL_INPUTS]
 
         def serve_token_ids(input_word_ids, input_mask, input_type_ids):
-            return self.model_outputs({
-                "input_word_ids": input_word_ids,
-                "input_mask": input_mask,
-                "input_type_ids": input_type_ids,
-            })
+            return self.model_outputs(self.checked_token_ids(
+                input_word_ids, input_mask, input_type_ids))
 
         return {
             "serving_default": tf.function(
