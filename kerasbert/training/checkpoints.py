@@ -10,9 +10,16 @@ A checkpoint holds everything the next step depends on:
     resumes on exactly the next element, shuffle buffer included).
 
 Saving writes `ckpt-<step>.index` last (TensorFlow's own temp-then-rename),
-so a process killed mid-save leaves the previous checkpoints intact.
+so a process killed mid-save leaves the previous checkpoints intact; then
+`ckpt-<step>.manifest.json` records the size and sha256 of each of the
+checkpoint's files, and what the caller says about the checkpoint (`info`,
+e.g. the input pipeline's settings its saved position belongs to).
 Restoring tries the newest checkpoint first and falls back to older ones,
-with a warning, when a file is unreadable or corrupt.
+with a warning line on stderr, when it cannot be read:
+a file missing, truncated or changed (found by the manifest BEFORE
+TensorFlow reads it: corrupt bytes in a string tensor, such as the saved
+input iterator, can crash TensorFlow's reader outright) or any error while
+reading. When none can be read, a UsageError lists why.
 
 Multi-worker: every worker must call `save` (variables are synchronised by
 collectives), but only the chief writes to the run directory; the others
@@ -20,15 +27,21 @@ write to a private temporary directory that is emptied after each save.
 """
 
 import glob
+import hashlib
+import json
 import os
 import re
 import shutil
+import sys
 import tempfile
-import warnings
 
 import tensorflow as tf
 
+from kerasbert.errors import UsageError
+
 _CKPT_RE = re.compile(r"ckpt-(\d+)\.index$")
+_SHARD_RE = re.compile(r"\.data-(\d+)-of-(\d+)$")
+MANIFEST_SUFFIX = ".manifest.json"
 
 
 def seed_states(model):
@@ -48,6 +61,83 @@ def list_checkpoints(directory):
     return [prefix for _, prefix in sorted(found, reverse=True)]
 
 
+def checkpoint_files(prefix):
+    """The files of a checkpoint: its .index and .data-* shards."""
+    shards = glob.glob(glob.escape(prefix) + ".data-*-of-*")
+    return [prefix + ".index"] + sorted(shards)
+
+
+def _sha256(path):
+    digest = hashlib.sha256()
+    with open(path, "rb") as f:
+        for block in iter(lambda: f.read(1 << 20), b""):
+            digest.update(block)
+    return digest.hexdigest()
+
+
+def write_manifest(prefix, info=None):
+    """Writes `<prefix>.manifest.json`: {"files": {name: {bytes, sha256}},
+    "info": info}."""
+    from kerasbert.io_utils import atomic_write_json
+
+    files = {os.path.basename(path): {"bytes": os.path.getsize(path), "sha256": _sha256(path)}
+             for path in checkpoint_files(prefix)}
+    atomic_write_json(prefix + MANIFEST_SUFFIX, {"files": files, "info": info})
+
+
+def read_manifest(prefix):
+    """The manifest dict of a checkpoint, or None (none, or unreadable)."""
+    try:
+        with open(prefix + MANIFEST_SUFFIX, encoding="utf-8") as f:
+            manifest = json.load(f)
+    except (OSError, ValueError):
+        return None
+    return manifest if isinstance(manifest, dict) else None
+
+
+def verify_checkpoint(prefix):
+    """None when the checkpoint's files are whole, else a short reason.
+
+    With a manifest: every file it lists exists with its size and sha256.
+    Without one (a run from before manifests, or killed between the
+    checkpoint and its manifest): the index is not empty and every data
+    shard its names promise exists."""
+    manifest_path = prefix + MANIFEST_SUFFIX
+    if os.path.exists(manifest_path):
+        manifest = read_manifest(prefix)
+        if manifest is None or not isinstance(manifest.get("files"), dict):
+            return f"{os.path.basename(manifest_path)} is unreadable"
+        folder = os.path.dirname(prefix)
+        for name, expected in sorted(manifest["files"].items()):
+            path = os.path.join(folder, name)
+            if not os.path.exists(path):
+                return f"{name} is missing"
+            size = os.path.getsize(path)
+            if size != expected["bytes"]:
+                return f"{name} has {size} bytes, {expected['bytes']} were written"
+            if _sha256(path) != expected["sha256"]:
+                return f"{name} differs from what was written (sha256 mismatch)"
+        return None
+    files = checkpoint_files(prefix)
+    if not os.path.exists(files[0]) or os.path.getsize(files[0]) == 0:
+        return f"{os.path.basename(files[0])} is missing or empty"
+    shards = [_SHARD_RE.search(f) for f in files[1:]]
+    expected = int(shards[0].group(2)) if shards else 1
+    if len(shards) != expected:
+        return f"{expected} data shard(s) expected, {len(shards)} found"
+    return None
+
+
+def _short(error):
+    """The first line of an exception's message, without TensorFlow's
+    `{{function_node ...}}` and `[Op:...]` decorations."""
+    text = str(error).strip()
+    text = re.sub(r"\{\{function_node [^}]*\}\}\s*", "", text)
+    text = re.sub(r"\s*\[Op:[^\]]*\].*", "", text)
+    line = text.splitlines()[0].strip() if text else ""
+    return f"{type(error).__name__}: {line}" if line else type(error).__name__
+
+
 class TrainingCheckpoint:
     """Saves and restores a training state (see module doc).
 
@@ -58,57 +148,98 @@ class TrainingCheckpoint:
         iterator: the host `tf.data` iterator (None: not saved).
         is_chief: False on non-chief workers (writes go to a temp dir).
         max_to_keep: checkpoints kept on disk.
+        info: JSON-able facts saved in each checkpoint's manifest (the
+            attribute `info` can be set later); `read_manifest(prefix)
+            ["info"]` gives them back.
     """
 
     def __init__(self, directory, *, model, optimizer, step, iterator=None,
-                 is_chief=True, max_to_keep=3):
+                 is_chief=True, max_to_keep=3, info=None):
         self.directory = directory
+        self.info = info
         self.is_chief = is_chief
         self.step = step
-        objects = dict(model=model, optimizer=optimizer, step=step,
-                       seeds=seed_states(model))
+        self._objects = dict(model=model, optimizer=optimizer, step=step,
+                             seeds=seed_states(model))
         if iterator is not None:
-            objects["iterator"] = iterator
-        self.checkpoint = tf.train.Checkpoint(**objects)
+            self._objects["iterator"] = iterator
+        self.checkpoint = tf.train.Checkpoint(**self._objects)
         self._write_dir = directory if is_chief else tempfile.mkdtemp(prefix="kerasbert-worker-")
         os.makedirs(self._write_dir, exist_ok=True)
         self.max_to_keep = max_to_keep
 
     def save(self):
-        """Writes ckpt-<step>; returns its prefix (chief) or None."""
+        """Writes ckpt-<step> and its manifest; returns its prefix (chief)
+        or None."""
         step = int(self.step.numpy())
         prefix = self.checkpoint.write(os.path.join(self._write_dir, f"ckpt-{step}"))
         if not self.is_chief:
             shutil.rmtree(self._write_dir, ignore_errors=True)
             os.makedirs(self._write_dir, exist_ok=True)
             return None
+        write_manifest(prefix, self.info)
         for old in list_checkpoints(self.directory)[self.max_to_keep:]:
             for path in glob.glob(glob.escape(old) + ".*"):
                 os.remove(path)
         return prefix
 
-    def restore_latest(self):
+    def restore_latest(self, restore_iterator=True):
         """Restores the newest readable checkpoint; returns its prefix or None.
 
-        Corrupt or unreadable checkpoints are skipped with a warning; when
-        there are checkpoints but none can be read, raises RuntimeError.
+        A checkpoint that cannot be read (see the module doc) is skipped
+        with a warning line on stderr, falling back to the previous one;
+        when there are checkpoints but none can be read, raises UsageError
+        naming each and why. `restore_iterator=False` leaves the input
+        iterator where it is (a resume whose input pipeline changed).
         """
+        reader = self.checkpoint
+        if not restore_iterator and "iterator" in self._objects:
+            reader = tf.train.Checkpoint(**{k: v for k, v in self._objects.items()
+                                            if k != "iterator"})
         candidates = list_checkpoints(self.directory)
         errors = []
-        for prefix in candidates:
-            try:
-                status = self.checkpoint.read(prefix)
-                status.assert_existing_objects_matched()
-                status.expect_partial()
-                return prefix
-            except (tf.errors.OpError, ValueError, AssertionError) as err:
-                first_line = str(err).strip().splitlines()[0] if str(err).strip() else type(err).__name__
-                errors.append(f"{prefix}: {first_line}")
-                warnings.warn(f"Checkpoint {prefix} could not be restored ({first_line}); "
-                              "falling back to the previous one.", stacklevel=2)
+        for i, prefix in enumerate(candidates):
+            problem = verify_checkpoint(prefix)
+            if problem is None:
+                try:
+                    status = reader.read(prefix)
+                    status.assert_existing_objects_matched()
+                    status.expect_partial()
+                    return prefix
+                except Exception as err:  # noqa: BLE001 - any read error: try the previous one
+                    problem = _short(err)
+            errors.append(f"{os.path.basename(prefix)}: {problem}")
+            older = candidates[i + 1] if i + 1 < len(candidates) else None
+            then = (f"falling back to the previous one, {older}" if older
+                    else "no older checkpoint to fall back to")
+            print(f"warning: checkpoint {prefix} cannot be restored ({problem}); {then}.",
+                  file=sys.stderr, flush=True)
         if candidates:
-            raise RuntimeError("No checkpoint in {} could be restored:\n  {}".format(
-                self.directory, "\n  ".join(errors)))
+            raise UsageError(
+                f"no checkpoint in {self.directory} can be restored ({'; '.join(errors)}); "
+                "remove them to start over, or choose a new --output-dir.")
+        return None
+
+    def attach_iterator(self, iterator):
+        """Saves `iterator` (the host tf.data iterator) with the next
+        checkpoints."""
+        self._objects["iterator"] = iterator
+        self.checkpoint = tf.train.Checkpoint(**self._objects)
+
+    @staticmethod
+    def restore_iterator(prefix, iterator):
+        """Restores only the input position saved in checkpoint `prefix`
+        into `iterator` (a fresh iterator of the same pipeline). Returns
+        None, or why it could not (then make a new iterator: this one may
+        be half restored)."""
+        try:
+            status = tf.train.Checkpoint(iterator=iterator).read(prefix)
+            status.expect_partial()
+            reader = tf.train.load_checkpoint(prefix)
+            if not any(key.startswith("iterator/") for key in reader.get_variable_to_shape_map()):
+                return "it holds no input position"
+        except Exception as err:  # noqa: BLE001 - a pipeline that changed fails in many ways
+            return _short(err)
         return None
 
     def close(self):

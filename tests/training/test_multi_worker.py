@@ -53,8 +53,8 @@ def test_two_workers_train_and_only_chief_writes(data, tmp_path):
     assert "finished at step 4" in outputs[0]  # the chief reports
     assert "finished at step" not in outputs[1]  # the other worker stays quiet
     assert sorted(os.listdir(os.path.join(run, "checkpoints"))) == [
-        "ckpt-2.data-00000-of-00001", "ckpt-2.index",
-        "ckpt-4.data-00000-of-00001", "ckpt-4.index"]
+        "ckpt-2.data-00000-of-00001", "ckpt-2.index", "ckpt-2.manifest.json",
+        "ckpt-4.data-00000-of-00001", "ckpt-4.index", "ckpt-4.manifest.json"]
     config = json.load(open(os.path.join(run, "config.json")))
     assert config["strategy"] == {"name": "multi_worker", "replicas": 2, "workers": 2,
                                   "class": "CollectiveAllReduceStrategy"}

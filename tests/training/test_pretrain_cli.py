@@ -41,8 +41,8 @@ def test_run_writes_every_output(data, tmp_path):
                  "training_curve.png"):
         assert os.path.getsize(os.path.join(run, name)) > 0, name
     assert sorted(os.listdir(os.path.join(run, "checkpoints"))) == [
-        "ckpt-3.data-00000-of-00001", "ckpt-3.index",
-        "ckpt-6.data-00000-of-00001", "ckpt-6.index"]
+        "ckpt-3.data-00000-of-00001", "ckpt-3.index", "ckpt-3.manifest.json",
+        "ckpt-6.data-00000-of-00001", "ckpt-6.index", "ckpt-6.manifest.json"]
     assert any(f.startswith("events.out.tfevents")
                for f in os.listdir(os.path.join(run, "logs", "train")))
     rows = history(run)
