@@ -29,6 +29,10 @@ index (a tf.errors.InvalidArgumentError whose message holds "CorruptRecordError:
 file F, record index I: cause"; `from_op_error` turns it back into a
 CorruptRecordError); nothing is dropped silently.
 
+A repeated dataset over files that hold no record at all would spin
+forever; `EmptyDataError` (raised up front, or carried in an op error like
+CorruptRecordError, see `data_error`) names the files instead.
+
 `on_corrupt="skip"` logs each lost (file, index), counts them in a
 `CorruptRecordLog`, and fails once more than `max_corrupt_records` are lost.
 A framing error loses the rest of the file (TF cannot resynchronise); the
@@ -48,7 +52,9 @@ import tensorflow as tf
 logger = logging.getLogger(__name__)
 
 RECORD_OVERHEAD = 16  # uint64 length + crc32 of length + crc32 of data
+CHUNK_SIZE = 64  # records parsed (and shared between input pipelines) together
 ERROR_MARKER = "CorruptRecordError"
+EMPTY_MARKER = "EmptyDataError"
 
 _BAD_EXAMPLE = 0
 _BAD_FRAMING = 1
@@ -68,6 +74,10 @@ class CorruptRecordError(ValueError):
         self.file, self.index, self.cause = file, int(index), cause
         # TF prefixes the class name when this crosses a py_function.
         super().__init__(f"file {file}, record index {index}: {cause}")
+
+
+class EmptyDataError(ValueError):
+    """Files that hold no record to read (a repeated dataset would spin)."""
 
 
 class CorruptRecordLog:
@@ -119,6 +129,44 @@ def from_op_error(error):
     if match is None:
         return None
     return CorruptRecordError(match["file"], int(match["index"]), match["cause"].strip())
+
+
+_EMPTY_MESSAGE = re.compile(EMPTY_MARKER + r": (?P<message>[^\]\n]*)")
+
+
+def data_error(error):
+    """The CorruptRecordError or EmptyDataError carried by a
+    tf.errors.OpError raised while iterating a checked dataset (also
+    through a tf.function or a py_function), or None for any other error."""
+    found = from_op_error(error)
+    if found is not None:
+        return found
+    match = _EMPTY_MESSAGE.search(str(error))
+    return EmptyDataError(match["message"].strip()) if match else None
+
+
+def empty_pass_check(dataset, marker, message):
+    """`dataset` (one pass over the files; dict elements) repeated forever,
+    failing with an EmptyDataError op error carrying `message` when a whole
+    pass yields nothing, instead of spinning: each pass ends with `marker`
+    (an element of the dataset's structure, dropped again), and a marker
+    that follows another marker (or the start) means an empty pass. The
+    check runs on groups of CHUNK_SIZE elements (one function call per
+    group, not per record); the order of the elements is unchanged."""
+    groups = dataset.batch(CHUNK_SIZE).map(lambda group: (tf.constant(False), group))
+    marker = tf.nest.map_structure(lambda t: tf.expand_dims(t, 0), marker)
+    tagged = groups.concatenate(tf.data.Dataset.from_tensors((tf.constant(True), marker)))
+    text = f"{EMPTY_MARKER}: {message}"
+
+    def check(seen, item):
+        is_marker, group = item
+        done = tf.debugging.Assert(tf.logical_or(tf.logical_not(is_marker), seen), [text])
+        with tf.control_dependencies([done]):
+            return tf.logical_not(is_marker), (tf.identity(is_marker), group)
+
+    checked = tagged.repeat().scan(tf.constant(False), check)
+    checked = checked.filter(lambda is_marker, group: tf.logical_not(is_marker))
+    return checked.map(lambda is_marker, group: group).unbatch()
 
 
 UNKNOWN_BYTES = -2
@@ -199,9 +247,20 @@ def _parse_chunk(records, first_index, parse_fn, batch_parse_fn, sentinel, path,
     return fast.concatenate(slow).take(1)
 
 
+def _open_probe(path):
+    """An empty dataset of strings that opens `path` and reads its first
+    byte (raw, not decompressed), failing when the file cannot be read."""
+    variant = tf.raw_ops.FixedLengthRecordDatasetV2(
+        filenames=tf.convert_to_tensor(path, tf.string), header_bytes=tf.constant(0, tf.int64),
+        record_bytes=tf.constant(1, tf.int64), footer_bytes=tf.constant(0, tf.int64),
+        buffer_size=tf.constant(1, tf.int64), compression_type="")
+    probe = tf.data.experimental.from_variant(variant, tf.TensorSpec([], tf.string))
+    return probe.take(1).filter(lambda byte: tf.constant(False))
+
+
 def checked_records(path, parse_fn, sentinel, *, compression=None,
                     expected_bytes=None, modulus=0, expected_count=-1, log=None,
-                    chunk_size=64, batch_parse_fn=None, chunk_shards=(1, 0)):
+                    chunk_size=CHUNK_SIZE, batch_parse_fn=None, chunk_shards=(1, 0)):
     """The records of one file, parsed, with corruption turned into errors.
 
     Args:
@@ -227,9 +286,13 @@ def checked_records(path, parse_fn, sentinel, *, compression=None,
         batch_parse_fn = lambda records: tf.map_fn(  # noqa: E731
             parse_fn, records, fn_output_signature=tf.nest.map_structure(
                 tf.TensorSpec.from_tensor, parse_fn(tf.constant(sentinel))))
-    raw = tf.data.TFRecordDataset(path, compression_type=compression or "")
-    # A framing error just ends the stream here; the byte count below sees it.
-    raw = raw.ignore_errors().batch(chunk_size).enumerate()
+    # A framing error just ends the stream here (the byte count below sees
+    # it), but a file that cannot be opened would make ignore_errors() retry
+    # the open forever: a one-byte probe, not ignored, opens it first and
+    # fails with the OS's error (NotFound, PermissionDenied) instead.
+    raw = _open_probe(path).concatenate(
+        tf.data.TFRecordDataset(path, compression_type=compression or "").ignore_errors())
+    raw = raw.batch(chunk_size).enumerate()
     raw = raw.concatenate(tf.data.Dataset.from_tensors(
         (tf.constant(-1, tf.int64), tf.constant([], tf.string))))
     expected_bytes = tf.cast(expected_bytes, tf.int64)

@@ -24,7 +24,8 @@ import tensorflow as tf
 
 from kerasbert.data import integrity, metadata, schema
 from kerasbert.data.dynamic_masking import DynamicMasker, restore_original_ids
-from kerasbert.data.integrity import CorruptRecordError, CorruptRecordLog  # noqa: F401
+from kerasbert.data.integrity import (  # noqa: F401
+    CorruptRecordError, CorruptRecordLog, EmptyDataError)
 
 AUTOTUNE = tf.data.AUTOTUNE
 
@@ -58,11 +59,15 @@ def expand_files(file_pattern):
         else:
             matches = [pattern]
         matches = [m for m in matches if os.path.basename(m) != metadata.METADATA_FILE]
+        if not matches and not _glob.has_magic(pattern) and tf.io.gfile.isdir(pattern):
+            raise ValueError(f"No files match {pattern!r}: the folder holds no shard files.")
         if not matches:
             raise ValueError(f"No files match {pattern!r}.")
         for m in matches:
             if not tf.io.gfile.exists(m):
                 raise ValueError(f"No such file: {m}")
+            if "://" not in m and not os.access(m, os.R_OK):
+                raise ValueError(f"{m} cannot be read (permission denied).")
         files.extend(matches)
     return sorted(set(files))
 
@@ -70,6 +75,51 @@ def expand_files(file_pattern):
 def _folder_metadata(files):
     """{folder: metadata dict or None} for the folders holding `files`."""
     return {d: metadata.read_metadata(d) for d in sorted({os.path.dirname(f) for f in files})}
+
+
+def _certainly_empty(path, compression, count):
+    """True when a file holds no record: metadata.json says 0, or its
+    record stream is 0 bytes (an empty plain file; a small gzip file whose
+    trailer says 0 bytes: a 4 GiB multiple cannot compress that far)."""
+    if count == 0:
+        return True
+    expected, _ = integrity.expected_stream_bytes(path, compression)
+    if expected != 0:
+        return False
+    return compression != "GZIP" or tf.io.gfile.stat(path).length < 2**20
+
+
+def _names(files, limit=3):
+    shown = ", ".join(files[:limit])
+    return shown + (f" and {len(files) - limit} more" if len(files) > limit else "")
+
+
+def check_not_empty(files, compression_of=None, counts=None, record_shards=(1, 0)):
+    """Raises EmptyDataError when `files` certainly hold no record (for
+    input pipeline `record_shards[1]` of `record_shards[0]` sharing the
+    files' records in chunks): reading them repeated would spin forever."""
+    files = list(files)
+    if compression_of is None or counts is None:
+        metas = _folder_metadata(files)
+        compression_of = {f: _compression(f, metas[os.path.dirname(f)]) for f in files}
+        counts = {}
+        for f in files:
+            shards = (metas[os.path.dirname(f)] or {}).get("shards") or {}
+            counts[f] = int(shards.get(os.path.basename(f), -1))
+    if all(_certainly_empty(f, compression_of[f], counts[f]) for f in files):
+        what = "the file" if len(files) == 1 else f"all {len(files)} files"
+        raise integrity.EmptyDataError(
+            f"no records to read: {what} {_names(files)} hold none "
+            "(0 records in metadata.json or 0 bytes of records).")
+    num_shards, shard = record_shards
+    if num_shards > 1 and all(counts[f] >= 0 for f in files):
+        chunks = [-(-counts[f] // integrity.CHUNK_SIZE) for f in files]
+        if all(c <= shard for c in chunks):
+            raise integrity.EmptyDataError(
+                f"no records for input pipeline {shard} of {num_shards}: {_names(files)} "
+                f"hold {sum(counts[f] for f in files)} records, shared in chunks of "
+                f"{integrity.CHUNK_SIZE}, too few for every pipeline to get one; "
+                "write more records (or more files) or use fewer workers.")
 
 
 def _compression(path, meta):
@@ -176,7 +226,8 @@ def _sentinel(names, max_seq_length, max_predictions_per_seq):
 def _records(files, names, seq_len, num_pred, compression_of, counts, *, log,
              shuffle, seed, repeat, deterministic, cycle_length, record_shards):
     """Parsed, checked records (dicts of file-named features) interleaved
-    over `files`; repeated when `repeat`."""
+    over `files`; repeated when `repeat` (failing, instead of spinning,
+    when a whole pass over the files yields no record)."""
     compressions = {compression_of[f] for f in files}
     if len(compressions) > 1:
         raise ValueError("Mixing gzip and plain files in one dataset is not supported.")
@@ -200,13 +251,20 @@ def _records(files, names, seq_len, num_pred, compression_of, counts, *, log,
     ))
     if shuffle:
         file_ds = file_ds.shuffle(len(files), seed=seed, reshuffle_each_iteration=True)
-    if repeat:
-        # Repeat files, not records: the record shuffle buffer then never
-        # drains at an epoch boundary.
-        file_ds = file_ds.repeat()
-    return file_ds.interleave(
+    records = file_ds.interleave(
         read_file, cycle_length=min(cycle_length, len(files)), block_length=1,
         num_parallel_calls=AUTOTUNE, deterministic=deterministic)
+    if not repeat:
+        return records
+    # Repeat passes over the files, not records: the record shuffle buffer
+    # then never drains at an epoch boundary. A pass that reads nothing
+    # (empty or wholly skipped files, a pipeline left without chunks) stops
+    # the iteration with an EmptyDataError instead of spinning.
+    where = f" (input pipeline {shard} of {num_shards})" if num_shards > 1 else ""
+    message = (f"no records: a whole pass over {_names(files)}{where} read none "
+               "(empty files, or every record skipped as corrupt).")
+    marker = tf.io.parse_single_example(sentinel, spec)
+    return integrity.empty_pass_check(records, marker, message)
 
 
 def _to_model_fn(names, masker, masked_lm=True):
@@ -299,6 +357,13 @@ def pretraining_dataset(
             the iteration with an error naming the file and record index.
             "skip": such records are logged and counted in `corrupt_log`
             (a CorruptRecordLog), failing past `max_corrupt_records`.
+
+    Raises:
+        integrity.EmptyDataError (a ValueError) up front when the files
+        certainly hold no record; with `repeat`, the iteration fails with
+        it (carried by a tf.errors.InvalidArgumentError, see
+        `integrity.data_error`) when a whole pass over the files reads
+        nothing, instead of spinning forever.
     """
     if on_corrupt not in ("raise", "skip"):
         raise ValueError(f"on_corrupt must be 'raise' or 'skip', got {on_corrupt!r}.")
@@ -308,6 +373,7 @@ def pretraining_dataset(
         raise ValueError("dynamic_masking=True needs vocab_file (special token ids "
                          "are looked up in it).")
     files = expand_files(file_pattern)
+    check_not_empty(files)
     names, seq_len, num_pred, compression_of, counts = describe_files(
         files, max_seq_length, max_predictions_per_seq, vocab_file)
     masked = all(n in names for n in schema.MASKED_LM_FEATURES)
@@ -330,6 +396,7 @@ def pretraining_dataset(
             record_shards = num_pipelines
     if seed is not None:
         seed = int(seed) + 1000003 * pipeline_id
+    check_not_empty(files, compression_of, counts, (record_shards, pipeline_id))
 
     log = None
     if on_corrupt == "skip":

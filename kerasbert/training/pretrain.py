@@ -97,9 +97,12 @@ def data_description(config):
 
     try:
         files = reader.expand_files(config.data)
+        # Nothing to train on: refused here, before the model is built
+        # (a repeated empty dataset would spin forever).
+        reader.check_not_empty(files)
+        meta = read_metadata(os.path.dirname(files[0]))
     except ValueError as err:
         raise UsageError(f"--data {config.data!r}: {err}") from None
-    meta = read_metadata(os.path.dirname(files[0]))
     sha, vocab_size = vocab_fingerprint(config.vocab)
     if meta is None:
         if not (config.max_seq_length and config.max_predictions_per_seq):
@@ -296,7 +299,7 @@ def run_pretraining(config):
     import keras
     import tensorflow as tf
 
-    from kerasbert.data import pretraining_dataset
+    from kerasbert.data import pretraining_dataset, reader
     from kerasbert.training.checkpoints import TrainingCheckpoint
     from kerasbert.training.loop import TrainStep
     from kerasbert.training.strategies import resolve_strategy, split_cpu, worker_info
@@ -340,12 +343,15 @@ def run_pretraining(config):
     context = tf.distribute.InputContext(num_input_pipelines=num_workers,
                                          input_pipeline_id=worker_index,
                                          num_replicas_in_sync=num_workers)
-    dataset = pretraining_dataset(
-        config.data, config.batch_size, input_context=context, dynamic_masking=dynamic,
-        masked_lm=masked_lm,
-        seed=config.seed, deterministic=config.deterministic, vocab_file=config.vocab,
-        max_seq_length=seq_length, max_predictions_per_seq=num_predictions,
-        whole_word_mask=config.whole_word_mask)
+    try:
+        dataset = pretraining_dataset(
+            config.data, config.batch_size, input_context=context, dynamic_masking=dynamic,
+            masked_lm=masked_lm,
+            seed=config.seed, deterministic=config.deterministic, vocab_file=config.vocab,
+            max_seq_length=seq_length, max_predictions_per_seq=num_predictions,
+            whole_word_mask=config.whole_word_mask)
+    except reader.EmptyDataError as err:  # e.g. an input pipeline left without records
+        raise UsageError(f"--data {config.data!r}: {err}") from None
     # The checkpoint holds the chief's input position only (other workers'
     # checkpoints go to temporary folders); on resume the other workers skip
     # the batches they consumed instead, which is exact with --deterministic.

@@ -10,7 +10,7 @@ import pytest
 import tensorflow as tf
 
 import reader_records as rr
-from kerasbert.data.integrity import CorruptRecordLog, from_op_error
+from kerasbert.data.integrity import CorruptRecordLog, EmptyDataError, data_error, from_op_error
 from kerasbert.data.reader import pretraining_dataset, verify_shards
 
 T, P = 32, 5
@@ -171,3 +171,75 @@ def test_verify_shards(tmp_path):
     reports = verify_shards(str(tmp_path / "*.tfrecord"), max_seq_length=T,
                             max_predictions_per_seq=P)
     assert reports[0].first_corrupt_index == 6 and reports[0].records == N - 1
+
+
+# --- no records: refused, never a repeat that spins -----------------------------
+
+
+def _set_metadata(folder, **fields):
+    import json
+
+    path = os.path.join(str(folder), "metadata.json")
+    meta = json.load(open(path))
+    meta.update(fields)
+    json.dump(meta, open(path, "w"))
+
+
+def _first_batch(folder, pattern="*.tfrecord", **kwargs):
+    kwargs.setdefault("max_seq_length", T)
+    kwargs.setdefault("max_predictions_per_seq", P)
+    ds = pretraining_dataset(str(folder / pattern), 8, shuffle=False, **kwargs)
+    return next(iter(ds))
+
+
+@pytest.mark.parametrize("case", ["zero_bytes", "metadata_zero", "gzip"])
+def test_files_without_records_are_refused_up_front(tmp_path, case):
+    pattern = "*.tfrecord.gz" if case == "gzip" else "*.tfrecord"
+    rr.write_shards(str(tmp_path), rr.make_instances(2, T, P), num_shards=2,
+                    with_metadata=case != "zero_bytes", gzip=case == "gzip")
+    for path in tmp_path.glob(pattern):
+        rr.write_records(str(path), [], gzip=case == "gzip")
+    if case == "metadata_zero":
+        _set_metadata(tmp_path, shards={p.name: 0 for p in tmp_path.glob(pattern)})
+    with pytest.raises(EmptyDataError, match="no records to read: all 2 files"):
+        _first_batch(tmp_path, pattern)
+
+
+def test_whole_pass_without_records_fails_instead_of_spinning(tmp_path):
+    # Every record is corrupt and skipped without a cap: each pass yields
+    # nothing, so the repeated dataset must fail, not loop forever.
+    paths = _shards(tmp_path)
+    for path in paths:
+        rr.write_records(path, [b"not an Example"] * N)
+    with pytest.raises(tf.errors.OpError) as err:
+        _first_batch(tmp_path, on_corrupt="skip", max_corrupt_records=None)
+    problem = data_error(err.value)
+    assert isinstance(problem, EmptyDataError), str(err.value)[-500:]
+    assert "a whole pass over" in str(problem) and paths[0] in str(problem)
+
+
+@pytest.mark.parametrize("metadata", [True, False])
+def test_input_pipeline_without_records(tmp_path, metadata):
+    # One file of 40 records is one chunk: pipeline 1 of 2 gets nothing.
+    instances = rr.make_instances(N, T, P, seed=3)
+    rr.write_shards(str(tmp_path), instances, num_shards=1, with_metadata=metadata)
+    context = tf.distribute.InputContext(num_input_pipelines=2, input_pipeline_id=1)
+    if metadata:  # counts known: refused up front
+        with pytest.raises(EmptyDataError, match="no records for input pipeline 1 of 2"):
+            _first_batch(tmp_path, input_context=context)
+    else:  # found by the first pass
+        with pytest.raises(tf.errors.OpError) as err:
+            _first_batch(tmp_path, input_context=context)
+        assert isinstance(data_error(err.value), EmptyDataError)
+
+
+def test_file_vanishing_during_a_run_fails_instead_of_spinning(tmp_path):
+    # A file that cannot be opened any more (deleted, unmounted) would make
+    # the reader retry its open forever; it must fail, naming the file.
+    paths = _shards(tmp_path)
+    iterator = iter(pretraining_dataset(str(tmp_path / "*.tfrecord"), 8, shuffle=False))
+    next(iterator)
+    os.remove(paths[1])
+    with pytest.raises(tf.errors.NotFoundError, match=paths[1]):
+        for _ in range(100):  # the next pass reopens the files
+            next(iterator)
