@@ -75,9 +75,16 @@ class CorruptRecordError(ValueError):
         # TF prefixes the class name when this crosses a py_function.
         super().__init__(f"file {file}, record index {index}: {cause}")
 
+    def user_message(self):
+        """One line for the command line: `FILE record N: cause`."""
+        return f"{self.file} record {self.index}: {self.cause}"
+
 
 class EmptyDataError(ValueError):
     """Files that hold no record to read (a repeated dataset would spin)."""
+
+    def user_message(self):
+        return str(self)
 
 
 class CorruptRecordLog:

@@ -35,10 +35,40 @@ reference; ELECTRA's and the causal LM's follow it too):
     progress_metrics: {short label: metric name} for the progress bar.
 """
 
+import contextlib
+import re
+
 import keras
 import tensorflow as tf
 
+from kerasbert.data import integrity
+from kerasbert.errors import UsageError
+
 _SUM = tf.distribute.ReduceOp.SUM
+
+
+@contextlib.contextmanager
+def data_errors_as_usage_errors(prefix=""):
+    """Turns a bad-data error met while iterating a checked dataset (the
+    reader's CorruptRecordError, or EmptyDataError, which reach the loop
+    wrapped in a tf.errors.OpError, e.g. an InvalidArgumentError from a
+    py_function or an Assert) into a one-line UsageError, `FILE record N:
+    cause`, so the command line prints it without a traceback; so is a data
+    file that vanished or became unreadable during the run (NotFound,
+    PermissionDenied). Any other error passes through unchanged."""
+    try:
+        yield
+    except (tf.errors.NotFoundError, tf.errors.PermissionDeniedError) as err:
+        # The reader opens each file at every pass: one that vanished or
+        # became unreadable since the run started.
+        text = re.sub(r"\{\{function_node [^}]*\}\}\s*", "", str(err).strip())
+        text = re.sub(r"\s*\[Op:[^\]]*\].*", "", text.splitlines()[0] if text else "")
+        raise UsageError(f"{prefix}a data file cannot be read any more: {text}") from None
+    except tf.errors.OpError as err:
+        problem = integrity.data_error(err)
+        if problem is None:
+            raise
+        raise UsageError(prefix + problem.user_message()) from None
 
 
 def _is_loss_scaled(optimizer):

@@ -301,7 +301,7 @@ def run_pretraining(config):
 
     from kerasbert.data import pretraining_dataset, reader
     from kerasbert.training.checkpoints import TrainingCheckpoint
-    from kerasbert.training.loop import TrainStep
+    from kerasbert.training.loop import TrainStep, data_errors_as_usage_errors
     from kerasbert.training.strategies import resolve_strategy, split_cpu, worker_info
 
     meta, seq_length, num_predictions, objective, stored_masks = data_description(config)
@@ -398,7 +398,11 @@ def run_pretraining(config):
     window, window_start = [], time.perf_counter()
     try:
         while int(step_var.numpy()) < config.steps:
-            sums = train_step.step(iterator)
+            # A corrupt record, an out-of-range id or a pass that reads nothing
+            # reaches the loop as a TensorFlow op error: the user gets one
+            # line, `FILE record N: cause` (exit 2), not a traceback.
+            with data_errors_as_usage_errors():
+                sums = train_step.step(iterator)
             step_var.assign_add(1)
             step = int(step_var.numpy())
             metrics = pretrainer.summarize_terms({k: v.numpy() for k, v in sums.items()})

@@ -1,11 +1,12 @@
 """`kerasbert pretrain` as users run it (one fresh process per command, from a
 working directory other than the data's) when things go wrong: data without
-records. Each test checks the exit code, what the user reads and the files
-left."""
+records, a corrupt record. Each test checks the exit code, what the user
+reads and the files left."""
 
 import json
 import os
 import shutil
+import struct
 import sys
 
 import pytest
@@ -16,6 +17,7 @@ sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(
                                 "training"))
 import pretrain_data as pd  # noqa: E402
 
+from kerasbert.training.checkpoints import list_checkpoints  # noqa: E402
 
 TINY = ("--preset", "bert_tiny", "--set", "num_layers=1", "--set", "hidden_dim=32",
         "--set", "num_heads=2", "--set", "intermediate_dim=64",
@@ -54,3 +56,28 @@ def test_data_without_records_exits_2_at_once(made, tmp_path):
     one_line_error(result, f"--data {shards!r}", "no records to read: all 2 files",
                    "part-00000-of-00002.tfrecord")
     assert not (work / "run").exists()
+
+
+def _offsets(data):
+    offsets, at = [], 0
+    while at < len(data):
+        offsets.append(at)
+        at += 16 + struct.unpack("<Q", data[at:at + 8])[0]
+    return offsets
+
+
+def test_corrupt_record_is_one_line_naming_file_and_record(made, tmp_path):
+    vocab, shards = copy_data(made, tmp_path / "data")
+    path = os.path.join(shards, "part-00001-of-00002.tfrecord")
+    blob = bytearray(open(path, "rb").read())
+    blob[_offsets(blob)[123] + 30] ^= 0xFF  # inside record 123's payload
+    open(path, "wb").write(bytes(blob))
+    work = tmp_path / "work"
+    work.mkdir()
+    result = kerasbert("pretrain", *TINY, "--vocab", vocab, "--data", shards,
+                       "--output-dir", "run", "--steps", "5", cwd=work)
+    line = one_line_error(result, f"error: {path} record 123: ",
+                          "corrupted or truncated TFRecord data")
+    assert "InvalidArgumentError" not in result.stderr and "node" not in line
+    assert not (work / "run" / "backbone.keras").exists()
+    assert list_checkpoints(str(work / "run" / "checkpoints")) == []

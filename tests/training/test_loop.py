@@ -66,3 +66,33 @@ def test_xla_step_equals_the_graph_step():
     for a, b in zip(graph_sums, xla_sums):
         for key in a:
             assert b[key] == pytest.approx(a[key], rel=1e-4, abs=1e-5), key
+
+
+@pytest.mark.parametrize("error, expected", [
+    (tf.errors.InvalidArgumentError(None, None, "{{function_node x}} Error in Assert: "
+     "CorruptRecordError: file /d/a.tfrecord, record index 7: not a tf.train.Example"
+     "\n\t [[{{node Assert}}]] [Op:IteratorGetNext]"),
+     "/d/a.tfrecord record 7: not a tf.train.Example"),
+    (tf.errors.InvalidArgumentError(None, None, "Error: EmptyDataError: no records: a whole "
+     "pass over /d/a.tfrecord read none.\n [[{{node Assert}}]]"),
+     "no records: a whole pass over /d/a.tfrecord read none."),
+    (tf.errors.NotFoundError(None, None, "{{function_node __wrapped__IteratorGetNext}} "
+     "/d/b.tfrecord; No such file or directory [Op:IteratorGetNext] name: "),
+     "a data file cannot be read any more: /d/b.tfrecord; No such file or directory"),
+])
+def test_data_errors_become_one_line_usage_errors(error, expected):
+    from kerasbert.errors import UsageError
+    from kerasbert.training.loop import data_errors_as_usage_errors
+
+    with pytest.raises(UsageError) as err:
+        with data_errors_as_usage_errors():
+            raise error
+    assert str(err.value) == expected
+
+
+def test_other_errors_pass_through():
+    from kerasbert.training.loop import data_errors_as_usage_errors
+
+    with pytest.raises(tf.errors.InvalidArgumentError, match="Incompatible shapes"):
+        with data_errors_as_usage_errors():
+            raise tf.errors.InvalidArgumentError(None, None, "Incompatible shapes")
