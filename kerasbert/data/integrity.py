@@ -29,6 +29,11 @@ index (a tf.errors.InvalidArgumentError whose message holds "CorruptRecordError:
 file F, record index I: cause"; `from_op_error` turns it back into a
 CorruptRecordError); nothing is dropped silently.
 
+Values are range-checked too (`value_limits`): a token id outside the
+vocabulary or a masked-LM position outside the sequence would be read
+silently (on a GPU an out-of-range gather returns zeros), so such a record
+is reported like a corrupt one, with the feature and the value.
+
 A repeated dataset over files that hold no record at all would spin
 forever; `EmptyDataError` (raised up front, or carried in an op error like
 CorruptRecordError, see `data_error`) names the files instead.
@@ -228,12 +233,15 @@ def _problem(bad, file, index, count, reason, log):
     )
 
 
-def _parse_chunk(records, first_index, parse_fn, batch_parse_fn, sentinel, path, log):
+def _parse_chunk(records, first_index, parse_fn, batch_parse_fn, sentinel, path, log,
+                 value_limits=()):
     """Parses a chunk [n] of consecutive records of `path` into a batched
     dict [n, ...] in one vectorized call. Only when that fails (some record
     is bad) are the records parsed one by one to name the bad ones; the
-    good ones come out as one batch [m, ...]."""
-    fast = tf.data.Dataset.from_tensors(records).map(batch_parse_fn).ignore_errors()
+    good ones come out as one batch [m, ...]. Then `value_limits` are
+    checked (see `_check_values`)."""
+    fast = tf.data.Dataset.from_tensors(records).map(
+        lambda r: (tf.range(tf.size(r, out_type=tf.int64)), batch_parse_fn(r))).ignore_errors()
     n = tf.size(records, out_type=tf.int64)
     slow = tf.data.Dataset.from_tensor_slices(records).enumerate()
     slow = slow.map(lambda i, r: (i, parse_fn(r))).ignore_errors()
@@ -248,10 +256,67 @@ def _parse_chunk(records, first_index, parse_fn, batch_parse_fn, sentinel, path,
             return index + 1, (tf.identity(index), features)
 
     slow = slow.scan(tf.constant(0, tf.int64), check)
-    slow = slow.filter(lambda i, _: i < n).map(lambda i, features: features)
+    slow = slow.filter(lambda i, _: i < n)
     slow = slow.batch(tf.cast(tf.maximum(n, 1), tf.int64))
     # concatenate is lazy: `slow` only runs when `fast` dropped its element.
-    return fast.concatenate(slow).take(1)
+    parsed = fast.concatenate(slow).take(1)
+    if value_limits:
+        return parsed.map(lambda indices, features: _check_values(
+            indices, features, first_index, path, log, value_limits))
+    return parsed.map(lambda indices, features: features)
+
+
+def _check_values(indices, features, first_index, path, log, value_limits):
+    """Range check of a parsed chunk: every value of feature NAME must lie
+    in [0, LIMIT) for each (NAME, LIMIT, SOURCE) of `value_limits` (LIMIT an
+    int64 scalar, < 0: only negatives are refused; SOURCE says where the
+    limit comes from). A record that breaks it is reported like a corrupt
+    one (naming the feature and the value) and, in skip mode, dropped."""
+    columns, limits, sources, names = [], [], [], []
+    for name, limit, source in value_limits:
+        values = features[name]
+        width = values.shape[-1]
+        columns.append(tf.reshape(values, [-1, width]))
+        limits.append(tf.fill([width], tf.cast(limit, tf.int64)))
+        sources.append(tf.fill([width], tf.convert_to_tensor(source, tf.string)))
+        names += [name] * width
+    values = tf.cast(tf.concat(columns, axis=1), tf.int64)  # [m, C]
+    limits, sources = tf.concat(limits, 0), tf.concat(sources, 0)
+    bad = (values < 0) | ((limits >= 0)[tf.newaxis] & (values >= limits[tf.newaxis]))
+    record_bad = tf.reduce_any(bad, axis=1)
+    # The first offending column of each bad record, and its value.
+    bad_rows = tf.boolean_mask(bad, record_bad)
+    column = tf.argmax(tf.cast(bad_rows, tf.int32), axis=1, output_type=tf.int32)
+    value = tf.gather(tf.boolean_mask(values, record_bad), column, batch_dims=1)
+    limit = tf.gather(limits, column)
+    bounds = tf.where(limit >= 0,
+                      tf.strings.join([", outside [0, ", tf.strings.as_string(limit), ") (",
+                                       tf.gather(sources, column), ")"]),
+                      tf.constant(", a negative id"))
+    causes = tf.strings.join([tf.gather(tf.constant(names), column), " holds ",
+                              tf.strings.as_string(value), bounds])
+    bad_index = first_index + tf.boolean_mask(indices, record_bad)
+    if log is None:
+        first = tf.concat([causes, [""]], 0)[0]
+        message = tf.strings.join([
+            f"{ERROR_MARKER}: file ", path, ", record index ",
+            tf.strings.as_string(tf.concat([bad_index, [-1]], 0)[0]), ": ", first])
+        done = tf.debugging.Assert(tf.logical_not(tf.reduce_any(record_bad)), [message])
+        with tf.control_dependencies([done]):
+            return tf.nest.map_structure(tf.identity, features)
+
+    def report(file, index, cause):
+        file = file.numpy().decode("utf-8", "replace")
+        for i, c in zip(index.numpy().tolist(), cause.numpy().tolist()):
+            log.add(file, i, c.decode("utf-8", "replace"))
+        return 0
+
+    done = tf.cond(tf.reduce_any(record_bad),
+                   lambda: tf.py_function(report, [path, bad_index, causes], tf.int64),
+                   lambda: tf.constant(0, tf.int64))
+    with tf.control_dependencies([done]):
+        keep = tf.logical_not(record_bad)
+        return tf.nest.map_structure(lambda t: tf.boolean_mask(t, keep), features)
 
 
 def _open_probe(path):
@@ -267,7 +332,8 @@ def _open_probe(path):
 
 def checked_records(path, parse_fn, sentinel, *, compression=None,
                     expected_bytes=None, modulus=0, expected_count=-1, log=None,
-                    chunk_size=CHUNK_SIZE, batch_parse_fn=None, chunk_shards=(1, 0)):
+                    chunk_size=CHUNK_SIZE, batch_parse_fn=None, chunk_shards=(1, 0),
+                    value_limits=()):
     """The records of one file, parsed, with corruption turned into errors.
 
     Args:
@@ -285,6 +351,11 @@ def checked_records(path, parse_fn, sentinel, *, compression=None,
         chunk_shards: (num_shards, shard): keep only chunk k with
             k % num_shards == shard (record sharding between pipelines;
             every pipeline still checks the whole file's framing).
+        value_limits: [(feature name, limit, source)]: every value of the
+            feature must lie in [0, limit) (limit an int64 scalar; < 0:
+            only negatives are refused); `source` (a string) names where
+            the limit comes from in the error, e.g. "vocab_size in
+            metadata.json".
 
     Returns:
         Dataset of parsed dicts (one record each), in file order.
@@ -329,7 +400,7 @@ def checked_records(path, parse_fn, sentinel, *, compression=None,
     num_shards, shard = chunk_shards
     raw = raw.filter(lambda chunk, r, first: (chunk >= 0) & (chunk % num_shards == shard))
     parsed = raw.flat_map(lambda chunk, records, first: _parse_chunk(
-        records, first, parse_fn, batch_parse_fn, sentinel, path, log))
+        records, first, parse_fn, batch_parse_fn, sentinel, path, log, value_limits))
     return parsed.unbatch()
 
 
@@ -373,7 +444,7 @@ def _example_only_parsers():
 
 
 def verify_file(path, parse_fn=None, sentinel=None, compression=None,
-                expected_count=-1, batch_parse_fn=None):
+                expected_count=-1, batch_parse_fn=None, value_limits=()):
     """Scans one file; returns a ShardReport (never raises for corruption)."""
     if parse_fn is None:
         parse_fn, batch_parse_fn = _example_only_parsers()
@@ -383,7 +454,7 @@ def verify_file(path, parse_fn=None, sentinel=None, compression=None,
     ds = checked_records(
         tf.constant(path), parse_fn, sentinel, compression=compression,
         expected_bytes=expected, modulus=modulus, expected_count=expected_count,
-        log=log, batch_parse_fn=batch_parse_fn,
+        log=log, batch_parse_fn=batch_parse_fn, value_limits=value_limits,
     )
     records = int(ds.reduce(tf.constant(0, tf.int64), lambda n, _: n + 1))
     corrupt = sorted((index, cause) for _, index, cause in log.entries)

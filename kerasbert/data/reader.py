@@ -223,8 +223,40 @@ def _sentinel(names, max_seq_length, max_predictions_per_seq):
 # --- the dataset ------------------------------------------------------------
 
 
+def _value_limits(files, metas, vocab_size, vocab_file):
+    """Per file: (token-id limit, where it comes from) for the range check
+    of input_ids and masked_lm_ids; -1 when no vocabulary size is known.
+    The limit is metadata.json's vocab_size, else `vocab_size` (the
+    model's), else the size of `vocab_file`."""
+    limits, sources = [], []
+    file_size = None
+    for f in files:
+        folder = os.path.dirname(f)
+        meta = metas[folder] or {}
+        where = os.path.join(folder, metadata.METADATA_FILE)
+        if meta.get("vocab_size") is not None:
+            limit, source = int(meta["vocab_size"]), f"vocab_size in {where}"
+            if vocab_size is not None and int(vocab_size) < limit:
+                raise ValueError(
+                    f"{where} says the data was written with a vocabulary of {limit} tokens, "
+                    f"but the model's vocabulary has {int(vocab_size)}: ids {int(vocab_size)}.."
+                    f"{limit - 1} would be out of range.")
+        elif vocab_size is not None:
+            limit, source = int(vocab_size), "vocabulary_size of the model"
+        elif vocab_file is not None:
+            if file_size is None:
+                file_size = metadata.vocab_fingerprint(vocab_file)[1]
+            limit, source = file_size, f"the size of {vocab_file}"
+        else:
+            limit, source = -1, ""
+        limits.append(limit)
+        sources.append(source)
+    return limits, sources
+
+
 def _records(files, names, seq_len, num_pred, compression_of, counts, *, log,
-             shuffle, seed, repeat, deterministic, cycle_length, record_shards):
+             shuffle, seed, repeat, deterministic, cycle_length, record_shards,
+             id_limits, id_sources):
     """Parsed, checked records (dicts of file-named features) interleaved
     over `files`; repeated when `repeat` (failing, instead of spinning,
     when a whole pass over the files yields no record)."""
@@ -237,17 +269,23 @@ def _records(files, names, seq_len, num_pred, compression_of, counts, *, log,
     sizes, moduli = zip(*(integrity.expected_stream_bytes(f, compression) for f in files))
     num_shards, shard = record_shards
 
-    def read_file(path, size, count):
+    def read_file(path, size, count, id_limit, id_source):
+        limits = [(name, id_limit, id_source) for name in ("input_ids", "masked_lm_ids")
+                  if name in names]
+        if "masked_lm_positions" in names:
+            limits.append(("masked_lm_positions", tf.constant(seq_len, tf.int64),
+                           "max_seq_length"))
         return integrity.checked_records(
             path, lambda record: tf.io.parse_single_example(record, spec), sentinel,
             compression=compression, expected_bytes=size, modulus=moduli[0],
             expected_count=count, log=log,
             batch_parse_fn=lambda records: tf.io.parse_example(records, spec),
-            chunk_shards=(num_shards, shard % num_shards))
+            chunk_shards=(num_shards, shard % num_shards), value_limits=limits)
 
     file_ds = tf.data.Dataset.from_tensor_slices((
         tf.constant(files), tf.constant(sizes, tf.int64),
         tf.constant([counts[f] for f in files], tf.int64),
+        tf.constant(id_limits, tf.int64), tf.constant(id_sources),
     ))
     if shuffle:
         file_ds = file_ds.shuffle(len(files), seed=seed, reshuffle_each_iteration=True)
@@ -311,6 +349,7 @@ def pretraining_dataset(
     repeat=True,
     deterministic=False,
     vocab_file=None,
+    vocab_size=None,
     max_seq_length=None,
     max_predictions_per_seq=None,
     masked_lm_prob=0.15,
@@ -351,6 +390,14 @@ def pretraining_dataset(
         deterministic: fixed order (and masks, given `seed`) every run; off,
             parallel reads may reorder elements for speed.
         vocab_file: checked against metadata.json's vocab_sha256/vocab_size.
+        vocab_size: the model's vocabulary size. Token ids (input_ids,
+            masked_lm_ids) must be below metadata.json's vocab_size, else
+            this, else the size of `vocab_file`; a record holding another
+            id (or a masked_lm_position outside the sequence) is reported
+            like a corrupt record, naming the file, the record, the feature
+            and the value (on a GPU an out-of-range lookup returns zeros:
+            it would train on garbage silently). A model vocabulary smaller
+            than metadata.json's is refused up front.
         max_seq_length, max_predictions_per_seq: checked against
             metadata.json; required for files without it.
         on_corrupt: "raise" (default): a corrupt or truncated record fails
@@ -397,6 +444,8 @@ def pretraining_dataset(
     if seed is not None:
         seed = int(seed) + 1000003 * pipeline_id
     check_not_empty(files, compression_of, counts, (record_shards, pipeline_id))
+    id_limits, id_sources = _value_limits(files, _folder_metadata(files), vocab_size,
+                                          vocab_file)
 
     log = None
     if on_corrupt == "skip":
@@ -405,7 +454,8 @@ def pretraining_dataset(
 
     ds = _records(files, names, seq_len, num_pred, compression_of, counts, log=log,
                   shuffle=shuffle, seed=seed, repeat=repeat, deterministic=deterministic,
-                  cycle_length=cycle_length, record_shards=(record_shards, pipeline_id))
+                  cycle_length=cycle_length, record_shards=(record_shards, pipeline_id),
+                  id_limits=id_limits, id_sources=id_sources)
     if shuffle:
         ds = ds.shuffle(shuffle_buffer_size, seed=seed, reshuffle_each_iteration=True)
     ds = ds.batch(batch_size, drop_remainder=repeat)
@@ -430,13 +480,15 @@ def pretraining_dataset(
     return ds.prefetch(AUTOTUNE)
 
 
-def verify_shards(file_pattern, max_seq_length=None, max_predictions_per_seq=None):
+def verify_shards(file_pattern, max_seq_length=None, max_predictions_per_seq=None,
+                  vocab_size=None):
     """Scans every file; returns a list of integrity.ShardReport (file,
     records, corrupt [(index, cause)], first_corrupt_index, ok).
 
     With metadata.json (or both sizes given) records are also parsed against
-    the schema; otherwise only the TFRecord framing and "is an Example" are
-    checked."""
+    the schema, and token ids checked against metadata.json's vocab_size
+    (or `vocab_size`); otherwise only the TFRecord framing and "is an
+    Example" are checked."""
     files = expand_files(file_pattern)
     metas = _folder_metadata(files)
     try:
@@ -449,13 +501,21 @@ def verify_shards(file_pattern, max_seq_length=None, max_predictions_per_seq=Non
         compression_of = {f: _compression(f, metas[os.path.dirname(f)]) for f in files}
         counts = {f: -1 for f in files}
     parse_fn = sentinel = batch_parse_fn = None
+    limits = {f: () for f in files}
     if names is not None:
         spec = schema.parsing_spec(names, seq_len, num_pred)
         parse_fn = lambda record: tf.io.parse_single_example(record, spec)  # noqa: E731
         batch_parse_fn = lambda records: tf.io.parse_example(records, spec)  # noqa: E731
         sentinel = _sentinel(names, seq_len, num_pred)
+        id_limits, id_sources = _value_limits(files, metas, vocab_size, None)
+        for f, limit, source in zip(files, id_limits, id_sources):
+            limits[f] = [(name, tf.constant(limit, tf.int64), source)
+                         for name in ("input_ids", "masked_lm_ids") if name in names]
+            if "masked_lm_positions" in names:
+                limits[f].append(("masked_lm_positions", tf.constant(seq_len, tf.int64),
+                                  "max_seq_length"))
     return [
         integrity.verify_file(f, parse_fn, sentinel, compression_of[f], counts[f],
-                              batch_parse_fn)
+                              batch_parse_fn, limits[f])
         for f in files
     ]

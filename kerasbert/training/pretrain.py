@@ -348,7 +348,7 @@ def run_pretraining(config):
             config.data, config.batch_size, input_context=context, dynamic_masking=dynamic,
             masked_lm=masked_lm,
             seed=config.seed, deterministic=config.deterministic, vocab_file=config.vocab,
-            max_seq_length=seq_length, max_predictions_per_seq=num_predictions,
+            vocab_size=vocab_size, max_seq_length=seq_length, max_predictions_per_seq=num_predictions,
             whole_word_mask=config.whole_word_mask)
     except reader.EmptyDataError as err:  # e.g. an input pipeline left without records
         raise UsageError(f"--data {config.data!r}: {err}") from None

@@ -173,7 +173,7 @@ def test_verify_shards(tmp_path):
     assert reports[0].first_corrupt_index == 6 and reports[0].records == N - 1
 
 
-# --- no records: refused, never a repeat that spins -----------------------------
+# --- values out of range: reported like corrupt records ------------------------
 
 
 def _set_metadata(folder, **fields):
@@ -183,6 +183,72 @@ def _set_metadata(folder, **fields):
     meta = json.load(open(path))
     meta.update(fields)
     json.dump(meta, open(path, "w"))
+
+
+def _with_value(paths, index, feature, position, value):
+    """Rewrites shard 0 with record `index`'s `feature`[position] = value."""
+    instances = rr.make_instances(2 * N, T, P, seed=9)[0::2]
+    instances[index][feature][position] = value
+    rr.write_records(paths[0], instances)
+
+
+@pytest.mark.parametrize("feature, value, limit, kwargs", [
+    ("input_ids", 504, "vocab_size in", {}),  # metadata.json's vocab_size
+    ("masked_lm_ids", 900, "vocabulary_size of the model", {"vocab_size": 504}),
+    ("masked_lm_positions", T, "max_seq_length", {}),
+    ("input_ids", -3, None, {}),
+])
+def test_value_out_of_range_names_file_record_and_value(tmp_path, feature, value, limit,
+                                                        kwargs):
+    paths = _shards(tmp_path)
+    if limit == "vocab_size in":
+        _set_metadata(tmp_path, vocab_size=504)
+    _with_value(paths, 11, feature, 1, value)
+    message = _expect_error(tmp_path, paths[0], 11, **kwargs)
+    assert f"{feature} holds {value}" in message, message
+    if limit is None:
+        assert "negative" in message
+    else:
+        assert limit in message
+        if limit == "vocab_size in":
+            assert "metadata.json" in message and "[0, 504)" in message
+
+
+def test_ids_in_range_pass(tmp_path):
+    _shards(tmp_path)
+    _set_metadata(tmp_path, vocab_size=504)  # make_instances draws ids < 504
+    assert _read_all(tmp_path, vocab_size=504) == 2 * N
+
+
+def test_skip_mode_drops_and_counts_out_of_range_records(tmp_path):
+    paths = _shards(tmp_path)
+    _set_metadata(tmp_path, vocab_size=504)
+    _with_value(paths, 4, "input_ids", 2, 5000)
+    log = CorruptRecordLog()
+    assert _read_all(tmp_path, on_corrupt="skip", max_corrupt_records=1,
+                     corrupt_log=log) == 2 * N - 1
+    assert [(f, i) for f, i, _ in log.entries] == [(paths[0], 4)]
+    assert "input_ids holds 5000" in log.entries[0][2]
+
+
+def test_model_vocabulary_smaller_than_metadata_is_refused(tmp_path):
+    _shards(tmp_path)
+    _set_metadata(tmp_path, vocab_size=504)
+    with pytest.raises(ValueError, match=r"vocabulary of 504 tokens.*has 400"):
+        _read_all(tmp_path, vocab_size=400)
+
+
+def test_verify_shards_reports_out_of_range_ids(tmp_path):
+    paths = _shards(tmp_path)
+    _set_metadata(tmp_path, vocab_size=504)
+    _with_value(paths, 9, "masked_lm_ids", 0, 777)
+    reports = verify_shards(str(tmp_path / "*.tfrecord"))
+    assert reports[0].first_corrupt_index == 9 and reports[0].records == N - 1
+    assert "masked_lm_ids holds 777" in reports[0].corrupt[0][1]
+    assert reports[1].ok
+
+
+# --- no records: refused, never a repeat that spins -----------------------------
 
 
 def _first_batch(folder, pattern="*.tfrecord", **kwargs):

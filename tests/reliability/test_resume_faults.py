@@ -1,7 +1,7 @@
 """`kerasbert pretrain` as users run it (one fresh process per command, from a
 working directory other than the data's) when things go wrong: data without
-records, a corrupt record. Each test checks the exit code, what the user
-reads and the files left."""
+records, a corrupt record and an out-of-range token id. Each test checks
+the exit code, what the user reads and the files left."""
 
 import json
 import os
@@ -10,6 +10,7 @@ import struct
 import sys
 
 import pytest
+import tensorflow as tf
 
 from .console import kerasbert, one_line_error
 
@@ -81,3 +82,23 @@ def test_corrupt_record_is_one_line_naming_file_and_record(made, tmp_path):
     assert "InvalidArgumentError" not in result.stderr and "node" not in line
     assert not (work / "run" / "backbone.keras").exists()
     assert list_checkpoints(str(work / "run" / "checkpoints")) == []
+
+
+def test_token_id_beyond_the_vocabulary_is_one_line(made, tmp_path):
+    vocab, shards = copy_data(made, tmp_path / "data")
+    vocab_size = json.load(open(os.path.join(shards, "metadata.json")))["vocab_size"]
+    path = os.path.join(shards, "part-00000-of-00002.tfrecord")
+    records = [r.numpy() for r in tf.data.TFRecordDataset(path)]
+    example = tf.train.Example.FromString(records[5])
+    example.features.feature["input_ids"].int64_list.value[2] = vocab_size
+    records[5] = example.SerializeToString()
+    with tf.io.TFRecordWriter(path) as writer:
+        for record in records:
+            writer.write(record)
+    work = tmp_path / "work"
+    work.mkdir()
+    result = kerasbert("pretrain", *TINY, "--vocab", vocab, "--data", shards,
+                       "--output-dir", "run", "--steps", "5", cwd=work)
+    one_line_error(result, f"error: {path} record 5: input_ids holds {vocab_size}, outside "
+                   f"[0, {vocab_size}) (vocab_size in {shards}/metadata.json)")
+    assert not (work / "run" / "backbone.keras").exists()
