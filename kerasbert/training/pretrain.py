@@ -283,6 +283,66 @@ def _check_run_dir(config, is_chief):
     return ckpt_dir
 
 
+# --- resume: the run's config.json against this invocation -------------------
+
+# Backbone config entries that are not architecture.
+_NOT_ARCHITECTURE = ("name", "trainable", "dtype")
+
+
+def _previous_config(config, ckpt_dir):
+    """The run's config.json when --resume will restore a checkpoint, else
+    None (a new run, or a run killed before its first checkpoint)."""
+    import json
+
+    from kerasbert.training.checkpoints import list_checkpoints
+
+    path = os.path.join(config.output_dir, "config.json")
+    if not (config.resume and list_checkpoints(ckpt_dir) and os.path.exists(path)):
+        return None
+    try:
+        with open(path, encoding="utf-8") as f:
+            return json.load(f)
+    except (OSError, ValueError) as err:
+        raise UsageError(f"--resume: {path} cannot be read ({err}); it describes the run "
+                         "to resume, so it must be intact.") from None
+
+
+def _short_value(value):
+    import json
+
+    text = json.dumps(value, sort_keys=True)
+    return text if len(text) <= 60 else text[:57] + "..."
+
+
+def check_same_architecture(previous, backbone, objectives, output_dir):
+    """UsageError naming every architecture value (backbone config, family,
+    pretraining objectives) that differs between the run's config.json and
+    this invocation: a checkpoint only fits the model it was saved from."""
+    import json
+
+    if previous is None:
+        return
+    given = json.loads(json.dumps(backbone.get_config()))
+    run = previous.get("backbone") or {}
+    diffs = []
+    if previous.get("backbone_class") not in (None, type(backbone).__name__):
+        diffs.append(f"backbone: run {previous['backbone_class']} vs given "
+                     f"{type(backbone).__name__}")
+    for key in sorted(set(run) | set(given)):
+        if key in _NOT_ARCHITECTURE or run.get(key) == given.get(key):
+            continue
+        diffs.append(f"{key}: run {_short_value(run.get(key))} vs given "
+                     f"{_short_value(given.get(key))}")
+    if previous.get("objectives") not in (None, list(objectives)):
+        diffs.append(f"objectives: run {'+'.join(previous['objectives'])} vs given "
+                     f"{'+'.join(objectives)}")
+    if diffs:
+        raise UsageError(
+            f"--resume: {output_dir} was trained with another architecture than the one "
+            f"given ({'; '.join(diffs)}); resume with the run's --preset and --set values, "
+            "or start a new run (--init-from takes weights across phases).")
+
+
 def _progress_bar(total, initial, enabled):
     if not enabled:
         return None
@@ -320,6 +380,7 @@ def run_pretraining(config):
         raise UsageError(f"--batch-size {config.batch_size} is not divisible by the "
                          f"{replicas} replicas of the strategy.")
     ckpt_dir = _check_run_dir(config, is_chief)
+    previous = _previous_config(config, ckpt_dir)
     warmup_steps = (config.warmup_steps if config.warmup_steps is not None
                     else config.steps // 10)
 
@@ -339,6 +400,7 @@ def run_pretraining(config):
         optimizer = _make_optimizer(config, warmup_steps)
         optimizer.build(pretrainer.trainable_variables)
         step_var = tf.Variable(0, dtype=tf.int64, trainable=False, name="global_step")
+    check_same_architecture(previous, backbone, objectives, config.output_dir)
 
     context = tf.distribute.InputContext(num_input_pipelines=num_workers,
                                          input_pipeline_id=worker_index,
