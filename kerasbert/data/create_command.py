@@ -59,8 +59,18 @@ def add_arguments(parser):
 def run(args):
     """Runs the writer from parsed args; prints a one-line summary."""
     from kerasbert.data.writer import create_pretraining_data
+    from kerasbert.io_utils import output_lock
 
-    meta = create_pretraining_data(
+    with output_lock(args.output_dir, kind="folder", flag="--output-dir"):
+        meta = _create(create_pretraining_data, args)
+    print(
+        f"Wrote {meta['num_instances']} instances from {meta['num_documents']} "
+        f"documents to {len(meta['shards'])} shard(s) in {args.output_dir}"
+    )
+
+
+def _create(create_pretraining_data, args):
+    return create_pretraining_data(
         args.input, args.vocab, args.output_dir,
         max_seq_length=args.max_seq_length,
         max_predictions_per_seq=args.max_predictions_per_seq,
@@ -71,10 +81,6 @@ def run(args):
         num_shards=args.num_shards, workers=args.workers, gzip=args.gzip,
         text_field=args.text_field, input_format=args.input_format,
         overwrite=args.overwrite, progress=not args.no_progress,
-    )
-    print(
-        f"Wrote {meta['num_instances']} instances from {meta['num_documents']} "
-        f"documents to {len(meta['shards'])} shard(s) in {args.output_dir}"
     )
 
 

@@ -49,10 +49,10 @@ def add_arguments(parser):
 
 def _read_lines(path):
     from kerasbert.tasks.feature_extraction import parse_line
+    from kerasbert.text.text_files import read_lines
 
-    with open(path, encoding="utf-8-sig") as f:
-        for line in f:
-            yield parse_line(line)
+    for line in read_lines(path):
+        yield parse_line(line)
 
 
 def run(args):
@@ -71,12 +71,9 @@ def run(args):
         raise UsageError(f"--batch-size must be at least 1, got {args.batch_size}.")
     if args.max_seq_length < 3:
         raise UsageError(f"--max-seq-length must be at least 3, got {args.max_seq_length}.")
-    try:
-        with open(args.input, encoding="utf-8-sig") as f:
-            for _ in f:
-                pass
-    except UnicodeDecodeError as err:
-        raise UsageError(f"{args.input} is not UTF-8 text ({err}).") from None
+    from kerasbert.text.text_files import check_utf8_text
+
+    check_utf8_text([args.input])  # names the byte offset; refuses an input without text
     backbone = load_backbone_from_args(args)
     num_layers = getattr(backbone, "num_layers", None) or len(backbone.output["encoder_outputs"])
     check_layers(layers, int(num_layers))

@@ -104,12 +104,12 @@ class DistillConfig:
 
 
 def _load(path, flag):
-    import keras
+    from kerasbert.saving import load_model
 
     try:
-        return keras.saving.load_model(path)
-    except Exception as err:  # noqa: BLE001  (any unreadable file: say which)
-        raise UsageError(f"{flag} {path}: cannot load it as a Keras model ({err}).") from None
+        return load_model(path)
+    except UsageError as err:
+        raise UsageError(f"{flag} {err}") from None
 
 
 def load_teacher(teacher, teacher_pretrainer=None):

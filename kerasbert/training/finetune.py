@@ -73,6 +73,7 @@ class FinetuneConfig:
     logical_cpus: int = 0
     seed: int = 12345
     progress: bool = True
+    overwrite: bool = False  # replace a model already in output_dir
 
     def validate(self):
         if not self.task and not self.features:
@@ -103,6 +104,18 @@ class FinetuneConfig:
         from kerasbert.text.loading import resolve_tokenizer_path
 
         resolve_tokenizer_path(self.vocab)  # UsageError naming a missing file
+        self.check_output_dir()
+
+    def check_output_dir(self):
+        """A finished fine-tuning run is never replaced silently."""
+        from kerasbert.io_utils import check_output_kind
+
+        check_output_kind(self.output_dir, "folder", "--output-dir")
+        model = os.path.join(self.output_dir, "model.keras")
+        if os.path.exists(model) and not self.overwrite:
+            raise UsageError(f"--output-dir {self.output_dir} already holds a fine-tuned model "
+                             "(model.keras); pass --overwrite to replace it, or pick another "
+                             "folder.")
 
 
 # --- pieces -----------------------------------------------------------------
@@ -341,7 +354,6 @@ def run_finetuning(config):
         raise UsageError("QA metrics need the raw validation examples (contexts and answers): "
                          "give --validation with --features.")
 
-    os.makedirs(config.output_dir, exist_ok=True)
     with strategy.scope():
         backbone = load_backbone(config, tokenizer)
         check_max_seq_length(train.max_seq_length, backbone)
@@ -358,6 +370,8 @@ def run_finetuning(config):
                         shuffle=False,  # the dataset shuffles itself, by --seed
                         verbose=1 if config.progress else 0).history
 
+    # The folder appears only now: a run that fails earlier leaves nothing.
+    os.makedirs(config.output_dir, exist_ok=True)
     outputs = {"model": os.path.join(config.output_dir, "model.keras")}
     save_keras_atomically(model, outputs["model"])
     tokenizer_description = save_tokenizer_files(tokenizer, config.output_dir)
@@ -399,9 +413,7 @@ def run_finetuning(config):
 
 def run_evaluation(model_dir, task=None, split="validation", batch_size=32, columns=None):
     """Metrics of a fine-tuned model (FT dir) on a split or a file."""
-    import keras
-
-    import kerasbert.tasks  # noqa: F401  (registers the task classes)
+    from kerasbert.saving import load_model
     from kerasbert.text import load_saved_tokenizer, tokenizer_files
 
     config_path = os.path.join(model_dir, "config.json")
@@ -409,7 +421,7 @@ def run_evaluation(model_dir, task=None, split="validation", batch_size=32, colu
         raise UsageError(f"--model {model_dir}: no config.json (not a kerasbert finetune output).")
     with open(config_path, encoding="utf-8") as f:
         saved = json.load(f)
-    model = keras.saving.load_model(os.path.join(model_dir, "model.keras"))
+    model = load_model(os.path.join(model_dir, "model.keras"))
     tokenizer = load_saved_tokenizer(model_dir, saved)
     run_config = FinetuneConfig(task=task or saved["task"], output_dir=model_dir,
                                 vocab=tokenizer_files(tokenizer)[0],
