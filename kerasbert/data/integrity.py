@@ -319,6 +319,24 @@ def _check_values(indices, features, first_index, path, log, value_limits):
         return tf.nest.map_structure(lambda t: tf.boolean_mask(t, keep), features)
 
 
+READ_BUFFER_BYTES = 256 * 1024  # tf.data.TFRecordDataset's default
+
+
+def record_stream(path, compression=None):
+    """The raw records of ONE file: the TFRecordDataset op itself, without
+    the `flat_map` over file names that `tf.data.TFRecordDataset` wraps it
+    in. That flat_map saves its current element, the file's path, in a
+    checkpointed iterator, and a restore reopens that saved path (failing
+    once the data moved, or from another working directory). Here the path
+    is an input of the op, so a restored iterator reads the path of the
+    pipeline it is restored into."""
+    variant = tf.raw_ops.TFRecordDataset(
+        filenames=tf.convert_to_tensor(path, tf.string),
+        compression_type=compression or "",
+        buffer_size=tf.constant(READ_BUFFER_BYTES, tf.int64))
+    return tf.data.experimental.from_variant(variant, tf.TensorSpec([], tf.string))
+
+
 def _open_probe(path):
     """An empty dataset of strings that opens `path` and reads its first
     byte (raw, not decompressed), failing when the file cannot be read."""
@@ -368,8 +386,7 @@ def checked_records(path, parse_fn, sentinel, *, compression=None,
     # it), but a file that cannot be opened would make ignore_errors() retry
     # the open forever: a one-byte probe, not ignored, opens it first and
     # fails with the OS's error (NotFound, PermissionDenied) instead.
-    raw = _open_probe(path).concatenate(
-        tf.data.TFRecordDataset(path, compression_type=compression or "").ignore_errors())
+    raw = _open_probe(path).concatenate(record_stream(path, compression).ignore_errors())
     raw = raw.batch(chunk_size).enumerate()
     raw = raw.concatenate(tf.data.Dataset.from_tensors(
         (tf.constant(-1, tf.int64), tf.constant([], tf.string))))

@@ -77,6 +77,26 @@ def _folder_metadata(files):
     return {d: metadata.read_metadata(d) for d in sorted({os.path.dirname(f) for f in files})}
 
 
+def describe_shards(files):
+    """What identifies a set of shards wherever it lies: one dict per file
+    (in `files` order) with its name relative to the files' common folder,
+    its size in bytes and its record count from metadata.json (None when
+    unknown). A run stores it, so a resume can tell whether it is given the
+    same data (moved or not)."""
+    files = list(files)
+    folders = [os.path.dirname(os.path.abspath(f)) for f in files]
+    common = os.path.commonpath(folders) if len(set(folders)) > 1 else folders[0]
+    metas = _folder_metadata(files)
+    out = []
+    for f in files:
+        shards = (metas[os.path.dirname(f)] or {}).get("shards") or {}
+        count = shards.get(os.path.basename(f))
+        out.append({"file": os.path.relpath(os.path.abspath(f), common),
+                    "bytes": int(tf.io.gfile.stat(f).length),
+                    "records": None if count is None else int(count)})
+    return out
+
+
 def _certainly_empty(path, compression, count):
     """True when a file holds no record: metadata.json says 0, or its
     record stream is 0 bytes (an empty plain file; a small gzip file whose
@@ -259,7 +279,11 @@ def _records(files, names, seq_len, num_pred, compression_of, counts, *, log,
              id_limits, id_sources):
     """Parsed, checked records (dicts of file-named features) interleaved
     over `files`; repeated when `repeat` (failing, instead of spinning,
-    when a whole pass over the files yields no record)."""
+    when a whole pass over the files yields no record).
+
+    The files travel through the pipeline as indices into `files`, never as
+    paths: a checkpointed iterator then holds no path, so a run resumes from
+    another working directory or with the data folder moved elsewhere."""
     compressions = {compression_of[f] for f in files}
     if len(compressions) > 1:
         raise ValueError("Mixing gzip and plain files in one dataset is not supported.")
@@ -268,25 +292,29 @@ def _records(files, names, seq_len, num_pred, compression_of, counts, *, log,
     sentinel = _sentinel(names, seq_len, num_pred)
     sizes, moduli = zip(*(integrity.expected_stream_bytes(f, compression) for f in files))
     num_shards, shard = record_shards
+    paths = tf.constant(files)
+    sizes = tf.constant(sizes, tf.int64)
+    counts_t = tf.constant([counts[f] for f in files], tf.int64)
+    id_limits = tf.constant(id_limits, tf.int64)
+    id_sources = tf.constant(id_sources)
 
-    def read_file(path, size, count, id_limit, id_source):
-        limits = [(name, id_limit, id_source) for name in ("input_ids", "masked_lm_ids")
-                  if name in names]
+    def read_file(index):
+        path = tf.gather(paths, index)
+        limits = []
+        for name in ("input_ids", "masked_lm_ids"):
+            if name in names:
+                limits.append((name, tf.gather(id_limits, index), tf.gather(id_sources, index)))
         if "masked_lm_positions" in names:
             limits.append(("masked_lm_positions", tf.constant(seq_len, tf.int64),
                            "max_seq_length"))
         return integrity.checked_records(
             path, lambda record: tf.io.parse_single_example(record, spec), sentinel,
-            compression=compression, expected_bytes=size, modulus=moduli[0],
-            expected_count=count, log=log,
+            compression=compression, expected_bytes=tf.gather(sizes, index),
+            modulus=moduli[0], expected_count=tf.gather(counts_t, index), log=log,
             batch_parse_fn=lambda records: tf.io.parse_example(records, spec),
             chunk_shards=(num_shards, shard % num_shards), value_limits=limits)
 
-    file_ds = tf.data.Dataset.from_tensor_slices((
-        tf.constant(files), tf.constant(sizes, tf.int64),
-        tf.constant([counts[f] for f in files], tf.int64),
-        tf.constant(id_limits, tf.int64), tf.constant(id_sources),
-    ))
+    file_ds = tf.data.Dataset.range(len(files))
     if shuffle:
         file_ds = file_ds.shuffle(len(files), seed=seed, reshuffle_each_iteration=True)
     records = file_ds.interleave(

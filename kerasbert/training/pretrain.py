@@ -343,6 +343,74 @@ def check_same_architecture(previous, backbone, objectives, output_dir):
             "or start a new run (--init-from takes weights across phases).")
 
 
+def _shards_differ(run, given):
+    """One phrase naming the first difference between two describe_shards
+    lists, or None when they are the same."""
+    if run == given:
+        return None
+    if len(run) != len(given):
+        return f"the run read {len(run)} files, the given data has {len(given)}"
+    for old, new in zip(run, given):
+        if old["file"] != new["file"]:
+            return f"the run read {old['file']} where the given data has {new['file']}"
+        for key in ("bytes", "records"):
+            if old.get(key) != new.get(key):
+                return (f"{old['file']} had {old.get(key)} {key} in the run, the given one "
+                        f"has {new.get(key)}")
+    return "the files differ"
+
+
+def saved_input(prefix, previous):
+    """The input settings the input position in checkpoint `prefix` belongs
+    to: {batch_size, max_seq_length, max_predictions_per_seq, workers,
+    shards, seed, start_step} from its manifest, else (a checkpoint from
+    before manifests) from the run's config.json `previous`, else None."""
+    from kerasbert.training.checkpoints import read_manifest
+
+    info = (read_manifest(prefix) or {}).get("info") if prefix else None
+    if isinstance(info, dict) and "batch_size" in info:
+        return info
+    if previous is None:
+        return None
+    run, data = previous.get("pretrain") or {}, previous.get("data") or {}
+    return {"batch_size": run.get("batch_size"),
+            "max_seq_length": data.get("max_seq_length"),
+            "max_predictions_per_seq": data.get("max_predictions_per_seq"),
+            "workers": (previous.get("strategy") or {}).get("workers"),
+            "shards": data.get("shards"), "seed": data.get("seed"),
+            "start_step": data.get("start_step")}
+
+
+def resume_changes(saved, config, seq_length, num_predictions, shards, num_workers=1):
+    """{name: [run value, given value]} of the input changes --resume
+    accepts (batch size, sequence length, masked positions, number of
+    input pipelines) between `saved` (`saved_input`) and this invocation;
+    they change the shape of the batches, so the saved input position
+    cannot be reused.
+
+    Other data (other shards, not just moved) at the same sequence length
+    is refused: the saved position means nothing in it. New data with a
+    new sequence length is the second phase of a run (BERT's 128 -> 512
+    tokens) and is accepted as a change."""
+    if saved is None:
+        return {}
+    changes = {}
+    for key, new in (("batch_size", config.batch_size), ("max_seq_length", seq_length),
+                     ("max_predictions_per_seq", num_predictions), ("workers", num_workers)):
+        old = saved.get(key)
+        if old is not None and old != new:
+            changes[key] = [old, new]
+    new_shape = {"max_seq_length", "max_predictions_per_seq"} & changes.keys()
+    if saved.get("shards") is not None and not new_shape:
+        problem = _shards_differ(saved["shards"], shards)
+        if problem:
+            raise UsageError(
+                f"--resume: --data {config.data} is not the data this run was trained on "
+                f"({problem}); pass the run's data (it may have moved: any path to it "
+                "works), or start a new run with --init-from.")
+    return changes
+
+
 def _progress_bar(total, initial, enabled):
     if not enabled:
         return None
@@ -381,6 +449,8 @@ def run_pretraining(config):
                          f"{replicas} replicas of the strategy.")
     ckpt_dir = _check_run_dir(config, is_chief)
     previous = _previous_config(config, ckpt_dir)
+    # The shards, as a resume recognises them wherever they lie.
+    shards = reader.describe_shards(reader.expand_files(config.data))
     warmup_steps = (config.warmup_steps if config.warmup_steps is not None
                     else config.steps // 10)
 
@@ -405,21 +475,26 @@ def run_pretraining(config):
     context = tf.distribute.InputContext(num_input_pipelines=num_workers,
                                          input_pipeline_id=worker_index,
                                          num_replicas_in_sync=num_workers)
-    try:
-        dataset = pretraining_dataset(
-            config.data, config.batch_size, input_context=context, dynamic_masking=dynamic,
-            masked_lm=masked_lm,
-            seed=config.seed, deterministic=config.deterministic, vocab_file=config.vocab,
-            vocab_size=vocab_size, max_seq_length=seq_length, max_predictions_per_seq=num_predictions,
-            whole_word_mask=config.whole_word_mask)
-    except reader.EmptyDataError as err:  # e.g. an input pipeline left without records
-        raise UsageError(f"--data {config.data!r}: {err}") from None
-    # The checkpoint holds the chief's input position only (other workers'
-    # checkpoints go to temporary folders); on resume the other workers skip
-    # the batches they consumed instead, which is exact with --deterministic.
-    iterator = iter(dataset) if is_chief else None
+
+    def make_dataset(seed):
+        try:
+            return pretraining_dataset(
+                config.data, config.batch_size, input_context=context,
+                dynamic_masking=dynamic, masked_lm=masked_lm, seed=seed,
+                deterministic=config.deterministic, vocab_file=config.vocab,
+                vocab_size=vocab_size, max_seq_length=seq_length,
+                max_predictions_per_seq=num_predictions,
+                whole_word_mask=config.whole_word_mask)
+        except reader.EmptyDataError as err:
+            raise UsageError(f"--data {config.data!r}: {err}") from None
+
+    # Weights, optimizer and step first; the input position after, into a
+    # pipeline built for it. The checkpoint holds the chief's input position
+    # only (other workers' checkpoints go to temporary folders); on resume
+    # the other workers skip the batches they consumed instead, which is
+    # exact with --deterministic.
     checkpoint = TrainingCheckpoint(ckpt_dir, model=pretrainer, optimizer=optimizer,
-                                    step=step_var, iterator=iterator, is_chief=is_chief,
+                                    step=step_var, is_chief=is_chief,
                                     max_to_keep=config.keep_checkpoints)
     started_from = None
     if config.resume:
@@ -428,10 +503,47 @@ def run_pretraining(config):
         started_from = _init_from(config.init_from, pretrainer)
     if started_from and is_chief:
         print(f"{'Resumed' if config.resume else 'Initialised'} from {started_from}")
-
     start_step = int(step_var.numpy())
-    if iterator is None:
-        iterator = iter(dataset.skip(start_step * config.accumulation_steps))
+
+    # The data's seed and the step it started at: kept across exact
+    # resumes; a resume that cannot continue the saved input position
+    # starts the data over, on a new shuffle (seed + step). What the saved
+    # position belongs to is read from the restored checkpoint's manifest
+    # (config.json may already describe a later, killed invocation).
+    resumed = bool(config.resume and started_from)
+    saved = saved_input(started_from, previous) if resumed else None
+    changes = resume_changes(saved, config, seq_length, num_predictions, shards, num_workers)
+    data_seed, data_start_step = config.seed, 0
+    restart = None
+    if resumed and changes:
+        restart = ", ".join(f"{k} {old} -> {new}" for k, (old, new) in changes.items())
+    elif resumed:
+        if saved and saved.get("seed") is not None:
+            data_seed, data_start_step = saved["seed"], saved.get("start_step") or 0
+        dataset = make_dataset(data_seed)
+        iterator = iter(dataset)
+        if is_chief:
+            problem = checkpoint.restore_iterator(started_from, iterator)
+            if problem:
+                restart = (f"the input position saved in {os.path.basename(started_from)} "
+                           f"does not fit this input pipeline ({problem})")
+        else:
+            iterator = iter(dataset.skip((start_step - data_start_step)
+                                         * config.accumulation_steps))
+    if restart is not None:
+        data_seed, data_start_step = config.seed + start_step, start_step
+        if is_chief:
+            print(f"warning: --resume at step {start_step}: {restart}; the data starts over "
+                  f"on a new shuffle (seed {data_seed}); recorded in history.jsonl.",
+                  file=sys.stderr, flush=True)
+    if restart is not None or not resumed:
+        dataset = make_dataset(data_seed)
+        iterator = iter(dataset)
+    if is_chief:
+        checkpoint.attach_iterator(iterator)
+    checkpoint.info = {"batch_size": config.batch_size, "max_seq_length": seq_length,
+                       "max_predictions_per_seq": num_predictions, "workers": num_workers,
+                       "shards": shards, "seed": data_seed, "start_step": data_start_step}
     if is_chief:
         atomic_write_json(os.path.join(config.output_dir, "config.json"), {
             "pretrain": {k: v for k, v in dataclasses.asdict(config).items()},
@@ -442,7 +554,8 @@ def run_pretraining(config):
             "backbone_class": type(backbone).__name__,
             "backbone": backbone.get_config(),
             "data": {"max_seq_length": seq_length, "max_predictions_per_seq": num_predictions,
-                     "objective": objective, "metadata": meta},
+                     "objective": objective, "metadata": meta, "shards": shards,
+                     "seed": data_seed, "start_step": data_start_step},
             "strategy": {"name": config.strategy, "class": type(strategy).__name__,
                          "replicas": replicas, "workers": num_workers},
         })
@@ -451,6 +564,12 @@ def run_pretraining(config):
                            accumulation_steps=config.accumulation_steps,
                            clipnorm=config.clipnorm, jit_compile=config.jit_compile)
     history = run_files.History(config.output_dir, start_step, enabled=is_chief)
+    if restart is not None:
+        # Not a metrics row: a note of what changed at which step.
+        history.append({"step": start_step, "event": "resume",
+                        "changed": {k: {"run": old, "given": new}
+                                    for k, (old, new) in changes.items()},
+                        "data": "restarted", "reason": restart, "data_seed": data_seed})
     tensorboard = run_files.TensorBoardLog(config.output_dir, enabled=is_chief)
     show = is_chief and config.progress
     bar = _progress_bar(config.steps, start_step, show)

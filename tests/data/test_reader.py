@@ -192,3 +192,39 @@ def test_reads_our_writer_output_folder(tmp_path, vocab, masking):
     assert sum(len(b["input_mask"]) for b in batches) == meta["num_instances"] > 0
     assert batches[0]["masked_lm_positions"].shape[1] == P
     assert batches[0]["input_word_ids"].shape[1] == T
+
+
+def test_checkpointed_iterator_follows_the_data_to_its_new_place(tmp_path, monkeypatch):
+    """A saved input position holds no path: restored into the pipeline of
+    the same shards in another folder (relative --data, another working
+    directory, the old folder gone), it goes on with exactly the batches
+    the first iterator would have given."""
+    import shutil
+
+    old, new = tmp_path / "old" / "shards", tmp_path / "new" / "moved"
+    rr.write_shards(str(old), rr.make_instances(150, T, P, seed=4), num_shards=3)
+
+    def dataset():  # relative to the working directory, as a user types it
+        return pretraining_dataset("shards" if (tmp_path / "old").exists() else "moved", 8,
+                                   seed=5, deterministic=True, shuffle_buffer_size=40)
+
+    monkeypatch.chdir(tmp_path / "old")
+    iterator = iter(dataset())
+    for _ in range(7):  # past the first pass over the 150 records
+        next(iterator)
+    prefix = tf.train.Checkpoint(iterator=iterator).write(str(tmp_path / "ckpt" / "it"))
+    expected = _collect([next(iterator) for _ in range(30)])
+    del iterator  # process 1 ends
+
+    shutil.copytree(old, new)
+    shutil.rmtree(tmp_path / "old")
+    monkeypatch.chdir(tmp_path / "new")
+    restored = iter(dataset())
+    tf.train.Checkpoint(iterator=restored).read(prefix).assert_consumed()
+    got = _collect([next(restored) for _ in range(30)])
+    for a, b in zip(expected, got):
+        for key in a:
+            np.testing.assert_array_equal(a[key], b[key])
+    # Nothing in the saved state names the old place.
+    data = b"".join(p.read_bytes() for p in (tmp_path / "ckpt").iterdir())
+    assert str(old).encode() not in data and b"shards/part-" not in data

@@ -1,5 +1,7 @@
 """`pretrain --resume` against the run's config.json: another architecture
-is refused, naming each value that differs."""
+is refused naming each value that differs; other data is refused (moved
+data is not other data); a new batch size or sequence length is accepted
+with a warning and a note in history.jsonl, the data starting over."""
 
 import json
 import os
@@ -10,7 +12,63 @@ import pytest
 import pretrain_data as pd
 from kerasbert.cli import main
 from kerasbert.errors import UsageError
-from kerasbert.training.pretrain import check_same_architecture
+from kerasbert.training.checkpoints import read_manifest
+from kerasbert.training.pretrain import (PretrainConfig, check_same_architecture,
+                                         resume_changes, saved_input)
+
+SHARDS = [{"file": "a.tfrecord", "bytes": 100, "records": 3},
+          {"file": "b.tfrecord", "bytes": 90, "records": 2}]
+
+
+def previous(**data):
+    """What a checkpoint's manifest records about its input position."""
+    return {"batch_size": 8, "workers": 1, "max_seq_length": 32,
+            "max_predictions_per_seq": 5, "shards": SHARDS, "seed": 1, "start_step": 0,
+            **data}
+
+
+def config(batch_size=8):
+    return PretrainConfig(preset="bert_tiny", vocab="v", data="DATA", output_dir="RUN",
+                          steps=10, batch_size=batch_size)
+
+
+def test_saved_input_from_manifest_else_config_json(tmp_path):
+    config_json = {"pretrain": {"batch_size": 8}, "strategy": {"workers": 1},
+                   "data": {"max_seq_length": 32, "max_predictions_per_seq": 5,
+                            "shards": SHARDS}}
+    prefix = str(tmp_path / "ckpt-4")
+    assert saved_input(prefix, config_json) == dict(previous(), seed=None, start_step=None)
+    (tmp_path / "ckpt-4.manifest.json").write_text(json.dumps(
+        {"files": {}, "info": previous(batch_size=16)}))
+    assert saved_input(prefix, config_json)["batch_size"] == 16
+
+
+def test_same_input_has_no_changes():
+    assert resume_changes(previous(), config(), 32, 5, [dict(s) for s in SHARDS]) == {}
+    assert resume_changes(None, config(), 64, 9, []) == {}
+
+
+def test_batch_size_and_sequence_length_changes():
+    assert resume_changes(previous(), config(16), 32, 5, SHARDS) == {"batch_size": [8, 16]}
+    # New data at a new sequence length: phase 2 of the same run.
+    other = [{"file": "c.tfrecord", "bytes": 7, "records": 1}]
+    assert resume_changes(previous(), config(), 128, 20, other) == {
+        "max_seq_length": [32, 128], "max_predictions_per_seq": [5, 20]}
+    assert resume_changes(previous(), config(), 32, 5, SHARDS, num_workers=2) == {
+        "workers": [1, 2]}
+
+
+@pytest.mark.parametrize("given, phrase", [
+    (SHARDS[:1], "the run read 2 files, the given data has 1"),
+    ([SHARDS[0], dict(SHARDS[1], bytes=91)], "b.tfrecord had 90 bytes in the run, the given "
+                                             "one has 91"),
+    ([SHARDS[0], dict(SHARDS[1], file="c.tfrecord")], "the run read b.tfrecord where"),
+])
+def test_other_data_is_refused(given, phrase):
+    with pytest.raises(UsageError) as err:
+        resume_changes(previous(), config(), 32, 5, given)
+    assert "--data DATA is not the data this run was trained on" in str(err.value)
+    assert phrase in str(err.value)
 
 
 class FakeBackbone:
@@ -50,7 +108,7 @@ def rows(run):
         return [json.loads(line) for line in f]
 
 
-def test_resume_with_another_architecture_is_refused(data, tmp_path, capsys):
+def test_resume_checks_against_the_run(data, tmp_path, capsys):
     vocab, shards = data
     run = str(tmp_path / "run")
 
@@ -72,4 +130,39 @@ def test_resume_with_another_architecture_is_refused(data, tmp_path, capsys):
     assert [r["step"] for r in rows(run)] == [1, 2]
     assert json.load(open(os.path.join(run, "config.json")))["backbone"]["hidden_dim"] == 32
 
+    # Other data (one shard of the two): refused.
+    one_shard = args("--resume", steps=4)
+    one_shard[one_shard.index(shards)] = os.path.join(shards, "part-00000-of-00002.tfrecord")
+    assert main(one_shard) == 2
+    assert "is not the data this run was trained on" in capsys.readouterr().err
+
+    # A new batch size: warned, noted in the history, the data starts over.
+    # The checkpoint's own manifest says which batch size its input position
+    # belongs to, even when config.json already names the new one (written
+    # by a resume that was killed before its first checkpoint).
+    assert read_manifest(os.path.join(run, "checkpoints", "ckpt-2"))["info"]["batch_size"] == 8
+    config_path = os.path.join(run, "config.json")
+    rewritten = json.load(open(config_path))
+    rewritten["pretrain"]["batch_size"] = 16
+    json.dump(rewritten, open(config_path, "w"))
+    assert main(args("--resume", steps=4, batch_size=16)) == 0
+    err = capsys.readouterr().err
+    assert "warning: --resume at step 2: batch_size 8 -> 16" in err
+    history = rows(run)
+    assert [r["step"] for r in history] == [1, 2, 2, 3, 4]
+    note = history[2]
+    assert note["event"] == "resume" and note["changed"] == {
+        "batch_size": {"run": 8, "given": 16}}
+    saved = json.load(open(os.path.join(run, "config.json")))
+    assert saved["pretrain"]["batch_size"] == 16
+    assert saved["data"]["start_step"] == 2 and saved["data"]["seed"] == 12345 + 2
+    info = read_manifest(os.path.join(run, "checkpoints", "ckpt-4"))["info"]
+    assert (info["batch_size"], info["start_step"], info["seed"]) == (16, 2, 12345 + 2)
+
+    # Same settings again: an exact resume, no new note.
+    assert main(args("--resume", steps=6, batch_size=16)) == 0
+    assert "warning" not in capsys.readouterr().err
+    assert [r["step"] for r in rows(run)] == [1, 2, 2, 3, 4, 5, 6]
+    assert json.load(open(os.path.join(run, "config.json")))["data"]["start_step"] == 2
+    assert os.path.exists(os.path.join(run, "training_curve.png"))
     shutil.rmtree(run)
