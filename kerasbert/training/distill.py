@@ -302,10 +302,14 @@ def run_distillation(config):
     tensorboard = run_files.TensorBoardLog(config.output_dir)
     inner = getattr(distiller.optimizer, "inner_optimizer", distiller.optimizer)
     callback = _run_log_callback(config, history, tensorboard, inner)
+    from kerasbert.training.loop import data_errors_as_usage_errors
+
     try:
-        distiller.fit(dataset, steps_per_epoch=config.log_every,
-                      epochs=math.ceil(config.steps / config.log_every),
-                      callbacks=[callback], verbose=0)
+        # A corrupt record or a vanished shard: one line naming the file.
+        with data_errors_as_usage_errors():
+            distiller.fit(dataset, steps_per_epoch=config.log_every,
+                          epochs=math.ceil(config.steps / config.log_every),
+                          callbacks=[callback], verbose=0)
     finally:
         tensorboard.close()
 

@@ -72,8 +72,11 @@ class PretrainConfig:
                      "log_every", "keep_checkpoints"):
             if getattr(self, name) < 1:
                 raise UsageError(f"--{name.replace('_', '-')} must be >= 1, got {getattr(self, name)}.")
-        if self.learning_rate <= 0:
-            raise UsageError(f"--learning-rate must be > 0, got {self.learning_rate}.")
+        from kerasbert.training.optimization import check_finite, check_learning_rate
+
+        check_learning_rate(self.learning_rate)
+        check_finite("--end-learning-rate", self.end_learning_rate, low_inclusive=True)
+        check_finite("--weight-decay", self.weight_decay, low_inclusive=True)
         if self.warmup_steps is not None and not 0 <= self.warmup_steps <= self.steps:
             raise UsageError(f"--warmup-steps {self.warmup_steps} must be in [0, --steps {self.steps}].")
         if self.precision not in PRECISIONS:
@@ -108,8 +111,11 @@ def data_description(config):
         if not (config.max_seq_length and config.max_predictions_per_seq):
             raise UsageError(f"{os.path.dirname(files[0])} has no metadata.json: pass "
                              "--max-seq-length and --max-predictions-per-seq.")
-        names = reader.describe_files(files, config.max_seq_length,
-                                      config.max_predictions_per_seq)[0]
+        try:
+            names = reader.describe_files(files, config.max_seq_length,
+                                          config.max_predictions_per_seq)[0]
+        except ValueError as err:  # not pretraining records, none readable, ...
+            raise UsageError(f"--data {config.data!r}: {err}") from None
         objective = "nsp" if "next_sentence_labels" in names else "none"
         return None, config.max_seq_length, config.max_predictions_per_seq, objective, True
     if meta.get("vocab_size") is not None and meta["vocab_size"] != vocab_size:
@@ -230,7 +236,6 @@ def _init_from(source, pretrainer):
     """Loads weights from another run (RUN dir, RUN/checkpoints, a ckpt
     prefix or a .keras file): the whole pretrainer when its structure
     matches, else the backbone only (e.g. phase 2 with other heads)."""
-    import keras
     import tensorflow as tf
 
     from kerasbert.training.checkpoints import list_checkpoints
@@ -241,7 +246,9 @@ def _init_from(source, pretrainer):
     elif os.path.isfile(os.path.join(source, "pretrainer.keras")):
         keras_file = os.path.join(source, "pretrainer.keras")
     if keras_file:
-        loaded = keras.saving.load_model(keras_file)
+        from kerasbert.saving import load_model
+
+        loaded = load_model(keras_file)
         source_backbone = getattr(loaded, "backbone", loaded)
         shapes = [w.shape for w in loaded.weights]
         if shapes == [w.shape for w in pretrainer.weights]:
