@@ -1,4 +1,11 @@
-"""Test-suite wide settings: quiet TF logs, deterministic seeds."""
+"""Test-suite wide settings: quiet TF logs, deterministic seeds.
+
+Every test starts from the same seed, and so does every test module (its
+module-scoped fixtures run before the per-test reset, and would otherwise
+see whatever random state the tests before them in this worker process
+left: another worker count or file order would build other models).
+`KERASBERT_TEST_SEED=N make test` reruns the suite under another seed.
+"""
 
 import os
 
@@ -7,11 +14,21 @@ os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
 import keras  # noqa: E402
 import pytest  # noqa: E402
 
+SEED = int(os.environ.get("KERASBERT_TEST_SEED", "1234"))
+
+
+@pytest.fixture(autouse=True, scope="module")
+def _seed_module_fixtures():
+    """Module-scoped fixtures start from a fixed seed (autouse fixtures of
+    a scope are set up before the other fixtures of that scope)."""
+    keras.utils.set_random_seed(SEED)
+    yield
+
 
 @pytest.fixture(autouse=True)
 def _reset_keras_state():
     """Each test starts from float32 and a fixed seed."""
     keras.config.set_dtype_policy("float32")
-    keras.utils.set_random_seed(1234)
+    keras.utils.set_random_seed(SEED)
     yield
     keras.config.set_dtype_policy("float32")

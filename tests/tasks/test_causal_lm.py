@@ -148,8 +148,9 @@ class TestSampling:
     def test_top_k_samples_only_the_k_most_likely(self):
         draws = self.draw(strategy="top_k", top_k=2)
         assert set(draws[:, 0]) == {0, 1} and set(draws[:, 1]) == {2, 3}
-        # Renormalised over the two: 0.5 / 0.8 = 0.625.
-        assert abs((draws[:, 0] == 0).mean() - 0.625) < 0.08
+        # Renormalised over the two: 0.5 / 0.8 = 0.625 (sd 0.024 over 400
+        # draws; a uniform pick of the two, 0.5, is outside the bound).
+        assert abs((draws[:, 0] == 0).mean() - 0.625) < 0.1
 
     def test_top_p_keeps_the_nucleus(self):
         # 0.5 + 0.3 >= 0.7: tokens 0 and 1 (row 0), 3 and 2 (row 1).
@@ -159,7 +160,9 @@ class TestSampling:
     def test_temperature_flattens_and_sharpens(self):
         hot = self.draw(strategy="top_k", top_k=4, temperature=5.0)
         cold = self.draw(strategy="top_k", top_k=4, temperature=0.2)
-        assert (hot[:, 0] == 0).mean() < 0.45 and (cold[:, 0] == 0).mean() > 0.9
+        # Token 0's share: 0.30 at temperature 5, 0.925 at 0.2 (0.5 at 1); the
+        # bounds are over 5 standard deviations (400 draws) from both.
+        assert (hot[:, 0] == 0).mean() < 0.45 and (cold[:, 0] == 0).mean() > 0.85
 
     def test_same_seed_same_samples_and_bad_options(self):
         lm = CausalLM(GptBackbone(**KWARGS))

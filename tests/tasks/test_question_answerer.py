@@ -107,12 +107,15 @@ def test_learns_span_copy():
     tokens are middle/end pieces, as "##" pieces close a word); 25% of
     questions do not occur (no answer, label [CLS]). Decoded with the
     n-best search and the SQuAD v2 null threshold 0. Bound: exact match
-    >= 0.9 over answers and no-answers."""
+    >= 0.9 over answers and no-answers.
+
+    Measured over model seeds 1234-1249 at learning rate 1e-3: 0.996-1.000.
+    (At 3e-3 six seeds gave 0.801-1.000: one under the bound, one at 0.918.)"""
     n, batch_size, epochs = 1024, 16, 16
     x, y, _, _, _ = span_copy(np.random.RandomState(0), n)
     x_val, _, contexts, offsets, golds = span_copy(np.random.RandomState(1), 256)
     model = QuestionAnswerer(tiny_backbone())
-    model.compile(learning_rate=3e-3, num_train_steps=epochs * n // batch_size)
+    model.compile(learning_rate=1e-3, num_train_steps=epochs * n // batch_size)
     model.fit(x, y, batch_size=batch_size, epochs=epochs, verbose=0)
     out = model(x_val)
     predictions = decode_answers(

@@ -104,9 +104,16 @@ def train(gen, num_classes, n, epochs, lr=3e-3, batch_size=16):
     return np.asarray(model(x_val)), y_val
 
 
+# Measured spreads (model seeds 1234-1253, 4 epochs): at learning rate 3e-3
+# one seed in six never left chance (accuracy 0.500) for either
+# classification task; at 1e-3 all 20 seeds reach accuracy 1.000 on both.
+# The regression keeps 3e-3: Pearson 0.993-0.998 over 20 seeds (0.957-0.992
+# at 1e-3).
+
+
 def test_learns_token_presence():
     """Single text: label = whether token 3 occurs. Bound: accuracy >= 0.95."""
-    logits, y = train(token_presence, 2, n=512, epochs=4)
+    logits, y = train(token_presence, 2, n=512, epochs=4, lr=1e-3)
     accuracy = (logits.argmax(-1) == y).mean()
     print(f"token presence accuracy {accuracy:.3f}")
     assert accuracy >= 0.95
@@ -115,7 +122,7 @@ def test_learns_token_presence():
 def test_learns_a_pair_task():
     """Pairs: label = whether token 3 occurs in segment b (it also occurs in
     segment a half the time; segment lengths vary). Bound: accuracy >= 0.9."""
-    logits, y = train(marker_in_segment_b, 2, n=512, epochs=4)
+    logits, y = train(marker_in_segment_b, 2, n=512, epochs=4, lr=1e-3)
     accuracy = (logits.argmax(-1) == y).mean()
     print(f"pair accuracy {accuracy:.3f}")
     assert accuracy >= 0.9

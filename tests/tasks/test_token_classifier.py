@@ -129,7 +129,8 @@ def test_learns_rule_labelled_entities():
     """Words whose first token is in 10..19 are entities, PER if the
     sentence holds the trigger token anywhere, LOC if not; 40% of words
     have a second sub-token (weight 0, ignored). Bound: entity F1 (exact
-    type and span, over words) >= 0.9."""
+    type and span, over words) >= 0.9 (measured: 1.000 for all 22 model
+    seeds tried, 1234-1255)."""
     n, batch_size, epochs = 512, 16, 6
     shape = dict(words=6, length=16, entity_rate=0.5)
     x, y, w, _, _ = rule_tagged(np.random.RandomState(0), n, **shape)

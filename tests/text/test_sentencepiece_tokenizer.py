@@ -234,7 +234,7 @@ class TestTokenizer:
         try:
             result = subprocess.run(
                 [sys.executable, "-c", script], capture_output=True, text=True,
-                env=env, timeout=120, cwd=str(tmp_path),
+                env=env, timeout=300, cwd=str(tmp_path),  # a hang guard (normally ~10 s)
             )
         finally:
             os.replace(moved, trained[2])

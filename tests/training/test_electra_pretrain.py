@@ -152,6 +152,8 @@ def test_discriminator_beats_the_base_rate_quickly(quick_run):
     _, rows = quick_run
     last = rows[-1]
     rate = last["replaced_rate"]
+    print(f"electra rate {rate:.3f}, loss ratio {last['rtd_loss'] / bernoulli_entropy(rate):.3f}, "
+          f"accuracy {last['rtd_accuracy']:.3f} - baseline {1 - rate:.3f}")
     assert 0.05 < rate < 0.15  # 15% masked; a sample equal to the original is no replacement
     assert last["rtd_loss"] < 0.9 * bernoulli_entropy(rate), last
     assert last["rtd_accuracy"] > 1.0 - rate, last

@@ -43,6 +43,8 @@ def test_pretrain_trains_a_causal_lm_without_masking(memorised):
     rows = [json.loads(line) for line in open(os.path.join(run, "history.jsonl"))]
     assert {"loss", "lm_loss", "lm_accuracy", "perplexity"} <= set(rows[0])
     assert "mlm_loss" not in rows[0]
+    print(f"gpt pretrain loss ratio {rows[-1]['loss'] / rows[0]['loss']:.3f}, "
+          f"accuracy {rows[-1]['lm_accuracy']:.3f}")
     assert rows[-1]["loss"] < 0.25 * rows[0]["loss"]
     assert rows[-1]["lm_accuracy"] > 0.95
     for name in ("pretrainer.keras", "backbone.keras", "training_curve.png"):

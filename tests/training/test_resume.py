@@ -42,28 +42,53 @@ def args_for(data, run_dir, *extra):
                             "--log-every", "1", *extra, steps=30)
 
 
+# `kerasbert pretrain` that holds still once it has logged step KILL_AT (the
+# row is written and flushed; it then waits for the test's SIGKILL), so the
+# kill lands at the same step however fast or loaded the machine is (a run
+# polled from outside could finish its last 17 steps between two polls).
+KILL_AT = 13
+STOPPING_CLI = f"""
+import sys, time
+from kerasbert.training import run_files
+
+append = run_files.History.append
+
+def append_then_wait(self, row):
+    append(self, row)
+    if row.get("step", 0) >= {KILL_AT} and "loss" in row:
+        while True:
+            time.sleep(60)
+
+run_files.History.append = append_then_wait
+from kerasbert.cli import main
+sys.exit(main(sys.argv[1:]))
+"""
+
+
 def test_sigkill_then_resume_equals_uninterrupted_run(data, tmp_path):
     reference, killed = str(tmp_path / "reference"), str(tmp_path / "killed")
     result = pd.run_cli(args_for(data, reference))
     assert result.returncode == 0, result.stderr[-3000:]
 
     env = dict(os.environ, TF_CPP_MIN_LOG_LEVEL="2", PYTHONPATH=pd.REPO)
-    proc = subprocess.Popen([sys.executable, "-m", "kerasbert", *args_for(data, killed)],
-                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, env=env,
-                            cwd=pd.REPO)
-    deadline = time.time() + 300
-    while logged_steps(killed) < 13 and proc.poll() is None and time.time() < deadline:
-        time.sleep(0.01)
-    proc.send_signal(signal.SIGKILL)
-    proc.wait()
+    with open(tmp_path / "stderr.txt", "w") as stderr:
+        proc = subprocess.Popen([sys.executable, "-c", STOPPING_CLI, *args_for(data, killed)],
+                                stdout=subprocess.DEVNULL, stderr=stderr, env=env, cwd=pd.REPO)
+        deadline = time.time() + 300
+        while logged_steps(killed) < KILL_AT and proc.poll() is None and time.time() < deadline:
+            time.sleep(0.05)
+        still_running = proc.poll() is None
+        proc.send_signal(signal.SIGKILL)
+        proc.wait()
+    assert still_running, (tmp_path / "stderr.txt").read_text()[-3000:]
     killed_at = logged_steps(killed)
-    assert proc.returncode == -signal.SIGKILL and 13 <= killed_at < 30, killed_at
+    assert proc.returncode == -signal.SIGKILL and killed_at == KILL_AT, killed_at
     assert not os.path.exists(os.path.join(killed, "pretrainer.keras"))
 
     result = pd.run_cli(args_for(data, killed, "--resume"))
     assert result.returncode == 0, result.stderr[-3000:]
     assert "Resumed from" in result.stdout
-    assert killed_at >= 15 or "ckpt-10" in result.stdout
+    assert "ckpt-10" in result.stdout  # checkpoints every 5 steps: 10 is the newest
     for a, b in zip(final_weights(reference), final_weights(killed)):
         np.testing.assert_array_equal(a, b)
     # The history is continuous: each step logged once, in order.

@@ -74,8 +74,12 @@ class TestGptClassifier(TestCase):
         y = (first == 6).astype("int32")
         model.compile(learning_rate=5e-3, warmup_ratio=0.0)
         data = tf.data.Dataset.from_tensor_slices((x, y)).batch(16)
-        model.fit(data.repeat(15), verbose=0)
-        assert model.evaluate(data, verbose=0, return_dict=True)["accuracy"] > 0.9
+        # 120 steps: 25 of 25 seeds reach accuracy 1.0; at 60 steps two of
+        # ten seeds were still at chance (0.53, 0.63).
+        model.fit(data.repeat(30), verbose=0)
+        accuracy = model.evaluate(data, verbose=0, return_dict=True)["accuracy"]
+        print(f"gpt classifier accuracy {accuracy:.3f}")
+        assert accuracy > 0.9
         config = model.get_config()
         assert config["extract_id"] == EXTRACT and config["lm_weight"] == 0.5
         path = os.path.join(tmp_path, "clf.keras")
