@@ -2,8 +2,8 @@
 permissions of ordinary files, exclusive locks on output locations, cleanup
 of what a killed writer left, lazy exports.
 
-Every temporary a writer makes is hidden and named `.NAME.tmp-XXXX[SUFFIX]`
-beside its final name NAME (`.NAME.old-XXXX` for a folder being replaced),
+Every temporary a writer makes is hidden and named `.NAME.tmp-<random>[SUFFIX]`
+beside its final name NAME (`.NAME.old-<random>` for a folder being replaced),
 so readers, which skip hidden names, never read one, and the next writer
 into the same place (holding its lock) can recognise and remove them.
 """

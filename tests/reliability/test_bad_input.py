@@ -278,7 +278,8 @@ def test_finetune_refuses_a_bert_config_that_cannot_be_built(tmp_path, capsys, f
 
 def test_info_refuses_zero_layers_in_a_fresh_process(tmp_path):
     result = kerasbert("info", "--preset", "albert_base", "--set", "num_layers=0", cwd=tmp_path)
-    one_line_error(result, "kerasbert info: error:", "num_layers=0", "integer >= 1")
+    line = one_line_error(result, "kerasbert info: error:", "num_layers=0", "integer >= 1")
+    assert result.returncode == 2 and line.startswith("kerasbert info: error:")
 
 
 # --- learning rates -------------------------------------------------------------

@@ -51,8 +51,11 @@ def test_a_stale_lock_file_of_a_dead_process_does_not_block(tmp_path):
     lock = io_utils.lock_path(tmp_path / "out")
     with open(lock, "w") as f:
         f.write("pid 999999 on elsewhere, kerasbert export, since long ago\n")
-    with io_utils.output_lock(tmp_path / "out"):
-        pass
+    with io_utils.output_lock(tmp_path / "out") as held:
+        assert held == lock
+        with open(lock) as f:  # the new holder replaced the dead one's line
+            assert f.read().startswith(f"pid {os.getpid()} ")
+    assert not os.path.exists(lock)
 
 
 def test_lock_refuses_an_output_of_the_wrong_kind(tmp_path):
