@@ -6,6 +6,8 @@ import random
 
 import numpy as np
 
+from kerasbert.testing.files import write_vocabulary
+
 # Specials deliberately NOT at the original ids, so nothing may assume them.
 SPECIALS = ["[PAD]", "[unused0]", "[UNK]", "[unused1]", "[SEP]", "[MASK]", "[CLS]"]
 WORDS = (
@@ -18,10 +20,7 @@ WORDS = (
 def write_vocab(directory):
     letters = [chr(c) for c in range(ord("a"), ord("z") + 1)]
     tokens = SPECIALS + letters + ["##" + c for c in letters] + WORDS
-    path = os.path.join(directory, "vocab.txt")
-    with open(path, "w", encoding="utf-8") as f:
-        f.write("\n".join(dict.fromkeys(tokens)) + "\n")
-    return path
+    return write_vocabulary(directory, tokens)
 
 
 SENTENCE_WORDS = (

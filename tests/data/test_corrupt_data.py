@@ -3,7 +3,6 @@ opt-in skip mode counts, logs and stops past its threshold; verify_shards
 reports per file."""
 
 import os
-import struct
 
 import numpy as np
 import pytest
@@ -12,18 +11,10 @@ import tensorflow as tf
 import reader_records as rr
 from kerasbert.data.integrity import CorruptRecordLog, EmptyDataError, data_error, from_op_error
 from kerasbert.data.reader import pretraining_dataset, verify_shards
+from kerasbert.testing.files import tfrecord_offsets
 
 T, P = 32, 5
 N = 40  # records per shard
-
-
-def _offsets(data):
-    """Byte offset of each TFRecord record (8-byte length, 4 crc, data, 4 crc)."""
-    offsets, at = [], 0
-    while at < len(data):
-        offsets.append(at)
-        at += 16 + struct.unpack("<Q", data[at:at + 8])[0]
-    return offsets
 
 
 def _shards(folder, metadata=True, gzip_files=False):
@@ -55,7 +46,7 @@ def _expect_error(folder, path, index, pattern="*.tfrecord", **kwargs):
 def test_flipped_bytes_mid_file(tmp_path, metadata):
     paths = _shards(tmp_path, metadata)
     data = bytearray(open(paths[1], "rb").read())
-    data[_offsets(data)[17] + 20] ^= 0xFF  # inside record 17's payload
+    data[tfrecord_offsets(data)[17] + 20] ^= 0xFF  # inside record 17's payload
     open(paths[1], "wb").write(data)
     _expect_error(tmp_path, paths[1], 17)
 
@@ -63,7 +54,7 @@ def test_flipped_bytes_mid_file(tmp_path, metadata):
 def test_flipped_length_header(tmp_path):
     paths = _shards(tmp_path)
     data = bytearray(open(paths[0], "rb").read())
-    data[_offsets(data)[5] + 1] ^= 0x01  # record 5's length
+    data[tfrecord_offsets(data)[5] + 1] ^= 0x01  # record 5's length
     open(paths[0], "wb").write(data)
     _expect_error(tmp_path, paths[0], 5)
 
@@ -75,7 +66,7 @@ def test_truncated_file(tmp_path, cut):
     if cut == "header":
         # Cut inside the last record's length header: TF itself reports NO
         # error here and just stops early.
-        data = data[: _offsets(data)[-1] + 5]
+        data = data[: tfrecord_offsets(data)[-1] + 5]
     else:
         data = data[:-cut]
     open(paths[0], "wb").write(data)
@@ -85,7 +76,7 @@ def test_truncated_file(tmp_path, cut):
 def test_truncated_at_record_boundary_caught_by_metadata_count(tmp_path):
     paths = _shards(tmp_path, metadata=True)
     data = open(paths[0], "rb").read()
-    open(paths[0], "wb").write(data[: _offsets(data)[30]])  # 30 whole records
+    open(paths[0], "wb").write(data[: tfrecord_offsets(data)[30]])  # 30 whole records
     message = _expect_error(tmp_path, paths[0], 30)
     assert "metadata.json" in message
 
@@ -146,7 +137,7 @@ def test_skip_mode_counts_and_fails_past_threshold(tmp_path):
 def test_skip_mode_framing_error_counts_rest_of_file(tmp_path):
     paths = _shards(tmp_path, metadata=True)
     data = bytearray(open(paths[1], "rb").read())
-    data[_offsets(data)[35] + 20] ^= 0xFF
+    data[tfrecord_offsets(data)[35] + 20] ^= 0xFF
     open(paths[1], "wb").write(data)
     log = CorruptRecordLog()
     assert _read_all(tmp_path, on_corrupt="skip", max_corrupt_records=10,
@@ -159,7 +150,7 @@ def test_skip_mode_framing_error_counts_rest_of_file(tmp_path):
 def test_verify_shards(tmp_path):
     paths = _shards(tmp_path, metadata=False)
     data = bytearray(open(paths[1], "rb").read())
-    data[_offsets(data)[22] + 20] ^= 0xFF
+    data[tfrecord_offsets(data)[22] + 20] ^= 0xFF
     open(paths[1], "wb").write(data)
     reports = verify_shards(str(tmp_path / "*.tfrecord"))
     assert [r.file for r in reports] == paths

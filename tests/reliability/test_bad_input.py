@@ -4,11 +4,13 @@ written (or, over earlier output, nothing lost). Most cases call
 `kerasbert.cli.main` in-process; a few run the installed console script in a
 fresh process (`console.kerasbert`), as a user does."""
 
+import json
 import os
 
 import pytest
 
 from kerasbert.cli import main
+from kerasbert.testing.files import write_vocabulary
 from reliability.console import kerasbert
 from reliability.console import one_line_error
 
@@ -21,10 +23,7 @@ BAD_OFFSET = len(b"Good movie.\nGreat one!\nCaf")  # the 0xe9 of "Café" in Lati
 def write_vocab(directory):
     letters = [chr(c) for c in range(ord("a"), ord("z") + 1)]
     tokens = SPECIALS + letters + ["##" + c for c in letters] + WORDS
-    path = os.path.join(directory, "vocab.txt")
-    with open(path, "w", encoding="utf-8") as f:
-        f.write("\n".join(dict.fromkeys(tokens)) + "\n")
-    return path
+    return write_vocabulary(directory, tokens)
 
 
 def error_line(capsys, *fragments):
@@ -221,6 +220,29 @@ def test_finetune_refuses_a_corrupt_validation_split(tmp_path, capsys, features)
     out = tmp_path / "run"
     assert finetune_features(vocab, folder, out) == 2
     error_line(capsys, f"{shards['validation']} record")
+    assert not out.exists()
+
+
+def test_finetune_refuses_token_ids_outside_the_vocabulary(tmp_path, capsys, features):
+    """A well-formed record whose ids do not fit the vocabulary (a file
+    edited by hand, or made for another model) is refused before training:
+    on a GPU the lookup would quietly return zeros."""
+    import tensorflow as tf
+
+    vocab, folder, shards = features
+    meta = json.loads((folder / "metadata.json").read_text())
+    too_big = meta["vocab_size"] + 3  # still a one-byte varint: the file keeps its size
+    records = list(tf.data.TFRecordDataset(str(shards["train"])).as_numpy_iterator())
+    example = tf.train.Example.FromString(records[7])
+    example.features.feature["input_ids"].int64_list.value[1] = too_big
+    records[7] = example.SerializeToString()
+    with tf.io.TFRecordWriter(str(shards["train"])) as writer:
+        for record in records:
+            writer.write(record)
+    out = tmp_path / "run"
+    assert finetune_features(vocab, folder, out) == 2
+    error_line(capsys, "split 'train' record 7", f"token id {too_big} is outside the vocabulary",
+               f"vocab_size {meta['vocab_size']}")
     assert not out.exists()
 
 

@@ -8,7 +8,6 @@ import json
 import os
 import re
 import shutil
-import struct
 import sys
 
 import numpy as np
@@ -22,6 +21,7 @@ sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(
 import pretrain_data as pd  # noqa: E402
 
 from kerasbert.training.checkpoints import list_checkpoints, verify_checkpoint  # noqa: E402
+from kerasbert.testing.files import tfrecord_offsets  # noqa: E402
 
 TINY = ("--preset", "bert_tiny", "--set", "num_layers=1", "--set", "hidden_dim=32",
         "--set", "num_heads=2", "--set", "intermediate_dim=64",
@@ -155,19 +155,11 @@ def test_data_without_records_exits_2_at_once(made, tmp_path):
     assert not (work / "run").exists()
 
 
-def _offsets(data):
-    offsets, at = [], 0
-    while at < len(data):
-        offsets.append(at)
-        at += 16 + struct.unpack("<Q", data[at:at + 8])[0]
-    return offsets
-
-
 def test_corrupt_record_is_one_line_naming_file_and_record(made, tmp_path):
     vocab, shards = copy_data(made, tmp_path / "data")
     path = os.path.join(shards, "part-00001-of-00002.tfrecord")
     blob = bytearray(open(path, "rb").read())
-    blob[_offsets(blob)[123] + 30] ^= 0xFF  # inside record 123's payload
+    blob[tfrecord_offsets(blob)[123] + 30] ^= 0xFF  # inside record 123's payload
     open(path, "wb").write(bytes(blob))
     work = tmp_path / "work"
     work.mkdir()

@@ -9,6 +9,8 @@ import textwrap
 
 import numpy as np
 
+from kerasbert.testing.files import write_vocabulary
+
 WORDS = (
     "the a an of to in and is was for on with as by at from it this that be are were "
     "paris london berlin city river france germany john mary smith company bank tower "
@@ -26,6 +28,8 @@ FRESH_PREAMBLE = """
 import json, os, sys
 os.environ["TF_CPP_MIN_LOG_LEVEL"] = "3"
 import numpy as np
+
+from kerasbert.testing.files import write_vocabulary
 import tensorflow as tf
 import tensorflow_text  # registers the tokenizer ops (and itself imports keras)
 
@@ -41,10 +45,7 @@ def _check_imports():
 
 def write_vocab(directory):
     tokens = SPECIALS + list("abcdefghijklmnopqrstuvwxyz") + PUNCTUATION + list(WORDS) + SUFFIXES
-    path = os.path.join(directory, "vocab.txt")
-    with open(path, "w", encoding="utf-8") as f:
-        f.write("\n".join(dict.fromkeys(tokens)) + "\n")
-    return path
+    return write_vocabulary(directory, tokens)
 
 
 def write_corpus(path, lines=1500, seed=0):

@@ -233,6 +233,7 @@ def read_features(directory, split, vocab_file=None):
         raise TaskDataError(
             f"{directory} split {split!r}: {count} records, metadata says {info['num_features']}."
         )
+    _check_token_ids(parts["input_ids"], meta, directory, split)
     out = TaskFeatures(task_type, {}, None, None, {}, meta["label_names"], meta["max_seq_length"],
                        dict(info["stats"]))
     for name, (slot, key, dtype, shape_key) in spec.items():
@@ -251,3 +252,22 @@ def read_features(directory, split, vocab_file=None):
         else:
             getattr(out, slot)[key] = values
     return out
+
+
+def _check_token_ids(batches, meta, directory, split):
+    """Every token id lies in [0, vocab_size of metadata.json): on a GPU an
+    out-of-range embedding lookup returns zeros instead of failing, so a
+    damaged or hand-edited file would train on garbage without a word."""
+    limit = meta.get("vocab_size")
+    if limit is None:
+        return
+    start = 0
+    for ids in batches:
+        bad = (ids < 0) | (ids >= int(limit))
+        if bad.any():
+            row = int(np.argmax(bad.reshape(len(ids), -1).any(axis=1)))
+            value = int(ids.reshape(len(ids), -1)[row][bad.reshape(len(ids), -1)[row]][0])
+            raise TaskDataError(
+                f"{directory} split {split!r} record {start + row}: token id {value} is outside "
+                f"the vocabulary (vocab_size {int(limit)} in metadata.json)")
+        start += len(ids)

@@ -4,8 +4,9 @@ Korean, CJK and accents; small file writers."""
 
 import csv
 import json
-import os
 import unicodedata
+
+from kerasbert.testing.files import write_vocabulary
 
 SPECIALS = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]"]
 WORDS = (
@@ -24,10 +25,7 @@ def write_vocab(directory):
     tokens = SPECIALS + letters + digits + ["##" + c for c in letters + digits] + WORDS
     # Uncased BERT normalizes Hangul to NFD jamo: hold both forms.
     tokens += [NFD(w) if not w.startswith("##") else "##" + NFD(w[2:]) for w in KOREAN]
-    path = os.path.join(directory, "vocab.txt")
-    with open(path, "w", encoding="utf-8") as f:
-        f.write("\n".join(dict.fromkeys(tokens)) + "\n")
-    return path
+    return write_vocabulary(directory, tokens)
 
 
 def tokenizer(directory, lower_case=True):
