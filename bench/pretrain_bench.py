@@ -11,7 +11,7 @@ segments, P sorted masked positions per sequence, all weights 1), the same
 dtype policy, dropout on, and the same optimizer settings (AdamW, lr 1e-4,
 weight decay 0.01 not applied to bias/LayerNorm variables, epsilon 1e-6, no
 clipping): each library's own AdamW, as its users train (keras-hub: Keras'
-`keras.optimizers.AdamW`; ours: `kerasbert.training.AdamW`, the same update
+`keras.optimizers.AdamW`; ours: `kerasbert.optimizers.AdamW`, the same update
 formula with a fused kernel under TensorFlow).
 Before timing it checks that both give the same masked-LM logits
 (training=False) and exits with code 2 when they do not.
@@ -176,7 +176,7 @@ def make_optimizer(who):
     import keras
 
     if who == OURS:
-        from kerasbert.training import AdamW
+        from kerasbert.optimizers import AdamW
 
         # Its default exclusions are the same names: bias, gamma, beta.
         return AdamW(learning_rate=LEARNING_RATE, weight_decay=0.01, epsilon=1e-6)

@@ -59,7 +59,7 @@ def load_backbone(backbone=None, preset=None, init_checkpoint=None, bert_config=
         return model
     if preset is None:
         raise UsageError("Give --backbone PATH or --preset NAME.")
-    from kerasbert.cli import build_backbone
+    from kerasbert.models.presets import build_backbone
 
     overrides = {"vocabulary_size": vocabulary_size} if vocabulary_size else {}
 

@@ -5,7 +5,6 @@ override, ...), 1 unexpected failure.
 """
 
 import argparse
-import ast
 import errno
 import importlib
 import os
@@ -33,61 +32,12 @@ COMMAND_MODULES = (
 )
 
 
-def parse_overrides(pairs):
-    """["num_layers=4", "dropout=0.0"] -> {"num_layers": 4, "dropout": 0.0}."""
-    overrides = {}
-    for pair in pairs or ():
-        key, sep, raw = pair.partition("=")
-        if not sep or not key:
-            raise UsageError(f"Override {pair!r} is not KEY=VALUE.")
-        try:
-            value = ast.literal_eval(raw)
-        except (ValueError, SyntaxError):
-            value = raw  # Plain strings need no quotes: activation=relu.
-        overrides[key.strip()] = value
-    return overrides
-
-
-def build_backbone(preset, overrides):
-    """Builds a preset, turning lookup/override problems into UsageError."""
-    from kerasbert import models
-
-    try:
-        return models.from_preset(preset, **overrides)
-    except (ValueError, TypeError) as err:
-        raise UsageError(str(err)) from None
-
-
-def describe_backbone(backbone):
-    """Text block: every config value and a parameter breakdown."""
-    lines = [f"{type(backbone).__name__}"]
-    for name in backbone.config_names():
-        if name == "dtype":
-            continue
-        lines.append(f"  {name:<22} {getattr(backbone, name)}")
-    # ALBERT reuses one block for several layers: count each block once.
-    blocks = list({id(layer): layer for layer in backbone.transformer_layers}.values())
-    layers = f"{len(backbone.transformer_layers)} layers"
-    if len(blocks) != len(backbone.transformer_layers):
-        layers += f", {len(blocks)} shared block{'s' if len(blocks) > 1 else ''}"
-    parts = [
-        ("embeddings", backbone.embeddings.count_params()),
-        (f"encoder ({layers})", sum(block.count_params() for block in blocks)),
-    ]
-    if getattr(backbone, "pooler", None) is not None:
-        parts.append(("pooler", backbone.pooler.count_params()))
-    lines.append("  parameters")
-    width = max(20, *(len(label) for label, _ in parts))
-    for label, count in parts:
-        lines.append(f"    {label:<{width}} {count:>14,}")
-    lines.append(f"    {'total':<{width}} {backbone.count_params():>14,}")
-    return "\n".join(lines)
-
-
 def cmd_info(args):
-    backbone = build_backbone(args.preset, parse_overrides(args.set))
+    from kerasbert.models import presets  # lazy: keeps `kerasbert --help` instant
+
+    backbone = presets.build_backbone(args.preset, presets.parse_overrides(args.set))
     print(f"preset {args.preset}")
-    print(describe_backbone(backbone))
+    print(backbone.describe())
 
 
 def cmd_presets(args):

@@ -59,7 +59,6 @@ def model_checks(output_dir):
     import keras_hub
 
     from kerasbert import convert
-    from kerasbert.cli import describe_backbone
     from kerasbert.models import BertBackbone
     from kerasbert.models import list_presets
 
@@ -73,7 +72,7 @@ def model_checks(output_dir):
 
     _step("bert_tiny forward pass on a padded batch")
     backbone = BertBackbone.from_preset("bert_tiny")
-    print(describe_backbone(backbone))
+    print(backbone.describe())
     inputs = _batch(backbone.vocabulary_size)
     outputs = backbone(inputs)
     for key, value in outputs.items():
@@ -136,7 +135,7 @@ FILL_IN = ("The [MASK] returns a new list of the items.",
 def pretraining_pipeline(output_dir, quick=False):
     from kerasbert.data import create_pretraining_data
     from kerasbert.data.default_corpus import write_default_corpus
-    from kerasbert.text import vocabulary
+    from kerasbert.text import vocabulary, wordpiece_training
     from kerasbert.training.pretrain import PretrainConfig, run_pretraining
 
     sizes = QUICK if quick else FULL
@@ -148,7 +147,7 @@ def pretraining_pipeline(output_dir, quick=False):
 
     _step(f"WordPiece vocabulary ({sizes['vocab_size']:,} tokens)")
     vocab = os.path.join(output_dir, "vocab.txt")
-    tokens = vocabulary.build_wordpiece_vocab([corpus], sizes["vocab_size"])
+    tokens = wordpiece_training.build_wordpiece_vocab([corpus], sizes["vocab_size"])
     vocabulary.write_vocab(tokens, vocab)
     print(f"  {vocab}: {len(tokens):,} tokens")
 

@@ -48,8 +48,8 @@ SERIALIZABLE_MODULES = (
     "kerasbert.tasks.question_answerer",
     "kerasbert.tasks.text_classifier",
     "kerasbert.tasks.token_classifier",
-    "kerasbert.training.optimizers",
-    "kerasbert.training.schedules",
+    "kerasbert.optimizers.bert_optimizers",
+    "kerasbert.optimizers.schedules",
 )
 
 # Failures that come from the file, not from kerasbert: a refusal by safe

@@ -5,7 +5,7 @@ import sys
 import pytest
 
 from kerasbert.cli import main
-from kerasbert.cli import parse_overrides
+from kerasbert.models.presets import parse_overrides
 
 
 def test_help_lists_commands():

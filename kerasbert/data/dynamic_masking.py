@@ -143,7 +143,7 @@ class DynamicMasker:
         ([CLS] [SEP] [PAD] [MASK]; <pad> for ALBERT; <s> </s> <pad> <mask>
         for RoBERTa). `whole_word_mask`: a word is a word-initial piece plus
         the pieces after it that do not begin a word ("##x"; no "▁" / "Ġ")."""
-        from kerasbert.text.loading import read_vocabulary, special_ids, word_starts
+        from kerasbert.text.families import read_vocabulary, special_ids, word_starts
 
         kind, files, tokens = read_vocabulary(vocab_file)
         try:

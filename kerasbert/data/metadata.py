@@ -28,7 +28,7 @@ def vocab_fingerprint(vocab_path):
         SentencePiece `.model` (sha256 of the file, its pieces), or a BPE
         directory / vocab.json (sha256 of vocab.json then merges.txt, the
         vocabulary's tokens)."""
-    from kerasbert.text.loading import WORDPIECE, read_vocabulary, resolve_tokenizer_path
+    from kerasbert.text.families import WORDPIECE, read_vocabulary, resolve_tokenizer_path
 
     kind, files = resolve_tokenizer_path(vocab_path)
     digest = hashlib.sha256()

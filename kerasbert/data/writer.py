@@ -41,7 +41,7 @@ from kerasbert.data.text_input import check_inputs
 from kerasbert.data.text_input import check_text_files
 from kerasbert.data.text_input import iter_documents
 from kerasbert.errors import UsageError
-from kerasbert.text.loading import BPE
+from kerasbert.text.families import BPE
 
 CHUNK_DOCS = 64
 CHUNK_BYTES = 1 << 20
@@ -85,7 +85,7 @@ def read_specials(vocab_path):
     ([CLS] [SEP] [MASK] [PAD]; ALBERT's <pad>; RoBERTa's <s> </s> <mask>
     <pad>), never assumed. Plain Python: the main process stays free of
     TensorFlow."""
-    from kerasbert.text.loading import read_vocabulary, special_ids
+    from kerasbert.text.families import read_vocabulary, special_ids
 
     kind, files, tokens = read_vocabulary(vocab_path)
     try:

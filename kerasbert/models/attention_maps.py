@@ -17,6 +17,8 @@ Inference mode: dropout is off.
 
 import numpy as np
 
+from kerasbert.plotting import new_figure
+
 _INPUT_NAMES = ("input_word_ids", "input_mask", "input_type_ids")
 
 
@@ -181,8 +183,6 @@ def plot_attention(tokens, probabilities, ax=None, title=None):
             f"ax draws one map; got {len(heads)} heads (pass [T, T] or ax=None)."
         )
     if ax is None:
-        from kerasbert.training.run_files import new_figure
-
         size = max(3.0, 0.28 * length + 1.5)
         fig = new_figure(figsize=(size * len(heads), size))
         axes = fig.subplots(1, len(heads), squeeze=False)[0]

@@ -146,6 +146,31 @@ class Backbone(keras.Model):
             if name != "dtype":
                 setattr(self, name, arguments[name])
 
+    def describe(self):
+        """Text block: every config value and a parameter breakdown."""
+        lines = [f"{type(self).__name__}"]
+        for name in self.config_names():
+            if name == "dtype":
+                continue
+            lines.append(f"  {name:<22} {getattr(self, name)}")
+        # ALBERT reuses one block for several layers: count each block once.
+        blocks = list({id(layer): layer for layer in self.transformer_layers}.values())
+        layers = f"{len(self.transformer_layers)} layers"
+        if len(blocks) != len(self.transformer_layers):
+            layers += f", {len(blocks)} shared block{'s' if len(blocks) > 1 else ''}"
+        parts = [
+            ("embeddings", self.embeddings.count_params()),
+            (f"encoder ({layers})", sum(block.count_params() for block in blocks)),
+        ]
+        if getattr(self, "pooler", None) is not None:
+            parts.append(("pooler", self.pooler.count_params()))
+        lines.append("  parameters")
+        width = max(20, *(len(label) for label, _ in parts))
+        for label, count in parts:
+            lines.append(f"    {label:<{width}} {count:>14,}")
+        lines.append(f"    {'total':<{width}} {self.count_params():>14,}")
+        return "\n".join(lines)
+
     @property
     def token_embedding(self):
         """The `ReversibleEmbedding` heads tie their decoder to."""

@@ -4,8 +4,11 @@ Each family registers its presets from its own `<family>_presets.py`; every
 lookup (Python API, CLI, tests) goes through `get_preset`/`list_presets`.
 """
 
+import ast
 import difflib
 import re
+
+from kerasbert.errors import UsageError
 
 _REGISTRY = {}
 
@@ -64,3 +67,28 @@ def get_preset(name):
             f"{', '.join(list_presets())}."
         )
     return _REGISTRY[name]
+
+
+def parse_overrides(pairs):
+    """["num_layers=4", "dropout=0.0"] -> {"num_layers": 4, "dropout": 0.0}
+    (the values of `--set KEY=VALUE`)."""
+    overrides = {}
+    for pair in pairs or ():
+        key, sep, raw = pair.partition("=")
+        if not sep or not key:
+            raise UsageError(f"Override {pair!r} is not KEY=VALUE.")
+        try:
+            value = ast.literal_eval(raw)
+        except (ValueError, SyntaxError):
+            value = raw  # Plain strings need no quotes: activation=relu.
+        overrides[key.strip()] = value
+    return overrides
+
+
+def build_backbone(name, overrides):
+    """Builds preset `name` with `overrides`; an unknown name or a value the
+    family refuses is a UsageError (one line at the command line)."""
+    try:
+        return get_preset(name)["backbone_class"].from_preset(name, **overrides)
+    except (ValueError, TypeError) as err:
+        raise UsageError(str(err)) from None

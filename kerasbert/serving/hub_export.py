@@ -114,10 +114,11 @@ def _check_backbone_inputs(backbone, path):
 
 def _load_tokenizer(vocab_path, lower_case, directory):
     """The tokenizer over copies of its files in `directory`, under the
-    fixed names of kerasbert.text.loading.SAVED_FILES (vocab.txt as the TF
+    fixed names of kerasbert.text.families.SAVED_FILES (vocab.txt as the TF
     Hub BERT models carry; sentencepiece.model; vocab.json + merges.txt):
     each asset keeps its file's name."""
-    from kerasbert.text.loading import SAVED_FILES, _construct, resolve_tokenizer_path
+    from kerasbert.text.families import SAVED_FILES, resolve_tokenizer_path
+    from kerasbert.text.loading import _construct
 
     kind, files = resolve_tokenizer_path(vocab_path)
     copies = [os.path.join(directory, name) for name in SAVED_FILES[kind]]
@@ -192,7 +193,7 @@ def export_hub(backbone_path, vocab_file, output_dir, lower_case=True, seq_lengt
     backbone_path, vocab_file = os.fspath(backbone_path), os.fspath(vocab_file)
     output_dir = os.path.abspath(os.fspath(output_dir))
     _require_file(backbone_path, "--backbone file")
-    from kerasbert.text.loading import resolve_tokenizer_path
+    from kerasbert.text.families import resolve_tokenizer_path
 
     resolve_tokenizer_path(vocab_file)  # names a missing file
     if int(seq_length) < 2:

@@ -175,7 +175,7 @@ class PretrainingTask(BackboneModel):
             # Ours, not keras.optimizers.AdamW: it clips the global norm of the
             # gradient summed over replicas (Keras clips each replica's share)
             # and matches the no-decay names on the variable's own name.
-            from kerasbert.training.optimizers import AdamW
+            from kerasbert.optimizers.bert_optimizers import AdamW
 
             optimizer = AdamW(learning_rate=self.default_learning_rate, weight_decay=0.01,
                               epsilon=1e-6, global_clipnorm=1.0)

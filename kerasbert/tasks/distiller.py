@@ -323,7 +323,7 @@ class Distiller(keras.Model):
                 f"compile (got {loss!r})."
             )
         if isinstance(optimizer, str) and optimizer == "auto":
-            from kerasbert.training.optimizers import AdamW
+            from kerasbert.optimizers.bert_optimizers import AdamW
 
             optimizer = AdamW(learning_rate=5e-4, weight_decay=0.01, epsilon=1e-6,
                               global_clipnorm=1.0)

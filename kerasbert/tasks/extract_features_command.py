@@ -62,7 +62,8 @@ def run(args):
     from kerasbert.tasks.feature_extraction import check_layers, extract_features, parse_layers
 
     layers = parse_layers(args.layers)
-    from kerasbert.text.loading import load_tokenizer, resolve_tokenizer_path
+    from kerasbert.text.families import resolve_tokenizer_path
+    from kerasbert.text.loading import load_tokenizer
 
     resolve_tokenizer_path(args.vocab)  # names a missing file
     if not os.path.isfile(args.input):

@@ -14,7 +14,7 @@ dropout and a small head. This module holds what every task shares:
 - `get_config` / `from_config` serialize the backbone with the task's own
   constructor arguments, so `.keras` files load in safe mode;
 - `compile(optimizer="auto", ...)` builds the BERT fine-tuning optimizer
-  (`kerasbert.training.create_optimizer`: AdamW, weight decay 0.01 except
+  (`kerasbert.optimizers.create_optimizer`: AdamW, weight decay 0.01 except
   LayerNorm and biases, linear warm-up, linear decay, global-norm clipping
   1.0, optional layer-wise learning-rate decay) and the task's default
   loss and metrics.
@@ -80,7 +80,7 @@ def fine_tuning_optimizer(
     Other keyword arguments go to `create_optimizer` (optimizer="lamb",
     clipnorm, accumulation_steps, ...).
     """
-    from kerasbert.training.optimization import create_optimizer
+    from kerasbert.optimizers.optimization import create_optimizer
 
     if num_train_steps is not None:
         num_train_steps = int(num_train_steps)

@@ -31,16 +31,15 @@ Steps:
      byte-level vocabulary never needs).
 """
 
-import json
 import os
 
 import tensorflow as tf
 
-from kerasbert.text.loading import BPE
-from kerasbert.text.loading import load_bpe_vocab
-from kerasbert.text.loading import WORD_START as _WORD_START
-from kerasbert.text.loading import special_ids
-from kerasbert.text.loading import word_starts
+from kerasbert.text.families import BPE
+from kerasbert.text.families import load_bpe_vocab
+from kerasbert.text.families import WORD_START as _WORD_START
+from kerasbert.text.families import special_ids
+from kerasbert.text.families import word_starts
 from kerasbert.text.subword_tokenizer import SubwordTokenizer
 
 WORD_START = _WORD_START[BPE]  # "Ġ": the byte-level form of a leading space.
@@ -129,6 +128,8 @@ class BytePairTokenizer(SubwordTokenizer):
     >>> tokenizer = BytePairTokenizer("vocab.json", "merges.txt")
     >>> tokenizer.tokenize_ids(["Hello world!"])    # [1, (pieces)] int32
     """
+
+    family = BPE  # what `kerasbert.text.families` knows it by
 
     lower_case = False
 

@@ -14,10 +14,10 @@ import os
 import tensorflow as tf
 from tensorflow.python.trackable import resource
 
-from kerasbert.text.loading import SENTENCEPIECE
-from kerasbert.text.loading import WORD_START as _WORD_START
-from kerasbert.text.loading import special_ids
-from kerasbert.text.loading import word_starts
+from kerasbert.text.families import SENTENCEPIECE
+from kerasbert.text.families import WORD_START as _WORD_START
+from kerasbert.text.families import special_ids
+from kerasbert.text.families import word_starts
 from kerasbert.text.subword_tokenizer import SubwordTokenizer
 
 # SentencePiece marks a piece that begins after whitespace (a new word).
@@ -82,6 +82,8 @@ class SentencePieceTokenizer(SubwordTokenizer):
     >>> tokenizer.tokenize_ids(["Hello world!"])   # [1, (pieces)] int32
     >>> tokenizer.tokenize(["Hello worlds"])       # [1, (2), (pieces)]
     """
+
+    family = SENTENCEPIECE  # what `kerasbert.text.families` knows it by
 
     def __init__(self, model_file, lower_case=True, name=None):
         super().__init__(name=name)

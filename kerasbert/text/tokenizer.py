@@ -14,10 +14,10 @@ import os
 
 import tensorflow as tf
 
-from kerasbert.text.loading import WORDPIECE
-from kerasbert.text.loading import SUFFIX_INDICATOR
-from kerasbert.text.loading import special_ids
-from kerasbert.text.loading import word_starts
+from kerasbert.text.families import WORDPIECE
+from kerasbert.text.families import SUFFIX_INDICATOR
+from kerasbert.text.families import special_ids
+from kerasbert.text.families import word_starts
 from kerasbert.text.subword_tokenizer import SubwordTokenizer
 from kerasbert.text.vocabulary import load_vocab
 
@@ -99,6 +99,8 @@ class WordPieceTokenizer(SubwordTokenizer):
     >>> tokenizer.tokenize_ids(["Hello world!"])    # [1, (3)] int32
     >>> tokenizer.tokenize(["Hello worlds"])        # [1, (2), (1 or 2)]
     """
+
+    family = WORDPIECE  # what `kerasbert.text.families` knows it by
 
     def __init__(self, vocab_file, lower_case=True, max_bytes_per_word=400, name=None):
         super().__init__(name=name)

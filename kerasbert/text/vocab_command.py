@@ -30,9 +30,9 @@ def cmd_vocab(args):
 
 def _wordpiece(args):
     # Heavy imports here, so `kerasbert --help` does not load TensorFlow.
-    from kerasbert.text import vocabulary
+    from kerasbert.text import vocabulary, wordpiece_training
 
-    tokens = vocabulary.build_wordpiece_vocab(
+    tokens = wordpiece_training.build_wordpiece_vocab(
         args.input, args.vocab_size, lower_case=args.lower_case,
         show_progress=None if args.progress else False,
     )

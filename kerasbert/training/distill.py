@@ -75,7 +75,7 @@ class DistillConfig:
             if getattr(self, name) < 1:
                 raise UsageError(f"--{name.replace('_', '-')} must be >= 1, "
                                  f"got {getattr(self, name)}.")
-        from kerasbert.training.optimization import check_finite, check_learning_rate
+        from kerasbert.optimizers.optimization import check_finite, check_learning_rate
 
         check_learning_rate(self.learning_rate)
         check_finite("--end-learning-rate", self.end_learning_rate, low_inclusive=True)
@@ -160,7 +160,7 @@ def _make_optimizer(config, warmup_steps):
     """The pretrain recipe's optimizer. Under mixed_float16 the Distiller's
     `compile` wraps it in a LossScaleOptimizer (its policy is the
     student's)."""
-    from kerasbert.training import create_optimizer
+    from kerasbert.optimizers import create_optimizer
 
     return create_optimizer(
         config.learning_rate, num_train_steps=config.steps, warmup_steps=warmup_steps,

@@ -20,7 +20,7 @@ def _teacher_layers(text):
 
 
 def config_from_args(args):
-    from kerasbert.cli import parse_overrides
+    from kerasbert.models.presets import parse_overrides
     from kerasbert.training.distill import DistillConfig
 
     fields = {k: v for k, v in vars(args).items() if k in DistillConfig.__dataclass_fields__}

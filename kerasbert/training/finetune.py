@@ -30,8 +30,8 @@ import numpy as np
 
 from kerasbert.errors import UsageError
 from kerasbert.io_utils import atomic_write_json
-from kerasbert.training.run_files import new_figure
-from kerasbert.training.run_files import save_figure_atomically
+from kerasbert.plotting import new_figure
+from kerasbert.plotting import save_figure_atomically
 
 TASK_CLASSES = {
     "classification": "TextClassifier", "pair": "TextClassifier",
@@ -80,7 +80,7 @@ class FinetuneConfig:
             raise UsageError("Give --task SPEC (or --features DIR from create-finetuning-data).")
         if not self.task:
             self.task = f"features:{self.features}"
-        from kerasbert.training.optimization import check_finite, check_learning_rate
+        from kerasbert.optimizers.optimization import check_finite, check_learning_rate
 
         check_finite("--lm-weight", self.lm_weight, low_inclusive=True)
         for name in ("epochs", "batch_size"):
@@ -101,7 +101,7 @@ class FinetuneConfig:
                 bert_config_to_kwargs(self.bert_config)
             except (FileNotFoundError, ValueError) as err:
                 raise UsageError(f"--bert-config {err}") from None
-        from kerasbert.text.loading import resolve_tokenizer_path
+        from kerasbert.text.families import resolve_tokenizer_path
 
         resolve_tokenizer_path(self.vocab)  # UsageError naming a missing file
         self.check_output_dir()

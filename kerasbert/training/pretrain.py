@@ -72,7 +72,7 @@ class PretrainConfig:
                      "log_every", "keep_checkpoints"):
             if getattr(self, name) < 1:
                 raise UsageError(f"--{name.replace('_', '-')} must be >= 1, got {getattr(self, name)}.")
-        from kerasbert.training.optimization import check_finite, check_learning_rate
+        from kerasbert.optimizers.optimization import check_finite, check_learning_rate
 
         check_learning_rate(self.learning_rate)
         check_finite("--end-learning-rate", self.end_learning_rate, low_inclusive=True)
@@ -84,7 +84,7 @@ class PretrainConfig:
         if self.resume and self.init_from:
             raise UsageError("--resume and --init-from exclude each other (resume continues this "
                              "run; init-from starts a new run from another one's weights).")
-        from kerasbert.text.loading import resolve_tokenizer_path
+        from kerasbert.text.families import resolve_tokenizer_path
 
         resolve_tokenizer_path(self.vocab)  # names a missing file
 
@@ -218,7 +218,7 @@ def dummy_batch(seq_length, num_predictions, with_sentence):
 def _make_optimizer(config, warmup_steps):
     import keras
 
-    from kerasbert.training import create_optimizer
+    from kerasbert.optimizers import create_optimizer
 
     optimizer = create_optimizer(
         config.learning_rate, num_train_steps=config.steps, warmup_steps=warmup_steps,
@@ -461,7 +461,7 @@ def run_pretraining(config):
     warmup_steps = (config.warmup_steps if config.warmup_steps is not None
                     else config.steps // 10)
 
-    from kerasbert.text.loading import read_vocabulary
+    from kerasbert.text.families import read_vocabulary
 
     vocab_size = len(read_vocabulary(config.vocab)[2])
     with strategy.scope():

@@ -10,7 +10,7 @@ from kerasbert.errors import UsageError
 
 
 def _config_from_args(args):
-    from kerasbert.cli import parse_overrides
+    from kerasbert.models.presets import parse_overrides
     from kerasbert.training.pretrain import PretrainConfig
 
     fields = {k: v for k, v in vars(args).items() if k in PretrainConfig.__dataclass_fields__}

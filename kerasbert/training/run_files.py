@@ -9,6 +9,9 @@ TensorBoard scalars, the training-curve plot and atomically saved models.
 import json
 import os
 
+from kerasbert.plotting import new_figure
+from kerasbert.plotting import save_figure_atomically
+
 HISTORY_FILE = "history.jsonl"
 CURVE_FILE = "training_curve.png"
 
@@ -106,23 +109,6 @@ def plot_training_curve(run_dir):
     path = os.path.join(run_dir, CURVE_FILE)
     save_figure_atomically(fig, path)
     return path
-
-
-def new_figure(**kwargs):
-    """A matplotlib `Figure` outside pyplot: no backend is chosen or
-    changed (a notebook's inline plots keep working) and nothing is left
-    open in pyplot's figure list. Show one in a notebook with `display(fig)`."""
-    from matplotlib.figure import Figure
-
-    return Figure(**kwargs)
-
-
-def save_figure_atomically(fig, path):
-    """Saves a matplotlib figure as PNG through a temporary name."""
-    from kerasbert.io_utils import atomic_file
-
-    with atomic_file(path, suffix=".png") as tmp:
-        fig.savefig(tmp, dpi=100)
 
 
 def save_keras_atomically(model, path):

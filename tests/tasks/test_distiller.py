@@ -15,7 +15,7 @@ from kerasbert.tasks import BertPretrainer
 from kerasbert.tasks.distiller import Distiller
 from kerasbert.tasks.distiller import init_student_from_teacher
 from kerasbert.testing import TestCase
-from kerasbert.training.optimizers import AdamW
+from kerasbert.optimizers.bert_optimizers import AdamW
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(__file__)), "training"))
 import pretrain_data as pd  # noqa: E402

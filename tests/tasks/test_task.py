@@ -11,7 +11,7 @@ import pytest
 from kerasbert.tasks import TextClassifier
 from kerasbert.tasks.task import backbone_inputs
 from kerasbert.tasks.task import fine_tuning_optimizer
-from kerasbert.training import AdamW
+from kerasbert.optimizers import AdamW
 
 sys.path.insert(0, os.path.dirname(__file__))
 from task_fixtures import micro_backbone  # noqa: E402

@@ -33,14 +33,14 @@ def make_data(directory, *, seq_length=32, predictions=5, objective="nsp",
               masking=True, dupe_factor=2, num_shards=2, corpus=None, vocab=None):
     """(vocab.txt, shard folder) under `directory` (reused when present)."""
     from kerasbert.data import create_pretraining_data
-    from kerasbert.text import vocabulary
+    from kerasbert.text import vocabulary, wordpiece_training
 
     os.makedirs(directory, exist_ok=True)
     corpus = corpus or write_corpus(os.path.join(directory, "corpus.txt"))
     if vocab is None:
         vocab = os.path.join(directory, "vocab.txt")
         if not os.path.exists(vocab):
-            vocabulary.write_vocab(vocabulary.build_wordpiece_vocab([corpus], 200), vocab)
+            vocabulary.write_vocab(wordpiece_training.build_wordpiece_vocab([corpus], 200), vocab)
     out = os.path.join(directory, f"data-{objective}-{seq_length}-{'m' if masking else 'u'}")
     if not os.path.exists(os.path.join(out, "metadata.json")):
         create_pretraining_data(

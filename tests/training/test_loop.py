@@ -7,7 +7,7 @@ import tensorflow as tf
 
 from kerasbert.models import BertBackbone
 from kerasbert.tasks import BertPretrainer
-from kerasbert.training import AdamW
+from kerasbert.optimizers import AdamW
 from kerasbert.training.loop import TrainStep
 from kerasbert.training.strategies import resolve_strategy
 

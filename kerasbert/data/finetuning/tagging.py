@@ -27,7 +27,8 @@ def _in_context(tokenizer, examples):
     with a leading space for byte-level BPE (not before the first word, nor
     for a blank word, which must stay empty), unchanged otherwise (WordPiece
     ignores spaces; SentencePiece marks every word "▁" anyway)."""
-    from kerasbert.text.loading import BPE, tokenizer_kind
+    from kerasbert.text.families import BPE
+    from kerasbert.text.loading import tokenizer_kind
 
     if tokenizer_kind(tokenizer) != BPE:
         return [w for e in examples for w in e["tokens"]]

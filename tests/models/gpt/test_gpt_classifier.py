@@ -113,12 +113,12 @@ def write_pairs(path, n, seed):
 @pytest.mark.parametrize("lm_weight", ["0.5", "0"])
 def test_finetune_cli_builds_a_gpt_classifier(tmp_path, lm_weight):
     from kerasbert.cli import main
-    from kerasbert.text import vocabulary
+    from kerasbert.text import vocabulary, wordpiece_training
 
     train = write_pairs(tmp_path / "train.csv", 160, 0)
     valid = write_pairs(tmp_path / "valid.csv", 60, 1)
     vocab = str(tmp_path / "vocab.txt")
-    vocabulary.write_vocab(vocabulary.build_wordpiece_vocab([train], 120), vocab)
+    vocabulary.write_vocab(wordpiece_training.build_wordpiece_vocab([train], 120), vocab)
     size = len(open(vocab, encoding="utf-8").read().splitlines())
     backbone = GptBackbone(**dict(KWARGS, vocabulary_size=size, hidden_dim=32,
                                   intermediate_dim=64, max_sequence_length=32))

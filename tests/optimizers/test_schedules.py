@@ -4,7 +4,7 @@ import keras
 import numpy as np
 import pytest
 
-from kerasbert.training import WarmupDecaySchedule
+from kerasbert.optimizers import WarmupDecaySchedule
 
 
 def _values(schedule, steps):

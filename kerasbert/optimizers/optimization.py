@@ -3,10 +3,10 @@
 import math
 
 from kerasbert.errors import UsageError
-from kerasbert.training.optimizers import DEFAULT_WEIGHT_DECAY_EXCLUSIONS
-from kerasbert.training.optimizers import AdamW
-from kerasbert.training.optimizers import Lamb
-from kerasbert.training.schedules import WarmupDecaySchedule
+from kerasbert.optimizers.bert_optimizers import DEFAULT_WEIGHT_DECAY_EXCLUSIONS
+from kerasbert.optimizers.bert_optimizers import AdamW
+from kerasbert.optimizers.bert_optimizers import Lamb
+from kerasbert.optimizers.schedules import WarmupDecaySchedule
 
 OPTIMIZERS = {"adamw": AdamW, "lamb": Lamb}
 
@@ -82,7 +82,7 @@ def create_optimizer(
             variable's own name.
 
     Returns:
-        a `kerasbert.training.AdamW` or `kerasbert.training.Lamb`.
+        a `kerasbert.optimizers.AdamW` or `kerasbert.optimizers.Lamb`.
     """
     key = str(optimizer).lower()
     if key not in OPTIMIZERS:

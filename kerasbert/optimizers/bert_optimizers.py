@@ -2,7 +2,7 @@
 
 Both are subclasses of the Keras 3 optimizers of the same name and add what
 BERT training needs on top of them (see `BertOptimizerMixin`). Build them
-directly, or with `kerasbert.training.create_optimizer(...)`.
+directly, or with `kerasbert.optimizers.create_optimizer(...)`.
 """
 
 import re
@@ -10,8 +10,8 @@ import re
 import keras
 from keras import ops
 
-from kerasbert.training.layer_decay import infer_num_layers
-from kerasbert.training.layer_decay import layer_decay_multiplier
+from kerasbert.optimizers.layer_decay import infer_num_layers
+from kerasbert.optimizers.layer_decay import layer_decay_multiplier
 
 # Matched (regex search) against a variable's own name, the last component
 # of its path: LayerNormalization's `gamma` / `beta`, Dense's `bias`, our
@@ -111,7 +111,7 @@ class BertOptimizerMixin:
        variable's own name, and they round-trip through `get_config`.
     2. Layer-wise learning-rate decay: with `layer_decay` set, the variable
        at encoder depth d trains with `lr * layer_decay ** (L + 1 - d)`
-       (`kerasbert.training.layer_decay`). The learning rate itself is
+       (`kerasbert.optimizers.layer_decay`). The learning rate itself is
        scaled inside `update_step` (scaling gradients would do nothing:
        Adam is invariant to the gradient's scale), and so is the weight
        decay, which is proportional to that variable's learning rate.

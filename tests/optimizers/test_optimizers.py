@@ -13,12 +13,12 @@ import tensorflow as tf
 
 from kerasbert.layers import MaskedLMHead
 from kerasbert.models import BertBackbone
-from kerasbert.training import AdamW
-from kerasbert.training import Lamb
-from kerasbert.training import WarmupDecaySchedule
-from kerasbert.training import create_optimizer
-from kerasbert.training import deduplicate_gradient
-from kerasbert.training import layer_depth
+from kerasbert.optimizers import AdamW
+from kerasbert.optimizers import Lamb
+from kerasbert.optimizers import WarmupDecaySchedule
+from kerasbert.optimizers import create_optimizer
+from kerasbert.optimizers import deduplicate_gradient
+from kerasbert.optimizers import layer_depth
 
 
 @pytest.fixture(scope="module")
@@ -509,7 +509,7 @@ cpu = tf.config.list_physical_devices("CPU")[0]
 tf.config.set_logical_device_configuration(
     cpu, [tf.config.LogicalDeviceConfiguration()] * 2)
 import keras
-from kerasbert.training import create_optimizer
+from kerasbert.optimizers import create_optimizer
 
 def model(kind, accumulation_steps, strategy):
     with strategy.scope():
@@ -572,7 +572,7 @@ def test_mirrored_strategy_matches_one_device():
 JAX_SCRIPT = """
 import numpy as np, keras
 assert keras.config.backend() == "jax"
-from kerasbert.training import create_optimizer
+from kerasbert.optimizers import create_optimizer
 
 def run(accumulation_steps, batch_size):
     keras.utils.set_random_seed(0)
