@@ -25,9 +25,9 @@ import numpy as np
 from kerasbert.convert.bert_weights import LAYER_KEYS
 from kerasbert.convert.bert_weights import get_bert_weights
 from kerasbert.convert.bert_weights import set_bert_weights
-from kerasbert.convert.keras_hub import keras_hub_canonical_shape
-from kerasbert.convert.keras_hub import keras_hub_block_variables
-from kerasbert.convert.keras_hub import keras_hub_top_variables
+from kerasbert.convert.keras_hub_bert import keras_hub_canonical_shape
+from kerasbert.convert.keras_hub_bert import keras_hub_block_variables
+from kerasbert.convert.keras_hub_bert import keras_hub_top_variables
 
 # Constructor arguments that keras-hub's AlbertBackbone shares with ours.
 _KERAS_HUB_CONFIG = (

@@ -16,9 +16,9 @@ import numpy as np
 from kerasbert.convert.bert_weights import _assign
 from kerasbert.convert.bert_weights import get_bert_weights
 from kerasbert.convert.bert_weights import set_bert_weights
-from kerasbert.convert.keras_hub import keras_hub_block_variables
-from kerasbert.convert.keras_hub import keras_hub_canonical_shape
-from kerasbert.convert.keras_hub import keras_hub_top_variables
+from kerasbert.convert.keras_hub_bert import keras_hub_block_variables
+from kerasbert.convert.keras_hub_bert import keras_hub_canonical_shape
+from kerasbert.convert.keras_hub_bert import keras_hub_top_variables
 
 _PROJECTION = ("embedding_projection_kernel", "embedding_projection_bias")
 # keras-hub ElectraBackbone argument -> ours (its vocabulary is `vocab_size`).

@@ -1,98 +1,35 @@
-"""keras-hub backbones <-> ours: `from_keras_hub` / `to_keras_hub` pick the
-family (each family's mapping lives in `<family>_weights.py`); BERT's is here.
-
-keras-hub stores attention kernels per head ([H, N, D] and [N, D, H]) and
-uses the tanh-approximate GELU; the converted model keeps that activation so
-its outputs match keras-hub's exactly.
+"""keras-hub backbones <-> ours, whatever the family: `from_keras_hub` /
+`to_keras_hub` look the backbone's class up in `FAMILIES` (each family's
+mapping lives in `<family>_weights.py`, BERT's in `keras_hub_bert.py`).
 """
 
-import numpy as np
+from kerasbert.convert import albert_weights
+from kerasbert.convert import distil_bert_weights
+from kerasbert.convert import electra_weights
+from kerasbert.convert import keras_hub_bert
+from kerasbert.convert import roberta_weights
 
-from kerasbert.convert.bert_weights import get_bert_weights
-from kerasbert.convert.bert_weights import set_bert_weights
-
-
-def _require_keras_hub_bert(backbone):
-    import keras_hub
-
-    if not isinstance(backbone, keras_hub.models.BertBackbone):
-        raise TypeError(
-            "from_keras_hub expects a keras_hub.models.BertBackbone, got "
-            f"{type(backbone).__name__}."
-        )
-
-
-def keras_hub_top_variables(peer):
-    """(canonical key, keras-hub variable) outside the encoder layers."""
-    return (
-        ("word_embeddings", peer.token_embedding.embeddings),
-        ("position_embeddings", peer.position_embedding.position_embeddings),
-        ("type_embeddings", peer.segment_embedding.embeddings),
-        ("embeddings_ln_gamma", peer.embeddings_layer_norm.gamma),
-        ("embeddings_ln_beta", peer.embeddings_layer_norm.beta),
-        ("pooler_kernel", peer.pooled_dense.kernel),
-        ("pooler_bias", peer.pooled_dense.bias),
-    )
+#: Backbone class name (keras-hub's and ours are named alike) ->
+#: (keras-hub -> ours, ours -> keras-hub).
+FAMILIES = {
+    "BertBackbone": (keras_hub_bert.bert_from_keras_hub, keras_hub_bert.bert_to_keras_hub),
+    "AlbertBackbone": (albert_weights.albert_from_keras_hub, albert_weights.albert_to_keras_hub),
+    "RobertaBackbone": (roberta_weights.roberta_from_keras_hub,
+                        roberta_weights.roberta_to_keras_hub),
+    "DistilBertBackbone": (distil_bert_weights.distil_bert_from_keras_hub,
+                           distil_bert_weights.distil_bert_to_keras_hub),
+    "ElectraBackbone": (electra_weights.electra_from_keras_hub,
+                        electra_weights.electra_to_keras_hub),
+}
 
 
-def keras_hub_block_variables(layer):
-    """(canonical key, keras-hub variable) of one TransformerEncoder. The
-    canonical shape is 2-D [in, out] / 1-D, so per-head tensors are
-    reshaped on the way in and out."""
-    attn = layer._self_attention_layer
-    return (
-        ("query_kernel", attn._query_dense.kernel),
-        ("query_bias", attn._query_dense.bias),
-        ("key_kernel", attn._key_dense.kernel),
-        ("key_bias", attn._key_dense.bias),
-        ("value_kernel", attn._value_dense.kernel),
-        ("value_bias", attn._value_dense.bias),
-        ("attention_output_kernel", attn._output_dense.kernel),
-        ("attention_output_bias", attn._output_dense.bias),
-        ("attention_ln_gamma", layer._self_attention_layer_norm.gamma),
-        ("attention_ln_beta", layer._self_attention_layer_norm.beta),
-        ("intermediate_kernel", layer._feedforward_intermediate_dense.kernel),
-        ("intermediate_bias", layer._feedforward_intermediate_dense.bias),
-        ("output_kernel", layer._feedforward_output_dense.kernel),
-        ("output_bias", layer._feedforward_output_dense.bias),
-        ("output_ln_gamma", layer._feedforward_layer_norm.gamma),
-        ("output_ln_beta", layer._feedforward_layer_norm.beta),
-    )
-
-
-def keras_hub_canonical_shape(key, variable, hidden):
-    """Only the per-head attention tensors differ from the canonical 2-D
-    [in, out] / 1-D layout."""
-    if key in ("query_kernel", "key_kernel", "value_kernel"):
-        return (hidden, -1)  # [H, N, D] -> [H, N * D]
-    if key == "attention_output_kernel":
-        return (-1, hidden)  # [N, D, H] -> [N * D, H]
-    if key in ("query_bias", "key_bias", "value_bias"):
-        return (-1,)  # [N, D] -> [N * D]
-    return tuple(variable.shape)
-
-
-def keras_hub_to_canonical(backbone):
-    """Reads a keras-hub BertBackbone into the canonical weight dict."""
-    _require_keras_hub_bert(backbone)
-    hidden = backbone.hidden_dim
-    weights = {k: v.numpy() for k, v in keras_hub_top_variables(backbone)}
-    weights["layers"] = [
-        {
-            key: np.reshape(v.numpy(), keras_hub_canonical_shape(key, v, hidden))
-            for key, v in keras_hub_block_variables(layer)
-        }
-        for layer in backbone.transformer_layers
-    ]
-    return weights
-
-
-def _config_of(backbone):
-    keys = (
-        "vocabulary_size", "num_layers", "num_heads", "hidden_dim",
-        "intermediate_dim", "max_sequence_length", "num_segments", "dropout",
-    )
-    return {k: getattr(backbone, k) for k in keys}
+def _converters(backbone, package):
+    """The `FAMILIES` entry of the most specific class of `backbone` that
+    belongs to `package` ("keras_hub" or "kerasbert"); None if none does."""
+    for cls in type(backbone).__mro__:
+        if cls.__module__.split(".")[0] == package and cls.__name__ in FAMILIES:
+            return FAMILIES[cls.__name__]
+    return None
 
 
 def from_keras_hub(backbone):
@@ -100,93 +37,17 @@ def from_keras_hub(backbone):
     BertBackbone, AlbertBackbone, RobertaBackbone, DistilBertBackbone,
     ElectraBackbone.
     Same architecture and weights; outputs agree to float32 rounding."""
-    import keras_hub
-
-    from kerasbert.convert.albert_weights import albert_from_keras_hub
-    from kerasbert.convert.distil_bert_weights import distil_bert_from_keras_hub
-    from kerasbert.convert.electra_weights import electra_from_keras_hub
-    from kerasbert.convert.roberta_weights import roberta_from_keras_hub
-
-    models = keras_hub.models
-    # Subclasses first: keras-hub's families do not derive from each other
-    # today, but the most specific match must win if they ever do.
-    for peer_cls, convert in (
-        (models.AlbertBackbone, albert_from_keras_hub),
-        (models.RobertaBackbone, roberta_from_keras_hub),
-        (models.DistilBertBackbone, distil_bert_from_keras_hub),
-        (models.ElectraBackbone, electra_from_keras_hub),
-        (models.BertBackbone, bert_from_keras_hub),
-    ):
-        if isinstance(backbone, peer_cls):
-            return convert(backbone)
-    raise TypeError(
-        "from_keras_hub converts keras-hub's BertBackbone, AlbertBackbone, "
-        f"RobertaBackbone, DistilBertBackbone and ElectraBackbone; got {type(backbone).__name__}."
-    )
+    converters = _converters(backbone, "keras_hub")
+    if converters is None:
+        raise TypeError(
+            f"from_keras_hub converts keras-hub's {', '.join(FAMILIES)}; "
+            f"got {type(backbone).__name__}.")
+    return converters[0](backbone)
 
 
 def to_keras_hub(backbone):
     """Converts one of our backbones into keras-hub's of the same family."""
-    from kerasbert.convert.albert_weights import albert_to_keras_hub
-    from kerasbert.convert.distil_bert_weights import distil_bert_to_keras_hub
-    from kerasbert.convert.electra_weights import electra_to_keras_hub
-    from kerasbert.convert.roberta_weights import roberta_to_keras_hub
-    from kerasbert import models
-
-    for ours_cls, convert in (
-        (models.AlbertBackbone, albert_to_keras_hub),
-        (models.RobertaBackbone, roberta_to_keras_hub),
-        (models.DistilBertBackbone, distil_bert_to_keras_hub),
-        (models.ElectraBackbone, electra_to_keras_hub),
-        (models.BertBackbone, bert_to_keras_hub),
-    ):
-        if isinstance(backbone, ours_cls):
-            return convert(backbone)
-    raise TypeError(f"to_keras_hub: no keras-hub family for {type(backbone).__name__}.")
-
-
-def bert_from_keras_hub(backbone):
-    """Converts a `keras_hub.models.BertBackbone` into a `BertBackbone`.
-
-    Same architecture, same weights, same activation (tanh GELU): outputs
-    agree to float32 rounding. keras-hub's input names map to ours as
-    token_ids -> input_word_ids, padding_mask -> input_mask,
-    segment_ids -> input_type_ids.
-    """
-    from kerasbert.models import BertBackbone
-
-    weights = keras_hub_to_canonical(backbone)
-    ours = BertBackbone(
-        **_config_of(backbone),
-        activation="gelu_approximate",
-        dtype=backbone.dtype_policy,
-    )
-    return set_bert_weights(ours, weights)
-
-
-def bert_to_keras_hub(backbone):
-    """Converts our `BertBackbone` into a `keras_hub.models.BertBackbone`.
-
-    keras-hub's BERT always uses the tanh GELU, so only backbones with
-    `activation="gelu_approximate"` convert exactly; others raise.
-    """
-    import keras_hub
-
-    if backbone.activation != "gelu_approximate":
-        raise ValueError(
-            "keras-hub's BertBackbone uses the tanh-approximate GELU; this "
-            f"backbone uses {backbone.activation!r}, so its outputs would "
-            "change. Convert only gelu_approximate backbones."
-        )
-    if backbone.embedding_dim not in (None, backbone.hidden_dim):
-        raise ValueError("keras-hub's BertBackbone has no factorised embedding.")
-    weights = get_bert_weights(backbone)
-    peer = keras_hub.models.BertBackbone(
-        **_config_of(backbone), dtype=backbone.dtype_policy
-    )
-    for key, variable in keras_hub_top_variables(peer):
-        variable.assign(weights[key])
-    for layer, src in zip(peer.transformer_layers, weights["layers"]):
-        for key, variable in keras_hub_block_variables(layer):
-            variable.assign(np.reshape(src[key], variable.shape))
-    return peer
+    converters = _converters(backbone, "kerasbert")
+    if converters is None:
+        raise TypeError(f"to_keras_hub: no keras-hub family for {type(backbone).__name__}.")
+    return converters[1](backbone)

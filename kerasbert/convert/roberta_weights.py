@@ -15,12 +15,11 @@ used by a real token. Our table (and keras-hub's) starts at row 0, so
 
 import numpy as np
 
-from kerasbert.convert.bert_weights import LAYER_KEYS
 from kerasbert.convert.bert_weights import _assign
 from kerasbert.convert.bert_weights import get_bert_weights
 from kerasbert.convert.bert_weights import set_bert_weights
-from kerasbert.convert.keras_hub import keras_hub_block_variables
-from kerasbert.convert.keras_hub import keras_hub_canonical_shape
+from kerasbert.convert.keras_hub_bert import keras_hub_block_variables
+from kerasbert.convert.keras_hub_bert import keras_hub_canonical_shape
 
 POSITION_OFFSET = 2  # padding_idx (1) + 1 in fairseq / Hugging Face.
 

@@ -188,7 +188,7 @@ def export_hub(backbone_path, vocab_file, output_dir, lower_case=True, seq_lengt
             not match, an existing output without `overwrite`.
     """
     from kerasbert import io_utils
-    from kerasbert.backbone_loading import load_backbone
+    from kerasbert.tasks.backbone_loading import load_backbone
 
     backbone_path, vocab_file = os.fspath(backbone_path), os.fspath(vocab_file)
     output_dir = os.path.abspath(os.fspath(output_dir))

@@ -10,7 +10,7 @@ beside --output and renamed when complete. TensorFlow is imported only when
 the command runs.
 
 The backbone flags and loading are shared with `finetune`
-(kerasbert.backbone_loading).
+(kerasbert.tasks.backbone_loading).
 """
 
 import argparse
@@ -18,7 +18,7 @@ import os
 import re
 
 from kerasbert.errors import UsageError
-from kerasbert.backbone_loading import add_backbone_arguments, load_backbone_from_args  # noqa: F401
+from kerasbert.tasks.backbone_loading import add_backbone_arguments, load_backbone_from_args  # noqa: F401
 
 
 def add_arguments(parser):

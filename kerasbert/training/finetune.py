@@ -122,9 +122,9 @@ class FinetuneConfig:
 
 
 def load_backbone(config, tokenizer):
-    """The backbone to fine-tune (kerasbert.backbone_loading), checked
+    """The backbone to fine-tune (kerasbert.tasks.backbone_loading), checked
     against the tokenizer's vocabulary."""
-    from kerasbert.backbone_loading import load_backbone as load
+    from kerasbert.tasks.backbone_loading import load_backbone as load
 
     vocab_size = tokenizer.vocabulary_size
     backbone = load(config.backbone, config.preset, config.init_checkpoint, config.bert_config,

@@ -48,7 +48,7 @@ def cmd_evaluate(args):
 
 
 def register(subparsers):
-    from kerasbert.backbone_loading import add_backbone_arguments
+    from kerasbert.tasks.backbone_loading import add_backbone_arguments
     from kerasbert.data.finetuning.cli_args import add_task_arguments
 
     ft = subparsers.add_parser(

@@ -128,7 +128,7 @@ def test_run_writes_the_discriminator(quick_run):
     for a, b in zip(backbone.get_weights(), pretrainer.backbone.get_weights()):
         np.testing.assert_array_equal(a, b)
     # `finetune --backbone RUN/pretrainer.keras` also gets the discriminator.
-    from kerasbert.backbone_loading import load_backbone
+    from kerasbert.tasks.backbone_loading import load_backbone
 
     from_pretrainer = load_backbone(backbone=str(run / "pretrainer.keras"))
     assert type(from_pretrainer) is ElectraBackbone and from_pretrainer.hidden_dim == 32

@@ -37,7 +37,7 @@ def load_backbone(backbone=None, preset=None, init_checkpoint=None, bert_config=
         UsageError: missing files, unknown preset, a checkpoint that does not
             fit the architecture, a model without a backbone.
     """
-    from kerasbert.saving import load_model
+    from kerasbert.saving import load_model  # lazy: keras
 
     if backbone is not None:
         if init_checkpoint or bert_config:

@@ -1,0 +1,174 @@
+"""The package's import layers, read from the source with `ast` (nothing is
+imported, so this runs in a second): a module may import its own layer and
+the layers below it, never one above, not even inside a function, and no
+chain of imports may come back to where it started.
+
+    errors, io_utils, kernels, metrics, version, plotting
+      < layers, text, optimizers
+      < models, data
+      < convert
+      < tasks, saving
+      < training, serving, runs
+      < commands, cli, demo, testing, the package itself
+
+`saving` registers every Keras class the package defines (layers to tasks)
+and loads them, so it sits with `tasks`; `testing` holds helpers for test
+suites and may use anything.
+"""
+
+import ast
+import os
+
+import pytest
+
+PACKAGE = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "kerasbert")
+
+LAYERS = (
+    ("errors", "io_utils", "kernels", "metrics", "version", "plotting"),
+    ("layers", "text", "optimizers"),
+    ("models", "data"),
+    ("convert",),
+    ("tasks", "saving"),
+    ("training", "serving", "runs"),
+    ("commands", "cli", "demo", "testing", "__main__", ""),
+)
+RANK = {name: rank for rank, names in enumerate(LAYERS) for name in names}
+
+
+def module_name(path):
+    parts = os.path.relpath(path, os.path.dirname(PACKAGE))[:-3].split(os.sep)
+    return ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
+
+
+def rank(module):
+    """Layer of `kerasbert.X...` (the package itself: the top)."""
+    top = module.split(".")[1] if "." in module else ""
+    return RANK[top]
+
+
+def resolve(module, node, is_package):
+    """Absolute kerasbert module names an import statement names (a
+    `from package import submodule` counts as the submodule)."""
+    if isinstance(node, ast.Import):
+        return [alias.name for alias in node.names]
+    if node.level:
+        base = module.split(".")
+        base = base[: len(base) - node.level + (1 if is_package else 0)]
+        target = ".".join(base + ([node.module] if node.module else []))
+    else:
+        target = node.module or ""
+    names = []
+    for alias in node.names:
+        candidate = f"{target}.{alias.name}"
+        path = os.path.join(os.path.dirname(PACKAGE), *candidate.split("."))
+        names.append(candidate if os.path.isdir(path) or os.path.isfile(path + ".py") else target)
+    return names
+
+
+def walk(tree):
+    """(import node, inside a function?) for every import in the module."""
+    def visit(node, in_function):
+        for child in ast.iter_child_nodes(node):
+            nested = in_function or isinstance(
+                child, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda))
+            if isinstance(child, (ast.Import, ast.ImportFrom)):
+                yield child, nested
+            yield from visit(child, nested)
+    yield from visit(tree, False)
+
+
+def package_imports():
+    """[(module, imported kerasbert module, line, in function)]."""
+    found = []
+    for folder, _, files in os.walk(PACKAGE):
+        for name in sorted(files):
+            if not name.endswith(".py"):
+                continue
+            path = os.path.join(folder, name)
+            module = module_name(path)
+            with open(path, encoding="utf-8") as f:
+                tree = ast.parse(f.read(), path)
+            for node, in_function in walk(tree):
+                for target in resolve(module, node, name == "__init__.py"):
+                    if target.split(".")[0] == "kerasbert":
+                        found.append((module, target, node.lineno, in_function))
+    return found
+
+
+IMPORTS = package_imports()
+
+
+def test_the_walk_sees_the_package():
+    modules = {module for module, *_ in IMPORTS}
+    assert len(IMPORTS) > 300 and "kerasbert.models.bert.bert_backbone" in modules
+
+
+def test_every_module_has_a_layer():
+    unplaced = sorted({m for edge in IMPORTS for m in edge[:2]
+                       if (m.split(".")[1] if "." in m else "") not in RANK})
+    assert not unplaced, f"give these a layer in tests/test_layering.py: {unplaced}"
+
+
+def test_no_import_goes_up_a_layer():
+    upward = [f"{module}:{line} imports {target}" + (" (in a function)" if nested else "")
+              for module, target, line, nested in IMPORTS if rank(target) > rank(module)]
+    assert not upward, "imports against the layers:\n" + "\n".join(upward)
+
+
+def test_no_import_cycles():
+    """No module reaches itself through imports (top-level or in functions)."""
+    graph = {}
+    for module, target, *_ in IMPORTS:
+        if module != target:
+            graph.setdefault(module, set()).add(target)
+    cycles = _strongly_connected(graph)
+    assert not cycles, "import cycles:\n" + "\n".join(" <-> ".join(sorted(c)) for c in cycles)
+
+
+@pytest.mark.parametrize("module", ["kerasbert.cli"])
+def test_library_code_does_not_import_the_command_line(module):
+    users = sorted({f"{m}:{line}" for m, target, line, _ in IMPORTS
+                    if target == module and rank(m) < RANK["cli"]})
+    assert not users, f"{module} is imported by library code: {users}"
+
+
+def _strongly_connected(graph):
+    """Tarjan's algorithm, iterative: the components with more than one
+    module."""
+    index, low, on_stack, stack, components = {}, {}, set(), [], []
+    counter = 0
+    for root in list(graph):
+        if root in index:
+            continue
+        work = [(root, iter(graph.get(root, ())))]
+        index[root] = low[root] = counter
+        counter += 1
+        stack.append(root)
+        on_stack.add(root)
+        while work:
+            node, children = work[-1]
+            child = next(children, None)
+            if child is not None:
+                if child not in index:
+                    index[child] = low[child] = counter
+                    counter += 1
+                    stack.append(child)
+                    on_stack.add(child)
+                    work.append((child, iter(graph.get(child, ()))))
+                elif child in on_stack:
+                    low[node] = min(low[node], index[child])
+                continue
+            work.pop()
+            if work:
+                low[work[-1][0]] = min(low[work[-1][0]], low[node])
+            if low[node] == index[node]:
+                component = []
+                while True:
+                    member = stack.pop()
+                    on_stack.discard(member)
+                    component.append(member)
+                    if member == node:
+                        break
+                if len(component) > 1:
+                    components.append(component)
+    return components
