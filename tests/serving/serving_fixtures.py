@@ -28,8 +28,6 @@ FRESH_PREAMBLE = """
 import json, os, sys
 os.environ["TF_CPP_MIN_LOG_LEVEL"] = "3"
 import numpy as np
-
-from kerasbert.testing.files import write_vocabulary
 import tensorflow as tf
 import tensorflow_text  # registers the tokenizer ops (and itself imports keras)
 
