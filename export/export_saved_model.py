@@ -15,7 +15,7 @@ from kerasbert.cli import script_main  # noqa: E402
 
 
 def main(argv=None):
-    return script_main("kerasbert.serving.export_command", "export_saved_model.py", __doc__.splitlines()[0], argv)
+    return script_main("export", "export_saved_model.py", __doc__.splitlines()[0], argv)
 
 
 if __name__ == "__main__":

@@ -6,54 +6,13 @@ override, ...), 1 unexpected failure.
 
 import argparse
 import errno
-import importlib
 import os
 import sys
 
+from kerasbert import commands
 from kerasbert.errors import UsageError
 
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
-
-# Modules that add sub-commands: each has `register(subparsers)`, which adds
-# its parser and sets `func`. They import heavy libraries only inside `func`,
-# so `kerasbert --help` stays instant.
-COMMAND_MODULES = (
-    "kerasbert.text.vocab_command",
-    "kerasbert.data.create_command",
-    "kerasbert.training.pretrain_command",
-    "kerasbert.data.finetuning.create_command",
-    "kerasbert.tasks.extract_features_command",
-    "kerasbert.tasks.generate_command",
-    "kerasbert.training.finetune_command",
-    "kerasbert.training.distill_command",
-    "kerasbert.serving.export_command",
-    "kerasbert.serving.hub_command",
-    "kerasbert.serving.predict_command",
-)
-
-
-def cmd_info(args):
-    from kerasbert.models import presets  # lazy: keeps `kerasbert --help` instant
-
-    backbone = presets.build_backbone(args.preset, presets.parse_overrides(args.set))
-    print(f"preset {args.preset}")
-    print(backbone.describe())
-
-
-def cmd_presets(args):
-    from kerasbert.models import get_preset
-    from kerasbert.models.presets import presets_by_family
-
-    for family, names in presets_by_family().items():
-        print(f"{family}:")
-        for name in names:
-            print(f"  {name:<22} {get_preset(name)['description']}")
-
-
-def cmd_demo(args):
-    from kerasbert.demo import run_demo
-
-    run_demo(args.output_dir, quick=args.quick)
 
 
 def make_parser():
@@ -64,29 +23,8 @@ def make_parser():
     )
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
     sub.required = True
-
-    info = sub.add_parser("info", help="Print a preset's architecture and size.")
-    info.add_argument("--preset", required=True, help="e.g. bert_base")
-    info.add_argument(
-        "--set",
-        action="append",
-        metavar="KEY=VALUE",
-        help="Override a config value (repeatable), e.g. --set num_layers=4",
-    )
-    info.set_defaults(func=cmd_info)
-
-    presets = sub.add_parser("presets", help="List every preset.")
-    presets.set_defaults(func=cmd_presets)
-
-    demo = sub.add_parser("demo", help="End to end, offline: model checks, then vocabulary -> "
-                          "pretraining data -> pretraining on the built-in corpus.")
-    demo.add_argument("--output-dir", default="runs/demo")
-    demo.add_argument("--quick", action="store_true",
-                      help="Tiny corpus and 20 steps (what the tests run).")
-    demo.set_defaults(func=cmd_demo)
-
-    for module in COMMAND_MODULES:
-        importlib.import_module(module).register(sub)
+    for name in commands.COMMANDS:
+        commands.register(sub, name)
     return parser
 
 
@@ -139,11 +77,12 @@ def check_arguments_are_text(argv, prog):
     return None
 
 
-def script_main(command_module, prog, description, argv=None):
-    """`main` of a thin script (tfrecords/*.py) over a command module that
-    has `add_arguments(parser)` and `run(args)`: same flags, same errors."""
-    module = importlib.import_module(command_module)
-    parser = module.add_arguments(argparse.ArgumentParser(prog=prog, description=description))
+def script_main(command, prog, description, argv=None):
+    """`main` of a thin script (tfrecords/*.py, export/*.py) that runs one
+    verb (`command`: its module name in kerasbert.commands): same flags,
+    same errors as `kerasbert VERB`."""
+    parser = commands.standalone_parser(command, prog, description)
+    module = commands.command_module(command)
     argv = sys.argv[1:] if argv is None else argv
     problem = check_arguments_are_text(argv, prog)
     if problem:

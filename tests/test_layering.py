@@ -172,3 +172,30 @@ def _strongly_connected(graph):
                 if len(component) > 1:
                     components.append(component)
     return components
+
+
+def test_argparse_only_in_the_command_line():
+    users = []
+    for folder, _, files in os.walk(PACKAGE):
+        for name in files:
+            path = os.path.join(folder, name)
+            if not name.endswith(".py"):
+                continue
+            module = module_name(path)
+            if module == "kerasbert.cli" or module.startswith("kerasbert.commands"):
+                continue
+            with open(path, encoding="utf-8") as f:
+                tree = ast.parse(f.read(), path)
+            for node, _ in walk(tree):
+                names = ([a.name for a in node.names] if isinstance(node, ast.Import)
+                         else [node.module or ""])
+                if "argparse" in names:
+                    users.append(f"{module}:{node.lineno}")
+    assert not users, f"argparse outside kerasbert/commands and cli.py: {users}"
+
+
+def test_only_the_command_line_imports_commands():
+    users = sorted({f"{m}:{line}" for m, target, line, _ in IMPORTS
+                    if target.startswith("kerasbert.commands")
+                    and not (m == "kerasbert.cli" or m.startswith("kerasbert.commands"))})
+    assert not users, f"kerasbert.commands is imported outside the command line: {users}"

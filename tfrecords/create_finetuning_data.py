@@ -17,7 +17,7 @@ from kerasbert.cli import script_main  # noqa: E402
 
 
 def main(argv=None):
-    return script_main("kerasbert.data.finetuning.create_command", "create_finetuning_data.py", __doc__.splitlines()[0], argv)
+    return script_main("create_finetuning_data", "create_finetuning_data.py", __doc__.splitlines()[0], argv)
 
 
 if __name__ == "__main__":

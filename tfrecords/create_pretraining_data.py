@@ -16,7 +16,7 @@ from kerasbert.cli import script_main  # noqa: E402
 
 
 def main(argv=None):
-    return script_main("kerasbert.data.create_command", "create_pretraining_data.py", __doc__.splitlines()[0], argv)
+    return script_main("create_pretraining_data", "create_pretraining_data.py", __doc__.splitlines()[0], argv)
 
 
 if __name__ == "__main__":

@@ -1,11 +1,11 @@
-"""Task flags shared by every command that reads a fine-tuning task.
-
-`create-finetuning-data`, `finetune` and `evaluate` take the same task
-flags, added by ONE helper so they cannot drift apart:
+"""Flag groups that several commands share, each defined once so they
+cannot drift apart:
 
     add_task_arguments(parser)          # --task, --task-type, --*-column
     columns = columns_from_args(args)   # {column key: name} for load_task
-    data = load_task_from_args(args, "train")
+    add_backbone_arguments(parser)      # --backbone | --preset [--init-checkpoint]
+    backbone = load_backbone_from_args(args)
+    add_preset_arguments(parser)        # --preset NAME --set KEY=VALUE ...
 
 No TensorFlow import here (the CLI's `--help` stays instant).
 """
@@ -89,19 +89,43 @@ def columns_from_args(args):
     return columns
 
 
-def load_task_from_args(args, split="train", label_names=None, require_labels=True, spec=None):
-    """`load_task` with the task flags of `args` (spec: overrides --task)."""
-    from kerasbert.data.finetuning.load import load_task
-
-    return load_task(
-        spec or args.task, split, task_type=args.task_type, columns=columns_from_args(args) or None,
-        label_names=label_names, require_labels=require_labels,
-    )
-
-
 def comma_list(text):
     """argparse type: "a,b,c" -> ["a", "b", "c"] (empty items dropped)."""
     items = [item.strip() for item in text.split(",") if item.strip()]
     if not items:
         raise argparse.ArgumentTypeError(f"expected a comma-separated list, got {text!r}")
     return items
+
+
+def add_backbone_arguments(parser, required=True):
+    """--backbone PATH | --preset NAME [--init-checkpoint PREFIX [--bert-config JSON]]."""
+    source = parser.add_mutually_exclusive_group(required=required)
+    source.add_argument("--backbone", metavar="PATH",
+                        help="A saved backbone (RUN/backbone.keras; a saved pretrainer or task "
+                        "model works too: its .backbone is used).")
+    source.add_argument("--preset", metavar="NAME",
+                        help="A preset architecture (kerasbert presets); its weights come from "
+                        "--init-checkpoint (random without it).")
+    parser.add_argument("--init-checkpoint", metavar="TF1_PREFIX",
+                        help="Original google-research/bert checkpoint prefix, e.g. "
+                        ".../bert_model.ckpt (with --preset).")
+    parser.add_argument("--bert-config", metavar="JSON",
+                        help="bert_config.json of --init-checkpoint (default: the preset's "
+                        "architecture).")
+    return parser
+
+
+def load_backbone_from_args(args):
+    """The backbone `add_backbone_arguments`' flags name."""
+    from kerasbert.tasks.backbone_loading import load_backbone  # lazy: tensorflow
+
+    return load_backbone(args.backbone, args.preset, args.init_checkpoint, args.bert_config)
+
+
+def add_preset_arguments(parser, required=True, default=None, help="e.g. bert_base"):
+    """--preset NAME and the repeatable --set KEY=VALUE overrides of its
+    config (read them with `kerasbert.models.presets.parse_overrides`)."""
+    parser.add_argument("--preset", required=required, default=default, help=help)
+    parser.add_argument("--set", action="append", metavar="KEY=VALUE",
+                        help="Override a config value (repeatable), e.g. --set num_layers=4")
+    return parser

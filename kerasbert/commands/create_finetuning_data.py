@@ -2,7 +2,7 @@
 
 `add_arguments` is shared with `tfrecords/create_finetuning_data.py`, so
 both take exactly the same flags; the task/column flags come from
-`kerasbert.data.finetuning.cli_args` (shared with `finetune`/`evaluate`).
+`kerasbert.commands._args` (shared with `finetune`/`evaluate`).
 TensorFlow is imported only when the command runs.
 
 Every split is loaded and converted before anything is written, so a bad
@@ -14,13 +14,20 @@ validation file cannot leave a folder with a fresh train split and a stale
 import argparse
 import os
 
-from kerasbert.data.finetuning.cli_args import add_task_arguments
-from kerasbert.data.finetuning.cli_args import columns_from_args
-from kerasbert.data.finetuning.cli_args import comma_list
+from kerasbert.commands._args import add_task_arguments
+from kerasbert.commands._args import columns_from_args
+from kerasbert.commands._args import comma_list
 from kerasbert.errors import UsageError
 
 # Splits whose name starts with one of these may have no labels (GLUE test
 # splits, prediction files): they are written without label features.
+NAME = "create-finetuning-data"
+HELP = "Write a fine-tuning task's model features as TFRecords."
+DESCRIPTION = (
+    "Task examples (TFDS or local files) -> TFRecords of model features "
+    "+ metadata.json, once, for large sets and TPU runs (`finetune --features DIR`).")
+
+
 UNLABELLED_PREFIXES = ("test", "predict")
 
 
@@ -202,15 +209,3 @@ def _write_splits(args):
             f"{shards} shard(s)" + (f"; {stats}" if stats else "")
         )
     print(f"Wrote {len(converted)} split(s) to {args.output_dir} (metadata.json)")
-
-
-def register(subparsers):
-    parser = subparsers.add_parser(
-        "create-finetuning-data",
-        help="Write a fine-tuning task's model features as TFRecords.",
-        description="Task examples (TFDS or local files) -> TFRecords of model features "
-        "+ metadata.json, once, for large sets and TPU runs (`finetune --features DIR`).",
-    )
-    add_arguments(parser)
-    parser.set_defaults(func=run)
-    return parser

@@ -8,6 +8,13 @@ command runs, so `kerasbert --help` stays instant.
 import argparse
 
 
+NAME = "create-pretraining-data"
+HELP = "Write masked-LM + sentence-label pretraining TFRecords."
+DESCRIPTION = (
+    "Text -> pretraining TFRecords (google-research/bert layout) "
+    "+ metadata.json. Streaming, parallel, deterministic, atomic.")
+
+
 def add_arguments(parser):
     """Adds every create-pretraining-data flag to an argparse parser."""
     parser.add_argument(
@@ -82,15 +89,3 @@ def _create(create_pretraining_data, args):
         text_field=args.text_field, input_format=args.input_format,
         overwrite=args.overwrite, progress=not args.no_progress,
     )
-
-
-def register(subparsers):
-    parser = subparsers.add_parser(
-        "create-pretraining-data",
-        help="Write masked-LM + sentence-label pretraining TFRecords.",
-        description="Text -> pretraining TFRecords (google-research/bert layout) "
-        "+ metadata.json. Streaming, parallel, deterministic, atomic.",
-    )
-    add_arguments(parser)
-    parser.set_defaults(func=run)
-    return parser

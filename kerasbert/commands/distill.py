@@ -7,7 +7,20 @@ TensorFlow is imported only when the command runs.
 
 import argparse
 
+from kerasbert.commands import pretrain
+from kerasbert.commands._report import print_outputs
 from kerasbert.errors import UsageError
+
+
+NAME = "distill"
+HELP = "Distil a pretrained teacher into a smaller student (DistilBERT)."
+DESCRIPTION = (
+    "Knowledge distillation on pretraining TFRecords: the student "
+    "(--preset, default distilbert_base) starts from the teacher's embeddings and "
+    "every other layer and learns from the frozen teacher's soft targets at "
+    "temperature T, its own masked-LM loss and a cosine loss on the hidden "
+    "states (weights 5 / 2 / 1).")
+SHOW_DEFAULTS = True  # --help shows each flag's default
 
 
 def _teacher_layers(text):
@@ -28,7 +41,7 @@ def config_from_args(args):
     return DistillConfig(**fields)
 
 
-def cmd_distill(args):
+def run(args):
     from kerasbert.io_utils import output_lock
     from kerasbert.training.distill import run_distillation
 
@@ -43,13 +56,10 @@ def cmd_distill(args):
                         if k in metrics)
     print(f"finished at step {result['step']} (student layers from teacher layers "
           f"{result['teacher_layers']}): {summary}")
-    for name, path in result["outputs"].items():
-        print(f"  {name:<15} {path}")
+    print_outputs(result["outputs"], width=15)
 
 
 def add_arguments(parser):
-    from kerasbert.training import pretrain_command
-
     add = parser.add_argument
     add("--teacher", required=True, metavar="RUN/backbone.keras",
         help="The teacher: a pretraining run's backbone.keras (or pretrainer.keras).")
@@ -65,35 +75,18 @@ def add_arguments(parser):
     add("--alpha-cos", type=float, default=1.0,
         help="Weight of the hidden-state cosine loss.")
     # The data, optimizer, strategy and precision flags are pretrain's.
-    pretrain = argparse.ArgumentParser(add_help=False)
-    pretrain_command.add_arguments(pretrain)
+    pretrain_flags = pretrain.add_arguments(argparse.ArgumentParser(add_help=False))
     shared = ("--vocab", "--data", "--output-dir", "--steps", "--batch-size",
               "--warmup-steps", "--end-learning-rate", "--power", "--optimizer",
               "--weight-decay", "--clipnorm", "--strategy", "--tpu", "--logical-cpus",
               "--precision", "--log-every", "--seed", "--deterministic",
               "--dynamic-masking", "--max-seq-length", "--max-predictions-per-seq",
               "--set", "--no-progress")
-    for action in pretrain._actions:
+    for action in pretrain_flags._actions:
         if action.option_strings and action.option_strings[0] in shared:
             parser._add_action(action)
     add("--preset", default="distilbert_base",
         help="The student's architecture preset (default distilbert_base).")
     add("--learning-rate", type=float, default=5e-4,
         help="Peak learning rate (default 5e-4, DistilBERT's).")
-
-
-def register(subparsers):
-    """Adds `distill` to the `kerasbert` sub-command parsers."""
-    parser = subparsers.add_parser(
-        "distill",
-        help="Distil a pretrained teacher into a smaller student (DistilBERT).",
-        description="Knowledge distillation on pretraining TFRecords: the student "
-        "(--preset, default distilbert_base) starts from the teacher's embeddings and "
-        "every other layer and learns from the frozen teacher's soft targets at "
-        "temperature T, its own masked-LM loss and a cosine loss on the hidden "
-        "states (weights 5 / 2 / 1).",
-        formatter_class=argparse.ArgumentDefaultsHelpFormatter,
-    )
-    add_arguments(parser)
-    parser.set_defaults(func=cmd_distill)
     return parser

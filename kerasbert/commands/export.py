@@ -5,6 +5,16 @@ import os
 from kerasbert.errors import UsageError
 
 
+NAME = "export"
+HELP = "Export a fine-tuned model as a TF Serving SavedModel with in-graph tokenization."
+DESCRIPTION = (
+    "Writes OUTPUT/<version>/ (saved_model.pb, variables/, assets/ with the "
+    "tokenizer files (vocab.txt, sentencepiece.model or vocab.json + merges.txt), "
+    "assets.extra/tf_serving_warmup_requests, assets.extra/ops.json). serving_default takes "
+    "raw strings and returns decoded results; serve_token_ids takes the three int32 inputs. "
+    "The export is written under a temporary name and renamed when complete.")
+
+
 def add_arguments(parser):
     """Adds every export flag to an argparse parser; returns it."""
     parser.add_argument("--model", required=True, metavar="FT",
@@ -48,19 +58,3 @@ def run(args):
     print(f"exported {result['task_type']} model to {result['path']} "
           f"(signatures: {', '.join(result['signatures'])}; "
           f"custom ops: {', '.join(result['custom_ops']) or 'none'})")
-
-
-def register(subparsers):
-    """Adds `export` to the `kerasbert` sub-command parsers."""
-    parser = subparsers.add_parser(
-        "export",
-        help="Export a fine-tuned model as a TF Serving SavedModel with in-graph tokenization.",
-        description="Writes OUTPUT/<version>/ (saved_model.pb, variables/, assets/ with the "
-        "tokenizer files (vocab.txt, sentencepiece.model or vocab.json + merges.txt), "
-        "assets.extra/tf_serving_warmup_requests, assets.extra/ops.json). serving_default takes "
-        "raw strings and returns decoded results; serve_token_ids takes the three int32 inputs. "
-        "The export is written under a temporary name and renamed when complete.",
-    )
-    add_arguments(parser)
-    parser.set_defaults(func=run)
-    return parser

@@ -1,7 +1,17 @@
 """`kerasbert export-hub`: TF Hub-format preprocessor + encoder SavedModels."""
 
 
-def cmd_export_hub(args):
+NAME = "export-hub"
+HELP = "Export a backbone as TF Hub-format preprocess/ and encoder/ SavedModels."
+DESCRIPTION = (
+    "Writes OUTPUT/preprocess (strings -> BERT inputs; .tokenize, "
+    ".bert_pack_inputs) and OUTPUT/encoder (pooled_output, sequence_output, "
+    "encoder_outputs, default; .mlm with mlm_logits), used like the TF Hub BERT "
+    "models (hub.KerasLayer, tf.saved_model.load). Loading them needs only "
+    "tensorflow and tensorflow_text.")
+
+
+def run(args):
     # Heavy imports here, so `kerasbert --help` does not load TensorFlow.
     from kerasbert.io_utils import output_lock
     from kerasbert.serving.hub_export import export_hub
@@ -16,17 +26,7 @@ def cmd_export_hub(args):
         print(f"wrote {name}: {path}")
 
 
-def register(subparsers):
-    """Adds `export-hub` to the `kerasbert` sub-command parsers."""
-    parser = subparsers.add_parser(
-        "export-hub",
-        help="Export a backbone as TF Hub-format preprocess/ and encoder/ SavedModels.",
-        description="Writes OUTPUT/preprocess (strings -> BERT inputs; .tokenize, "
-        ".bert_pack_inputs) and OUTPUT/encoder (pooled_output, sequence_output, "
-        "encoder_outputs, default; .mlm with mlm_logits), used like the TF Hub BERT "
-        "models (hub.KerasLayer, tf.saved_model.load). Loading them needs only "
-        "tensorflow and tensorflow_text.",
-    )
+def add_arguments(parser):
     parser.add_argument("--backbone", required=True, metavar="PATH",
                         help="RUN/backbone.keras (a saved pretrainer or task model works too).")
     parser.add_argument("--vocab", required=True, metavar="PATH",
@@ -47,5 +47,4 @@ def register(subparsers):
                         help="No .mlm sub-object (no pretrainer needed).")
     parser.add_argument("--overwrite", action="store_true",
                         help="Replace an existing --output.")
-    parser.set_defaults(func=cmd_export_hub)
     return parser

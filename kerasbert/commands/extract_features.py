@@ -18,7 +18,16 @@ import os
 import re
 
 from kerasbert.errors import UsageError
-from kerasbert.tasks.backbone_loading import add_backbone_arguments, load_backbone_from_args  # noqa: F401
+from kerasbert.commands._args import add_backbone_arguments
+from kerasbert.commands._args import load_backbone_from_args
+
+
+NAME = "extract-features"
+HELP = "Contextual token embeddings from chosen layers, as JSON lines."
+DESCRIPTION = (
+    "Each input line (text, or 'text_a ||| text_b') -> one JSON object with "
+    "every token's vectors from the chosen encoder layers (google-research/bert "
+    "extract_features.py format).")
 
 
 def add_arguments(parser):
@@ -90,16 +99,3 @@ def run(args):
         f"to {args.output}; {stats.get('truncated', 0)} truncated to max_seq_length "
         f"{args.max_seq_length}."
     )
-
-
-def register(subparsers):
-    parser = subparsers.add_parser(
-        "extract-features",
-        help="Contextual token embeddings from chosen layers, as JSON lines.",
-        description="Each input line (text, or 'text_a ||| text_b') -> one JSON object with "
-        "every token's vectors from the chosen encoder layers (google-research/bert "
-        "extract_features.py format).",
-    )
-    add_arguments(parser)
-    parser.set_defaults(func=run)
-    return parser

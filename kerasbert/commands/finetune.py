@@ -1,23 +1,22 @@
-"""`kerasbert finetune` and `kerasbert evaluate`: CLIs over
-kerasbert.training.finetune. The task/column flags are shared with
-`create-finetuning-data` (kerasbert.data.finetuning.cli_args)."""
+"""`kerasbert finetune`: fine-tune a backbone on a task (the CLI over
+kerasbert.training.finetune). The task/column and model-source flags are
+shared with other commands (commands/_args.py)."""
 
-import argparse
+from kerasbert.commands._args import add_backbone_arguments
+from kerasbert.commands._args import add_task_arguments
+from kerasbert.commands._args import columns_from_args
+from kerasbert.commands._report import print_metrics
+from kerasbert.commands._report import print_outputs
+
+NAME = "finetune"
+HELP = "Fine-tune a backbone on a task (GLUE, SQuAD, CoNLL-2003, SWAG, local CSV/TSV/JSONL)."
+SHOW_DEFAULTS = True  # --help shows each flag's default
 
 
-def _print_metrics(metrics):
-    for name, value in metrics.items():
-        if isinstance(value, float):
-            print(f"  {name:<28} {value:.4f}")
-        elif not isinstance(value, dict):
-            print(f"  {name:<28} {value}")
-
-
-def cmd_finetune(args):
-    from kerasbert.data.finetuning.cli_args import columns_from_args
-    from kerasbert.training.finetune import FinetuneConfig, run_finetuning
-
+def run(args):
+    # lazy: tensorflow (the parser must stay light for `kerasbert --help`)
     from kerasbert.io_utils import output_lock
+    from kerasbert.training.finetune import FinetuneConfig, run_finetuning
 
     fields = {k: v for k, v in vars(args).items() if k in FinetuneConfig.__dataclass_fields__}
     fields["columns"] = columns_from_args(args)
@@ -26,37 +25,14 @@ def cmd_finetune(args):
     print(f"fine-tuned a {result['task_type']} model on {args.task}")
     if result["metrics"]:
         print("validation metrics:")
-        _print_metrics(result["metrics"])
-    for name, path in result["outputs"].items():
-        print(f"  {name:<17} {path}")
+        print_metrics(result["metrics"])
+    print_outputs(result["outputs"])
 
 
-def cmd_evaluate(args):
-    from kerasbert.training.finetune import run_evaluation
-
-    import os
-
-    from kerasbert.io_utils import atomic_write_json
-
-    metrics = run_evaluation(args.model, task=args.task, split=args.split,
-                             batch_size=args.batch_size)
-    print(f"{args.model} on {args.task or 'its task'} ({args.split}):")
-    _print_metrics(metrics)
-    path = os.path.join(args.model, "evaluation.json")
-    atomic_write_json(path, {"task": args.task, "split": args.split, "metrics": metrics})
-    print(f"  written to {path}")
-
-
-def register(subparsers):
-    from kerasbert.tasks.backbone_loading import add_backbone_arguments
-    from kerasbert.data.finetuning.cli_args import add_task_arguments
-
-    ft = subparsers.add_parser(
-        "finetune", help="Fine-tune a backbone on a task (GLUE, SQuAD, CoNLL-2003, SWAG, "
-        "local CSV/TSV/JSONL).", formatter_class=argparse.ArgumentDefaultsHelpFormatter)
-    add_task_arguments(ft, require_task=False)
-    add_backbone_arguments(ft, required=False)  # checked in FinetuneConfig.validate
-    add = ft.add_argument
+def add_arguments(parser):
+    add_task_arguments(parser, require_task=False)
+    add_backbone_arguments(parser, required=False)  # checked in FinetuneConfig.validate
+    add = parser.add_argument
     add("--vocab", required=True,
         help="The backbone's tokenizer: a WordPiece vocab.txt (BERT), a SentencePiece .model "
         "(ALBERT), or a directory with vocab.json + merges.txt, or that vocab.json (RoBERTa "
@@ -89,12 +65,4 @@ def register(subparsers):
     add("--logical-cpus", type=int, default=0)
     add("--seed", type=int, default=12345)
     add("--no-progress", dest="progress", action="store_false")
-    ft.set_defaults(func=cmd_finetune)
-
-    ev = subparsers.add_parser("evaluate", help="Metrics of a fine-tuned model on a split or file.")
-    ev.add_argument("--model", required=True, help="The finetune --output-dir.")
-    ev.add_argument("--task", default=None, help="Default: the task it was fine-tuned on.")
-    ev.add_argument("--split", default="validation", help="TFDS split name or a file.")
-    ev.add_argument("--batch-size", type=int, default=32)
-    ev.set_defaults(func=cmd_evaluate)
-    return ft
+    return parser

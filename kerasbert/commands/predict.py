@@ -6,6 +6,14 @@ import os
 
 from kerasbert.errors import UsageError
 
+NAME = "predict"
+HELP = "Run an exported SavedModel on raw text and print its decoded outputs."
+DESCRIPTION = (
+    "Loads OUTPUT/<version> with tensorflow + tensorflow_text only and prints "
+    "one JSON object per example. Repeat --text (and --text-b, --question, --context) for "
+    "a batch.")
+
+
 def _inputs_from_args(args, names):
     """The request {input name: list} for the signature's input names."""
     given = {
@@ -67,7 +75,7 @@ def decode_rows(outputs):
     return rows
 
 
-def cmd_predict(args):
+def run(args):
     if not os.path.isfile(os.path.join(args.saved_model, "saved_model.pb")):
         raise UsageError(f"--saved-model {args.saved_model}: no saved_model.pb there "
                          "(give the version directory, e.g. export/NAME/1).")
@@ -83,15 +91,7 @@ def cmd_predict(args):
         print(json.dumps(row, ensure_ascii=False))
 
 
-def register(subparsers):
-    """Adds `predict` to the `kerasbert` sub-command parsers."""
-    parser = subparsers.add_parser(
-        "predict",
-        help="Run an exported SavedModel on raw text and print its decoded outputs.",
-        description="Loads OUTPUT/<version> with tensorflow + tensorflow_text only and prints "
-        "one JSON object per example. Repeat --text (and --text-b, --question, --context) for "
-        "a batch.",
-    )
+def add_arguments(parser):
     parser.add_argument("--saved-model", required=True, metavar="export/NAME/VERSION")
     parser.add_argument("--text", action="append", help="Text (classification, tagging) or "
                         "first text of a pair.")
@@ -99,5 +99,4 @@ def register(subparsers):
     parser.add_argument("--question", action="append", help="Question (QA).")
     parser.add_argument("--context", action="append", help="Context (QA, multiple choice).")
     parser.add_argument("--choice", action="append", help="A choice (multiple choice); repeat.")
-    parser.set_defaults(func=cmd_predict)
     return parser

@@ -4,9 +4,19 @@ Every flag maps to one PretrainConfig field of the same name. TensorFlow is
 imported only when the command runs.
 """
 
-import argparse
 
+from kerasbert.commands._args import add_preset_arguments
+from kerasbert.commands._report import print_outputs
 from kerasbert.errors import UsageError
+
+
+NAME = "pretrain"
+HELP = "Pretrain a backbone (masked LM + NSP/SOP) on pretraining TFRecords."
+DESCRIPTION = (
+    "Masked-LM (+ next-sentence or sentence-order) pretraining with "
+    "tf.distribute, mixed precision, XLA, gradient accumulation and step-exact "
+    "resume. The objective follows the data's metadata.json.")
+SHOW_DEFAULTS = True  # --help shows each flag's default
 
 
 def _config_from_args(args):
@@ -18,7 +28,7 @@ def _config_from_args(args):
     return PretrainConfig(**fields)
 
 
-def cmd_pretrain(args):
+def run(args):
     import contextlib
 
     from kerasbert.io_utils import check_output_kind, output_lock
@@ -42,13 +52,12 @@ def cmd_pretrain(args):
                         ("loss", "mlm_loss", "mlm_accuracy", "sentence_accuracy",
                          "lm_accuracy", "perplexity") if k in metrics)
     print(f"finished at step {result['step']}: {summary}")
-    for name, path in result["outputs"].items():
-        print(f"  {name:<15} {path}")
+    print_outputs(result["outputs"], width=15)
 
 
 def add_arguments(parser):
     add = parser.add_argument
-    add("--preset", required=True, help="Backbone preset, e.g. bert_tiny (kerasbert presets).")
+    add_preset_arguments(parser, help="Backbone preset, e.g. bert_tiny (kerasbert presets).")
     add("--vocab", required=True,
         help="The tokenizer files the data was written with: a WordPiece vocab.txt, "
         "a SentencePiece .model (ALBERT), or a directory with vocab.json + merges.txt "
@@ -88,21 +97,5 @@ def add_arguments(parser):
     add("--max-seq-length", type=int, default=None,
         help="Only for files without metadata.json (e.g. from the original script).")
     add("--max-predictions-per-seq", type=int, default=None, help="Same.")
-    add("--set", action="append", metavar="KEY=VALUE",
-        help="Override a backbone config value (repeatable), e.g. --set dropout=0.0")
     add("--no-progress", dest="progress", action="store_false", help="No progress bar.")
-
-
-def register(subparsers):
-    """Adds `pretrain` to the `kerasbert` sub-command parsers."""
-    parser = subparsers.add_parser(
-        "pretrain",
-        help="Pretrain a backbone (masked LM + NSP/SOP) on pretraining TFRecords.",
-        description="Masked-LM (+ next-sentence or sentence-order) pretraining with "
-        "tf.distribute, mixed precision, XLA, gradient accumulation and step-exact "
-        "resume. The objective follows the data's metadata.json.",
-        formatter_class=argparse.ArgumentDefaultsHelpFormatter,
-    )
-    add_arguments(parser)
-    parser.set_defaults(func=cmd_pretrain)
     return parser

@@ -7,7 +7,16 @@ from kerasbert.errors import UsageError
 from kerasbert.text.text_files import check_utf8_text
 
 
-def cmd_vocab(args):
+NAME = "vocab"
+HELP = "Build a vocabulary (WordPiece, byte-level BPE or SentencePiece) from text files."
+DESCRIPTION = (
+    "wordpiece: counts BERT-pretokenized words in UTF-8 text files and "
+    "learns a WordPiece vocabulary starting with [PAD] [UNK] [CLS] [SEP] "
+    "[MASK]; every character seen (each CJK ideograph included) gets a "
+    "token. bpe: RoBERTa's byte-level BPE. sentencepiece: ALBERT's unigram model.")
+
+
+def run(args):
     missing = [f for f in args.input if not os.path.isfile(f)]
     if missing:
         raise UsageError(f"--input file(s) not found: {', '.join(missing)}")
@@ -64,16 +73,7 @@ def _describe(files):
     return str(files)
 
 
-def register(subparsers):
-    """Adds `vocab` to the `kerasbert` sub-command parsers."""
-    parser = subparsers.add_parser(
-        "vocab",
-        help="Build a vocabulary (WordPiece, byte-level BPE or SentencePiece) from text files.",
-        description="wordpiece: counts BERT-pretokenized words in UTF-8 text files and "
-        "learns a WordPiece vocabulary starting with [PAD] [UNK] [CLS] [SEP] "
-        "[MASK]; every character seen (each CJK ideograph included) gets a "
-        "token. bpe: RoBERTa's byte-level BPE. sentencepiece: ALBERT's unigram model.",
-    )
+def add_arguments(parser):
     parser.add_argument("--input", nargs="+", required=True, metavar="FILE",
                         help="UTF-8 text files (any line layout). A file with a byte that is "
                         "not UTF-8 is refused (exit 2, naming the file and the byte offset), "
@@ -91,5 +91,5 @@ def register(subparsers):
                         help="Cased vocabulary (default: lower case, strip accents).")
     parser.add_argument("--no-progress", dest="progress", action="store_false",
                         help="No progress bar (default: shown for inputs over 8 MB).")
-    parser.set_defaults(func=cmd_vocab, lower_case=True, progress=True)
+    parser.set_defaults(lower_case=True, progress=True)
     return parser

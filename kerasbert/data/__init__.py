@@ -1,7 +1,7 @@
 """Pretraining and task data: the TFRecord schema, creation, readers.
 
-Names load on first use, so `kerasbert.data.create_command` (imported by the
-CLI for `kerasbert --help`) does not pull in TensorFlow.
+Names load on first use, so importing `kerasbert.data` does not pull in
+TensorFlow.
 """
 
 from kerasbert.io_utils import lazy_exports

@@ -187,7 +187,7 @@ def export_generation_run(model_dir, output, version=None, max_seq_length=None,
     """`kerasbert export` of a GPT pretraining run: its CausalLM and the
     tokenizer its config.json names (or `vocab`)."""
     from kerasbert.serving.exporter import _version_dir, describe_source
-    from kerasbert.tasks.generate_command import load_generator
+    from kerasbert.tasks.generation import load_generator
 
     _version_dir(output, version, overwrite)  # fail before loading anything
     model, tokenizer, _ = load_generator(model_dir, vocab)

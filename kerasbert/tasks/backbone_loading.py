@@ -1,30 +1,13 @@
 """Loading the backbone a command works on, in one place: a saved `.keras`
 backbone (or a saved pretrainer / task model: its `.backbone`), or a preset
 architecture with the weights of an original google-research/bert TF1
-checkpoint. Used by `finetune` and `extract-features`."""
+checkpoint. Used by `finetune`, `extract-features` and `export-hub` (their
+flags: `kerasbert.commands._args.add_backbone_arguments`)."""
 
 import os
 import sys
 
 from kerasbert.errors import UsageError
-
-
-def add_backbone_arguments(parser, required=True):
-    """--backbone PATH | --preset NAME [--init-checkpoint PREFIX [--bert-config JSON]]."""
-    source = parser.add_mutually_exclusive_group(required=required)
-    source.add_argument("--backbone", metavar="PATH",
-                        help="A saved backbone (RUN/backbone.keras; a saved pretrainer or task "
-                        "model works too: its .backbone is used).")
-    source.add_argument("--preset", metavar="NAME",
-                        help="A preset architecture (kerasbert presets); its weights come from "
-                        "--init-checkpoint (random without it).")
-    parser.add_argument("--init-checkpoint", metavar="TF1_PREFIX",
-                        help="Original google-research/bert checkpoint prefix, e.g. "
-                        ".../bert_model.ckpt (with --preset).")
-    parser.add_argument("--bert-config", metavar="JSON",
-                        help="bert_config.json of --init-checkpoint (default: the preset's "
-                        "architecture).")
-    return parser
 
 
 def load_backbone(backbone=None, preset=None, init_checkpoint=None, bert_config=None,
@@ -77,10 +60,6 @@ def load_backbone(backbone=None, preset=None, init_checkpoint=None, bert_config=
         return load_bert_checkpoint(init_checkpoint, config)
     except (ValueError, KeyError) as err:
         raise UsageError(f"--init-checkpoint {init_checkpoint}: {err}") from None
-
-
-def load_backbone_from_args(args):
-    return load_backbone(args.backbone, args.preset, args.init_checkpoint, args.bert_config)
 
 
 def _has_encoder_outputs(model):

@@ -1,10 +1,8 @@
-"""`kerasbert generate`: continue a prompt with a GPT run.
+"""Text generation with a GPT run: find the model and its tokenizer, encode
+a prompt, decode the continuation (what `kerasbert generate` and the
+generation export use).
 
-    kerasbert generate --model RUN --prompt "The cat" [--max-new-tokens 32]
-        [--strategy greedy|top_k|top_p] [--top-k 50] [--top-p 0.9]
-        [--temperature 1.0] [--seed N] [--vocab PATH]
-
-RUN is a `kerasbert pretrain` run directory of a GPT preset
+The model is a `kerasbert pretrain` run directory of a GPT preset
 (pretrainer.keras or backbone.keras; the tokenizer is the run's --vocab,
 read from config.json), a `kerasbert finetune` directory of a GPT model
 (model.keras and its tokenizer files), or a `.keras` file (then --vocab is
@@ -110,55 +108,3 @@ def generate_text(lm, tokenizer, prompt, **options):
     ids = encode_prompt(tokenizer, prompt)
     new = lm.generate(ids, end_token_id=int(tokenizer.sep_id), **options)
     return decode_tokens(tokenizer, new)
-
-
-def add_arguments(parser):
-    add = parser.add_argument
-    add("--model", required=True, metavar="RUN",
-        help="A GPT pretraining run (RUN/pretrainer.keras), a GPT fine-tuning directory, "
-        "or a .keras file.")
-    add("--prompt", required=True, action="append",
-        help="Text to continue (repeat for several prompts).")
-    add("--vocab", default=None,
-        help="Tokenizer files (default: the ones the run names in config.json).")
-    add("--max-new-tokens", type=int, default=32)
-    add("--strategy", choices=("greedy", "top_k", "top_p"), default="greedy")
-    add("--top-k", type=int, default=50, help="Candidates for --strategy top_k.")
-    add("--top-p", type=float, default=0.9, help="Probability mass for --strategy top_p.")
-    add("--temperature", type=float, default=1.0,
-        help="Divides the logits before sampling (not used by greedy).")
-    add("--seed", type=int, default=None, help="Sampling seed (same seed, same text).")
-    return parser
-
-
-def run(args):
-    from kerasbert.tasks.causal_lm import check_sampling
-
-    try:
-        check_sampling(args.strategy, args.top_k, args.top_p, args.temperature)
-    except ValueError as err:
-        raise UsageError(str(err)) from None
-    if args.max_new_tokens < 1:
-        raise UsageError(f"--max-new-tokens must be >= 1, got {args.max_new_tokens}.")
-    lm, tokenizer, _ = load_generator(args.model, args.vocab)
-    for prompt in args.prompt:
-        try:
-            completion = generate_text(
-                lm, tokenizer, prompt, max_new_tokens=args.max_new_tokens,
-                strategy=args.strategy, top_k=args.top_k, top_p=args.top_p,
-                temperature=args.temperature, seed=args.seed)
-        except ValueError as err:
-            raise UsageError(str(err)) from None
-        print(completion)
-
-
-def register(subparsers):
-    """Adds `generate` to the `kerasbert` sub-command parsers."""
-    parser = subparsers.add_parser(
-        "generate",
-        help="Continue a prompt with a GPT run (greedy, top-k, top-p, temperature).",
-        description="Prints each prompt's completion (the generated text only).",
-    )
-    add_arguments(parser)
-    parser.set_defaults(func=run)
-    return parser

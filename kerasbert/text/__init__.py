@@ -1,7 +1,7 @@
 """Vocabulary building, tokenizers and input packing.
 
-Names load on first use, so `kerasbert.text.vocab_command` (imported by the
-CLI for `kerasbert --help`) does not pull in TensorFlow.
+Names load on first use, so importing `kerasbert.text` does not pull in
+TensorFlow.
 """
 
 from kerasbert.io_utils import lazy_exports

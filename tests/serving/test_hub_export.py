@@ -190,10 +190,10 @@ def _finish(process, timeout=300):
 def cli(argv):
     """`kerasbert export-hub ARGS` without cli.py: (exit code)."""
     from kerasbert.cli import run_reporting_errors
-    from kerasbert.serving import hub_command
+    from kerasbert import commands
 
     parser = argparse.ArgumentParser(prog="kerasbert")
-    hub_command.register(parser.add_subparsers(dest="command"))
+    commands.register(parser.add_subparsers(dest="command"), "export_hub")
     args = parser.parse_args(["export-hub", *argv])
     return run_reporting_errors(args.func, args, "kerasbert export-hub")
 

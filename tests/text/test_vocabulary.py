@@ -7,7 +7,7 @@ from kerasbert.errors import UsageError
 from kerasbert.text import build_wordpiece_vocab
 from kerasbert.text import load_vocab
 from kerasbert.text import write_vocab
-from kerasbert.text import vocab_command
+from kerasbert import commands
 
 SPECIALS = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]"]
 TEXT = [
@@ -75,7 +75,7 @@ def test_write_and_load_round_trip(tmp_path):
 
 def run_cli(argv):
     parser = argparse.ArgumentParser(prog="kerasbert")
-    vocab_command.register(parser.add_subparsers(dest="command"))
+    commands.register(parser.add_subparsers(dest="command"), "vocab")
     args = parser.parse_args(argv)
     args.func(args)
 
@@ -101,7 +101,7 @@ def test_cli_module_does_not_import_tensorflow():
     import subprocess
     import sys
 
-    code = ("import sys, kerasbert.text.vocab_command; "
+    code = ("import sys, kerasbert.commands.vocab; "
             "sys.exit('tensorflow' in sys.modules)")
     assert subprocess.run([sys.executable, "-c", code]).returncode == 0
 

@@ -2,7 +2,7 @@
 student from the distilbert_base preset (shrunk with --set), the run's
 outputs, a frozen teacher and clear errors.
 
-The command is driven through its own parser (`distill_command.register`),
+The command is driven through its own parser (`commands.register(..., "distill")`),
 as `kerasbert distill` does once the CLI lists the module.
 """
 
@@ -18,7 +18,7 @@ import pretrain_data as pd
 from kerasbert.cli import main
 from kerasbert.cli import run_reporting_errors
 from kerasbert.models.distil_bert import DistilBertBackbone
-from kerasbert.training import distill_command
+from kerasbert import commands
 
 STUDENT = ["--set", "num_layers=1", "--set", "hidden_dim=32", "--set", "num_heads=2",
            "--set", "intermediate_dim=64"]
@@ -27,7 +27,7 @@ STUDENT = ["--set", "num_layers=1", "--set", "hidden_dim=32", "--set", "num_head
 def distill(args):
     """Parses and runs `kerasbert distill ARGS`; returns the exit code."""
     parser = argparse.ArgumentParser(prog="kerasbert")
-    distill_command.register(parser.add_subparsers())
+    commands.register(parser.add_subparsers(), "distill")
     parsed = parser.parse_args(["distill", *args])
     return run_reporting_errors(parsed.func, parsed, "kerasbert distill")
 

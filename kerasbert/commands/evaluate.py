@@ -1,0 +1,30 @@
+"""`kerasbert evaluate`: the metrics of a fine-tuned model on a split or a
+file, printed and kept in the run directory."""
+
+from kerasbert.commands._report import print_metrics
+
+NAME = "evaluate"
+HELP = "Metrics of a fine-tuned model on a split or file."
+
+
+def run(args):
+    import os
+
+    from kerasbert.io_utils import atomic_write_json
+    from kerasbert.training.finetune import run_evaluation  # lazy: tensorflow
+
+    metrics = run_evaluation(args.model, task=args.task, split=args.split,
+                             batch_size=args.batch_size)
+    print(f"{args.model} on {args.task or 'its task'} ({args.split}):")
+    print_metrics(metrics)
+    path = os.path.join(args.model, "evaluation.json")
+    atomic_write_json(path, {"task": args.task, "split": args.split, "metrics": metrics})
+    print(f"  written to {path}")
+
+
+def add_arguments(parser):
+    parser.add_argument("--model", required=True, help="The finetune --output-dir.")
+    parser.add_argument("--task", default=None, help="Default: the task it was fine-tuned on.")
+    parser.add_argument("--split", default="validation", help="TFDS split name or a file.")
+    parser.add_argument("--batch-size", type=int, default=32)
+    return parser
