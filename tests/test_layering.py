@@ -7,12 +7,13 @@ chain of imports may come back to where it started.
       < layers, text, optimizers
       < models, data
       < convert
-      < tasks, saving
-      < training, serving, runs
+      < tasks, saving, runs
+      < training, serving
       < commands, cli, demo, testing, the package itself
 
 `saving` registers every Keras class the package defines (layers to tasks)
-and loads them, so it sits with `tasks`; `testing` holds helpers for test
+and loads them, so it sits with `tasks`, as does `runs` (the run directory,
+which loads through `saving`); `testing` holds helpers for test
 suites and may use anything.
 """
 
@@ -28,8 +29,8 @@ LAYERS = (
     ("layers", "text", "optimizers"),
     ("models", "data"),
     ("convert",),
-    ("tasks", "saving"),
-    ("training", "serving", "runs"),
+    ("tasks", "saving", "runs"),
+    ("training", "serving"),
     ("commands", "cli", "demo", "testing", "__main__", ""),
 )
 RANK = {name: rank for rank, names in enumerate(LAYERS) for name in names}

@@ -8,17 +8,15 @@ HELP = "Metrics of a fine-tuned model on a split or file."
 
 
 def run(args):
-    import os
-
-    from kerasbert.io_utils import atomic_write_json
+    from kerasbert import runs
     from kerasbert.training.finetune import run_evaluation  # lazy: tensorflow
 
     metrics = run_evaluation(args.model, task=args.task, split=args.split,
                              batch_size=args.batch_size)
     print(f"{args.model} on {args.task or 'its task'} ({args.split}):")
     print_metrics(metrics)
-    path = os.path.join(args.model, "evaluation.json")
-    atomic_write_json(path, {"task": args.task, "split": args.split, "metrics": metrics})
+    path = runs.write_json(args.model, runs.EVALUATION,
+                           {"task": args.task, "split": args.split, "metrics": metrics})
     print(f"  written to {path}")
 
 

@@ -21,28 +21,10 @@ import re
 
 import numpy as np
 
+from kerasbert import runs
 from kerasbert.errors import UsageError
 
 SIGNATURES = ("serving_default", "serve_token_ids")
-
-
-def read_finetune_config(model_dir):
-    path = os.path.join(model_dir, "config.json")
-    if not os.path.isfile(path):
-        raise UsageError(f"--model {model_dir}: no config.json (not a kerasbert finetune output).")
-    with open(path, encoding="utf-8") as f:
-        config = json.load(f)
-    from kerasbert.text.loading import saved_tokenizer_files
-
-    for key in ("task_type", "max_seq_length"):
-        if key not in config:
-            raise UsageError(f"{path}: missing {key!r}; re-run kerasbert finetune.")
-    if "tokenizer" not in config and "vocab" not in config:
-        raise UsageError(f"{path}: missing 'tokenizer' (or 'vocab'); re-run kerasbert finetune.")
-    for name in [os.path.join(model_dir, "model.keras")] + saved_tokenizer_files(model_dir, config):
-        if not os.path.isfile(name):
-            raise UsageError(f"--model {model_dir}: missing {os.path.basename(name)}.")
-    return config
 
 
 def build_serving_module(model, tokenizer, config, seq_length):
@@ -151,20 +133,18 @@ def export_finetuned(model_dir, output, version=None, max_seq_length=None, overw
     Returns:
         dict: path, version, task_type, signatures, custom_ops.
     """
-    config = read_finetune_config(model_dir)
+    run = runs.open_finetuned(model_dir)
+    config = run.config
     _version_dir(output, version, overwrite)  # fail before loading anything
-    from kerasbert.saving import load_model
-    from kerasbert.text import load_saved_tokenizer
-
-    model = load_model(os.path.join(model_dir, "model.keras"))
-    tokenizer = load_saved_tokenizer(model_dir, config)
+    model = run.load_model(runs.MODEL)
+    tokenizer = run.tokenizer()
     return export_model(
         model, tokenizer, config["task_type"], output,
         label_names=config.get("label_names"),
         seq_length=max_seq_length or config["max_seq_length"],
         qa_options=config.get("qa"), version=version, overwrite=overwrite,
         model_name=model_name, task=config.get("task"),
-        source=describe_source(os.path.join(model_dir, "model.keras")),
+        source=describe_source(run.path(runs.MODEL)),
     )
 
 

@@ -24,6 +24,7 @@ import os
 
 import tensorflow as tf
 
+from kerasbert import runs
 from kerasbert.serving.task_serving import EDGE_TEXTS
 from kerasbert.serving.task_serving import clean_text
 
@@ -174,12 +175,8 @@ def export_generation(model, tokenizer, output, version=None, seq_length=None,
 def is_generation_run(model_dir):
     """True for a `kerasbert pretrain` run of a GPT preset (what `kerasbert
     export` exports as a generation model)."""
-    path = os.path.join(model_dir, "config.json")
-    if not os.path.isfile(path):
-        return False
-    with open(path, encoding="utf-8") as f:
-        config = json.load(f)
-    return "pretrain" in config and config.get("backbone_class") == "GptBackbone"
+    config = runs.read_config(model_dir) if os.path.isdir(model_dir) else None
+    return config is not None and "pretrain" in config and config.get("backbone_class") == "GptBackbone"
 
 
 def export_generation_run(model_dir, output, version=None, max_seq_length=None,
@@ -190,11 +187,7 @@ def export_generation_run(model_dir, output, version=None, max_seq_length=None,
     from kerasbert.tasks.generation import load_generator
 
     _version_dir(output, version, overwrite)  # fail before loading anything
-    model, tokenizer, _ = load_generator(model_dir, vocab)
-    loaded = next((os.path.join(model_dir, name) for name in
-                   ("pretrainer.keras", "model.keras", "backbone.keras")
-                   if os.path.isfile(os.path.join(model_dir, name))), model_dir)
+    model, tokenizer, loaded = load_generator(model_dir, vocab)
     return export_generation(model, tokenizer, output, version=version,
                              seq_length=max_seq_length, overwrite=overwrite,
-                             model_name=model_name,
-                             source=describe_source(loaded) if os.path.isfile(loaded) else None)
+                             model_name=model_name, source=describe_source(loaded))

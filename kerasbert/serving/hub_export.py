@@ -49,6 +49,7 @@ import shutil
 import sys
 import tempfile
 
+from kerasbert import runs
 from kerasbert.errors import UsageError
 from kerasbert.serving.hub_encoder import HubEncoder
 from kerasbert.serving.hub_preprocessor import build_preprocessor
@@ -202,8 +203,7 @@ def export_hub(backbone_path, vocab_file, output_dir, lower_case=True, seq_lengt
         raise UsageError(f"{output_dir} already exists (pass --overwrite to replace it).")
     if include_mlm:
         if pretrainer_path is None:
-            pretrainer_path = os.path.join(os.path.dirname(os.path.abspath(backbone_path)),
-                                           "pretrainer.keras")
+            pretrainer_path = runs.beside(backbone_path, runs.PRETRAINER)
         pretrainer_path = os.fspath(pretrainer_path)
         if not os.path.isfile(pretrainer_path):
             raise UsageError(

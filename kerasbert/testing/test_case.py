@@ -187,7 +187,7 @@ class TestCase:
         """`.keras` save then load (safe mode) gives identical outputs."""
         expected = model(input_data)
         with tempfile.TemporaryDirectory() as tmp:
-            path = os.path.join(tmp, "model.keras")
+            path = os.path.join(tmp, "round_trip.keras")
             model.save(path)
             restored = keras.saving.load_model(path, safe_mode=True)
         assert type(restored) is type(model)

@@ -28,8 +28,7 @@ import os
 import time
 
 from kerasbert.errors import UsageError
-from kerasbert.io_utils import atomic_write_json
-from kerasbert.training import run_files
+from kerasbert import runs
 from kerasbert.training.pretrain import PRECISIONS
 
 
@@ -125,8 +124,7 @@ def load_teacher(teacher, teacher_pretrainer=None):
         return model
     backbone = getattr(model, "backbone", model)
     if teacher_pretrainer is None:
-        teacher_pretrainer = os.path.join(os.path.dirname(os.path.abspath(teacher)),
-                                          "pretrainer.keras")
+        teacher_pretrainer = runs.beside(teacher, runs.PRETRAINER)
         if not os.path.isfile(teacher_pretrainer):
             raise UsageError(
                 f"--teacher {teacher} is a backbone without a masked-LM head, and "
@@ -227,8 +225,8 @@ def run_distillation(config):
 
     meta, seq_length, num_predictions, objective, stored_masks = data_description(config)
     dynamic = config.dynamic_masking or not stored_masks
-    for name in ("backbone.keras", "pretrainer.keras"):
-        if os.path.exists(os.path.join(config.output_dir, name)):
+    for name in (runs.BACKBONE, runs.PRETRAINER):
+        if os.path.exists(runs.run_path(config.output_dir, name)):
             raise UsageError(f"{config.output_dir} already holds {name}; choose a new "
                              "--output-dir.")
 
@@ -283,7 +281,7 @@ def run_distillation(config):
         config.data, config.batch_size, dynamic_masking=dynamic, seed=config.seed,
         deterministic=config.deterministic, vocab_file=config.vocab,
         max_seq_length=seq_length, max_predictions_per_seq=num_predictions)
-    atomic_write_json(os.path.join(config.output_dir, "config.json"), {
+    runs.write_json(config.output_dir, runs.CONFIG, {
         "distill": dataclasses.asdict(config),
         "teacher_layers": layer_map,
         "warmup_steps": warmup_steps,
@@ -298,8 +296,8 @@ def run_distillation(config):
                      "replicas": strategy.num_replicas_in_sync},
     })
 
-    history = run_files.History(config.output_dir, 0)
-    tensorboard = run_files.TensorBoardLog(config.output_dir)
+    history = runs.History(config.output_dir, 0)
+    tensorboard = runs.TensorBoardLog(config.output_dir)
     inner = getattr(distiller.optimizer, "inner_optimizer", distiller.optimizer)
     callback = _run_log_callback(config, history, tensorboard, inner)
     from kerasbert.training.loop import data_errors_as_usage_errors
@@ -318,13 +316,11 @@ def run_distillation(config):
         if not (before == after.numpy()).all():
             raise RuntimeError(f"The teacher's {after.path} changed during distillation.")
 
-    outputs = {"backbone": os.path.join(config.output_dir, "backbone.keras"),
-               "pretrainer": os.path.join(config.output_dir, "pretrainer.keras")}
-    run_files.save_keras_atomically(backbone, outputs["backbone"])
-    run_files.save_keras_atomically(student, outputs["pretrainer"])
-    curve = run_files.plot_training_curve(config.output_dir)
+    saved = runs.save_run(config.output_dir, {runs.BACKBONE: backbone, runs.PRETRAINER: student})
+    outputs = {"backbone": saved[runs.BACKBONE], "pretrainer": saved[runs.PRETRAINER]}
+    curve = runs.plot_training_curve(config.output_dir)
     if curve:
         outputs["training_curve"] = curve
-    outputs["logs"] = os.path.join(config.output_dir, "logs")
+    outputs["logs"] = runs.run_path(config.output_dir, runs.LOGS)
     return {"step": int(inner.iterations.numpy()), "metrics": getattr(callback, "last", {}),
             "teacher_layers": layer_map, "outputs": outputs}

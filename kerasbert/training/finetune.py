@@ -22,14 +22,13 @@ Fine-tuning directory:
 """
 
 import dataclasses
-import json
 import math
 import os
 
 import numpy as np
 
 from kerasbert.errors import UsageError
-from kerasbert.io_utils import atomic_write_json
+from kerasbert import runs
 from kerasbert.plotting import new_figure
 from kerasbert.plotting import save_figure_atomically
 
@@ -111,8 +110,7 @@ class FinetuneConfig:
         from kerasbert.io_utils import check_output_kind
 
         check_output_kind(self.output_dir, "folder", "--output-dir")
-        model = os.path.join(self.output_dir, "model.keras")
-        if os.path.exists(model) and not self.overwrite:
+        if os.path.exists(runs.run_path(self.output_dir, runs.MODEL)) and not self.overwrite:
             raise UsageError(f"--output-dir {self.output_dir} already holds a fine-tuned model "
                              "(model.keras); pass --overwrite to replace it, or pick another "
                              "folder.")
@@ -320,8 +318,7 @@ def run_finetuning(config):
     import keras
 
     from kerasbert.data.finetuning import check_max_seq_length, make_dataset
-    from kerasbert.text import load_tokenizer, save_tokenizer_files
-    from kerasbert.training.run_files import save_keras_atomically
+    from kerasbert.text import load_tokenizer
     from kerasbert.training.strategies import resolve_strategy, split_cpu
 
     split_cpu(config.logical_cpus)
@@ -370,25 +367,20 @@ def run_finetuning(config):
                         shuffle=False,  # the dataset shuffles itself, by --seed
                         verbose=1 if config.progress else 0).history
 
-    # The folder appears only now: a run that fails earlier leaves nothing.
-    os.makedirs(config.output_dir, exist_ok=True)
-    outputs = {"model": os.path.join(config.output_dir, "model.keras")}
-    save_keras_atomically(model, outputs["model"])
-    tokenizer_description = save_tokenizer_files(tokenizer, config.output_dir)
     options = dict(max_answer_length=config.max_answer_length,
                    null_score_diff_threshold=config.null_score_diff_threshold)
     task_config = {
         "task": config.task, "task_type": task_type, "label_names": train.label_names,
         "max_seq_length": train.max_seq_length, "lower_case": tokenizer.lower_case,
-        # "vocab" (the first file) keeps readers of older FT dirs working.
-        "tokenizer": tokenizer_description, "vocab": tokenizer_description["files"][0],
         "columns": config.columns, "model_class": type(model).__name__,
         "qa": dict(options, doc_stride=config.doc_stride, max_query_length=config.max_query_length,
                    version_2_with_negative=_has_unanswerable(config.task, train_data, valid_data)),
         "finetune": dataclasses.asdict(config), "backbone": backbone.get_config(),
         "train_stats": train.stats,
     }
-    atomic_write_json(os.path.join(config.output_dir, "config.json"), task_config)
+    # The folder appears only now: a run that fails earlier leaves nothing.
+    saved = runs.save_run(config.output_dir, {runs.MODEL: model}, tokenizer, task_config)
+    outputs = {"model": saved[runs.MODEL]}
 
     result_metrics = {}
     if valid is not None:
@@ -397,32 +389,27 @@ def run_finetuning(config):
                                               predictions, options)
         result_metrics = {k: _finite(v) for k, v in result_metrics.items()}
         if task_type in ("classification", "pair"):
-            outputs["confusion_matrix"] = os.path.join(config.output_dir, "confusion_matrix.png")
+            outputs["confusion_matrix"] = runs.run_path(config.output_dir, runs.CONFUSION_MATRIX)
             plot_confusion_matrix(valid.y, np.asarray(predictions).argmax(-1),
                                   valid.label_names, outputs["confusion_matrix"])
-    outputs["metrics"] = os.path.join(config.output_dir, "metrics.json")
-    atomic_write_json(outputs["metrics"], {
+    outputs["metrics"] = runs.write_json(config.output_dir, runs.METRICS, {
         "validation": result_metrics, "history": history,
         "validation_examples": None if valid is None else int(len(valid.x["input_word_ids"]))})
-    outputs["training_curve"] = os.path.join(config.output_dir, "training_curve.png")
+    outputs["training_curve"] = runs.run_path(config.output_dir, runs.CURVE)
     plot_curves(history, outputs["training_curve"])
-    outputs["config"] = os.path.join(config.output_dir, "config.json")
+    outputs["config"] = saved[runs.CONFIG]
     return {"metrics": result_metrics, "outputs": outputs, "history": history,
             "task_type": task_type}
 
 
 def run_evaluation(model_dir, task=None, split="validation", batch_size=32, columns=None):
     """Metrics of a fine-tuned model (FT dir) on a split or a file."""
-    from kerasbert.saving import load_model
-    from kerasbert.text import load_saved_tokenizer, tokenizer_files
+    from kerasbert.text import tokenizer_files
 
-    config_path = os.path.join(model_dir, "config.json")
-    if not os.path.isfile(config_path):
-        raise UsageError(f"--model {model_dir}: no config.json (not a kerasbert finetune output).")
-    with open(config_path, encoding="utf-8") as f:
-        saved = json.load(f)
-    model = load_model(os.path.join(model_dir, "model.keras"))
-    tokenizer = load_saved_tokenizer(model_dir, saved)
+    run = runs.open_finetuned(model_dir)
+    saved = run.config
+    model = run.load_model(runs.MODEL)
+    tokenizer = run.tokenizer()
     run_config = FinetuneConfig(task=task or saved["task"], output_dir=model_dir,
                                 vocab=tokenizer_files(tokenizer)[0],
                                 backbone=None, task_type=saved["task_type"],

@@ -23,8 +23,7 @@ import sys
 import time
 
 from kerasbert.errors import UsageError
-from kerasbert.io_utils import atomic_write_json
-from kerasbert.training import run_files
+from kerasbert import runs
 
 PRECISIONS = ("float32", "mixed_bfloat16", "mixed_float16")
 OBJECTIVES_BY_DATA = {"nsp": ("mlm", "nsp"), "sop": ("mlm", "sop"), "none": ("mlm",)}
@@ -243,8 +242,8 @@ def _init_from(source, pretrainer):
     keras_file = None
     if source.endswith(".keras") and os.path.isfile(source):
         keras_file = source
-    elif os.path.isfile(os.path.join(source, "pretrainer.keras")):
-        keras_file = os.path.join(source, "pretrainer.keras")
+    elif os.path.isfile(runs.run_path(source, runs.PRETRAINER)):
+        keras_file = runs.run_path(source, runs.PRETRAINER)
     if keras_file:
         from kerasbert.saving import load_model
 
@@ -260,8 +259,8 @@ def _init_from(source, pretrainer):
             raise UsageError(f"--init-from {source}: its backbone does not match "
                              f"this one ({err}).") from None
         return f"{keras_file} (backbone only)"
-    folder = os.path.join(source, "checkpoints") if os.path.isdir(
-        os.path.join(source, "checkpoints")) else source
+    folder = runs.run_path(source, runs.CHECKPOINTS)
+    folder = folder if os.path.isdir(folder) else source
     prefixes = list_checkpoints(folder) if os.path.isdir(folder) else [source]
     if not prefixes or not tf.io.gfile.exists(prefixes[0] + ".index"):
         raise UsageError(f"--init-from {source}: no pretrainer.keras, .keras file or "
@@ -277,7 +276,7 @@ def _init_from(source, pretrainer):
 def _check_run_dir(config, is_chief):
     from kerasbert.training.checkpoints import list_checkpoints
 
-    ckpt_dir = os.path.join(config.output_dir, "checkpoints")
+    ckpt_dir = runs.run_path(config.output_dir, runs.CHECKPOINTS)
     existing = list_checkpoints(ckpt_dir) if os.path.isdir(ckpt_dir) else []
     if existing and not config.resume:
         raise UsageError(f"{config.output_dir} already holds checkpoints ({existing[0]}); "
@@ -303,7 +302,7 @@ def _previous_config(config, ckpt_dir):
 
     from kerasbert.training.checkpoints import list_checkpoints
 
-    path = os.path.join(config.output_dir, "config.json")
+    path = runs.run_path(config.output_dir, runs.CONFIG)
     if not (config.resume and list_checkpoints(ckpt_dir) and os.path.exists(path)):
         return None
     try:
@@ -552,7 +551,7 @@ def run_pretraining(config):
                        "max_predictions_per_seq": num_predictions, "workers": num_workers,
                        "shards": shards, "seed": data_seed, "start_step": data_start_step}
     if is_chief:
-        atomic_write_json(os.path.join(config.output_dir, "config.json"), {
+        runs.write_json(config.output_dir, runs.CONFIG, {
             "pretrain": {k: v for k, v in dataclasses.asdict(config).items()},
             "objectives": list(objectives),
             "warmup_steps": warmup_steps,
@@ -570,14 +569,14 @@ def run_pretraining(config):
     train_step = TrainStep(strategy, pretrainer, optimizer,
                            accumulation_steps=config.accumulation_steps,
                            clipnorm=config.clipnorm, jit_compile=config.jit_compile)
-    history = run_files.History(config.output_dir, start_step, enabled=is_chief)
+    history = runs.History(config.output_dir, start_step, enabled=is_chief)
     if restart is not None:
         # Not a metrics row: a note of what changed at which step.
         history.append({"step": start_step, "event": "resume",
                         "changed": {k: {"run": old, "given": new}
                                     for k, (old, new) in changes.items()},
                         "data": "restarted", "reason": restart, "data_seed": data_seed})
-    tensorboard = run_files.TensorBoardLog(config.output_dir, enabled=is_chief)
+    tensorboard = runs.TensorBoardLog(config.output_dir, enabled=is_chief)
     show = is_chief and config.progress
     bar = _progress_bar(config.steps, start_step, show)
     sequences_per_step = config.batch_size * config.accumulation_steps
@@ -628,14 +627,13 @@ def run_pretraining(config):
 
     outputs = {}
     if is_chief:
-        outputs["backbone"] = os.path.join(config.output_dir, "backbone.keras")
-        outputs["pretrainer"] = os.path.join(config.output_dir, "pretrainer.keras")
-        run_files.save_keras_atomically(backbone, outputs["backbone"])
-        run_files.save_keras_atomically(pretrainer, outputs["pretrainer"])
-        curve = run_files.plot_training_curve(config.output_dir)
+        saved = runs.save_run(config.output_dir, {runs.BACKBONE: backbone,
+                                                  runs.PRETRAINER: pretrainer})
+        outputs["backbone"], outputs["pretrainer"] = saved[runs.BACKBONE], saved[runs.PRETRAINER]
+        curve = runs.plot_training_curve(config.output_dir)
         if curve:
             outputs["training_curve"] = curve
         outputs["checkpoints"] = ckpt_dir
-        outputs["logs"] = os.path.join(config.output_dir, "logs")
+        outputs["logs"] = runs.run_path(config.output_dir, runs.LOGS)
     return {"step": int(step_var.numpy()), "metrics": last, "outputs": outputs,
             "is_chief": is_chief}

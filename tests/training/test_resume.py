@@ -49,9 +49,9 @@ def args_for(data, run_dir, *extra):
 KILL_AT = 13
 STOPPING_CLI = f"""
 import sys, time
-from kerasbert.training import run_files
+from kerasbert import runs
 
-append = run_files.History.append
+append = runs.History.append
 
 def append_then_wait(self, row):
     append(self, row)
@@ -59,7 +59,7 @@ def append_then_wait(self, row):
         while True:
             time.sleep(60)
 
-run_files.History.append = append_then_wait
+runs.History.append = append_then_wait
 from kerasbert.cli import main
 sys.exit(main(sys.argv[1:]))
 """

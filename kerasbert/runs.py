@@ -1,0 +1,285 @@
+"""A run directory, and the one module that knows its file names: what
+`pretrain`, `distill` and `finetune` write, and what `evaluate`,
+`export`, `generate`, `distill --teacher` and `pretrain --init-from` read.
+(A data folder's `metadata.json` belongs to the data: kerasbert.data.metadata.)
+
+    RUN/config.json           what made the run: flags, backbone config, task, tokenizer
+    RUN/model.keras           finetune: the task model (with its optimizer state)
+    RUN/backbone.keras        pretrain, distill: the encoder
+    RUN/pretrainer.keras      pretrain, distill: the encoder with its pretraining heads
+    RUN/<tokenizer files>     finetune: under kerasbert.text.families.SAVED_FILES names
+    RUN/metrics.json          finetune: validation metrics and the per-epoch history
+    RUN/evaluation.json       the last `kerasbert evaluate`
+    RUN/confusion_matrix.png  finetune of a classifier
+    RUN/history.jsonl         pretrain, distill: one JSON object per logged step
+    RUN/training_curve.png    loss and accuracy against steps (or epochs)
+    RUN/checkpoints/          pretrain: step checkpoints (kerasbert.training.checkpoints)
+    RUN/logs/train/           TensorBoard event files
+
+Everything is written through a temporary name and renamed (io_utils), so a
+reader never sees half a file.
+"""
+
+import dataclasses
+import json
+import os
+
+from kerasbert.errors import UsageError
+from kerasbert.io_utils import atomic_file
+from kerasbert.io_utils import atomic_write_json
+from kerasbert.io_utils import atomic_write_text
+from kerasbert.plotting import new_figure
+from kerasbert.plotting import save_figure_atomically
+from kerasbert.saving import load_model
+from kerasbert.text.loading import load_saved_tokenizer
+from kerasbert.text.loading import load_tokenizer
+from kerasbert.text.loading import save_tokenizer_files
+from kerasbert.text.loading import saved_tokenizer_files
+
+CONFIG = "config.json"
+MODEL = "model.keras"
+BACKBONE = "backbone.keras"
+PRETRAINER = "pretrainer.keras"
+METRICS = "metrics.json"
+EVALUATION = "evaluation.json"
+CONFUSION_MATRIX = "confusion_matrix.png"
+HISTORY = "history.jsonl"
+CURVE = "training_curve.png"
+CHECKPOINTS = "checkpoints"
+LOGS = "logs"
+
+#: The saved models a run may hold, the most complete first: a pretraining
+#: run's pretrainer (encoder and heads), a fine-tuned task model, a backbone.
+MODEL_FILES = (PRETRAINER, MODEL, BACKBONE)
+
+
+def run_path(run_dir, name):
+    """RUN/name."""
+    return os.path.join(run_dir, name)
+
+
+def read_config(run_dir):
+    """RUN/config.json as a dict; None when there is none. A file that is
+    not JSON is a UsageError naming it."""
+    path = run_path(run_dir, CONFIG)
+    if not os.path.isfile(path):
+        return None
+    try:
+        with open(path, encoding="utf-8") as f:
+            return json.load(f)
+    except (OSError, ValueError) as err:
+        raise UsageError(f"{path}: not readable as JSON ({err}).") from None
+
+
+def write_json(run_dir, name, data):
+    """Writes RUN/name (config.json, metrics.json, evaluation.json)
+    atomically; returns its path."""
+    path = run_path(run_dir, name)
+    atomic_write_json(path, data)
+    return path
+
+
+def save_model(model, run_dir, name):
+    """`model.save(RUN/name)` through a temporary name in the same folder;
+    returns the path."""
+    path = run_path(run_dir, name)
+    with atomic_file(path, suffix=".keras") as tmp:
+        model.save(tmp)
+    return path
+
+
+def save_run(run_dir, models, tokenizer=None, config=None):
+    """Writes a finished run: each `{file name: Keras model}`, then the
+    tokenizer's files (under their fixed names), then config.json with the
+    tokenizer's description in it (config.json last: a run whose
+    config.json names its files has all of them). Returns {file name: path}."""
+    os.makedirs(run_dir, exist_ok=True)
+    written = {name: save_model(model, run_dir, name) for name, model in models.items()}
+    if tokenizer is not None:
+        description = save_tokenizer_files(tokenizer, run_dir)
+        # "vocab" (the first file) keeps readers of older run directories working.
+        config = dict(config or {}, tokenizer=description, vocab=description["files"][0])
+    if config is not None:
+        written[CONFIG] = write_json(run_dir, CONFIG, config)
+    return written
+
+
+@dataclasses.dataclass
+class Run:
+    """An existing run directory and its config.json (None if it has none)."""
+
+    directory: str
+    config: dict = None
+
+    def path(self, name):
+        return run_path(self.directory, name)
+
+    def has(self, name):
+        return os.path.exists(self.path(name))
+
+    @property
+    def is_pretraining(self):
+        """Written by `pretrain` (its config.json has the "pretrain" flags)."""
+        return bool(self.config) and "pretrain" in self.config
+
+    def model_file(self):
+        """The most complete saved model of the run (`MODEL_FILES` order)."""
+        for name in MODEL_FILES:
+            if os.path.isfile(self.path(name)):
+                return self.path(name)
+        raise UsageError(f"{self.directory}: no {', '.join(MODEL_FILES)} (not a kerasbert "
+                         "pretrain, distill or finetune run).")
+
+    def load_model(self, name=None, compile=True):
+        """One of the run's models (default `model_file()`), in any process."""
+        return load_model(self.path(name) if name else self.model_file(), compile=compile)
+
+    def tokenizer(self, vocab=None, lower_case=None):
+        """`vocab` when given; else a fine-tuning run's saved tokenizer files,
+        or the vocabulary a pretraining run was trained with."""
+        if vocab is not None:
+            return load_tokenizer(vocab, lower_case=lower_case)
+        if self.is_pretraining:
+            return self._pretraining_tokenizer()
+        if self.config and ("tokenizer" in self.config or "vocab" in self.config):
+            return load_saved_tokenizer(self.directory, self.config)
+        raise UsageError(f"{self.directory}: no config.json naming the tokenizer; pass --vocab.")
+
+    def _pretraining_tokenizer(self):
+        """config.json's pretrain.vocab, as given on its command line
+        (relative to where it ran), else beside the run."""
+        vocab = self.config["pretrain"]["vocab"]
+        candidates = [vocab] if os.path.isabs(vocab) else [vocab, self.path(vocab)]
+        for path in candidates:
+            if os.path.exists(path):
+                meta = (self.config.get("data") or {}).get("metadata") or {}
+                return load_tokenizer(path, lower_case=meta.get("lower_case"))
+        raise UsageError(f"{self.path(CONFIG)} names the vocabulary {vocab}, which is not "
+                         "there any more: pass --vocab.")
+
+
+def open_run(directory):
+    """The `Run` of an existing directory."""
+    if not os.path.isdir(directory):
+        raise UsageError(f"{directory}: not a run directory.")
+    return Run(os.fspath(directory), read_config(directory))
+
+
+def open_finetuned(directory, flag="--model"):
+    """The `Run` of a `kerasbert finetune` output, checked: config.json with
+    the task, the model and every tokenizer file it names."""
+    run = open_run(directory) if os.path.isdir(directory) else None
+    if run is None or run.config is None:
+        raise UsageError(f"{flag} {directory}: no {CONFIG} (not a kerasbert finetune output).")
+    path = run.path(CONFIG)
+    for key in ("task_type", "max_seq_length"):
+        if key not in run.config:
+            raise UsageError(f"{path}: missing {key!r}; re-run kerasbert finetune.")
+    if "tokenizer" not in run.config and "vocab" not in run.config:
+        raise UsageError(f"{path}: missing 'tokenizer' (or 'vocab'); re-run kerasbert finetune.")
+    for name in [run.path(MODEL)] + saved_tokenizer_files(directory, run.config):
+        if not os.path.isfile(name):
+            raise UsageError(f"{flag} {directory}: missing {os.path.basename(name)}.")
+    return run
+
+
+def beside(path, name):
+    """RUN/name for a file inside RUN (e.g. the pretrainer.keras beside a
+    --teacher backbone.keras)."""
+    return os.path.join(os.path.dirname(os.path.abspath(path)), name)
+
+
+# --- what a training run logs -------------------------------------------------
+
+
+def read_history(run_dir):
+    path = os.path.join(run_dir, HISTORY)
+    if not os.path.exists(path):
+        return []
+    rows = []
+    with open(path, encoding="utf-8") as f:
+        for line in f:
+            line = line.strip()
+            if line:
+                try:
+                    rows.append(json.loads(line))
+                except json.JSONDecodeError:
+                    break  # a line cut by a kill: everything after it is lost anyway
+    return rows
+
+
+class History:
+    """Appends logged rows to RUN/history.jsonl; on resume, rows after the
+    restored step are dropped (they will be logged again)."""
+
+    def __init__(self, run_dir, resume_step=0, enabled=True):
+        self.path = os.path.join(run_dir, HISTORY)
+        self.enabled = enabled
+        if not enabled:
+            return
+        rows = [r for r in read_history(run_dir) if r["step"] <= resume_step]
+        atomic_write_text(self.path, "".join(json.dumps(r) + "\n" for r in rows))
+
+    def append(self, row):
+        if self.enabled:
+            with open(self.path, "a", encoding="utf-8") as f:
+                f.write(json.dumps(row) + "\n")
+                f.flush()
+
+
+class TensorBoardLog:
+    """Scalars under RUN/logs/train (chief only)."""
+
+    def __init__(self, run_dir, enabled=True):
+        self.writer = None
+        if enabled:
+            import tensorflow as tf  # lazy: tensorflow (config checks stay light)
+
+            self.writer = tf.summary.create_file_writer(os.path.join(run_dir, LOGS, "train"))
+
+    def write(self, step, scalars):
+        if self.writer is None:
+            return
+        import tensorflow as tf  # lazy: tensorflow
+
+        with self.writer.as_default(step=step):
+            for name, value in scalars.items():
+                tf.summary.scalar(name, value)
+        self.writer.flush()
+
+    def close(self):
+        if self.writer is not None:
+            self.writer.close()
+
+
+def plot_training_curve(run_dir):
+    """RUN/training_curve.png from history.jsonl: loss (left) and masked-LM
+    accuracy (right) against the step. Returns the path or None."""
+    rows = [r for r in read_history(run_dir) if "loss" in r]  # not the resume notes
+    if not rows:
+        return None
+    steps = [r["step"] for r in rows]
+    fig = new_figure(figsize=(10, 3.6))
+    ax_loss, ax_acc = fig.subplots(1, 2)
+    ax_loss.plot(steps, [r["loss"] for r in rows], label="total")
+    # Each pretrainer logs its own terms (masked LM; the causal LM's lm_*).
+    for key, label in (("mlm_loss", "masked LM"), ("lm_loss", "next token")):
+        if key in rows[0]:
+            ax_loss.plot(steps, [r[key] for r in rows], label=label)
+    if "sentence_loss" in rows[0]:
+        ax_loss.plot(steps, [r["sentence_loss"] for r in rows], label="sentence")
+    ax_loss.set(xlabel="step", ylabel="loss", title="Training loss")
+    ax_loss.legend()
+    for key, label in (("mlm_accuracy", "masked LM"), ("lm_accuracy", "next token")):
+        if key in rows[0]:
+            ax_acc.plot(steps, [r[key] for r in rows], label=label)
+    if "sentence_accuracy" in rows[0]:
+        ax_acc.plot(steps, [r["sentence_accuracy"] for r in rows], label="sentence")
+    ax_acc.set(xlabel="step", ylabel="accuracy", title="Accuracy", ylim=(0, 1))
+    ax_acc.legend()
+    for ax in (ax_loss, ax_acc):
+        ax.grid(alpha=0.3)
+    fig.tight_layout()
+    path = os.path.join(run_dir, CURVE)
+    save_figure_atomically(fig, path)
+    return path
