@@ -22,6 +22,22 @@ import time
 
 import numpy as np
 
+from kerasbert import convert
+from kerasbert.data import create_pretraining_data
+from kerasbert.data.default_corpus import write_default_corpus
+from kerasbert.data.default_task import write_default_task
+from kerasbert.models import BertBackbone
+from kerasbert.models import list_presets
+from kerasbert.saving import load_model
+from kerasbert.serving.exporter import export_finetuned
+from kerasbert.text import WordPieceTokenizer
+from kerasbert.text import vocabulary
+from kerasbert.text import wordpiece_training
+from kerasbert.training.finetune import FinetuneConfig
+from kerasbert.training.finetune import run_finetuning
+from kerasbert.training.pretrain import PretrainConfig
+from kerasbert.training.pretrain import run_pretraining
+
 
 def _step(title):
     print(f"\n== {title}")
@@ -57,10 +73,6 @@ def run_demo(output_dir="runs/demo", quick=False):
 def model_checks(output_dir):
     import keras
     import keras_hub
-
-    from kerasbert import convert
-    from kerasbert.models import BertBackbone
-    from kerasbert.models import list_presets
 
     os.makedirs(output_dir, exist_ok=True)
     _step(f"{len(list_presets())} presets (architectures; no download)")
@@ -133,11 +145,6 @@ FILL_IN = ("The [MASK] returns a new list of the items.",
 
 
 def pretraining_pipeline(output_dir, quick=False):
-    from kerasbert.data import create_pretraining_data
-    from kerasbert.data.default_corpus import write_default_corpus
-    from kerasbert.text import vocabulary, wordpiece_training
-    from kerasbert.training.pretrain import PretrainConfig, run_pretraining
-
     sizes = QUICK if quick else FULL
     _step("built-in corpus: the Python standard library's docstrings")
     corpus = os.path.join(output_dir, "corpus.txt")
@@ -180,9 +187,6 @@ def pretraining_pipeline(output_dir, quick=False):
 
 
 def _finetune_default_task(output_dir, backbone, vocab, sizes):
-    from kerasbert.data.default_task import write_default_task
-    from kerasbert.training.finetune import FinetuneConfig, run_finetuning
-
     _step("fine-tuning on the built-in task: which area of the standard library "
           "a sentence documents")
     task = write_default_task(os.path.join(output_dir, "task"), sizes["task_per_label"])
@@ -218,8 +222,6 @@ def _export_and_serve(output_dir, finetune_dir):
     import subprocess
     import sys
 
-    from kerasbert.serving.exporter import export_finetuned
-
     _step("export for TF Serving (tokenizer in the graph) and query it in a fresh process")
     result = export_finetuned(finetune_dir, os.path.join(output_dir, "export", "stdlib_area"),
                               version=1, overwrite=True)
@@ -237,9 +239,6 @@ def _export_and_serve(output_dir, finetune_dir):
 def _fill_in_the_blanks(pretrainer_path, vocab, seq_length=32):
     """Top-5 predictions of the trained masked-LM head for a few sentences."""
     import numpy as np
-
-    from kerasbert.saving import load_model
-    from kerasbert.text import WordPieceTokenizer
 
     _step("fill in the blank with the trained model")
     pretrainer = load_model(pretrainer_path)

@@ -200,3 +200,71 @@ def test_only_the_command_line_imports_commands():
                     if target.startswith("kerasbert.commands")
                     and not (m == "kerasbert.cli" or m.startswith("kerasbert.commands"))})
     assert not users, f"kerasbert.commands is imported outside the command line: {users}"
+
+
+# Issue 19: importing kerasbert modules inside a function is the exception,
+# kept only where laziness is the point (`kerasbert --help` without
+# TensorFlow, plain-Python paths, optional dependencies), and each one says
+# why with a `# lazy: REASON` comment.
+MAX_LAZY_IMPORTS = 100
+
+# Modules not swept for issue 19 yet: their in-function imports are neither
+# counted nor checked here. Empty this set when they are swept.
+_NOT_YET_SWEPT = {
+    "kerasbert.commands.evaluate",
+    "kerasbert.commands.export",
+    "kerasbert.commands.generate",
+    "kerasbert.runs",
+    "kerasbert.serving.exporter",
+    "kerasbert.serving.generation_serving",
+    "kerasbert.serving.hub_export",
+    "kerasbert.tasks.generation",
+    "kerasbert.training.distill",
+    "kerasbert.training.finetune",
+    "kerasbert.training.pretrain",
+    "kerasbert.training.run_files",
+}
+
+
+def _lazy_reason_given(lines, spans, lineno):
+    """Whether the import statement starting at `lineno` carries `# lazy:`
+    on one of its lines or on the comment lines right above it, or the
+    first statement of the contiguous block of imports it belongs to does.
+    `spans`: {first line: last line} of every import statement of the file."""
+    starts_by_end = {end: start for start, end in spans.items()}
+    first = lineno
+    while first - 1 in starts_by_end:
+        first = starts_by_end[first - 1]
+    for start in {lineno, first}:
+        if any("# lazy:" in lines[i - 1] for i in range(start, spans[start] + 1)):
+            return True
+        above = start - 1
+        while above >= 1 and lines[above - 1].lstrip().startswith("#"):
+            if "# lazy:" in lines[above - 1]:
+                return True
+            above -= 1
+    return False
+
+
+def test_lazy_imports_are_few_and_explained():
+    lazy = sorted({(module, line) for module, _, line, in_function in IMPORTS
+                   if in_function and module not in _NOT_YET_SWEPT})
+    assert len(lazy) <= MAX_LAZY_IMPORTS, (
+        f"{len(lazy)} in-function kerasbert imports (at most {MAX_LAZY_IMPORTS}): hoist "
+        "those that do not need to be lazy to the top of their module")
+    paths = {}
+    for folder, _, files in os.walk(PACKAGE):
+        for name in files:
+            if name.endswith(".py"):
+                paths[module_name(os.path.join(folder, name))] = os.path.join(folder, name)
+    unexplained = []
+    for module in sorted({module for module, _ in lazy}):
+        with open(paths[module], encoding="utf-8") as f:
+            source = f.read()
+        lines = source.splitlines()
+        spans = {node.lineno: node.end_lineno for node, _ in walk(ast.parse(source))}
+        unexplained += [f"{module}:{line}" for m, line in lazy
+                        if m == module and not _lazy_reason_given(lines, spans, line)]
+    assert not unexplained, (
+        "in-function kerasbert imports without a `# lazy: REASON` comment (on the "
+        "line, right above it, or on the first line of its block):\n" + "\n".join(unexplained))

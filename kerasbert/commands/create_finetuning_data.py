@@ -18,6 +18,7 @@ from kerasbert.commands._args import add_task_arguments
 from kerasbert.commands._args import columns_from_args
 from kerasbert.commands._args import comma_list
 from kerasbert.errors import UsageError
+from kerasbert.io_utils import output_lock
 
 # Splits whose name starts with one of these may have no labels (GLUE test
 # splits, prediction files): they are written without label features.
@@ -70,7 +71,7 @@ def parse_splits(items, task):
 
     A local-file task names one file, so only one split may use it.
     """
-    from kerasbert.data.finetuning.load import FILE_PREFIXES, parse_task_spec
+    from kerasbert.data.finetuning.load import FILE_PREFIXES, parse_task_spec  # lazy: tensorflow
 
     kind, _ = parse_task_spec(task)  # Unknown task: a clear error first.
     out, seen = [], set()
@@ -137,13 +138,12 @@ def _check_consistent(converted, meta):
 def run(args):
     """Loads, converts and writes every split (holding the lock on
     --output-dir); prints one line per split."""
-    from kerasbert.io_utils import output_lock
-
     with output_lock(args.output_dir, kind="folder", flag="--output-dir"):
         _write_splits(args)
 
 
 def _write_splits(args):
+    # lazy: tensorflow
     from kerasbert.data.finetuning.convert import convert_examples
     from kerasbert.data.finetuning.load import load_task
     from kerasbert.data.finetuning.records import write_features
@@ -170,7 +170,7 @@ def _write_splits(args):
                 "to replace them."
             )
 
-    from kerasbert.text import load_tokenizer, tokenizer_files
+    from kerasbert.text import load_tokenizer, tokenizer_files  # lazy: tensorflow
 
     tokenizer = load_tokenizer(args.vocab, lower_case=args.do_lower_case)
     # Features record the sha256 of the vocabulary file (vocab.json for BPE).

@@ -7,6 +7,8 @@ command runs, so `kerasbert --help` stays instant.
 
 import argparse
 
+from kerasbert.io_utils import output_lock
+
 
 NAME = "create-pretraining-data"
 HELP = "Write masked-LM + sentence-label pretraining TFRecords."
@@ -65,8 +67,7 @@ def add_arguments(parser):
 
 def run(args):
     """Runs the writer from parsed args; prints a one-line summary."""
-    from kerasbert.data.writer import create_pretraining_data
-    from kerasbert.io_utils import output_lock
+    from kerasbert.data.writer import create_pretraining_data  # lazy: numpy
 
     with output_lock(args.output_dir, kind="folder", flag="--output-dir"):
         meta = _create(create_pretraining_data, args)

@@ -10,6 +10,7 @@ import argparse
 from kerasbert.commands import pretrain
 from kerasbert.commands._report import print_outputs
 from kerasbert.errors import UsageError
+from kerasbert.io_utils import output_lock
 
 
 NAME = "distill"
@@ -33,6 +34,7 @@ def _teacher_layers(text):
 
 
 def config_from_args(args):
+    # lazy: tensorflow
     from kerasbert.models.presets import parse_overrides
     from kerasbert.training.distill import DistillConfig
 
@@ -42,8 +44,7 @@ def config_from_args(args):
 
 
 def run(args):
-    from kerasbert.io_utils import output_lock
-    from kerasbert.training.distill import run_distillation
+    from kerasbert.training.distill import run_distillation  # lazy: tensorflow
 
     try:
         with output_lock(args.output_dir, kind="folder", flag="--output-dir"):

@@ -1,5 +1,6 @@
 """`kerasbert export-hub`: TF Hub-format preprocessor + encoder SavedModels."""
 
+from kerasbert.io_utils import output_lock
 
 NAME = "export-hub"
 HELP = "Export a backbone as TF Hub-format preprocess/ and encoder/ SavedModels."
@@ -12,8 +13,7 @@ DESCRIPTION = (
 
 
 def run(args):
-    # Heavy imports here, so `kerasbert --help` does not load TensorFlow.
-    from kerasbert.io_utils import output_lock
+    # lazy: tensorflow (so `kerasbert --help` does not load it)
     from kerasbert.serving.hub_export import export_hub
 
     with output_lock(args.output, kind="folder", flag="--output"):

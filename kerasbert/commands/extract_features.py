@@ -20,6 +20,9 @@ import re
 from kerasbert.errors import UsageError
 from kerasbert.commands._args import add_backbone_arguments
 from kerasbert.commands._args import load_backbone_from_args
+from kerasbert.io_utils import atomic_file
+from kerasbert.text.text_files import check_utf8_text
+from kerasbert.text.text_files import read_lines
 
 
 NAME = "extract-features"
@@ -57,8 +60,7 @@ def add_arguments(parser):
 
 
 def _read_lines(path):
-    from kerasbert.tasks.feature_extraction import parse_line
-    from kerasbert.text.text_files import read_lines
+    from kerasbert.tasks.feature_extraction import parse_line  # lazy: numpy
 
     for line in read_lines(path):
         yield parse_line(line)
@@ -67,10 +69,11 @@ def _read_lines(path):
 def run(args):
     import json
 
-    from kerasbert.io_utils import atomic_file
+    # lazy: numpy
     from kerasbert.tasks.feature_extraction import check_layers, extract_features, parse_layers
 
     layers = parse_layers(args.layers)
+    # lazy: tensorflow (the tokenizers)
     from kerasbert.text.families import resolve_tokenizer_path
     from kerasbert.text.loading import load_tokenizer
 
@@ -81,8 +84,6 @@ def run(args):
         raise UsageError(f"--batch-size must be at least 1, got {args.batch_size}.")
     if args.max_seq_length < 3:
         raise UsageError(f"--max-seq-length must be at least 3, got {args.max_seq_length}.")
-    from kerasbert.text.text_files import check_utf8_text
-
     check_utf8_text([args.input])  # names the byte offset; refuses an input without text
     backbone = load_backbone_from_args(args)
     num_layers = getattr(backbone, "num_layers", None) or len(backbone.output["encoder_outputs"])

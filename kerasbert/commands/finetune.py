@@ -7,6 +7,7 @@ from kerasbert.commands._args import add_task_arguments
 from kerasbert.commands._args import columns_from_args
 from kerasbert.commands._report import print_metrics
 from kerasbert.commands._report import print_outputs
+from kerasbert.io_utils import output_lock
 
 NAME = "finetune"
 HELP = "Fine-tune a backbone on a task (GLUE, SQuAD, CoNLL-2003, SWAG, local CSV/TSV/JSONL)."
@@ -15,7 +16,6 @@ SHOW_DEFAULTS = True  # --help shows each flag's default
 
 def run(args):
     # lazy: tensorflow (the parser must stay light for `kerasbert --help`)
-    from kerasbert.io_utils import output_lock
     from kerasbert.training.finetune import FinetuneConfig, run_finetuning
 
     fields = {k: v for k, v in vars(args).items() if k in FinetuneConfig.__dataclass_fields__}

@@ -8,6 +8,8 @@ imported only when the command runs.
 from kerasbert.commands._args import add_preset_arguments
 from kerasbert.commands._report import print_outputs
 from kerasbert.errors import UsageError
+from kerasbert.io_utils import check_output_kind
+from kerasbert.io_utils import output_lock
 
 
 NAME = "pretrain"
@@ -20,6 +22,7 @@ SHOW_DEFAULTS = True  # --help shows each flag's default
 
 
 def _config_from_args(args):
+    # lazy: tensorflow
     from kerasbert.models.presets import parse_overrides
     from kerasbert.training.pretrain import PretrainConfig
 
@@ -31,7 +34,7 @@ def _config_from_args(args):
 def run(args):
     import contextlib
 
-    from kerasbert.io_utils import check_output_kind, output_lock
+    # lazy: tensorflow
     from kerasbert.training.pretrain import run_pretraining
     from kerasbert.training.strategies import chief_from_environment
 

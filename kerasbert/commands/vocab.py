@@ -4,6 +4,7 @@ vocabulary from text files."""
 import os
 
 from kerasbert.errors import UsageError
+from kerasbert.io_utils import check_output_kind
 from kerasbert.text.text_files import check_utf8_text
 
 
@@ -26,8 +27,6 @@ def run(args):
     # (BPE would otherwise write a vocabulary of bytes only, with exit 0).
     check_utf8_text(args.input)
     build = {"wordpiece": _wordpiece, "bpe": _bpe, "sentencepiece": _sentencepiece}[args.type]
-    from kerasbert.io_utils import check_output_kind
-
     # wordpiece writes the file --output, bpe the folder --output,
     # sentencepiece the files --output.model and --output.vocab.
     check_output_kind(args.output, "folder" if args.type == "bpe" else "file", "--output")
@@ -38,7 +37,7 @@ def run(args):
 
 
 def _wordpiece(args):
-    # Heavy imports here, so `kerasbert --help` does not load TensorFlow.
+    # lazy: tensorflow (so `kerasbert --help` does not load it)
     from kerasbert.text import vocabulary, wordpiece_training
 
     tokens = wordpiece_training.build_wordpiece_vocab(
@@ -51,13 +50,14 @@ def _wordpiece(args):
 
 
 def _bpe(args):
-    from kerasbert.text.bpe_training import train_bpe
+    from kerasbert.text.bpe_training import train_bpe  # lazy: optional dependency
 
     files = train_bpe(args.input, args.vocab_size, args.output)
     return f"wrote a byte-level BPE vocabulary (RoBERTa layout) to {_describe(files)}"
 
 
 def _sentencepiece(args):
+    # lazy: optional dependency
     from kerasbert.text.sentencepiece_training import train_sentencepiece
 
     files = train_sentencepiece(args.input, args.vocab_size, args.output,

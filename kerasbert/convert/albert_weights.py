@@ -28,6 +28,7 @@ from kerasbert.convert.bert_weights import set_bert_weights
 from kerasbert.convert.keras_hub_bert import keras_hub_canonical_shape
 from kerasbert.convert.keras_hub_bert import keras_hub_block_variables
 from kerasbert.convert.keras_hub_bert import keras_hub_top_variables
+from kerasbert.convert.tf_models import detect_activation
 
 # Constructor arguments that keras-hub's AlbertBackbone shares with ours.
 _KERAS_HUB_CONFIG = (
@@ -132,7 +133,7 @@ def albert_from_keras_hub(peer):
     padding_mask -> input_mask, segment_ids -> input_type_ids; ours also
     returns `encoder_outputs`.
     """
-    from kerasbert.models import AlbertBackbone
+    from kerasbert.models import AlbertBackbone  # lazy: keras
 
     weights = keras_hub_albert_to_canonical(peer)
     if peer.embedding_dim == peer.hidden_dim:
@@ -280,8 +281,7 @@ def albert_from_tf_models(encoder):
     """
     from official.nlp.modeling import networks
 
-    from kerasbert.convert.tf_models import detect_activation
-    from kerasbert.models import AlbertBackbone
+    from kerasbert.models import AlbertBackbone  # lazy: keras
 
     if not isinstance(encoder, networks.AlbertEncoder):
         raise TypeError(

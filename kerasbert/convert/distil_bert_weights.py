@@ -57,7 +57,7 @@ def distil_bert_from_keras_hub(peer):
     padding_mask -> input_mask; its single output is our
     `sequence_output`.
     """
-    from kerasbert.models.distil_bert import DistilBertBackbone
+    from kerasbert.models.distil_bert import DistilBertBackbone  # lazy: keras
 
     _require(peer, "DistilBertBackbone")
     hidden = peer.hidden_dim
@@ -82,7 +82,7 @@ def distil_bert_to_keras_hub(ours):
     at 1e-12, so other values raise."""
     import keras_hub
 
-    from kerasbert.models.distil_bert import DistilBertBackbone
+    from kerasbert.models.distil_bert import DistilBertBackbone  # lazy: keras
 
     if not isinstance(ours, DistilBertBackbone):
         raise TypeError(

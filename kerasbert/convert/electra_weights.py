@@ -19,6 +19,7 @@ from kerasbert.convert.bert_weights import set_bert_weights
 from kerasbert.convert.keras_hub_bert import keras_hub_block_variables
 from kerasbert.convert.keras_hub_bert import keras_hub_canonical_shape
 from kerasbert.convert.keras_hub_bert import keras_hub_top_variables
+from kerasbert.convert.tf_models import from_tf_models
 
 _PROJECTION = ("embedding_projection_kernel", "embedding_projection_bias")
 # keras-hub ElectraBackbone argument -> ours (its vocabulary is `vocab_size`).
@@ -115,7 +116,7 @@ def electra_from_keras_hub(peer):
     token_ids -> input_word_ids, padding_mask -> input_mask, segment_ids ->
     input_type_ids; ours also returns `encoder_outputs`.
     """
-    from kerasbert.models import ElectraBackbone
+    from kerasbert.models import ElectraBackbone  # lazy: keras
 
     weights = keras_hub_electra_to_canonical(peer)
     config = {ours: getattr(peer, theirs) for theirs, ours in _KERAS_HUB_CONFIG.items()}
@@ -177,8 +178,7 @@ def electra_from_tf_models(encoder):
     activation detection and weight mapping), then moves the weights into an
     ElectraBackbone of the same shape.
     """
-    from kerasbert.convert.tf_models import from_tf_models
-    from kerasbert.models import ElectraBackbone
+    from kerasbert.models import ElectraBackbone  # lazy: keras
 
     bert = from_tf_models(encoder)
     names = ElectraBackbone.config_names()

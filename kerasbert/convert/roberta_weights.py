@@ -96,7 +96,7 @@ def roberta_from_keras_hub(peer):
     """
     import keras_hub
 
-    from kerasbert.models.roberta import RobertaBackbone
+    from kerasbert.models.roberta import RobertaBackbone  # lazy: keras
 
     if not isinstance(peer, keras_hub.models.RobertaBackbone):
         raise TypeError(

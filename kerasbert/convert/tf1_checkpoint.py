@@ -246,7 +246,7 @@ def load_bert_checkpoint(ckpt_prefix, bert_config_json, dtype=None):
         ValueError: missing variables (a few listed) or a shape that differs
             from the config (name, checkpoint shape, expected shape).
     """
-    from kerasbert.models import BertBackbone
+    from kerasbert.models import BertBackbone  # lazy: keras
 
     kwargs = bert_config_to_kwargs(bert_config_json)
     ckpt = _Checkpoint(ckpt_prefix)
@@ -273,8 +273,8 @@ def load_pretraining_heads(ckpt_prefix, backbone):
     Returns:
         (MaskedLMHead, NextSentenceHead): logits [B, P, V] and [B, 2].
     """
-    from kerasbert.layers import MaskedLMHead
-    from kerasbert.layers import NextSentenceHead
+    from kerasbert.layers import MaskedLMHead  # lazy: keras
+    from kerasbert.layers import NextSentenceHead  # lazy: keras
 
     ckpt = _Checkpoint(ckpt_prefix)
     hidden = backbone.hidden_dim

@@ -245,7 +245,7 @@ def from_tf_models(encoder):
         ValueError: a setup BertBackbone cannot reproduce (norm_first,
             output_range, custom embedding layer, other activations, ...).
     """
-    from kerasbert.models import BertBackbone
+    from kerasbert.models import BertBackbone  # lazy: keras
 
     if not _is_tf_models_encoder(encoder):
         raise TypeError(

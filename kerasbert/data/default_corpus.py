@@ -23,6 +23,7 @@ import re
 import sys
 import sysconfig
 
+from kerasbert.data import text_input
 from kerasbert.io_utils import atomic_write_text
 
 # Bump when the recipe changes: cached corpora are keyed by it.
@@ -159,7 +160,7 @@ def docstring_sentences(source, split_sentences=None):
     source (module, classes, functions, in source order). Nothing is
     executed; unparsable source gives []."""
     if split_sentences is None:
-        from kerasbert.data.text_input import split_sentences
+        split_sentences = text_input.split_sentences
     try:
         tree = ast.parse(source)
     except (SyntaxError, ValueError, RecursionError, MemoryError):
@@ -188,15 +189,13 @@ def python_files(root, exclude=()):
 def iter_docstring_documents(paths, min_sentences=MIN_DOCUMENT_SENTENCES):
     """Documents (lists of sentences), one per module file in `paths` that
     yields at least `min_sentences` sentences of prose."""
-    from kerasbert.data.text_input import split_sentences
-
     for path in paths:
         try:
             with open(path, encoding="utf-8") as f:
                 source = f.read()
         except (OSError, UnicodeDecodeError):
             continue
-        sentences = docstring_sentences(source, split_sentences)
+        sentences = docstring_sentences(source, text_input.split_sentences)
         if len(sentences) >= min_sentences:
             yield sentences
 
@@ -219,8 +218,6 @@ def pydoc_topic_documents(min_sentences=MIN_DOCUMENT_SENTENCES):
     """Documents from `pydoc_data/topics.py` (the language-reference text
     behind `help("if")` etc.), one per topic in sorted topic order, read
     with `ast.literal_eval` (nothing executed). [] when the file is absent."""
-    from kerasbert.data.text_input import split_sentences
-
     path = os.path.join(sysconfig.get_paths()["stdlib"], "pydoc_data", "topics.py")
     try:
         with open(path, encoding="utf-8") as f:
@@ -240,7 +237,7 @@ def pydoc_topic_documents(min_sentences=MIN_DOCUMENT_SENTENCES):
     for key in sorted(k for k in topics if isinstance(topics[k], str)):
         sentences = [
             s for paragraph in prose_paragraphs(topics[key])
-            for s in split_sentences(paragraph) if is_sentence(s)
+            for s in text_input.split_sentences(paragraph) if is_sentence(s)
         ]
         if len(sentences) >= min_sentences:
             documents.append(sentences)

@@ -21,6 +21,7 @@ import os
 import sysconfig
 
 from kerasbert.data import default_corpus
+from kerasbert.data.text_input import split_sentences
 from kerasbert.io_utils import atomic_write_text
 
 # Top-level standard-library modules/packages of each area.
@@ -53,8 +54,6 @@ def topic_of(path, root=None):
 
 def labelled_sentences(max_per_label=None):
     """[(sentence, label)] in standard-library file order, de-duplicated."""
-    from kerasbert.data.text_input import split_sentences
-
     seen, rows, counts = set(), [], dict.fromkeys(LABELS, 0)
     for path in default_corpus.stdlib_files():
         label = topic_of(path)

@@ -32,6 +32,10 @@ them while a per-batch seed stream gives new masks every epoch.
 
 import tensorflow as tf
 
+from kerasbert.text.families import read_vocabulary
+from kerasbert.text.families import special_ids
+from kerasbert.text.families import word_starts
+
 class DynamicMasker:
     """Draws masked-LM masks in-graph.
 
@@ -143,8 +147,6 @@ class DynamicMasker:
         ([CLS] [SEP] [PAD] [MASK]; <pad> for ALBERT; <s> </s> <pad> <mask>
         for RoBERTa). `whole_word_mask`: a word is a word-initial piece plus
         the pieces after it that do not begin a word ("##x"; no "▁" / "Ġ")."""
-        from kerasbert.text.families import read_vocabulary, special_ids, word_starts
-
         kind, files, tokens = read_vocabulary(vocab_file)
         try:
             ids = special_ids(kind, tokens, files[0])

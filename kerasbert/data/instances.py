@@ -47,6 +47,8 @@ import dataclasses
 
 import numpy as np
 
+from kerasbert.data import schema
+
 
 @dataclasses.dataclass(frozen=True)
 class Specials:
@@ -693,8 +695,6 @@ class ExampleEncoder:
 
     def __init__(self, vocab_size, max_seq_length, max_predictions_per_seq, objective, masked,
                  pad_id=0):
-        from kerasbert.data import schema
-
         self.pad_id = int(pad_id)
         self.names = schema.feature_names(objective, masked)
         self.max_seq_length = T = max_seq_length

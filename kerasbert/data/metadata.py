@@ -16,6 +16,9 @@ import json
 import os
 
 from kerasbert.io_utils import atomic_write_json
+from kerasbert.text.families import WORDPIECE
+from kerasbert.text.families import read_vocabulary
+from kerasbert.text.families import resolve_tokenizer_path
 
 METADATA_FILE = "metadata.json"
 
@@ -28,8 +31,6 @@ def vocab_fingerprint(vocab_path):
         SentencePiece `.model` (sha256 of the file, its pieces), or a BPE
         directory / vocab.json (sha256 of vocab.json then merges.txt, the
         vocabulary's tokens)."""
-    from kerasbert.text.families import WORDPIECE, read_vocabulary, resolve_tokenizer_path
-
     kind, files = resolve_tokenizer_path(vocab_path)
     digest = hashlib.sha256()
     lines = 0

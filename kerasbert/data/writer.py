@@ -42,6 +42,10 @@ from kerasbert.data.text_input import check_text_files
 from kerasbert.data.text_input import iter_documents
 from kerasbert.errors import UsageError
 from kerasbert.text.families import BPE
+from kerasbert.text.families import read_vocabulary
+from kerasbert.text.families import special_ids
+from kerasbert.text.loading import load_tokenizer
+from kerasbert.version import __version__
 
 CHUNK_DOCS = 64
 CHUNK_BYTES = 1 << 20
@@ -85,8 +89,6 @@ def read_specials(vocab_path):
     ([CLS] [SEP] [MASK] [PAD]; ALBERT's <pad>; RoBERTa's <s> </s> <mask>
     <pad>), never assumed. Plain Python: the main process stays free of
     TensorFlow."""
-    from kerasbert.text.families import read_vocabulary, special_ids
-
     kind, files, tokens = read_vocabulary(vocab_path)
     try:
         ids = special_ids(kind, tokens, files[0])
@@ -147,8 +149,6 @@ class _Tokenizer:
 
     def __init__(self, vocab_path, lower_case):
         import tensorflow as tf
-
-        from kerasbert.text.loading import load_tokenizer
 
         self._tok = load_tokenizer(vocab_path, lower_case=lower_case)
         self._tf = tf
@@ -489,7 +489,6 @@ def create_pretraining_data(
 
     sha, vocab_lines = meta_lib.vocab_fingerprint(vocab_file)
     names = schema.feature_names(objective, masking)
-    from kerasbert.version import __version__
 
     metadata = {
         "schema_version": schema.SCHEMA_VERSION,

@@ -50,6 +50,7 @@ from keras import ops
 
 from kerasbert.layers.attention import MASK_BIAS
 from kerasbert.layers.attention import MultiHeadSelfAttention
+from kerasbert.layers.attention import padding_mask_to_attention_bias
 
 # Key-block slots of a middle query block i: the two global blocks, the
 # window i-1, i, i+1, then the random blocks.
@@ -248,8 +249,6 @@ class BlockSparseSelfAttention(MultiHeadSelfAttention):
             padding_mask: int [B, T], 1 for real tokens.
             sparse: as in `call`.
         """
-        from kerasbert.layers.attention import padding_mask_to_attention_bias
-
         if not self.built:
             raise ValueError("Build the layer (call it once) first.")
         mask = ops.convert_to_tensor(padding_mask)

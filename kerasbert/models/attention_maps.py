@@ -17,6 +17,8 @@ Inference mode: dropout is off.
 
 import numpy as np
 
+from kerasbert.layers.transformer_block import TransformerEncoderBlock
+from kerasbert.models.backbone import Backbone
 from kerasbert.plotting import new_figure
 
 _INPUT_NAMES = ("input_word_ids", "input_mask", "input_type_ids")
@@ -24,8 +26,6 @@ _INPUT_NAMES = ("input_word_ids", "input_mask", "input_type_ids")
 
 def _find_backbone(model):
     """A backbone, or a task model that holds one as `.backbone`."""
-    from kerasbert.models.backbone import Backbone
-
     if isinstance(model, Backbone):
         return model
     inner = getattr(model, "backbone", None)
@@ -99,8 +99,6 @@ def attention_maps(backbone, inputs):
         ValueError: missing or misshaped inputs; a backbone without
             `TransformerEncoderBlock`s.
     """
-    from kerasbert.layers.transformer_block import TransformerEncoderBlock
-
     backbone = _find_backbone(backbone)
     maps = []
 

@@ -6,6 +6,9 @@ import math
 import keras
 
 from kerasbert.errors import UsageError
+from kerasbert.layers import TransformerEncoderBlock
+from kerasbert.layers import causal_attention_bias
+from kerasbert.layers import padding_mask_to_attention_bias
 from kerasbert.models.presets import get_preset
 
 
@@ -234,8 +237,6 @@ def encoder_blocks(num_layers, *, num_heads, intermediate_dim, activation, dropo
     mappings use), with the backbone's attention option (`attention_options`,
     block i seeding its random blocks). Every family builds its blocks here;
     ALBERT passes its `group_{g}_inner_layer_{r}` names and shares them."""
-    from kerasbert.layers import TransformerEncoderBlock
-
     names = names or [f"transformer_layer_{i}" for i in range(num_layers)]
 
     return [
@@ -280,9 +281,6 @@ def encoder_graph(embeddings, layers, pooler=None, causal=False):
         `sequence_output` [B, T, H], `pooled_output` [B, H] and
         `encoder_outputs` (a list of len(layers) [B, T, H]).
     """
-    from kerasbert.layers import causal_attention_bias
-    from kerasbert.layers import padding_mask_to_attention_bias
-
     inputs = {
         name: keras.Input((None,), dtype="int32", name=name)
         for name in ("input_word_ids", "input_mask", "input_type_ids")

@@ -2,6 +2,9 @@
 `.tokenize.get_special_tokens_dict()`, `.bert_pack_inputs`. See
 `hub_export`."""
 
+from kerasbert.text import make_packer
+
+
 def build_preprocessor(tokenizer, seq_length):
     """The preprocessor SavedModel's root object and signatures.
 
@@ -14,8 +17,6 @@ def build_preprocessor(tokenizer, seq_length):
         (root, {"serving_default": concrete function}).
     """
     import tensorflow as tf
-
-    from kerasbert.text import make_packer
 
     packer = make_packer(tokenizer, seq_length)
     sentences = tf.TensorSpec([None], tf.string, name="sentences")

@@ -34,6 +34,7 @@ from kerasbert.serving.task_serving import LONG_TEXT
 from kerasbert.serving.task_serving import TaskServing
 from kerasbert.serving.task_serving import clean_text
 from kerasbert.serving.task_serving import substrings
+from kerasbert.text import segment_layout
 
 #: `score` of an example without any valid span (an empty context): Python
 #: says -inf; outputs must be finite, so the lowest float32 (below every real
@@ -124,8 +125,6 @@ class QuestionAnsweringServing(TaskServing):
                  max_answer_length=30, null_score_diff_threshold=0.0, version_2=False,
                  windows_per_call=64, name=None):
         super().__init__(model, tokenizer, seq_length, name=name)
-        from kerasbert.text import segment_layout
-
         self.layout = segment_layout(tokenizer)
         self.doc_stride = int(doc_stride)
         self.max_query_length = int(max_query_length)

@@ -8,6 +8,7 @@ import os
 import sys
 
 from kerasbert.errors import UsageError
+from kerasbert.saving import load_model
 
 
 def load_backbone(backbone=None, preset=None, init_checkpoint=None, bert_config=None,
@@ -20,8 +21,6 @@ def load_backbone(backbone=None, preset=None, init_checkpoint=None, bert_config=
         UsageError: missing files, unknown preset, a checkpoint that does not
             fit the architecture, a model without a backbone.
     """
-    from kerasbert.saving import load_model  # lazy: keras
-
     if backbone is not None:
         if init_checkpoint or bert_config:
             raise UsageError("--init-checkpoint/--bert-config go with --preset, not --backbone.")
@@ -42,7 +41,7 @@ def load_backbone(backbone=None, preset=None, init_checkpoint=None, bert_config=
         return model
     if preset is None:
         raise UsageError("Give --backbone PATH or --preset NAME.")
-    from kerasbert.models.presets import build_backbone
+    from kerasbert.models.presets import build_backbone  # lazy: keras
 
     overrides = {"vocabulary_size": vocabulary_size} if vocabulary_size else {}
 
@@ -52,6 +51,7 @@ def load_backbone(backbone=None, preset=None, init_checkpoint=None, bert_config=
         print(f"warning: --preset {preset} without --init-checkpoint has RANDOM weights.",
               file=sys.stderr)
         return build_backbone(preset, overrides)
+    # lazy: tensorflow (the TF1 checkpoint reader; usage errors come first)
     from kerasbert.convert.bert_config import kwargs_to_bert_config
     from kerasbert.convert.tf1_checkpoint import load_bert_checkpoint
 

@@ -7,6 +7,7 @@ from kerasbert import kernels
 from kerasbert.layers import MaskedLMHead
 from kerasbert.layers import padding_mask_to_attention_bias
 from kerasbert.layers import NextSentenceHead
+from kerasbert.optimizers.bert_optimizers import AdamW
 from kerasbert.tasks.backbone_model import BackboneModel
 from kerasbert.tasks.token_cross_entropy import token_cross_entropy
 from kerasbert.tasks.token_cross_entropy import vocabulary_major_cross_entropy
@@ -175,8 +176,6 @@ class PretrainingTask(BackboneModel):
             # Ours, not keras.optimizers.AdamW: it clips the global norm of the
             # gradient summed over replicas (Keras clips each replica's share)
             # and matches the no-decay names on the variable's own name.
-            from kerasbert.optimizers.bert_optimizers import AdamW
-
             optimizer = AdamW(learning_rate=self.default_learning_rate, weight_decay=0.01,
                               epsilon=1e-6, global_clipnorm=1.0)
         super().compile(optimizer=optimizer, **kwargs)

@@ -13,6 +13,8 @@ from keras import ops
 
 from kerasbert.kernels import batch_major
 from kerasbert.kernels import tied_decoder_logits
+from kerasbert.models.gpt import GptBackbone
+from kerasbert.optimizers.bert_optimizers import AdamW
 from kerasbert.tasks.backbone_model import BackboneModel
 from kerasbert.tasks.bert_pretrainer import _cross_replica_sum
 from kerasbert.tasks.bert_pretrainer import _num_replicas
@@ -175,8 +177,6 @@ class CausalLM(BackboneModel):
     needs_masked_lm = False
 
     def __init__(self, backbone, dtype=None, **kwargs):
-        from kerasbert.models.gpt import GptBackbone
-
         if not isinstance(backbone, GptBackbone):
             raise ValueError(
                 f"CausalLM needs a causal backbone (GptBackbone); a "
@@ -284,8 +284,6 @@ class CausalLM(BackboneModel):
                 f"to compile (got {loss!r})."
             )
         if isinstance(optimizer, str) and optimizer == "auto":
-            from kerasbert.optimizers.bert_optimizers import AdamW
-
             optimizer = AdamW(learning_rate=2.5e-4, weight_decay=0.01, epsilon=1e-6,
                               global_clipnorm=1.0)
         super().compile(optimizer=optimizer, **kwargs)

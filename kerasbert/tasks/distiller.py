@@ -5,6 +5,9 @@ import keras
 import numpy as np
 from keras import ops
 
+from kerasbert.convert.bert_weights import get_block_weights
+from kerasbert.convert.bert_weights import set_block_weights
+from kerasbert.optimizers.bert_optimizers import AdamW
 from kerasbert.tasks.bert_pretrainer import _cross_replica_sum
 from kerasbert.tasks.bert_pretrainer import _num_replicas
 from kerasbert.tasks.task import backbone_inputs
@@ -61,9 +64,6 @@ def init_student_from_teacher(student, teacher, layer_map=None):
     Returns:
         the layer map used (list of int).
     """
-    from kerasbert.convert.bert_weights import get_block_weights
-    from kerasbert.convert.bert_weights import set_block_weights
-
     s_bb = getattr(student, "backbone", student)
     t_bb = getattr(teacher, "backbone", teacher)
     for key in ("hidden_dim", "vocabulary_size"):
@@ -323,8 +323,6 @@ class Distiller(keras.Model):
                 f"compile (got {loss!r})."
             )
         if isinstance(optimizer, str) and optimizer == "auto":
-            from kerasbert.optimizers.bert_optimizers import AdamW
-
             optimizer = AdamW(learning_rate=5e-4, weight_decay=0.01, epsilon=1e-6,
                               global_clipnorm=1.0)
         super().compile(optimizer=optimizer, **kwargs)

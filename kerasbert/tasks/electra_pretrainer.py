@@ -21,6 +21,7 @@ from kerasbert import kernels
 from kerasbert.layers import MaskedLMHead
 from kerasbert.layers.activations import get_activation
 from kerasbert.layers.initializers import bert_initializer
+from kerasbert.models import ElectraBackbone
 from kerasbert.tasks.bert_pretrainer import BACKBONE_INPUTS
 from kerasbert.tasks.bert_pretrainer import PretrainingTask
 from kerasbert.tasks.bert_pretrainer import masked_lm_elementwise
@@ -254,8 +255,6 @@ class ElectraPretrainer(PretrainingTask):
 
     def __init__(self, backbone, generator=None, generator_fraction=0.25, rtd_weight=50.0,
                  mlm_weight=1.0, temperature=1.0, seed=None, dtype=None, **kwargs):
-        from kerasbert.models import ElectraBackbone
-
         if not isinstance(backbone, ElectraBackbone):
             raise ValueError(
                 "ElectraPretrainer needs an ElectraBackbone discriminator, got "

@@ -35,7 +35,9 @@ import re
 
 import numpy as np
 
+from kerasbert.data.finetuning.features import check_max_seq_length
 from kerasbert.errors import UsageError
+from kerasbert.text.loading import make_packer, segment_layout
 
 # The original's separator: the LAST " ||| " splits text_a from text_b
 # (greedy `^(.*) \|\|\| (.*)$`).
@@ -119,9 +121,6 @@ def extract_features(backbone, tokenizer, texts, layers=(-1, -2, -3, -4), max_se
         {"linex_index": int, "features": [{"token": str, "layers":
         [{"index": int, "values": [float, ...]}, ...]}, ...]}
     """
-    from kerasbert.data.finetuning.features import check_max_seq_length
-    from kerasbert.text.loading import make_packer, segment_layout
-
     layers = check_layers(layers, _num_layers(backbone))
     max_seq_length = int(max_seq_length)
     check_max_seq_length(max_seq_length, backbone)

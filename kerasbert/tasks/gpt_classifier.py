@@ -3,6 +3,7 @@
 import keras
 from keras import ops
 
+from kerasbert.models.gpt import GptBackbone
 from kerasbert.tasks.causal_lm import next_token_elementwise
 from kerasbert.tasks.causal_lm import tied_logits
 from kerasbert.tasks.task import backbone_inputs
@@ -55,8 +56,6 @@ class GptClassifier(TextClassifier):
 
     def __init__(self, backbone, num_classes, extract_id=None, lm_weight=0.5, dropout=0.1,
                  dtype=None, **kwargs):
-        from kerasbert.models.gpt import GptBackbone
-
         if not isinstance(backbone, GptBackbone):
             raise ValueError(f"GptClassifier needs a GptBackbone, got {type(backbone).__name__} "
                              "(use TextClassifier for bidirectional encoders).")

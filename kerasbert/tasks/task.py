@@ -24,6 +24,7 @@ import keras
 from keras import ops
 
 from kerasbert.layers.dropout import Dropout
+from kerasbert.optimizers.optimization import create_optimizer
 from kerasbert.tasks.backbone_model import BackboneModel
 
 BACKBONE_INPUTS = ("input_word_ids", "input_mask", "input_type_ids")
@@ -80,8 +81,6 @@ def fine_tuning_optimizer(
     Other keyword arguments go to `create_optimizer` (optimizer="lamb",
     clipnorm, accumulation_steps, ...).
     """
-    from kerasbert.optimizers.optimization import create_optimizer
-
     if num_train_steps is not None:
         num_train_steps = int(num_train_steps)
         if num_train_steps <= 0:

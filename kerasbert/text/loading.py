@@ -168,9 +168,9 @@ def make_packer(tokenizer, seq_length):
     """`RobertaPacker` for byte-level BPE, `BertPacker` otherwise (ALBERT's
     SentencePiece model has [CLS]/[SEP])."""
     if tokenizer_kind(tokenizer) == BPE:
-        from kerasbert.text.roberta_packer import RobertaPacker
+        from kerasbert.text.roberta_packer import RobertaPacker  # lazy: tensorflow
 
         return RobertaPacker.from_tokenizer(tokenizer, seq_length)
-    from kerasbert.text.packer import BertPacker
+    from kerasbert.text.packer import BertPacker  # lazy: tensorflow
 
     return BertPacker.from_tokenizer(tokenizer, seq_length)

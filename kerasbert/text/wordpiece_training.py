@@ -71,7 +71,7 @@ def count_words(files, lower_case=True, show_progress=None):
     total = sum(os.path.getsize(f) for f in files)
     if show_progress is None:
         show_progress = total > 8 * 2**20
-    from kerasbert.text.tokenizer import bert_normalize
+    from kerasbert.text.tokenizer import bert_normalize  # lazy: tensorflow
 
     # Same normalization as WordPieceTokenizer; the split itself is
     # BasicTokenizer's (whitespace, punctuation, one word per CJK ideograph).

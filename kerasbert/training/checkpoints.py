@@ -38,6 +38,7 @@ import tempfile
 import tensorflow as tf
 
 from kerasbert.errors import UsageError
+from kerasbert.io_utils import atomic_write_json
 
 _CKPT_RE = re.compile(r"ckpt-(\d+)\.index$")
 _SHARD_RE = re.compile(r"\.data-(\d+)-of-(\d+)$")
@@ -78,8 +79,6 @@ def _sha256(path):
 def write_manifest(prefix, info=None):
     """Writes `<prefix>.manifest.json`: {"files": {name: {bytes, sha256}},
     "info": info}."""
-    from kerasbert.io_utils import atomic_write_json
-
     files = {os.path.basename(path): {"bytes": os.path.getsize(path), "sha256": _sha256(path)}
              for path in checkpoint_files(prefix)}
     atomic_write_json(prefix + MANIFEST_SUFFIX, {"files": files, "info": info})

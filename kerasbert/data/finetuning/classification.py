@@ -4,6 +4,7 @@ import numpy as np
 
 from kerasbert.data.finetuning.examples import TaskDataError, label_id
 from kerasbert.data.finetuning.features import TaskFeatures, check_length, pack_batches
+from kerasbert.text import make_packer, segment_layout
 
 
 def convert_classification(data, tokenizer, max_seq_length=128):
@@ -21,8 +22,6 @@ def convert_classification(data, tokenizer, max_seq_length=128):
         regression), or None when the data has no labels. A label outside
         the label set raises an error naming the example index and label.
     """
-    from kerasbert.text import make_packer, segment_layout
-
     if data.task_type not in ("classification", "pair", "regression"):
         raise TaskDataError(f"convert_classification got a {data.task_type} task.")
     examples = data.examples

@@ -4,6 +4,7 @@ import numpy as np
 
 from kerasbert.data.finetuning.examples import TaskDataError
 from kerasbert.data.finetuning.features import MODEL_INPUTS, TaskFeatures, check_length, pack_batches
+from kerasbert.text import make_packer, segment_layout
 
 
 def convert_multiple_choice(data, tokenizer, max_seq_length=128):
@@ -16,8 +17,6 @@ def convert_multiple_choice(data, tokenizer, max_seq_length=128):
         `TaskFeatures`: x int32 [N, C, T]; y int32 [N] (the right choice) or
         None without labels.
     """
-    from kerasbert.text import make_packer, segment_layout
-
     if data.task_type != "multiple_choice":
         raise TaskDataError(f"convert_multiple_choice got a {data.task_type} task.")
     examples = data.examples

@@ -19,6 +19,7 @@ import numpy as np
 
 from kerasbert.data.finetuning.examples import TaskDataError
 from kerasbert.data.finetuning.features import TaskFeatures, tokenize_lists, tokenize_with_offsets_lists
+from kerasbert.text import segment_layout
 
 logger = logging.getLogger(__name__)
 
@@ -107,8 +108,6 @@ def convert_qa(data, tokenizer, max_seq_length=384, doc_stride=128, max_query_le
     examples = data.examples
     if not examples:
         raise TaskDataError(f"{data.name} {data.split}: no examples to convert.")
-    from kerasbert.text import segment_layout
-
     t = int(max_seq_length)
     layout = segment_layout(tokenizer)
     if doc_stride < 1 or max_query_length < 1:

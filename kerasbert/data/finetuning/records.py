@@ -171,7 +171,7 @@ def features_dataset(directory, split):
     turns into the file and record index (`read_features` does)."""
     import tensorflow as tf
 
-    from kerasbert.data import integrity
+    from kerasbert.data import integrity  # lazy: tensorflow
 
     meta, info, files = _split_meta(directory, split)
     spec = schema.parsing_spec(meta["task_type"], info["labelled"], meta["max_seq_length"],
@@ -194,7 +194,7 @@ def _read_batches(directory, split, batch_size):
     corrupt or truncated file is a TaskDataError naming file and record."""
     import tensorflow as tf
 
-    from kerasbert.data import integrity
+    from kerasbert.data import integrity  # lazy: tensorflow
 
     iterator = iter(features_dataset(directory, split).batch(batch_size))
     while True:

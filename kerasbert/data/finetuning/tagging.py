@@ -18,6 +18,8 @@ import numpy as np
 
 from kerasbert.data.finetuning.examples import TaskDataError, label_id
 from kerasbert.data.finetuning.features import TaskFeatures, check_length, tokenize_lists
+from kerasbert.text.families import BPE
+from kerasbert.text.loading import tokenizer_kind
 
 logger = logging.getLogger(__name__)
 
@@ -27,9 +29,6 @@ def _in_context(tokenizer, examples):
     with a leading space for byte-level BPE (not before the first word, nor
     for a blank word, which must stay empty), unchanged otherwise (WordPiece
     ignores spaces; SentencePiece marks every word "▁" anyway)."""
-    from kerasbert.text.families import BPE
-    from kerasbert.text.loading import tokenizer_kind
-
     if tokenizer_kind(tokenizer) != BPE:
         return [w for e in examples for w in e["tokens"]]
     return [w if i == 0 or not w.strip() else " " + w
