@@ -33,9 +33,9 @@ from kerasbert.serving.exporter import export_finetuned
 from kerasbert.text import WordPieceTokenizer
 from kerasbert.text import vocabulary
 from kerasbert.text import wordpiece_training
-from kerasbert.training.finetune import FinetuneConfig
+from kerasbert.training.configs import FinetuneConfig
+from kerasbert.training.configs import PretrainConfig
 from kerasbert.training.finetune import run_finetuning
-from kerasbert.training.pretrain import PretrainConfig
 from kerasbert.training.pretrain import run_pretraining
 
 

@@ -122,6 +122,12 @@ class Run:
         """Written by `pretrain` (its config.json has the "pretrain" flags)."""
         return bool(self.config) and "pretrain" in self.config
 
+    @property
+    def is_generation(self):
+        """A pretraining run of a GPT preset (`kerasbert export` exports it
+        as a text-generation model)."""
+        return self.is_pretraining and self.config.get("backbone_class") == "GptBackbone"
+
     def model_file(self):
         """The most complete saved model of the run (`MODEL_FILES` order)."""
         for name in MODEL_FILES:

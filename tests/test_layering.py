@@ -208,22 +208,6 @@ def test_only_the_command_line_imports_commands():
 # why with a `# lazy: REASON` comment.
 MAX_LAZY_IMPORTS = 100
 
-# Modules not swept for issue 19 yet: their in-function imports are neither
-# counted nor checked here. Empty this set when they are swept.
-_NOT_YET_SWEPT = {
-    "kerasbert.commands.evaluate",
-    "kerasbert.commands.export",
-    "kerasbert.commands.generate",
-    "kerasbert.runs",
-    "kerasbert.serving.exporter",
-    "kerasbert.serving.generation_serving",
-    "kerasbert.serving.hub_export",
-    "kerasbert.tasks.generation",
-    "kerasbert.training.distill",
-    "kerasbert.training.finetune",
-    "kerasbert.training.pretrain",
-    "kerasbert.training.run_files",
-}
 
 
 def _lazy_reason_given(lines, spans, lineno):
@@ -248,7 +232,7 @@ def _lazy_reason_given(lines, spans, lineno):
 
 def test_lazy_imports_are_few_and_explained():
     lazy = sorted({(module, line) for module, _, line, in_function in IMPORTS
-                   if in_function and module not in _NOT_YET_SWEPT})
+                   if in_function})
     assert len(lazy) <= MAX_LAZY_IMPORTS, (
         f"{len(lazy)} in-function kerasbert imports (at most {MAX_LAZY_IMPORTS}): hoist "
         "those that do not need to be lazy to the top of their module")

@@ -34,21 +34,24 @@ def _teacher_layers(text):
 
 
 def config_from_args(args):
-    # lazy: tensorflow
+    # lazy: numpy (--help stays light)
     from kerasbert.models.presets import parse_overrides
-    from kerasbert.training.distill import DistillConfig
+    from kerasbert.training.configs import DistillConfig
 
     fields = {k: v for k, v in vars(args).items() if k in DistillConfig.__dataclass_fields__}
     fields["overrides"] = parse_overrides(args.set)
-    return DistillConfig(**fields)
+    config = DistillConfig(**fields)
+    config.validate()  # flags are checked before TensorFlow loads
+    return config
 
 
 def run(args):
+    config = config_from_args(args)
     from kerasbert.training.distill import run_distillation  # lazy: tensorflow
 
     try:
         with output_lock(args.output_dir, kind="folder", flag="--output-dir"):
-            result = run_distillation(config_from_args(args))
+            result = run_distillation(config)
     except FloatingPointError as err:
         raise UsageError(str(err)) from None
     metrics = result["metrics"]

@@ -1,6 +1,7 @@
 """`kerasbert evaluate`: the metrics of a fine-tuned model on a split or a
 file, printed and kept in the run directory."""
 
+from kerasbert import runs
 from kerasbert.commands._report import print_metrics
 
 NAME = "evaluate"
@@ -8,7 +9,6 @@ HELP = "Metrics of a fine-tuned model on a split or file."
 
 
 def run(args):
-    from kerasbert import runs
     from kerasbert.training.finetune import run_evaluation  # lazy: tensorflow
 
     metrics = run_evaluation(args.model, task=args.task, split=args.split,

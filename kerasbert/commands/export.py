@@ -2,8 +2,9 @@
 
 import os
 
+from kerasbert import runs
 from kerasbert.errors import UsageError
-
+from kerasbert.io_utils import output_lock
 
 NAME = "export"
 HELP = "Export a fine-tuned model as a TF Serving SavedModel with in-graph tokenization."
@@ -34,21 +35,15 @@ def add_arguments(parser):
 
 
 def run(args):
-    from kerasbert.serving.exporter import export_finetuned
-
     if not os.path.isdir(args.model):
         raise UsageError(f"--model {args.model}: no such directory.")
-    from kerasbert.serving.generation_serving import is_generation_run
+    generation = runs.open_run(args.model).is_generation
+    # lazy: tensorflow
+    from kerasbert.serving.exporter import export_finetuned
+    from kerasbert.serving.generation_serving import export_generation_run
 
-    if is_generation_run(args.model):
-        # A GPT pretraining run: prompt in, greedy completion out.
-        from kerasbert.serving.generation_serving import export_generation_run
-
-        export = export_generation_run
-    else:
-        export = export_finetuned
-    from kerasbert.io_utils import output_lock
-
+    # A GPT pretraining run: prompt in, greedy completion out.
+    export = export_generation_run if generation else export_finetuned
     # The lock serialises version numbering: two exports without --version
     # into the same OUTPUT get different versions, never the same one.
     with output_lock(args.output, kind="folder", flag="--output"):

@@ -15,13 +15,16 @@ SHOW_DEFAULTS = True  # --help shows each flag's default
 
 
 def run(args):
-    # lazy: tensorflow (the parser must stay light for `kerasbert --help`)
-    from kerasbert.training.finetune import FinetuneConfig, run_finetuning
+    from kerasbert.training.configs import FinetuneConfig  # lazy: numpy (--help stays light)
 
     fields = {k: v for k, v in vars(args).items() if k in FinetuneConfig.__dataclass_fields__}
     fields["columns"] = columns_from_args(args)
+    config = FinetuneConfig(**fields)
+    config.validate()  # flags are checked before TensorFlow loads
+    from kerasbert.training.finetune import run_finetuning  # lazy: tensorflow
+
     with output_lock(args.output_dir, kind="folder", flag="--output-dir"):
-        result = run_finetuning(FinetuneConfig(**fields))
+        result = run_finetuning(config)
     print(f"fine-tuned a {result['task_type']} model on {args.task}")
     if result["metrics"]:
         print("validation metrics:")

@@ -34,7 +34,7 @@ def add_arguments(parser):
 
 
 def run(args):
-    # lazy: tensorflow
+    # lazy: tensorflow (`kerasbert --help` imports this module)
     from kerasbert.tasks.causal_lm import check_sampling
     from kerasbert.tasks.generation import generate_text, load_generator
 

@@ -22,30 +22,33 @@ SHOW_DEFAULTS = True  # --help shows each flag's default
 
 
 def _config_from_args(args):
-    # lazy: tensorflow
-    from kerasbert.models.presets import parse_overrides
-    from kerasbert.training.pretrain import PretrainConfig
+    """The run's PretrainConfig, checked (before TensorFlow loads)."""
+    from kerasbert.models.presets import parse_overrides  # lazy: numpy (--help stays light)
+    from kerasbert.training.configs import PretrainConfig
 
     fields = {k: v for k, v in vars(args).items() if k in PretrainConfig.__dataclass_fields__}
     fields["overrides"] = parse_overrides(args.set)
-    return PretrainConfig(**fields)
+    config = PretrainConfig(**fields)
+    config.validate()
+    return config
 
 
 def run(args):
     import contextlib
 
+    check_output_kind(args.output_dir, "folder", "--output-dir")
+    config = _config_from_args(args)
     # lazy: tensorflow
     from kerasbert.training.pretrain import run_pretraining
     from kerasbert.training.strategies import chief_from_environment
 
-    check_output_kind(args.output_dir, "folder", "--output-dir")
     # Only the chief writes the run directory, so only it holds the lock
     # (the other workers of a cluster share --output-dir).
     lock = (output_lock(args.output_dir, kind="folder", flag="--output-dir")
             if chief_from_environment() else contextlib.nullcontext())
     try:
         with lock:
-            result = run_pretraining(_config_from_args(args))
+            result = run_pretraining(config)
     except FloatingPointError as err:
         raise UsageError(str(err)) from None
     if not result["is_chief"]:

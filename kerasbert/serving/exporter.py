@@ -21,8 +21,20 @@ import re
 
 import numpy as np
 
-from kerasbert import runs
+import tensorflow as tf
+
+from kerasbert.data.finetuning import check_max_seq_length
 from kerasbert.errors import UsageError
+from kerasbert.io_utils import atomic_directory
+from kerasbert import runs
+from kerasbert.serving.classification_serving import ClassificationServing
+from kerasbert.serving.multiple_choice_serving import MultipleChoiceServing
+from kerasbert.serving.op_manifest import write_manifest
+from kerasbert.serving.qa_serving import QuestionAnsweringServing
+from kerasbert.serving.tagging_serving import TaggingServing
+from kerasbert.serving.warmup import write_warmup
+from kerasbert.text import tokenizer_files
+from kerasbert.text import tokenizer_kind
 
 SIGNATURES = ("serving_default", "serve_token_ids")
 
@@ -31,16 +43,10 @@ def build_serving_module(model, tokenizer, config, seq_length):
     """The `TaskServing` for the model's task type."""
     task_type, labels = config["task_type"], config.get("label_names")
     if task_type in ("classification", "pair", "regression"):
-        from kerasbert.serving.classification_serving import ClassificationServing
-
         return ClassificationServing(model, tokenizer, seq_length, labels, pair=task_type == "pair")
     if task_type == "tagging":
-        from kerasbert.serving.tagging_serving import TaggingServing
-
         return TaggingServing(model, tokenizer, seq_length, labels)
     if task_type == "qa":
-        from kerasbert.serving.qa_serving import QuestionAnsweringServing
-
         qa = config.get("qa", {})
         return QuestionAnsweringServing(
             model, tokenizer, seq_length,
@@ -51,8 +57,6 @@ def build_serving_module(model, tokenizer, config, seq_length):
             version_2=qa.get("version_2_with_negative", "v2" in str(config.get("task", ""))),
         )
     if task_type == "multiple_choice":
-        from kerasbert.serving.multiple_choice_serving import MultipleChoiceServing
-
         return MultipleChoiceServing(model, tokenizer, seq_length)
     raise UsageError(f"config.json: unknown task type {task_type!r}.")
 
@@ -98,7 +102,6 @@ def check_outputs(outputs, where):
 def replay_warmup(saved_model_dir, requests):
     """Loads the SavedModel and runs every warm-up request, as TF Serving
     will; raises on the first failure or non-finite output."""
-    import tensorflow as tf
 
     loaded = tf.saved_model.load(saved_model_dir)
     for i, (signature, inputs) in enumerate(requests):
@@ -177,13 +180,7 @@ def export_model(model, tokenizer, task_type, output, label_names=None, seq_leng
     Returns:
         dict: path, version, task_type, signatures, custom_ops.
     """
-    import tensorflow as tf
 
-    from kerasbert.data.finetuning import check_max_seq_length
-    from kerasbert.io_utils import atomic_directory
-    from kerasbert.serving.op_manifest import write_manifest
-    from kerasbert.serving.warmup import write_warmup
-    from kerasbert.text import tokenizer_files, tokenizer_kind
 
     version, target = _version_dir(output, version, overwrite)
     if task_type in ("classification", "pair", "tagging") and not label_names:

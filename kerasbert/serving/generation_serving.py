@@ -24,9 +24,17 @@ import os
 
 import tensorflow as tf
 
-from kerasbert import runs
-from kerasbert.serving.task_serving import EDGE_TEXTS
+from kerasbert.io_utils import atomic_directory
+from kerasbert.serving.exporter import _version_dir
+from kerasbert.serving.exporter import describe_source
+from kerasbert.serving.exporter import replay_warmup
+from kerasbert.serving.op_manifest import write_manifest
 from kerasbert.serving.task_serving import clean_text
+from kerasbert.serving.task_serving import EDGE_TEXTS
+from kerasbert.serving.warmup import write_warmup
+from kerasbert.tasks.generation import load_generator
+from kerasbert.text import tokenizer_files
+from kerasbert.text import tokenizer_kind
 
 SIGNATURES = ("serving_default",)
 
@@ -141,12 +149,6 @@ def export_generation(model, tokenizer, output, version=None, seq_length=None,
         dict: path, version, task_type ("generation"), signatures,
         custom_ops.
     """
-    from kerasbert.io_utils import atomic_directory
-    from kerasbert.serving.exporter import _version_dir
-    from kerasbert.serving.exporter import replay_warmup
-    from kerasbert.serving.op_manifest import write_manifest
-    from kerasbert.serving.warmup import write_warmup
-    from kerasbert.text import tokenizer_files, tokenizer_kind
 
     version, target = _version_dir(output, version, overwrite)
     module = GenerationServing(model, tokenizer, seq_length)
@@ -172,19 +174,10 @@ def export_generation(model, tokenizer, output, version=None, seq_length=None,
             "signatures": list(SIGNATURES), "custom_ops": manifest["custom_ops"]}
 
 
-def is_generation_run(model_dir):
-    """True for a `kerasbert pretrain` run of a GPT preset (what `kerasbert
-    export` exports as a generation model)."""
-    config = runs.read_config(model_dir) if os.path.isdir(model_dir) else None
-    return config is not None and "pretrain" in config and config.get("backbone_class") == "GptBackbone"
-
-
 def export_generation_run(model_dir, output, version=None, max_seq_length=None,
                           overwrite=False, model_name=None, vocab=None):
     """`kerasbert export` of a GPT pretraining run: its CausalLM and the
     tokenizer its config.json names (or `vocab`)."""
-    from kerasbert.serving.exporter import _version_dir, describe_source
-    from kerasbert.tasks.generation import load_generator
 
     _version_dir(output, version, overwrite)  # fail before loading anything
     model, tokenizer, loaded = load_generator(model_dir, vocab)

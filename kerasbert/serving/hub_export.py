@@ -49,11 +49,20 @@ import shutil
 import sys
 import tempfile
 
-from kerasbert import runs
+import tensorflow as tf
+
 from kerasbert.errors import UsageError
+from kerasbert import io_utils
+from kerasbert import runs
+from kerasbert.saving import load_model
 from kerasbert.serving.hub_encoder import HubEncoder
 from kerasbert.serving.hub_preprocessor import build_preprocessor
 from kerasbert.serving.task_serving import MODEL_INPUTS
+from kerasbert.tasks.backbone_loading import load_backbone
+from kerasbert.text.families import resolve_tokenizer_path
+from kerasbert.text.families import SAVED_FILES
+from kerasbert.text.loading import _construct
+from kerasbert.text.loading import tokenizer_files
 
 # --- loading the Keras models ------------------------------------------------
 
@@ -81,7 +90,6 @@ def load_pretrainer_for(backbone, pretrainer_path):
         UsageError: unreadable file, not a pretrainer, or an architecture
             different from `backbone`'s.
     """
-    from kerasbert.saving import load_model
 
     pretrainer = load_model(pretrainer_path, compile=False)
     if getattr(pretrainer, "masked_lm_head", None) is None:
@@ -118,8 +126,6 @@ def _load_tokenizer(vocab_path, lower_case, directory):
     fixed names of kerasbert.text.families.SAVED_FILES (vocab.txt as the TF
     Hub BERT models carry; sentencepiece.model; vocab.json + merges.txt):
     each asset keeps its file's name."""
-    from kerasbert.text.families import SAVED_FILES, resolve_tokenizer_path
-    from kerasbert.text.loading import _construct
 
     kind, files = resolve_tokenizer_path(vocab_path)
     copies = [os.path.join(directory, name) for name in SAVED_FILES[kind]]
@@ -154,8 +160,6 @@ def _check_vocabulary_size(tokenizer, backbone, vocab_file):
 # --- the export ----------------------------------------------------------------
 
 def _save(root, signatures, directory):
-    import tensorflow as tf
-
     tf.saved_model.save(root, directory, signatures=signatures)
 
 
@@ -188,13 +192,10 @@ def export_hub(backbone_path, vocab_file, output_dir, lower_case=True, seq_lengt
         UsageError: missing files, a bad vocabulary, a pretrainer that does
             not match, an existing output without `overwrite`.
     """
-    from kerasbert import io_utils
-    from kerasbert.tasks.backbone_loading import load_backbone
 
     backbone_path, vocab_file = os.fspath(backbone_path), os.fspath(vocab_file)
     output_dir = os.path.abspath(os.fspath(output_dir))
     _require_file(backbone_path, "--backbone file")
-    from kerasbert.text.families import resolve_tokenizer_path
 
     resolve_tokenizer_path(vocab_file)  # names a missing file
     if int(seq_length) < 2:
@@ -224,7 +225,6 @@ def export_hub(backbone_path, vocab_file, output_dir, lower_case=True, seq_lengt
         pretrainer = load_pretrainer_for(backbone, pretrainer_path)
         backbone, head = pretrainer.backbone, pretrainer.masked_lm_head
 
-    from kerasbert.text.loading import tokenizer_files
 
     with tempfile.TemporaryDirectory() as scratch:
         tokenizer = _load_tokenizer(vocab_file, lower_case, scratch)

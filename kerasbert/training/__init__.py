@@ -12,7 +12,7 @@ _EXPORTS = {
     "resolve_strategy": "kerasbert.training.strategies",
     "TrainStep": "kerasbert.training.loop",
     "TrainingCheckpoint": "kerasbert.training.checkpoints",
-    "PretrainConfig": "kerasbert.training.pretrain",
+    "PretrainConfig": "kerasbert.training.configs",
     "run_pretraining": "kerasbert.training.pretrain",
 }
 __all__ = sorted(_EXPORTS)

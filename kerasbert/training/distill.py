@@ -27,84 +27,30 @@ import math
 import os
 import time
 
+import keras
+import tensorflow as tf
+
+from kerasbert.data import pretraining_dataset
 from kerasbert.errors import UsageError
+from kerasbert.optimizers import create_optimizer
 from kerasbert import runs
-from kerasbert.training.pretrain import PRECISIONS
-
-
-@dataclasses.dataclass
-class DistillConfig:
-    """Every `kerasbert distill` option (the CLI flags, same names)."""
-
-    teacher: str
-    preset: str
-    vocab: str
-    data: str
-    output_dir: str
-    steps: int
-    teacher_pretrainer: str = None
-    teacher_layers: list = None  # None: 0, 2, 4, ...
-    temperature: float = 2.0
-    alpha_ce: float = 5.0
-    alpha_mlm: float = 2.0
-    alpha_cos: float = 1.0
-    batch_size: int = 32
-    learning_rate: float = 5e-4  # DistilBERT's
-    warmup_steps: int = None  # None: 10% of steps, as pretrain
-    end_learning_rate: float = 0.0
-    power: float = 1.0
-    optimizer: str = "adamw"
-    weight_decay: float = 0.01
-    clipnorm: float = 1.0
-    strategy: str = "auto"
-    tpu: str = None
-    logical_cpus: int = 0
-    precision: str = "float32"
-    log_every: int = 10
-    seed: int = 12345
-    deterministic: bool = False
-    dynamic_masking: bool = False
-    max_seq_length: int = None
-    max_predictions_per_seq: int = None
-    overrides: dict = dataclasses.field(default_factory=dict)
-    progress: bool = True
-
-    def validate(self):
-        for name in ("steps", "batch_size", "log_every"):
-            if getattr(self, name) < 1:
-                raise UsageError(f"--{name.replace('_', '-')} must be >= 1, "
-                                 f"got {getattr(self, name)}.")
-        from kerasbert.optimizers.optimization import check_finite, check_learning_rate
-
-        check_learning_rate(self.learning_rate)
-        check_finite("--end-learning-rate", self.end_learning_rate, low_inclusive=True)
-        check_finite("--weight-decay", self.weight_decay, low_inclusive=True)
-        if self.warmup_steps is not None and not 0 <= self.warmup_steps <= self.steps:
-            raise UsageError(f"--warmup-steps {self.warmup_steps} must be in "
-                             f"[0, --steps {self.steps}].")
-        check_finite("--temperature", self.temperature)
-        alphas = (self.alpha_ce, self.alpha_mlm, self.alpha_cos)
-        if not all(math.isfinite(a) for a in alphas) or min(alphas) < 0 or max(alphas) == 0:
-            raise UsageError(f"--alpha-ce/--alpha-mlm/--alpha-cos must be >= 0 and not "
-                             f"all 0, got {alphas}.")
-        if self.precision not in PRECISIONS:
-            raise UsageError(f"--precision {self.precision!r}: expected one of {PRECISIONS}.")
-        if self.strategy == "multi_worker":
-            raise UsageError("kerasbert distill trains with model.fit, which Keras 3 cannot "
-                             "drive under MultiWorkerMirroredStrategy; use auto, cpu, "
-                             "mirrored or tpu.")
-        for flag, path in (("--vocab", self.vocab), ("--teacher", self.teacher),
-                           ("--teacher-pretrainer", self.teacher_pretrainer)):
-            if path is not None and not os.path.isfile(path):
-                raise UsageError(f"{flag} file not found: {path}")
+from kerasbert.saving import load_model
+from kerasbert.tasks import BertPretrainer
+from kerasbert.tasks.distiller import Distiller
+from kerasbert.tasks.distiller import init_student_from_teacher
+from kerasbert.text.vocabulary import load_vocab
+from kerasbert.training.loop import data_errors_as_usage_errors
+from kerasbert.training.pretrain import build_backbone
+from kerasbert.training.pretrain import data_description
+from kerasbert.training.pretrain import dummy_batch
+from kerasbert.training.strategies import resolve_strategy
+from kerasbert.training.strategies import split_cpu
 
 
 # --- teacher ----------------------------------------------------------------
 
 
 def _load(path, flag):
-    from kerasbert.saving import load_model
-
     try:
         return load_model(path)
     except UsageError as err:
@@ -158,7 +104,6 @@ def _make_optimizer(config, warmup_steps):
     """The pretrain recipe's optimizer. Under mixed_float16 the Distiller's
     `compile` wraps it in a LossScaleOptimizer (its policy is the
     student's)."""
-    from kerasbert.optimizers import create_optimizer
 
     return create_optimizer(
         config.learning_rate, num_train_steps=config.steps, warmup_steps=warmup_steps,
@@ -169,8 +114,6 @@ def _make_optimizer(config, warmup_steps):
 
 
 def _run_log_callback(config, history, tensorboard, optimizer):
-    import keras
-
     class RunLog(keras.callbacks.Callback):
         """Logs each `log_every`-step epoch; stops at exactly `steps`."""
 
@@ -209,19 +152,7 @@ def run_distillation(config):
     """Distils a teacher into a student preset; returns a dict: final step,
     last logged metrics, teacher layers used, output paths."""
     config.validate()
-    import keras
-    import tensorflow as tf
 
-    from kerasbert.data import pretraining_dataset
-    from kerasbert.tasks import BertPretrainer
-    from kerasbert.tasks.distiller import Distiller
-    from kerasbert.tasks.distiller import init_student_from_teacher
-    from kerasbert.text.vocabulary import load_vocab
-    from kerasbert.training.pretrain import build_backbone
-    from kerasbert.training.pretrain import data_description
-    from kerasbert.training.pretrain import dummy_batch
-    from kerasbert.training.strategies import resolve_strategy
-    from kerasbert.training.strategies import split_cpu
 
     meta, seq_length, num_predictions, objective, stored_masks = data_description(config)
     dynamic = config.dynamic_masking or not stored_masks
@@ -300,7 +231,6 @@ def run_distillation(config):
     tensorboard = runs.TensorBoardLog(config.output_dir)
     inner = getattr(distiller.optimizer, "inner_optimizer", distiller.optimizer)
     callback = _run_log_callback(config, history, tensorboard, inner)
-    from kerasbert.training.loop import data_errors_as_usage_errors
 
     try:
         # A corrupt record or a vanished shard: one line naming the file.

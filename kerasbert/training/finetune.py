@@ -27,10 +27,31 @@ import os
 
 import numpy as np
 
+import keras
+
+from kerasbert.data.finetuning import check_max_seq_length
+from kerasbert.data.finetuning import convert_examples
+from kerasbert.data.finetuning import has_split
+from kerasbert.data.finetuning import load_task
+from kerasbert.data.finetuning import make_dataset
+from kerasbert.data.finetuning import read_features
+from kerasbert.data.finetuning.load import parse_task_spec
 from kerasbert.errors import UsageError
-from kerasbert import runs
+from kerasbert import metrics
+from kerasbert.metrics import confusion_matrix
+from kerasbert.models.gpt import GptBackbone
 from kerasbert.plotting import new_figure
 from kerasbert.plotting import save_figure_atomically
+from kerasbert import runs
+from kerasbert import tasks
+from kerasbert.tasks import decode_answers
+from kerasbert.tasks import decode_word_labels
+from kerasbert.tasks.backbone_loading import load_backbone as load
+from kerasbert.text import load_tokenizer
+from kerasbert.text import tokenizer_files
+from kerasbert.training.configs import FinetuneConfig
+from kerasbert.training.strategies import resolve_strategy
+from kerasbert.training.strategies import split_cpu
 
 TASK_CLASSES = {
     "classification": "TextClassifier", "pair": "TextClassifier",
@@ -39,90 +60,12 @@ TASK_CLASSES = {
 }
 
 
-@dataclasses.dataclass
-class FinetuneConfig:
-    """Every `kerasbert finetune` option (CLI flags, same names)."""
-
-    task: str  # None only with `features`
-    output_dir: str
-    vocab: str = None
-    backbone: str = None
-    preset: str = None
-    init_checkpoint: str = None
-    bert_config: str = None
-    task_type: str = None
-    columns: dict = dataclasses.field(default_factory=dict)
-    validation: str = None
-    features: str = None
-    epochs: int = 3
-    batch_size: int = 32
-    learning_rate: float = 2e-5
-    warmup_ratio: float = 0.1
-    layerwise_lr_decay: float = None
-    weight_decay: float = 0.01
-    max_seq_length: int = None
-    doc_stride: int = 128
-    max_query_length: int = 64
-    max_answer_length: int = 30
-    null_score_diff_threshold: float = 0.0
-    lower_case: bool = True
-    dropout: float = 0.1
-    lm_weight: float = 0.5  # GPT: weight of the auxiliary LM loss (GPT-1: 0.5)
-    strategy: str = "auto"
-    logical_cpus: int = 0
-    seed: int = 12345
-    progress: bool = True
-    overwrite: bool = False  # replace a model already in output_dir
-
-    def validate(self):
-        if not self.task and not self.features:
-            raise UsageError("Give --task SPEC (or --features DIR from create-finetuning-data).")
-        if not self.task:
-            self.task = f"features:{self.features}"
-        from kerasbert.optimizers.optimization import check_finite, check_learning_rate
-
-        check_finite("--lm-weight", self.lm_weight, low_inclusive=True)
-        for name in ("epochs", "batch_size"):
-            if getattr(self, name) < 1:
-                raise UsageError(f"--{name.replace('_', '-')} must be >= 1, got {getattr(self, name)}.")
-        check_learning_rate(self.learning_rate)
-        check_finite("--weight-decay", self.weight_decay, low_inclusive=True)
-        if not 0.0 <= self.warmup_ratio <= 1.0:
-            raise UsageError(f"--warmup-ratio must be in [0, 1], got {self.warmup_ratio}.")
-        if self.layerwise_lr_decay is not None and not 0.0 < self.layerwise_lr_decay <= 1.0:
-            raise UsageError(f"--layerwise-lr-decay must be in (0, 1], got {self.layerwise_lr_decay}.")
-        if bool(self.backbone) == bool(self.preset):
-            raise UsageError("Give exactly one of --backbone RUN/backbone.keras or --preset NAME.")
-        if self.bert_config:  # an architecture that cannot be built: refused before any work
-            from kerasbert.convert.bert_config import bert_config_to_kwargs
-
-            try:
-                bert_config_to_kwargs(self.bert_config)
-            except (FileNotFoundError, ValueError) as err:
-                raise UsageError(f"--bert-config {err}") from None
-        from kerasbert.text.families import resolve_tokenizer_path
-
-        resolve_tokenizer_path(self.vocab)  # UsageError naming a missing file
-        self.check_output_dir()
-
-    def check_output_dir(self):
-        """A finished fine-tuning run is never replaced silently."""
-        from kerasbert.io_utils import check_output_kind
-
-        check_output_kind(self.output_dir, "folder", "--output-dir")
-        if os.path.exists(runs.run_path(self.output_dir, runs.MODEL)) and not self.overwrite:
-            raise UsageError(f"--output-dir {self.output_dir} already holds a fine-tuned model "
-                             "(model.keras); pass --overwrite to replace it, or pick another "
-                             "folder.")
-
-
 # --- pieces -----------------------------------------------------------------
 
 
 def load_backbone(config, tokenizer):
     """The backbone to fine-tune (kerasbert.tasks.backbone_loading), checked
     against the tokenizer's vocabulary."""
-    from kerasbert.tasks.backbone_loading import load_backbone as load
 
     vocab_size = tokenizer.vocabulary_size
     backbone = load(config.backbone, config.preset, config.init_checkpoint, config.bert_config,
@@ -136,7 +79,6 @@ def load_backbone(config, tokenizer):
 def _split_spec(task, validation):
     """(spec, split) of the validation data: a file given with --validation
     (same kind as the task), a split name, or the task's validation split."""
-    from kerasbert.data.finetuning.load import parse_task_spec
 
     kind, _ = parse_task_spec(task)
     if validation is None:
@@ -150,7 +92,6 @@ def _split_spec(task, validation):
 
 def task_features(config, tokenizer, split, label_names=None, spec=None):
     """(TaskData or None, TaskFeatures) of one split."""
-    from kerasbert.data.finetuning import convert_examples, load_task, read_features
 
     if config.features:
         return None, read_features(config.features, split, vocab_file=_fingerprinted_file(tokenizer))
@@ -165,7 +106,6 @@ def task_features(config, tokenizer, split, label_names=None, spec=None):
 
 def _fingerprinted_file(tokenizer):
     """The file whose sha256 cached features record (the vocabulary)."""
-    from kerasbert.text import tokenizer_files
 
     return tokenizer_files(tokenizer)[0]
 
@@ -175,8 +115,6 @@ def build_task_model(task_type, backbone, features, dropout=0.1, extract_id=None
     """The task model for a task type. A GPT backbone gets GPT-1's
     `GptClassifier` (extract token `extract_id`, auxiliary LM loss weighted
     `lm_weight`) and supports classification, pair and regression only."""
-    from kerasbert import tasks
-    from kerasbert.models.gpt import GptBackbone
 
     if isinstance(backbone, GptBackbone):
         if task_type not in ("classification", "pair", "regression"):
@@ -215,7 +153,6 @@ def _finite(value):
 
 def evaluate_predictions(task_type, task, data, features, outputs, options):
     """Task metrics of model outputs on converted features (+ baseline)."""
-    from kerasbert import metrics
 
     if task_type in ("classification", "pair", "multiple_choice"):
         labels = np.asarray(features.y)
@@ -243,8 +180,6 @@ def evaluate_predictions(task_type, task, data, features, outputs, options):
         pred = metrics_rows(np.asarray(outputs), word_ids, features.label_names)
         return metrics.tagging_metrics(gold, pred)
     if task_type == "qa":
-        from kerasbert.tasks import decode_answers
-
         offsets = np.stack([features.extras["token_start_char"],
                             features.extras["token_end_char"]], -1)
         v2 = any(ex.get("is_impossible") for ex in data.examples)
@@ -264,14 +199,10 @@ def evaluate_predictions(task_type, task, data, features, outputs, options):
 
 
 def metrics_rows(ids_or_logits, word_ids, label_names):
-    from kerasbert.tasks import decode_word_labels
-
     return decode_word_labels(ids_or_logits, word_ids, label_names)
 
 
 def predict_outputs(model, features, batch_size):
-    from kerasbert.data.finetuning import make_dataset
-
     return model.predict(make_dataset(features, batch_size, labels=False), verbose=0)
 
 
@@ -292,8 +223,6 @@ def plot_curves(history, path):
 
 
 def plot_confusion_matrix(labels, predictions, label_names, path):
-    from kerasbert.metrics import confusion_matrix
-
     matrix = confusion_matrix(labels, predictions, len(label_names))
     size = max(3.5, 0.6 * len(label_names) + 2)
     fig = new_figure(figsize=(size, size))
@@ -315,11 +244,7 @@ def plot_confusion_matrix(labels, predictions, label_names, path):
 def run_finetuning(config):
     """Fine-tunes; returns {"metrics", "outputs", "history"}."""
     config.validate()
-    import keras
 
-    from kerasbert.data.finetuning import check_max_seq_length, make_dataset
-    from kerasbert.text import load_tokenizer
-    from kerasbert.training.strategies import resolve_strategy, split_cpu
 
     split_cpu(config.logical_cpus)
     keras.utils.set_random_seed(config.seed)
@@ -335,8 +260,6 @@ def run_finetuning(config):
         raise UsageError(f"{config.task}: the training data has no labels.")
     spec, split = (None, None)
     if config.features:
-        from kerasbert.data.finetuning import has_split, read_features
-
         # No validation split: train without; a listed one that is corrupt
         # or truncated is an error naming the file and record.
         valid_data, valid = None, None
@@ -404,7 +327,6 @@ def run_finetuning(config):
 
 def run_evaluation(model_dir, task=None, split="validation", batch_size=32, columns=None):
     """Metrics of a fine-tuned model (FT dir) on a split or a file."""
-    from kerasbert.text import tokenizer_files
 
     run = runs.open_finetuned(model_dir)
     saved = run.config

@@ -22,70 +22,36 @@ import os
 import sys
 import time
 
+import keras
+import numpy as np
+import tensorflow as tf
+
+from kerasbert.data import pretraining_dataset
+from kerasbert.data import reader
+from kerasbert.data.metadata import read_metadata
+from kerasbert.data.metadata import vocab_fingerprint
 from kerasbert.errors import UsageError
+from kerasbert import models
+from kerasbert.models.electra import ElectraBackbone
+from kerasbert.models.electra.electra_presets import published_generator_fraction
+from kerasbert.models.gpt import GptBackbone
+from kerasbert.optimizers import create_optimizer
 from kerasbert import runs
+from kerasbert.saving import load_model
+from kerasbert.tasks import BertPretrainer
+from kerasbert.tasks import CausalLM
+from kerasbert.tasks import ElectraPretrainer
+from kerasbert.text.families import read_vocabulary
+from kerasbert.training.checkpoints import list_checkpoints
+from kerasbert.training.checkpoints import read_manifest
+from kerasbert.training.checkpoints import TrainingCheckpoint
+from kerasbert.training.loop import data_errors_as_usage_errors
+from kerasbert.training.loop import TrainStep
+from kerasbert.training.strategies import resolve_strategy
+from kerasbert.training.strategies import split_cpu
+from kerasbert.training.strategies import worker_info
 
-PRECISIONS = ("float32", "mixed_bfloat16", "mixed_float16")
 OBJECTIVES_BY_DATA = {"nsp": ("mlm", "nsp"), "sop": ("mlm", "sop"), "none": ("mlm",)}
-
-
-@dataclasses.dataclass
-class PretrainConfig:
-    """Every `kerasbert pretrain` option (the CLI flags, same names)."""
-
-    preset: str
-    vocab: str
-    data: str
-    output_dir: str
-    steps: int
-    batch_size: int = 32
-    learning_rate: float = 1e-4
-    warmup_steps: int = None  # None: 10% of steps (BERT used 10k of 1M)
-    end_learning_rate: float = 0.0
-    power: float = 1.0
-    optimizer: str = "adamw"
-    weight_decay: float = 0.01
-    clipnorm: float = 1.0
-    accumulation_steps: int = 1
-    strategy: str = "auto"
-    tpu: str = None
-    logical_cpus: int = 0
-    precision: str = "float32"
-    jit_compile: bool = False
-    checkpoint_every: int = 1000
-    keep_checkpoints: int = 3
-    log_every: int = 10
-    resume: bool = False
-    init_from: str = None
-    seed: int = 12345
-    deterministic: bool = False
-    dynamic_masking: bool = False
-    whole_word_mask: bool = False
-    max_seq_length: int = None
-    max_predictions_per_seq: int = None
-    overrides: dict = dataclasses.field(default_factory=dict)
-    progress: bool = True  # progress bar on the chief
-
-    def validate(self):
-        for name in ("steps", "batch_size", "accumulation_steps", "checkpoint_every",
-                     "log_every", "keep_checkpoints"):
-            if getattr(self, name) < 1:
-                raise UsageError(f"--{name.replace('_', '-')} must be >= 1, got {getattr(self, name)}.")
-        from kerasbert.optimizers.optimization import check_finite, check_learning_rate
-
-        check_learning_rate(self.learning_rate)
-        check_finite("--end-learning-rate", self.end_learning_rate, low_inclusive=True)
-        check_finite("--weight-decay", self.weight_decay, low_inclusive=True)
-        if self.warmup_steps is not None and not 0 <= self.warmup_steps <= self.steps:
-            raise UsageError(f"--warmup-steps {self.warmup_steps} must be in [0, --steps {self.steps}].")
-        if self.precision not in PRECISIONS:
-            raise UsageError(f"--precision {self.precision!r}: expected one of {PRECISIONS}.")
-        if self.resume and self.init_from:
-            raise UsageError("--resume and --init-from exclude each other (resume continues this "
-                             "run; init-from starts a new run from another one's weights).")
-        from kerasbert.text.families import resolve_tokenizer_path
-
-        resolve_tokenizer_path(self.vocab)  # names a missing file
 
 
 # --- data -------------------------------------------------------------------
@@ -94,8 +60,6 @@ class PretrainConfig:
 def data_description(config):
     """(metadata or None, max_seq_length, max_predictions_per_seq, objective,
     stored masks?) of the --data files, checked against the vocabulary."""
-    from kerasbert.data import reader
-    from kerasbert.data.metadata import read_metadata, vocab_fingerprint
 
     try:
         files = reader.expand_files(config.data)
@@ -137,8 +101,6 @@ def data_description(config):
 
 
 def build_backbone(config, vocab_size, seq_length):
-    from kerasbert import models
-
     overrides = dict(config.overrides)
     if overrides.get("vocabulary_size", vocab_size) != vocab_size:
         raise UsageError(f"vocabulary_size={overrides['vocabulary_size']} differs from "
@@ -167,7 +129,6 @@ def make_pretrainer(backbone, objectives):
         A model with `needs_masked_lm = False` (the causal LM) is fed
         unmasked batches (`pretraining_dataset(masked_lm=False)`).
     """
-    from kerasbert.models.gpt import GptBackbone
 
     if isinstance(backbone, GptBackbone):
         # GPT: next-token prediction on whole sequences (--objective none).
@@ -175,10 +136,8 @@ def make_pretrainer(backbone, objectives):
             raise UsageError(
                 "A GPT backbone trains a causal LM on single sequences: write the data with "
                 f"--objective none (this data has the {objectives[-1]} objective).")
-        from kerasbert.tasks import CausalLM
 
         return CausalLM(backbone)
-    from kerasbert.models.electra import ElectraBackbone
 
     if isinstance(backbone, ElectraBackbone):
         # ELECTRA: generator MLM + replaced-token detection on single
@@ -188,19 +147,14 @@ def make_pretrainer(backbone, objectives):
                 "ELECTRA trains replaced-token detection on single sequences: write the data "
                 "with --objective none (and --no-masking for dynamic masks); this data has "
                 f"the {objectives[-1]} objective.")
-        from kerasbert.models.electra.electra_presets import published_generator_fraction
-        from kerasbert.tasks import ElectraPretrainer
 
         return ElectraPretrainer(backbone,
                                  generator_fraction=published_generator_fraction(backbone))
-    from kerasbert.tasks import BertPretrainer
 
     return BertPretrainer(backbone, objectives=objectives)
 
 
 def dummy_batch(seq_length, num_predictions, with_sentence):
-    import numpy as np
-
     batch = {
         "input_word_ids": np.zeros((1, seq_length), "int32"),
         "input_mask": np.ones((1, seq_length), "int32"),
@@ -215,9 +169,7 @@ def dummy_batch(seq_length, num_predictions, with_sentence):
 
 
 def _make_optimizer(config, warmup_steps):
-    import keras
 
-    from kerasbert.optimizers import create_optimizer
 
     optimizer = create_optimizer(
         config.learning_rate, num_train_steps=config.steps, warmup_steps=warmup_steps,
@@ -235,9 +187,7 @@ def _init_from(source, pretrainer):
     """Loads weights from another run (RUN dir, RUN/checkpoints, a ckpt
     prefix or a .keras file): the whole pretrainer when its structure
     matches, else the backbone only (e.g. phase 2 with other heads)."""
-    import tensorflow as tf
 
-    from kerasbert.training.checkpoints import list_checkpoints
 
     keras_file = None
     if source.endswith(".keras") and os.path.isfile(source):
@@ -245,8 +195,6 @@ def _init_from(source, pretrainer):
     elif os.path.isfile(runs.run_path(source, runs.PRETRAINER)):
         keras_file = runs.run_path(source, runs.PRETRAINER)
     if keras_file:
-        from kerasbert.saving import load_model
-
         loaded = load_model(keras_file)
         source_backbone = getattr(loaded, "backbone", loaded)
         shapes = [w.shape for w in loaded.weights]
@@ -274,8 +222,6 @@ def _init_from(source, pretrainer):
 
 
 def _check_run_dir(config, is_chief):
-    from kerasbert.training.checkpoints import list_checkpoints
-
     ckpt_dir = runs.run_path(config.output_dir, runs.CHECKPOINTS)
     existing = list_checkpoints(ckpt_dir) if os.path.isdir(ckpt_dir) else []
     if existing and not config.resume:
@@ -300,7 +246,6 @@ def _previous_config(config, ckpt_dir):
     None (a new run, or a run killed before its first checkpoint)."""
     import json
 
-    from kerasbert.training.checkpoints import list_checkpoints
 
     path = runs.run_path(config.output_dir, runs.CONFIG)
     if not (config.resume and list_checkpoints(ckpt_dir) and os.path.exists(path)):
@@ -371,7 +316,6 @@ def saved_input(prefix, previous):
     to: {batch_size, max_seq_length, max_predictions_per_seq, workers,
     shards, seed, start_step} from its manifest, else (a checkpoint from
     before manifests) from the run's config.json `previous`, else None."""
-    from kerasbert.training.checkpoints import read_manifest
 
     info = (read_manifest(prefix) or {}).get("info") if prefix else None
     if isinstance(info, dict) and "batch_size" in info:
@@ -430,13 +374,7 @@ def run_pretraining(config):
     """Runs (or resumes) a pretraining run; returns a dict of results:
     final step, last logged metrics, output paths."""
     config.validate()
-    import keras
-    import tensorflow as tf
 
-    from kerasbert.data import pretraining_dataset, reader
-    from kerasbert.training.checkpoints import TrainingCheckpoint
-    from kerasbert.training.loop import TrainStep, data_errors_as_usage_errors
-    from kerasbert.training.strategies import resolve_strategy, split_cpu, worker_info
 
     meta, seq_length, num_predictions, objective, stored_masks = data_description(config)
     objectives = OBJECTIVES_BY_DATA[objective]
@@ -460,7 +398,6 @@ def run_pretraining(config):
     warmup_steps = (config.warmup_steps if config.warmup_steps is not None
                     else config.steps // 10)
 
-    from kerasbert.text.families import read_vocabulary
 
     vocab_size = len(read_vocabulary(config.vocab)[2])
     with strategy.scope():

@@ -30,7 +30,8 @@ def test_classification_and_qa_at_4096_tokens(tmp_path, monkeypatch):
     from kerasbert.models import BigBirdBackbone
     from kerasbert.serving.exporter import export_finetuned
     from kerasbert.text import load_tokenizer
-    from kerasbert.training.finetune import FinetuneConfig, run_finetuning
+    from kerasbert.training.configs import FinetuneConfig
+    from kerasbert.training.finetune import run_finetuning
 
     spm = write_tokenizer(str(tmp_path / "spm"), "sentencepiece")
     keras.utils.set_random_seed(0)

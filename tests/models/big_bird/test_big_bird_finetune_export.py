@@ -73,7 +73,8 @@ def _squad_json(path, n, seed):
 
 
 def _finetune(root, name, task, spm, backbone):
-    from kerasbert.training.finetune import FinetuneConfig, run_finetuning
+    from kerasbert.training.configs import FinetuneConfig
+    from kerasbert.training.finetune import run_finetuning
 
     config = FinetuneConfig(task=task, output_dir=str(root / name), vocab=spm,
                             backbone=backbone, epochs=1, batch_size=8, learning_rate=1e-3,

@@ -1,0 +1,208 @@
+"""The options of a pretraining, fine-tuning or distillation run: one
+dataclass per command (fields = the CLI flags, same names), checked by
+`validate()` in plain Python, so a mistyped flag is refused before
+TensorFlow loads. The runs themselves: pretrain.py, finetune.py, distill.py.
+"""
+
+import dataclasses
+import math
+import os
+
+from kerasbert import runs
+from kerasbert.convert.bert_config import bert_config_to_kwargs
+from kerasbert.errors import UsageError
+from kerasbert.io_utils import check_output_kind
+from kerasbert.optimizers.hyperparameters import check_finite
+from kerasbert.optimizers.hyperparameters import check_learning_rate
+from kerasbert.text.families import resolve_tokenizer_path
+
+PRECISIONS = ("float32", "mixed_bfloat16", "mixed_float16")
+
+
+@dataclasses.dataclass
+class PretrainConfig:
+    """Every `kerasbert pretrain` option (the CLI flags, same names)."""
+
+    preset: str
+    vocab: str
+    data: str
+    output_dir: str
+    steps: int
+    batch_size: int = 32
+    learning_rate: float = 1e-4
+    warmup_steps: int = None  # None: 10% of steps (BERT used 10k of 1M)
+    end_learning_rate: float = 0.0
+    power: float = 1.0
+    optimizer: str = "adamw"
+    weight_decay: float = 0.01
+    clipnorm: float = 1.0
+    accumulation_steps: int = 1
+    strategy: str = "auto"
+    tpu: str = None
+    logical_cpus: int = 0
+    precision: str = "float32"
+    jit_compile: bool = False
+    checkpoint_every: int = 1000
+    keep_checkpoints: int = 3
+    log_every: int = 10
+    resume: bool = False
+    init_from: str = None
+    seed: int = 12345
+    deterministic: bool = False
+    dynamic_masking: bool = False
+    whole_word_mask: bool = False
+    max_seq_length: int = None
+    max_predictions_per_seq: int = None
+    overrides: dict = dataclasses.field(default_factory=dict)
+    progress: bool = True  # progress bar on the chief
+
+    def validate(self):
+        for name in ("steps", "batch_size", "accumulation_steps", "checkpoint_every",
+                     "log_every", "keep_checkpoints"):
+            if getattr(self, name) < 1:
+                raise UsageError(f"--{name.replace('_', '-')} must be >= 1, got {getattr(self, name)}.")
+        check_learning_rate(self.learning_rate)
+        check_finite("--end-learning-rate", self.end_learning_rate, low_inclusive=True)
+        check_finite("--weight-decay", self.weight_decay, low_inclusive=True)
+        if self.warmup_steps is not None and not 0 <= self.warmup_steps <= self.steps:
+            raise UsageError(f"--warmup-steps {self.warmup_steps} must be in [0, --steps {self.steps}].")
+        if self.precision not in PRECISIONS:
+            raise UsageError(f"--precision {self.precision!r}: expected one of {PRECISIONS}.")
+        if self.resume and self.init_from:
+            raise UsageError("--resume and --init-from exclude each other (resume continues this "
+                             "run; init-from starts a new run from another one's weights).")
+        resolve_tokenizer_path(self.vocab)  # names a missing file
+
+
+@dataclasses.dataclass
+class FinetuneConfig:
+    """Every `kerasbert finetune` option (CLI flags, same names)."""
+
+    task: str  # None only with `features`
+    output_dir: str
+    vocab: str = None
+    backbone: str = None
+    preset: str = None
+    init_checkpoint: str = None
+    bert_config: str = None
+    task_type: str = None
+    columns: dict = dataclasses.field(default_factory=dict)
+    validation: str = None
+    features: str = None
+    epochs: int = 3
+    batch_size: int = 32
+    learning_rate: float = 2e-5
+    warmup_ratio: float = 0.1
+    layerwise_lr_decay: float = None
+    weight_decay: float = 0.01
+    max_seq_length: int = None
+    doc_stride: int = 128
+    max_query_length: int = 64
+    max_answer_length: int = 30
+    null_score_diff_threshold: float = 0.0
+    lower_case: bool = True
+    dropout: float = 0.1
+    lm_weight: float = 0.5  # GPT: weight of the auxiliary LM loss (GPT-1: 0.5)
+    strategy: str = "auto"
+    logical_cpus: int = 0
+    seed: int = 12345
+    progress: bool = True
+    overwrite: bool = False  # replace a model already in output_dir
+
+    def validate(self):
+        if not self.task and not self.features:
+            raise UsageError("Give --task SPEC (or --features DIR from create-finetuning-data).")
+        if not self.task:
+            self.task = f"features:{self.features}"
+        check_finite("--lm-weight", self.lm_weight, low_inclusive=True)
+        for name in ("epochs", "batch_size"):
+            if getattr(self, name) < 1:
+                raise UsageError(f"--{name.replace('_', '-')} must be >= 1, got {getattr(self, name)}.")
+        check_learning_rate(self.learning_rate)
+        check_finite("--weight-decay", self.weight_decay, low_inclusive=True)
+        if not 0.0 <= self.warmup_ratio <= 1.0:
+            raise UsageError(f"--warmup-ratio must be in [0, 1], got {self.warmup_ratio}.")
+        if self.layerwise_lr_decay is not None and not 0.0 < self.layerwise_lr_decay <= 1.0:
+            raise UsageError(f"--layerwise-lr-decay must be in (0, 1], got {self.layerwise_lr_decay}.")
+        if bool(self.backbone) == bool(self.preset):
+            raise UsageError("Give exactly one of --backbone RUN/backbone.keras or --preset NAME.")
+        if self.bert_config:  # an architecture that cannot be built: refused before any work
+            try:
+                bert_config_to_kwargs(self.bert_config)
+            except (FileNotFoundError, ValueError) as err:
+                raise UsageError(f"--bert-config {err}") from None
+        resolve_tokenizer_path(self.vocab)  # UsageError naming a missing file
+        self.check_output_dir()
+
+    def check_output_dir(self):
+        """A finished fine-tuning run is never replaced silently."""
+        check_output_kind(self.output_dir, "folder", "--output-dir")
+        if os.path.exists(runs.run_path(self.output_dir, runs.MODEL)) and not self.overwrite:
+            raise UsageError(f"--output-dir {self.output_dir} already holds a fine-tuned model "
+                             "(model.keras); pass --overwrite to replace it, or pick another "
+                             "folder.")
+
+
+@dataclasses.dataclass
+class DistillConfig:
+    """Every `kerasbert distill` option (the CLI flags, same names)."""
+
+    teacher: str
+    preset: str
+    vocab: str
+    data: str
+    output_dir: str
+    steps: int
+    teacher_pretrainer: str = None
+    teacher_layers: list = None  # None: 0, 2, 4, ...
+    temperature: float = 2.0
+    alpha_ce: float = 5.0
+    alpha_mlm: float = 2.0
+    alpha_cos: float = 1.0
+    batch_size: int = 32
+    learning_rate: float = 5e-4  # DistilBERT's
+    warmup_steps: int = None  # None: 10% of steps, as pretrain
+    end_learning_rate: float = 0.0
+    power: float = 1.0
+    optimizer: str = "adamw"
+    weight_decay: float = 0.01
+    clipnorm: float = 1.0
+    strategy: str = "auto"
+    tpu: str = None
+    logical_cpus: int = 0
+    precision: str = "float32"
+    log_every: int = 10
+    seed: int = 12345
+    deterministic: bool = False
+    dynamic_masking: bool = False
+    max_seq_length: int = None
+    max_predictions_per_seq: int = None
+    overrides: dict = dataclasses.field(default_factory=dict)
+    progress: bool = True
+
+    def validate(self):
+        for name in ("steps", "batch_size", "log_every"):
+            if getattr(self, name) < 1:
+                raise UsageError(f"--{name.replace('_', '-')} must be >= 1, "
+                                 f"got {getattr(self, name)}.")
+        check_learning_rate(self.learning_rate)
+        check_finite("--end-learning-rate", self.end_learning_rate, low_inclusive=True)
+        check_finite("--weight-decay", self.weight_decay, low_inclusive=True)
+        if self.warmup_steps is not None and not 0 <= self.warmup_steps <= self.steps:
+            raise UsageError(f"--warmup-steps {self.warmup_steps} must be in "
+                             f"[0, --steps {self.steps}].")
+        check_finite("--temperature", self.temperature)
+        alphas = (self.alpha_ce, self.alpha_mlm, self.alpha_cos)
+        if not all(math.isfinite(a) for a in alphas) or min(alphas) < 0 or max(alphas) == 0:
+            raise UsageError(f"--alpha-ce/--alpha-mlm/--alpha-cos must be >= 0 and not "
+                             f"all 0, got {alphas}.")
+        if self.precision not in PRECISIONS:
+            raise UsageError(f"--precision {self.precision!r}: expected one of {PRECISIONS}.")
+        if self.strategy == "multi_worker":
+            raise UsageError("kerasbert distill trains with model.fit, which Keras 3 cannot "
+                             "drive under MultiWorkerMirroredStrategy; use auto, cpu, "
+                             "mirrored or tpu.")
+        for flag, path in (("--vocab", self.vocab), ("--teacher", self.teacher),
+                           ("--teacher-pretrainer", self.teacher_pretrainer)):
+            if path is not None and not os.path.isfile(path):
+                raise UsageError(f"{flag} file not found: {path}")
