@@ -14,10 +14,9 @@ from keras import ops
 from kerasbert.kernels import batch_major
 from kerasbert.kernels import tied_decoder_logits
 from kerasbert.models.gpt import GptBackbone
-from kerasbert.optimizers.bert_optimizers import AdamW
-from kerasbert.tasks.backbone_model import BackboneModel
-from kerasbert.tasks.bert_pretrainer import _cross_replica_sum
-from kerasbert.tasks.bert_pretrainer import _num_replicas
+from kerasbert.tasks.pretraining_task import PretrainingTask
+from kerasbert.tasks.pretraining_task import cross_replica_sum
+from kerasbert.tasks.pretraining_task import num_replicas
 from kerasbert.tasks.token_cross_entropy import token_cross_entropy
 from kerasbert.tasks.token_cross_entropy import vocabulary_major_cross_entropy
 
@@ -140,7 +139,7 @@ def check_sampling(strategy, top_k, top_p, temperature):
 
 
 @keras.saving.register_keras_serializable(package="kerasbert")
-class CausalLM(BackboneModel):
+class CausalLM(PretrainingTask):
     """A causal backbone with GPT's language-model head and loss.
 
     logits = sequence_output @ token_embedding^T (tied, no bias, so the task
@@ -172,6 +171,9 @@ class CausalLM(BackboneModel):
 
     Metrics (`fit` logs): `loss`, `lm_loss`, `lm_accuracy`.
     """
+
+    #: Learning rate of `compile(optimizer="auto")` (GPT-1's).
+    default_learning_rate = 2.5e-4
 
     #: The reader must not mask the input (kerasbert.training.pretrain).
     needs_masked_lm = False
@@ -261,32 +263,14 @@ class CausalLM(BackboneModel):
         e = self._elementwise(features, y_pred)
         terms = {"lm_loss_sum": ops.sum(e["weights"] * e["ce"]),
                  "lm_weight_sum": ops.sum(e["weights"])}
-        global_weight = ops.stop_gradient(_cross_replica_sum(terms["lm_weight_sum"]))
+        global_weight = ops.stop_gradient(cross_replica_sum(terms["lm_weight_sum"]))
         loss = self.combine_loss_terms(terms, {"lm_weight_sum": global_weight})
         if self.losses:
             extra = ops.sum([ops.cast(ops.sum(v), "float32") for v in self.losses])
-            loss = loss + extra / _num_replicas()
+            loss = loss + extra / num_replicas()
         self.lm_loss_tracker.update_state(e["ce"], sample_weight=e["weights"])
         self.lm_accuracy.update_state(e["hits"], sample_weight=e["weights"])
         return loss
-
-    def compute_metrics(self, x, y, y_pred, sample_weight=None):
-        del x, y, y_pred, sample_weight
-        return self.get_metrics_result()
-
-    def compile(self, optimizer="auto", loss=None, **kwargs):
-        """`optimizer="auto"`: kerasbert's AdamW (learning rate 2.5e-4 as
-        GPT-1, weight decay 0.01 except LayerNorm and biases, global-norm
-        clipping 1.0). `loss` must stay None (the task computes its own)."""
-        if loss is not None:
-            raise ValueError(
-                "CausalLM computes its own next-token loss; do not pass `loss` "
-                f"to compile (got {loss!r})."
-            )
-        if isinstance(optimizer, str) and optimizer == "auto":
-            optimizer = AdamW(learning_rate=2.5e-4, weight_decay=0.01, epsilon=1e-6,
-                              global_clipnorm=1.0)
-        super().compile(optimizer=optimizer, **kwargs)
 
     # --- generation ---------------------------------------------------------
 

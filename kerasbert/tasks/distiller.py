@@ -7,9 +7,9 @@ from keras import ops
 
 from kerasbert.convert.bert_weights import get_block_weights
 from kerasbert.convert.bert_weights import set_block_weights
-from kerasbert.optimizers.bert_optimizers import AdamW
-from kerasbert.tasks.bert_pretrainer import _cross_replica_sum
-from kerasbert.tasks.bert_pretrainer import _num_replicas
+from kerasbert.tasks.pretraining_task import PretrainingTask
+from kerasbert.tasks.pretraining_task import cross_replica_sum
+from kerasbert.tasks.pretraining_task import num_replicas
 from kerasbert.tasks.task import backbone_inputs
 from kerasbert.tasks.token_cross_entropy import token_cross_entropy
 
@@ -129,7 +129,7 @@ def init_student_from_teacher(student, teacher, layer_map=None):
 
 
 @keras.saving.register_keras_serializable(package="kerasbert")
-class Distiller(keras.Model):
+class Distiller(PretrainingTask):
     """Trains a student masked LM to imitate a frozen teacher (DistilBERT).
 
     Loss = alpha_ce * L_ce + alpha_mlm * L_mlm + alpha_cos * L_cos, with
@@ -178,6 +178,9 @@ class Distiller(keras.Model):
     masked positions where the student's top-1 token is the teacher's).
     """
 
+    #: Learning rate of `compile(optimizer="auto")` (DistilBERT's).
+    default_learning_rate = 5e-4
+
     def __init__(self, teacher, student, temperature=2.0, weights=DEFAULT_WEIGHTS,
                  dtype=None, **kwargs):
         _check_pretrainer(teacher, "teacher")
@@ -206,9 +209,9 @@ class Distiller(keras.Model):
                 "weights must be (alpha_ce, alpha_mlm, alpha_cos), each >= 0 "
                 f"and not all 0; got {weights}."
             )
-        if dtype is None:
-            dtype = s_bb.dtype_policy
-        super().__init__(dtype=dtype, **kwargs)
+        # The model being trained is the student: its backbone is this
+        # task's `backbone` (and sets the dtype policy).
+        super().__init__(s_bb, dtype=dtype, **kwargs)
         teacher.trainable = False
         self.teacher = teacher
         self.student = student
@@ -287,8 +290,8 @@ class Distiller(keras.Model):
             y_pred = self(x, training=False)
         e = self._elementwise(features, y_pred)
         w, m = e["weights"], e["mask"]
-        weight_total = ops.stop_gradient(_cross_replica_sum(ops.sum(w)))
-        token_total = ops.stop_gradient(_cross_replica_sum(ops.sum(m)))
+        weight_total = ops.stop_gradient(cross_replica_sum(ops.sum(w)))
+        token_total = ops.stop_gradient(cross_replica_sum(ops.sum(m)))
         a_ce, a_mlm, a_cos = self.distillation_weights
         loss = (
             a_ce * ops.sum(w * e["ce"]) / ops.maximum(weight_total, _EPSILON)
@@ -298,7 +301,7 @@ class Distiller(keras.Model):
         student_losses = self.student.losses
         if student_losses:
             extra = ops.sum([ops.cast(ops.sum(v), "float32") for v in student_losses])
-            loss = loss + extra / _num_replicas()
+            loss = loss + extra / num_replicas()
 
         self.ce_loss_tracker.update_state(e["ce"], sample_weight=w)
         self.mlm_loss_tracker.update_state(e["mlm"], sample_weight=w)
@@ -306,26 +309,6 @@ class Distiller(keras.Model):
         self.mlm_accuracy.update_state(e["hits"], sample_weight=w)
         self.teacher_agreement.update_state(e["agree"], sample_weight=w)
         return loss
-
-    def compute_metrics(self, x, y, y_pred, sample_weight=None):
-        del x, y, y_pred, sample_weight
-        return self.get_metrics_result()
-
-    # --- training setup -----------------------------------------------------
-
-    def compile(self, optimizer="auto", loss=None, **kwargs):
-        """`optimizer="auto"`: kerasbert's AdamW (learning rate 5e-4, as
-        DistilBERT, weight decay 0.01 except LayerNorm and biases, epsilon
-        1e-6, global-norm clipping 1.0). `loss` must stay None."""
-        if loss is not None:
-            raise ValueError(
-                "Distiller computes its own loss; do not pass `loss` to "
-                f"compile (got {loss!r})."
-            )
-        if isinstance(optimizer, str) and optimizer == "auto":
-            optimizer = AdamW(learning_rate=5e-4, weight_decay=0.01, epsilon=1e-6,
-                              global_clipnorm=1.0)
-        super().compile(optimizer=optimizer, **kwargs)
 
     # --- config -------------------------------------------------------------
 

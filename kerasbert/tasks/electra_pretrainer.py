@@ -23,7 +23,7 @@ from kerasbert.layers.activations import get_activation
 from kerasbert.layers.initializers import bert_initializer
 from kerasbert.models import ElectraBackbone
 from kerasbert.tasks.bert_pretrainer import BACKBONE_INPUTS
-from kerasbert.tasks.bert_pretrainer import PretrainingTask
+from kerasbert.tasks.pretraining_task import PretrainingTask
 from kerasbert.tasks.bert_pretrainer import masked_lm_elementwise
 
 _EPSILON = 1e-5
