@@ -12,7 +12,7 @@ No TensorFlow import here (the CLI's `--help` stays instant).
 
 import argparse
 
-from kerasbert.data.finetuning.examples import TASK_TYPES
+from kerasbert.data.finetuning.task_formats import TASK_TYPES
 
 # flag -> (column key of load_task's `columns`, help).
 COLUMN_FLAGS = (

@@ -17,6 +17,7 @@ import os
 from kerasbert.commands._args import add_task_arguments
 from kerasbert.commands._args import columns_from_args
 from kerasbert.commands._args import comma_list
+from kerasbert.data.finetuning.task_formats import task_format
 from kerasbert.errors import UsageError
 from kerasbert.io_utils import output_lock
 
@@ -186,10 +187,10 @@ def _write_splits(args):
                          label_names=label_names, require_labels=labelled)
         if label_names is None and data.label_names is not None:
             label_names = list(data.label_names)
-        options = {}
-        if data.task_type == "qa":
-            options = {"doc_stride": args.doc_stride, "max_query_length": args.max_query_length,
-                       "is_training": bool(data.has_labels), "on_bad_answer": args.on_bad_answer}
+        # The converter options the task type takes (QA's windowing).
+        flags = {"doc_stride": args.doc_stride, "max_query_length": args.max_query_length,
+                 "is_training": bool(data.has_labels), "on_bad_answer": args.on_bad_answer}
+        options = {k: v for k, v in flags.items() if k in task_format(data.task_type).options}
         features = convert_examples(data, tokenizer, args.max_seq_length, **options)
         record = {"task": spec, "split": name, "task_type": data.task_type,
                   "columns": columns or {}, **options}

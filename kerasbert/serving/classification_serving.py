@@ -2,6 +2,7 @@
 
 import tensorflow as tf
 
+from kerasbert.data.finetuning.task_formats import task_format
 from kerasbert.serving.task_serving import TaskServing
 
 
@@ -17,6 +18,11 @@ class ClassificationServing(TaskServing):
         model, tokenizer, seq_length, label_names: as `TaskServing`.
         pair: serve `text_a` + `text_b`, packed `[CLS] a [SEP] b [SEP]`.
     """
+
+    @classmethod
+    def for_run(cls, model, tokenizer, seq_length, config):
+        pair = task_format(config["task_type"]).text_pair
+        return cls(model, tokenizer, seq_length, config.get("label_names"), pair=pair)
 
     def __init__(self, model, tokenizer, seq_length, label_names=None, pair=False, name=None):
         super().__init__(model, tokenizer, seq_length, label_names, name=name)

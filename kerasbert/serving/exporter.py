@@ -27,11 +27,8 @@ from kerasbert.data.finetuning import check_max_seq_length
 from kerasbert.errors import UsageError
 from kerasbert.io_utils import atomic_directory
 from kerasbert import runs
-from kerasbert.serving.classification_serving import ClassificationServing
-from kerasbert.serving.multiple_choice_serving import MultipleChoiceServing
 from kerasbert.serving.op_manifest import write_manifest
-from kerasbert.serving.qa_serving import QuestionAnsweringServing
-from kerasbert.serving.tagging_serving import TaggingServing
+from kerasbert.tasks import task_types
 from kerasbert.serving.warmup import write_warmup
 from kerasbert.text import tokenizer_files
 from kerasbert.text import tokenizer_kind
@@ -40,25 +37,9 @@ SIGNATURES = ("serving_default", "serve_token_ids")
 
 
 def build_serving_module(model, tokenizer, config, seq_length):
-    """The `TaskServing` for the model's task type."""
-    task_type, labels = config["task_type"], config.get("label_names")
-    if task_type in ("classification", "pair", "regression"):
-        return ClassificationServing(model, tokenizer, seq_length, labels, pair=task_type == "pair")
-    if task_type == "tagging":
-        return TaggingServing(model, tokenizer, seq_length, labels)
-    if task_type == "qa":
-        qa = config.get("qa", {})
-        return QuestionAnsweringServing(
-            model, tokenizer, seq_length,
-            doc_stride=qa.get("doc_stride", 128),
-            max_query_length=qa.get("max_query_length", 64),
-            max_answer_length=qa.get("max_answer_length", 30),
-            null_score_diff_threshold=qa.get("null_score_diff_threshold", 0.0),
-            version_2=qa.get("version_2_with_negative", "v2" in str(config.get("task", ""))),
-        )
-    if task_type == "multiple_choice":
-        return MultipleChoiceServing(model, tokenizer, seq_length)
-    raise UsageError(f"config.json: unknown task type {task_type!r}.")
+    """The `TaskServing` of the model's task type (kerasbert.tasks.task_types)."""
+    serving = task_types.get(config["task_type"]).serving_class()
+    return serving.for_run(model, tokenizer, seq_length, config)
 
 
 def describe_source(model_file):
@@ -183,7 +164,7 @@ def export_model(model, tokenizer, task_type, output, label_names=None, seq_leng
 
 
     version, target = _version_dir(output, version, overwrite)
-    if task_type in ("classification", "pair", "tagging") and not label_names:
+    if task_types.get(task_type).format.named_labels and not label_names:
         raise UsageError(f"A {task_type} export needs label_names (the class or tag names).")
     seq_length = int(seq_length)
     check_max_seq_length(seq_length, model.backbone)
@@ -205,11 +186,7 @@ def export_model(model, tokenizer, task_type, output, label_names=None, seq_leng
             "inputs": [spec.name for spec in module.input_specs()],
             "signatures": list(SIGNATURES), "source": source,
         }
-        if task_type == "qa":
-            info["qa"] = {"doc_stride": module.doc_stride, "max_query_length": module.max_query_length,
-                          "max_answer_length": module.max_answer_length,
-                          "null_score_diff_threshold": module.null_score_diff_threshold,
-                          "version_2_with_negative": module.version_2}
+        info.update(module.export_info())
         with open(os.path.join(tmp, "assets.extra", "export.json"), "w", encoding="utf-8") as f:
             json.dump(info, f, indent=2)
         replay_warmup(tmp, requests)

@@ -23,6 +23,10 @@ class MultipleChoiceServing(TaskServing):
 
     raw_inputs = ("context", "choices")
 
+    @classmethod
+    def for_run(cls, model, tokenizer, seq_length, config):
+        return cls(model, tokenizer, seq_length)
+
     def __init__(self, model, tokenizer, seq_length, name=None):
         super().__init__(model, tokenizer, seq_length, name=name)
         self.num_choices = int(model.num_choices)

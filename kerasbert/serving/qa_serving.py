@@ -121,6 +121,22 @@ class QuestionAnsweringServing(TaskServing):
 
     raw_inputs = ("question", "context")
 
+    @classmethod
+    def for_run(cls, model, tokenizer, seq_length, config):
+        qa = config.get("qa", {})
+        return cls(model, tokenizer, seq_length,
+                   doc_stride=qa.get("doc_stride", 128),
+                   max_query_length=qa.get("max_query_length", 64),
+                   max_answer_length=qa.get("max_answer_length", 30),
+                   null_score_diff_threshold=qa.get("null_score_diff_threshold", 0.0),
+                   version_2=qa.get("version_2_with_negative", "v2" in str(config.get("task", ""))))
+
+    def export_info(self):
+        return {"qa": {"doc_stride": self.doc_stride, "max_query_length": self.max_query_length,
+                       "max_answer_length": self.max_answer_length,
+                       "null_score_diff_threshold": self.null_score_diff_threshold,
+                       "version_2_with_negative": self.version_2}}
+
     def __init__(self, model, tokenizer, seq_length, doc_stride=128, max_query_length=64,
                  max_answer_length=30, null_score_diff_threshold=0.0, version_2=False,
                  windows_per_call=64, name=None):

@@ -119,6 +119,16 @@ class TaskServing(tf.Module):
         self.label_names = list(names)
         self.label_table = tf.constant(names or [""], tf.string)
 
+    @classmethod
+    def for_run(cls, model, tokenizer, seq_length, config):
+        """The module for a fine-tuning run's config.json (task_type,
+        label_names, task options); subclasses with options read theirs."""
+        return cls(model, tokenizer, seq_length, config.get("label_names"))
+
+    def export_info(self):
+        """What assets.extra/export.json records beyond the common fields."""
+        return {}
+
     # --- what subclasses define ------------------------------------------
 
     def input_specs(self):

@@ -36,29 +36,19 @@ from kerasbert.data.finetuning import load_task
 from kerasbert.data.finetuning import make_dataset
 from kerasbert.data.finetuning import read_features
 from kerasbert.data.finetuning.load import parse_task_spec
+from kerasbert.data.finetuning.task_formats import task_format
 from kerasbert.errors import UsageError
-from kerasbert import metrics
 from kerasbert.metrics import confusion_matrix
-from kerasbert.models.gpt import GptBackbone
 from kerasbert.plotting import new_figure
 from kerasbert.plotting import save_figure_atomically
 from kerasbert import runs
-from kerasbert import tasks
-from kerasbert.tasks import decode_answers
-from kerasbert.tasks import decode_word_labels
+from kerasbert.tasks import task_types
 from kerasbert.tasks.backbone_loading import load_backbone as load
 from kerasbert.text import load_tokenizer
 from kerasbert.text import tokenizer_files
 from kerasbert.training.configs import FinetuneConfig
 from kerasbert.training.strategies import resolve_strategy
 from kerasbert.training.strategies import split_cpu
-
-TASK_CLASSES = {
-    "classification": "TextClassifier", "pair": "TextClassifier",
-    "regression": "TextClassifier", "tagging": "TokenClassifier",
-    "qa": "QuestionAnswerer", "multiple_choice": "MultipleChoice",
-}
-
 
 # --- pieces -----------------------------------------------------------------
 
@@ -97,10 +87,10 @@ def task_features(config, tokenizer, split, label_names=None, spec=None):
         return None, read_features(config.features, split, vocab_file=_fingerprinted_file(tokenizer))
     data = load_task(spec or config.task, split, task_type=config.task_type,
                      columns=config.columns or None, label_names=label_names)
-    qa_options = {}
-    if data.task_type == "qa":
-        qa_options = dict(doc_stride=config.doc_stride, max_query_length=config.max_query_length)
-    features = convert_examples(data, tokenizer, config.max_seq_length, **qa_options)
+    # The converter options the task type takes (QA's windowing), from the run's flags.
+    options = {name: getattr(config, name) for name in task_format(data.task_type).options
+               if hasattr(config, name)}
+    features = convert_examples(data, tokenizer, config.max_seq_length, **options)
     return data, features
 
 
@@ -110,96 +100,17 @@ def _fingerprinted_file(tokenizer):
     return tokenizer_files(tokenizer)[0]
 
 
-def build_task_model(task_type, backbone, features, dropout=0.1, extract_id=None,
-                     lm_weight=0.5):
-    """The task model for a task type. A GPT backbone gets GPT-1's
-    `GptClassifier` (extract token `extract_id`, auxiliary LM loss weighted
-    `lm_weight`) and supports classification, pair and regression only."""
-
-    if isinstance(backbone, GptBackbone):
-        if task_type not in ("classification", "pair", "regression"):
-            raise UsageError(f"A GPT backbone fine-tunes classification, pair and regression "
-                             f"tasks (GPT-1's extract-token classifier), not {task_type}.")
-        num_classes = 1 if task_type == "regression" else len(features.label_names)
-        return tasks.GptClassifier(backbone, num_classes=num_classes, extract_id=extract_id,
-                                   lm_weight=lm_weight, dropout=dropout)
-
-    if task_type in ("classification", "pair"):
-        return tasks.TextClassifier(backbone, num_classes=len(features.label_names), dropout=dropout)
-    if task_type == "regression":
-        return tasks.TextClassifier(backbone, num_classes=1, dropout=dropout)
-    if task_type == "tagging":
-        return tasks.TokenClassifier(backbone, num_labels=len(features.label_names), dropout=dropout)
-    if task_type == "qa":
-        return tasks.QuestionAnswerer(backbone, dropout=dropout)
-    if task_type == "multiple_choice":
-        return tasks.MultipleChoice(backbone, num_choices=features.x["input_word_ids"].shape[1],
-                                    dropout=dropout)
-    raise UsageError(f"Unknown task type {task_type!r}.")
-
-
 def _has_unanswerable(task, *datasets):
     """SQuAD v2.0-style data: some questions have no answer. Decides how an
     exported QA model decodes (with or without the no-answer threshold)."""
     for data in datasets:
-        if data is not None and data.task_type == "qa":
+        if data is not None and task_format(data.task_type).example == "squad":
             return any(ex.get("is_impossible") for ex in data.examples)
     return "v2" in str(task)
 
 
 def _finite(value):
     return None if isinstance(value, float) and not math.isfinite(value) else value
-
-
-def evaluate_predictions(task_type, task, data, features, outputs, options):
-    """Task metrics of model outputs on converted features (+ baseline)."""
-
-    if task_type in ("classification", "pair", "multiple_choice"):
-        labels = np.asarray(features.y)
-        predictions = np.asarray(outputs).argmax(-1)
-        result = {"accuracy": metrics.accuracy(labels, predictions)}
-        if task_type != "multiple_choice":
-            num_classes = len(features.label_names)
-            average = "binary" if num_classes == 2 else "macro"
-            result["f1"] = metrics.f1(labels, predictions, average=average)
-            result["matthews_corrcoef"] = metrics.matthews_corrcoef(labels, predictions)
-            if task.startswith("glue/"):
-                result.update(metrics.glue_metrics(task, labels, predictions))
-            result["majority_baseline_accuracy"] = float(
-                np.bincount(labels, minlength=num_classes).max() / len(labels))
-        return result
-    if task_type == "regression":
-        labels = np.asarray(features.y, "float64")
-        predictions = np.asarray(outputs, "float64").reshape(-1)
-        result = metrics.correlations(labels, predictions)
-        result["mse"] = float(np.mean((labels - predictions) ** 2))
-        return result
-    if task_type == "tagging":
-        word_ids = features.extras["word_ids"]
-        gold = metrics_rows(features.y, word_ids, features.label_names)
-        pred = metrics_rows(np.asarray(outputs), word_ids, features.label_names)
-        return metrics.tagging_metrics(gold, pred)
-    if task_type == "qa":
-        offsets = np.stack([features.extras["token_start_char"],
-                            features.extras["token_end_char"]], -1)
-        v2 = any(ex.get("is_impossible") for ex in data.examples)
-        predictions = decode_answers(
-            [ex["context"] for ex in data.examples], outputs["start_logits"],
-            outputs["end_logits"], offsets, features.extras["example_index"],
-            token_is_max_context=features.extras.get("token_is_max_context"),
-            max_answer_length=options["max_answer_length"],
-            null_score_diff_threshold=options["null_score_diff_threshold"],
-            version_2_with_negative=v2)
-        gold = {ex["id"]: [a["text"] for a in ex["answers"]] for ex in data.examples}
-        texts = {ex["id"]: p.text for ex, p in zip(data.examples, predictions)}
-        if v2:
-            return metrics.squad_v2_metrics(gold, texts)
-        return metrics.squad_v1_metrics(gold, texts)
-    raise UsageError(f"Unknown task type {task_type!r}.")
-
-
-def metrics_rows(ids_or_logits, word_ids, label_names):
-    return decode_word_labels(ids_or_logits, word_ids, label_names)
 
 
 def predict_outputs(model, features, batch_size):
@@ -255,7 +166,7 @@ def run_finetuning(config):
     tokenizer = load_tokenizer(config.vocab, lower_case=config.lower_case)
 
     train_data, train = task_features(config, tokenizer, "train")
-    task_type = train.task_type
+    task_type = task_types.get(train.task_type)
     if train.y is None:
         raise UsageError(f"{config.task}: the training data has no labels.")
     spec, split = (None, None)
@@ -270,15 +181,15 @@ def run_finetuning(config):
         spec, split = _split_spec(config.task, config.validation)
         valid_data, valid = (task_features(config, tokenizer, split, train.label_names, spec)
                              if spec else (None, None))
-    if task_type == "qa" and valid is not None and valid_data is None:
-        raise UsageError("QA metrics need the raw validation examples (contexts and answers): "
-                         "give --validation with --features.")
+    if task_type.needs_examples and valid is not None and valid_data is None:
+        raise UsageError(f"{task_type.name} metrics need the raw validation examples (for QA, "
+                         "contexts and answers): give --validation with --features.")
 
     with strategy.scope():
         backbone = load_backbone(config, tokenizer)
         check_max_seq_length(train.max_seq_length, backbone)
-        model = build_task_model(task_type, backbone, train, config.dropout,
-                                 extract_id=tokenizer.mask_id, lm_weight=config.lm_weight)
+        model = task_type.build_model(backbone, train, config.dropout,
+                                      extract_id=tokenizer.mask_id, lm_weight=config.lm_weight)
         steps_per_epoch = math.ceil(len(train.x["input_word_ids"]) / config.batch_size)
         model.compile(learning_rate=config.learning_rate,
                       num_train_steps=steps_per_epoch * config.epochs,
@@ -293,7 +204,7 @@ def run_finetuning(config):
     options = dict(max_answer_length=config.max_answer_length,
                    null_score_diff_threshold=config.null_score_diff_threshold)
     task_config = {
-        "task": config.task, "task_type": task_type, "label_names": train.label_names,
+        "task": config.task, "task_type": task_type.name, "label_names": train.label_names,
         "max_seq_length": train.max_seq_length, "lower_case": tokenizer.lower_case,
         "columns": config.columns, "model_class": type(model).__name__,
         "qa": dict(options, doc_stride=config.doc_stride, max_query_length=config.max_query_length,
@@ -308,10 +219,9 @@ def run_finetuning(config):
     result_metrics = {}
     if valid is not None:
         predictions = predict_outputs(model, valid, config.batch_size)
-        result_metrics = evaluate_predictions(task_type, config.task, valid_data, valid,
-                                              predictions, options)
+        result_metrics = task_type.evaluate(config.task, valid_data, valid, predictions, options)
         result_metrics = {k: _finite(v) for k, v in result_metrics.items()}
-        if task_type in ("classification", "pair"):
+        if task_type.confusion_matrix:
             outputs["confusion_matrix"] = runs.run_path(config.output_dir, runs.CONFUSION_MATRIX)
             plot_confusion_matrix(valid.y, np.asarray(predictions).argmax(-1),
                                   valid.label_names, outputs["confusion_matrix"])
@@ -322,7 +232,7 @@ def run_finetuning(config):
     plot_curves(history, outputs["training_curve"])
     outputs["config"] = saved[runs.CONFIG]
     return {"metrics": result_metrics, "outputs": outputs, "history": history,
-            "task_type": task_type}
+            "task_type": task_type.name}
 
 
 def run_evaluation(model_dir, task=None, split="validation", batch_size=32, columns=None):
@@ -344,6 +254,6 @@ def run_evaluation(model_dir, task=None, split="validation", batch_size=32, colu
         raise UsageError(f"--split {split}: give a file of the task's format.")
     data, features = task_features(run_config, tokenizer, split_name, saved["label_names"], spec)
     predictions = predict_outputs(model, features, batch_size)
-    result = evaluate_predictions(saved["task_type"], run_config.task, data, features,
-                                  predictions, saved["qa"])
+    evaluate = task_types.get(saved["task_type"]).evaluate
+    result = evaluate(run_config.task, data, features, predictions, saved["qa"])
     return {k: _finite(v) for k, v in result.items()}

@@ -10,7 +10,10 @@ Names load on first use (no TensorFlow import for `kerasbert --help`).
 from kerasbert.io_utils import lazy_exports
 
 _EXPORTS = {
-    "TASK_TYPES": "kerasbert.data.finetuning.examples",
+    "TASK_TYPES": "kerasbert.data.finetuning.task_formats",
+    "TaskFormat": "kerasbert.data.finetuning.task_formats",
+    "task_format": "kerasbert.data.finetuning.task_formats",
+    "register_format": "kerasbert.data.finetuning.task_formats",
     "TaskData": "kerasbert.data.finetuning.examples",
     "TaskDataError": "kerasbert.data.finetuning.examples",
     "load_task": "kerasbert.data.finetuning.load",

@@ -2,6 +2,7 @@
 
 import numpy as np
 
+from kerasbert.data.finetuning.task_formats import task_format
 from kerasbert.data.finetuning.examples import TaskDataError, label_id
 from kerasbert.data.finetuning.features import TaskFeatures, check_length, pack_batches
 from kerasbert.text import make_packer, segment_layout
@@ -22,7 +23,7 @@ def convert_classification(data, tokenizer, max_seq_length=128):
         regression), or None when the data has no labels. A label outside
         the label set raises an error naming the example index and label.
     """
-    if data.task_type not in ("classification", "pair", "regression"):
+    if task_format(data.task_type).example != "text":
         raise TaskDataError(f"convert_classification got a {data.task_type} task.")
     examples = data.examples
     if not examples:
@@ -51,7 +52,7 @@ def _labels(data):
         raise TaskDataError(
             f"{data.name} example {missing[0]}: no label, but other examples have labels."
         )
-    if data.task_type == "regression":
+    if task_format(data.task_type).float_labels:
         try:
             return np.asarray([float(label) for label in labels], np.float32)
         except (TypeError, ValueError):

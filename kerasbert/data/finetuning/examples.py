@@ -21,25 +21,13 @@ Every source (TFDS, local files) yields plain dicts of one shape per task:
 
 import dataclasses
 
-from kerasbert.errors import UsageError
-
-
-class TaskDataError(UsageError, ValueError):
-    """Bad task data or task options. A `UsageError` (the CLI prints the
-    message and exits non-zero, no traceback) and a `ValueError` (for
-    library callers). The message names the file / example, field and value."""
-
-TASK_TYPES = ("classification", "pair", "regression", "tagging", "qa", "multiple_choice")
-
-# Task types whose examples hold one label per example drawn from label_names.
-CLASS_LABEL_TYPES = ("classification", "pair")
+from kerasbert.errors import TaskDataError  # noqa: F401 (its home before errors.py)
+from kerasbert.data.finetuning.task_formats import task_format
 
 
 def check_task_type(task_type):
-    if task_type not in TASK_TYPES:
-        raise TaskDataError(
-            f"Unknown task type {task_type!r}; expected one of {', '.join(TASK_TYPES)}."
-        )
+    """The name, if it is a registered task type (a clear error if not)."""
+    task_format(task_type)
     return task_type
 
 
@@ -49,7 +37,7 @@ class TaskData:
 
     Attributes:
         examples: list of example dicts (see module docstring).
-        task_type: one of TASK_TYPES.
+        task_type: a registered task type (task_formats.py).
         label_names: class / tag names in id order (None for regression, qa,
             multiple choice).
         name: the task spec it was loaded from ("glue/cola", "csv:PATH", ...).
@@ -80,9 +68,10 @@ class TaskData:
     def num_labels(self):
         """Classes (tags) for classification/pair/tagging, 1 for regression,
         choices for multiple choice, None for qa."""
-        if self.task_type == "regression":
+        fmt = task_format(self.task_type)
+        if fmt.float_labels:
             return 1
-        if self.task_type == "multiple_choice":
+        if fmt.per_choice:
             return len(self.examples[0]["choices"]) if self.examples else None
         return len(self.label_names) if self.label_names is not None else None
 

@@ -26,8 +26,10 @@ import json
 import os
 
 from kerasbert.data.finetuning.examples import (
-    TASK_TYPES, TaskData, TaskDataError, check_task_type, infer_label_names, label_id,
+    TaskData, TaskDataError, check_task_type, infer_label_names, label_id,
 )
+from kerasbert.data.finetuning.task_formats import TASK_TYPES
+from kerasbert.data.finetuning.task_formats import task_format
 from kerasbert.text.text_files import read_lines, read_text
 
 
@@ -158,7 +160,7 @@ def _check_labels(data, where_list):
     if not data.has_labels or data.label_names is None:
         return
     for where, example in zip(where_list, data.examples):
-        if data.task_type == "tagging":
+        if task_format(data.task_type).label == "tag":
             for label in example["labels"]:
                 label_id(label, data.label_names, where)
         else:
@@ -184,10 +186,8 @@ def load_table(path, fmt, task_type=None, columns=None, label_names=None, requir
     must be asked for)."""
     rows = _Rows(path, fmt)
     task_type = check_task_type(task_type) if task_type else infer_task_type(rows.header)
-    loader = {
-        "classification": _sentences, "pair": _sentences, "regression": _sentences,
-        "tagging": _tagging_rows, "qa": _qa_rows, "multiple_choice": _choice_rows,
-    }[task_type]
+    loader = {"text": _sentences, "words": _tagging_rows, "squad": _qa_rows,
+              "choices": _choice_rows}[task_format(task_type).example]
     return loader(rows, task_type, columns or {}, label_names, require_labels)
 
 
@@ -198,7 +198,8 @@ def _label_column(rows, columns, task_type, require_labels):
 
 def _sentences(rows, task_type, columns, label_names, require_labels):
     text_col = rows.column("text", columns, task_type=task_type)
-    pair_col = rows.column("text_pair", columns, required=task_type == "pair", task_type=task_type)
+    fmt = task_format(task_type)
+    pair_col = rows.column("text_pair", columns, required=fmt.text_pair, task_type=task_type)
     label_col = _label_column(rows, columns, task_type, require_labels)
     examples, wheres = [], []
     has_labels = label_col is not None
@@ -209,7 +210,7 @@ def _sentences(rows, task_type, columns, label_names, require_labels):
         label = _label_value(row.get(label_col)) if label_col else None
         if label is None and require_labels:
             raise TaskDataError(f"{where}: empty label (column {label_col!r}).")
-        if label is not None and task_type == "regression":
+        if label is not None and fmt.float_labels:
             try:
                 label = float(label)
             except ValueError:
@@ -219,7 +220,7 @@ def _sentences(rows, task_type, columns, label_names, require_labels):
         example["label"] = label
         examples.append(example)
         wheres.append(where)
-    if task_type == "regression":
+    if fmt.float_labels:
         label_names = None
     elif label_names is None:
         if not has_labels:

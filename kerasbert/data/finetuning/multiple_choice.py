@@ -2,6 +2,7 @@
 
 import numpy as np
 
+from kerasbert.data.finetuning.task_formats import task_format
 from kerasbert.data.finetuning.examples import TaskDataError
 from kerasbert.data.finetuning.features import MODEL_INPUTS, TaskFeatures, check_length, pack_batches
 from kerasbert.text import make_packer, segment_layout
@@ -17,7 +18,7 @@ def convert_multiple_choice(data, tokenizer, max_seq_length=128):
         `TaskFeatures`: x int32 [N, C, T]; y int32 [N] (the right choice) or
         None without labels.
     """
-    if data.task_type != "multiple_choice":
+    if task_format(data.task_type).example != "choices":
         raise TaskDataError(f"convert_multiple_choice got a {data.task_type} task.")
     examples = data.examples
     if not examples:

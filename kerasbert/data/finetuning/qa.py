@@ -17,6 +17,7 @@ import logging
 
 import numpy as np
 
+from kerasbert.data.finetuning.task_formats import task_format
 from kerasbert.data.finetuning.examples import TaskDataError
 from kerasbert.data.finetuning.features import TaskFeatures, tokenize_lists, tokenize_with_offsets_lists
 from kerasbert.text import segment_layout
@@ -101,7 +102,7 @@ def convert_qa(data, tokenizer, max_seq_length=384, doc_stride=128, max_query_le
         token_start_char / token_end_char int32 [N, T] (-1 off context),
         token_is_max_context int32 [N, T].
     """
-    if data.task_type != "qa":
+    if task_format(data.task_type).example != "squad":
         raise TaskDataError(f"convert_qa got a {data.task_type} task.")
     if on_bad_answer not in BAD_ANSWER_POLICIES:
         raise TaskDataError(f"on_bad_answer must be one of {BAD_ANSWER_POLICIES}, got {on_bad_answer!r}.")

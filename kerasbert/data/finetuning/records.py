@@ -22,6 +22,7 @@ import tempfile
 import numpy as np
 
 from kerasbert.data.finetuning import schema
+from kerasbert.data.finetuning.task_formats import task_format
 from kerasbert.data.finetuning.examples import TaskDataError
 from kerasbert.data.finetuning.features import TaskFeatures
 from kerasbert.data.metadata import read_metadata, vocab_fingerprint, write_metadata
@@ -35,7 +36,9 @@ def _value(features, slot, key):
 
 
 def _num_choices(features):
-    return int(features.x["input_word_ids"].shape[1]) if features.task_type == "multiple_choice" else None
+    if not task_format(features.task_type).per_choice:
+        return None
+    return int(features.x["input_word_ids"].shape[1])
 
 
 def _shard_bounds(num_features, num_shards):
@@ -242,7 +245,7 @@ def read_features(directory, split, vocab_file=None):
         values = values.astype(np.float32 if dtype == "float32" else np.int32)
         if shape_key == "one":
             values = values.reshape(-1)
-        if task_type == "regression" and slot == "y":
+        if task_format(task_type).float_labels and slot == "y":
             values = values.astype(np.float32)
         if key is None:
             setattr(out, slot, values)

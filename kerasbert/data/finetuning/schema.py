@@ -17,6 +17,8 @@ C = num_choices (multiple choice stores [C, T] per record).
 Labels are absent from files written from unlabelled examples.
 """
 
+from kerasbert.data.finetuning.task_formats import task_format
+
 SCHEMA_VERSION = 1
 
 # file feature -> (where in TaskFeatures, name there, dtype, shape key).
@@ -26,23 +28,24 @@ _INPUTS = {
     "input_mask": ("x", "input_mask", "int64", "seq"),
     "segment_ids": ("x", "input_type_ids", "int64", "seq"),
 }
+# By label kind (task_formats.py).
 _LABELS = {
-    "classification": {"label_ids": ("y", None, "int64", "one")},
-    "pair": {"label_ids": ("y", None, "int64", "one")},
-    "regression": {"label_values": ("y", None, "float32", "one")},
-    "multiple_choice": {"label_ids": ("y", None, "int64", "one")},
-    "tagging": {
+    "class": {"label_ids": ("y", None, "int64", "one")},
+    "choice": {"label_ids": ("y", None, "int64", "one")},
+    "number": {"label_values": ("y", None, "float32", "one")},
+    "tag": {
         "label_ids": ("y", None, "int64", "seq"),
         "label_weights": ("sample_weight", None, "float32", "seq"),
     },
-    "qa": {
+    "span": {
         "start_positions": ("y", "start_positions", "int64", "one"),
         "end_positions": ("y", "end_positions", "int64", "one"),
     },
 }
+# By example kind.
 _EXTRAS = {
-    "tagging": {"word_ids": ("extras", "word_ids", "int64", "seq")},
-    "qa": {
+    "words": {"word_ids": ("extras", "word_ids", "int64", "seq")},
+    "squad": {
         "example_index": ("extras", "example_index", "int64", "one"),
         "token_start_char": ("extras", "token_start_char", "int64", "seq"),
         "token_end_char": ("extras", "token_end_char", "int64", "seq"),
@@ -53,19 +56,18 @@ _EXTRAS = {
 
 def features_for(task_type, labelled=True):
     """{file feature: (slot, key, dtype, shape key)} for a task type."""
-    if task_type not in _LABELS:
-        raise ValueError(f"Unknown task type {task_type!r}.")
+    fmt = task_format(task_type)
     spec = dict(_INPUTS)
     if labelled:
-        spec.update(_LABELS[task_type])
-    spec.update(_EXTRAS.get(task_type, {}))
+        spec.update(_LABELS[fmt.label])
+    spec.update(_EXTRAS.get(fmt.example, {}))
     return spec
 
 
 def shape_of(shape_key, task_type, max_seq_length, num_choices=None):
     if shape_key == "one":
         return [1]
-    if task_type == "multiple_choice" and shape_key == "seq":
+    if shape_key == "seq" and task_format(task_type).per_choice:
         return [int(num_choices), int(max_seq_length)]
     return [int(max_seq_length)]
 

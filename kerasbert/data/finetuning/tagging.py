@@ -16,6 +16,7 @@ import logging
 
 import numpy as np
 
+from kerasbert.data.finetuning.task_formats import task_format
 from kerasbert.data.finetuning.examples import TaskDataError, label_id
 from kerasbert.data.finetuning.features import TaskFeatures, check_length, tokenize_lists
 from kerasbert.text.families import BPE
@@ -47,7 +48,7 @@ def convert_tagging(data, tokenizer, max_seq_length=128):
         its word id). stats: num_examples, num_features, num_words,
         truncated_words, truncated_examples, empty_words.
     """
-    if data.task_type != "tagging":
+    if task_format(data.task_type).example != "words":
         raise TaskDataError(f"convert_tagging got a {data.task_type} task.")
     examples = data.examples
     if not examples:

@@ -7,6 +7,7 @@ TFDS data dir (or downloads it when the user's machine may), and tests run
 under `tfds.testing.mock_data`.
 """
 
+from kerasbert.data.finetuning.task_formats import task_format
 from kerasbert.data.finetuning.examples import TaskData, TaskDataError
 
 # GLUE config -> (task type, text_a field, text_b field or None).
@@ -81,13 +82,14 @@ def load_glue(config, split="train", require_labels=True):
     task_type, field_a, field_b = GLUE_TASKS[config]
     records, info = _load(spec, split, spec)
     label_names = None
-    if task_type != "regression":
+    float_labels = task_format(task_type).float_labels
+    if not float_labels:
         label_names = list(info.features["label"].names)
     examples = []
     has_labels = True
     for i, record in enumerate(records):
         label = record["label"]
-        if task_type == "regression":
+        if float_labels:
             label = float(label)
         else:
             label = int(label)

@@ -1,0 +1,144 @@
+"""The task type registry: one `TaskType` per kind of fine-tuning task, and
+everything that differs between kinds in one entry.
+
+    entry            examples & labels      model             metrics           serving module
+    classification   text, class            TextClassifier    evaluate_classes  ClassificationServing
+    pair             text pair, class       TextClassifier    evaluate_classes  ClassificationServing
+    regression       text, number           TextClassifier    evaluate_scores   ClassificationServing
+    tagging          words, tag             TokenClassifier   evaluate_tags     TaggingServing
+    qa               squad, span            QuestionAnswerer  evaluate_spans    QuestionAnsweringServing
+    multiple_choice  choices, choice        MultipleChoice    evaluate_choices  MultipleChoiceServing
+
+The data facts (`TaskFormat`) live in the data layer
+(`kerasbert.data.finetuning.task_formats`); this entry adds the model, the
+metrics, the serving module and the defaults. Fine-tuning, evaluation and
+export look the entry up by the run's task type name and never compare
+names. To add a task type, write one file with its `TaskType` (and its model
+or serving module if they are new) and `register` it; see ARCHITECTURE.md.
+"""
+
+import dataclasses
+import importlib
+
+from kerasbert.data.finetuning.task_formats import TaskFormat
+from kerasbert.data.finetuning.task_formats import register_format
+from kerasbert.data.finetuning.task_formats import task_format
+from kerasbert.errors import UsageError
+from kerasbert.models.gpt import GptBackbone
+from kerasbert.tasks import task_evaluation
+from kerasbert.tasks.gpt_classifier import GptClassifier
+from kerasbert.tasks.multiple_choice import MultipleChoice
+from kerasbert.tasks.question_answerer import QuestionAnswerer
+from kerasbert.tasks.text_classifier import TextClassifier
+from kerasbert.tasks.token_classifier import TokenClassifier
+
+
+@dataclasses.dataclass(frozen=True)
+class TaskType:
+    """One kind of fine-tuning task.
+
+    Attributes:
+        format: its data facts (`TaskFormat`: example and label kinds).
+        build: `(task_type, backbone, features, dropout) -> keras.Model`, the
+            task model on an encoder backbone.
+        evaluate: `(task, data, features, outputs, options) -> {name: float}`
+            (kerasbert.tasks.task_evaluation).
+        serving: "module:Class" of its `TaskServing` (the serving layer sits
+            above this one, so it is named, not imported).
+        main_metric: the metric that ranks models of this type.
+        gpt: a GPT backbone fine-tunes it (GPT-1's extract-token classifier).
+        confusion_matrix: fine-tuning plots the validation confusion matrix.
+        needs_examples: its metrics need the raw examples, not only features.
+    """
+
+    format: TaskFormat
+    build: object
+    evaluate: object
+    serving: str
+    main_metric: str
+    gpt: bool = False
+    confusion_matrix: bool = False
+    needs_examples: bool = False
+
+    @property
+    def name(self):
+        return self.format.name
+
+    def num_outputs(self, features):
+        """Scores per example: 1 for a number, else one per label name."""
+        return 1 if self.format.float_labels else len(features.label_names)
+
+    def build_model(self, backbone, features, dropout=0.1, extract_id=None, lm_weight=0.5):
+        """The task model. A GPT backbone gets `GptClassifier` (extract
+        token `extract_id`, auxiliary LM loss weighted `lm_weight`)."""
+        if isinstance(backbone, GptBackbone):
+            if not self.gpt:
+                supported = ", ".join(t.name for t in _TASK_TYPES.values() if t.gpt)
+                raise UsageError(f"A GPT backbone fine-tunes {supported} tasks (GPT-1's "
+                                 f"extract-token classifier), not {self.name}.")
+            return GptClassifier(backbone, num_classes=self.num_outputs(features),
+                                 extract_id=extract_id, lm_weight=lm_weight, dropout=dropout)
+        return self.build(self, backbone, features, dropout)
+
+    def serving_class(self):
+        module, name = self.serving.split(":")
+        return getattr(importlib.import_module(module), name)
+
+
+def _classifier(task_type, backbone, features, dropout):
+    return TextClassifier(backbone, num_classes=task_type.num_outputs(features), dropout=dropout)
+
+
+def _tagger(task_type, backbone, features, dropout):
+    return TokenClassifier(backbone, num_labels=len(features.label_names), dropout=dropout)
+
+
+def _answerer(task_type, backbone, features, dropout):
+    return QuestionAnswerer(backbone, dropout=dropout)
+
+
+def _chooser(task_type, backbone, features, dropout):
+    return MultipleChoice(backbone, num_choices=features.x["input_word_ids"].shape[1],
+                          dropout=dropout)
+
+
+_TASK_TYPES = {}
+
+
+def register(task_type):
+    """Adds a task type (and its data format); returns it."""
+    register_format(task_type.format)
+    _TASK_TYPES[task_type.name] = task_type
+    return task_type
+
+
+def get(name):
+    """The `TaskType` called `name`; a clear error if there is none."""
+    task_format(name)  # names the registered types if unknown
+    if name not in _TASK_TYPES:
+        raise UsageError(f"Task type {name!r} has a data format but no registered TaskType.")
+    return _TASK_TYPES[name]
+
+
+def names():
+    return tuple(_TASK_TYPES)
+
+
+_SERVING = "kerasbert.serving"
+for _entry in (
+    TaskType(task_format("classification"), _classifier, task_evaluation.evaluate_classes,
+             f"{_SERVING}.classification_serving:ClassificationServing", "accuracy",
+             gpt=True, confusion_matrix=True),
+    TaskType(task_format("pair"), _classifier, task_evaluation.evaluate_classes,
+             f"{_SERVING}.classification_serving:ClassificationServing", "accuracy",
+             gpt=True, confusion_matrix=True),
+    TaskType(task_format("regression"), _classifier, task_evaluation.evaluate_scores,
+             f"{_SERVING}.classification_serving:ClassificationServing", "pearson", gpt=True),
+    TaskType(task_format("tagging"), _tagger, task_evaluation.evaluate_tags,
+             f"{_SERVING}.tagging_serving:TaggingServing", "f1"),
+    TaskType(task_format("qa"), _answerer, task_evaluation.evaluate_spans,
+             f"{_SERVING}.qa_serving:QuestionAnsweringServing", "f1", needs_examples=True),
+    TaskType(task_format("multiple_choice"), _chooser, task_evaluation.evaluate_choices,
+             f"{_SERVING}.multiple_choice_serving:MultipleChoiceServing", "accuracy"),
+):
+    register(_entry)
