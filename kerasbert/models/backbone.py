@@ -6,6 +6,8 @@ import math
 import keras
 
 from kerasbert.errors import UsageError
+from kerasbert.layers import BertEmbeddings
+from kerasbert.layers import ClsPooler
 from kerasbert.layers import TransformerEncoderBlock
 from kerasbert.layers import causal_attention_bias
 from kerasbert.layers import padding_mask_to_attention_bias
@@ -74,10 +76,16 @@ def validate_config(config):
 class Backbone(keras.Model):
     """A functional encoder whose constructor arguments are its config.
 
-    Subclasses build their graph in `__init__`, store every argument as an
-    attribute of the same name and list them in `get_config`, so
-    `from_config(get_config())` rebuilds the same architecture.
+    Subclasses build their graph in `__init__` with `_build_encoder(locals(),
+    ...)` (or its pieces `_make_embeddings`, `_make_blocks`,
+    `_finish_encoder` where a family differs: ALBERT's shared groups,
+    ELECTRA's shared embeddings), which stores every argument as an attribute
+    of the same name for `get_config`, so `from_config(get_config())`
+    rebuilds the same architecture.
     """
+
+    #: the blocks' activation when it is not a constructor argument
+    activation = "gelu"
 
     def __init__(self, *args, dtype=None, **kwargs):
         super().__init__(*args, **kwargs)
@@ -140,6 +148,75 @@ class Backbone(keras.Model):
             for n, p in params.items()
             if n != "self" and p.kind is p.POSITIONAL_OR_KEYWORD
         ]
+
+    # --- the encoder every family builds ---------------------------------
+
+    def _build_encoder(self, config, *, pooler, num_segments=0, embedding_dim=None,
+                       normalize_embeddings=True, causal=False, pool=None):
+        """Builds the zoo's encoder from a constructor's `locals()` and
+        finishes the model: embeddings, one block per layer, the optional
+        `ClsPooler`, the shared graph (`encoder_graph`), the config record.
+
+        Args:
+            config: the constructor's `locals()` (every config argument plus
+                `kwargs`); `activation` falls back to the class attribute.
+            pooler: build BERT's tanh pooler (else `pooled_output` is the
+                first token's state, or `pool`'s result).
+            num_segments, embedding_dim: the embedding's segment table and
+                factorised width (None: hidden_dim).
+            normalize_embeddings: LayerNorm after the embedding sum (all but
+                GPT).
+            causal, pool: as `_finish_encoder`.
+        """
+        self.embeddings = self._make_embeddings(config, num_segments, embedding_dim,
+                                                normalize_embeddings)
+        self.transformer_layers = self._make_blocks(config, config["num_layers"])
+        self._finish_encoder(config, self.embeddings,
+                             [[block] for block in self.transformer_layers],
+                             pooler=pooler, causal=causal, pool=pool)
+
+    def _make_embeddings(self, config, num_segments, embedding_dim, normalize=True):
+        """The `BertEmbeddings` (token, position, segment tables) of `config`."""
+        return BertEmbeddings(
+            vocabulary_size=config["vocabulary_size"],
+            max_sequence_length=config["max_sequence_length"],
+            num_segments=num_segments, hidden_dim=config["hidden_dim"],
+            embedding_dim=embedding_dim, dropout=config["dropout"],
+            layer_norm_epsilon=config["layer_norm_epsilon"],
+            initializer_range=config["initializer_range"], normalize=normalize,
+            dtype=config["dtype"], name="embeddings")
+
+    def _make_blocks(self, config, count, names=None):
+        """`count` distinct blocks with `config`'s sizes and attention option."""
+        return encoder_blocks(
+            count, num_heads=config["num_heads"], intermediate_dim=config["intermediate_dim"],
+            activation=config.get("activation", type(self).activation),
+            dropout=config["dropout"], layer_norm_epsilon=config["layer_norm_epsilon"],
+            initializer_range=config["initializer_range"], dtype=config["dtype"],
+            max_sequence_length=config["max_sequence_length"],
+            attention=config.get("attention", "full"), block_size=config.get("block_size", 64),
+            num_random_blocks=config.get("num_random_blocks", 3), names=names)
+
+    def _finish_encoder(self, config, embed, layers, *, pooler, causal=False, pool=None):
+        """The functional graph (`encoder_graph`) over `embed` and `layers`,
+        then the config record.
+
+        Args:
+            pool: `(sequence_output, input_mask) -> [B, H]` replacing the
+                first-token `pooled_output` (GPT: the last real token).
+            causal: decoder attention (`encoder_graph`).
+        """
+        self.pooler = None
+        if pooler:
+            self.pooler = ClsPooler(config["hidden_dim"],
+                                    initializer_range=config["initializer_range"],
+                                    dtype=config["dtype"], name="pooler")
+        inputs, outputs = encoder_graph(embed, layers, self.pooler, causal=causal)
+        if pool is not None:
+            outputs["pooled_output"] = pool(outputs["sequence_output"], inputs["input_mask"])
+        Backbone.__init__(self, inputs=inputs, outputs=outputs, dtype=config["dtype"],
+                          **config.get("kwargs", {}))
+        self._record_config(config)
 
     def _record_config(self, arguments):
         """Stores every constructor argument (`config_names`) as an

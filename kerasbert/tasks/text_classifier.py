@@ -16,9 +16,12 @@ def pre_classifier(backbone, dtype):
     raw [CLS] vector); their original classifiers put a trained
     Dense(hidden_dim) with `backbone.classifier_activation` (DistilBERT:
     ReLU, RoBERTa: tanh) on it first. Returns that layer, built, named
-    "pre_classifier".
+    "pre_classifier". GPT has neither a pooler nor a pre-classifier
+    (`classifier_activation` None: GPT-1's classifier is linear).
     """
-    if not hasattr(backbone, "pooler") or backbone.pooler is not None:
+    if getattr(backbone, "pooler", None) is not None:
+        return None
+    if getattr(backbone, "classifier_activation", None) is None:
         return None
     layer = keras.layers.Dense(
         backbone.hidden_dim,

@@ -2,11 +2,7 @@
 
 import keras
 
-from kerasbert.layers import BertEmbeddings
-from kerasbert.layers import ClsPooler
 from kerasbert.models.backbone import Backbone
-from kerasbert.models.backbone import encoder_blocks
-from kerasbert.models.backbone import encoder_graph
 
 
 @keras.saving.register_keras_serializable(package="kerasbert")
@@ -62,28 +58,11 @@ class AlbertBackbone(Backbone):
         dtype: a dtype or `keras.DTypePolicy`, e.g. "mixed_float16".
     """
 
-    def __init__(
-        self,
-        vocabulary_size,
-        num_layers,
-        num_heads,
-        hidden_dim,
-        intermediate_dim,
-        embedding_dim=128,
-        num_groups=1,
-        num_inner_repetitions=1,
-        max_sequence_length=512,
-        num_segments=2,
-        dropout=0.0,
-        activation="gelu_approximate",
-        layer_norm_epsilon=1e-12,
-        initializer_range=0.02,
-        attention="full",
-        block_size=64,
-        num_random_blocks=3,
-        dtype=None,
-        **kwargs,
-    ):
+    def __init__(self, vocabulary_size, num_layers, num_heads, hidden_dim, intermediate_dim,
+                 embedding_dim=128, num_groups=1, num_inner_repetitions=1,
+                 max_sequence_length=512, num_segments=2, dropout=0.0,
+                 activation="gelu_approximate", layer_norm_epsilon=1e-12, initializer_range=0.02,
+                 attention="full", block_size=64, num_random_blocks=3, dtype=None, **kwargs):
         if num_groups < 1 or num_inner_repetitions < 1:
             raise ValueError(
                 f"num_groups ({num_groups}) and num_inner_repetitions "
@@ -94,48 +73,17 @@ class AlbertBackbone(Backbone):
                 f"num_layers ({num_layers}) must be divisible by num_groups "
                 f"({num_groups}): each group serves the same number of layers."
             )
-
-        # === Layers ===
-        self.embeddings = BertEmbeddings(
-            vocabulary_size=vocabulary_size,
-            max_sequence_length=max_sequence_length,
-            num_segments=num_segments,
-            hidden_dim=hidden_dim,
-            embedding_dim=embedding_dim,
-            dropout=dropout,
-            layer_norm_epsilon=layer_norm_epsilon,
-            initializer_range=initializer_range,
-            dtype=dtype,
-            name="embeddings",
-        )
+        self.embeddings = self._make_embeddings(locals(), num_segments, embedding_dim)
         # groups[g][r]: the distinct blocks, the only ones owning weights.
         R = num_inner_repetitions
-        blocks = encoder_blocks(
-            num_groups * R, num_heads=num_heads, intermediate_dim=intermediate_dim,
-            activation=activation, dropout=dropout, layer_norm_epsilon=layer_norm_epsilon,
-            initializer_range=initializer_range, dtype=dtype,
-            max_sequence_length=max_sequence_length, attention=attention,
-            block_size=block_size, num_random_blocks=num_random_blocks,
+        blocks = self._make_blocks(
+            locals(), num_groups * R,
             names=[f"group_{i // R}_inner_layer_{i % R}" for i in range(num_groups * R)])
         self.groups = [blocks[g * R:(g + 1) * R] for g in range(num_groups)]
-        layers_per_group = num_layers // num_groups
-        # Every block application in call order; shared blocks repeat (the
-        # same object), as `describe_backbone` and the converters expect.
-        self.transformer_layers = [
-            block
-            for i in range(num_layers)
-            for block in self.groups[i // layers_per_group]
-        ]
-        self.pooler = ClsPooler(
-            hidden_dim,
-            initializer_range=initializer_range,
-            dtype=dtype,
-            name="pooler",
-        )
-
-        # === Functional graph ===
-        inputs, outputs = encoder_graph(self.embeddings, [self.groups[i // layers_per_group] for i in range(num_layers)], self.pooler)
-        super().__init__(inputs=inputs, outputs=outputs, dtype=dtype, **kwargs)
-
-        # === Config ===
-        self._record_config(locals())
+        # Layer i runs its group's blocks: the same objects in every layer of
+        # the group (cross-layer sharing). transformer_layers lists every
+        # block application in call order, shared blocks repeated, as
+        # `describe` and the converters expect.
+        layers = [self.groups[i * num_groups // num_layers] for i in range(num_layers)]
+        self.transformer_layers = [block for group in layers for block in group]
+        self._finish_encoder(locals(), self.embeddings, layers, pooler=True)

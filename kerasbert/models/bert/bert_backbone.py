@@ -2,11 +2,7 @@
 
 import keras
 
-from kerasbert.layers import BertEmbeddings
-from kerasbert.layers import ClsPooler
 from kerasbert.models.backbone import Backbone
-from kerasbert.models.backbone import encoder_blocks
-from kerasbert.models.backbone import encoder_graph
 
 
 @keras.saving.register_keras_serializable(package="kerasbert")
@@ -45,56 +41,9 @@ class BertBackbone(Backbone):
         dtype: a dtype or `keras.DTypePolicy`, e.g. "mixed_float16".
     """
 
-    def __init__(
-        self,
-        vocabulary_size,
-        num_layers,
-        num_heads,
-        hidden_dim,
-        intermediate_dim,
-        max_sequence_length=512,
-        num_segments=2,
-        dropout=0.1,
-        embedding_dim=None,
-        activation="gelu",
-        layer_norm_epsilon=1e-12,
-        initializer_range=0.02,
-        attention="full",
-        block_size=64,
-        num_random_blocks=3,
-        dtype=None,
-        **kwargs,
-    ):
-        # === Layers ===
-        self.embeddings = BertEmbeddings(
-            vocabulary_size=vocabulary_size,
-            max_sequence_length=max_sequence_length,
-            num_segments=num_segments,
-            hidden_dim=hidden_dim,
-            embedding_dim=embedding_dim,
-            dropout=dropout,
-            layer_norm_epsilon=layer_norm_epsilon,
-            initializer_range=initializer_range,
-            dtype=dtype,
-            name="embeddings",
-        )
-        self.transformer_layers = encoder_blocks(
-            num_layers, num_heads=num_heads, intermediate_dim=intermediate_dim,
-            activation=activation, dropout=dropout, layer_norm_epsilon=layer_norm_epsilon,
-            initializer_range=initializer_range, dtype=dtype,
-            max_sequence_length=max_sequence_length,
-            attention=attention, block_size=block_size,
-            num_random_blocks=num_random_blocks)
-        self.pooler = ClsPooler(
-            hidden_dim,
-            initializer_range=initializer_range,
-            dtype=dtype,
-            name="pooler",
-        )
-
-        # === Functional graph ===
-        inputs, outputs = encoder_graph(self.embeddings, [[block] for block in self.transformer_layers], self.pooler)
-        super().__init__(inputs=inputs, outputs=outputs, dtype=dtype, **kwargs)
-
-        # === Config ===
-        self._record_config(locals())
+    def __init__(self, vocabulary_size, num_layers, num_heads, hidden_dim, intermediate_dim,
+                 max_sequence_length=512, num_segments=2, dropout=0.1, embedding_dim=None,
+                 activation="gelu", layer_norm_epsilon=1e-12, initializer_range=0.02,
+                 attention="full", block_size=64, num_random_blocks=3, dtype=None, **kwargs):
+        self._build_encoder(locals(), num_segments=num_segments, embedding_dim=embedding_dim,
+                            pooler=True)

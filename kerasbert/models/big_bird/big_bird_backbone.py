@@ -63,44 +63,11 @@ class BigBirdBackbone(BertBackbone):
         dtype: a dtype or `keras.DTypePolicy`, e.g. "mixed_float16".
     """
 
-    def __init__(
-        self,
-        vocabulary_size,
-        num_layers,
-        num_heads,
-        hidden_dim,
-        intermediate_dim,
-        max_sequence_length=4096,
-        num_segments=2,
-        dropout=0.1,
-        embedding_dim=None,
-        activation="gelu_approximate",
-        layer_norm_epsilon=1e-12,
-        initializer_range=0.02,
-        attention="bigbird",
-        block_size=64,
-        num_random_blocks=3,
-        dtype=None,
-        **kwargs,
-    ):
+    def __init__(self, vocabulary_size, num_layers, num_heads, hidden_dim, intermediate_dim,
+                 max_sequence_length=4096, num_segments=2, dropout=0.1, embedding_dim=None,
+                 activation="gelu_approximate", layer_norm_epsilon=1e-12, initializer_range=0.02,
+                 attention="bigbird", block_size=64, num_random_blocks=3, dtype=None, **kwargs):
         # BERT's layers and graph; only the defaults differ (4096 positions,
         # the checkpoints' tanh GELU, block-sparse attention).
-        super().__init__(
-            vocabulary_size=vocabulary_size,
-            num_layers=num_layers,
-            num_heads=num_heads,
-            hidden_dim=hidden_dim,
-            intermediate_dim=intermediate_dim,
-            max_sequence_length=max_sequence_length,
-            num_segments=num_segments,
-            dropout=dropout,
-            embedding_dim=embedding_dim,
-            activation=activation,
-            layer_norm_epsilon=layer_norm_epsilon,
-            initializer_range=initializer_range,
-            attention=attention,
-            block_size=block_size,
-            num_random_blocks=num_random_blocks,
-            dtype=dtype,
-            **kwargs,
-        )
+        self._build_encoder(locals(), num_segments=num_segments, embedding_dim=embedding_dim,
+                            pooler=True)

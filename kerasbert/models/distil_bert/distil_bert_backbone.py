@@ -2,17 +2,16 @@
 
 import keras
 
-from kerasbert.layers import BertEmbeddings
-from kerasbert.models.backbone import Backbone
-from kerasbert.models.backbone import encoder_blocks
-from kerasbert.models.backbone import encoder_graph
+from kerasbert.models.roberta.roberta_backbone import RobertaBackbone
 
 
 @keras.saving.register_keras_serializable(package="kerasbert")
-class DistilBertBackbone(Backbone):
+class DistilBertBackbone(RobertaBackbone):
     """DistilBERT (Sanh et al., 2019): a BERT encoder without segment
     embeddings and without a pooler, usually 6 layers trained by
-    distillation from a 12-layer BERT (`kerasbert distill`).
+    distillation from a 12-layer BERT (`kerasbert distill`). In this zoo,
+    RoBERTa's encoder (no segment table, no pooler) with BERT's LayerNorm
+    epsilon and a ReLU pre-classifier.
 
     The blocks are BERT's (post-LayerNorm, erf GELU as in the original and
     in keras-hub's DistilBertBackbone), so a DistilBERT layer can be
@@ -47,55 +46,13 @@ class DistilBertBackbone(Backbone):
         dtype: a dtype or `keras.DTypePolicy`, e.g. "mixed_float16".
     """
 
-    # Not config: fixed by the architecture. The MLM head (BertPretrainer)
-    # reads `activation`; classifiers read `classifier_activation` for the
-    # pre-classifier that replaces the pooler (ReLU in the original).
-    activation = "gelu"
+    # Classifiers read `classifier_activation` for the pre-classifier that
+    # replaces the pooler (ReLU in the original; RoBERTa's is tanh).
     classifier_activation = "relu"
-    num_segments = 0
-    embedding_dim = None
 
-    def __init__(
-        self,
-        vocabulary_size,
-        num_layers,
-        num_heads,
-        hidden_dim,
-        intermediate_dim,
-        max_sequence_length=512,
-        dropout=0.1,
-        layer_norm_epsilon=1e-12,
-        initializer_range=0.02,
-        attention="full",
-        block_size=64,
-        num_random_blocks=3,
-        dtype=None,
-        **kwargs,
-    ):
-        # === Layers ===
-        self.embeddings = BertEmbeddings(
-            vocabulary_size=vocabulary_size,
-            max_sequence_length=max_sequence_length,
-            num_segments=0,
-            hidden_dim=hidden_dim,
-            dropout=dropout,
-            layer_norm_epsilon=layer_norm_epsilon,
-            initializer_range=initializer_range,
-            dtype=dtype,
-            name="embeddings",
-        )
-        self.transformer_layers = encoder_blocks(
-            num_layers, num_heads=num_heads, intermediate_dim=intermediate_dim,
-            activation=self.activation, dropout=dropout, layer_norm_epsilon=layer_norm_epsilon,
-            initializer_range=initializer_range, dtype=dtype,
-            max_sequence_length=max_sequence_length,
-            attention=attention, block_size=block_size,
-            num_random_blocks=num_random_blocks)
-        self.pooler = None
-
-        # === Functional graph ===
-        inputs, outputs = encoder_graph(self.embeddings, [[block] for block in self.transformer_layers], None)
-        super().__init__(inputs=inputs, outputs=outputs, dtype=dtype, **kwargs)
-
-        # === Config ===
-        self._record_config(locals())
+    def __init__(self, vocabulary_size, num_layers, num_heads, hidden_dim, intermediate_dim,
+                 max_sequence_length=512, dropout=0.1, layer_norm_epsilon=1e-12,
+                 initializer_range=0.02, attention="full", block_size=64, num_random_blocks=3,
+                 dtype=None, **kwargs):
+        # RoBERTa's layers and graph; only BERT's LayerNorm epsilon differs.
+        self._build_encoder(locals(), pooler=False)

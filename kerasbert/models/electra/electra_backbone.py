@@ -4,11 +4,8 @@ embeddings) with TF Hub tensor names."""
 import keras
 
 from kerasbert.layers import BertEmbeddings
-from kerasbert.layers import ClsPooler
 from kerasbert.layers.initializers import bert_initializer
 from kerasbert.models.backbone import Backbone
-from kerasbert.models.backbone import encoder_blocks
-from kerasbert.models.backbone import encoder_graph
 
 
 @keras.saving.register_keras_serializable(package="kerasbert")
@@ -70,28 +67,11 @@ class ElectraBackbone(Backbone):
             table width must equal this encoder's.
     """
 
-    def __init__(
-        self,
-        vocabulary_size,
-        num_layers,
-        num_heads,
-        hidden_dim,
-        intermediate_dim,
-        embedding_dim=None,
-        max_sequence_length=512,
-        num_segments=2,
-        dropout=0.1,
-        activation="gelu",
-        layer_norm_epsilon=1e-12,
-        initializer_range=0.02,
-        attention="full",
-        block_size=64,
-        num_random_blocks=3,
-        dtype=None,
-        *,
-        shared_embeddings=None,
-        **kwargs,
-    ):
+    def __init__(self, vocabulary_size, num_layers, num_heads, hidden_dim, intermediate_dim,
+                 embedding_dim=None, max_sequence_length=512, num_segments=2, dropout=0.1,
+                 activation="gelu", layer_norm_epsilon=1e-12, initializer_range=0.02,
+                 attention="full", block_size=64, num_random_blocks=3, dtype=None, *,
+                 shared_embeddings=None, **kwargs):
         if hidden_dim % num_heads:
             raise ValueError(
                 f"hidden_dim ({hidden_dim}) must be divisible by num_heads "
@@ -99,23 +79,11 @@ class ElectraBackbone(Backbone):
             )
         width = embedding_dim or hidden_dim
 
-        # === Layers ===
         self.embeddings_projection = None
         if shared_embeddings is None:
             # The projection (when E != H) lives inside BertEmbeddings, where
             # the canonical weight mapping (convert/bert_weights) finds it.
-            self.embeddings = BertEmbeddings(
-                vocabulary_size=vocabulary_size,
-                max_sequence_length=max_sequence_length,
-                num_segments=num_segments,
-                hidden_dim=hidden_dim,
-                embedding_dim=embedding_dim,
-                dropout=dropout,
-                layer_norm_epsilon=layer_norm_epsilon,
-                initializer_range=initializer_range,
-                dtype=dtype,
-                name="embeddings",
-            )
+            self.embeddings = self._make_embeddings(locals(), num_segments, embedding_dim)
             embed = self.embeddings
         else:
             _check_shared_embeddings(
@@ -144,29 +112,9 @@ class ElectraBackbone(Backbone):
                 if self.embeddings_projection is not None:
                     x = self.embeddings_projection(x)
                 return x
-
-        self.transformer_layers = encoder_blocks(
-            num_layers, num_heads=num_heads, intermediate_dim=intermediate_dim,
-            activation=activation, dropout=dropout, layer_norm_epsilon=layer_norm_epsilon,
-            initializer_range=initializer_range, dtype=dtype,
-            max_sequence_length=max_sequence_length,
-            attention=attention, block_size=block_size,
-            num_random_blocks=num_random_blocks)
-        self.pooler = ClsPooler(
-            hidden_dim,
-            initializer_range=initializer_range,
-            dtype=dtype,
-            name="pooler",
-        )
-
-        # === Functional graph ===
-        inputs, outputs = encoder_graph(
-            embed, [[block] for block in self.transformer_layers], self.pooler
-        )
-        super().__init__(inputs=inputs, outputs=outputs, dtype=dtype, **kwargs)
-
-        # === Config ===
-        self._record_config(locals())
+        self.transformer_layers = self._make_blocks(locals(), num_layers)
+        self._finish_encoder(locals(), embed, [[block] for block in self.transformer_layers],
+                             pooler=True)
         self._shares_embeddings = shared_embeddings is not None
 
     @property
@@ -174,6 +122,7 @@ class ElectraBackbone(Backbone):
         """True when the embedding tables belong to another encoder (the
         generator of an `ElectraPretrainer`)."""
         return self._shares_embeddings
+
 
 def _check_shared_embeddings(shared, *, vocabulary_size, max_sequence_length,
                              num_segments, width):
@@ -187,21 +136,11 @@ def _check_shared_embeddings(shared, *, vocabulary_size, max_sequence_length,
             "shared_embeddings must be built (take them from a constructed "
             "backbone)."
         )
-    theirs = {
-        "vocabulary_size": shared.vocabulary_size,
-        "max_sequence_length": shared.max_sequence_length,
-        "num_segments": shared.num_segments,
-        "embedding width": shared.embedding_dim or shared.hidden_dim,
-    }
-    ours = {
-        "vocabulary_size": vocabulary_size,
-        "max_sequence_length": max_sequence_length,
-        "num_segments": num_segments,
-        "embedding width": width,
-    }
-    for key, value in ours.items():
-        if theirs[key] != value:
-            raise ValueError(
-                f"shared_embeddings have {key} {theirs[key]}, this encoder "
-                f"{value}: a shared embedding must have the same tables."
-            )
+    theirs = (shared.vocabulary_size, shared.max_sequence_length, shared.num_segments,
+              shared.embedding_dim or shared.hidden_dim)
+    ours = (vocabulary_size, max_sequence_length, num_segments, width)
+    for key, their, our in zip(("vocabulary_size", "max_sequence_length", "num_segments",
+                                "embedding width"), theirs, ours):
+        if their != our:
+            raise ValueError(f"shared_embeddings have {key} {their}, this encoder {our}: a "
+                             "shared embedding must have the same tables.")

@@ -3,10 +3,7 @@
 import keras
 from keras import ops
 
-from kerasbert.layers import BertEmbeddings
 from kerasbert.models.backbone import Backbone
-from kerasbert.models.backbone import encoder_blocks
-from kerasbert.models.backbone import encoder_graph
 
 
 def last_token_state(sequence_output, padding_mask):
@@ -85,51 +82,10 @@ class GptBackbone(Backbone):
     # check this).
     causal = True
 
-    def __init__(
-        self,
-        vocabulary_size,
-        num_layers,
-        num_heads,
-        hidden_dim,
-        intermediate_dim,
-        max_sequence_length=512,
-        dropout=0.1,
-        layer_norm_epsilon=1e-5,
-        initializer_range=0.02,
-        activation="gelu_approximate",
-        dtype=None,
-        **kwargs,
-    ):
-        # === Layers ===
-        self.embeddings = BertEmbeddings(
-            vocabulary_size=vocabulary_size,
-            max_sequence_length=max_sequence_length,
-            num_segments=0,
-            hidden_dim=hidden_dim,
-            dropout=dropout,
-            layer_norm_epsilon=layer_norm_epsilon,
-            initializer_range=initializer_range,
-            normalize=False,
-            dtype=dtype,
-            name="embeddings",
-        )
-        self.transformer_layers = encoder_blocks(
-            num_layers, num_heads=num_heads, intermediate_dim=intermediate_dim,
-            activation=activation, dropout=dropout, layer_norm_epsilon=layer_norm_epsilon,
-            initializer_range=initializer_range, dtype=dtype,
-            max_sequence_length=max_sequence_length)
-
-        # === Functional graph ===
-        inputs, outputs = encoder_graph(
-            self.embeddings,
-            [[block] for block in self.transformer_layers],
-            None,
-            causal=True,
-        )
-        outputs["pooled_output"] = last_token_state(
-            outputs["sequence_output"], inputs["input_mask"]
-        )
-        super().__init__(inputs=inputs, outputs=outputs, dtype=dtype, **kwargs)
-
-        # === Config ===
-        self._record_config(locals())
+    def __init__(self, vocabulary_size, num_layers, num_heads, hidden_dim, intermediate_dim,
+                 max_sequence_length=512, dropout=0.1, layer_norm_epsilon=1e-5,
+                 initializer_range=0.02, activation="gelu_approximate", dtype=None, **kwargs):
+        # No LayerNorm on the embedding sum, causal attention, the last real
+        # token as pooled_output.
+        self._build_encoder(locals(), pooler=False, normalize_embeddings=False, causal=True,
+                            pool=last_token_state)

@@ -2,10 +2,7 @@
 
 import keras
 
-from kerasbert.layers import BertEmbeddings
 from kerasbert.models.backbone import Backbone
-from kerasbert.models.backbone import encoder_blocks
-from kerasbert.models.backbone import encoder_graph
 
 
 @keras.saving.register_keras_serializable(package="kerasbert")
@@ -63,50 +60,15 @@ class RobertaBackbone(Backbone):
     # RoBERTa's classification head: dense + tanh on <s>, then the output
     # projection. Task models read this when `pooler` is None.
     classifier_activation = "tanh"
+    # Not config: fixed by the architecture (one segment type, no
+    # factorised embedding).
+    num_segments = 0
+    embedding_dim = None
 
-    def __init__(
-        self,
-        vocabulary_size,
-        num_layers,
-        num_heads,
-        hidden_dim,
-        intermediate_dim,
-        max_sequence_length=512,
-        dropout=0.1,
-        layer_norm_epsilon=1e-5,
-        initializer_range=0.02,
-        attention="full",
-        block_size=64,
-        num_random_blocks=3,
-        dtype=None,
-        **kwargs,
-    ):
-        # === Layers ===
-        self.embeddings = BertEmbeddings(
-            vocabulary_size=vocabulary_size,
-            max_sequence_length=max_sequence_length,
-            num_segments=0,
-            hidden_dim=hidden_dim,
-            dropout=dropout,
-            layer_norm_epsilon=layer_norm_epsilon,
-            initializer_range=initializer_range,
-            dtype=dtype,
-            name="embeddings",
-        )
-        self.transformer_layers = encoder_blocks(
-            num_layers, num_heads=num_heads, intermediate_dim=intermediate_dim,
-            activation=self.activation, dropout=dropout, layer_norm_epsilon=layer_norm_epsilon,
-            initializer_range=initializer_range, dtype=dtype,
-            max_sequence_length=max_sequence_length,
-            attention=attention, block_size=block_size,
-            num_random_blocks=num_random_blocks)
+    def __init__(self, vocabulary_size, num_layers, num_heads, hidden_dim, intermediate_dim,
+                 max_sequence_length=512, dropout=0.1, layer_norm_epsilon=1e-5,
+                 initializer_range=0.02, attention="full", block_size=64, num_random_blocks=3,
+                 dtype=None, **kwargs):
         # No pooler weights: keras-hub's parameter count (124,052,736 for
         # roberta_base) has none, and fine-tuning heads add their own dense.
-        self.pooler = None
-
-        # === Functional graph ===
-        inputs, outputs = encoder_graph(self.embeddings, [[block] for block in self.transformer_layers], None)
-        super().__init__(inputs=inputs, outputs=outputs, dtype=dtype, **kwargs)
-
-        # === Config ===
-        self._record_config(locals())
+        self._build_encoder(locals(), pooler=False)
