@@ -134,10 +134,19 @@ def atomic_file(path, suffix=""):
             os.remove(tmp)
 
 
-def lazy_exports(package, exports):
-    """Module `__getattr__`/`__dir__` that import `{name: module}` on first
-    use, so importing a package (e.g. by the CLI for `--help`) does not load
-    TensorFlow."""
+def lazy_exports(package, modules):
+    """A package's public names, imported on first use, so importing the
+    package (e.g. by the CLI for `--help`) does not load TensorFlow.
+
+    Args:
+        package: the package's `__name__`.
+        modules: {submodule name relative to the package: (public name, ...)}.
+
+    Returns:
+        (`__getattr__`, `__dir__`, `__all__`) for the package's namespace.
+    """
+    exports = {name: f"{package}.{module}" for module, names in modules.items()
+               for name in names}
 
     def __getattr__(name):
         if name in exports:
@@ -147,7 +156,7 @@ def lazy_exports(package, exports):
     def __dir__():
         return sorted(exports)
 
-    return __getattr__, __dir__
+    return __getattr__, __dir__, sorted(exports)
 
 
 @contextlib.contextmanager

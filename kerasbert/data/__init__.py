@@ -6,15 +6,11 @@ TensorFlow.
 
 from kerasbert.io_utils import lazy_exports
 
-_EXPORTS = {
-    "pretraining_dataset": "kerasbert.data.reader",
-    "verify_shards": "kerasbert.data.reader",
-    "create_pretraining_data": "kerasbert.data.writer",
-    "DynamicMasker": "kerasbert.data.dynamic_masking",
-    "CorruptRecordError": "kerasbert.data.integrity",
-    "read_metadata": "kerasbert.data.metadata",
-    "FILE_TO_MODEL": "kerasbert.data.schema",
-}
-__all__ = sorted(_EXPORTS)
-
-__getattr__, __dir__ = lazy_exports("kerasbert.data", _EXPORTS)
+__getattr__, __dir__, __all__ = lazy_exports(__name__, {
+    "reader": ("pretraining_dataset", "verify_shards"),
+    "writer": ("create_pretraining_data",),
+    "dynamic_masking": ("DynamicMasker",),
+    "integrity": ("CorruptRecordError",),
+    "metadata": ("read_metadata",),
+    "schema": ("FILE_TO_MODEL",),
+})

@@ -6,11 +6,7 @@ TensorFlow.
 
 from kerasbert.io_utils import lazy_exports
 
-_EXPORTS = {
-    "export_model": "kerasbert.serving.exporter",
-    "export_finetuned": "kerasbert.serving.exporter",
-    "export_hub": "kerasbert.serving.hub_export",
-}
-__all__ = sorted(_EXPORTS)
-
-__getattr__, __dir__ = lazy_exports("kerasbert.serving", _EXPORTS)
+__getattr__, __dir__, __all__ = lazy_exports(__name__, {
+    "exporter": ("export_model", "export_finetuned"),
+    "hub_export": ("export_hub",),
+})

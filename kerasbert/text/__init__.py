@@ -6,30 +6,18 @@ TensorFlow.
 
 from kerasbert.io_utils import lazy_exports
 
-_EXPORTS = {
-    "WordPieceTokenizer": "kerasbert.text.tokenizer",
-    "SentencePieceTokenizer": "kerasbert.text.sentencepiece_tokenizer",
-    "BytePairTokenizer": "kerasbert.text.byte_pair_tokenizer",
-    "BertPacker": "kerasbert.text.packer",
-    "RobertaPacker": "kerasbert.text.roberta_packer",
-    "load_tokenizer": "kerasbert.text.loading",
-    "make_packer": "kerasbert.text.loading",
-    "segment_layout": "kerasbert.text.loading",
-    "SegmentLayout": "kerasbert.text.loading",
-    "tokenizer_files": "kerasbert.text.loading",
-    "tokenizer_kind": "kerasbert.text.loading",
-    "describe_tokenizer": "kerasbert.text.loading",
-    "load_saved_tokenizer": "kerasbert.text.loading",
-    "save_tokenizer_files": "kerasbert.text.loading",
-    "train_bpe": "kerasbert.text.bpe_training",
-    "train_sentencepiece": "kerasbert.text.sentencepiece_training",
-    "build_wordpiece_vocab": "kerasbert.text.wordpiece_training",
-    "count_words": "kerasbert.text.wordpiece_training",
-    "learn_vocab": "kerasbert.text.wordpiece_training",
-    "load_vocab": "kerasbert.text.vocabulary",
-    "write_vocab": "kerasbert.text.vocabulary",
-    "SPECIAL_TOKENS": "kerasbert.text.vocabulary",
-}
-__all__ = sorted(_EXPORTS)
-
-__getattr__, __dir__ = lazy_exports("kerasbert.text", _EXPORTS)
+__getattr__, __dir__, __all__ = lazy_exports(__name__, {
+    "tokenizer": ("WordPieceTokenizer",),
+    "sentencepiece_tokenizer": ("SentencePieceTokenizer",),
+    "byte_pair_tokenizer": ("BytePairTokenizer",),
+    "packer": ("BertPacker",),
+    "roberta_packer": ("RobertaPacker",),
+    "loading": (
+        "load_tokenizer", "make_packer", "segment_layout", "SegmentLayout", "tokenizer_files",
+        "tokenizer_kind", "describe_tokenizer", "load_saved_tokenizer", "save_tokenizer_files",
+    ),
+    "bpe_training": ("train_bpe",),
+    "sentencepiece_training": ("train_sentencepiece",),
+    "wordpiece_training": ("build_wordpiece_vocab", "count_words", "learn_vocab"),
+    "vocabulary": ("load_vocab", "write_vocab", "SPECIAL_TOKENS"),
+})

@@ -8,13 +8,10 @@ for `kerasbert --help`) does not pull in Keras or TensorFlow.
 
 from kerasbert.io_utils import lazy_exports
 
-_EXPORTS = {
-    "resolve_strategy": "kerasbert.training.strategies",
-    "TrainStep": "kerasbert.training.loop",
-    "TrainingCheckpoint": "kerasbert.training.checkpoints",
-    "PretrainConfig": "kerasbert.training.configs",
-    "run_pretraining": "kerasbert.training.pretrain",
-}
-__all__ = sorted(_EXPORTS)
-
-__getattr__, __dir__ = lazy_exports("kerasbert.training", _EXPORTS)
+__getattr__, __dir__, __all__ = lazy_exports(__name__, {
+    "strategies": ("resolve_strategy",),
+    "loop": ("TrainStep",),
+    "checkpoints": ("TrainingCheckpoint",),
+    "configs": ("PretrainConfig",),
+    "pretrain": ("run_pretraining",),
+})

@@ -9,31 +9,16 @@ Names load on first use (no TensorFlow import for `kerasbert --help`).
 
 from kerasbert.io_utils import lazy_exports
 
-_EXPORTS = {
-    "TASK_TYPES": "kerasbert.data.finetuning.task_formats",
-    "TaskFormat": "kerasbert.data.finetuning.task_formats",
-    "task_format": "kerasbert.data.finetuning.task_formats",
-    "register_format": "kerasbert.data.finetuning.task_formats",
-    "TaskData": "kerasbert.data.finetuning.examples",
-    "TaskDataError": "kerasbert.data.finetuning.examples",
-    "load_task": "kerasbert.data.finetuning.load",
-    "parse_task_spec": "kerasbert.data.finetuning.load",
-    "VALID_SPECS": "kerasbert.data.finetuning.load",
-    "TaskFeatures": "kerasbert.data.finetuning.features",
-    "MODEL_INPUTS": "kerasbert.data.finetuning.features",
-    "check_max_seq_length": "kerasbert.data.finetuning.features",
-    "convert_examples": "kerasbert.data.finetuning.convert",
-    "convert_classification": "kerasbert.data.finetuning.classification",
-    "convert_tagging": "kerasbert.data.finetuning.tagging",
-    "convert_qa": "kerasbert.data.finetuning.qa",
-    "decode_span": "kerasbert.data.finetuning.qa",
-    "convert_multiple_choice": "kerasbert.data.finetuning.multiple_choice",
-    "make_dataset": "kerasbert.data.finetuning.dataset",
-    "write_features": "kerasbert.data.finetuning.records",
-    "read_features": "kerasbert.data.finetuning.records",
-    "has_split": "kerasbert.data.finetuning.records",
-    "features_dataset": "kerasbert.data.finetuning.records",
-}
-__all__ = sorted(_EXPORTS)
-
-__getattr__, __dir__ = lazy_exports("kerasbert.data.finetuning", _EXPORTS)
+__getattr__, __dir__, __all__ = lazy_exports(__name__, {
+    "task_formats": ("TASK_TYPES", "TaskFormat", "task_format", "register_format"),
+    "examples": ("TaskData", "TaskDataError"),
+    "load": ("load_task", "parse_task_spec", "VALID_SPECS"),
+    "features": ("TaskFeatures", "MODEL_INPUTS", "check_max_seq_length"),
+    "convert": ("convert_examples",),
+    "classification": ("convert_classification",),
+    "tagging": ("convert_tagging",),
+    "qa": ("convert_qa", "decode_span"),
+    "multiple_choice": ("convert_multiple_choice",),
+    "dataset": ("make_dataset",),
+    "records": ("write_features", "read_features", "has_split", "features_dataset"),
+})
