@@ -76,6 +76,39 @@ def validate_config(config):
 class Backbone(keras.Model):
     """A functional encoder whose constructor arguments are its config.
 
+    Every family takes and returns the same tensors, with TF Hub's names, so
+    every task model, pretrainer and export works on any of them:
+
+    Inputs (dict of int32 [B, T]):
+        input_word_ids: token ids, right-padded.
+        input_mask: 1 for real tokens, 0 for padding.
+        input_type_ids: segment ids (0 for sentence A, 1 for sentence B);
+            accepted and ignored by families without a segment table.
+
+    Outputs (dict):
+        sequence_output: [B, T, hidden_dim], the last layer.
+        pooled_output: [B, hidden_dim]: tanh(dense([CLS])) where the family
+            has a pooler, else the first token's state (GPT: the last real
+            token's).
+        encoder_outputs: list of num_layers tensors [B, T, hidden_dim], the
+            output of every layer (the last equals sequence_output).
+
+    Arguments every family takes (each family's docstring adds its own and
+    the defaults of its checkpoints):
+        vocabulary_size: int. Rows of the token table.
+        num_layers: int.
+        num_heads: int. hidden_dim must divide by it.
+        hidden_dim: int.
+        intermediate_dim: int. Feed-forward width (4 * hidden_dim in BERT).
+        max_sequence_length: int. Rows of the position table.
+        dropout: float. Embedding, hidden and attention-probability dropout.
+        layer_norm_epsilon: float.
+        initializer_range: float. Stddev of the truncated normal init.
+        attention, block_size, num_random_blocks: "full" attention or
+            "bigbird" block-sparse attention on the same weights
+            (`attention_options`; all but GPT).
+        dtype: a dtype or `keras.DTypePolicy`, e.g. "mixed_float16".
+
     Subclasses build their graph in `__init__` with `_build_encoder(locals(),
     ...)` (or its pieces `_make_embeddings`, `_make_blocks`,
     `_finish_encoder` where a family differs: ALBERT's shared groups,
@@ -135,19 +168,29 @@ class Backbone(keras.Model):
     @classmethod
     def default_config(cls):
         """{name: default} of the constructor arguments that have one."""
-        params = inspect.signature(cls.__init__).parameters
-        return {n: params[n].default for n in cls.config_names()
-                if params[n].default is not inspect.Parameter.empty}
+        return {n: p.default for n, p in cls._config_parameters().items()
+                if p.default is not inspect.Parameter.empty}
 
     @classmethod
     def config_names(cls):
         """Names of the constructor arguments that make up the config."""
-        params = inspect.signature(cls.__init__).parameters
-        return [
-            n
-            for n, p in params.items()
-            if n != "self" and p.kind is p.POSITIONAL_OR_KEYWORD
-        ]
+        return list(cls._config_parameters())
+
+    @classmethod
+    def _config_parameters(cls):
+        """{name: `inspect.Parameter`}: the positional-or-keyword arguments
+        of this class's constructor and of the families it derives from, so
+        a variant lists only the defaults it changes (BigBird over BERT);
+        the nearest class's default wins."""
+        params = {}
+        for klass in cls.__mro__:
+            if klass is Backbone:
+                break
+            if "__init__" in vars(klass):
+                for name, p in inspect.signature(klass.__init__).parameters.items():
+                    if name != "self" and p.kind is p.POSITIONAL_OR_KEYWORD:
+                        params.setdefault(name, p)
+        return params
 
     # --- the encoder every family builds ---------------------------------
 

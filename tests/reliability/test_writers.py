@@ -125,7 +125,10 @@ def _held(path, command):
     (["create-finetuning-data", "--task", "csv:train.csv", "--vocab", "vocab.txt",
       "--output-dir", "{out}"], "{out}"),
 ])
-def test_a_second_writer_exits_2_naming_the_holder(tmp_path, capsys, argv, target):
+def test_a_second_writer_exits_2_naming_the_holder(tmp_path, capsys, monkeypatch, argv, target):
+    # The relative inputs must resolve here, whatever the suite's directory:
+    # the lock, not a missing file, is what this test is about.
+    monkeypatch.chdir(tmp_path)
     (tmp_path / "corpus.txt").write_text("A cat .\nA dog .\n\nThe end .\n")
     (tmp_path / "vocab.txt").write_text("[PAD]\n[UNK]\n[CLS]\n[SEP]\n[MASK]\na\ncat\n")
     (tmp_path / "train.csv").write_text("sentence,label\na cat,x\n")

@@ -20,42 +20,22 @@ class AlbertBackbone(Backbone):
        every block of group `i * num_groups // num_layers` in turn, so
        ALBERT-Base (one group, one block) applies the same block 12 times.
 
-    Inputs (dict of int32 [B, T], the TF Hub names):
-        input_word_ids: token ids.
-        input_mask: 1 for real tokens, 0 for padding.
-        input_type_ids: segment ids (0 for sentence A, 1 for sentence B).
+    Inputs and outputs: see `Backbone`; `pooled_output` is tanh(dense([CLS]))
+    and `encoder_outputs` holds each (virtual) layer's output after all of
+    its inner repetitions, as the original `all_encoder_layers`.
 
-    Outputs (dict):
-        sequence_output: [B, T, hidden_dim], the last layer.
-        pooled_output: [B, hidden_dim], tanh(dense([CLS])).
-        encoder_outputs: list of num_layers tensors [B, T, hidden_dim], the
-            output of every layer (after all of its inner repetitions, as in
-            the original `all_encoder_layers`); the last is sequence_output.
-
-    Args:
-        vocabulary_size: int.
-        num_layers: int. Number of (virtual) layers; divisible by num_groups.
-        num_heads: int. hidden_dim must divide by it.
-        hidden_dim: int.
-        intermediate_dim: int. Feed-forward width (4 * hidden_dim).
+    Args (beyond `Backbone`'s):
+        num_layers: number of (virtual) layers; divisible by num_groups.
         embedding_dim: int. Width of the embedding tables (128 in ALBERT).
         num_groups: int. Number of groups of distinct blocks (1 in every
             published ALBERT).
         num_inner_repetitions: int. Distinct blocks per group, applied in
             turn by each layer of the group (1 in every published ALBERT).
-        max_sequence_length: int. Rows of the position table.
         num_segments: int. Rows of the segment table.
-        dropout: float. Hidden and attention-probability dropout (ALBERT v2
-            trains without dropout; v1 used 0.1).
+        dropout: ALBERT v2 trains without dropout (the default 0); v1 used 0.1.
         activation: str. ALBERT's `gelu` is the tanh approximation
             ("gelu_approximate", HF's "gelu_new"); keras-hub and Model
             Garden use the same.
-        layer_norm_epsilon: float.
-        initializer_range: float.
-        attention, block_size, num_random_blocks: "full" attention or
-            "bigbird" block-sparse attention on the same weights (see
-            `kerasbert.models.backbone.attention_options`).
-        dtype: a dtype or `keras.DTypePolicy`, e.g. "mixed_float16".
     """
 
     def __init__(self, vocabulary_size, num_layers, num_heads, hidden_dim, intermediate_dim,

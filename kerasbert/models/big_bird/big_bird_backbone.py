@@ -36,38 +36,16 @@ class BigBirdBackbone(BertBackbone):
           --no-lower-case` (it is cased), which packs
           `[CLS] a [SEP] b [SEP]` with type ids 0/1 like BERT.
 
-    Inputs (dict of int32 [B, T], the TF Hub names):
-        input_word_ids, input_mask (1 real, 0 padding), input_type_ids.
-
-    Outputs (dict):
-        sequence_output: [B, T, hidden_dim], the last layer.
-        pooled_output: [B, hidden_dim], tanh(dense(first token)).
-        encoder_outputs: list of num_layers tensors [B, T, hidden_dim].
-
-    Args:
-        vocabulary_size: int. 50358 for the released checkpoints.
-        num_layers: int.
-        num_heads: int. hidden_dim must divide by it.
-        hidden_dim: int.
-        intermediate_dim: int. Feed-forward width.
-        max_sequence_length: int. Rows of the position table (4096).
-        num_segments: int. Rows of the segment table (2).
-        dropout: float. Hidden and attention-probability dropout.
-        embedding_dim: int or None. As `BertBackbone` (None: hidden_dim).
-        activation: str. "gelu_approximate" (the checkpoints' "gelu_new").
-        layer_norm_epsilon: float.
-        initializer_range: float.
-        attention: "bigbird" (block-sparse) or "full".
-        block_size: int. Tokens per attention block (64).
-        num_random_blocks: int. Random key blocks per query block (3).
-        dtype: a dtype or `keras.DTypePolicy`, e.g. "mixed_float16".
+    Inputs and outputs: see `Backbone`. Args: `BertBackbone`'s, with the
+    checkpoints' defaults: 4096 positions, activation "gelu_approximate"
+    (their "gelu_new"), attention "bigbird" with 64-token blocks and 3
+    random blocks; vocabulary_size 50358 for the released checkpoints.
     """
 
     def __init__(self, vocabulary_size, num_layers, num_heads, hidden_dim, intermediate_dim,
-                 max_sequence_length=4096, num_segments=2, dropout=0.1, embedding_dim=None,
-                 activation="gelu_approximate", layer_norm_epsilon=1e-12, initializer_range=0.02,
-                 attention="bigbird", block_size=64, num_random_blocks=3, dtype=None, **kwargs):
-        # BERT's layers and graph; only the defaults differ (4096 positions,
-        # the checkpoints' tanh GELU, block-sparse attention).
-        self._build_encoder(locals(), num_segments=num_segments, embedding_dim=embedding_dim,
-                            pooler=True)
+                 max_sequence_length=4096, activation="gelu_approximate", attention="bigbird",
+                 **kwargs):
+        # BERT's layers and graph; only these defaults differ.
+        super().__init__(vocabulary_size, num_layers, num_heads, hidden_dim, intermediate_dim,
+                         max_sequence_length=max_sequence_length, activation=activation,
+                         attention=attention, **kwargs)

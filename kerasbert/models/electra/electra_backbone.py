@@ -26,40 +26,19 @@ class ElectraBackbone(Backbone):
     "electra/embeddings" scope) and projects the `embedding_dim`-wide result
     to its own `hidden_dim` with its own dense layer.
 
-    Inputs (dict of int32 [B, T], the TF Hub names):
-        input_word_ids: token ids.
-        input_mask: 1 for real tokens, 0 for padding.
-        input_type_ids: segment ids (0 for sentence A, 1 for sentence B).
+    Inputs and outputs: see `Backbone`. `pooled_output` is
+    tanh(dense([CLS])): the original ELECTRA has no pooler (its classifiers
+    read [CLS]); keras-hub's ElectraBackbone has one, and so do we, so the
+    published parameter counts and keras-hub checkpoints match. Pretraining
+    does not train it; fine-tuning does.
 
-    Outputs (dict):
-        sequence_output: [B, T, hidden_dim], the last layer.
-        pooled_output: [B, hidden_dim], tanh(dense([CLS])). The original
-            ELECTRA has no pooler (its classifiers read [CLS]); keras-hub's
-            ElectraBackbone has one, and so do we, so the published parameter
-            counts and keras-hub checkpoints match. Pretraining does not
-            train it; fine-tuning does.
-        encoder_outputs: list of num_layers tensors [B, T, hidden_dim].
-
-    Args:
-        vocabulary_size: int.
-        num_layers: int.
-        num_heads: int. hidden_dim must divide by it.
-        hidden_dim: int.
-        intermediate_dim: int. Feed-forward width (4 * hidden_dim).
+    Args (beyond `Backbone`'s):
         embedding_dim: int or None. Width of the embedding tables; None uses
             hidden_dim (no projection).
-        max_sequence_length: int. Rows of the position table.
         num_segments: int. Rows of the segment table.
-        dropout: float. Hidden and attention-probability dropout.
         activation: str. ELECTRA's "gelu" is the erf form (its modeling.py);
             keras-hub uses the tanh form ("gelu_approximate"), which models
             converted from keras-hub keep.
-        layer_norm_epsilon: float.
-        initializer_range: float.
-        attention, block_size, num_random_blocks: "full" attention (ELECTRA)
-            or "bigbird" block-sparse attention on the same weights (see
-            `kerasbert.models.backbone.attention_options`).
-        dtype: a dtype or `keras.DTypePolicy`, e.g. "mixed_float16".
         shared_embeddings: keyword only, not part of the config. A built
             `BertEmbeddings` (another ElectraBackbone's `embeddings`) whose
             tables and LayerNorm this encoder reads instead of owning its

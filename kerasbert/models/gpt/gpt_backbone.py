@@ -41,38 +41,19 @@ class GptBackbone(Backbone):
     The language-model head is the transposed token embedding (tied, no
     bias), applied by `kerasbert.tasks.CausalLM`.
 
-    Inputs (dict of int32 [B, T], the names of every backbone in the zoo):
-        input_word_ids: token ids, RIGHT-padded.
-        input_mask: 1 for real tokens, 0 for padding. Causal attention makes
-            right padding invisible to the real tokens.
-        input_type_ids: accepted so BERT-format features and task models
-            work unchanged, and ignored (GPT has no segments; a pair is told
-            apart by its delimiter token).
+    Inputs and outputs: `Backbone`'s, right-padded (causal attention makes
+    right padding invisible to the real tokens), `input_type_ids` ignored (a
+    pair is told apart by its delimiter token). Position t of
+    `sequence_output` depends on tokens 0..t only. `pooled_output` is the
+    hidden state at the LAST real token (the highest position with
+    input_mask 1): under causal attention only that token has read the whole
+    input, which is why GPT-1's classifier reads it (the "extract" token at
+    the end of `start a delim b extract`; see `kerasbert.tasks.GptClassifier`).
+    It has no weights of its own.
 
-    Outputs (dict):
-        sequence_output: [B, T, hidden_dim], the last layer. Position t
-            depends on tokens 0..t only.
-        pooled_output: [B, hidden_dim], the hidden state at the LAST real
-            token (the highest position with input_mask 1). Under causal
-            attention only that token has read the whole input, which is why
-            GPT-1's classifier reads it (the "extract" token at the end of
-            `start a delim b extract`; see `kerasbert.tasks.GptClassifier`).
-            It has no weights of its own.
-        encoder_outputs: list of num_layers tensors [B, T, hidden_dim].
-
-    Args:
-        vocabulary_size: int. 40478 for GPT-1's BPE vocabulary.
-        num_layers: int.
-        num_heads: int. hidden_dim must divide by it.
-        hidden_dim: int.
-        intermediate_dim: int. Feed-forward width (4 * hidden_dim).
-        max_sequence_length: int. Rows of the position table (512).
-        dropout: float. Embedding, residual and attention dropout (0.1).
-        layer_norm_epsilon: float. 1e-5 as in OpenAI's code.
-        initializer_range: float. Stddev of the (truncated) normal init.
+    Args (beyond `Backbone`'s; vocabulary_size 40478 for GPT-1's BPE):
         activation: str. "gelu_approximate" (tanh form, GPT-1); any name of
             `kerasbert.layers.activations`.
-        dtype: a dtype or `keras.DTypePolicy`, e.g. "mixed_float16".
     """
 
     # GPT-1's classifier is a linear layer on the extract token's state.

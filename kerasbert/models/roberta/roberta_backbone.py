@@ -10,12 +10,14 @@ class RobertaBackbone(Backbone):
     """RoBERTa encoder (Liu et al., 2019): BERT's architecture without
     segment embeddings and without a trained pooler.
 
-    Differences from `BertBackbone`: no segment table (one segment type),
-    LayerNorm epsilon 1e-5, and `pooled_output` is the final hidden state
-    of the first token (`<s>`), with no weights of its own. RoBERTa's
-    classification head applies dense + tanh to that vector itself, which is
-    why `pooler` is None and `classifier_activation` is "tanh": task models
-    add the pre-classifier dense layer (see `TextClassifier`).
+    Differences from `BertBackbone`: no segment table (one segment type;
+    `input_type_ids` is accepted and ignored), LayerNorm epsilon 1e-5, and
+    `pooled_output` is the final hidden state of the first token (`<s>`),
+    with no weights of its own. RoBERTa's classification head applies
+    dense + tanh to that vector itself, which is why `pooler` is None and
+    `classifier_activation` is "tanh": task models add the pre-classifier
+    dense layer (see `TextClassifier`). Inputs are packed
+    `<s> a </s></s> b </s>`; the rest of the contract: see `Backbone`.
 
     Position embeddings: the original (fairseq / Hugging Face) checkpoints
     have `max_sequence_length + 2` position rows and start real positions at
@@ -25,32 +27,8 @@ class RobertaBackbone(Backbone):
     two offset rows when importing original weights. For right-padded
     inputs both give the same outputs at real tokens.
 
-    Inputs (dict of int32 [B, T], the TF Hub names):
-        input_word_ids: token ids (`<s> a </s></s> b </s>`, padded).
-        input_mask: 1 for real tokens, 0 for padding.
-        input_type_ids: accepted so every BERT task model and export works
-            unchanged, and ignored (RoBERTa has one segment type).
-
-    Outputs (dict):
-        sequence_output: [B, T, hidden_dim], the last layer.
-        pooled_output: [B, hidden_dim], sequence_output[:, 0] (`<s>`).
-        encoder_outputs: list of num_layers tensors [B, T, hidden_dim].
-
-    Args:
-        vocabulary_size: int. 50265 for the released checkpoints.
-        num_layers: int.
-        num_heads: int. hidden_dim must divide by it.
-        hidden_dim: int.
-        intermediate_dim: int. Feed-forward width (4 * hidden_dim).
-        max_sequence_length: int. Rows of the position table (512; the
-            original table's two offset rows are not kept).
-        dropout: float. Hidden and attention-probability dropout.
-        layer_norm_epsilon: float. 1e-5 in fairseq's RoBERTa.
-        initializer_range: float.
-        attention, block_size, num_random_blocks: "full" attention or
-            "bigbird" block-sparse attention on the same weights (see
-            `kerasbert.models.backbone.attention_options`).
-        dtype: a dtype or `keras.DTypePolicy`, e.g. "mixed_float16".
+    Args: `Backbone`'s only (vocabulary_size 50265 for the released
+    checkpoints; layer_norm_epsilon 1e-5 as fairseq's).
     """
 
     # fairseq's RoBERTa uses the exact (erf) GELU in its blocks and in its
