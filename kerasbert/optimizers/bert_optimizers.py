@@ -139,7 +139,8 @@ class BertOptimizerMixin:
        context. This all-reduces every micro-step rather than once per
        update: correct, not communication-optimal.
 
-    Args (keyword, in addition to the Keras optimizer's):
+    Args (keyword, in addition to the Keras optimizer's, whose defaults
+    change to BERT's: weight_decay 0.01, epsilon 1e-6):
         exclude_from_weight_decay: sequence of regex patterns, searched in
             each variable's own name.
         layer_decay: float in (0, 1] or None (no LLRD).
@@ -147,15 +148,11 @@ class BertOptimizerMixin:
             LLRD. None infers it from the variable paths at build time.
     """
 
-    def __init__(
-        self,
-        *args,
-        exclude_from_weight_decay=DEFAULT_WEIGHT_DECAY_EXCLUSIONS,
-        layer_decay=None,
-        num_layers=None,
-        **kwargs,
-    ):
-        super().__init__(*args, **kwargs)
+    def __init__(self, learning_rate=0.001, *, weight_decay=0.01, epsilon=1e-6,
+                 exclude_from_weight_decay=DEFAULT_WEIGHT_DECAY_EXCLUSIONS, layer_decay=None,
+                 num_layers=None, **kwargs):
+        super().__init__(learning_rate=learning_rate, weight_decay=weight_decay,
+                         epsilon=epsilon, **kwargs)
         if layer_decay is not None and not 0.0 < float(layer_decay) <= 1.0:
             raise ValueError(
                 f"layer_decay must be in (0, 1], got {layer_decay!r}."
@@ -403,30 +400,6 @@ class AdamW(BertOptimizerMixin, keras.optimizers.AdamW):
             gradient_accumulation_steps, name, ...).
     """
 
-    def __init__(
-        self,
-        learning_rate=0.001,
-        weight_decay=0.01,
-        beta_1=0.9,
-        beta_2=0.999,
-        epsilon=1e-6,
-        exclude_from_weight_decay=DEFAULT_WEIGHT_DECAY_EXCLUSIONS,
-        layer_decay=None,
-        num_layers=None,
-        **kwargs,
-    ):
-        super().__init__(
-            learning_rate=learning_rate,
-            weight_decay=weight_decay,
-            beta_1=beta_1,
-            beta_2=beta_2,
-            epsilon=epsilon,
-            exclude_from_weight_decay=exclude_from_weight_decay,
-            layer_decay=layer_decay,
-            num_layers=num_layers,
-            **kwargs,
-        )
-
     def update_step(self, gradient, variable, learning_rate):
         lr = self.variable_learning_rate(variable, learning_rate)
         self._decay_variable(variable, lr)
@@ -501,30 +474,8 @@ class Lamb(BertOptimizerMixin, keras.optimizers.Lamb):
         **kwargs: `keras.optimizers.Optimizer` arguments.
     """
 
-    def __init__(
-        self,
-        learning_rate=0.001,
-        weight_decay=0.01,
-        beta_1=0.9,
-        beta_2=0.999,
-        epsilon=1e-6,
-        exclude_from_weight_decay=DEFAULT_WEIGHT_DECAY_EXCLUSIONS,
-        exclude_from_layer_adaptation=None,
-        layer_decay=None,
-        num_layers=None,
-        **kwargs,
-    ):
-        super().__init__(
-            learning_rate=learning_rate,
-            weight_decay=weight_decay,
-            beta_1=beta_1,
-            beta_2=beta_2,
-            epsilon=epsilon,
-            exclude_from_weight_decay=exclude_from_weight_decay,
-            layer_decay=layer_decay,
-            num_layers=num_layers,
-            **kwargs,
-        )
+    def __init__(self, *args, exclude_from_layer_adaptation=None, **kwargs):
+        super().__init__(*args, **kwargs)
         self._layer_adaptation_exclusions = (
             None
             if exclude_from_layer_adaptation is None
