@@ -8,8 +8,6 @@ from keras import ops
 from kerasbert.convert.bert_weights import get_block_weights
 from kerasbert.convert.bert_weights import set_block_weights
 from kerasbert.tasks.pretraining_task import PretrainingTask
-from kerasbert.tasks.pretraining_task import cross_replica_sum
-from kerasbert.tasks.pretraining_task import num_replicas
 from kerasbert.tasks.task import backbone_inputs
 from kerasbert.tasks.token_cross_entropy import token_cross_entropy
 
@@ -278,37 +276,36 @@ class Distiller(PretrainingTask):
             "mask": ops.cast(features["input_mask"], "float32"),
         }
 
-    def compute_loss(self, x=None, y=None, y_pred=None, sample_weight=None, training=True):
-        """Keras 3 hook used by `fit`/`evaluate` (labels from `x`). Returns
-        this replica's share of the global-batch loss (see class doc) and
-        updates the metrics."""
-        del sample_weight, training
-        features = dict(x)
-        if isinstance(y, dict):
-            features.update(y)
-        if y_pred is None:
-            y_pred = self(x, training=False)
-        e = self._elementwise(features, y_pred)
+    def _sums(self, e):
         w, m = e["weights"], e["mask"]
-        weight_total = ops.stop_gradient(cross_replica_sum(ops.sum(w)))
-        token_total = ops.stop_gradient(cross_replica_sum(ops.sum(m)))
-        a_ce, a_mlm, a_cos = self.distillation_weights
-        loss = (
-            a_ce * ops.sum(w * e["ce"]) / ops.maximum(weight_total, _EPSILON)
-            + a_mlm * ops.sum(w * e["mlm"]) / ops.maximum(weight_total, _EPSILON)
-            + a_cos * ops.sum(m * e["cos"]) / ops.maximum(token_total, 1.0)
-        )
-        student_losses = self.student.losses
-        if student_losses:
-            extra = ops.sum([ops.cast(ops.sum(v), "float32") for v in student_losses])
-            loss = loss + extra / num_replicas()
+        return {"ce_sum": ops.sum(w * e["ce"]), "mlm_sum": ops.sum(w * e["mlm"]),
+                "cos_sum": ops.sum(m * e["cos"])}
 
+    @staticmethod
+    def loss_normalizers(features):
+        """{"weight_sum": masked positions, "token_sum": real tokens}."""
+        return {"weight_sum": ops.sum(ops.cast(features["masked_lm_weights"], "float32")),
+                "token_sum": ops.sum(ops.cast(features["input_mask"], "float32"))}
+
+    def combine_loss_terms(self, terms, normalizers):
+        """The weighted soft-target, hard-target and cosine losses (class
+        doc), each averaged over its own positions of the global batch."""
+        weight_total = ops.maximum(normalizers["weight_sum"], _EPSILON)
+        a_ce, a_mlm, a_cos = self.distillation_weights
+        return (a_ce * terms["ce_sum"] / weight_total + a_mlm * terms["mlm_sum"] / weight_total
+                + a_cos * terms["cos_sum"] / ops.maximum(normalizers["token_sum"], 1.0))
+
+    def _extra_losses(self):
+        # The frozen teacher's regularization losses are not the student's.
+        return self.student.losses
+
+    def _update_metrics(self, e):
+        w, m = e["weights"], e["mask"]
         self.ce_loss_tracker.update_state(e["ce"], sample_weight=w)
         self.mlm_loss_tracker.update_state(e["mlm"], sample_weight=w)
         self.cos_loss_tracker.update_state(e["cos"], sample_weight=m)
         self.mlm_accuracy.update_state(e["hits"], sample_weight=w)
         self.teacher_agreement.update_state(e["agree"], sample_weight=w)
-        return loss
 
     # --- config -------------------------------------------------------------
 

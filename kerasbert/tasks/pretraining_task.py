@@ -56,6 +56,10 @@ class PretrainingTask(BackboneModel):
         """Updates the task's Keras metrics from `_elementwise`'s tensors."""
         raise NotImplementedError(f"{type(self).__name__} must define _update_metrics().")
 
+    def _extra_losses(self):
+        """Losses added by layers (`add_loss`) that join the task's loss."""
+        return self.losses
+
     def compute_loss(
         self, x=None, y=None, y_pred=None, sample_weight=None, training=True
     ):
@@ -81,8 +85,9 @@ class PretrainingTask(BackboneModel):
             for key, value in self.loss_normalizers(features).items()
         }
         loss = self.combine_loss_terms(terms, normalizers)
-        if self.losses:
-            extra = ops.sum([ops.cast(ops.sum(v), "float32") for v in self.losses])
+        extra_losses = self._extra_losses()
+        if extra_losses:
+            extra = ops.sum([ops.cast(ops.sum(v), "float32") for v in extra_losses])
             loss = loss + extra / num_replicas()
         # Metrics: Mean states sum across replicas on read, so weighted
         # per-element updates give the exact global values.

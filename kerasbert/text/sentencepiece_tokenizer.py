@@ -153,30 +153,5 @@ class SentencePieceTokenizer(SubwordTokenizer):
             dense [pieces] for a scalar input); `starts`/`ends` are int64 code
             point offsets, `ends` exclusive. `ids` equal `tokenize_ids(texts)`.
         """
-        batch, scalar = self._as_batch(texts)
-        chars = tf.strings.unicode_split(batch, "UTF-8")  # [B, (chars)]
-        normalized = _lower(chars.flat_values, self.lower_case)
-        nbytes = tf.cast(tf.strings.length(normalized, unit="BYTE"), tf.int64)
-        # Byte positions in the concatenation of all normalized texts.
-        char_end = tf.cumsum(nbytes)  # [total chars], exclusive end byte
-        text_first_char = chars.row_starts()  # [B]
-        total_bytes = tf.concat([[0], char_end], 0)
-        text_base = tf.gather(total_bytes, text_first_char)  # [B] first byte
-        joined = tf.strings.reduce_join(chars.with_flat_values(normalized), axis=1)
-        ids, start_bytes, end_bytes = self._sp.tokenize_with_offsets(joined)
-        row_of_piece = ids.value_rowids()
-        base = tf.gather(text_base, row_of_piece)
-        first_char = tf.gather(text_first_char, row_of_piece)
-        start_global = base + tf.cast(start_bytes.flat_values, tf.int64)
-        last_global = base + tf.cast(end_bytes.flat_values, tf.int64) - 1
-        # The char holding a byte: the first char whose end is past it.
-        start_char = tf.searchsorted(char_end, start_global, side="right", out_type=tf.int64)
-        last_char = tf.searchsorted(char_end, last_global, side="right", out_type=tf.int64)
-        starts = start_char - first_char
-        # A piece with an empty byte span (one character NFKC-expanded into
-        # several pieces) gets an empty span at its start, not a negative one.
-        ends = tf.maximum(last_char + 1 - first_char, starts)
-        starts, ends = ids.with_flat_values(starts), ids.with_flat_values(ends)
-        if scalar:
-            return ids[0], starts[0], ends[0]
-        return ids, starts, ends
+        return self._with_char_offsets(texts, lambda chars: _lower(chars, self.lower_case),
+                                       self._sp.tokenize_with_offsets)

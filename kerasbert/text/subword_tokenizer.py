@@ -86,6 +86,51 @@ class SubwordTokenizer(tf.Module):
         return (texts[tf.newaxis] if rank == 0 else texts), rank == 0
 
     @tf.autograph.experimental.do_not_convert
+    def _with_char_offsets(self, texts, normalize, tokenize_with_byte_offsets):
+        """Pieces of `texts` with CHARACTER offsets into the ORIGINAL text.
+
+        Normalisation (lower-casing, accent stripping) can change byte
+        lengths, so every original character is normalised on its own
+        (`normalize`: flat string tensor of characters -> same shape), the
+        results are joined and tokenized (`tokenize_with_byte_offsets`: [B]
+        strings -> ids, start bytes, end bytes, ragged), and each piece's
+        byte span is traced back to the original characters.
+
+        Returns:
+            (ids, starts, ends) as `tokenize_with_offsets` documents: int64
+            code point offsets, `ends` exclusive, `text[start:end]` the
+            original text of the piece.
+        """
+        batch, scalar = self._as_batch(texts)
+        chars = tf.strings.unicode_split(batch, "UTF-8")  # [B, (chars)]
+        normalized = normalize(chars.flat_values)
+        nbytes = tf.cast(tf.strings.length(normalized, unit="BYTE"), tf.int64)
+        # Byte positions in the concatenation of all normalized texts.
+        char_end = tf.cumsum(nbytes)  # [total chars], exclusive end byte
+        text_first_char = chars.row_starts()  # [B]
+        total_bytes = tf.concat([[0], char_end], 0)
+        text_base = tf.gather(total_bytes, text_first_char)  # [B] first byte
+        joined = tf.strings.reduce_join(chars.with_flat_values(normalized), axis=1)
+        ids, start_bytes, end_bytes = tokenize_with_byte_offsets(joined)
+        row_of_piece = ids.value_rowids()
+        base = tf.gather(text_base, row_of_piece)
+        first_char = tf.gather(text_first_char, row_of_piece)
+        start_global = base + tf.cast(start_bytes.flat_values, tf.int64)
+        last_global = base + tf.cast(end_bytes.flat_values, tf.int64) - 1
+        # The char holding a byte: the first char whose end is past it
+        # (characters normalized to nothing are skipped).
+        start_char = tf.searchsorted(char_end, start_global, side="right", out_type=tf.int64)
+        last_char = tf.searchsorted(char_end, last_global, side="right", out_type=tf.int64)
+        starts = start_char - first_char
+        # A piece with an empty byte span (one character NFKC-expanded into
+        # several SentencePiece pieces) gets an empty span at its start, not
+        # a negative one.
+        ends = tf.maximum(last_char + 1 - first_char, starts)
+        starts, ends = ids.with_flat_values(starts), ids.with_flat_values(ends)
+        if scalar:
+            return ids[0], starts[0], ends[0]
+        return ids, starts, ends
+
     def tokenize_ids(self, texts):
         """Text -> piece ids.
 
