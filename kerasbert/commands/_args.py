@@ -97,6 +97,23 @@ def comma_list(text):
     return items
 
 
+TOKENIZER_HELP = ("Tokenizer files: a WordPiece vocab.txt (BERT), a SentencePiece .model "
+                  "(ALBERT), or a directory with vocab.json + merges.txt, or that vocab.json "
+                  "(byte-level BPE, RoBERTa).")
+
+
+def add_tokenizer_arguments(parser, dest="do_lower_case", help=TOKENIZER_HELP):
+    """--vocab FILES [--no-lower-case]; `dest` holds True for uncased
+    (--do-lower-case, google-research/bert's flag, is accepted and hidden)."""
+    parser.add_argument("--vocab", required=True, help=help)
+    parser.add_argument("--no-lower-case", dest=dest, action="store_false", default=True,
+                        help="Keep case and accents (cased models); the default lower-cases "
+                        "and strips accents (uncased). Byte-level BPE is always cased.")
+    parser.add_argument("--do-lower-case", dest=dest, action="store_true", default=True,
+                        help=argparse.SUPPRESS)
+    return parser
+
+
 def add_backbone_arguments(parser, required=True):
     """--backbone PATH | --preset NAME [--init-checkpoint PREFIX [--bert-config JSON]]."""
     source = parser.add_mutually_exclusive_group(required=required)

@@ -11,10 +11,10 @@ validation file cannot leave a folder with a fresh train split and a stale
 `write_features` (temp files renamed, metadata.json replaced last).
 """
 
-import argparse
 import os
 
 from kerasbert.commands._args import add_task_arguments
+from kerasbert.commands._args import add_tokenizer_arguments
 from kerasbert.commands._args import columns_from_args
 from kerasbert.commands._args import comma_list
 from kerasbert.data.finetuning.task_formats import task_format
@@ -36,14 +36,7 @@ UNLABELLED_PREFIXES = ("test", "predict")
 def add_arguments(parser):
     """Adds every create-finetuning-data flag to an argparse parser."""
     add_task_arguments(parser)
-    parser.add_argument("--vocab", required=True,
-                        help="WordPiece vocab.txt, SentencePiece .model, or a byte-level BPE "
-                        "directory (vocab.json + merges.txt) / its vocab.json.")
-    parser.add_argument("--no-lower-case", dest="do_lower_case", action="store_false",
-                        default=True, help="Keep case and accents (cased models); the default "
-                        "lower-cases and strips accents (uncased).")
-    parser.add_argument("--do-lower-case", dest="do_lower_case", action="store_true",
-                        default=True, help=argparse.SUPPRESS)
+    add_tokenizer_arguments(parser)
     parser.add_argument("--max-seq-length", type=int, default=None,
                         help="Sequence length T (default 128; 384 for qa).")
     parser.add_argument("--doc-stride", type=int, default=128,

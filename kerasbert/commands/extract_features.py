@@ -13,12 +13,13 @@ The backbone flags and loading are shared with `finetune`
 (kerasbert.tasks.backbone_loading).
 """
 
-import argparse
 import os
 import re
 
 from kerasbert.errors import UsageError
 from kerasbert.commands._args import add_backbone_arguments
+from kerasbert.commands._args import add_tokenizer_arguments
+from kerasbert.commands._args import TOKENIZER_HELP
 from kerasbert.commands._args import load_backbone_from_args
 from kerasbert.io_utils import atomic_file
 from kerasbert.text.text_files import check_utf8_text
@@ -39,14 +40,7 @@ def add_arguments(parser):
     # negative numbers; `--layers=-1,-2` works anyway).
     parser._negative_number_matcher = re.compile(r"^-\d+(\s*,\s*-?\d+)*$|^-\d*\.\d+$")
     add_backbone_arguments(parser)
-    parser.add_argument("--vocab", required=True,
-                        help="The backbone's tokenizer: a WordPiece vocab.txt, a SentencePiece "
-                        ".model (ALBERT) or a directory with vocab.json + merges.txt (RoBERTa).")
-    parser.add_argument("--no-lower-case", dest="do_lower_case", action="store_false",
-                        default=True, help="Keep case and accents (cased models); the default "
-                        "lower-cases and strips accents (uncased).")
-    parser.add_argument("--do-lower-case", dest="do_lower_case", action="store_true",
-                        default=True, help=argparse.SUPPRESS)
+    add_tokenizer_arguments(parser, help="The backbone's tokenizer. " + TOKENIZER_HELP)
     parser.add_argument("--input", required=True,
                         help="UTF-8 text file: one text per line, or a pair as 'text_a ||| text_b'.")
     parser.add_argument("--layers", default="-1,-2,-3,-4",

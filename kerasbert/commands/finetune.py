@@ -4,7 +4,9 @@ shared with other commands (commands/_args.py)."""
 
 from kerasbert.commands._args import add_backbone_arguments
 from kerasbert.commands._args import add_task_arguments
+from kerasbert.commands._args import add_tokenizer_arguments
 from kerasbert.commands._args import columns_from_args
+from kerasbert.commands._args import TOKENIZER_HELP
 from kerasbert.commands._report import print_metrics
 from kerasbert.commands._report import print_outputs
 from kerasbert.io_utils import output_lock
@@ -36,12 +38,8 @@ def add_arguments(parser):
     add_task_arguments(parser, require_task=False)
     add_backbone_arguments(parser, required=False)  # checked in FinetuneConfig.validate
     add = parser.add_argument
-    add("--vocab", required=True,
-        help="The backbone's tokenizer: a WordPiece vocab.txt (BERT), a SentencePiece .model "
-        "(ALBERT), or a directory with vocab.json + merges.txt, or that vocab.json (RoBERTa "
-        "byte-level BPE).")
-    add("--no-lower-case", dest="lower_case", action="store_false",
-        help="Cased vocabulary (WordPiece, SentencePiece; byte-level BPE is always cased).")
+    add_tokenizer_arguments(parser, dest="lower_case",
+                            help="The backbone's tokenizer. " + TOKENIZER_HELP)
     add("--output-dir", required=True,
         help="Fine-tuning directory (model.keras, config.json, tokenizer files, metrics).")
     add("--overwrite", action="store_true",
