@@ -25,9 +25,8 @@ import numpy as np
 from kerasbert.convert.bert_weights import LAYER_KEYS
 from kerasbert.convert.bert_weights import get_bert_weights
 from kerasbert.convert.bert_weights import set_bert_weights
-from kerasbert.convert.keras_hub_bert import keras_hub_canonical_shape
-from kerasbert.convert.keras_hub_bert import keras_hub_block_variables
-from kerasbert.convert.keras_hub_bert import keras_hub_top_variables
+from kerasbert.convert.keras_hub_layout import read_keras_hub
+from kerasbert.convert.keras_hub_layout import write_keras_hub
 from kerasbert.convert.tf_models import detect_activation
 
 # Constructor arguments that keras-hub's AlbertBackbone shares with ours.
@@ -87,42 +86,10 @@ def set_albert_weights(backbone, weights):
 # --- keras-hub --------------------------------------------------------------
 
 
-def _require_keras_hub_albert(peer):
-    import keras_hub
-
-    if not isinstance(peer, keras_hub.models.AlbertBackbone):
-        raise TypeError(
-            "albert_from_keras_hub expects a keras_hub.models.AlbertBackbone, "
-            f"got {type(peer).__name__}."
-        )
-
-
-def _keras_hub_top_variables(peer):
-    """BERT's top-level variables plus the factorised embedding projection."""
-    return keras_hub_top_variables(peer) + (
-        ("embedding_projection_kernel", peer.embeddings_projection.kernel),
-        ("embedding_projection_bias", peer.embeddings_projection.bias),
-    )
-
-
 def keras_hub_albert_to_canonical(peer):
-    """Reads a keras-hub AlbertBackbone into the canonical ALBERT dict."""
-    _require_keras_hub_albert(peer)
-    hidden = peer.hidden_dim
-    weights = {k: v.numpy() for k, v in _keras_hub_top_variables(peer)}
-    # keras-hub's transformer_layers is already [group][inner] of distinct
-    # TransformerEncoders, laid out like its BERT's (per-head attention).
-    weights["groups"] = [
-        [
-            {
-                key: np.reshape(v.numpy(), keras_hub_canonical_shape(key, v, hidden))
-                for key, v in keras_hub_block_variables(layer)
-            }
-            for layer in group
-        ]
-        for group in peer.transformer_layers
-    ]
-    return weights
+    """Reads a keras-hub AlbertBackbone into the canonical ALBERT dict
+    (its `transformer_layers` are already [group][inner] distinct blocks)."""
+    return read_keras_hub(peer, "AlbertBackbone")
 
 
 def albert_from_keras_hub(peer):
@@ -181,13 +148,7 @@ def albert_to_keras_hub(ours):
         **{k: getattr(ours, k) for k in _KERAS_HUB_CONFIG},
         dtype=ours.dtype_policy,
     )
-    for key, variable in _keras_hub_top_variables(peer):
-        variable.assign(np.reshape(weights[key], variable.shape))
-    for group, src_group in zip(peer.transformer_layers, weights["groups"]):
-        for layer, src in zip(group, src_group):
-            for key, variable in keras_hub_block_variables(layer):
-                variable.assign(np.reshape(src[key], variable.shape))
-    return peer
+    return write_keras_hub(peer, "AlbertBackbone", weights)
 
 
 # --- tf-models-official -----------------------------------------------------

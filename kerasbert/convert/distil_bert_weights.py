@@ -7,12 +7,11 @@ same as in its BERT, and use the erf GELU like ours, so both directions are
 exact.
 """
 
-import numpy as np
 
 from kerasbert.convert.bert_weights import get_bert_weights
 from kerasbert.convert.bert_weights import set_bert_weights
-from kerasbert.convert.keras_hub_bert import keras_hub_canonical_shape
-from kerasbert.convert.keras_hub_bert import keras_hub_block_variables
+from kerasbert.convert.keras_hub_layout import read_keras_hub
+from kerasbert.convert.keras_hub_layout import write_keras_hub
 
 CONFIG_KEYS = (
     "vocabulary_size",
@@ -28,27 +27,6 @@ CONFIG_KEYS = (
 # --- keras-hub <-> canonical -------------------------------------------------
 
 
-def _peer_top_variables(peer):
-    return (
-        ("word_embeddings", peer.embeddings.token_embedding.embeddings),
-        (
-            "position_embeddings",
-            peer.embeddings.position_embedding.position_embeddings,
-        ),
-        ("embeddings_ln_gamma", peer.embeddings_layer_norm.gamma),
-        ("embeddings_ln_beta", peer.embeddings_layer_norm.beta),
-    )
-
-
-def _require(peer, cls_name):
-    import keras_hub
-
-    if not isinstance(peer, getattr(keras_hub.models, cls_name)):
-        raise TypeError(
-            f"Expected a keras_hub.models.{cls_name}, got {type(peer).__name__}."
-        )
-
-
 def distil_bert_from_keras_hub(peer):
     """Converts a `keras_hub.models.DistilBertBackbone` into our
     `DistilBertBackbone` (same config, weights and dtype policy).
@@ -59,16 +37,7 @@ def distil_bert_from_keras_hub(peer):
     """
     from kerasbert.models.distil_bert import DistilBertBackbone  # lazy: keras
 
-    _require(peer, "DistilBertBackbone")
-    hidden = peer.hidden_dim
-    weights = {k: v.numpy() for k, v in _peer_top_variables(peer)}
-    weights["layers"] = [
-        {
-            key: np.reshape(v.numpy(), keras_hub_canonical_shape(key, v, hidden))
-            for key, v in keras_hub_block_variables(layer)
-        }
-        for layer in peer.transformer_layers
-    ]
+    weights = read_keras_hub(peer, "DistilBertBackbone")
     ours = DistilBertBackbone(
         **{k: getattr(peer, k) for k in CONFIG_KEYS},
         dtype=peer.dtype_policy,
@@ -97,9 +66,4 @@ def distil_bert_to_keras_hub(ours):
     peer = keras_hub.models.DistilBertBackbone(
         **{k: getattr(ours, k) for k in CONFIG_KEYS}, dtype=ours.dtype_policy
     )
-    for key, variable in _peer_top_variables(peer):
-        variable.assign(weights[key])
-    for layer, src in zip(peer.transformer_layers, weights["layers"]):
-        for key, variable in keras_hub_block_variables(layer):
-            variable.assign(np.reshape(src[key], variable.shape))
-    return peer
+    return write_keras_hub(peer, "DistilBertBackbone", weights)

@@ -11,14 +11,11 @@ and its OWN projection (`embeddings_projection`); it can be read, but not
 written (that would overwrite the discriminator's tables).
 """
 
-import numpy as np
 
-from kerasbert.convert.bert_weights import _assign
 from kerasbert.convert.bert_weights import get_bert_weights
 from kerasbert.convert.bert_weights import set_bert_weights
-from kerasbert.convert.keras_hub_bert import keras_hub_block_variables
-from kerasbert.convert.keras_hub_bert import keras_hub_canonical_shape
-from kerasbert.convert.keras_hub_bert import keras_hub_top_variables
+from kerasbert.convert.keras_hub_layout import read_keras_hub
+from kerasbert.convert.keras_hub_layout import write_keras_hub
 from kerasbert.convert.tf_models import from_tf_models
 
 _PROJECTION = ("embedding_projection_kernel", "embedding_projection_bias")
@@ -69,42 +66,11 @@ def set_electra_weights(backbone, weights):
 # --- keras-hub --------------------------------------------------------------
 
 
-def _require_keras_hub_electra(peer):
-    import keras_hub
-
-    if not isinstance(peer, keras_hub.models.ElectraBackbone):
-        raise TypeError(
-            "electra_from_keras_hub expects a keras_hub.models.ElectraBackbone, "
-            f"got {type(peer).__name__}."
-        )
-
-
-def _keras_hub_top_variables(peer):
-    """BERT's top-level variables plus the projection when keras-hub has one
-    (it projects only when hidden_dim != embedding_dim, like ours)."""
-    pairs = keras_hub_top_variables(peer)
-    projection = getattr(peer, "embeddings_projection", None)
-    if projection is not None:
-        pairs += (
-            (_PROJECTION[0], projection.kernel),
-            (_PROJECTION[1], projection.bias),
-        )
-    return pairs
-
-
 def keras_hub_electra_to_canonical(peer):
-    """Reads a keras-hub ElectraBackbone into the canonical dict."""
-    _require_keras_hub_electra(peer)
-    hidden = peer.hidden_dim
-    weights = {k: v.numpy() for k, v in _keras_hub_top_variables(peer)}
-    weights["layers"] = [
-        {
-            key: np.reshape(v.numpy(), keras_hub_canonical_shape(key, v, hidden))
-            for key, v in keras_hub_block_variables(layer)
-        }
-        for layer in peer.transformer_layers
-    ]
-    return weights
+    """Reads a keras-hub ElectraBackbone into the canonical dict (with the
+    projection where keras-hub has one: only when hidden_dim !=
+    embedding_dim, like ours)."""
+    return read_keras_hub(peer, "ElectraBackbone")
 
 
 def electra_from_keras_hub(peer):
@@ -157,12 +123,7 @@ def electra_to_keras_hub(ours):
         embedding_dim=ours.embedding_dim or ours.hidden_dim,
         dtype=ours.dtype_policy,
     )
-    for key, variable in _keras_hub_top_variables(peer):
-        _assign(variable, np.reshape(weights[key], variable.shape), key)
-    for i, (layer, src) in enumerate(zip(peer.transformer_layers, weights["layers"])):
-        for key, variable in keras_hub_block_variables(layer):
-            _assign(variable, np.reshape(src[key], variable.shape), f"layer {i} {key}")
-    return peer
+    return write_keras_hub(peer, "ElectraBackbone", weights)
 
 
 # --- tf-models-official -----------------------------------------------------

@@ -15,11 +15,10 @@ used by a real token. Our table (and keras-hub's) starts at row 0, so
 
 import numpy as np
 
-from kerasbert.convert.bert_weights import _assign
 from kerasbert.convert.bert_weights import get_bert_weights
 from kerasbert.convert.bert_weights import set_bert_weights
-from kerasbert.convert.keras_hub_bert import keras_hub_block_variables
-from kerasbert.convert.keras_hub_bert import keras_hub_canonical_shape
+from kerasbert.convert.keras_hub_layout import read_keras_hub
+from kerasbert.convert.keras_hub_layout import write_keras_hub
 
 POSITION_OFFSET = 2  # padding_idx (1) + 1 in fairseq / Hugging Face.
 
@@ -66,18 +65,6 @@ def save_position_embeddings(table):
 # --- keras-hub ------------------------------------------------------------
 
 
-def _peer_top(peer):
-    return (
-        ("word_embeddings", peer.token_embedding.embeddings),
-        (
-            "position_embeddings",
-            peer.embeddings.position_embedding.position_embeddings,
-        ),
-        ("embeddings_ln_gamma", peer.embeddings_layer_norm.gamma),
-        ("embeddings_ln_beta", peer.embeddings_layer_norm.beta),
-    )
-
-
 def _config_of(backbone):
     keys = (
         "vocabulary_size", "num_layers", "num_heads", "hidden_dim",
@@ -94,22 +81,9 @@ def roberta_from_keras_hub(peer):
     as token_ids -> input_word_ids, padding_mask -> input_mask (pass zeros
     as input_type_ids); its single output is our `sequence_output`.
     """
-    import keras_hub
-
     from kerasbert.models.roberta import RobertaBackbone  # lazy: keras
 
-    if not isinstance(peer, keras_hub.models.RobertaBackbone):
-        raise TypeError(
-            "roberta_from_keras_hub expects a keras_hub.models."
-            f"RobertaBackbone, got {type(peer).__name__}."
-        )
-    hidden = peer.hidden_dim
-    weights = {k: v.numpy() for k, v in _peer_top(peer)}
-    weights["layers"] = [
-        {k: np.reshape(v.numpy(), keras_hub_canonical_shape(k, v, hidden))
-         for k, v in keras_hub_block_variables(layer)}
-        for layer in peer.transformer_layers
-    ]
+    weights = read_keras_hub(peer, "RobertaBackbone")
     ours = RobertaBackbone(**_config_of(peer), dtype=peer.dtype_policy)
     return set_bert_weights(ours, weights)
 
@@ -130,16 +104,7 @@ def roberta_to_keras_hub(ours):
     peer = keras_hub.models.RobertaBackbone(
         **_config_of(ours), dtype=ours.dtype_policy
     )
-    for key, variable in _peer_top(peer):
-        _assign(variable, weights[key], key)
-    for i, (layer, src) in enumerate(zip(peer.transformer_layers, weights["layers"])):
-        for key, variable in keras_hub_block_variables(layer):
-            _assign(
-                variable,
-                np.reshape(src[key], variable.shape),
-                f"layer {i} {key}",
-            )
-    return peer
+    return write_keras_hub(peer, "RobertaBackbone", weights)
 
 
 # --- Hugging Face layout ----------------------------------------------------

@@ -1,0 +1,143 @@
+"""Where keras-hub keeps each weight of its encoder backbones, as tables.
+
+One table per keras-hub class maps the canonical keys of
+`kerasbert.convert.bert_weights` to attribute paths on the keras-hub
+backbone; one table maps a block's keys to paths on its
+`TransformerEncoder` (every encoder family of keras-hub shares that block).
+`read_keras_hub` and `write_keras_hub` walk them; the family modules add only
+what is their own (configuration, activation checks, position tables).
+
+keras-hub stores attention kernels per head ([H, N, D] and [N, D, H]); the
+canonical layout is 2-D [in, out] / 1-D, so those tensors are reshaped on the
+way in and out (`canonical_shape`).
+"""
+
+import numpy as np
+
+from kerasbert.convert.bert_weights import _assign
+
+_EMBEDDINGS = {
+    "word_embeddings": "token_embedding.embeddings",
+    "position_embeddings": "position_embedding.position_embeddings",
+    "embeddings_ln_gamma": "embeddings_layer_norm.gamma",
+    "embeddings_ln_beta": "embeddings_layer_norm.beta",
+}
+_SEGMENTS = {"type_embeddings": "segment_embedding.embeddings"}
+_POOLER = {"pooler_kernel": "pooled_dense.kernel", "pooler_bias": "pooled_dense.bias"}
+# ALBERT always projects; ELECTRA only when embedding_dim != hidden_dim (the
+# attribute is then None and the keys are skipped).
+_PROJECTION = {
+    "embedding_projection_kernel": "embeddings_projection.kernel",
+    "embedding_projection_bias": "embeddings_projection.bias",
+}
+
+#: keras-hub class name -> {canonical key: attribute path} outside the blocks.
+TOP = {
+    "BertBackbone": {**_EMBEDDINGS, **_SEGMENTS, **_POOLER},
+    "AlbertBackbone": {**_EMBEDDINGS, **_SEGMENTS, **_POOLER, **_PROJECTION},
+    "ElectraBackbone": {**_EMBEDDINGS, **_SEGMENTS, **_POOLER, **_PROJECTION},
+    "RobertaBackbone": {
+        **_EMBEDDINGS,
+        "position_embeddings": "embeddings.position_embedding.position_embeddings",
+    },
+    "DistilBertBackbone": {
+        **_EMBEDDINGS,
+        "word_embeddings": "embeddings.token_embedding.embeddings",
+        "position_embeddings": "embeddings.position_embedding.position_embeddings",
+    },
+}
+
+#: {canonical layer key: attribute path} on a keras-hub `TransformerEncoder`.
+BLOCK = {
+    "query_kernel": "_self_attention_layer._query_dense.kernel",
+    "query_bias": "_self_attention_layer._query_dense.bias",
+    "key_kernel": "_self_attention_layer._key_dense.kernel",
+    "key_bias": "_self_attention_layer._key_dense.bias",
+    "value_kernel": "_self_attention_layer._value_dense.kernel",
+    "value_bias": "_self_attention_layer._value_dense.bias",
+    "attention_output_kernel": "_self_attention_layer._output_dense.kernel",
+    "attention_output_bias": "_self_attention_layer._output_dense.bias",
+    "attention_ln_gamma": "_self_attention_layer_norm.gamma",
+    "attention_ln_beta": "_self_attention_layer_norm.beta",
+    "intermediate_kernel": "_feedforward_intermediate_dense.kernel",
+    "intermediate_bias": "_feedforward_intermediate_dense.bias",
+    "output_kernel": "_feedforward_output_dense.kernel",
+    "output_bias": "_feedforward_output_dense.bias",
+    "output_ln_gamma": "_feedforward_layer_norm.gamma",
+    "output_ln_beta": "_feedforward_layer_norm.beta",
+}
+
+
+def _resolve(obj, path):
+    for name in path.split("."):
+        obj = getattr(obj, name, None)
+        if obj is None:
+            return None
+    return obj
+
+
+def variables(obj, table):
+    """(canonical key, variable) for every path of `table` that `obj` has."""
+    pairs = ((key, _resolve(obj, path)) for key, path in table.items())
+    return [(key, variable) for key, variable in pairs if variable is not None]
+
+
+def require(peer, class_name):
+    """A clear TypeError unless `peer` is `keras_hub.models.<class_name>`."""
+    import keras_hub  # lazy: optional dependency
+
+    if not isinstance(peer, getattr(keras_hub.models, class_name)):
+        raise TypeError(f"Expected a keras_hub.models.{class_name}, got "
+                        f"{type(peer).__name__}.")
+
+
+def canonical_shape(key, variable, hidden):
+    """Only the per-head attention tensors differ from the canonical 2-D
+    [in, out] / 1-D layout."""
+    if key in ("query_kernel", "key_kernel", "value_kernel"):
+        return (hidden, -1)  # [H, N, D] -> [H, N * D]
+    if key == "attention_output_kernel":
+        return (-1, hidden)  # [N, D, H] -> [N * D, H]
+    if key in ("query_bias", "key_bias", "value_bias"):
+        return (-1,)  # [N, D] -> [N * D]
+    return tuple(variable.shape)
+
+
+def _read_block(layer, hidden):
+    return {key: np.reshape(v.numpy(), canonical_shape(key, v, hidden))
+            for key, v in variables(layer, BLOCK)}
+
+
+def read_keras_hub(peer, class_name):
+    """A keras-hub backbone of `class_name` -> the canonical dict (numpy).
+    ALBERT's `transformer_layers` are groups of distinct blocks: they come
+    back as "groups" ([group][inner] layer dicts), others as "layers"."""
+    require(peer, class_name)
+    hidden = peer.hidden_dim
+    weights = {key: v.numpy() for key, v in variables(peer, TOP[class_name])}
+    if class_name == "AlbertBackbone":
+        weights["groups"] = [[_read_block(layer, hidden) for layer in group]
+                             for group in peer.transformer_layers]
+    else:
+        weights["layers"] = [_read_block(layer, hidden) for layer in peer.transformer_layers]
+    return weights
+
+
+def write_keras_hub(peer, class_name, weights):
+    """Writes the canonical dict (with "layers", or ALBERT's "groups") into
+    a keras-hub backbone of matching shape; returns it."""
+    for key, variable in variables(peer, TOP[class_name]):
+        _assign(variable, np.reshape(weights[key], variable.shape), key)
+    if class_name == "AlbertBackbone":
+        pairs = [(f"group {g} block {r}", layer, src)
+                 for g, (group, src_group) in enumerate(zip(peer.transformer_layers,
+                                                             weights["groups"]))
+                 for r, (layer, src) in enumerate(zip(group, src_group))]
+    else:
+        pairs = [(f"layer {i}", layer, src)
+                 for i, (layer, src) in enumerate(zip(peer.transformer_layers,
+                                                      weights["layers"]))]
+    for where, layer, src in pairs:
+        for key, variable in variables(layer, BLOCK):
+            _assign(variable, np.reshape(src[key], variable.shape), f"{where} {key}")
+    return peer
