@@ -13,7 +13,12 @@ import keras
 import numpy as np
 from keras import ops
 
+from kerasbert.testing.fixtures import tiny_encoder_config
+from kerasbert.testing.fixtures import tiny_encoder_inputs
+
 HALF_POLICIES = ("mixed_float16", "mixed_bfloat16")
+BACKBONE_INPUTS = ("input_mask", "input_type_ids", "input_word_ids")
+BACKBONE_OUTPUTS = ("encoder_outputs", "pooled_output", "sequence_output")
 
 
 def _to_numpy(tree):
@@ -150,15 +155,58 @@ class TestCase:
     def run_backbone_test(
         self,
         cls,
-        init_kwargs,
-        input_data,
-        expected_output_shape,
+        init_kwargs=None,
+        input_data=None,
+        expected_output_shape=None,
         run_saving_check=True,
         run_precision_check=True,
+        run_contract_check=True,
+        run_padding_check=True,
+        run_saved_model_check=True,
+        run_type_ids_check=True,
+        padding_atol=1e-6,
     ):
-        """Checks a backbone: output shapes (every output key), config round
-        trip, `.keras` save/load, half precision (including a fully padded
-        row) and variable sequence length."""
+        """Checks a backbone built as `cls(**init_kwargs)` (default: the tiny
+        encoder of `tiny_encoder_config()`) on `input_data` (default:
+        `tiny_encoder_inputs()`), and returns it.
+
+        Always: output shapes (every key; computed from the config when
+        `expected_output_shape` is None: `sequence_output` [B, T, H],
+        `pooled_output` [B, H], `encoder_outputs` num_layers x [B, T, H]),
+        config round trip and registration, a shorter sequence without
+        rebuilding. Each of these can be switched off for a family that
+        truly differs:
+
+        - `run_contract_check`: the TF Hub tensor names (inputs exactly
+          `input_mask`, `input_type_ids`, `input_word_ids`, all int32;
+          outputs exactly `encoder_outputs`, `pooled_output`,
+          `sequence_output`) and the last encoder output is the
+          `sequence_output`;
+        - `run_padding_check`: `run_padding_test` (changing the token ids
+          under padding changes nothing a real token sees);
+        - `run_type_ids_check`: `run_type_ids_test` (type ids matter exactly
+          when the config has `num_segments`);
+        - `run_saving_check`: `.keras` save/load in safe mode;
+        - `run_saved_model_check`: a TF SavedModel endpoint reloaded without
+          Keras gives the same outputs (TensorFlow backend only);
+        - `run_precision_check`: finite outputs under mixed_float16 and
+          mixed_bfloat16 with a fully padded row, the policy surviving a
+          config round trip.
+        """
+        init_kwargs = tiny_encoder_config() if init_kwargs is None else init_kwargs
+        if input_data is None:
+            input_data = tiny_encoder_inputs(
+                vocabulary_size=init_kwargs["vocabulary_size"]
+            )
+        if expected_output_shape is None:
+            batch, length = np.shape(input_data["input_word_ids"])
+            hidden = init_kwargs["hidden_dim"]
+            expected_output_shape = {
+                "sequence_output": (batch, length, hidden),
+                "pooled_output": (batch, hidden),
+                "encoder_outputs": [(batch, length, hidden)]
+                * init_kwargs["num_layers"],
+            }
         backbone = cls(**init_kwargs)
         output = backbone(input_data)
         shapes = keras.tree.map_structure(lambda x: tuple(x.shape), output)
@@ -169,8 +217,16 @@ class TestCase:
         # Shorter sequences work without rebuilding (positions are sliced).
         short = {k: v[:, : max(1, v.shape[1] // 2)] for k, v in input_data.items()}
         backbone(short)
+        if run_contract_check:
+            self.run_tf_hub_contract_test(backbone, output)
+        if run_padding_check:
+            self.run_padding_test(backbone, input_data, atol=padding_atol)
+        if run_type_ids_check:
+            self.run_type_ids_test(backbone, input_data)
         if run_saving_check:
             self.run_model_saving_test(backbone, input_data)
+        if run_saved_model_check and keras.config.backend() == "tensorflow":
+            self.run_saved_model_test(backbone, input_data)
         if run_precision_check:
             padded = dict(input_data)
             padded["input_mask"] = np.array(input_data["input_mask"])
@@ -182,6 +238,71 @@ class TestCase:
                 revived = cls.from_config(model.get_config())
                 assert revived.dtype_policy.name == policy
         return backbone
+
+    def run_tf_hub_contract_test(self, backbone, output):
+        """The TF Hub names and dtypes of a backbone's inputs and outputs,
+        and `encoder_outputs[-1]` is `sequence_output` (`output` is the
+        backbone's output on some input)."""
+        assert sorted(backbone.input) == list(BACKBONE_INPUTS), sorted(backbone.input)
+        for name, tensor in backbone.input.items():
+            assert tensor.dtype == "int32", f"{name} is {tensor.dtype}"
+        assert sorted(backbone.output) == list(BACKBONE_OUTPUTS), sorted(backbone.output)
+        assert sorted(output) == list(BACKBONE_OUTPUTS), sorted(output)
+        self.assertAllClose(
+            output["sequence_output"], output["encoder_outputs"][-1], atol=0
+        )
+
+    def run_padding_test(self, backbone, input_data, atol=1e-6):
+        """In every partly padded row of `input_data`, new token ids at the
+        padded positions leave `sequence_output` at the real positions and
+        `pooled_output` unchanged within `atol`. The check bites: with those
+        positions unmasked, the same new ids do move the row's real
+        outputs or its pooled output (by more than 1e-4)."""
+        mask = np.asarray(input_data["input_mask"])
+        ids = np.asarray(input_data["input_word_ids"])
+        rows = [i for i, row in enumerate(mask) if 0 < row.sum() < row.size]
+        assert rows, "input_data has no partly padded row to check padding on"
+        changed = ids.copy()
+        vocabulary_size = backbone.get_config()["vocabulary_size"]
+        changed[mask == 0] = (ids[mask == 0] + 7) % vocabulary_size
+        unmasked = {**input_data, "input_mask": np.ones_like(mask)}
+
+        def outputs(inputs, new_ids):
+            out = backbone({**inputs, "input_word_ids": new_ids.astype(ids.dtype)})
+            return _to_numpy({k: out[k] for k in ("sequence_output", "pooled_output")})
+
+        for inputs, hidden in ((input_data, True), (unmasked, False)):
+            base, after = outputs(inputs, ids), outputs(inputs, changed)
+            for i in rows:
+                real = mask[i] == 1
+                seq = (base["sequence_output"][i][real], after["sequence_output"][i][real])
+                pooled = (base["pooled_output"][i], after["pooled_output"][i])
+                if hidden:
+                    msg = f"the padding of row {i} reaches its"
+                    self.assertAllClose(*seq, atol=atol, msg=f"{msg} real tokens")
+                    self.assertAllClose(*pooled, atol=atol, msg=f"{msg} pooled_output")
+                else:
+                    moved = max(np.abs(a - b).max() for a, b in (seq, pooled))
+                    assert moved > max(1e-4, 10 * atol), (
+                        f"row {i}: unmasked, the new ids move nothing ({moved}); "
+                        "the padding check would pass for any model"
+                    )
+
+    def run_type_ids_test(self, backbone, input_data):
+        """A family with a segment table (`num_segments` in its config) reads
+        `input_type_ids`: other ids move its outputs. One without (RoBERTa,
+        DistilBERT, GPT) ignores them: every output stays exactly equal."""
+        num_segments = backbone.get_config().get("num_segments")
+        types = np.asarray(input_data["input_type_ids"])
+        other = (types + 1) % num_segments if num_segments else np.ones_like(types)
+        base = _to_numpy(backbone(input_data))
+        after = _to_numpy(backbone({**input_data, "input_type_ids": other}))
+        if num_segments:
+            moved = np.abs(base["sequence_output"] - after["sequence_output"]).max()
+            assert moved > 1e-4, f"{num_segments} segments, but type ids change nothing"
+        else:
+            self.assertAllClose(base, after, atol=0, rtol=0,
+                                msg="no segment table, but type ids change outputs")
 
     def run_model_saving_test(self, model, input_data, atol=1e-6):
         """`.keras` save then load (safe mode) gives identical outputs."""

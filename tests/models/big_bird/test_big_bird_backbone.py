@@ -11,44 +11,23 @@ from kerasbert.models import BertBackbone
 from kerasbert.models import from_preset
 from kerasbert.models.big_bird import BigBirdBackbone
 from kerasbert.testing import TestCase
+from kerasbert.testing import tiny_encoder_config
+from kerasbert.testing import tiny_encoder_inputs
 
 # Blocks of 4, 1 random block: block-sparse above 28 tokens.
-KWARGS = dict(
-    vocabulary_size=50,
-    num_layers=2,
-    num_heads=2,
-    hidden_dim=16,
-    intermediate_dim=32,
-    max_sequence_length=64,
-    block_size=4,
-    num_random_blocks=1,
-)
-RNG = np.random.RandomState(3)
-INPUTS = {
-    "input_word_ids": RNG.randint(0, 50, (2, 40)).astype("int32"),
-    "input_mask": np.array([[1] * 40, [1] * 30 + [0] * 10], "int32"),
-    "input_type_ids": np.array([[0] * 20 + [1] * 20] * 2, "int32"),
-}
+KWARGS = tiny_encoder_config(max_sequence_length=64, block_size=4, num_random_blocks=1)
+INPUTS = tiny_encoder_inputs(length=40, padding=10)
 
 
 class TestBigBirdBackbone(TestCase):
     def test_backbone_basics(self):
-        # 40 tokens (sparse), then 20 (full) inside run_backbone_test.
-        self.run_backbone_test(
-            BigBirdBackbone,
-            KWARGS,
-            INPUTS,
-            expected_output_shape={
-                "sequence_output": (2, 40, 16),
-                "pooled_output": (2, 16),
-                "encoder_outputs": [(2, 40, 16), (2, 40, 16)],
-            },
-        )
+        # 40 tokens (sparse), then 20 (full) inside run_backbone_test; the
+        # padding and SavedModel checks (unknown length in the signature:
+        # the traced cond picks the path) run on the sparse path.
+        self.run_backbone_test(BigBirdBackbone, KWARGS, INPUTS)
 
-    def test_tf_hub_tensor_names_and_sparse_layers(self):
+    def test_sparse_layers(self):
         model = BigBirdBackbone(**KWARGS)
-        assert sorted(model.input) == ["input_mask", "input_type_ids", "input_word_ids"]
-        assert sorted(model.output) == ["encoder_outputs", "pooled_output", "sequence_output"]
         attention = [block.attention for block in model.transformer_layers]
         assert all(isinstance(a, BlockSparseSelfAttention) for a in attention)
         # One pattern per layer; every length up to the positions is covered.
@@ -75,22 +54,12 @@ class TestBigBirdBackbone(TestCase):
                       - np.asarray(big_bird(INPUTS)["sequence_output"]))
         assert diff.max() > 1e-3
 
-    def test_padding_is_invisible_to_real_tokens(self):
-        model = BigBirdBackbone(**KWARGS, dropout=0.0)
-        changed = {k: v.copy() for k, v in INPUTS.items()}
-        changed["input_word_ids"][1, 30:] = 7
-        a, b = model(INPUTS), model(changed)
-        self.assertAllClose(a["sequence_output"][1, :30], b["sequence_output"][1, :30],
-                            atol=1e-5)
-
-    def test_config_round_trip_and_saved_model(self):
+    def test_config_records_the_attention(self):
         model = BigBirdBackbone(**KWARGS)
         config = model.get_config()
         assert (config["attention"], config["block_size"], config["num_random_blocks"]) == (
             "bigbird", 4, 1)
         assert BigBirdBackbone.from_config(config).get_config() == config
-        # Unknown length in the signature: the traced cond picks the path.
-        self.run_saved_model_test(model, INPUTS)
 
     def test_masked_lm_pretrainer_runs_on_the_sparse_path(self):
         from kerasbert.tasks.bert_pretrainer import BertPretrainer
