@@ -304,6 +304,108 @@ class TestCase:
             self.assertAllClose(base, after, atol=0, rtol=0,
                                 msg="no segment table, but type ids change outputs")
 
+    # --- task models --------------------------------------------------------
+
+    def run_task_test(
+        self,
+        task,
+        input_data,
+        labels,
+        sample_weight=None,
+        compile_kwargs=None,
+        run_precision_check=True,
+        atol=1e-6,
+    ):
+        """Checks a fine-tuning task model (TextClassifier, TokenClassifier,
+        QuestionAnswerer, MultipleChoice, ...) on one batch, and returns the
+        model reloaded from `.keras` (for the caller's own checks):
+
+        - config round trip and registration (`run_serialization_test`);
+        - `compile(**compile_kwargs)` (the task's defaults; eager unless
+          `run_eagerly=False` is given) then one `fit` step: a finite loss,
+          one optimizer update whose gradients reach the optimizer state
+          (the first warm-up step may have a zero learning rate);
+        - `.keras` save/load in safe mode: same outputs, same loss and
+          optimizer config (schedule included), the optimizer state
+          (iteration count, moments) restored exactly, and the reloaded
+          model trains on with the same logs;
+        - `run_precision_check`: under mixed_float16 and mixed_bfloat16 (the
+          backbone's policy, which the task follows) the config keeps the
+          policy, compile wraps the optimizer in a LossScaleOptimizer only
+          under mixed_float16, and with the last example fully padded the
+          outputs are float32 and finite, and so are a `fit` step's loss
+          and the weights after it.
+        """
+        compile_kwargs = {"run_eagerly": True, **(compile_kwargs or {})}
+        cls = type(task)
+        self.run_serialization_test(task)
+        batch_size = len(np.asarray(input_data["input_word_ids"]))
+        fit_kwargs = dict(sample_weight=sample_weight, batch_size=batch_size, verbose=0)
+        task.compile(**compile_kwargs)
+        logs = task.fit(input_data, labels, **fit_kwargs).history
+        self.assertAllFinite(logs["loss"], "loss after one fit step")
+        assert int(task.optimizer.iterations) == 1
+        with tempfile.TemporaryDirectory() as tmp:
+            path = os.path.join(tmp, "task.keras")
+            task.save(path)
+            restored = keras.saving.load_model(path, safe_mode=True)
+        assert type(restored) is cls
+        self.assertAllClose(task(input_data), restored(input_data), atol=atol)
+        assert restored.optimizer is not None, "the optimizer was not restored"
+        assert restored.optimizer.get_config() == task.optimizer.get_config()
+        assert keras.saving.serialize_keras_object(restored.loss) == (
+            keras.saving.serialize_keras_object(task.loss)
+        )
+        state = _to_numpy(task.optimizer.variables)
+        assert [v.path for v in restored.optimizer.variables] == [
+            v.path for v in task.optimizer.variables
+        ]
+        self.assertAllClose(state, restored.optimizer.variables, atol=0, rtol=0)
+        moments = [
+            x for x, v in zip(state, task.optimizer.variables)
+            if "iteration" not in v.path
+        ]
+        assert any(np.any(x != 0) for x in moments), "no optimizer state to restore"
+        again = restored.fit(input_data, labels, **fit_kwargs).history
+        assert int(restored.optimizer.iterations) == 2
+        assert set(again) == set(logs), (sorted(again), sorted(logs))
+        self.assertAllFinite(again["loss"], "loss after reloading")
+        if run_precision_check:
+            self.run_task_precision_test(
+                task, input_data, labels, fit_kwargs, compile_kwargs
+            )
+        return restored
+
+    def run_task_precision_test(
+        self, task, input_data, labels, fit_kwargs, compile_kwargs
+    ):
+        """`task` rebuilt under each half-precision policy (see
+        `run_task_test`)."""
+        padded = dict(input_data)
+        padded["input_mask"] = np.array(input_data["input_mask"])
+        padded["input_mask"][-1] = 0  # An example with nothing to attend.
+        backbone_config = task.backbone.get_config()
+        for policy in HALF_POLICIES:
+            backbone = type(task.backbone).from_config(
+                {**backbone_config, "dtype": policy}
+            )
+            half = type(task).from_config(
+                {**task.get_config(), "backbone": backbone, "dtype": None}
+            )
+            assert half.dtype_policy.name == policy
+            revived = type(half).from_config(half.get_config())
+            assert revived.dtype_policy.name == policy
+            half.compile(**compile_kwargs)
+            scaled = isinstance(half.optimizer, keras.optimizers.LossScaleOptimizer)
+            assert scaled == (policy == "mixed_float16"), (policy, half.optimizer)
+            output = half(padded)
+            for x in keras.tree.flatten(output):
+                assert x.dtype == "float32", f"{x.dtype} output under {policy}"
+            self.assertAllFinite(output, f"under {policy}")
+            logs = half.fit(padded, labels, **fit_kwargs).history
+            self.assertAllFinite(logs["loss"], f"loss under {policy}")
+            self.assertAllFinite(half.trainable_weights, f"weights under {policy}")
+
     def run_model_saving_test(self, model, input_data, atol=1e-6):
         """`.keras` save then load (safe mode) gives identical outputs."""
         expected = model(input_data)

@@ -42,29 +42,12 @@ class TestMultipleChoice(TestCase):
         with pytest.raises(ValueError, match="num_choices must be >= 2"):
             MultipleChoice(micro_backbone(), num_choices=1)
 
-    def test_serialization_and_keras_saving(self):
-        model = MultipleChoice(micro_backbone(), num_choices=C)
-        revived = self.run_serialization_test(model)
-        assert revived.num_choices == C
+    def test_task_basics(self):
         x, y = batch()
-        model.compile(run_eagerly=True)
-        model.fit(x, y, batch_size=B, verbose=0)
-        restored = self.run_model_saving_test(model, x)
-        assert int(restored.optimizer.iterations) == 1
-        logs = restored.fit(x, y, batch_size=B, verbose=0).history
-        assert {"loss", "accuracy"} <= set(logs)
-
-    @pytest.mark.parametrize("policy", ["mixed_float16", "mixed_bfloat16"])
-    def test_mixed_precision_fit(self, policy):
-        keras.config.set_dtype_policy(policy)
         model = MultipleChoice(micro_backbone(), num_choices=C)
-        model.compile(run_eagerly=True)
-        scaled = isinstance(model.optimizer, keras.optimizers.LossScaleOptimizer)
-        assert scaled == (policy == "mixed_float16")
-        x, y = batch()
-        assert model(x).dtype == "float32"
-        history = model.fit(x, y, batch_size=B, verbose=0)
-        self.assertAllFinite(history.history["loss"])
+        restored = self.run_task_test(model, x, y)
+        assert restored.num_choices == C
+        assert {"loss", "accuracy"} <= set(restored.get_metrics_result())
 
 
 def test_learns_to_pick_the_overlapping_choice():

@@ -53,34 +53,14 @@ class TestTextClassifier(TestCase):
         logs = model.fit(features(), y, batch_size=B, verbose=0).history
         assert {"loss", "mae", "pearson"} <= set(logs)
 
-    def test_serialization_and_keras_saving(self):
+    def test_task_basics(self):
+        # Round trips (optimizer state and schedule too), one fit step, half
+        # precision with a fully padded row: the shared task checks.
         model = TextClassifier(micro_backbone(), num_classes=2, dropout=0.2)
-        revived = self.run_serialization_test(model)
-        assert revived.num_classes == 2 and revived.dropout == 0.2
-        x, y = features(), np.array([0, 1, 1, 0], "int32")
-        model.compile(run_eagerly=True, num_train_steps=10)
-        model.fit(x, y, batch_size=B, verbose=0)
-        restored = self.run_model_saving_test(model, x)
-        # Recompiled with its optimizer state and schedule.
-        assert int(restored.optimizer.iterations) == 1
+        restored = self.run_task_test(model, features(), np.array([0, 1, 1, 0], "int32"),
+                                      compile_kwargs={"num_train_steps": 10})
+        assert restored.num_classes == 2 and restored.dropout == 0.2
         assert restored.optimizer._learning_rate.decay_steps == 10
-        restored.fit(x, y, batch_size=B, verbose=0)
-
-    @pytest.mark.parametrize("policy", ["mixed_float16", "mixed_bfloat16"])
-    def test_mixed_precision_fit(self, policy):
-        model = TextClassifier(micro_backbone(dtype=policy), num_classes=2)
-        assert model.dtype_policy.name == policy
-        model.compile(run_eagerly=True)
-        scaled = isinstance(model.optimizer, keras.optimizers.LossScaleOptimizer)
-        assert scaled == (policy == "mixed_float16")
-        x = features()
-        x["input_mask"][-1] = 0  # a fully padded row stays finite
-        assert model(x).dtype == "float32"
-        history = model.fit(x, np.array([0, 1, 1, 0]), batch_size=B, verbose=0)
-        self.assertAllFinite(history.history["loss"])
-        self.assertAllFinite([w.numpy() for w in model.trainable_weights])
-        revived = TextClassifier.from_config(model.get_config())
-        assert revived.dtype_policy.name == policy
 
 
 def test_streaming_pearson_is_exact_over_batches():

@@ -100,29 +100,12 @@ class TestTokenClassifier(TestCase):
         np.testing.assert_allclose(again["loss"], results["loss"], rtol=1e-6)
         np.testing.assert_allclose(again["accuracy"], results["accuracy"])
 
-    def test_serialization_and_keras_saving(self):
-        model = TokenClassifier(micro_backbone(), num_labels=NUM_LABELS)
-        revived = self.run_serialization_test(model)
-        assert revived.num_labels == NUM_LABELS
+    def test_task_basics(self):
         x, y, w = batch()
-        model.compile(run_eagerly=True)
-        model.fit(x, y, sample_weight=w, batch_size=B, verbose=0)
-        restored = self.run_model_saving_test(model, x)
-        assert int(restored.optimizer.iterations) == 1
+        model = TokenClassifier(micro_backbone(), num_labels=NUM_LABELS)
+        restored = self.run_task_test(model, x, y, sample_weight=w)
+        assert restored.num_labels == NUM_LABELS
         assert restored.loss.reduction == "mean_with_sample_weight"
-        restored.fit(x, y, sample_weight=w, batch_size=B, verbose=0)
-
-    @pytest.mark.parametrize("policy", ["mixed_float16", "mixed_bfloat16"])
-    def test_mixed_precision_fit(self, policy):
-        keras.config.set_dtype_policy(policy)
-        model = TokenClassifier(micro_backbone(), num_labels=NUM_LABELS)
-        model.compile(run_eagerly=True)
-        scaled = isinstance(model.optimizer, keras.optimizers.LossScaleOptimizer)
-        assert scaled == (policy == "mixed_float16")
-        x, y, w = batch()
-        assert model(x).dtype == "float32"
-        history = model.fit(x, y, sample_weight=w, batch_size=B, verbose=0)
-        self.assertAllFinite(history.history["loss"])
 
 
 def test_learns_rule_labelled_entities():
