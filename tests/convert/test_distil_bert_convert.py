@@ -1,3 +1,6 @@
+import os
+import sys
+
 import keras_hub
 import numpy as np
 import pytest
@@ -11,39 +14,26 @@ from kerasbert.convert.bert_weights import set_bert_weights
 from kerasbert.models.distil_bert import DistilBertBackbone
 from kerasbert.testing import TestCase
 
+sys.path.insert(0, os.path.dirname(__file__))
+from peer_fixtures import hub_inputs  # noqa: E402
+from peer_fixtures import ours_inputs  # noqa: E402
+from peer_fixtures import padded_batch  # noqa: E402
+from peer_fixtures import randomize  # noqa: E402
+
 SIZE = dict(vocabulary_size=60, num_layers=2, num_heads=2, hidden_dim=16,
             intermediate_dim=32, max_sequence_length=12)
 
 
-def randomize(model, seed=0):
-    """Random values everywhere (LayerNorm and biases too), so a mapping
-    mistake cannot hide behind ones and zeros."""
-    rng = np.random.default_rng(seed)
-    for w in model.weights:
-        w.assign(rng.normal(0, 0.2, w.shape).astype(w.dtype))
-    return model
-
-
-def padded_batch(vocab, batch_size=3, length=10, seed=1):
-    rng = np.random.default_rng(seed)
-    ids = rng.integers(0, vocab, (batch_size, length), dtype="int32")
-    mask = np.ones((batch_size, length), "int32")
-    for i in range(1, batch_size):
-        mask[i, length - 3 * i:] = 0  # Rows padded by 3, 6, ... tokens.
-    return ids, mask
-
-
 def ours_out(model, ids, mask):
-    return model({"input_word_ids": ids, "input_mask": mask,
-                  "input_type_ids": np.zeros_like(ids)})["sequence_output"]
+    return model(ours_inputs(ids, mask))["sequence_output"]
 
 
 class TestDistilBertKerasHubConversion(TestCase):
     def test_parity_on_padded_rows(self):
         peer = randomize(keras_hub.models.DistilBertBackbone(**SIZE))
         ours = distil_bert_from_keras_hub(peer)
-        ids, mask = padded_batch(60)
-        expected = peer({"token_ids": ids, "padding_mask": mask})
+        ids, mask, _ = padded_batch(60)
+        expected = peer(hub_inputs(ids, mask))
         np.testing.assert_allclose(np.asarray(ours_out(ours, ids, mask)),
                                    np.asarray(expected), atol=1e-5)
         assert ours.count_params() == peer.count_params()
@@ -58,9 +48,9 @@ class TestDistilBertKerasHubConversion(TestCase):
     def test_round_trip_back_to_keras_hub(self):
         ours = randomize(DistilBertBackbone(**SIZE), seed=5)
         peer = distil_bert_to_keras_hub(ours)
-        ids, mask = padded_batch(60, seed=2)
+        ids, mask, _ = padded_batch(60, seed=2)
         np.testing.assert_allclose(
-            np.asarray(peer({"token_ids": ids, "padding_mask": mask})),
+            np.asarray(peer(hub_inputs(ids, mask))),
             np.asarray(ours_out(ours, ids, mask)), atol=1e-5)
         again = distil_bert_from_keras_hub(peer)
         for a, b in zip(ours.get_weights(), again.get_weights()):
@@ -85,7 +75,7 @@ class TestDistilBertKerasHubConversion(TestCase):
             intermediate_dim=3072, max_sequence_length=512)
         ours = distil_bert_from_keras_hub(peer)
         assert ours.count_params() == peer.count_params() == 66362880
-        ids, mask = padded_batch(30522, length=128)
+        ids, mask, _ = padded_batch(30522, length=128)
         np.testing.assert_allclose(np.asarray(ours_out(ours, ids, mask)),
-                                   np.asarray(peer({"token_ids": ids, "padding_mask": mask})),
+                                   np.asarray(peer(hub_inputs(ids, mask))),
                                    atol=1e-4)

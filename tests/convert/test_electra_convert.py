@@ -3,6 +3,9 @@ with `embedding_width` (the discriminator network of tf-models-official's
 ElectraPretrainer), same (random) weights, padded batch, float32 outputs
 within 1e-5."""
 
+import os
+import sys
+
 import keras_hub
 import numpy as np
 import pytest
@@ -14,6 +17,14 @@ from kerasbert.convert.electra_weights import get_electra_weights
 from kerasbert.convert.electra_weights import set_electra_weights
 from kerasbert.models import ElectraBackbone
 
+sys.path.insert(0, os.path.dirname(__file__))
+from peer_fixtures import hub_inputs  # noqa: E402
+from peer_fixtures import max_diff  # noqa: E402
+from peer_fixtures import ours_inputs  # noqa: E402
+from peer_fixtures import padded_batch  # noqa: E402
+from peer_fixtures import randomize  # noqa: E402
+from peer_fixtures import tf_models_encoder  # noqa: E402
+
 # keras-hub's names; vocabulary 60, E=8 -> H=16 (ELECTRA-Small's factorisation).
 HUB_TINY = dict(vocab_size=60, num_layers=3, num_heads=2, embedding_dim=8, hidden_dim=16,
                 intermediate_dim=32, max_sequence_length=12)
@@ -22,55 +33,25 @@ OURS_TINY = dict(vocabulary_size=60, num_layers=3, num_heads=2, embedding_dim=8,
                  activation="gelu_approximate")
 
 
-def randomize(weights, seed=0):
-    """Random values everywhere (LayerNorm and biases too), so a mapping
-    mistake cannot hide behind ones and zeros."""
-    rng = np.random.default_rng(seed)
-    for w in weights:
-        w.assign(rng.normal(0, 0.2, w.shape).astype("float32"))
-
-
-def batch(vocab, batch_size=3, length=10, seed=1):
-    rng = np.random.default_rng(seed)
-    ids = rng.integers(0, vocab, (batch_size, length), dtype="int32")
-    mask = np.ones((batch_size, length), "int32")
-    for i in range(1, batch_size):
-        mask[i, length - 3 * i:] = 0  # Rows padded by 3, 6 tokens.
-    types = (np.arange(length) >= length // 2).astype("int32")[None].repeat(batch_size, 0)
-    return ids * mask, mask, types * mask
-
-
-def ours_inputs(ids, mask, types):
-    return {"input_word_ids": ids, "input_mask": mask, "input_type_ids": types}
-
-
-def hub_inputs(ids, mask, types):
-    return {"token_ids": ids, "padding_mask": mask, "segment_ids": types}
-
-
-def max_diff(expected, got, keys=("sequence_output", "pooled_output")):
-    return max(float(np.max(np.abs(np.asarray(got[k]) - np.asarray(expected[k])))) for k in keys)
-
-
 class TestKerasHub:
     @pytest.mark.parametrize("embedding_dim", [8, 16])  # factorised, and E == H
     def test_parity(self, embedding_dim):
         peer = keras_hub.models.ElectraBackbone(**{**HUB_TINY, "embedding_dim": embedding_dim})
-        randomize(peer.weights, seed=embedding_dim)
+        randomize(peer, seed=embedding_dim)
         ours = from_keras_hub(peer)
         assert isinstance(ours, ElectraBackbone) and ours.activation == "gelu_approximate"
         assert ours.count_params() == peer.count_params()
         assert (ours.embeddings.projection is None) == (embedding_dim == 16)
-        data = batch(60)
+        data = padded_batch(60)
         diff = max_diff(peer(hub_inputs(*data)), ours(ours_inputs(*data)))
         assert diff <= 1e-5, diff
 
     def test_round_trip(self):
         ours = ElectraBackbone(**OURS_TINY)
-        randomize(ours.weights, seed=5)
+        randomize(ours, seed=5)
         peer = to_keras_hub(ours)
         assert isinstance(peer, keras_hub.models.ElectraBackbone)
-        data = batch(60)
+        data = padded_batch(60)
         assert max_diff(ours(ours_inputs(*data)), peer(hub_inputs(*data))) <= 1e-5
         back = from_keras_hub(peer)
         a, b = get_electra_weights(ours), get_electra_weights(back)
@@ -89,7 +70,7 @@ class TestKerasHub:
         randomize(disc.weights + gen.weights, seed=9)
         peer = to_keras_hub(gen)
         assert peer.count_params() == gen.count_params()
-        data = batch(60)
+        data = padded_batch(60)
         assert max_diff(gen(ours_inputs(*data)), peer(hub_inputs(*data))) <= 1e-5
         with pytest.raises(ValueError, match="overwrite the owner's tables"):
             set_electra_weights(gen, get_electra_weights(gen))
@@ -107,7 +88,7 @@ class TestKerasHub:
             intermediate_dim=1024)
         ours = from_keras_hub(peer)
         assert ours.count_params() == peer.count_params() == 13_548_800
-        data = batch(30522, length=64)
+        data = padded_batch(30522, length=64)
         assert max_diff(peer(hub_inputs(*data)), ours(ours_inputs(*data))) <= 1e-5
 
 
@@ -120,14 +101,7 @@ def tf_models_discriminator(**overrides):
     config = dict(vocab_size=60, embedding_width=8, hidden_size=16, num_layers=3,
                   num_attention_heads=2, max_sequence_length=12, type_vocab_size=2,
                   inner_dim=32, dict_outputs=True)
-    encoder = networks.BertEncoder(**{**config, **overrides})
-    rng = np.random.default_rng(7)
-    for v in encoder.weights:
-        value = rng.normal(0, 0.2, v.shape)
-        if "gamma" in v.name:
-            value += 1.0
-        v.assign(value.astype("float32"))
-    return encoder
+    return tf_models_encoder(networks.BertEncoder, **{**config, **overrides})
 
 
 class TestTfModels:
@@ -136,7 +110,7 @@ class TestTfModels:
         ours = electra_from_tf_models(encoder)
         assert isinstance(ours, ElectraBackbone) and ours.embedding_dim == 8
         assert ours.count_params() == encoder.count_params()
-        data = ours_inputs(*batch(60))
+        data = ours_inputs(*padded_batch(60))
         expected, got = encoder(data), ours(data)
         assert max_diff(expected, got) <= 1e-5
         for e, g in zip(expected["encoder_outputs"], got["encoder_outputs"]):
@@ -195,7 +169,7 @@ class TestTfModelsPretrainer:
         for block, src in zip(ours.generator.transformer_layers, gen["layers"]):
             set_block_weights(block, src)
 
-        ids, mask, types = batch(60, seed=4)
+        ids, mask, types = padded_batch(60, seed=4)
         positions = np.array([[1, 2, 4]] * 3, "int32")
         inputs = {"input_word_ids": ids, "input_mask": mask, "input_type_ids": types,
                   "masked_lm_positions": positions,

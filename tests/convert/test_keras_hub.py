@@ -1,5 +1,7 @@
+import os
+import sys
+
 import keras_hub
-import numpy as np
 import pytest
 
 from kerasbert.convert import from_keras_hub
@@ -7,35 +9,18 @@ from kerasbert.convert import to_keras_hub
 from kerasbert.models import BertBackbone
 from kerasbert.testing import TestCase
 
-
-def randomize(model, seed=0):
-    """Random values everywhere (LayerNorm and biases too), so a mapping
-    mistake cannot hide behind ones and zeros."""
-    rng = np.random.default_rng(seed)
-    for w in model.weights:
-        w.assign(rng.normal(0, 0.2, w.shape).astype(w.dtype))
-    return model
-
-
-def batch(vocab, batch_size=3, length=10, seed=1):
-    rng = np.random.default_rng(seed)
-    ids = rng.integers(0, vocab, (batch_size, length), dtype="int32")
-    mask = np.ones((batch_size, length), "int32")
-    for i in range(1, batch_size):
-        mask[i, length - 3 * i :] = 0  # Rows padded by 3, 6, ... tokens.
-    types = (np.arange(length) >= length // 2).astype("int32")[None].repeat(batch_size, 0)
-    return ids, mask, types
+sys.path.insert(0, os.path.dirname(__file__))
+from peer_fixtures import assert_close  # noqa: E402
+from peer_fixtures import hub_inputs  # noqa: E402
+from peer_fixtures import ours_inputs  # noqa: E402
+from peer_fixtures import padded_batch  # noqa: E402
+from peer_fixtures import randomize  # noqa: E402
 
 
 def check_parity(peer, seq_len=10, atol=1e-5):
     ours = from_keras_hub(peer)
-    ids, mask, types = batch(peer.vocabulary_size, length=seq_len)
-    expected = peer({"token_ids": ids, "padding_mask": mask, "segment_ids": types})
-    got = ours({"input_word_ids": ids, "input_mask": mask, "input_type_ids": types})
-    for key in ("sequence_output", "pooled_output"):
-        np.testing.assert_allclose(
-            np.asarray(got[key]), np.asarray(expected[key]), atol=atol, err_msg=key
-        )
+    data = padded_batch(peer.vocabulary_size, length=seq_len)
+    assert_close(peer(hub_inputs(*data)), ours(ours_inputs(*data)), atol=atol)
     return ours
 
 
@@ -57,10 +42,10 @@ class TestKerasHubConversion(TestCase):
         )
         randomize(ours, seed=5)
         peer = to_keras_hub(ours)
-        ids, mask, types = batch(60)
+        data = padded_batch(60)
         self.assertAllClose(
-            ours({"input_word_ids": ids, "input_mask": mask, "input_type_ids": types})["pooled_output"],
-            peer({"token_ids": ids, "padding_mask": mask, "segment_ids": types})["pooled_output"],
+            ours(ours_inputs(*data))["pooled_output"],
+            peer(hub_inputs(*data))["pooled_output"],
             atol=1e-5,
         )
 

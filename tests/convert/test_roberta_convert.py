@@ -1,3 +1,6 @@
+import os
+import sys
+
 import keras_hub
 import numpy as np
 import pytest
@@ -11,36 +14,16 @@ from kerasbert.convert.roberta_weights import save_position_embeddings
 from kerasbert.models.roberta import RobertaBackbone
 from kerasbert.testing import TestCase
 
+sys.path.insert(0, os.path.dirname(__file__))
+from peer_fixtures import hub_inputs  # noqa: E402
+from peer_fixtures import ours_inputs  # noqa: E402
+from peer_fixtures import padded_batch  # noqa: E402
+from peer_fixtures import randomize  # noqa: E402
+
 CONFIG = dict(
     vocabulary_size=60, num_layers=2, num_heads=2, hidden_dim=16,
     intermediate_dim=32, max_sequence_length=12,
 )
-
-
-def randomize(model, seed=0):
-    """Random values everywhere (LayerNorm and biases too), so a mapping
-    mistake cannot hide behind ones and zeros."""
-    rng = np.random.default_rng(seed)
-    for w in model.weights:
-        w.assign(rng.normal(0, 0.2, w.shape).astype(w.dtype))
-    return model
-
-
-def padded_batch(vocab, batch_size=3, length=10, seed=1):
-    rng = np.random.default_rng(seed)
-    ids = rng.integers(0, vocab, (batch_size, length), dtype="int32")
-    mask = np.ones((batch_size, length), "int32")
-    for i in range(1, batch_size):
-        mask[i, length - 3 * i :] = 0  # Rows padded by 3, 6, ... tokens.
-    return ids, mask
-
-
-def ours_inputs(ids, mask):
-    return {
-        "input_word_ids": ids,
-        "input_mask": mask,
-        "input_type_ids": np.zeros_like(ids),
-    }
 
 
 class TestRobertaKerasHubConversion(TestCase):
@@ -48,8 +31,8 @@ class TestRobertaKerasHubConversion(TestCase):
         peer = randomize(keras_hub.models.RobertaBackbone(**CONFIG))
         ours = roberta_from_keras_hub(peer)
         assert ours.count_params() == peer.count_params()
-        ids, mask = padded_batch(60)
-        expected = np.asarray(peer({"token_ids": ids, "padding_mask": mask}))
+        ids, mask, _ = padded_batch(60)
+        expected = np.asarray(peer(hub_inputs(ids, mask)))
         got = ours(ours_inputs(ids, mask))
         np.testing.assert_allclose(
             np.asarray(got["sequence_output"]), expected, atol=1e-5
@@ -61,10 +44,10 @@ class TestRobertaKerasHubConversion(TestCase):
     def test_round_trip_back_to_keras_hub(self):
         ours = randomize(RobertaBackbone(**CONFIG), seed=5)
         peer = roberta_to_keras_hub(ours)
-        ids, mask = padded_batch(60)
+        ids, mask, _ = padded_batch(60)
         self.assertAllClose(
             ours(ours_inputs(ids, mask))["sequence_output"],
-            peer({"token_ids": ids, "padding_mask": mask}),
+            peer(hub_inputs(ids, mask)),
             atol=1e-5,
         )
         again = roberta_from_keras_hub(peer)
@@ -86,10 +69,10 @@ class TestRobertaKerasHubConversion(TestCase):
         )
         ours = roberta_from_keras_hub(peer)
         assert ours.count_params() == 124_052_736
-        ids, mask = padded_batch(50265, length=64)
+        ids, mask, _ = padded_batch(50265, length=64)
         np.testing.assert_allclose(
             np.asarray(ours(ours_inputs(ids, mask))["sequence_output"]),
-            np.asarray(peer({"token_ids": ids, "padding_mask": mask})),
+            np.asarray(peer(hub_inputs(ids, mask))),
             atol=1e-4,
         )
 
@@ -161,9 +144,9 @@ class TestHuggingFaceLayout(TestCase):
         loaded = set_roberta_weights(
             RobertaBackbone(**CONFIG), roberta_weights_from_hf(hf, max_sequence_length=12)
         )
-        ids, mask = padded_batch(60)
+        ids, mask, _ = padded_batch(60)
         np.testing.assert_allclose(
             np.asarray(loaded(ours_inputs(ids, mask))["sequence_output"]),
-            np.asarray(peer({"token_ids": ids, "padding_mask": mask})),
+            np.asarray(peer(hub_inputs(ids, mask))),
             atol=1e-5,
         )

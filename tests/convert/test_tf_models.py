@@ -1,5 +1,8 @@
 """Model Garden BertEncoder -> BertBackbone: parity on shared weights."""
 
+import os
+import sys
+
 import numpy as np
 import pytest
 import tensorflow as tf
@@ -9,6 +12,10 @@ from official.nlp.modeling import networks
 from kerasbert.convert import from_tf_models
 from kerasbert.convert import from_tf_models_checkpoint
 from kerasbert.convert.tf_models import detect_activation
+
+sys.path.insert(0, os.path.dirname(__file__))
+from peer_fixtures import assert_close_on_real_tokens  # noqa: E402
+from peer_fixtures import tf_models_encoder  # noqa: E402
 
 VOCAB, LAYERS, HIDDEN, HEADS, INNER, SEQ, POSITIONS = 60, 2, 16, 2, 32, 12, 24
 
@@ -39,23 +46,8 @@ def _inputs(seed=0, batch=3):
     return dict(input_word_ids=ids, input_mask=mask, input_type_ids=types)
 
 
-def _randomise(encoder, seed=1):
-    """Non-default values everywhere (LayerNorm gammas/betas, biases too),
-    so a tensor mapped to the wrong place cannot go unnoticed."""
-    rng = np.random.default_rng(seed)
-    for v in encoder.weights:
-        if "gamma" in v.name:
-            value = 1.0 + 0.2 * rng.standard_normal(v.shape)
-        else:
-            value = 0.2 * rng.standard_normal(v.shape)
-        v.assign(value.astype("float32"))
-
-
 def _encoder(cls=networks.BertEncoder, **overrides):
-    encoder = cls(**{**CONFIG, **overrides})
-    encoder(_inputs())  # BertEncoderV2 builds on first call.
-    _randomise(encoder)
-    return encoder
+    return tf_models_encoder(cls, seed=1, **{**CONFIG, **overrides})
 
 
 def _peer_outputs(encoder, inputs):
@@ -68,15 +60,7 @@ def _peer_outputs(encoder, inputs):
 def _assert_parity(encoder, ours, seed=0):
     inputs = _inputs(seed)
     want_seq, want_pooled = _peer_outputs(encoder, inputs)
-    got = ours(inputs)
-    mask = inputs["input_mask"].astype(bool)
-    # Padded positions are garbage in both models; compare real tokens only.
-    np.testing.assert_allclose(
-        np.asarray(got["sequence_output"])[mask], want_seq[mask], atol=1e-5, rtol=0
-    )
-    np.testing.assert_allclose(
-        np.asarray(got["pooled_output"]), want_pooled, atol=1e-5, rtol=0
-    )
+    assert_close_on_real_tokens(ours(inputs), want_seq, want_pooled, inputs["input_mask"])
 
 
 @pytest.mark.parametrize("cls", [networks.BertEncoder, networks.BertEncoderV2])
