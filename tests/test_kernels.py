@@ -24,13 +24,13 @@ def _value_and_grads(fn, x, variables, upstream):
 
 
 @pytest.mark.parametrize("soft_cap", [None, 3.0])
-def test_tied_decoder_logits_equal_the_reverse_embedding(soft_cap):
+def test_decoder_logits_equal_the_reverse_embedding(soft_cap):
     """Values and both gradients; a soft-capped table takes Keras' path."""
     table = keras.layers.ReversibleEmbedding(37, 8, logit_soft_cap=soft_cap)
     table.build((None,))
     x = tf.constant(RNG.normal(size=(3, 5, 8)).astype("float32"))
     upstream = tf.constant(RNG.normal(size=(3, 5, 37)).astype("float32"))
-    got = _value_and_grads(lambda h: kernels.tied_decoder_logits(h, table), x,
+    got = _value_and_grads(lambda h: kernels.decoder_logits(h, table), x,
                            [table.embeddings], upstream)
     want = _value_and_grads(lambda h: table(h, reverse=True), x, [table.embeddings], upstream)
     for a, b in zip(got, want):
@@ -38,24 +38,37 @@ def test_tied_decoder_logits_equal_the_reverse_embedding(soft_cap):
 
 
 @pytest.mark.parametrize("soft_cap", [None, 3.0])
-def test_vocabulary_major_logits_are_the_transpose(soft_cap):
-    """[N, E] rows -> [V, N] = the [N, V] logits transposed, with equal
-    gradients, under XLA too; a soft-capped table takes Keras' path."""
-    table = keras.layers.ReversibleEmbedding(37, 8, logit_soft_cap=soft_cap)
-    table.build((None,))
-    x = tf.constant(RNG.normal(size=(6, 8)).astype("float32"))
-    upstream = tf.constant(RNG.normal(size=(37, 6)).astype("float32"))
-    want = _value_and_grads(lambda h: tf.transpose(table(h, reverse=True)), x,
-                            [table.embeddings], upstream)
-    by_vocab = lambda h: kernels.tied_decoder_logits(h, table, vocabulary_major=True)  # noqa: E731
-    for fn in (by_vocab, tf.function(by_vocab, jit_compile=True)):
-        got = _value_and_grads(fn, x, [table.embeddings], upstream)
-        assert got[0].shape == (37, 6)
-        for a, b in zip(got, want):
-            np.testing.assert_allclose(a, b, rtol=1e-5, atol=1e-5)
+@pytest.mark.parametrize("with_bias", [False, True])
+def test_decoder_cross_entropy_equals_the_loss_of_the_logits(soft_cap, with_bias):
+    """The fused decoder + cross-entropy (vocabulary-major inside) gives the
+    cross-entropy, hits and gradients (hidden states, table, bias) of
+    `token_cross_entropy` on `decoder_logits`, eagerly and under XLA; for a
+    tied embedding and an untied [V, E] kernel."""
+    embedding = keras.layers.ReversibleEmbedding(37, 8, logit_soft_cap=soft_cap)
+    embedding.build((None,))
     kernel = tf.Variable(RNG.normal(size=(37, 8)).astype("float32"))
-    np.testing.assert_allclose(kernels.decoder_logits(x, kernel, vocabulary_major=True),
-                               tf.transpose(kernels.decoder_logits(x, kernel)), rtol=1e-5, atol=1e-5)
+    bias = tf.Variable(RNG.normal(size=37).astype("float32")) if with_bias else None
+    x = tf.constant(RNG.normal(size=(2, 3, 8)).astype("float32"))
+    labels = tf.constant(RNG.integers(0, 37, (2, 3)).astype("int32"))
+    upstream = tf.constant(RNG.normal(size=(2, 3)).astype("float32"))
+    for decoder, table in ((embedding, embedding.embeddings), (kernel, kernel)):
+        variables = [table] + ([bias] if with_bias else [])
+
+        def plain(h):
+            return kernels.token_cross_entropy(kernels.decoder_logits(h, decoder, bias), labels)[0]
+
+        def fused(h):
+            return kernels.decoder_cross_entropy(h, labels, decoder, bias)[0]
+
+        want = _value_and_grads(plain, x, variables, upstream)
+        for fn in (fused, tf.function(fused, jit_compile=True)):
+            got = _value_and_grads(fn, x, variables, upstream)
+            assert got[0].shape == (2, 3)
+            for a, b in zip(got, want):
+                np.testing.assert_allclose(a, b, rtol=1e-5, atol=1e-5)
+        hits = kernels.decoder_cross_entropy(x, labels, decoder, bias)[1]
+        plain_hits = kernels.token_cross_entropy(kernels.decoder_logits(x, decoder, bias), labels)[1]
+        np.testing.assert_array_equal(hits, plain_hits)
 
 
 @pytest.mark.parametrize("shape", [(7, 8), (2, 3, 8), (2, 3, 4, 8)])
@@ -119,7 +132,7 @@ from kerasbert.layers import Dropout
 table = keras.layers.ReversibleEmbedding(13, 4)
 table.build((None,))
 x = np.random.default_rng(0).normal(size=(2, 3, 4)).astype("float32")
-a = keras.ops.convert_to_numpy(kernels.tied_decoder_logits(x, table))
+a = keras.ops.convert_to_numpy(kernels.decoder_logits(x, table))
 b = keras.ops.convert_to_numpy(table(x, reverse=True))
 assert np.abs(a - b).max() < 1e-6
 y = keras.ops.convert_to_numpy(Dropout(0.5, seed=1)(np.ones((64, 64), "float32"), training=True))

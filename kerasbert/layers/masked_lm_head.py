@@ -30,18 +30,15 @@ class MaskedLMHead(keras.layers.Layer):
     Call args:
         sequence_output: float tensor [B, T, H].
         masked_positions: int tensor [B, P].
-        vocabulary_major: bool. Return the same logits as [V, B * P]
-            (column b * P + p is position p of row b), the decoder product
-            computed as table @ x^T (`kernels.decoder_logits`). Forward +
-            backward of the decoder and the cross-entropy for 320 x 30522
-            logits on 2 CPU cores: 168 -> 110 ms with TensorFlow + XLA,
-            259 -> 198 ms with JAX, 105 vs 108 ms without XLA. Pretrainers
-            train on it (`token_cross_entropy(..., axis=0)`).
 
     Returns:
-        float32 logits [B, P, V], or [V, B * P] with `vocabulary_major`
-        (float32 even under mixed precision, so the loss is computed
-        stably).
+        float32 logits [B, P, V] (float32 even under mixed precision, so the
+        loss is computed stably).
+
+    A loss reads `hidden(...)` (the transformed [B, P, E] vectors) and
+    `cross_entropy(hidden, labels)`, which never builds the [B, P, V]
+    logits (`kernels.decoder_cross_entropy` picks the faster layout); a
+    training step that does not read the logits does not compute them.
     """
 
     def __init__(
@@ -102,28 +99,31 @@ class MaskedLMHead(keras.layers.Layer):
         )
         self.built = True
 
-    def call(self, sequence_output, masked_positions, vocabulary_major=False):
-        positions = ops.cast(masked_positions, "int32")
-        gathered = ops.take_along_axis(
-            sequence_output, ops.expand_dims(positions, -1), axis=1
-        )
-        x = self.layer_norm(self.dense(gathered))
-        bias = ops.cast(self.output_bias, "float32")
-        if vocabulary_major:
-            x = ops.reshape(x, (-1, self.embedding_dim))  # [B * P, E] rows
-            bias = ops.expand_dims(bias, -1)
-        if self.token_embedding is None:
-            logits = kernels.decoder_logits(x, self.decoder_kernel, vocabulary_major)
-        else:
-            logits = kernels.tied_decoder_logits(x, self.token_embedding, vocabulary_major)
-        return ops.cast(logits, "float32") + bias
+    @property
+    def decoder(self):
+        """The [V, E] decoder: the tied token embedding or the own kernel."""
+        return self.decoder_kernel if self.token_embedding is None else self.token_embedding
 
-    def compute_output_shape(self, sequence_output_shape, masked_positions_shape,
-                             vocabulary_major=False):
-        if vocabulary_major:
-            batch, predictions = masked_positions_shape
-            rows = None if batch is None or predictions is None else batch * predictions
-            return (self.vocabulary_size, rows)
+    def hidden(self, sequence_output, masked_positions):
+        """[B, T, H] states -> the transformed [B, P, E] vectors the decoder
+        scores (gathered first: the projection costs P x V, not T x V)."""
+        positions = ops.cast(masked_positions, "int32")
+        gathered = ops.take_along_axis(sequence_output, ops.expand_dims(positions, -1), axis=1)
+        return self.layer_norm(self.dense(gathered))
+
+    def logits(self, hidden):
+        """float32 [B, P, V] of `hidden` ([B, P, E])."""
+        return kernels.decoder_logits(hidden, self.decoder, self.output_bias)
+
+    def cross_entropy(self, hidden, labels):
+        """(cross-entropy, hits) float32 [B, P] of int `labels` [B, P] under
+        `logits(hidden)`, without building them."""
+        return kernels.decoder_cross_entropy(hidden, labels, self.decoder, self.output_bias)
+
+    def call(self, sequence_output, masked_positions):
+        return self.logits(self.hidden(sequence_output, masked_positions))
+
+    def compute_output_shape(self, sequence_output_shape, masked_positions_shape):
         return tuple(masked_positions_shape) + (self.vocabulary_size,)
 
     def get_config(self):

@@ -3,13 +3,11 @@
 import keras
 from keras import ops
 
-from kerasbert import kernels
 from kerasbert.layers import MaskedLMHead
 from kerasbert.layers import padding_mask_to_attention_bias
 from kerasbert.layers import NextSentenceHead
 from kerasbert.tasks.pretraining_task import PretrainingTask
-from kerasbert.tasks.token_cross_entropy import token_cross_entropy
-from kerasbert.tasks.token_cross_entropy import vocabulary_major_cross_entropy
+from kerasbert.kernels import token_cross_entropy
 
 OBJECTIVES = (("mlm", "nsp"), ("mlm", "sop"), ("mlm",))
 BACKBONE_INPUTS = ("input_word_ids", "input_mask", "input_type_ids")
@@ -42,19 +40,19 @@ def _validate_objectives(objectives):
     return objectives
 
 
-def masked_lm_elementwise(logits, ids, weights):
+def masked_lm_elementwise(head, outputs, ids, weights):
     """Per-prediction masked-LM values (float32 [B, P] each): "mlm_ce" the
-    cross-entropy of `ids` under `logits`, "mlm_hits" 1 where the id's
-    logit is the largest, "mlm_weights" the prediction weights (0 =
-    padding).
+    cross-entropy of `ids`, "mlm_hits" 1 where the id's logit is the
+    largest, "mlm_weights" the prediction weights (0 = padding).
 
-    logits: float [B, P, V], or the vocabulary-major [V, B * P] of
-    `MaskedLMHead(..., vocabulary_major=True)` (faster under XLA)."""
+    Read from `outputs["mlm_hidden"]` through `head.cross_entropy` (which
+    never builds the [B, P, V] logits, see `kernels.decoder_cross_entropy`)
+    when present, else from `outputs["mlm_logits"]`."""
     ids = ops.cast(ids, "int32")
-    if len(logits.shape) == len(ids.shape) + 1:  # [B, P, V]
-        ce, hits = token_cross_entropy(logits, ids)
-    else:  # [V, B * P]
-        ce, hits = vocabulary_major_cross_entropy(logits, ids)
+    if "mlm_hidden" in outputs:
+        ce, hits = head.cross_entropy(outputs["mlm_hidden"], ids)
+    else:
+        ce, hits = token_cross_entropy(outputs["mlm_logits"], ids)
     return {"mlm_ce": ce, "mlm_hits": hits, "mlm_weights": ops.cast(weights, "float32")}
 
 
@@ -114,11 +112,12 @@ class BertPretrainer(PretrainingTask):
             (the labels) are ignored.
 
     Returns:
-        dict: `mlm_logits` float32 [B, P, vocabulary_size] and, with a
-        sentence objective, `sentence_logits` float32 [B, 2]. With
-        training=True also `mlm_vocab_logits`: the MLM logits
-        vocabulary-major, float32 [vocabulary_size, B * P], which the loss
-        reads.
+        dict, the same keys in training and inference: `mlm_logits`
+        float32 [B, P, vocabulary_size], `mlm_hidden` [B, P, E] (the
+        transformed vectors the loss decodes, `MaskedLMHead.cross_entropy`;
+        a training step that does not read `mlm_logits` never computes
+        them) and, with a sentence objective, `sentence_logits` float32
+        [B, 2].
 
     Metrics (in `fit`/`evaluate` logs): `loss`, `mlm_loss`, `mlm_accuracy`
     (weighted by masked_lm_weights), and with a sentence objective
@@ -208,25 +207,17 @@ class BertPretrainer(PretrainingTask):
         return result
 
     def _mlm_outputs(self, sequence_output, masked_positions, training):
-        """{"mlm_logits": [B, P, V]}; in training also "mlm_vocab_logits",
-        the same logits vocabulary-major ([V, B * P]), from which the loss
-        is computed (much faster under XLA, see `MaskedLMHead`).
-        "mlm_logits" is then their transpose, which a training step that
-        does not read it never computes."""
-        if not training:
-            return {"mlm_logits": self.masked_lm_head(sequence_output, masked_positions)}
-        by_vocab = self.masked_lm_head(sequence_output, masked_positions, vocabulary_major=True)
-        logits = kernels.batch_major(by_vocab, ops.shape(masked_positions))
-        return {"mlm_logits": logits, "mlm_vocab_logits": by_vocab}
+        """{"mlm_logits": [B, P, V], "mlm_hidden": [B, P, E]}."""
+        del training  # the head has no dropout
+        hidden = self.masked_lm_head.hidden(sequence_output, masked_positions)
+        return {"mlm_logits": self.masked_lm_head.logits(hidden), "mlm_hidden": hidden}
 
     # --- losses -----------------------------------------------------------
 
     def _elementwise(self, features, outputs):
         """Per-position / per-example float32 cross-entropy and hits."""
-        logits = outputs.get("mlm_vocab_logits", outputs["mlm_logits"])
-        out = masked_lm_elementwise(
-            logits, features["masked_lm_ids"], features["masked_lm_weights"]
-        )
+        out = masked_lm_elementwise(self.masked_lm_head, outputs, features["masked_lm_ids"],
+                                    features["masked_lm_weights"])
         if self.next_sentence_head is not None:
             s_logits = ops.cast(outputs["sentence_logits"], "float32")
             labels = ops.reshape(

@@ -11,14 +11,13 @@ generates with `generate` (greedy, top-k, top-p, temperature).
 import keras
 from keras import ops
 
-from kerasbert.kernels import batch_major
-from kerasbert.kernels import tied_decoder_logits
+from kerasbert.kernels import decoder_cross_entropy
+from kerasbert.kernels import decoder_logits
+from kerasbert.kernels import token_cross_entropy
 from kerasbert.models.gpt import GptBackbone
 from kerasbert.tasks.pretraining_task import PretrainingTask
 from kerasbert.tasks.pretraining_task import cross_replica_sum
 from kerasbert.tasks.pretraining_task import num_replicas
-from kerasbert.tasks.token_cross_entropy import token_cross_entropy
-from kerasbert.tasks.token_cross_entropy import vocabulary_major_cross_entropy
 
 BACKBONE_INPUTS = ("input_word_ids", "input_mask", "input_type_ids")
 STRATEGIES = ("greedy", "top_k", "top_p")
@@ -50,29 +49,25 @@ def backbone_features(inputs):
     return features
 
 
-def tied_logits(backbone, sequence_output, vocabulary_major=False):
-    """float32 logits of the tied decoder (hidden @ embedding^T): [B, T, V],
-    or with `vocabulary_major` [V, B * T] (column b * T + t is row b's
-    position t; the faster layout for the loss, see
-    `kerasbert.kernels.decoder_logits`)."""
-    if vocabulary_major:
-        sequence_output = ops.reshape(sequence_output, (-1, ops.shape(sequence_output)[-1]))
-    logits = tied_decoder_logits(sequence_output, backbone.token_embedding, vocabulary_major)
-    return ops.cast(logits, "float32")
+def tied_logits(backbone, sequence_output):
+    """float32 logits [B, T, V] of the tied decoder (hidden @ embedding^T)."""
+    return decoder_logits(sequence_output, backbone.token_embedding)
 
 
-def next_token_elementwise(logits, token_ids, padding_mask):
+def next_token_elementwise(token_ids, padding_mask, decoder, hidden=None, logits=None):
     """Per-position next-token cross-entropy, hits and weights.
 
-    Position t (logits[:, t]) predicts token t + 1; a pair counts (weight 1)
-    when both tokens are real (mask 1), so padding is never predicted and
-    never predicts.
+    Position t predicts token t + 1; a pair counts (weight 1) when both
+    tokens are real (mask 1), so padding is never predicted and never
+    predicts.
 
     Args:
-        logits: float [B, T, V], or vocabulary-major [V, B * T]
-            (`tied_logits(..., vocabulary_major=True)`).
         token_ids: int [B, T].
         padding_mask: int [B, T].
+        decoder: the tied decoder (the backbone's `token_embedding`).
+        hidden: float [B, T, H] states to decode (the loss then never
+            builds the [B, T, V] logits: `kernels.decoder_cross_entropy`);
+            or, instead, `logits` float [B, T, V].
 
     Returns:
         dict of float32 [B, T - 1]: "ce", "hits", "weights".
@@ -82,12 +77,12 @@ def next_token_elementwise(logits, token_ids, padding_mask):
     weights = mask[:, 1:] * mask[:, :-1]
     # Every position is scored, the last one of each row against the row's
     # first token (any valid id), and dropped after: slicing the [B, T]
-    # results costs nothing, slicing the logits would copy them.
+    # results costs nothing, slicing the states or logits would copy them.
     targets = ops.concatenate([token_ids[:, 1:], token_ids[:, :1]], axis=1)
-    if len(logits.shape) == 3:
-        ce, hits = token_cross_entropy(logits, targets)
+    if hidden is not None:
+        ce, hits = decoder_cross_entropy(hidden, targets, decoder)
     else:
-        ce, hits = vocabulary_major_cross_entropy(logits, targets)
+        ce, hits = token_cross_entropy(logits, targets)
     return {"ce": ce[:, :-1], "hits": hits[:, :-1], "weights": weights}
 
 
@@ -164,10 +159,10 @@ class CausalLM(PretrainingTask):
             (`input_type_ids` optional); other keys are ignored.
 
     Returns:
-        float32 logits [B, T, vocabulary_size]; position t scores token t+1.
-        With training=True a dict: `logits` (those) and `vocab_logits`, the
-        same numbers vocabulary-major [vocabulary_size, B * T], which the
-        loss reads.
+        dict, the same keys in training and inference: `logits` float32
+        [B, T, vocabulary_size] (position t scores token t + 1) and `hidden`
+        [B, T, H], the states the loss decodes itself
+        (`kernels.decoder_cross_entropy`, without building the logits).
 
     Metrics (`fit` logs): `loss`, `lm_loss`, `lm_accuracy`.
     """
@@ -194,23 +189,16 @@ class CausalLM(PretrainingTask):
 
     def call(self, inputs, training=False):
         sequence = self.backbone(backbone_features(inputs), training=training)["sequence_output"]
-        if not training:
-            return tied_logits(self.backbone, sequence)
-        # The loss reads the vocabulary-major logits (faster, see
-        # `tied_logits`); "logits", their transpose, is computed only if
-        # something reads it.
-        by_vocab = tied_logits(self.backbone, sequence, vocabulary_major=True)
-        logits = batch_major(by_vocab, ops.shape(sequence)[:2])
-        return {"logits": logits, "vocab_logits": by_vocab}
+        # The loss decodes "hidden" itself (the faster layout); a training
+        # step that does not read "logits" never computes them.
+        return {"logits": tied_logits(self.backbone, sequence), "hidden": sequence}
 
     # --- the training-loop protocol (kerasbert.training.loop) ----------------
 
-    @staticmethod
-    def _elementwise(features, outputs):
-        logits = outputs["vocab_logits"] if isinstance(outputs, dict) else outputs
-        return next_token_elementwise(
-            logits, features["input_word_ids"], features["input_mask"]
-        )
+    def _elementwise(self, features, outputs):
+        return next_token_elementwise(features["input_word_ids"], features["input_mask"],
+                                      self.backbone.token_embedding, hidden=outputs.get("hidden"),
+                                      logits=outputs["logits"])
 
     def loss_terms(self, features, outputs):
         """Per-batch float32 sums: lm_loss_sum, lm_weight_sum (predicted

@@ -9,7 +9,7 @@ from kerasbert.convert.bert_weights import get_block_weights
 from kerasbert.convert.bert_weights import set_block_weights
 from kerasbert.tasks.pretraining_task import PretrainingTask
 from kerasbert.tasks.task import backbone_inputs
-from kerasbert.tasks.token_cross_entropy import token_cross_entropy
+from kerasbert.kernels import token_cross_entropy
 
 _EPSILON = 1e-5
 DEFAULT_WEIGHTS = (5.0, 2.0, 1.0)

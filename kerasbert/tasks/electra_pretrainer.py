@@ -17,7 +17,6 @@ labels). Fine-tuning and export use the discriminator (`.backbone`).
 import keras
 from keras import ops
 
-from kerasbert import kernels
 from kerasbert.layers import MaskedLMHead
 from kerasbert.layers.activations import get_activation
 from kerasbert.layers.initializers import bert_initializer
@@ -115,25 +114,23 @@ def replace_tokens(token_ids, masked_positions, original_ids, masked_weights, ne
     return corrupted, ops.cast(replaced, "int32")
 
 
-def sample_from_logits(logits, seed_generator, temperature=1.0, axis=-1):
+def sample_from_logits(logits, seed_generator, temperature=1.0):
     """One token per row, drawn from softmax(logits / temperature) with the
     Gumbel-max trick (as the original): argmax(logits / T + G), G =
     -log(-log(U)). No gradient flows through the choice.
 
     Args:
-        logits: float with the vocabulary on `axis`: [..., V], or the
-            vocabulary-major [V, N] with axis=0.
+        logits: float [..., V].
         seed_generator: a `keras.random.SeedGenerator`.
         temperature: float > 0.
-        axis: int, the vocabulary axis.
 
     Returns:
-        int32, the logits' shape without `axis`.
+        int32 [...].
     """
     logits = ops.stop_gradient(ops.cast(logits, "float32")) / temperature
     uniform = keras.random.uniform(ops.shape(logits), seed=seed_generator)
     gumbel = -ops.log(-ops.log(uniform + _GUMBEL_EPSILON) + _GUMBEL_EPSILON)
-    return ops.cast(ops.argmax(logits + gumbel, axis=axis), "int32")
+    return ops.cast(ops.argmax(logits + gumbel, axis=-1), "int32")
 
 
 @keras.saving.register_keras_serializable(package="kerasbert")
@@ -240,9 +237,10 @@ class ElectraPretrainer(PretrainingTask):
     Returns:
         dict: `mlm_logits` float32 [B, P, V] (the generator's), `rtd_logits`
         float32 [B, T], `rtd_labels` int32 [B, T] (1 = replaced),
-        `corrupted_ids` int32 [B, T] (what the discriminator read); with
-        training=True also `mlm_vocab_logits`, the generator's logits
-        vocabulary-major [V, B * P], which the loss and the sampling read.
+        `corrupted_ids` int32 [B, T] (what the discriminator read) and
+        `mlm_hidden` [B, P, E] (what the MLM loss decodes,
+        `MaskedLMHead.cross_entropy`); the same keys in training and
+        inference.
 
     Metrics (`fit` logs and `summarize_terms`): `loss`, `mlm_loss`,
     `mlm_accuracy` (the generator), `rtd_loss`, `rtd_accuracy` (over real
@@ -348,23 +346,12 @@ class ElectraPretrainer(PretrainingTask):
 
         generated = self.generator(features, training=training)
         positions = inputs["masked_lm_positions"]
-        result = {}
-        if training:
-            # The loss and the sampling read the generator's logits
-            # vocabulary-major (faster, see MaskedLMHead); "mlm_logits",
-            # their transpose, is computed only if something reads it.
-            by_vocab = self.generator_lm_head(
-                generated["sequence_output"], positions, vocabulary_major=True
-            )
-            mlm_logits = kernels.batch_major(by_vocab, ops.shape(positions))
-            sampled = ops.reshape(
-                sample_from_logits(by_vocab, self.seed_generator, self.temperature, axis=0),
-                ops.shape(positions),
-            )
-            result["mlm_vocab_logits"] = by_vocab
-        else:
-            mlm_logits = self.generator_lm_head(generated["sequence_output"], positions)
-            sampled = sample_from_logits(mlm_logits, self.seed_generator, self.temperature)
+        # The sampling reads the generator's logits; the loss decodes
+        # `mlm_hidden` itself (MaskedLMHead.cross_entropy, the faster
+        # layout), so only the forward product is shared work.
+        mlm_hidden = self.generator_lm_head.hidden(generated["sequence_output"], positions)
+        mlm_logits = self.generator_lm_head.logits(mlm_hidden)
+        sampled = sample_from_logits(mlm_logits, self.seed_generator, self.temperature)
         corrupted, replaced = replace_tokens(
             ids, inputs["masked_lm_positions"], inputs["masked_lm_ids"],
             inputs["masked_lm_weights"], sampled,
@@ -372,23 +359,21 @@ class ElectraPretrainer(PretrainingTask):
         discriminated = self.backbone(
             {**features, "input_word_ids": corrupted}, training=training
         )
-        result.update(
+        return dict(
             mlm_logits=mlm_logits,
+            mlm_hidden=mlm_hidden,
             rtd_logits=self.rtd_head(discriminated["sequence_output"]),
             rtd_labels=replaced,
             corrupted_ids=corrupted,
         )
-        return result
 
     # --- the training-loop protocol (kerasbert.training.loop) ----------------
 
     def _elementwise(self, features, outputs):
         """Per-prediction MLM values ([B, P]) and per-token RTD values
         ([B, T]: bce, hits, predicted, labels, weights), float32."""
-        out = masked_lm_elementwise(
-            outputs.get("mlm_vocab_logits", outputs["mlm_logits"]),
-            features["masked_lm_ids"], features["masked_lm_weights"],
-        )
+        out = masked_lm_elementwise(self.generator_lm_head, outputs, features["masked_lm_ids"],
+                                    features["masked_lm_weights"])
         logits = ops.cast(outputs["rtd_logits"], "float32")
         labels = ops.cast(outputs["rtd_labels"], "float32")
         # Numerically stable sigmoid cross-entropy with logits.

@@ -5,7 +5,6 @@ from keras import ops
 
 from kerasbert.models.gpt import GptBackbone
 from kerasbert.tasks.causal_lm import next_token_elementwise
-from kerasbert.tasks.causal_lm import tied_logits
 from kerasbert.tasks.task import backbone_inputs
 from kerasbert.tasks.text_classifier import TextClassifier
 
@@ -85,9 +84,9 @@ class GptClassifier(TextClassifier):
         x = self.output_dropout(outputs["pooled_output"], training=training)
         logits = ops.cast(self.output_dense(x), "float32")
         if training and self.lm_weight > 0:
-            e = next_token_elementwise(
-                tied_logits(self.backbone, outputs["sequence_output"], vocabulary_major=True),
-                features["input_word_ids"], features["input_mask"])
+            e = next_token_elementwise(features["input_word_ids"], features["input_mask"],
+                                       self.backbone.token_embedding,
+                                       hidden=outputs["sequence_output"])
             lm_loss = ops.sum(e["weights"] * e["ce"]) / ops.maximum(
                 ops.sum(e["weights"]), _EPSILON)
             self.add_loss(self.lm_weight * lm_loss)

@@ -64,32 +64,35 @@ class TestMaskedLMHead(TestCase):
         grad = tape.gradient(loss, embedding.embeddings)
         assert grad is not None and np.any(np.asarray(tf.convert_to_tensor(grad)) != 0)
 
-    def test_vocabulary_major_logits_and_gradients(self):
-        """vocabulary_major=True gives [V, B * P] = the [B, P, V] logits
-        flattened and transposed, and the same gradients (tied and untied)."""
+    def test_cross_entropy_of_hidden_equals_that_of_the_logits(self):
+        """`cross_entropy(hidden(...), labels)` (the fused decoder + loss the
+        pretrainers train on) gives the loss and gradients of the call's
+        [B, P, V] logits (tied and untied decoders)."""
         import tensorflow as tf
+
+        from kerasbert.kernels import token_cross_entropy
 
         embedding = keras.layers.ReversibleEmbedding(40, 16)
         embedding.build((None,))
+        labels = RNG.randint(0, 40, (2, 3)).astype("int32")
         for head in (MaskedLMHead(40, token_embedding=embedding),
                      MaskedLMHead(40, embedding_dim=16)):
             head.build(SEQ.shape)
             head.output_bias.assign(RNG.normal(size=40).astype("float32"))
-            upstream = RNG.normal(size=(2, 3, 40)).astype("float32")
             results = []
-            for major in (False, True):
+            for fused in (False, True):
                 with tf.GradientTape() as tape:
-                    logits = head(SEQ, POSITIONS, vocabulary_major=major)
-                    if major:
-                        assert tuple(logits.shape) == (40, 6) and logits.dtype == "float32"
-                        logits = tf.reshape(tf.transpose(logits), (2, 3, 40))
-                    loss = tf.reduce_sum(logits * upstream)
+                    if fused:
+                        ce, _ = head.cross_entropy(head.hidden(SEQ, POSITIONS), labels)
+                    else:
+                        ce, _ = token_cross_entropy(head(SEQ, POSITIONS), labels)
+                    loss = tf.reduce_sum(ce)
                 grads = tape.gradient(loss, head.trainable_weights + [embedding.embeddings])
-                results.append([logits] + [tf.convert_to_tensor(g) if g is not None else 0.0
-                                           for g in grads])
+                results.append([ce] + [tf.convert_to_tensor(g) if g is not None else 0.0
+                                       for g in grads])
             for a, b in zip(*results):
                 np.testing.assert_allclose(a, b, rtol=1e-5, atol=1e-5)
-        assert head.compute_output_shape((2, 7, 16), (2, 3), vocabulary_major=True) == (40, 6)
+        assert head.compute_output_shape((2, 7, 16), (2, 3)) == (2, 3, 40)
 
     def test_vocabulary_mismatch_is_an_error(self):
         embedding = keras.layers.ReversibleEmbedding(40, 16)

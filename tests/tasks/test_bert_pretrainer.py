@@ -65,8 +65,9 @@ class TestBertPretrainer(TestCase):
     def test_outputs_shapes_and_dtypes(self):
         model = BertPretrainer(BertBackbone(**TINY))
         out = model(make_batch())  # the label keys are ignored
-        assert set(out) == {"mlm_logits", "sentence_logits"}
+        assert set(out) == {"mlm_logits", "mlm_hidden", "sentence_logits"}
         assert tuple(out["mlm_logits"].shape) == (B, P, V)
+        assert tuple(out["mlm_hidden"].shape) == (B, P, TINY["hidden_dim"])
         assert tuple(out["sentence_logits"].shape) == (B, 2)
         assert all(v.dtype == "float32" for v in out.values())
         assert isinstance(model.backbone, BertBackbone)
@@ -95,10 +96,11 @@ class TestBertPretrainer(TestCase):
         empty = dict(batch, masked_lm_weights=np.zeros_like(batch["masked_lm_weights"]))
         assert np.isfinite(float(model.compute_loss(x=empty, y_pred=outputs)))
 
-    def test_training_loss_reads_the_vocabulary_major_logits(self):
-        """training=True adds `mlm_vocab_logits` ([V, B * P], the MLM logits
-        transposed); the loss and its gradients from it equal those from
-        `mlm_logits` (dropout 0, so both calls compute the same numbers)."""
+    def test_loss_decodes_the_hidden_vectors_like_the_logits(self):
+        """The loss reads `mlm_hidden` through the head's fused decoder +
+        cross-entropy (kernels.decoder_cross_entropy, vocabulary-major
+        inside); it and its gradients equal the loss from `mlm_logits`, and
+        training and inference give the same keys (dropout 0)."""
         import tensorflow as tf
 
         model = BertPretrainer(BertBackbone(**TINY))
@@ -107,19 +109,15 @@ class TestBertPretrainer(TestCase):
             outputs = model(batch, training=True)
             fast = model.compute_loss(x=batch, y_pred=outputs)
             plain = model.compute_loss(
-                x=batch, y_pred={k: v for k, v in outputs.items() if k != "mlm_vocab_logits"})
-        assert set(outputs) == {"mlm_logits", "mlm_vocab_logits", "sentence_logits"}
-        by_vocab = np.asarray(outputs["mlm_vocab_logits"])
-        assert by_vocab.shape == (V, B * P)
-        np.testing.assert_allclose(by_vocab.T.reshape(B, P, V), outputs["mlm_logits"],
-                                   rtol=1e-6)
+                x=batch, y_pred={k: v for k, v in outputs.items() if k != "mlm_hidden"})
+        assert set(outputs) == set(model(batch)) == {"mlm_logits", "mlm_hidden",
+                                                     "sentence_logits"}
         np.testing.assert_allclose(float(fast), float(plain), rtol=1e-6)
         np.testing.assert_allclose(float(fast), numpy_loss(batch, outputs), rtol=1e-5)
         weights = model.trainable_weights
         for a, b in zip(tape.gradient(fast, weights), tape.gradient(plain, weights)):
             np.testing.assert_allclose(tf.convert_to_tensor(a), tf.convert_to_tensor(b),
                                        rtol=1e-4, atol=1e-6)
-        assert set(model(batch)) == {"mlm_logits", "sentence_logits"}  # inference
 
     def test_metrics_on_a_constructed_batch(self):
         model = BertPretrainer(BertBackbone(**TINY))
@@ -153,7 +151,7 @@ class TestBertPretrainer(TestCase):
         backbone = BertBackbone(**TINY)
         mlm_only = BertPretrainer(backbone, objectives=("mlm",))
         assert mlm_only.next_sentence_head is None
-        assert set(mlm_only(make_batch())) == {"mlm_logits"}
+        assert set(mlm_only(make_batch())) == {"mlm_logits", "mlm_hidden"}
         assert not any("next_sentence" in w.path for w in mlm_only.weights)
         sop = BertPretrainer(backbone, objectives=["MLM", "sop"])
         assert sop.objectives == ("mlm", "sop") and sop.next_sentence_head is not None
@@ -198,7 +196,8 @@ class TestBertPretrainer(TestCase):
         scaled = isinstance(model.optimizer, keras.optimizers.LossScaleOptimizer)
         assert scaled == (policy == "mixed_float16")
         batch = make_batch()
-        assert all(v.dtype == "float32" for v in model(batch).values())
+        # Logits are float32 under any policy; mlm_hidden is in the compute dtype.
+        assert all(v.dtype == "float32" for k, v in model(batch).items() if k.endswith("logits"))
         history = model.fit(batch, batch_size=B, epochs=1, verbose=0)
         self.assertAllFinite(history.history["loss"])
         self.assertAllFinite([w.numpy() for w in model.trainable_weights])

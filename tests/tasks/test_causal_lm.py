@@ -35,7 +35,7 @@ def numpy_loss(logits, ids, mask):
 class TestCausalLM(TestCase):
     def test_logits_are_the_tied_decoder(self):
         lm = CausalLM(GptBackbone(**KWARGS))
-        logits = lm(BATCH).numpy()
+        logits = lm(BATCH)["logits"].numpy()
         assert logits.shape == (3, 9, V) and logits.dtype == np.float32
         hidden = lm.backbone(dict(BATCH, input_type_ids=0 * BATCH["input_mask"]))
         table = lm.backbone.token_embedding.embeddings.numpy()
@@ -46,15 +46,16 @@ class TestCausalLM(TestCase):
 
     def test_loss_and_loop_protocol(self):
         lm = CausalLM(GptBackbone(**KWARGS))
-        logits = lm(BATCH)
-        expected = numpy_loss(logits.numpy(), BATCH["input_word_ids"], BATCH["input_mask"])
-        terms = lm.loss_terms(BATCH, logits)
+        outputs = lm(BATCH)
+        expected = numpy_loss(outputs["logits"].numpy(), BATCH["input_word_ids"],
+                              BATCH["input_mask"])
+        terms = lm.loss_terms(BATCH, outputs)
         assert float(terms["lm_weight_sum"]) == 8 + 5 + 1
         norms = lm.loss_normalizers(BATCH)
         assert float(norms["lm_weight_sum"]) == 14
         loss = float(lm.combine_loss_terms(terms, norms))
         np.testing.assert_allclose(loss, expected, rtol=1e-5)
-        np.testing.assert_allclose(float(lm.compute_loss(BATCH, None, logits)), expected,
+        np.testing.assert_allclose(float(lm.compute_loss(BATCH, None, outputs)), expected,
                                    rtol=1e-5)
         summary = lm.summarize_terms({k: float(v) for k, v in terms.items()})
         np.testing.assert_allclose(summary["loss"], expected, rtol=1e-5)
@@ -62,10 +63,11 @@ class TestCausalLM(TestCase):
         assert set(lm.progress_metrics.values()) <= set(summary)
         assert CausalLM.needs_masked_lm is False
 
-    def test_training_outputs_and_loss_read_the_vocabulary_major_logits(self):
-        """training=True gives {"logits", "vocab_logits" [V, B * T]}; the
-        loss terms, per-position values and gradients from the
-        vocabulary-major logits equal those from [B, T, V] (dropout 0)."""
+    def test_loss_decodes_the_hidden_states_like_the_logits(self):
+        """Training and inference give {"logits", "hidden"}; the loss decodes
+        "hidden" through kernels.decoder_cross_entropy (vocabulary-major
+        inside), and its per-position values, terms and gradients equal
+        those from the [B, T, V] logits (dropout 0)."""
         import tensorflow as tf
 
         from kerasbert.tasks.causal_lm import next_token_elementwise
@@ -74,14 +76,15 @@ class TestCausalLM(TestCase):
         with tf.GradientTape(persistent=True) as tape:
             out = lm(BATCH, training=True)
             fast = lm.combine_loss_terms(lm.loss_terms(BATCH, out))
-            plain = lm.combine_loss_terms(lm.loss_terms(BATCH, out["logits"]))
-        assert set(out) == {"logits", "vocab_logits"}
-        assert tuple(out["vocab_logits"].shape) == (V, 27)
-        np.testing.assert_allclose(out["logits"], lm(BATCH), rtol=1e-5, atol=1e-5)
-        e_fast = next_token_elementwise(out["vocab_logits"], BATCH["input_word_ids"],
-                                        BATCH["input_mask"])
-        e_plain = next_token_elementwise(out["logits"], BATCH["input_word_ids"],
-                                         BATCH["input_mask"])
+            plain = lm.combine_loss_terms(lm.loss_terms(BATCH, {"logits": out["logits"]}))
+        assert set(out) == set(lm(BATCH)) == {"logits", "hidden"}
+        assert tuple(out["logits"].shape) == (3, 9, V)
+        np.testing.assert_allclose(out["logits"], lm(BATCH)["logits"], rtol=1e-5, atol=1e-5)
+        decoder = lm.backbone.token_embedding
+        e_fast = next_token_elementwise(BATCH["input_word_ids"], BATCH["input_mask"], decoder,
+                                        hidden=out["hidden"])
+        e_plain = next_token_elementwise(BATCH["input_word_ids"], BATCH["input_mask"], decoder,
+                                         logits=out["logits"])
         for key in ("ce", "hits", "weights"):
             assert tuple(e_fast[key].shape) == (3, 8)
             np.testing.assert_allclose(e_fast[key], e_plain[key], rtol=1e-5, atol=1e-6)
@@ -109,9 +112,9 @@ class TestCausalLM(TestCase):
 
     def test_mixed_float16_loss_is_finite(self):
         lm = CausalLM(GptBackbone(**KWARGS, dtype="mixed_float16"))
-        logits = lm(BATCH)
-        assert logits.dtype == "float32"
-        terms = lm.loss_terms(BATCH, logits)
+        outputs = lm(BATCH)
+        assert outputs["logits"].dtype == "float32"
+        terms = lm.loss_terms(BATCH, outputs)
         self.assertAllFinite(lm.combine_loss_terms(terms))
 
     @pytest.mark.slow  # the default suite memorises through the CLI (test_gpt_pretrain.py)

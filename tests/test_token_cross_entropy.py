@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
-from kerasbert.tasks.token_cross_entropy import token_cross_entropy
+from kerasbert.kernels import token_cross_entropy
 
 RNG = np.random.default_rng(0)
 # Large logits too: the stable form must not overflow where exp(100) would.
@@ -95,7 +95,7 @@ def test_half_precision_logits_are_computed_in_float32():
 JAX_SCRIPT = """
 import numpy as np, keras, jax, jax.numpy as jnp
 assert keras.config.backend() == "jax"
-from kerasbert.tasks.token_cross_entropy import token_cross_entropy
+from kerasbert.kernels import token_cross_entropy
 d = np.load({path!r})
 logits, labels, weights = d["logits"], d["labels"], d["weights"]
 
