@@ -1,5 +1,8 @@
-"""Small files that tests write and damage: vocabularies and TFRecords."""
+"""Small files that tests write and damage: vocabularies, CSV, JSON-lines
+and text inputs, TFRecords."""
 
+import csv
+import json
 import os
 import struct
 
@@ -17,6 +20,30 @@ def write_vocabulary(path, tokens):
     with open(path, "w", encoding="utf-8") as f:
         f.write("\n".join(dict.fromkeys(tokens)) + "\n")
     return path
+
+
+def write_csv(path, header, rows, delimiter=","):
+    """Writes the `header` row, then `rows` (any iterable of sequences), as
+    CSV (TSV with `delimiter="\\t"`); returns the path as a string."""
+    with open(path, "w", encoding="utf-8", newline="") as f:
+        writer = csv.writer(f, delimiter=delimiter)
+        writer.writerow(header)
+        writer.writerows(rows)
+    return str(path)
+
+
+def write_jsonl(path, records):
+    """One JSON object per line (UTF-8, not escaped); returns the path."""
+    with open(path, "w", encoding="utf-8") as f:
+        for record in records:
+            f.write(json.dumps(record, ensure_ascii=False) + "\n")
+    return str(path)
+
+
+def write_text(path, text):
+    with open(path, "w", encoding="utf-8") as f:
+        f.write(text)
+    return str(path)
 
 
 def tfrecord_offsets(data):

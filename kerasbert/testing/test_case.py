@@ -174,8 +174,8 @@ class TestCase:
         `expected_output_shape` is None: `sequence_output` [B, T, H],
         `pooled_output` [B, H], `encoder_outputs` num_layers x [B, T, H]),
         config round trip and registration, a shorter sequence without
-        rebuilding. Each of these can be switched off for a family that
-        truly differs:
+        rebuilding. Also, unless switched off for a family that truly
+        differs:
 
         - `run_contract_check`: the TF Hub tensor names (inputs exactly
           `input_mask`, `input_type_ids`, `input_word_ids`, all int32;
@@ -216,7 +216,8 @@ class TestCase:
         self.run_serialization_test(backbone)
         # Shorter sequences work without rebuilding (positions are sliced).
         short = {k: v[:, : max(1, v.shape[1] // 2)] for k, v in input_data.items()}
-        backbone(short)
+        short_shape = tuple(backbone(short)["sequence_output"].shape)
+        assert short_shape == short["input_word_ids"].shape + shapes["sequence_output"][-1:]
         if run_contract_check:
             self.run_tf_hub_contract_test(backbone, output)
         if run_padding_check:

@@ -4,7 +4,6 @@ precision, and learning to pick the choice that repeats a context token."""
 import os
 import sys
 
-import keras
 import numpy as np
 import pytest
 

@@ -5,7 +5,6 @@ learning a span-copy task (with no-answer examples) to exact match >= 0.9."""
 import os
 import sys
 
-import keras
 import numpy as np
 import pytest
 

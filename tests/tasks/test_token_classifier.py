@@ -5,7 +5,6 @@ rule-labelled tagging task to entity F1 >= 0.9."""
 import os
 import sys
 
-import keras
 import numpy as np
 import pytest
 

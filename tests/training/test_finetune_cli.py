@@ -12,6 +12,8 @@ import pytest
 
 import pretrain_data as pd
 from kerasbert.cli import main
+from kerasbert.testing.files import write_csv
+from kerasbert.testing.files import write_jsonl
 
 ANIMALS = ("the cat", "a dog", "the small bird")
 
@@ -19,14 +21,12 @@ ANIMALS = ("the cat", "a dog", "the small bird")
 def write_classification(path, n, seed):
     """label = whether the subject is an animal (learnable from one word)."""
     rng = random.Random(seed)
-    with open(path, "w", encoding="utf-8", newline="") as f:
-        writer = csv.writer(f)
-        writer.writerow(["sentence", "label"])
-        for _ in range(n):
-            subject = rng.choice(pd.SUBJECTS)
-            text = f"{subject} {rng.choice(pd.VERBS)} {rng.choice(pd.OBJECTS)} {rng.choice(pd.ENDINGS)}"
-            writer.writerow([text, "animal" if subject in ANIMALS else "person"])
-    return str(path)
+    rows = []
+    for _ in range(n):
+        subject = rng.choice(pd.SUBJECTS)
+        text = f"{subject} {rng.choice(pd.VERBS)} {rng.choice(pd.OBJECTS)} {rng.choice(pd.ENDINGS)}"
+        rows.append([text, "animal" if subject in ANIMALS else "person"])
+    return write_csv(path, ["sentence", "label"], rows)
 
 
 @pytest.fixture(scope="module")
@@ -128,13 +128,6 @@ def test_bad_input_exits_2(setup, tmp_path, capsys, problem, expected):
     assert not (tmp_path / "ft" / "model.keras").exists()
 
 
-def write_jsonl(path, records):
-    with open(path, "w", encoding="utf-8") as f:
-        for record in records:
-            f.write(json.dumps(record, ensure_ascii=False) + "\n")
-    return str(path)
-
-
 def tagging_records(n, seed):
     """Animals are B-ANIMAL (+ I-ANIMAL), everything else O."""
     rng = random.Random(seed)
@@ -170,18 +163,17 @@ def squad_json(path, n, seed):
 def swag_csv(path, n, seed):
     """The right ending repeats the start phrase's object."""
     rng = random.Random(seed)
-    with open(path, "w", encoding="utf-8", newline="") as f:
-        writer = csv.writer(f)
-        writer.writerow(["video-id", "fold-ind", "startphrase", "sent1", "sent2", "gold-source",
-                         "ending0", "ending1", "ending2", "ending3", "label"])
-        for i in range(n):
-            objects = rng.sample(pd.OBJECTS, 4)
-            label = rng.randrange(4)
-            subject = rng.choice(pd.SUBJECTS)
-            sent1 = f"{subject} {rng.choice(pd.VERBS)} {objects[label]} ."
-            writer.writerow(["v", i, sent1, sent1, subject, "gold",
-                             *[f"{o} {rng.choice(pd.ENDINGS)}" for o in objects], label])
-    return str(path)
+    rows = []
+    for i in range(n):
+        objects = rng.sample(pd.OBJECTS, 4)
+        label = rng.randrange(4)
+        subject = rng.choice(pd.SUBJECTS)
+        sent1 = f"{subject} {rng.choice(pd.VERBS)} {objects[label]} ."
+        rows.append(["v", i, sent1, sent1, subject, "gold",
+                     *[f"{o} {rng.choice(pd.ENDINGS)}" for o in objects], label])
+    return write_csv(path, ["video-id", "fold-ind", "startphrase", "sent1", "sent2",
+                            "gold-source", "ending0", "ending1", "ending2", "ending3",
+                            "label"], rows)
 
 
 @pytest.mark.parametrize("kind", ["tagging", "qa", "multiple_choice"])

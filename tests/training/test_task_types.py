@@ -2,7 +2,6 @@
 is complete, and a new task type needs only one new file that registers it:
 fine-tuning, evaluation and export then work for it without other edits."""
 
-import csv
 import importlib.util
 import json
 import os
@@ -16,6 +15,7 @@ from kerasbert.data.finetuning import task_formats
 from kerasbert.data.finetuning.task_formats import TASK_TYPES
 from kerasbert.errors import UsageError
 from kerasbert.tasks import task_types
+from kerasbert.testing.files import write_csv
 
 # The whole of a toy task type: ordinal ratings (classes in order) scored by
 # the mean distance between the predicted and the gold class.
@@ -48,14 +48,12 @@ RATING = {"the cat": "low", "a dog": "low", "the small bird": "mid"}
 
 def write_ratings(path, n, seed):
     rng = random.Random(seed)
-    with open(path, "w", encoding="utf-8", newline="") as f:
-        writer = csv.writer(f)
-        writer.writerow(["sentence", "label"])
-        for _ in range(n):
-            subject = rng.choice(pd.SUBJECTS)
-            writer.writerow([f"{subject} {rng.choice(pd.VERBS)} {rng.choice(pd.OBJECTS)}",
-                             RATING.get(subject, "high")])
-    return str(path)
+    rows = []
+    for _ in range(n):
+        subject = rng.choice(pd.SUBJECTS)
+        rows.append([f"{subject} {rng.choice(pd.VERBS)} {rng.choice(pd.OBJECTS)}",
+                     RATING.get(subject, "high")])
+    return write_csv(path, ["sentence", "label"], rows)
 
 
 @pytest.mark.parametrize("name", TASK_TYPES)

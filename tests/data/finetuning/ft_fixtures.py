@@ -1,11 +1,12 @@
 """Shared helpers for the fine-tuning data tests: a tiny vocabulary that
 covers any lower-case ASCII word (letters and ##letters), some whole words,
-Korean, CJK and accents; small file writers."""
+Korean, CJK and accents; the small file writers of kerasbert.testing.files."""
 
-import csv
-import json
 import unicodedata
 
+from kerasbert.testing.files import write_csv  # noqa: F401  (the tests import them here)
+from kerasbert.testing.files import write_jsonl  # noqa: F401
+from kerasbert.testing.files import write_text  # noqa: F401
 from kerasbert.testing.files import write_vocabulary
 
 SPECIALS = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]"]
@@ -32,24 +33,3 @@ def tokenizer(directory, lower_case=True):
     from kerasbert.text import WordPieceTokenizer
 
     return WordPieceTokenizer(write_vocab(str(directory)), lower_case=lower_case)
-
-
-def write_csv(path, header, rows, delimiter=","):
-    with open(path, "w", encoding="utf-8", newline="") as f:
-        writer = csv.writer(f, delimiter=delimiter)
-        writer.writerow(header)
-        writer.writerows(rows)
-    return str(path)
-
-
-def write_jsonl(path, records):
-    with open(path, "w", encoding="utf-8") as f:
-        for record in records:
-            f.write(json.dumps(record, ensure_ascii=False) + "\n")
-    return str(path)
-
-
-def write_text(path, text):
-    with open(path, "w", encoding="utf-8") as f:
-        f.write(text)
-    return str(path)

@@ -7,7 +7,6 @@ outputs. BigBird-RoBERTa's vocabulary is a SentencePiece model packed
 `[CLS] a [SEP] b [SEP]`, so the tokenizer here is a tiny SentencePiece
 model."""
 
-import csv
 import json
 import pathlib
 import random
@@ -20,6 +19,7 @@ import pytest
 sys.path.insert(0, str(pathlib.Path(__file__).resolve().parents[2] / "serving"))
 from kerasbert.testing import assert_same_choice  # noqa: E402
 from kerasbert.testing import assert_same_decisions  # noqa: E402
+from kerasbert.testing.files import write_csv  # noqa: E402
 from serving_fixtures import WORDS, run_fresh, write_tokenizer  # noqa: E402
 
 SEQ_LENGTH = 64
@@ -49,13 +49,11 @@ def _document(rng, animal, words=45):
 
 def _classification_csv(path, n, seed):
     rng = random.Random(seed)
-    with open(path, "w", encoding="utf-8", newline="") as f:
-        writer = csv.writer(f)
-        writer.writerow(["sentence", "label"])
-        for _ in range(n):
-            animal = rng.choice(["cat", "dog"])
-            writer.writerow([_document(rng, animal), animal])
-    return str(path)
+    rows = []
+    for _ in range(n):
+        animal = rng.choice(["cat", "dog"])
+        rows.append([_document(rng, animal), animal])
+    return write_csv(path, ["sentence", "label"], rows)
 
 
 def _squad_json(path, n, seed):
