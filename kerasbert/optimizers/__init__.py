@@ -12,8 +12,8 @@ __getattr__, __dir__, __all__ = lazy_exports(__name__, {
     "schedules": ("WarmupDecaySchedule",),
     "bert_optimizers": (
         "AdamW", "Lamb", "BertOptimizerMixin", "DEFAULT_WEIGHT_DECAY_EXCLUSIONS",
-        "deduplicate_gradient",
     ),
+    "tensorflow_paths": ("deduplicate_gradient",),
     "optimization": ("create_optimizer",),
     "layer_decay": ("layer_depth", "layer_decay_multiplier"),
 })

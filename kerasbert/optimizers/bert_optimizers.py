@@ -12,6 +12,7 @@ from keras import ops
 
 from kerasbert.optimizers.layer_decay import infer_num_layers
 from kerasbert.optimizers.layer_decay import layer_decay_multiplier
+from kerasbert.optimizers.tensorflow_paths import TensorFlowOptimizerPaths
 
 # Matched (regex search) against a variable's own name, the last component
 # of its path: LayerNormalization's `gamma` / `beta`, Dense's `bias`, our
@@ -37,68 +38,7 @@ def variable_path(variable):
     return path
 
 
-def _in_tf_replica_context():
-    """True inside `strategy.run` of a (non-default) tf.distribute
-    strategy under the TensorFlow backend."""
-    if keras.config.backend() != "tensorflow":
-        return False
-    import tensorflow as tf
-
-    return (
-        tf.distribute.has_strategy()
-        and tf.distribute.get_replica_context() is not None
-    )
-
-
-def _tf_variable(variable):
-    return variable.value if isinstance(variable, keras.Variable) else variable
-
-
-def _dense(gradient):
-    import tensorflow as tf
-
-    if isinstance(gradient, tf.IndexedSlices):
-        return tf.convert_to_tensor(gradient)
-    return gradient
-
-
-def _scale_gradient(gradient, scale):
-    import tensorflow as tf
-
-    if gradient is None:
-        return None
-    if isinstance(gradient, tf.IndexedSlices):
-        return tf.IndexedSlices(
-            gradient.values * tf.cast(scale, gradient.values.dtype),
-            gradient.indices,
-            gradient.dense_shape,
-        )
-    return gradient * tf.cast(scale, gradient.dtype)
-
-
-def deduplicate_gradient(gradient):
-    """An embedding's `IndexedSlices` gradient with each row once (repeated
-    ids summed), as TF's legacy optimizers did before a sparse update;
-    other gradients (and None) are returned as they are.
-
-    Keras 3 applies the raw slices: Adam's second moment then gets
-    g1^2 + g2^2 instead of (g1 + g2)^2 for a token seen twice, and
-    `tf.linalg.global_norm` / Keras's global norm square the raw slices
-    too. `ReplicaContext.all_reduce(SUM)` of IndexedSlices concatenates
-    the replicas' slices, so rows repeat again after it. TensorFlow only.
-    """
-    import tensorflow as tf
-
-    if not isinstance(gradient, tf.IndexedSlices):
-        return gradient
-    unique, position = tf.unique(gradient.indices)
-    values = tf.math.unsorted_segment_sum(
-        gradient.values, position, tf.shape(unique)[0]
-    )
-    return tf.IndexedSlices(values, unique, gradient.dense_shape)
-
-
-class BertOptimizerMixin:
+class BertOptimizerMixin(TensorFlowOptimizerPaths):
     """What BERT training adds to a Keras 3 optimizer.
 
     1. Decoupled weight decay, `w -= lr * weight_decay * w`, skipped for
@@ -121,23 +61,10 @@ class BertOptimizerMixin:
        training steps would run `gradient_accumulation_steps` times too
        fast; here it gets `optimizer.iterations` (= micro-steps // K), the
        same count that Adam's bias correction uses.
-    4. Exact sparse updates and clipping (TensorFlow backend). An
-       embedding's `IndexedSlices` gradient is summed over repeated token
-       ids before it is used: Keras 3.15 squares the raw slices, so Adam's
-       second moment and the global norm are wrong for any token that
-       occurs twice in a batch (always true of segment ids). Under
-       `tf.distribute` Keras clips each replica's partial gradient before
-       the all-reduce; here the clip factor comes from the all-reduced
-       gradient, so N replicas clip exactly as one device with the same
-       global batch (one extra dense all-reduce per update, only when
-       clipping with more than one replica).
-    5. Gradient accumulation under `tf.distribute` (`MirroredStrategy`):
-       Keras's accumulation fails there (a `merge_call` inside its
-       `cond`); here each micro-step's gradients are all-reduced, added to
-       the (then identical) per-replica accumulators, and every K-th
-       micro-step their mean is applied, all in the cross-replica
-       context. This all-reduces every micro-step rather than once per
-       update: correct, not communication-optimal.
+    4. Under the TensorFlow backend, exact sparse updates and clipping,
+       gradient accumulation under `tf.distribute` and a fused Adam kernel
+       (`kerasbert.optimizers.tensorflow_paths`, one file behind one
+       switch).
 
     Args (keyword, in addition to the Keras optimizer's, whose defaults
     change to BERT's: weight_decay 0.01, epsilon 1e-6):
@@ -231,17 +158,6 @@ class BertOptimizerMixin:
             wd = ops.cast(self.weight_decay, variable.dtype)
             self.assign_sub(variable, ops.multiply(variable, wd * lr))
 
-    def apply(self, grads, trainable_variables=None):
-        if keras.config.backend() == "tensorflow":
-            grads = [deduplicate_gradient(g) for g in grads]
-        return super().apply(grads, trainable_variables)
-
-    def _all_reduce_sum_gradients(self, grads_and_vars):
-        # TF backend, under tf.distribute: the sum of IndexedSlices is the
-        # concatenation of every replica's slices, so rows repeat again.
-        reduced = super()._all_reduce_sum_gradients(grads_and_vars)
-        return [(deduplicate_gradient(g), v) for g, v in reduced]
-
     # --- Schedules count updates, not micro-steps. ---
 
     def _get_current_learning_rate(self):
@@ -251,115 +167,6 @@ class BertOptimizerMixin:
         ):
             return self._learning_rate(self.iterations)
         return super()._get_current_learning_rate()
-
-    # --- Clip the all-reduced gradient under tf.distribute. ---
-
-    def _clip_gradients(self, grads):
-        if not self.global_clipnorm or keras.config.backend() != "tensorflow":
-            return super()._clip_gradients(grads)
-        import tensorflow as tf
-
-        present = [g for g in grads if g is not None]
-        replica_context = tf.distribute.get_replica_context()
-        if (
-            replica_context is not None
-            and replica_context.num_replicas_in_sync > 1
-        ):
-            summed = replica_context.all_reduce(
-                tf.distribute.ReduceOp.SUM, [_dense(g) for g in present]
-            )
-            norm = tf.linalg.global_norm(summed)
-        else:
-            return super()._clip_gradients(grads)
-        clip = tf.cast(self.global_clipnorm, norm.dtype)
-        # As keras's clip_by_global_norm: NaN if the norm is not finite, so
-        # the bad step is visible instead of hidden.
-        scale = clip * tf.minimum(1.0 / norm, 1.0 / clip)
-        scale = scale + (norm - norm)
-        return [_scale_gradient(g, scale) for g in grads]
-
-    # --- Gradient accumulation under tf.distribute. ---
-
-    def _backend_apply_gradients(self, grads, trainable_variables):
-        if self.gradient_accumulation_steps and _in_tf_replica_context():
-            import tensorflow as tf
-
-            if self.use_ema:
-                raise ValueError(
-                    "use_ema with gradient accumulation under a "
-                    "tf.distribute strategy is not supported."
-                )
-            # Keras runs `ops.cond(update?, apply, accumulate)` here, with
-            # `merge_call`s inside both branches: MirroredStrategy rejects
-            # that ("merge_call called while defining a new graph").
-            # Cross to the cross-replica context once, outside any cond.
-            tf.distribute.get_replica_context().merge_call(
-                self._distributed_accumulate_and_apply,
-                args=(list(grads), list(trainable_variables)),
-            )
-            return
-        return super()._backend_apply_gradients(grads, trainable_variables)
-
-    def _distributed_accumulate_and_apply(self, distribution, grads, variables):
-        """Cross-replica: all-reduce this micro-step's gradients (so the
-        accumulators stay identical on every replica, as mirrored variables
-        must), add them to the accumulators, and every K-th micro-step
-        apply their mean (clipped by its global norm) and reset them."""
-        import tensorflow as tf
-
-        steps = self.gradient_accumulation_steps
-        variables = [_tf_variable(v) for v in variables]
-        accumulators = [
-            _tf_variable(
-                self._accumulated_gradients[self._get_variable_index(v)]
-            )
-            for v in variables
-        ]
-        reduced = distribution.extended.batch_reduce_to(
-            tf.distribute.ReduceOp.SUM,
-            [(_dense(g), v) for g, v in zip(grads, variables)],
-        )
-        for value, accumulator in zip(reduced, accumulators):
-            distribution.extended.update(
-                accumulator,
-                lambda acc, g: acc.assign_add(tf.cast(g, acc.dtype)),
-                args=(value,),
-                group=False,
-            )
-        is_update_step = tf.equal((self._iterations + 1) % steps, 0)
-
-        def apply():
-            scale = tf.constant(1.0)
-            if self.global_clipnorm:
-                norm = tf.linalg.global_norm(
-                    [tf.cast(a.read_value(), "float32") for a in accumulators]
-                ) / float(steps)
-                clip = float(self.global_clipnorm)
-                scale = clip * tf.minimum(1.0 / norm, 1.0 / clip)
-                scale = scale + (norm - norm)
-            learning_rate = self.learning_rate
-
-            def update(variable, accumulator):
-                grad = accumulator / steps * tf.cast(scale, accumulator.dtype)
-                if self.clipnorm:
-                    grad = self._clip_by_norm(grad)
-                if self.clipvalue:
-                    grad = tf.clip_by_value(
-                        grad, -self.clipvalue, self.clipvalue
-                    )
-                self.update_step(grad, variable, learning_rate)
-                return accumulator.assign(tf.zeros_like(accumulator))
-
-            ops_ = [
-                distribution.extended.update(
-                    variable, update, args=(accumulator,), group=True
-                )
-                for variable, accumulator in zip(variables, accumulators)
-            ]
-            with tf.control_dependencies(ops_):
-                return tf.constant(True)
-
-        tf.cond(is_update_step, apply, lambda: tf.constant(False))
 
     def get_config(self):
         config = super().get_config()
@@ -403,48 +210,9 @@ class AdamW(BertOptimizerMixin, keras.optimizers.AdamW):
     def update_step(self, gradient, variable, learning_rate):
         lr = self.variable_learning_rate(variable, learning_rate)
         self._decay_variable(variable, lr)
-        if not self._fused_tf_update(gradient, variable, lr):
+        if not self._fused_adam_update(gradient, variable, lr):
             super().update_step(gradient, variable, lr)
 
-    def _fused_tf_update(self, gradient, variable, lr):
-        """The Adam step as one `ResourceApplyAdam` kernel (TensorFlow
-        backend, float32 variables, no amsgrad); returns False where it
-        does not apply, and Keras' update runs instead.
-
-        Same formula as `keras.optimizers.Adam` (the bias corrections
-        folded into the step size, epsilon added to sqrt(v)), but one pass
-        over the variable, its two moments and the gradient instead of
-        about ten elementwise ops that each read and write whole tensors:
-        on a CPU without XLA that was ~10% of a bert_mini pretraining step,
-        most of it the 30522 x 256 token embedding. Under XLA the kernel
-        lowers to the same fused loop XLA would build."""
-        if keras.config.backend() != "tensorflow" or self.amsgrad:
-            return False
-        import tensorflow as tf
-
-        tf_variable = _tf_variable(variable)
-        if tf_variable.dtype != tf.float32:
-            return False
-        index = self._get_variable_index(variable)
-        m = _tf_variable(self._momentums[index])
-        v = _tf_variable(self._velocities[index])
-        step = tf.cast(self.iterations + 1, tf.float32)
-        beta_1 = tf.constant(self.beta_1, tf.float32)
-        beta_2 = tf.constant(self.beta_2, tf.float32)
-        tf.raw_ops.ResourceApplyAdam(
-            var=tf_variable.handle,
-            m=m.handle,
-            v=v.handle,
-            beta1_power=tf.pow(beta_1, step),
-            beta2_power=tf.pow(beta_2, step),
-            lr=tf.cast(lr, tf.float32),
-            beta1=beta_1,
-            beta2=beta_2,
-            epsilon=tf.constant(self.epsilon, tf.float32),
-            grad=tf.cast(_dense(gradient), tf.float32),
-            use_locking=False,
-        )
-        return True
 
 
 @keras.saving.register_keras_serializable(package="kerasbert")

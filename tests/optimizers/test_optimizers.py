@@ -377,6 +377,13 @@ def test_fused_adamw_step_equals_keras_adamw(bert_variables, monkeypatch, jit_co
     for v, a, b in zip(bert_variables, got, expected):
         # Float rounding only: 1e-6 is 1e-4 of one step (lr 0.01).
         np.testing.assert_allclose(a, b, rtol=1e-5, atol=1e-6, err_msg=v.path)
+    # The one switch: off, Keras' own update runs, with the same result.
+    calls.clear()
+    monkeypatch.setenv("KERASBERT_TF_OPTIMIZER_PATHS", "0")
+    plain = run(AdamW(learning_rate=0.01, weight_decay=0.1, epsilon=1e-6))
+    assert not calls, "the fused kernel ran with the TensorFlow paths switched off"
+    for v, a, b in zip(bert_variables, plain, expected):
+        np.testing.assert_allclose(a, b, rtol=1e-5, atol=1e-6, err_msg=v.path)
     for v, value in zip(bert_variables, start):
         v.assign(value)
 
