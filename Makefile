@@ -31,6 +31,7 @@ bench: $(STAMP)
 	$(BIN)/python bench/encoder_bench.py --family all
 	$(BIN)/python bench/pretrain_bench.py
 	$(BIN)/python bench/data_bench.py
+	$(BIN)/python bench/dropout_bench.py
 
 clean:
 	rm -rf $(VENV) .pytest_cache

@@ -25,7 +25,6 @@ from kerasbert.errors import UsageError
 SERIALIZABLE_MODULES = (
     "kerasbert.layers.attention",
     "kerasbert.layers.block_sparse_attention",
-    "kerasbert.layers.dropout",
     "kerasbert.layers.embeddings",
     "kerasbert.layers.masked_lm_head",
     "kerasbert.layers.pooler",

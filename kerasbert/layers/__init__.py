@@ -6,7 +6,6 @@ from kerasbert.layers.attention import MultiHeadSelfAttention
 from kerasbert.layers.attention import causal_attention_bias
 from kerasbert.layers.attention import padding_mask_to_attention_bias
 from kerasbert.layers.block_sparse_attention import BlockSparseSelfAttention
-from kerasbert.layers.dropout import Dropout
 from kerasbert.layers.embeddings import BertEmbeddings
 from kerasbert.layers.masked_lm_head import MaskedLMHead
 from kerasbert.layers.pooler import ClsPooler

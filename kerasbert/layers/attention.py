@@ -12,7 +12,6 @@ import math
 import keras
 from keras import ops
 
-from kerasbert.layers.dropout import Dropout
 from kerasbert.layers.initializers import bert_initializer
 
 # Large but finite: exp(-30000) is exactly 0 in float32, and the value (plus
@@ -93,7 +92,7 @@ class MultiHeadSelfAttention(keras.layers.Layer):
         self.num_heads = num_heads
         self.dropout = dropout
         self.initializer_range = initializer_range
-        self.dropout_layer = Dropout(
+        self.dropout_layer = keras.layers.Dropout(
             dropout, dtype=self.dtype_policy, name="attention_dropout"
         )
 

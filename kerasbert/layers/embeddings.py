@@ -3,7 +3,6 @@
 import keras
 from keras_hub.layers import PositionEmbedding
 
-from kerasbert.layers.dropout import Dropout
 from kerasbert.layers.initializers import bert_initializer
 
 
@@ -93,7 +92,7 @@ class BertEmbeddings(keras.layers.Layer):
                 dtype=self.dtype_policy,
                 name="layer_norm",
             )
-        self.dropout_layer = Dropout(
+        self.dropout_layer = keras.layers.Dropout(
             dropout, dtype=self.dtype_policy, name="dropout"
         )
         self.projection = None

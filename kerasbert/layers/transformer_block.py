@@ -7,7 +7,6 @@ from kerasbert.layers.activations import get_activation
 from kerasbert.layers.attention import MultiHeadSelfAttention
 from kerasbert.layers.attention import padding_mask_to_attention_bias
 from kerasbert.layers.block_sparse_attention import BlockSparseSelfAttention
-from kerasbert.layers.dropout import Dropout
 from kerasbert.layers.initializers import bert_initializer
 
 
@@ -107,7 +106,7 @@ class TransformerEncoderBlock(keras.layers.Layer):
             name="attention",
             **sparse,
         )
-        self.attention_dropout = Dropout(
+        self.attention_dropout = keras.layers.Dropout(
             self.dropout, dtype=policy, name="attention_output_dropout"
         )
         self.attention_layer_norm = keras.layers.LayerNormalization(
@@ -125,7 +124,7 @@ class TransformerEncoderBlock(keras.layers.Layer):
         self.output_dense = keras.layers.Dense(
             hidden_dim, kernel_initializer=init, dtype=policy, name="output"
         )
-        self.output_dropout = Dropout(
+        self.output_dropout = keras.layers.Dropout(
             self.dropout, dtype=policy, name="output_dropout"
         )
         self.output_layer_norm = keras.layers.LayerNormalization(

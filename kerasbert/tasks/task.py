@@ -23,7 +23,6 @@ dropout and a small head. This module holds what every task shares:
 import keras
 from keras import ops
 
-from kerasbert.layers.dropout import Dropout
 from kerasbert.optimizers.optimization import create_optimizer
 from kerasbert.tasks.backbone_model import BackboneModel
 
@@ -137,7 +136,7 @@ class Task(BackboneModel):
             raise ValueError(f"dropout must be in [0, 1), got {dropout!r}.")
         super().__init__(backbone, dtype=dtype, **kwargs)
         self.dropout = float(dropout)
-        self.output_dropout = Dropout(
+        self.output_dropout = keras.layers.Dropout(
             self.dropout, dtype=backbone.dtype_policy, name="output_dropout"
         )
 
