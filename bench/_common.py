@@ -167,9 +167,9 @@ def resolve_bert_config(args):
                 "this bench compares BertBackbone presets only."
             )
         config = {k: preset["config"][k] for k in _BERT_KEYS}
-    if args.seq_length > config["max_sequence_length"]:
+    if args.sequence_length > config["max_sequence_length"]:
         raise BenchError(
-            f"--seq-length {args.seq_length} exceeds the model's "
+            f"--seq-length {args.sequence_length} exceeds the model's "
             f"max_sequence_length {config['max_sequence_length']}."
         )
     return name, config

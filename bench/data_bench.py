@@ -58,7 +58,7 @@ QUICK = dict(corpus_mb=0.4, slice_mb=0.05, dupe_factor=1, workers=2, vocab_size=
              num_shards=2, tokenizer_mb=0.1, tokenizer_repeats=1, reader_batches=5,
              reader_repeats=1, batch_size=8)
 # Options shared by both writers (the original script's defaults).
-WRITER_OPTIONS = dict(max_seq_length=128, max_predictions_per_seq=20, masked_lm_prob=0.15,
+WRITER_OPTIONS = dict(sequence_length=128, max_predictions_per_seq=20, masked_lm_prob=0.15,
                       short_seq_prob=0.1, random_seed=12345)
 CORPUS_VERSION = 2  # Bump when the corpus recipe changes (invalidates caches).
 MB = 2**20

@@ -112,7 +112,7 @@ def build(config, policy, jit, weights=None):
 def features(args, vocab):
     import numpy as np
 
-    x = _common.make_bert_inputs(args.batch_size, args.seq_length, vocab, seed=0)
+    x = _common.make_bert_inputs(args.batch_size, args.sequence_length, vocab, seed=0)
     rng = np.random.default_rng(1)
     positions = np.stack([np.sort(rng.choice(np.arange(1, n), args.predictions, replace=False))
                           for n in x["padding_mask"].sum(axis=1)]).astype("int32")
@@ -163,7 +163,7 @@ def run(args):
     rows = [bench_row(args, config, policy, jit) for jit in jits]
     env = _common.keras_environment(args, _common.LOAD_AT_START.get("value"))
     print(_common.env_line(env))
-    print(f"model {name}, batch {args.batch_size}, T={args.seq_length}, "
+    print(f"model {name}, batch {args.batch_size}, T={args.sequence_length}, "
           f"P={args.predictions}, dropout 0.1, {args.dtype}")
     print("| jit_compile | philox seq/s | keras seq/s | philox / keras | paired ratios "
           "(min..max) | gain outside the noise |")

@@ -234,9 +234,9 @@ def resolve_families(args):
                 f"{config_name}: keras-hub's {family.peer_class} has no "
                 f"argument {', '.join(unknown)}; it cannot build the same "
                 "model.")
-        if args.seq_length > config["max_sequence_length"]:
+        if args.sequence_length > config["max_sequence_length"]:
             raise BenchError(
-                f"--seq-length {args.seq_length} exceeds the model's "
+                f"--seq-length {args.sequence_length} exceeds the model's "
                 f"max_sequence_length {config['max_sequence_length']}"
                 + (f" ({name})." if len(names) > 1 else "."))
         resolved.append((name, config_name, config))
@@ -416,7 +416,7 @@ def run_family(name, config_name, config, args, policy):
     }
     heads[OURS].set_weights(heads[PEER].get_weights())
 
-    all_inputs = make_inputs(args.batch_size, args.seq_length,
+    all_inputs = make_inputs(args.batch_size, args.sequence_length,
                              config["vocabulary_size"])
     ours_data, peer_data = family_inputs(family, all_inputs)
     data = {OURS: ours_data, PEER: peer_data}
@@ -472,7 +472,7 @@ def run_family(name, config_name, config, args, policy):
         "config": config,
         "pooled": family.pooled,
         "batch_size": args.batch_size,
-        "seq_length": args.seq_length,
+        "seq_length": args.sequence_length,
         "repeats": args.repeats,
         "steps": args.steps,
         "warmup": args.warmup,

@@ -117,17 +117,17 @@ def parse_args(argv):
     args = p.parse_args(argv)
     _common.finish_model_args(p, args, DEFAULTS, QUICK_DEFAULTS,
                               counts=("predictions",))
-    if args.predictions >= args.seq_length:
+    if args.predictions >= args.sequence_length:
         p.error(f"--predictions {args.predictions} must be smaller than "
-                f"--seq-length {args.seq_length}")
+                f"--seq-length {args.sequence_length}")
     return args
 
 
-def train_flops_per_sequence(config, seq_length, predictions):
+def train_flops_per_sequence(config, sequence_length, predictions):
     """Training FLOPs of one sequence (formula in the module docstring)."""
     L, H = config["num_layers"], config["hidden_dim"]
     F, V = config["intermediate_dim"], config["vocabulary_size"]
-    T, P = seq_length, predictions
+    T, P = sequence_length, predictions
     encoder_matmul_params = L * (4 * H * H + 2 * H * F)
     forward = (2 * encoder_matmul_params * T
                + 2 * 2 * L * T * T * H
@@ -400,7 +400,7 @@ def _run(args, config_name, config, policy):
     ours = build_ours(peer)
     models = {OURS: ours, PEER: peer}
 
-    x, ids, weights = make_batch(args.batch_size, args.seq_length,
+    x, ids, weights = make_batch(args.batch_size, args.sequence_length,
                                  args.predictions, config["vocabulary_size"])
     data = {
         OURS: {"x": ours_features(x, ids, weights)},
@@ -438,7 +438,7 @@ def _run(args, config_name, config, policy):
               f"{r['ratio']:.3f}x  ({time.perf_counter() - t0:.1f}s)",
               flush=True)
 
-    flops = train_flops_per_sequence(config, args.seq_length, args.predictions)
+    flops = train_flops_per_sequence(config, args.sequence_length, args.predictions)
     for r in rows:
         for who in ("ours", "keras_hub"):
             r[f"{who}_tflops"] = flops * r[f"{who}_seq_per_s"] / 1e12
@@ -451,7 +451,7 @@ def _run(args, config_name, config, policy):
         "config_name": config_name,
         "config": config,
         "batch_size": args.batch_size,
-        "seq_length": args.seq_length,
+        "seq_length": args.sequence_length,
         "predictions": args.predictions,
         "repeats": args.repeats,
         "steps": args.steps,

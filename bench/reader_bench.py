@@ -33,12 +33,12 @@ OURS = "ours"
 OURS_DYNAMIC = "ours+dynamic masking"
 
 
-def peer_dataset(pattern, batch_size, seq_len, num_pred):
+def peer_dataset(pattern, batch_size, sequence_length, num_pred):
     from official.nlp.data import pretrain_dataloader
 
     config = pretrain_dataloader.BertPretrainDataConfig(
         input_path=pattern, global_batch_size=batch_size, is_training=True,
-        seq_length=seq_len, max_predictions_per_seq=num_pred,
+        seq_length=sequence_length, max_predictions_per_seq=num_pred,
         use_next_sentence_label=True)
     return pretrain_dataloader.BertPretrainDataLoader(config).load()
 
@@ -52,14 +52,14 @@ def time_batches(ds, batches, batch_size):
     return batches * batch_size / (time.perf_counter() - start)
 
 
-def measure(pattern, vocab_file, seq_len=128, num_pred=20, batch_size=32, batches=300,
+def measure(pattern, vocab_file, sequence_length=128, num_pred=20, batch_size=32, batches=300,
             repeats=3):
     """examples/s of the three readers on the shards `pattern`: `repeats`
     interleaved runs of `batches` batches each. Returns {name: [rates]}."""
     from kerasbert.data.reader import pretraining_dataset
 
     readers = {
-        PEER: lambda: peer_dataset(pattern, batch_size, seq_len, num_pred),
+        PEER: lambda: peer_dataset(pattern, batch_size, sequence_length, num_pred),
         OURS: lambda: pretraining_dataset(pattern, batch_size, seed=1),
         OURS_DYNAMIC: lambda: pretraining_dataset(
             pattern, batch_size, seed=1, dynamic_masking=True, vocab_file=vocab_file),
@@ -77,21 +77,21 @@ def main():
     parser.add_argument("--batches", type=int, default=300)
     parser.add_argument("--repeats", type=int, default=3)
     args = parser.parse_args()
-    seq_len, num_pred = 128, 20
+    sequence_length, num_pred = 128, 20
 
     import reader_records as rr
 
     with tempfile.TemporaryDirectory() as tmp:
         vocab = os.path.join(tmp, "vocab.txt")
         vocab_size = rr.write_vocab(vocab)
-        instances = rr.make_instances(args.examples, seq_len, num_pred, seed=0,
+        instances = rr.make_instances(args.examples, sequence_length, num_pred, seed=0,
                                       vocab_size=vocab_size, min_len=64)
-        rr.write_shards(tmp, instances, num_shards=4, seq_len=seq_len,
+        rr.write_shards(tmp, instances, num_shards=4, sequence_length=sequence_length,
                         num_pred=num_pred, vocab_file=vocab)
-        results = measure(os.path.join(tmp, "*.tfrecord"), vocab, seq_len, num_pred,
+        results = measure(os.path.join(tmp, "*.tfrecord"), vocab, sequence_length, num_pred,
                           args.batch_size, args.batches, args.repeats)
     peer = _common.median(results[PEER])
-    print(f"reader throughput, seq {seq_len}, P {num_pred}, batch {args.batch_size}, "
+    print(f"reader throughput, seq {sequence_length}, P {num_pred}, batch {args.batch_size}, "
           f"{os.cpu_count()} CPUs, median of {args.repeats}")
     for name, values in results.items():
         median = _common.median(values)

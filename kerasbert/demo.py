@@ -161,7 +161,7 @@ def pretraining_pipeline(output_dir, quick=False):
     _step(f"pretraining TFRecords (masked LM + next sentence, sequence {SEQ_LENGTH})")
     data = os.path.join(output_dir, "data")
     meta = create_pretraining_data(
-        [corpus], vocab, data, max_seq_length=SEQ_LENGTH, max_predictions_per_seq=PREDICTIONS,
+        [corpus], vocab, data, sequence_length=SEQ_LENGTH, max_predictions_per_seq=PREDICTIONS,
         dupe_factor=sizes["dupe_factor"], num_shards=2, workers=2, overwrite=True)
     print(f"  {data}: {meta['num_instances']:,} instances in {len(meta['shards'])} shards")
 
@@ -198,7 +198,7 @@ def _finetune_default_task(output_dir, backbone, vocab, sizes):
         task=f"csv:{task['train']}", validation=task["validation"],
         output_dir=os.path.join(output_dir, "finetune"), vocab=vocab, backbone=backbone,
         epochs=sizes["epochs"], batch_size=32, learning_rate=5e-4,
-        max_seq_length=SEQ_LENGTH, overwrite=True))  # a fresh run each time the demo runs
+        sequence_length=SEQ_LENGTH, overwrite=True))  # a fresh run each time the demo runs
     metrics = result["metrics"]
     print(f"  validation accuracy {metrics['accuracy']:.3f} (majority-class baseline "
           f"{metrics['majority_baseline_accuracy']:.3f}), macro F1 {metrics['f1']:.3f}")
@@ -236,7 +236,7 @@ def _export_and_serve(output_dir, finetune_dir):
         print(f"  {text!r}\n    -> {row['label']} ({max(row['probabilities']):.2f})")
 
 
-def _fill_in_the_blanks(pretrainer_path, vocab, seq_length=32):
+def _fill_in_the_blanks(pretrainer_path, vocab, sequence_length=32):
     """Top-5 predictions of the trained masked-LM head for a few sentences."""
     import numpy as np
 
@@ -248,11 +248,11 @@ def _fill_in_the_blanks(pretrainer_path, vocab, seq_length=32):
         left, right = text.split("[MASK]")
         pieces = tokenizer.tokenize_ids([left, right]).to_list()
         ids = [tokenizer.cls_id, *pieces[0], tokenizer.mask_id, *pieces[1], tokenizer.sep_id]
-        word_ids = np.full((1, seq_length), tokenizer.pad_id, "int32")
+        word_ids = np.full((1, sequence_length), tokenizer.pad_id, "int32")
         word_ids[0, :len(ids)] = ids
         outputs = pretrainer({
             "input_word_ids": word_ids,
-            "input_mask": (np.arange(seq_length) < len(ids)).astype("int32")[None],
+            "input_mask": (np.arange(sequence_length) < len(ids)).astype("int32")[None],
             "input_type_ids": np.zeros_like(word_ids),
             "masked_lm_positions": np.array([[len(pieces[0]) + 1]], "int32"),
         })

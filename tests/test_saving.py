@@ -47,7 +47,7 @@ def _save_artefacts(directory):
     """A compiled task model (AdamW + schedule), a pretrainer and a backbone."""
     from kerasbert.tasks import BertPretrainer, TextClassifier
 
-    ft = make_finetuned_dir(str(directory / "ft"), "classification", max_seq_length=16)
+    ft = make_finetuned_dir(str(directory / "ft"), "classification", sequence_length=16)
     model = kerasbert.load_model(os.path.join(ft, "model.keras"))
     model.compile(learning_rate=1e-3, num_train_steps=10, warmup_ratio=0.1)
     assert isinstance(model, TextClassifier)
@@ -117,7 +117,7 @@ def test_unloadable_files_are_usage_errors_naming_the_file(tmp_path):
 @pytest.mark.parametrize("command", ["export", "evaluate", "pretrain --init-from",
                                      "finetune --backbone"])
 def test_commands_report_a_refused_model_in_one_line(tmp_path, capsys, command):
-    ft = make_finetuned_dir(str(tmp_path / "ft"), "classification", max_seq_length=16)
+    ft = make_finetuned_dir(str(tmp_path / "ft"), "classification", sequence_length=16)
     os.remove(os.path.join(ft, "model.keras"))
     _lambda_model(os.path.join(ft, "model.keras"))
     vocab = os.path.join(ft, "vocab.txt")

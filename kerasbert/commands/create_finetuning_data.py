@@ -37,7 +37,7 @@ def add_arguments(parser):
     """Adds every create-finetuning-data flag to an argparse parser."""
     add_task_arguments(parser)
     add_tokenizer_arguments(parser)
-    parser.add_argument("--max-seq-length", type=int, default=None,
+    parser.add_argument("--max-seq-length", dest="sequence_length", type=int, default=None,
                         help="Sequence length T (default 128; 384 for qa).")
     parser.add_argument("--doc-stride", type=int, default=128,
                         help="qa: context windows start this many pieces apart.")
@@ -110,7 +110,7 @@ def _check_consistent(converted, meta):
     the data already in the folder (write_features checks each split too)."""
     def described(features):
         return {"task_type": features.task_type, "label_names": features.label_names,
-                "num_choices": _num_choices(features), "max_seq_length": int(features.max_seq_length)}
+                "num_choices": _num_choices(features), "max_seq_length": int(features.sequence_length)}
 
     first_name, _, first = converted[0]
     want = described(first)
@@ -147,8 +147,8 @@ def _write_splits(args):
         raise UsageError(f"Vocabulary not found: {args.vocab}")
     if args.num_shards < 1:
         raise UsageError(f"--num-shards must be at least 1, got {args.num_shards}.")
-    if args.max_seq_length is not None and args.max_seq_length < 3:
-        raise UsageError(f"--max-seq-length must be at least 3, got {args.max_seq_length}.")
+    if args.sequence_length is not None and args.sequence_length < 3:
+        raise UsageError(f"--max-seq-length must be at least 3, got {args.sequence_length}.")
     splits = parse_splits(args.splits, args.task)
     try:
         meta = read_metadata(args.output_dir) if os.path.isdir(args.output_dir) else None
@@ -184,7 +184,7 @@ def _write_splits(args):
         flags = {"doc_stride": args.doc_stride, "max_query_length": args.max_query_length,
                  "is_training": bool(data.has_labels), "on_bad_answer": args.on_bad_answer}
         options = {k: v for k, v in flags.items() if k in task_format(data.task_type).options}
-        features = convert_examples(data, tokenizer, args.max_seq_length, **options)
+        features = convert_examples(data, tokenizer, args.sequence_length, **options)
         record = {"task": spec, "split": name, "task_type": data.task_type,
                   "columns": columns or {}, **options}
         converted.append((name, record, features))
@@ -199,7 +199,7 @@ def _write_splits(args):
         shards = min(args.num_shards, max(1, len(features)))
         print(
             f"{name}: {features.stats.get('num_examples', len(features))} examples -> "
-            f"{len(features)} features ({features.task_type}, T={features.max_seq_length}) in "
+            f"{len(features)} features ({features.task_type}, T={features.sequence_length}) in "
             f"{shards} shard(s)" + (f"; {stats}" if stats else "")
         )
     print(f"Wrote {len(converted)} split(s) to {args.output_dir} (metadata.json)")

@@ -34,7 +34,7 @@ def add_arguments(parser):
         "(ALBERT), or a directory with vocab.json + merges.txt (byte-level BPE, RoBERTa; "
         "--objective none).")
     parser.add_argument("--output-dir", required=True, help="Folder for shards + metadata.json.")
-    parser.add_argument("--max-seq-length", type=int, default=128)
+    parser.add_argument("--max-seq-length", dest="sequence_length", type=int, default=128)
     parser.add_argument("--max-predictions-per-seq", type=int, default=20)
     parser.add_argument("--masked-lm-prob", type=float, default=0.15)
     parser.add_argument("--dupe-factor", type=int, default=10,
@@ -80,7 +80,7 @@ def run(args):
 def _create(create_pretraining_data, args):
     return create_pretraining_data(
         args.input, args.vocab, args.output_dir,
-        max_seq_length=args.max_seq_length,
+        sequence_length=args.sequence_length,
         max_predictions_per_seq=args.max_predictions_per_seq,
         masked_lm_prob=args.masked_lm_prob, dupe_factor=args.dupe_factor,
         short_seq_prob=args.short_seq_prob, random_seed=args.random_seed,

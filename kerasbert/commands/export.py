@@ -25,7 +25,7 @@ def add_arguments(parser):
                         help="The model's base directory; the version goes in OUTPUT/<version>/.")
     parser.add_argument("--version", type=int, default=None,
                         help="Version number (default: the next free integer).")
-    parser.add_argument("--max-seq-length", type=int, default=None, metavar="L",
+    parser.add_argument("--max-seq-length", dest="sequence_length", type=int, default=None, metavar="L",
                         help="Packed sequence length in the graph (default: the fine-tuning one).")
     parser.add_argument("--model-name", default=None,
                         help="TF Serving model name in the warm-up requests (default: NAME).")
@@ -48,7 +48,7 @@ def run(args):
     # into the same OUTPUT get different versions, never the same one.
     with output_lock(args.output, kind="folder", flag="--output"):
         result = export(args.model, args.output, version=args.version,
-                        max_seq_length=args.max_seq_length, overwrite=args.overwrite,
+                        sequence_length=args.sequence_length, overwrite=args.overwrite,
                         model_name=args.model_name)
     print(f"exported {result['task_type']} model to {result['path']} "
           f"(signatures: {', '.join(result['signatures'])}; "

@@ -19,7 +19,7 @@ def run(args):
     with output_lock(args.output, kind="folder", flag="--output"):
         paths = export_hub(
             args.backbone, args.vocab, args.output, lower_case=not args.cased,
-            seq_length=args.seq_length, pretrainer_path=args.pretrainer,
+            sequence_length=args.sequence_length, pretrainer_path=args.pretrainer,
             include_mlm=not args.no_mlm, overwrite=args.overwrite,
         )
     for name, path in paths.items():
@@ -37,7 +37,7 @@ def add_arguments(parser):
                         help="Directory to create (preprocess/ and encoder/ inside).")
     parser.add_argument("--cased", action="store_true",
                         help="Cased tokenization (default: lower case, strip accents).")
-    parser.add_argument("--seq-length", type=int, default=128, metavar="T",
+    parser.add_argument("--seq-length", dest="sequence_length", type=int, default=128, metavar="T",
                         help="Length the preprocessor pads to; bert_pack_inputs' default "
                         "(default 128).")
     parser.add_argument("--pretrainer", metavar="PATH",

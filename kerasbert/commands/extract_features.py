@@ -46,7 +46,7 @@ def add_arguments(parser):
     parser.add_argument("--layers", default="-1,-2,-3,-4",
                         help="encoder_outputs indices, comma-separated (-1 = top layer; default "
                         "-1,-2,-3,-4).")
-    parser.add_argument("--max-seq-length", type=int, default=128,
+    parser.add_argument("--max-seq-length", dest="sequence_length", type=int, default=128,
                         help="Longer inputs are truncated (the count is reported).")
     parser.add_argument("--batch-size", type=int, default=32)
     parser.add_argument("--output", required=True, help="Output JSON-lines file.")
@@ -76,8 +76,8 @@ def run(args):
         raise UsageError(f"Input file not found: {args.input}")
     if args.batch_size < 1:
         raise UsageError(f"--batch-size must be at least 1, got {args.batch_size}.")
-    if args.max_seq_length < 3:
-        raise UsageError(f"--max-seq-length must be at least 3, got {args.max_seq_length}.")
+    if args.sequence_length < 3:
+        raise UsageError(f"--max-seq-length must be at least 3, got {args.sequence_length}.")
     check_utf8_text([args.input])  # names the byte offset; refuses an input without text
     backbone = load_backbone_from_args(args)
     num_layers = getattr(backbone, "num_layers", None) or len(backbone.output["encoder_outputs"])
@@ -87,10 +87,10 @@ def run(args):
     stats = {}
     with atomic_file(args.output) as tmp, open(tmp, "w", encoding="utf-8") as out:
         for record in extract_features(backbone, tokenizer, _read_lines(args.input), layers,
-                                       args.max_seq_length, args.batch_size, stats=stats):
+                                       args.sequence_length, args.batch_size, stats=stats):
             out.write(json.dumps(record, ensure_ascii=False) + "\n")
     print(
         f"Wrote features of {stats.get('num_texts', 0)} line(s), layers {','.join(map(str, layers))}, "
-        f"to {args.output}; {stats.get('truncated', 0)} truncated to max_seq_length "
-        f"{args.max_seq_length}."
+        f"to {args.output}; {stats.get('truncated', 0)} truncated to --max-seq-length "
+        f"{args.sequence_length}."
     )

@@ -53,7 +53,7 @@ def add_arguments(parser):
     add("--weight-decay", type=float, default=0.01)
     add("--layerwise-lr-decay", type=float, nargs="?", const=0.8, default=None,
         help="Layer-wise learning-rate decay (0.8 when given without a value).")
-    add("--max-seq-length", type=int, default=None, help="Default 128 (384 for QA).")
+    add("--max-seq-length", dest="sequence_length", type=int, default=None, help="Default 128 (384 for QA).")
     add("--doc-stride", type=int, default=128, help="QA: tokens between window starts.")
     add("--max-query-length", type=int, default=64, help="QA: longest question in tokens.")
     add("--max-answer-length", type=int, default=30, help="QA: longest answer in tokens.")

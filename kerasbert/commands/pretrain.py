@@ -100,7 +100,7 @@ def add_arguments(parser):
     add("--dynamic-masking", action="store_true",
         help="Draw new masks in tf.data (automatic for --no-masking data).")
     add("--whole-word-mask", action="store_true", help="Whole-word dynamic masking.")
-    add("--max-seq-length", type=int, default=None,
+    add("--max-seq-length", dest="sequence_length", type=int, default=None,
         help="Only for files without metadata.json (e.g. from the original script).")
     add("--max-predictions-per-seq", type=int, default=None, help="Same.")
     add("--no-progress", dest="progress", action="store_false", help="No progress bar.")

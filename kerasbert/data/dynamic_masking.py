@@ -85,19 +85,19 @@ class DynamicMasker:
             None if continuation_ids is None else sorted({int(i) for i in continuation_ids})
         )
 
-    def _choose_tokens(self, maskable, num, batch, seq_len, seed):
+    def _choose_tokens(self, maskable, num, batch, sequence_length, seed):
         """Uniform choice of num[b] maskable positions without replacement:
         the highest random scores (non-maskable ones score -1). Returns
-        [B, P] ascending positions, seq_len where unused."""
+        [B, P] ascending positions, sequence_length where unused."""
         num_predictions = self.max_predictions_per_seq
-        scores = tf.random.stateless_uniform([batch, seq_len], seed)
+        scores = tf.random.stateless_uniform([batch, sequence_length], seed)
         scores = tf.where(maskable, scores, -1.0)
-        k = min(num_predictions, seq_len)
+        k = min(num_predictions, sequence_length)
         _, top = tf.math.top_k(scores, k=k, sorted=True)
         chosen = tf.range(k)[tf.newaxis] < num[:, tf.newaxis]
-        return _padded_sorted(tf.where(chosen, top, seq_len), num_predictions, seq_len)
+        return _padded_sorted(tf.where(chosen, top, sequence_length), num_predictions, sequence_length)
 
-    def _choose_words(self, ids, maskable, num, batch, seq_len, seed):
+    def _choose_words(self, ids, maskable, num, batch, sequence_length, seed):
         """Whole-word choice as in the original: words (a piece plus the
         "##" pieces after it) in random order, each taken whole when it
         still fits in num[b], else skipped. Returns [B, P] as above."""
@@ -107,15 +107,15 @@ class DynamicMasker:
         previous = tf.pad(maskable, [[0, 0], [1, 0]])[:, :-1]
         starts = maskable & ~(continuation & previous)
         word = tf.cumsum(tf.cast(starts, tf.int32), axis=1) - 1  # [B, T] word of token
-        word = tf.where(maskable, word, seq_len)  # non-maskable -> no word
+        word = tf.where(maskable, word, sequence_length)  # non-maskable -> no word
         num_words = tf.reduce_sum(tf.cast(starts, tf.int32), axis=1)
-        rows = tf.range(batch)[:, tf.newaxis] * (seq_len + 1)
+        rows = tf.range(batch)[:, tf.newaxis] * (sequence_length + 1)
         lengths = tf.math.unsorted_segment_sum(
-            tf.ones([batch * seq_len], tf.int32), tf.reshape(word + rows, [-1]),
-            batch * (seq_len + 1))
-        lengths = tf.reshape(lengths, [batch, seq_len + 1])[:, :seq_len]  # [B, W]
-        exists = tf.range(seq_len)[tf.newaxis] < num_words[:, tf.newaxis]
-        scores = tf.where(exists, tf.random.stateless_uniform([batch, seq_len], seed), -1.0)
+            tf.ones([batch * sequence_length], tf.int32), tf.reshape(word + rows, [-1]),
+            batch * (sequence_length + 1))
+        lengths = tf.reshape(lengths, [batch, sequence_length + 1])[:, :sequence_length]  # [B, W]
+        exists = tf.range(sequence_length)[tf.newaxis] < num_words[:, tf.newaxis]
+        scores = tf.where(exists, tf.random.stateless_uniform([batch, sequence_length], seed), -1.0)
         order = tf.argsort(scores, axis=1, direction="DESCENDING")
         ordered_len = tf.gather(lengths, order, batch_dims=1)
         ordered_exists = tf.gather(exists, order, batch_dims=1)
@@ -133,10 +133,10 @@ class DynamicMasker:
         # Back to word order, then to tokens.
         inverse = tf.argsort(order, axis=1)
         word_taken = tf.gather(taken, inverse, batch_dims=1)
-        word_taken = tf.pad(word_taken, [[0, 0], [0, 1]])  # index seq_len = no word
+        word_taken = tf.pad(word_taken, [[0, 0], [0, 1]])  # index sequence_length = no word
         token_taken = tf.gather(word_taken, word, batch_dims=1)
-        token_positions = tf.where(token_taken, tf.range(seq_len)[tf.newaxis], seq_len)
-        return _padded_sorted(token_positions, self.max_predictions_per_seq, seq_len)
+        token_positions = tf.where(token_taken, tf.range(sequence_length)[tf.newaxis], sequence_length)
+        return _padded_sorted(token_positions, self.max_predictions_per_seq, sequence_length)
 
     @classmethod
     def from_vocab_file(cls, vocab_file, max_predictions_per_seq, *,
@@ -184,8 +184,8 @@ class DynamicMasker:
             input_mask = tf.convert_to_tensor(input_mask)[tf.newaxis]
         real = tf.cast(input_mask, tf.bool)
         num_predictions = self.max_predictions_per_seq
-        seq_len = ids.shape[1]
-        if seq_len is None:
+        sequence_length = ids.shape[1]
+        if sequence_length is None:
             raise ValueError("DynamicMasker needs a static sequence length.")
         seed = tf.cast(tf.convert_to_tensor(seed), tf.int64)
         select_seed, rule_seed, token_seed = tf.unstack(
@@ -207,10 +207,10 @@ class DynamicMasker:
 
         batch = tf.shape(ids)[0]
         if self.continuation_ids is None:
-            positions = self._choose_tokens(maskable, num, batch, seq_len, select_seed)
+            positions = self._choose_tokens(maskable, num, batch, sequence_length, select_seed)
         else:
-            positions = self._choose_words(ids, maskable, num, batch, seq_len, select_seed)
-        valid = positions < seq_len
+            positions = self._choose_words(ids, maskable, num, batch, sequence_length, select_seed)
+        valid = positions < sequence_length
         positions = tf.where(valid, positions, 0)
         original = tf.where(valid, tf.gather(ids, positions, batch_dims=1), 0)
 
@@ -243,13 +243,13 @@ class DynamicMasker:
         return out
 
 
-def _padded_sorted(chosen_positions, num_predictions, seq_len):
-    """[B, k] positions (seq_len = none) -> ascending [B, P], seq_len-padded."""
+def _padded_sorted(chosen_positions, num_predictions, sequence_length):
+    """[B, k] positions (sequence_length = none) -> ascending [B, P], sequence_length-padded."""
     positions = tf.sort(chosen_positions, axis=1)
     k = positions.shape[1]
     if k < num_predictions:
         positions = tf.pad(positions, [[0, 0], [0, num_predictions - k]],
-                           constant_values=seq_len)
+                           constant_values=sequence_length)
     return positions[:, :num_predictions]
 
 

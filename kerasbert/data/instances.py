@@ -63,7 +63,7 @@ class Specials:
 
 @dataclasses.dataclass(frozen=True)
 class InstanceOptions:
-    max_seq_length: int = 128
+    sequence_length: int = 128
     max_predictions_per_seq: int = 20
     masked_lm_prob: float = 0.15
     short_seq_prob: float = 0.1
@@ -247,7 +247,7 @@ def _plan_pairs(chunk, d, others, options, draws, plan):
     them into A and B at a random sentence, put unused ones back."""
     bounds = chunk.bounds[d]
     n_sent = len(bounds) - 1
-    max_num_tokens = options.max_seq_length - 3
+    max_num_tokens = options.sequence_length - 3
     # Chosen once per document, as in the original.
     target = max_num_tokens
     if draws.random() < options.short_seq_prob:
@@ -313,11 +313,11 @@ _SEP = None  # A document boundary inside a FULL-SENTENCES instance.
 def _plan_full_sentences(chunk, options):
     """RoBERTa FULL-SENTENCES: lists of spans (and _SEP) per instance.
 
-    Contiguous full sentences are packed up to max_seq_length - 2 tokens and
+    Contiguous full sentences are packed up to sequence_length - 2 tokens and
     MAY CROSS DOCUMENT BOUNDARIES, as in RoBERTa; a [SEP] marks each boundary
     inside a sequence (RoBERTa's extra separator). A sentence longer than
     the budget is cut into budget-sized pieces."""
-    budget = options.max_seq_length - 2
+    budget = options.sequence_length - 2
     planned, cur, cur_len = [], [], 0
 
     def flush():
@@ -430,11 +430,11 @@ class Batch:
 def _pair_batch(chunk, plan, options, specials, rng, with_starts):
     """`[CLS] A [SEP] B [SEP]` for every planned pair, truncated."""
     a0, a1, b0, b1 = (np.asarray(x, dtype=np.int64) for x in (plan.a0, plan.a1, plan.b0, plan.b1))
-    cut_a, cut_b = truncation_cuts(a1 - a0, b1 - b0, options.max_seq_length - 3)
+    cut_a, cut_b = truncation_cuts(a1 - a0, b1 - b0, options.sequence_length - 3)
     front_a, front_b = rng.binomial(cut_a, 0.5), rng.binomial(cut_b, 0.5)
     a0, a1 = a0 + front_a, a1 - (cut_a - front_a)
     b0, b1 = b0 + front_b, b1 - (cut_b - front_b)
-    n, T = len(a0), options.max_seq_length
+    n, T = len(a0), options.sequence_length
     la, lb = a1 - a0, b1 - b0
     lengths = la + lb + 3
     b_first = la + 2
@@ -463,7 +463,7 @@ def _pair_batch(chunk, plan, options, specials, rng, with_starts):
 
 def _span_batch(chunk, planned, options, specials):
     """`[CLS] spans... [SEP]` for FULL-SENTENCES instances (one segment)."""
-    n, T = len(planned), options.max_seq_length
+    n, T = len(planned), options.sequence_length
     cls_at, sep_at = len(chunk.ids), len(chunk.ids) + 1
     ids = np.concatenate([chunk.ids, [specials.cls_id, specials.sep_id]])
     word_starts = np.concatenate([chunk.starts, [True, True]])
@@ -617,7 +617,7 @@ def create_instances_from_document(document, other_documents, options, specials,
 def create_full_sentence_instances(documents, options, specials, rng):
     """RoBERTa FULL-SENTENCES: `[CLS] s1 s2 ... [SEP]`, single segment.
 
-    Contiguous full sentences are packed up to max_seq_length - 2 tokens and
+    Contiguous full sentences are packed up to sequence_length - 2 tokens and
     MAY CROSS DOCUMENT BOUNDARIES, as in RoBERTa; a [SEP] marks each boundary
     inside a sequence. Crossing happens within the `documents` passed
     together (one writer chunk), so this stays a pure function of its
@@ -687,17 +687,17 @@ class ExampleEncoder:
     feature headers from tables indexed by payload length, so per record
     only one bytes.join runs in Python. Feature names come from
     kerasbert.data.schema. Fixed lengths: sequence features
-    [max_seq_length], masked_lm_* [max_predictions_per_seq],
+    [sequence_length], masked_lm_* [max_predictions_per_seq],
     next_sentence_labels [1]. input_ids are padded with `pad_id` (0 is
     BERT's [PAD]; RoBERTa's <pad> is 1), everything else with 0 (0.0 for
     weights).
     """
 
-    def __init__(self, vocab_size, max_seq_length, max_predictions_per_seq, objective, masked,
+    def __init__(self, vocab_size, sequence_length, max_predictions_per_seq, objective, masked,
                  pad_id=0):
         self.pad_id = int(pad_id)
         self.names = schema.feature_names(objective, masked)
-        self.max_seq_length = T = max_seq_length
+        self.sequence_length = T = sequence_length
         self.max_predictions = P = max_predictions_per_seq
         self._varints = _VarintTable(max(vocab_size, T, 2) + 1)
         self._small = [_varint(n) for n in range(1 << 14)]
@@ -736,10 +736,10 @@ class ExampleEncoder:
 
     def encode_batch(self, batch):
         """Batch -> list of serialized tf.train.Example bytes, in order."""
-        T = self.max_seq_length
+        T = self.sequence_length
         n = len(batch)
         if n and int(batch.lengths.max()) > T:
-            raise ValueError(f"Instance of length {int(batch.lengths.max())} > max_seq_length {T}.")
+            raise ValueError(f"Instance of length {int(batch.lengths.max())} > sequence_length {T}.")
         if not n:
             return []
         columns, sizes = [], np.zeros(n, dtype=np.int64)
@@ -778,10 +778,10 @@ class ExampleEncoder:
 
     def encode(self, instance):
         """One `Instance` -> serialized tf.train.Example bytes."""
-        T, P = self.max_seq_length, self.max_predictions
+        T, P = self.sequence_length, self.max_predictions
         n = len(instance.tokens)
         if n > T:
-            raise ValueError(f"Instance of length {n} > max_seq_length {T}.")
+            raise ValueError(f"Instance of length {n} > sequence_length {T}.")
         tokens = np.full((1, T), self.pad_id, dtype=np.int64)
         tokens[0, :n] = instance.tokens
         segments = np.zeros((1, T), dtype=np.uint8)

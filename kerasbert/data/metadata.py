@@ -2,7 +2,7 @@
 
 Fields (all written by the creator, checked by the readers):
 
-    schema_version, features ({name: {dtype, shape}}), max_seq_length,
+    schema_version, features ({name: {dtype, shape}}), sequence_length,
     max_predictions_per_seq, objective ("nsp"|"sop"|"none"),
     masking ("static"|"dynamic"), whole_word_mask, tokenizer ("wordpiece"|
     "sentencepiece"|"bpe"; absent before BPE/SentencePiece data existed:

@@ -12,7 +12,7 @@ or anyone's, and yields batches keyed by the model's input names
     masked_lm_weights    float32 [B, P]
     next_sentence_labels int32   [B]   (only when the files hold it)
 
-T = max_seq_length, P = max_predictions_per_seq. With `masked_lm=False`
+T = sequence_length, P = max_predictions_per_seq. With `masked_lm=False`
 (a causal LM, which predicts every next token) the batches hold the three
 sequence features only, with the ORIGINAL tokens (stored masks are undone).
 """
@@ -154,13 +154,13 @@ def _mismatch(what, yours, theirs, where):
     )
 
 
-def _check_metadata(meta, folder, max_seq_length, max_predictions_per_seq, vocab_file):
+def _check_metadata(meta, folder, sequence_length, max_predictions_per_seq, vocab_file):
     where = os.path.join(folder, metadata.METADATA_FILE)
     version = meta.get("schema_version")
     if version is not None and version > schema.SCHEMA_VERSION:
         raise ValueError(f"{where} has schema_version {version}; this reader knows "
                          f"up to {schema.SCHEMA_VERSION}.")
-    for key, value in (("max_seq_length", max_seq_length),
+    for key, value in (("max_seq_length", sequence_length),
                        ("max_predictions_per_seq", max_predictions_per_seq)):
         if value is not None and meta.get(key) is not None and int(value) != int(meta[key]):
             raise _mismatch(key, value, meta[key], where)
@@ -195,7 +195,7 @@ def _probe_features(files, compression_of):
     raise ValueError(f"No readable record in {files[0]} ... to detect the features.")
 
 
-def describe_files(files, max_seq_length=None, max_predictions_per_seq=None,
+def describe_files(files, sequence_length=None, max_predictions_per_seq=None,
                    vocab_file=None):
     """Validates the files against their metadata.json and returns
     (feature names, T, P, {path: compression}, {path: expected count})."""
@@ -206,8 +206,8 @@ def describe_files(files, max_seq_length=None, max_predictions_per_seq=None,
     for folder, meta in metas.items():
         if meta is None:
             continue
-        _check_metadata(meta, folder, max_seq_length, max_predictions_per_seq, vocab_file)
-        max_seq_length = max_seq_length or meta.get("max_seq_length")
+        _check_metadata(meta, folder, sequence_length, max_predictions_per_seq, vocab_file)
+        sequence_length = sequence_length or meta.get("max_seq_length")
         max_predictions_per_seq = max_predictions_per_seq or meta.get("max_predictions_per_seq")
         folder_names = sorted(meta.get("features") or [])
         if names is not None and folder_names and folder_names != names:
@@ -215,20 +215,20 @@ def describe_files(files, max_seq_length=None, max_predictions_per_seq=None,
         names = folder_names or names
         for name, count in (meta.get("shards") or {}).items():
             counts[os.path.join(folder, name)] = int(count)
-    if max_seq_length is None or max_predictions_per_seq is None:
+    if sequence_length is None or max_predictions_per_seq is None:
         raise ValueError(
-            "These files have no metadata.json; pass max_seq_length and "
+            "These files have no metadata.json; pass sequence_length and "
             "max_predictions_per_seq (the values they were written with)."
         )
     if names is None:
         names = _probe_features(files, compression_of)
     counts = {f: counts.get(f, -1) for f in files}
-    return names, int(max_seq_length), int(max_predictions_per_seq), compression_of, counts
+    return names, int(sequence_length), int(max_predictions_per_seq), compression_of, counts
 
 
-def _sentinel(names, max_seq_length, max_predictions_per_seq):
+def _sentinel(names, sequence_length, max_predictions_per_seq):
     """A serialized all-zero Example with every feature (parses cleanly)."""
-    lengths = schema.feature_lengths(names, max_seq_length, max_predictions_per_seq)
+    lengths = schema.feature_lengths(names, sequence_length, max_predictions_per_seq)
     feature = {}
     for name in names:
         if schema.FEATURES[name][0] == "float32":
@@ -274,7 +274,7 @@ def _value_limits(files, metas, vocab_size, vocab_file):
     return limits, sources
 
 
-def _records(files, names, seq_len, num_pred, compression_of, counts, *, log,
+def _records(files, names, sequence_length, num_pred, compression_of, counts, *, log,
              shuffle, seed, repeat, deterministic, cycle_length, record_shards,
              id_limits, id_sources):
     """Parsed, checked records (dicts of file-named features) interleaved
@@ -288,8 +288,8 @@ def _records(files, names, seq_len, num_pred, compression_of, counts, *, log,
     if len(compressions) > 1:
         raise ValueError("Mixing gzip and plain files in one dataset is not supported.")
     compression = compressions.pop()
-    spec = schema.parsing_spec(names, seq_len, num_pred)
-    sentinel = _sentinel(names, seq_len, num_pred)
+    spec = schema.parsing_spec(names, sequence_length, num_pred)
+    sentinel = _sentinel(names, sequence_length, num_pred)
     sizes, moduli = zip(*(integrity.expected_stream_bytes(f, compression) for f in files))
     num_shards, shard = record_shards
     paths = tf.constant(files)
@@ -305,7 +305,7 @@ def _records(files, names, seq_len, num_pred, compression_of, counts, *, log,
             if name in names:
                 limits.append((name, tf.gather(id_limits, index), tf.gather(id_sources, index)))
         if "masked_lm_positions" in names:
-            limits.append(("masked_lm_positions", tf.constant(seq_len, tf.int64),
+            limits.append(("masked_lm_positions", tf.constant(sequence_length, tf.int64),
                            "max_seq_length"))
         return integrity.checked_records(
             path, lambda record: tf.io.parse_single_example(record, spec), sentinel,
@@ -378,7 +378,7 @@ def pretraining_dataset(
     deterministic=False,
     vocab_file=None,
     vocab_size=None,
-    max_seq_length=None,
+    sequence_length=None,
     max_predictions_per_seq=None,
     masked_lm_prob=0.15,
     whole_word_mask=False,
@@ -426,7 +426,7 @@ def pretraining_dataset(
             and the value (on a GPU an out-of-range lookup returns zeros:
             it would train on garbage silently). A model vocabulary smaller
             than metadata.json's is refused up front.
-        max_seq_length, max_predictions_per_seq: checked against
+        sequence_length, max_predictions_per_seq: checked against
             metadata.json; required for files without it.
         on_corrupt: "raise" (default): a corrupt or truncated record fails
             the iteration with an error naming the file and record index.
@@ -449,8 +449,8 @@ def pretraining_dataset(
                          "are looked up in it).")
     files = expand_files(file_pattern)
     check_not_empty(files)
-    names, seq_len, num_pred, compression_of, counts = describe_files(
-        files, max_seq_length, max_predictions_per_seq, vocab_file)
+    names, sequence_length, num_pred, compression_of, counts = describe_files(
+        files, sequence_length, max_predictions_per_seq, vocab_file)
     masked = all(n in names for n in schema.MASKED_LM_FEATURES)
     if not masked and not dynamic_masking and masked_lm:
         raise ValueError(
@@ -480,7 +480,7 @@ def pretraining_dataset(
         log = corrupt_log if corrupt_log is not None else CorruptRecordLog()
         log.max_corrupt_records = max_corrupt_records
 
-    ds = _records(files, names, seq_len, num_pred, compression_of, counts, log=log,
+    ds = _records(files, names, sequence_length, num_pred, compression_of, counts, log=log,
                   shuffle=shuffle, seed=seed, repeat=repeat, deterministic=deterministic,
                   cycle_length=cycle_length, record_shards=(record_shards, pipeline_id),
                   id_limits=id_limits, id_sources=id_sources)
@@ -508,7 +508,7 @@ def pretraining_dataset(
     return ds.prefetch(AUTOTUNE)
 
 
-def verify_shards(file_pattern, max_seq_length=None, max_predictions_per_seq=None,
+def verify_shards(file_pattern, sequence_length=None, max_predictions_per_seq=None,
                   vocab_size=None):
     """Scans every file; returns a list of integrity.ShardReport (file,
     records, corrupt [(index, cause)], first_corrupt_index, ok).
@@ -520,8 +520,8 @@ def verify_shards(file_pattern, max_seq_length=None, max_predictions_per_seq=Non
     files = expand_files(file_pattern)
     metas = _folder_metadata(files)
     try:
-        names, seq_len, num_pred, compression_of, counts = describe_files(
-            files, max_seq_length, max_predictions_per_seq)
+        names, sequence_length, num_pred, compression_of, counts = describe_files(
+            files, sequence_length, max_predictions_per_seq)
     except ValueError as err:
         if "no metadata.json" not in str(err) and "No readable record" not in str(err):
             raise
@@ -531,16 +531,16 @@ def verify_shards(file_pattern, max_seq_length=None, max_predictions_per_seq=Non
     parse_fn = sentinel = batch_parse_fn = None
     limits = {f: () for f in files}
     if names is not None:
-        spec = schema.parsing_spec(names, seq_len, num_pred)
+        spec = schema.parsing_spec(names, sequence_length, num_pred)
         parse_fn = lambda record: tf.io.parse_single_example(record, spec)  # noqa: E731
         batch_parse_fn = lambda records: tf.io.parse_example(records, spec)  # noqa: E731
-        sentinel = _sentinel(names, seq_len, num_pred)
+        sentinel = _sentinel(names, sequence_length, num_pred)
         id_limits, id_sources = _value_limits(files, metas, vocab_size, None)
         for f, limit, source in zip(files, id_limits, id_sources):
             limits[f] = [(name, tf.constant(limit, tf.int64), source)
                          for name in ("input_ids", "masked_lm_ids") if name in names]
             if "masked_lm_positions" in names:
-                limits[f].append(("masked_lm_positions", tf.constant(seq_len, tf.int64),
+                limits[f].append(("masked_lm_positions", tf.constant(sequence_length, tf.int64),
                                   "max_seq_length"))
     return [
         integrity.verify_file(f, parse_fn, sentinel, compression_of[f], counts[f],

@@ -4,9 +4,9 @@ Feature names and meanings are the original google-research/bert ones, so
 files written by its `create_pretraining_data.py` (or Model Garden's) and by
 ours are interchangeable. The file -> model name mapping lives here too.
 
-    input_ids            int64 [max_seq_length]   token ids, 0-padded
-    input_mask           int64 [max_seq_length]   1 = real token
-    segment_ids          int64 [max_seq_length]   0 = segment A, 1 = B
+    input_ids            int64 [sequence_length]   token ids, 0-padded
+    input_mask           int64 [sequence_length]   1 = real token
+    segment_ids          int64 [sequence_length]   0 = segment A, 1 = B
     masked_lm_positions  int64 [max_predictions]  0-padded
     masked_lm_ids        int64 [max_predictions]  original ids, 0-padded
     masked_lm_weights    float [max_predictions]  1.0 real, 0.0 padding
@@ -65,10 +65,10 @@ def feature_names(objective="nsp", masked=True):
     return names
 
 
-def feature_lengths(names, max_seq_length, max_predictions_per_seq):
+def feature_lengths(names, sequence_length, max_predictions_per_seq):
     """name -> fixed length, for the given sizes."""
     sizes = {
-        "max_seq_length": max_seq_length,
+        "max_seq_length": sequence_length,
         "max_predictions_per_seq": max_predictions_per_seq,
     }
     lengths = {}
@@ -80,20 +80,20 @@ def feature_lengths(names, max_seq_length, max_predictions_per_seq):
     return lengths
 
 
-def describe_features(names, max_seq_length, max_predictions_per_seq):
+def describe_features(names, sequence_length, max_predictions_per_seq):
     """JSON-ready {name: {"dtype", "shape"}} (stored in metadata.json)."""
-    lengths = feature_lengths(names, max_seq_length, max_predictions_per_seq)
+    lengths = feature_lengths(names, sequence_length, max_predictions_per_seq)
     return {
         name: {"dtype": FEATURES[name][0], "shape": [lengths[name]]}
         for name in names
     }
 
 
-def parsing_spec(names, max_seq_length, max_predictions_per_seq):
+def parsing_spec(names, sequence_length, max_predictions_per_seq):
     """{name: tf.io.FixedLenFeature} for `tf.io.parse_example`."""
     import tensorflow as tf
 
-    lengths = feature_lengths(names, max_seq_length, max_predictions_per_seq)
+    lengths = feature_lengths(names, sequence_length, max_predictions_per_seq)
     return {
         name: tf.io.FixedLenFeature([lengths[name]], tf.as_dtype(FEATURES[name][0]))
         for name in names

@@ -208,7 +208,7 @@ def _init_worker(config, in_pool=False):
     _STATE["tokenizer"] = _Tokenizer(config["vocab_file"], config["lower_case"])
     o = config["instance_options"]
     _STATE["encoder"] = inst_lib.ExampleEncoder(
-        config["specials"].vocab_size, o.max_seq_length, o.max_predictions_per_seq,
+        config["specials"].vocab_size, o.sequence_length, o.max_predictions_per_seq,
         o.objective, o.masking, pad_id=config["specials"].pad_id,
     )
     _STATE["framer"] = _Framer()
@@ -370,7 +370,7 @@ def create_pretraining_data(
     vocab_file,
     output_dir,
     *,
-    max_seq_length=128,
+    sequence_length=128,
     max_predictions_per_seq=20,
     masked_lm_prob=0.15,
     dupe_factor=10,
@@ -393,12 +393,13 @@ def create_pretraining_data(
     inputs: text files (original or plain-paragraph format) and/or
     `tfds:NAME[:SPLIT]` (with text_field). Shards hold serialized
     tf.train.Example with the features of kerasbert.data.schema:
-    input_ids/input_mask/segment_ids [max_seq_length], masked_lm_* [P] unless
+    input_ids/input_mask/segment_ids [sequence_length], masked_lm_* [P] unless
     masking=False, next_sentence_labels [1] unless objective="none".
     Raises UsageError on bad options or inputs, before writing anything.
     """
     options = dict(
-        max_seq_length=max_seq_length, max_predictions_per_seq=max_predictions_per_seq,
+        # Keys as metadata.json's "options" has always spelled them.
+        max_seq_length=sequence_length, max_predictions_per_seq=max_predictions_per_seq,
         masked_lm_prob=masked_lm_prob, dupe_factor=dupe_factor,
         short_seq_prob=short_seq_prob, random_seed=random_seed, lower_case=lower_case,
         whole_word_mask=whole_word_mask, objective=objective, masking=masking,
@@ -425,7 +426,7 @@ def create_pretraining_data(
         vocab_file=os.path.abspath(vocab_file), lower_case=lower_case, specials=specials,
         random_seed=random_seed, dupe_factor=dupe_factor,
         instance_options=inst_lib.InstanceOptions(
-            max_seq_length=max_seq_length, max_predictions_per_seq=max_predictions_per_seq,
+            sequence_length=sequence_length, max_predictions_per_seq=max_predictions_per_seq,
             masked_lm_prob=masked_lm_prob, short_seq_prob=short_seq_prob,
             whole_word_mask=whole_word_mask, objective=objective, masking=masking,
         ),
@@ -492,8 +493,8 @@ def create_pretraining_data(
 
     metadata = {
         "schema_version": schema.SCHEMA_VERSION,
-        "features": schema.describe_features(names, max_seq_length, max_predictions_per_seq),
-        "max_seq_length": max_seq_length,
+        "features": schema.describe_features(names, sequence_length, max_predictions_per_seq),
+        "max_seq_length": sequence_length,
         "max_predictions_per_seq": max_predictions_per_seq,
         "objective": objective,
         "masking": "static" if masking else "dynamic",

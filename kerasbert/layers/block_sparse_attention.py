@@ -132,9 +132,9 @@ class BlockSparseSelfAttention(MultiHeadSelfAttention):
 
     # --- the pattern -------------------------------------------------------
 
-    def uses_block_sparse(self, seq_length):
-        """Whether a sequence of `seq_length` tokens takes the sparse path."""
-        return seq_length > sparse_threshold(
+    def uses_block_sparse(self, sequence_length):
+        """Whether a sequence of `sequence_length` tokens takes the sparse path."""
+        return sequence_length > sparse_threshold(
             self.block_size, self.num_random_blocks
         )
 

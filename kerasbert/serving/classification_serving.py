@@ -15,17 +15,17 @@ class ClassificationServing(TaskServing):
         regression: `score` float32 [B].
 
     Args:
-        model, tokenizer, seq_length, label_names: as `TaskServing`.
+        model, tokenizer, sequence_length, label_names: as `TaskServing`.
         pair: serve `text_a` + `text_b`, packed `[CLS] a [SEP] b [SEP]`.
     """
 
     @classmethod
-    def for_run(cls, model, tokenizer, seq_length, config):
+    def for_run(cls, model, tokenizer, sequence_length, config):
         pair = task_format(config["task_type"]).text_pair
-        return cls(model, tokenizer, seq_length, config.get("label_names"), pair=pair)
+        return cls(model, tokenizer, sequence_length, config.get("label_names"), pair=pair)
 
-    def __init__(self, model, tokenizer, seq_length, label_names=None, pair=False, name=None):
-        super().__init__(model, tokenizer, seq_length, label_names, name=name)
+    def __init__(self, model, tokenizer, sequence_length, label_names=None, pair=False, name=None):
+        super().__init__(model, tokenizer, sequence_length, label_names, name=name)
         self.pair = bool(pair)
         self.raw_inputs = ("text_a", "text_b") if self.pair else ("text",)
         self.is_regression = model.num_classes == 1

@@ -36,10 +36,10 @@ from kerasbert.text import tokenizer_kind
 SIGNATURES = ("serving_default", "serve_token_ids")
 
 
-def build_serving_module(model, tokenizer, config, seq_length):
+def build_serving_module(model, tokenizer, config, sequence_length):
     """The `TaskServing` of the model's task type (kerasbert.tasks.task_types)."""
     serving = task_types.get(config["task_type"]).serving_class()
-    return serving.for_run(model, tokenizer, seq_length, config)
+    return serving.for_run(model, tokenizer, sequence_length, config)
 
 
 def describe_source(model_file):
@@ -103,7 +103,7 @@ def _version_dir(output, version, overwrite):
     return version, target
 
 
-def export_finetuned(model_dir, output, version=None, max_seq_length=None, overwrite=False,
+def export_finetuned(model_dir, output, version=None, sequence_length=None, overwrite=False,
                      model_name=None):
     """Exports a `kerasbert finetune` output directory for TF Serving.
 
@@ -111,7 +111,7 @@ def export_finetuned(model_dir, output, version=None, max_seq_length=None, overw
         model_dir: the fine-tuning directory (model.keras, config.json and
             the tokenizer files config.json names).
         output, version, overwrite, model_name: as `export_model`.
-        max_seq_length: packed length in the graph; default the one the
+        sequence_length: packed length in the graph; default the one the
             model was fine-tuned with (at most its positions).
 
     Returns:
@@ -125,14 +125,14 @@ def export_finetuned(model_dir, output, version=None, max_seq_length=None, overw
     return export_model(
         model, tokenizer, config["task_type"], output,
         label_names=config.get("label_names"),
-        seq_length=max_seq_length or config["max_seq_length"],
+        sequence_length=sequence_length or config["max_seq_length"],
         qa_options=config.get("qa"), version=version, overwrite=overwrite,
         model_name=model_name, task=config.get("task"),
         source=describe_source(run.path(runs.MODEL)),
     )
 
 
-def export_model(model, tokenizer, task_type, output, label_names=None, seq_length=128,
+def export_model(model, tokenizer, task_type, output, label_names=None, sequence_length=128,
                  qa_options=None, version=None, overwrite=False, model_name=None, task=None,
                  source=None):
     """Exports any fine-tuned task model (e.g. one trained with `model.fit`
@@ -148,7 +148,7 @@ def export_model(model, tokenizer, task_type, output, label_names=None, seq_leng
             multiple_choice.
         output: the model's base directory (`export/NAME`).
         label_names: class / tag names (classification, pair, tagging).
-        seq_length: packed length in the graph (at most the positions).
+        sequence_length: packed length in the graph (at most the positions).
         qa_options: for qa: doc_stride, max_query_length,
             max_answer_length, null_score_diff_threshold,
             version_2_with_negative.
@@ -166,11 +166,11 @@ def export_model(model, tokenizer, task_type, output, label_names=None, seq_leng
     version, target = _version_dir(output, version, overwrite)
     if task_types.get(task_type).format.named_labels and not label_names:
         raise UsageError(f"A {task_type} export needs label_names (the class or tag names).")
-    seq_length = int(seq_length)
-    check_max_seq_length(seq_length, model.backbone)
+    sequence_length = int(sequence_length)
+    check_max_seq_length(sequence_length, model.backbone)
     config = {"task_type": task_type, "label_names": label_names, "task": task or "",
               "qa": dict(qa_options or {})}
-    module = build_serving_module(model, tokenizer, config, seq_length)
+    module = build_serving_module(model, tokenizer, config, sequence_length)
     model_name = model_name or os.path.basename(os.path.normpath(output))
     requests = warmup_requests(module)
     with atomic_directory(target, overwrite=overwrite) as tmp:
@@ -179,7 +179,7 @@ def export_model(model, tokenizer, task_type, output, label_names=None, seq_leng
         manifest = write_manifest(tmp)
         info = {
             "task": task, "task_type": task_type, "label_names": label_names,
-            "seq_length": seq_length, "lower_case": tokenizer.lower_case,
+            "seq_length": sequence_length, "lower_case": tokenizer.lower_case,
             # The family tells a client how the graph packs (RoBERTa: no type ids).
             "tokenizer": {"type": tokenizer_kind(tokenizer),
                           "assets": [os.path.basename(p) for p in tokenizer_files(tokenizer)]},

@@ -16,7 +16,7 @@ argmax token at each unfinished row's end. A row stops at the separator
 token (which ends every pretraining sequence; it is not part of the
 completion), after `max_new_tokens` tokens, or when it fills the model's
 positions. Each step recomputes the whole buffer (no key/value cache), so a
-step costs one forward pass over at most `seq_length` tokens.
+step costs one forward pass over at most `sequence_length` tokens.
 """
 
 import json
@@ -46,28 +46,28 @@ class GenerationServing(tf.Module):
         model: a `kerasbert.tasks.CausalLM`.
         tokenizer: the tokenizer it was trained with (any family: its
             `cls_id` starts a sequence, `sep_id` ends one).
-        seq_length: the longest buffer (prompt + completion), at most the
+        sequence_length: the longest buffer (prompt + completion), at most the
             model's positions; default all of them.
     """
 
-    def __init__(self, model, tokenizer, seq_length=None, name=None):
+    def __init__(self, model, tokenizer, sequence_length=None, name=None):
         super().__init__(name=name)
         self.model = model
         self.tokenizer = tokenizer
         limit = model.backbone.max_sequence_length
-        self.seq_length = int(seq_length or limit)
-        if not 2 <= self.seq_length <= limit:
-            raise ValueError(f"seq_length must be in [2, {limit}] (the model's positions), "
-                             f"got {self.seq_length}.")
+        self.sequence_length = int(sequence_length or limit)
+        if not 2 <= self.sequence_length <= limit:
+            raise ValueError(f"sequence_length must be in [2, {limit}] (the model's positions), "
+                             f"got {self.sequence_length}.")
         self.start_id = int(tokenizer.cls_id)
         self.end_id = int(tokenizer.sep_id)
         self.pad_id = int(tokenizer.pad_id)
 
     def encode_prompts(self, prompts):
         """string [B] -> (int32 ids [B, (n)] with the start token, lengths
-        [B]); at most seq_length - 1 tokens (the last pieces kept)."""
+        [B]); at most sequence_length - 1 tokens (the last pieces kept)."""
         pieces = self.tokenizer.tokenize_ids(clean_text(prompts))
-        keep = self.seq_length - 2
+        keep = self.sequence_length - 2
         pieces = pieces[:, -keep:] if keep > 0 else pieces[:, :0]
         starts = tf.fill([pieces.nrows(), 1], tf.constant(self.start_id, pieces.dtype))
         ids = tf.concat([tf.RaggedTensor.from_tensor(starts), pieces], axis=1)
@@ -79,7 +79,7 @@ class GenerationServing(tf.Module):
         max_new_tokens = tf.maximum(tf.cast(tf.reshape(max_new_tokens, []), tf.int32), 0)
         ragged, prompt_lengths = self.encode_prompts(prompts)
         longest = tf.reduce_max(tf.concat([prompt_lengths, [1]], 0))
-        width = tf.minimum(self.seq_length, longest + tf.maximum(max_new_tokens, 1))
+        width = tf.minimum(self.sequence_length, longest + tf.maximum(max_new_tokens, 1))
         shape = tf.stack([ragged.nrows(), tf.cast(width, tf.int64)])
         ids = ragged.to_tensor(default_value=self.pad_id, shape=shape)
         positions = tf.range(width)[tf.newaxis, :]
@@ -140,7 +140,7 @@ class GenerationServing(tf.Module):
         return requests
 
 
-def export_generation(model, tokenizer, output, version=None, seq_length=None,
+def export_generation(model, tokenizer, output, version=None, sequence_length=None,
                       overwrite=False, model_name=None, source=None):
     """Writes OUTPUT/<version>/ (as `kerasbert.serving.exporter.export_model`:
     temporary name, warm-up replayed, then renamed) for a `CausalLM`.
@@ -151,7 +151,7 @@ def export_generation(model, tokenizer, output, version=None, seq_length=None,
     """
 
     version, target = _version_dir(output, version, overwrite)
-    module = GenerationServing(model, tokenizer, seq_length)
+    module = GenerationServing(model, tokenizer, sequence_length)
     model_name = model_name or os.path.basename(os.path.normpath(output))
     requests = module.warmup_requests()
     with atomic_directory(target, overwrite=overwrite) as tmp:
@@ -159,7 +159,7 @@ def export_generation(model, tokenizer, output, version=None, seq_length=None,
         write_warmup(tmp, model_name, requests)
         manifest = write_manifest(tmp)
         info = {
-            "task_type": "generation", "decoding": "greedy", "seq_length": module.seq_length,
+            "task_type": "generation", "decoding": "greedy", "seq_length": module.sequence_length,
             "start_id": module.start_id, "end_id": module.end_id,
             "tokenizer": {"type": tokenizer_kind(tokenizer),
                           "assets": [os.path.basename(p) for p in tokenizer_files(tokenizer)]},
@@ -174,7 +174,7 @@ def export_generation(model, tokenizer, output, version=None, seq_length=None,
             "signatures": list(SIGNATURES), "custom_ops": manifest["custom_ops"]}
 
 
-def export_generation_run(model_dir, output, version=None, max_seq_length=None,
+def export_generation_run(model_dir, output, version=None, sequence_length=None,
                           overwrite=False, model_name=None, vocab=None):
     """`kerasbert export` of a GPT pretraining run: its CausalLM and the
     tokenizer its config.json names (or `vocab`)."""
@@ -182,5 +182,5 @@ def export_generation_run(model_dir, output, version=None, max_seq_length=None,
     _version_dir(output, version, overwrite)  # fail before loading anything
     model, tokenizer, loaded = load_generator(model_dir, vocab)
     return export_generation(model, tokenizer, output, version=version,
-                             seq_length=max_seq_length, overwrite=overwrite,
+                             sequence_length=sequence_length, overwrite=overwrite,
                              model_name=model_name, source=describe_source(loaded))

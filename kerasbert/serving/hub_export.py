@@ -14,15 +14,15 @@ Preprocessor (`DIR/preprocess`, the tokenizer's files in assets/:
 vocab.txt; sentencepiece.model for ALBERT; vocab.json + merges.txt for
 RoBERTa):
     __call__(sentences): string [B] -> dict input_word_ids, input_mask,
-        input_type_ids, int32 [B, seq_length] (`[CLS] a [SEP]`, padded;
+        input_type_ids, int32 [B, sequence_length] (`[CLS] a [SEP]`, padded;
         RoBERTa: `<s> a </s>`).
     tokenize(sentences): string [B] -> int32 RaggedTensor [B, (words),
         (pieces)].
     tokenize.get_special_tokens_dict(): padding_id, start_of_sequence_id,
         end_of_segment_id, mask_id, vocab_size (int32 scalars).
-    bert_pack_inputs(segments, seq_length=seq_length): a list of 1 or 2
+    bert_pack_inputs(segments, seq_length=sequence_length): a list of 1 or 2
         int32 RaggedTensors [B, (words), (pieces)] or [B, (pieces)] -> the
-        three int32 [B, seq_length] inputs (`[CLS] a [SEP] b [SEP]`;
+        three int32 [B, sequence_length] inputs (`[CLS] a [SEP] b [SEP]`;
         RoBERTa: `<s> a </s></s> b </s>`, type ids 0).
 
 Encoder (`DIR/encoder`), a "Reusable SavedModel" (hub.KerasLayer(...,
@@ -163,7 +163,7 @@ def _save(root, signatures, directory):
     tf.saved_model.save(root, directory, signatures=signatures)
 
 
-def export_hub(backbone_path, vocab_file, output_dir, lower_case=True, seq_length=128,
+def export_hub(backbone_path, vocab_file, output_dir, lower_case=True, sequence_length=128,
                pretrainer_path=None, include_mlm=True, overwrite=False):
     """Writes `output_dir/preprocess` and `output_dir/encoder` (see the
     module docstring) atomically: both or neither, and an earlier
@@ -178,7 +178,7 @@ def export_hub(backbone_path, vocab_file, output_dir, lower_case=True, seq_lengt
         output_dir: the directory to create.
         lower_case: uncased tokenization (False for cased models; byte-level
             BPE is always cased).
-        seq_length: T of the preprocessor's `__call__` (and the default of
+        sequence_length: T of the preprocessor's `__call__` (and the default of
             `bert_pack_inputs`).
         pretrainer_path: the `BertPretrainer` whose MLM head `.mlm` uses;
             default: pretrainer.keras next to `backbone_path`.
@@ -198,8 +198,8 @@ def export_hub(backbone_path, vocab_file, output_dir, lower_case=True, seq_lengt
     _require_file(backbone_path, "--backbone file")
 
     resolve_tokenizer_path(vocab_file)  # names a missing file
-    if int(seq_length) < 2:
-        raise UsageError(f"--seq-length must be at least 2, got {seq_length}.")
+    if int(sequence_length) < 2:
+        raise UsageError(f"--seq-length must be at least 2, got {sequence_length}.")
     if os.path.exists(output_dir) and not overwrite:
         raise UsageError(f"{output_dir} already exists (pass --overwrite to replace it).")
     if include_mlm:
@@ -215,9 +215,9 @@ def export_hub(backbone_path, vocab_file, output_dir, lower_case=True, seq_lengt
     backbone = load_backbone(backbone=backbone_path)
     _check_backbone_inputs(backbone, backbone_path)
     positions = getattr(backbone, "max_sequence_length", None)
-    if positions is not None and int(seq_length) > positions:
+    if positions is not None and int(sequence_length) > positions:
         raise UsageError(
-            f"--seq-length {seq_length} is longer than the backbone's max_sequence_length "
+            f"--seq-length {sequence_length} is longer than the backbone's max_sequence_length "
             f"{positions}."
         )
     head = None
@@ -231,7 +231,7 @@ def export_hub(backbone_path, vocab_file, output_dir, lower_case=True, seq_lengt
         _check_vocabulary_size(tokenizer, backbone, vocab_file)
         try:
             with io_utils.atomic_directory(output_dir, overwrite=overwrite) as tmp:
-                _save(*build_preprocessor(tokenizer, int(seq_length)),
+                _save(*build_preprocessor(tokenizer, int(sequence_length)),
                       os.path.join(tmp, "preprocess"))
                 encoder = HubEncoder(backbone, head, vocab_file=tokenizer_files(tokenizer)[0],
                                      lower_case=tokenizer.lower_case)

@@ -5,20 +5,21 @@
 from kerasbert.text import make_packer
 
 
-def build_preprocessor(tokenizer, seq_length):
+def build_preprocessor(tokenizer, sequence_length):
     """The preprocessor SavedModel's root object and signatures.
 
     Args:
         tokenizer: a kerasbert tokenizer (its files become the assets); the
             family's packer comes with it (`make_packer`).
-        seq_length: T of `__call__` and the default of `bert_pack_inputs`.
+        sequence_length: T of `__call__` and the default of `bert_pack_inputs`
+            (whose own argument keeps TF Hub's name, `seq_length`).
 
     Returns:
         (root, {"serving_default": concrete function}).
     """
     import tensorflow as tf
 
-    packer = make_packer(tokenizer, seq_length)
+    packer = make_packer(tokenizer, sequence_length)
     sentences = tf.TensorSpec([None], tf.string, name="sentences")
 
     root = tf.train.Checkpoint()
@@ -32,12 +33,12 @@ def build_preprocessor(tokenizer, seq_length):
                                                    input_signature=[])
     root.tokenize = tokenize
 
-    default_length = int(seq_length)
+    default_length = int(sequence_length)
 
     def pack(segments, seq_length=default_length):
         if not 1 <= len(segments) <= 2:
             raise ValueError(f"bert_pack_inputs takes 1 or 2 segments, got {len(segments)}.")
-        return packer(*segments, seq_length=seq_length)
+        return packer(*segments, sequence_length=seq_length)
 
     pack_inputs = tf.train.Checkpoint()
     pack_inputs.__call__ = tf.function(pack, autograph=False)

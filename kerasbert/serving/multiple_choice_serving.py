@@ -24,18 +24,18 @@ class MultipleChoiceServing(TaskServing):
     raw_inputs = ("context", "choices")
 
     @classmethod
-    def for_run(cls, model, tokenizer, seq_length, config):
-        return cls(model, tokenizer, seq_length)
+    def for_run(cls, model, tokenizer, sequence_length, config):
+        return cls(model, tokenizer, sequence_length)
 
-    def __init__(self, model, tokenizer, seq_length, name=None):
-        super().__init__(model, tokenizer, seq_length, name=name)
+    def __init__(self, model, tokenizer, sequence_length, name=None):
+        super().__init__(model, tokenizer, sequence_length, name=name)
         self.num_choices = int(model.num_choices)
 
     def input_specs(self):
         return [string_spec("context"), string_spec("choices", (None, self.num_choices))]
 
     def token_ids_shape(self):
-        return (None, self.num_choices, self.seq_length)
+        return (None, self.num_choices, self.sequence_length)
 
     def serve(self, inputs):
         context, choices = inputs["context"], inputs["choices"]
@@ -45,7 +45,7 @@ class MultipleChoiceServing(TaskServing):
         )
         flat = self.encode_batch(repeated, tf.reshape(choices, [-1]))
         features = {
-            name: tf.reshape(value, [-1, self.num_choices, self.seq_length])
+            name: tf.reshape(value, [-1, self.num_choices, self.sequence_length])
             for name, value in flat.items()
         }
         logits = tf.cast(self.model(features, training=False), tf.float32)

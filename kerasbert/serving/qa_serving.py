@@ -7,7 +7,7 @@ pipeline does it: windows as `kerasbert.data.finetuning.qa.convert_qa`
 `kerasbert.tasks.qa_decoding.decode_answers` picks them.
 
 Shapes below: B examples, P context pieces of the whole batch, W windows of
-the whole batch (every example has at least one), T = seq_length,
+the whole batch (every example has at least one), T = sequence_length,
 L = min(max_answer_length, T), K = most windows one piece can be in.
 
 How it is vectorised:
@@ -108,7 +108,7 @@ class QuestionAnsweringServing(TaskServing):
     Args:
         model: a fine-tuned `kerasbert.tasks.QuestionAnswerer`.
         tokenizer: its tokenizer (WordPiece, SentencePiece or BPE).
-        seq_length: T, window length in pieces (>= max_query_length + 4;
+        sequence_length: T, window length in pieces (>= max_query_length + 4;
             + 5 with RoBERTa's two separators).
         doc_stride: pieces between window starts (128).
         max_query_length: question pieces kept (64).
@@ -122,9 +122,9 @@ class QuestionAnsweringServing(TaskServing):
     raw_inputs = ("question", "context")
 
     @classmethod
-    def for_run(cls, model, tokenizer, seq_length, config):
+    def for_run(cls, model, tokenizer, sequence_length, config):
         qa = config.get("qa", {})
-        return cls(model, tokenizer, seq_length,
+        return cls(model, tokenizer, sequence_length,
                    doc_stride=qa.get("doc_stride", 128),
                    max_query_length=qa.get("max_query_length", 64),
                    max_answer_length=qa.get("max_answer_length", 30),
@@ -137,10 +137,10 @@ class QuestionAnsweringServing(TaskServing):
                        "null_score_diff_threshold": self.null_score_diff_threshold,
                        "version_2_with_negative": self.version_2}}
 
-    def __init__(self, model, tokenizer, seq_length, doc_stride=128, max_query_length=64,
+    def __init__(self, model, tokenizer, sequence_length, doc_stride=128, max_query_length=64,
                  max_answer_length=30, null_score_diff_threshold=0.0, version_2=False,
                  windows_per_call=64, name=None):
-        super().__init__(model, tokenizer, seq_length, name=name)
+        super().__init__(model, tokenizer, sequence_length, name=name)
         self.layout = segment_layout(tokenizer)
         self.doc_stride = int(doc_stride)
         self.max_query_length = int(max_query_length)
@@ -155,15 +155,15 @@ class QuestionAnsweringServing(TaskServing):
             )
         # Room for at least one context piece after the longest question.
         shortest = self.max_query_length + self.layout.special_tokens() + 1
-        if self.seq_length < shortest:
+        if self.sequence_length < shortest:
             raise ValueError(
-                f"seq_length {self.seq_length} leaves no room for the context after a "
+                f"sequence_length {self.sequence_length} leaves no room for the context after a "
                 f"question of up to {self.max_query_length} pieces; use at least "
                 f"{shortest}."
             )
         # A piece is in at most ceil(max_doc / stride) windows, and max_doc /
         # stride <= max(1, max_doc(empty question) / doc_stride).
-        longest_doc = self.seq_length - self.layout.special_tokens()
+        longest_doc = self.sequence_length - self.layout.special_tokens()
         self.max_windows_per_piece = max(1, math.ceil(longest_doc / self.doc_stride))
 
     # --- windows ------------------------------------------------------------
@@ -179,7 +179,7 @@ class QuestionAnsweringServing(TaskServing):
             still gets one (empty) window.
         """
         # T - offset of the context - its final separator (qa.convert_qa).
-        max_doc = self.seq_length - self.layout.second_offset(query_length) - 1
+        max_doc = self.sequence_length - self.layout.second_offset(query_length) - 1
         stride = tf.minimum(max_doc, self.doc_stride)
         extra = tf.maximum(num_pieces - max_doc, 0)
         num_windows = 1 + (extra + stride - 1) // stride
@@ -237,7 +237,7 @@ class QuestionAnsweringServing(TaskServing):
             start_char / end_char int64 [W, T] (-1 off context);
             in_context, is_max_context bool [W, T].
         """
-        t = self.seq_length
+        t = self.sequence_length
         query_length = question_ids.row_lengths()
         num_pieces = context_ids.row_lengths()
         max_doc, stride, num_windows = self._window_layout(query_length, num_pieces)
@@ -318,19 +318,19 @@ class QuestionAnsweringServing(TaskServing):
 
         def split(x):  # [W, T] -> [chunks, chunk, T], zero rows appended
             x = tf.pad(x, [[0, num_chunks * chunk - num], [0, 0]])
-            return tf.reshape(x, [num_chunks, chunk, self.seq_length])
+            return tf.reshape(x, [num_chunks, chunk, self.sequence_length])
 
         def call(batch):
             outputs = self.model(batch, training=False)
             return {k: tf.cast(outputs[k], tf.float32) for k in ("start_logits", "end_logits")}
 
-        spec = tf.TensorSpec([chunk, self.seq_length], tf.float32)
+        spec = tf.TensorSpec([chunk, self.sequence_length], tf.float32)
         outputs = tf.map_fn(
             call, {k: split(v) for k, v in features.items()},
             fn_output_signature={"start_logits": spec, "end_logits": spec},
             parallel_iterations=1,
         )
-        return {k: tf.reshape(v, [-1, self.seq_length])[:num] for k, v in outputs.items()}
+        return {k: tf.reshape(v, [-1, self.sequence_length])[:num] for k, v in outputs.items()}
 
     # --- decoding -----------------------------------------------------------
 
@@ -348,7 +348,7 @@ class QuestionAnsweringServing(TaskServing):
             (score float64 [W] (-inf: no valid span), start token int64 [W],
             end token int64 [W]).
         """
-        t = self.seq_length
+        t = self.sequence_length
         span = min(self.max_answer_length, t)
         starts = tf.cast(start_logits, tf.float64)
         start_char = features["start_char"]

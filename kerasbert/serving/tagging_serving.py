@@ -53,7 +53,7 @@ class TaggingServing(TaskServing):
 
     A word is what BERT's tokenizer splits on (whitespace, punctuation, CJK
     characters: "U.S." is four words), labelled by its first piece, as in
-    fine-tuning. Words past the `seq_length - 2` pieces the model sees are
+    fine-tuning. Words past the `sequence_length - 2` pieces the model sees are
     dropped and the row is marked `truncated`. Entities are chunked from the
     word labels as seqeval does (BIO, IOBES; BILOU; plain IO names).
     Character offsets are code points into the (UTF-8-cleaned) text, end
@@ -72,8 +72,8 @@ class TaggingServing(TaskServing):
         num_entities int32 [B].
     """
 
-    def __init__(self, model, tokenizer, seq_length, label_names, name=None):
-        super().__init__(model, tokenizer, seq_length, label_names, name=name)
+    def __init__(self, model, tokenizer, sequence_length, label_names, name=None):
+        super().__init__(model, tokenizer, sequence_length, label_names, name=name)
         parsed = [parse_tag(label) for label in self.label_names]
         kinds = sorted({kind for _, kind in parsed})
         self.tag_prefix = tf.constant([prefix for prefix, _ in parsed], tf.int32)
@@ -83,7 +83,7 @@ class TaggingServing(TaskServing):
     def serve(self, inputs):
         texts = clean_text(inputs["text"])
         ids, starts, ends = self.tokenizer.tokenize_with_offsets(texts)
-        budget = self.seq_length - 2
+        budget = self.sequence_length - 2
         features = self.packer(ids)
         logits = tf.cast(self.model(features, training=False), tf.float32)
         probabilities = tf.nn.softmax(logits, axis=-1)  # [B, T, L]

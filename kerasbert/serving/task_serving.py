@@ -100,7 +100,7 @@ class TaskServing(tf.Module):
         tokenizer: the tokenizer the model was fine-tuned with
             (WordPiece, SentencePiece or byte-level BPE; its family picks
             the packer, `kerasbert.text.make_packer`).
-        seq_length: T, the packed sequence length (<= the model's
+        sequence_length: T, the packed sequence length (<= the model's
             positions).
         label_names: class or tag names (None for regression, QA, multiple
             choice).
@@ -109,21 +109,21 @@ class TaskServing(tf.Module):
     #: names of the `tf.string [None]` inputs of `serving_default`.
     raw_inputs = ("text",)
 
-    def __init__(self, model, tokenizer, seq_length, label_names=None, name=None):
+    def __init__(self, model, tokenizer, sequence_length, label_names=None, name=None):
         super().__init__(name=name)
         self.model = model
         self.tokenizer = tokenizer
-        self.seq_length = int(seq_length)
-        self.packer = make_packer(tokenizer, self.seq_length)
+        self.sequence_length = int(sequence_length)
+        self.packer = make_packer(tokenizer, self.sequence_length)
         names = list(label_names or [])
         self.label_names = list(names)
         self.label_table = tf.constant(names or [""], tf.string)
 
     @classmethod
-    def for_run(cls, model, tokenizer, seq_length, config):
+    def for_run(cls, model, tokenizer, sequence_length, config):
         """The module for a fine-tuning run's config.json (task_type,
         label_names, task options); subclasses with options read theirs."""
-        return cls(model, tokenizer, seq_length, config.get("label_names"))
+        return cls(model, tokenizer, sequence_length, config.get("label_names"))
 
     def export_info(self):
         """What assets.extra/export.json records beyond the common fields."""
@@ -141,7 +141,7 @@ class TaskServing(tf.Module):
 
     def token_ids_shape(self):
         """Shape of each `serve_token_ids` input ([B, T] for most tasks)."""
-        return (None, self.seq_length)
+        return (None, self.sequence_length)
 
     def model_outputs(self, features):
         """Raw model outputs for `serve_token_ids`: a dict of tensors."""

@@ -2,7 +2,7 @@
 
 As google-research/bert `extract_features.py`: each input is one text or a
 pair ("text_a ||| text_b" on a line), packed `[CLS] a [SEP] (b [SEP])` and
-cut to max_seq_length (single: the tail of a is dropped; pair: pieces are
+cut to sequence_length (single: the tail of a is dropped; pair: pieces are
 dropped from the longer segment, b on a tie, as the original
 `_truncate_seq_pair`). For every real token (padding excluded) the output
 holds its vectors from the chosen layers of `encoder_outputs` (Python
@@ -101,7 +101,7 @@ def _batches(texts, batch_size):
         yield batch
 
 
-def extract_features(backbone, tokenizer, texts, layers=(-1, -2, -3, -4), max_seq_length=128,
+def extract_features(backbone, tokenizer, texts, layers=(-1, -2, -3, -4), sequence_length=128,
                      batch_size=32, stats=None, start_index=0):
     """Yields one feature dict per input text (lazily, batch by batch).
 
@@ -111,10 +111,10 @@ def extract_features(backbone, tokenizer, texts, layers=(-1, -2, -3, -4), max_se
         tokenizer: the backbone's tokenizer (`kerasbert.text.load_tokenizer`).
         texts: iterable of str (one text) or (text_a, text_b) pairs.
         layers: indices into `encoder_outputs` (negative from the top).
-        max_seq_length: T; longer inputs are truncated.
+        sequence_length: T; longer inputs are truncated.
         batch_size: texts per forward pass.
         stats: optional dict, updated with "num_texts" and "truncated" (how
-            many inputs were cut to max_seq_length).
+            many inputs were cut to sequence_length).
         start_index: `linex_index` of the first text.
 
     Yields:
@@ -122,10 +122,10 @@ def extract_features(backbone, tokenizer, texts, layers=(-1, -2, -3, -4), max_se
         [{"index": int, "values": [float, ...]}, ...]}, ...]}
     """
     layers = check_layers(layers, _num_layers(backbone))
-    max_seq_length = int(max_seq_length)
-    check_max_seq_length(max_seq_length, backbone)
-    if max_seq_length < 3:
-        raise UsageError(f"max_seq_length must be at least 3, got {max_seq_length}.")
+    sequence_length = int(sequence_length)
+    check_max_seq_length(sequence_length, backbone)
+    if sequence_length < 3:
+        raise UsageError(f"max_seq_length must be at least 3, got {sequence_length}.")
     if int(batch_size) < 1:
         raise UsageError(f"batch_size must be at least 1, got {batch_size}.")
     vocab_limit = getattr(backbone, "vocabulary_size", None)
@@ -135,10 +135,10 @@ def extract_features(backbone, tokenizer, texts, layers=(-1, -2, -3, -4), max_se
             f"has {vocab_limit} rows (vocabulary_size); use the backbone's own vocab.txt."
         )
     model = layer_model(backbone, layers)
-    packer = make_packer(tokenizer, max_seq_length)
+    packer = make_packer(tokenizer, sequence_length)
     layout = segment_layout(tokenizer)
-    if max_seq_length < layout.special_tokens(pair=True):
-        raise UsageError(f"max_seq_length {max_seq_length} leaves no room for text after "
+    if sequence_length < layout.special_tokens(pair=True):
+        raise UsageError(f"max_seq_length {sequence_length} leaves no room for text after "
                          f"{layout.special_tokens(pair=True)} special tokens.")
     vocabulary = tokenizer.vocabulary
     stats = stats if stats is not None else {}
@@ -172,10 +172,10 @@ def extract_features(backbone, tokenizer, texts, layers=(-1, -2, -3, -4), max_se
             for name, value in packed.items():
                 part = value.numpy().astype(np.int32)
                 if name not in inputs:
-                    inputs[name] = np.zeros((num_rows, max_seq_length), np.int32)
+                    inputs[name] = np.zeros((num_rows, sequence_length), np.int32)
                 inputs[name][rows] = part
-        budget = np.where(has_b, max_seq_length - layout.special_tokens(pair=True),
-                          max_seq_length - layout.special_tokens(pair=False))
+        budget = np.where(has_b, sequence_length - layout.special_tokens(pair=True),
+                          sequence_length - layout.special_tokens(pair=False))
         stats["truncated"] += int(np.sum(len_a + len_b > budget))
         outputs = model.predict_on_batch(inputs)
         if not isinstance(outputs, (list, tuple)):

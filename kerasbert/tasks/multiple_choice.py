@@ -59,7 +59,7 @@ class MultipleChoice(Task):
         word_ids = inputs["input_word_ids"]
         if len(word_ids.shape) != 3:
             raise ValueError(
-                "MultipleChoice inputs are [batch, num_choices, seq_length]; "
+                "MultipleChoice inputs are [batch, num_choices, sequence_length]; "
                 f"input_word_ids has shape {tuple(word_ids.shape)}."
             )
         if word_ids.shape[1] is not None and word_ids.shape[1] != self.num_choices:

@@ -164,13 +164,13 @@ def segment_layout(tokenizer):
                          separators=2 if roberta else 1, second_type_id=0 if roberta else 1)
 
 
-def make_packer(tokenizer, seq_length):
+def make_packer(tokenizer, sequence_length):
     """`RobertaPacker` for byte-level BPE, `BertPacker` otherwise (ALBERT's
     SentencePiece model has [CLS]/[SEP])."""
     if tokenizer_kind(tokenizer) == BPE:
         from kerasbert.text.roberta_packer import RobertaPacker  # lazy: tensorflow
 
-        return RobertaPacker.from_tokenizer(tokenizer, seq_length)
+        return RobertaPacker.from_tokenizer(tokenizer, sequence_length)
     from kerasbert.text.packer import BertPacker  # lazy: tensorflow
 
-    return BertPacker.from_tokenizer(tokenizer, seq_length)
+    return BertPacker.from_tokenizer(tokenizer, sequence_length)

@@ -15,7 +15,7 @@ class RobertaPacker(BertPacker):
     `input_mask` is 1 on real tokens.
 
     Args:
-        seq_length: output length T (>= 4 for pairs, >= 2 for singles).
+        sequence_length: output length T (>= 4 for pairs, >= 2 for singles).
         start_id, end_id, pad_id: ids of `<s>`, `</s>`, `<pad>` (0, 2, 1 in
             RoBERTa; see `from_tokenizer`).
 
@@ -25,5 +25,5 @@ class RobertaPacker(BertPacker):
     pair_separators = 2
     second_type_id = 0
 
-    def __init__(self, seq_length, start_id, end_id, pad_id, name=None):
-        super().__init__(seq_length, start_id, end_id, pad_id, name=name)
+    def __init__(self, sequence_length, start_id, end_id, pad_id, name=None):
+        super().__init__(sequence_length, start_id, end_id, pad_id, name=name)

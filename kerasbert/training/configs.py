@@ -51,7 +51,7 @@ class PretrainConfig:
     deterministic: bool = False
     dynamic_masking: bool = False
     whole_word_mask: bool = False
-    max_seq_length: int = None
+    sequence_length: int = None
     max_predictions_per_seq: int = None
     overrides: dict = dataclasses.field(default_factory=dict)
     progress: bool = True  # progress bar on the chief
@@ -95,7 +95,7 @@ class FinetuneConfig:
     warmup_ratio: float = 0.1
     layerwise_lr_decay: float = None
     weight_decay: float = 0.01
-    max_seq_length: int = None
+    sequence_length: int = None
     doc_stride: int = 128
     max_query_length: int = 64
     max_answer_length: int = 30
@@ -175,7 +175,7 @@ class DistillConfig:
     seed: int = 12345
     deterministic: bool = False
     dynamic_masking: bool = False
-    max_seq_length: int = None
+    sequence_length: int = None
     max_predictions_per_seq: int = None
     overrides: dict = dataclasses.field(default_factory=dict)
     progress: bool = True

@@ -154,7 +154,7 @@ def run_distillation(config):
     config.validate()
 
 
-    meta, seq_length, num_predictions, objective, stored_masks = data_description(config)
+    meta, sequence_length, num_predictions, objective, stored_masks = data_description(config)
     dynamic = config.dynamic_masking or not stored_masks
     for name in (runs.BACKBONE, runs.PRETRAINER):
         if os.path.exists(runs.run_path(config.output_dir, name)):
@@ -186,7 +186,7 @@ def run_distillation(config):
         try:
             student_config = dataclasses.replace(
                 config, overrides=_student_overrides(config, t_backbone))
-            backbone = build_backbone(student_config, vocab_size, seq_length)
+            backbone = build_backbone(student_config, vocab_size, sequence_length)
         finally:
             keras.mixed_precision.set_dtype_policy("float32")
         if backbone.hidden_dim != t_backbone.hidden_dim:
@@ -197,7 +197,7 @@ def run_distillation(config):
                 f"hidden_dim={t_backbone.hidden_dim} and matching num_heads, "
                 "intermediate_dim).")
         student = BertPretrainer(backbone, objectives=("mlm",))
-        student(dummy_batch(seq_length, num_predictions, False))
+        student(dummy_batch(sequence_length, num_predictions, False))
         try:
             layer_map = init_student_from_teacher(student, teacher, config.teacher_layers)
         except ValueError as err:
@@ -211,7 +211,7 @@ def run_distillation(config):
     dataset = pretraining_dataset(
         config.data, config.batch_size, dynamic_masking=dynamic, seed=config.seed,
         deterministic=config.deterministic, vocab_file=config.vocab,
-        max_seq_length=seq_length, max_predictions_per_seq=num_predictions)
+        sequence_length=sequence_length, max_predictions_per_seq=num_predictions)
     runs.write_json(config.output_dir, runs.CONFIG, {
         "distill": dataclasses.asdict(config),
         "teacher_layers": layer_map,
@@ -221,7 +221,7 @@ def run_distillation(config):
         "teacher": t_backbone.get_config(),
         "backbone_class": type(backbone).__name__,
         "backbone": backbone.get_config(),
-        "data": {"max_seq_length": seq_length, "max_predictions_per_seq": num_predictions,
+        "data": {"max_seq_length": sequence_length, "max_predictions_per_seq": num_predictions,
                  "objective": objective, "metadata": meta},
         "strategy": {"name": config.strategy, "class": type(strategy).__name__,
                      "replicas": strategy.num_replicas_in_sync},

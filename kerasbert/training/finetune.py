@@ -90,7 +90,7 @@ def task_features(config, tokenizer, split, label_names=None, spec=None):
     # The converter options the task type takes (QA's windowing), from the run's flags.
     options = {name: getattr(config, name) for name in task_format(data.task_type).options
                if hasattr(config, name)}
-    features = convert_examples(data, tokenizer, config.max_seq_length, **options)
+    features = convert_examples(data, tokenizer, config.sequence_length, **options)
     return data, features
 
 
@@ -187,7 +187,7 @@ def run_finetuning(config):
 
     with strategy.scope():
         backbone = load_backbone(config, tokenizer)
-        check_max_seq_length(train.max_seq_length, backbone)
+        check_max_seq_length(train.sequence_length, backbone)
         model = task_type.build_model(backbone, train, config.dropout,
                                       extract_id=tokenizer.mask_id, lm_weight=config.lm_weight)
         steps_per_epoch = math.ceil(len(train.x["input_word_ids"]) / config.batch_size)
@@ -205,7 +205,7 @@ def run_finetuning(config):
                    null_score_diff_threshold=config.null_score_diff_threshold)
     task_config = {
         "task": config.task, "task_type": task_type.name, "label_names": train.label_names,
-        "max_seq_length": train.max_seq_length, "lower_case": tokenizer.lower_case,
+        "max_seq_length": train.sequence_length, "lower_case": tokenizer.lower_case,
         "columns": config.columns, "model_class": type(model).__name__,
         "qa": dict(options, doc_stride=config.doc_stride, max_query_length=config.max_query_length,
                    version_2_with_negative=_has_unanswerable(config.task, train_data, valid_data)),
@@ -246,7 +246,7 @@ def run_evaluation(model_dir, task=None, split="validation", batch_size=32, colu
                                 vocab=tokenizer_files(tokenizer)[0],
                                 backbone=None, task_type=saved["task_type"],
                                 columns=columns or saved.get("columns") or {},
-                                max_seq_length=saved["max_seq_length"],
+                                sequence_length=saved["max_seq_length"],
                                 doc_stride=saved["qa"]["doc_stride"],
                                 max_query_length=saved["qa"]["max_query_length"])
     spec, split_name = _split_spec(run_config.task, split)

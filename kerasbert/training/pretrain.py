@@ -58,7 +58,7 @@ OBJECTIVES_BY_DATA = {"nsp": ("mlm", "nsp"), "sop": ("mlm", "sop"), "none": ("ml
 
 
 def data_description(config):
-    """(metadata or None, max_seq_length, max_predictions_per_seq, objective,
+    """(metadata or None, sequence_length, max_predictions_per_seq, objective,
     stored masks?) of the --data files, checked against the vocabulary."""
 
     try:
@@ -71,16 +71,16 @@ def data_description(config):
         raise UsageError(f"--data {config.data!r}: {err}") from None
     sha, vocab_size = vocab_fingerprint(config.vocab)
     if meta is None:
-        if not (config.max_seq_length and config.max_predictions_per_seq):
+        if not (config.sequence_length and config.max_predictions_per_seq):
             raise UsageError(f"{os.path.dirname(files[0])} has no metadata.json: pass "
                              "--max-seq-length and --max-predictions-per-seq.")
         try:
-            names = reader.describe_files(files, config.max_seq_length,
+            names = reader.describe_files(files, config.sequence_length,
                                           config.max_predictions_per_seq)[0]
         except ValueError as err:  # not pretraining records, none readable, ...
             raise UsageError(f"--data {config.data!r}: {err}") from None
         objective = "nsp" if "next_sentence_labels" in names else "none"
-        return None, config.max_seq_length, config.max_predictions_per_seq, objective, True
+        return None, config.sequence_length, config.max_predictions_per_seq, objective, True
     if meta.get("vocab_size") is not None and meta["vocab_size"] != vocab_size:
         raise UsageError(f"--data was written with a vocabulary of {meta['vocab_size']} tokens "
                          f"but --vocab {config.vocab} has {vocab_size}.")
@@ -88,11 +88,14 @@ def data_description(config):
         raise UsageError(f"--data was written with a different vocabulary (sha256 "
                          f"{meta['vocab_sha256'][:12]}...) than --vocab {config.vocab} "
                          f"(sha256 {sha[:12]}...).")
-    for key in ("max_seq_length", "max_predictions_per_seq"):
-        given = getattr(config, key)
+    # (the option, its flag, metadata.json's field)
+    for name, flag, key in (("sequence_length", "--max-seq-length", "max_seq_length"),
+                            ("max_predictions_per_seq", "--max-predictions-per-seq",
+                             "max_predictions_per_seq")):
+        given = getattr(config, name)
         if given is not None and given != meta[key]:
-            raise UsageError(f"--{key.replace('_', '-')} {given} differs from the data's "
-                             f"metadata.json ({meta[key]}).")
+            raise UsageError(f"{flag} {given} differs from the data's metadata.json "
+                             f"({meta[key]}).")
     return (meta, meta["max_seq_length"], meta["max_predictions_per_seq"], meta["objective"],
             meta.get("masking", "static") == "static")
 
@@ -100,7 +103,7 @@ def data_description(config):
 # --- model ------------------------------------------------------------------
 
 
-def build_backbone(config, vocab_size, seq_length):
+def build_backbone(config, vocab_size, sequence_length):
     overrides = dict(config.overrides)
     if overrides.get("vocabulary_size", vocab_size) != vocab_size:
         raise UsageError(f"vocabulary_size={overrides['vocabulary_size']} differs from "
@@ -110,8 +113,8 @@ def build_backbone(config, vocab_size, seq_length):
         backbone = models.from_preset(config.preset, **overrides)
     except (ValueError, TypeError) as err:
         raise UsageError(str(err)) from None
-    if seq_length > backbone.max_sequence_length:
-        raise UsageError(f"The data's sequences have {seq_length} tokens but {config.preset} "
+    if sequence_length > backbone.max_sequence_length:
+        raise UsageError(f"The data's sequences have {sequence_length} tokens but {config.preset} "
                          f"has {backbone.max_sequence_length} positions.")
     return backbone
 
@@ -154,11 +157,11 @@ def make_pretrainer(backbone, objectives):
     return BertPretrainer(backbone, objectives=objectives)
 
 
-def dummy_batch(seq_length, num_predictions, with_sentence):
+def dummy_batch(sequence_length, num_predictions, with_sentence):
     batch = {
-        "input_word_ids": np.zeros((1, seq_length), "int32"),
-        "input_mask": np.ones((1, seq_length), "int32"),
-        "input_type_ids": np.zeros((1, seq_length), "int32"),
+        "input_word_ids": np.zeros((1, sequence_length), "int32"),
+        "input_mask": np.ones((1, sequence_length), "int32"),
+        "input_type_ids": np.zeros((1, sequence_length), "int32"),
         "masked_lm_positions": np.zeros((1, num_predictions), "int32"),
         "masked_lm_ids": np.zeros((1, num_predictions), "int32"),
         "masked_lm_weights": np.ones((1, num_predictions), "float32"),
@@ -313,7 +316,7 @@ def _shards_differ(run, given):
 
 def saved_input(prefix, previous):
     """The input settings the input position in checkpoint `prefix` belongs
-    to: {batch_size, max_seq_length, max_predictions_per_seq, workers,
+    to: {batch_size, sequence_length, max_predictions_per_seq, workers,
     shards, seed, start_step} from its manifest, else (a checkpoint from
     before manifests) from the run's config.json `previous`, else None."""
 
@@ -331,7 +334,7 @@ def saved_input(prefix, previous):
             "start_step": data.get("start_step")}
 
 
-def resume_changes(saved, config, seq_length, num_predictions, shards, num_workers=1):
+def resume_changes(saved, config, sequence_length, num_predictions, shards, num_workers=1):
     """{name: [run value, given value]} of the input changes --resume
     accepts (batch size, sequence length, masked positions, number of
     input pipelines) between `saved` (`saved_input`) and this invocation;
@@ -345,7 +348,7 @@ def resume_changes(saved, config, seq_length, num_predictions, shards, num_worke
     if saved is None:
         return {}
     changes = {}
-    for key, new in (("batch_size", config.batch_size), ("max_seq_length", seq_length),
+    for key, new in (("batch_size", config.batch_size), ("max_seq_length", sequence_length),
                      ("max_predictions_per_seq", num_predictions), ("workers", num_workers)):
         old = saved.get(key)
         if old is not None and old != new:
@@ -376,7 +379,7 @@ def run_pretraining(config):
     config.validate()
 
 
-    meta, seq_length, num_predictions, objective, stored_masks = data_description(config)
+    meta, sequence_length, num_predictions, objective, stored_masks = data_description(config)
     objectives = OBJECTIVES_BY_DATA[objective]
     dynamic = config.dynamic_masking or not stored_masks
 
@@ -401,7 +404,7 @@ def run_pretraining(config):
 
     vocab_size = len(read_vocabulary(config.vocab)[2])
     with strategy.scope():
-        backbone = build_backbone(config, vocab_size, seq_length)
+        backbone = build_backbone(config, vocab_size, sequence_length)
         pretrainer = make_pretrainer(backbone, objectives)
         # A causal LM reads the tokens unmasked: no masks drawn or stored.
         masked_lm = getattr(pretrainer, "needs_masked_lm", True)
@@ -409,7 +412,7 @@ def run_pretraining(config):
             raise UsageError(f"--dynamic-masking / --whole-word-mask do not apply to "
                              f"{config.preset}: it predicts every next token, unmasked.")
         dynamic = dynamic and masked_lm
-        pretrainer(dummy_batch(seq_length, num_predictions, len(objectives) > 1))
+        pretrainer(dummy_batch(sequence_length, num_predictions, len(objectives) > 1))
         optimizer = _make_optimizer(config, warmup_steps)
         optimizer.build(pretrainer.trainable_variables)
         step_var = tf.Variable(0, dtype=tf.int64, trainable=False, name="global_step")
@@ -425,7 +428,7 @@ def run_pretraining(config):
                 config.data, config.batch_size, input_context=context,
                 dynamic_masking=dynamic, masked_lm=masked_lm, seed=seed,
                 deterministic=config.deterministic, vocab_file=config.vocab,
-                vocab_size=vocab_size, max_seq_length=seq_length,
+                vocab_size=vocab_size, sequence_length=sequence_length,
                 max_predictions_per_seq=num_predictions,
                 whole_word_mask=config.whole_word_mask)
         except reader.EmptyDataError as err:
@@ -455,7 +458,7 @@ def run_pretraining(config):
     # (config.json may already describe a later, killed invocation).
     resumed = bool(config.resume and started_from)
     saved = saved_input(started_from, previous) if resumed else None
-    changes = resume_changes(saved, config, seq_length, num_predictions, shards, num_workers)
+    changes = resume_changes(saved, config, sequence_length, num_predictions, shards, num_workers)
     data_seed, data_start_step = config.seed, 0
     restart = None
     if resumed and changes:
@@ -484,7 +487,7 @@ def run_pretraining(config):
         iterator = iter(dataset)
     if is_chief:
         checkpoint.attach_iterator(iterator)
-    checkpoint.info = {"batch_size": config.batch_size, "max_seq_length": seq_length,
+    checkpoint.info = {"batch_size": config.batch_size, "max_seq_length": sequence_length,
                        "max_predictions_per_seq": num_predictions, "workers": num_workers,
                        "shards": shards, "seed": data_seed, "start_step": data_start_step}
     if is_chief:
@@ -496,7 +499,7 @@ def run_pretraining(config):
             "dynamic_masking": dynamic,
             "backbone_class": type(backbone).__name__,
             "backbone": backbone.get_config(),
-            "data": {"max_seq_length": seq_length, "max_predictions_per_seq": num_predictions,
+            "data": {"max_seq_length": sequence_length, "max_predictions_per_seq": num_predictions,
                      "objective": objective, "metadata": meta, "shards": shards,
                      "seed": data_seed, "start_step": data_start_step},
             "strategy": {"name": config.strategy, "class": type(strategy).__name__,

@@ -17,9 +17,9 @@ from peer_fixtures import padded_batch  # noqa: E402
 from peer_fixtures import randomize  # noqa: E402
 
 
-def check_parity(peer, seq_len=10, atol=1e-5):
+def check_parity(peer, sequence_length=10, atol=1e-5):
     ours = from_keras_hub(peer)
-    data = padded_batch(peer.vocabulary_size, length=seq_len)
+    data = padded_batch(peer.vocabulary_size, length=sequence_length)
     assert_close(peer(hub_inputs(*data)), ours(ours_inputs(*data)), atol=atol)
     return ours
 
@@ -63,7 +63,7 @@ class TestKerasHubConversion(TestCase):
             vocabulary_size=30522, num_layers=12, num_heads=12, hidden_dim=768,
             intermediate_dim=3072, max_sequence_length=512,
         )
-        ours = check_parity(peer, seq_len=128, atol=1e-4)
+        ours = check_parity(peer, sequence_length=128, atol=1e-4)
         assert ours.count_params() == 109482240
 
 

@@ -45,7 +45,7 @@ def write_corpus(path, num_docs, seed=0, max_sentences=10):
     return path
 
 
-def read_shards(directory, max_seq_length, max_predictions, objective="nsp", masked=True):
+def read_shards(directory, sequence_length, max_predictions, objective="nsp", masked=True):
     """All records of a shard folder -> {feature name: np.ndarray [N, len]}."""
     import tensorflow as tf
 
@@ -54,7 +54,7 @@ def read_shards(directory, max_seq_length, max_predictions, objective="nsp", mas
     meta = metadata.read_metadata(directory)
     files = [os.path.join(directory, name) for name in sorted(meta["shards"])]
     names = schema.feature_names(objective, masked)
-    spec = schema.parsing_spec(names, max_seq_length, max_predictions)
+    spec = schema.parsing_spec(names, sequence_length, max_predictions)
     ds = tf.data.TFRecordDataset(files, compression_type=meta["compression"] or "")
     ds = ds.batch(4096).map(lambda r: tf.io.parse_example(r, spec))
     out = {name: [] for name in names}

@@ -23,19 +23,19 @@ def write_vocab(path):
     return len(tokens)
 
 
-def make_instances(n, seq_len=32, num_pred=5, masked=True, nsp=True, seed=0,
+def make_instances(n, sequence_length=32, num_pred=5, masked=True, nsp=True, seed=0,
                    vocab_size=504, min_len=8):
     """n feature dicts: [CLS] a [SEP] b [SEP], random lengths, 0-padded.
     Masked instances carry a static mask ([MASK] at each position)."""
     rng = np.random.default_rng(seed)
     out = []
     for _ in range(n):
-        length = int(rng.integers(min_len, seq_len + 1))
+        length = int(rng.integers(min_len, sequence_length + 1))
         body = rng.integers(104, vocab_size, size=length - 3)
         cut = int(rng.integers(1, len(body)))
         ids = [CLS, *body[:cut], SEP, *body[cut:], SEP]
         segments = [0] * (cut + 2) + [1] * (length - cut - 2)
-        pad = seq_len - length
+        pad = sequence_length - length
         inst = {
             "input_ids": ids + [PAD] * pad,
             "input_mask": [1] * length + [0] * pad,
@@ -75,7 +75,7 @@ def write_records(path, records, gzip=False):
             writer.write(record if isinstance(record, bytes) else serialize(record))
 
 
-def write_shards(directory, instances, num_shards=2, seq_len=32, num_pred=5,
+def write_shards(directory, instances, num_shards=2, sequence_length=32, num_pred=5,
                  with_metadata=True, vocab_file=None, gzip=False):
     """Round-robin shards + (optionally) metadata.json; returns the paths."""
     os.makedirs(directory, exist_ok=True)
@@ -87,8 +87,8 @@ def write_shards(directory, instances, num_shards=2, seq_len=32, num_pred=5,
         names = list(instances[0])
         meta = {
             "schema_version": schema.SCHEMA_VERSION,
-            "features": schema.describe_features(names, seq_len, num_pred),
-            "max_seq_length": seq_len,
+            "features": schema.describe_features(names, sequence_length, num_pred),
+            "max_seq_length": sequence_length,
             "max_predictions_per_seq": num_pred,
             "objective": "nsp" if "next_sentence_labels" in names else "none",
             "masking": "static" if "masked_lm_ids" in names else "dynamic",

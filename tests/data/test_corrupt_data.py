@@ -24,7 +24,7 @@ def _shards(folder, metadata=True, gzip_files=False):
 
 
 def _read_all(folder, pattern="*.tfrecord", **kwargs):
-    kwargs.setdefault("max_seq_length", T)
+    kwargs.setdefault("sequence_length", T)
     kwargs.setdefault("max_predictions_per_seq", P)
     ds = pretraining_dataset(str(folder / pattern), 8, repeat=False, shuffle=False,
                              **kwargs)
@@ -159,7 +159,7 @@ def test_verify_shards(tmp_path):
     assert reports[1].first_corrupt_index == 22
     # With the schema known, records are parsed against it too.
     _with_bad_records(paths, [6])
-    reports = verify_shards(str(tmp_path / "*.tfrecord"), max_seq_length=T,
+    reports = verify_shards(str(tmp_path / "*.tfrecord"), sequence_length=T,
                             max_predictions_per_seq=P)
     assert reports[0].first_corrupt_index == 6 and reports[0].records == N - 1
 
@@ -243,7 +243,7 @@ def test_verify_shards_reports_out_of_range_ids(tmp_path):
 
 
 def _first_batch(folder, pattern="*.tfrecord", **kwargs):
-    kwargs.setdefault("max_seq_length", T)
+    kwargs.setdefault("sequence_length", T)
     kwargs.setdefault("max_predictions_per_seq", P)
     ds = pretraining_dataset(str(folder / pattern), 8, shuffle=False, **kwargs)
     return next(iter(ds))

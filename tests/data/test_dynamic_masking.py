@@ -26,7 +26,7 @@ def unmasked(tmp_path_factory, vocab):
     """N `--no-masking` sequences (lengths 8..64) in 2 shards."""
     folder = tmp_path_factory.mktemp("unmasked")
     instances = rr.make_instances(N, T, P, masked=False, seed=1)
-    rr.write_shards(str(folder), instances, num_shards=2, seq_len=T, num_pred=P,
+    rr.write_shards(str(folder), instances, num_shards=2, sequence_length=T, num_pred=P,
                     vocab_file=vocab)
     return str(folder / "*.tfrecord"), instances
 
@@ -148,7 +148,7 @@ def test_special_ids_looked_up_by_string(tmp_path):
 def test_remasks_statically_masked_files(tmp_path, vocab):
     # Stored masks are undone (masked_lm_ids put back), then new ones drawn.
     instances = rr.make_instances(300, T, P, masked=True, seed=4)
-    rr.write_shards(str(tmp_path), instances, num_shards=1, seq_len=T, num_pred=P)
+    rr.write_shards(str(tmp_path), instances, num_shards=1, sequence_length=T, num_pred=P)
     out = _epoch(str(tmp_path / "*.tfrecord"), vocab)
     original = np.array([i["input_ids"] for i in instances])
     for i, inst in enumerate(instances):  # the unmasked sequence

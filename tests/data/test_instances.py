@@ -48,7 +48,7 @@ def generate(docs, seed=0, window=20, **kw):
 @pytest.fixture(scope="module")
 def nsp_masked():
     docs = make_documents(2000)
-    insts = generate(docs, max_seq_length=43, max_predictions_per_seq=43)
+    insts = generate(docs, sequence_length=43, max_predictions_per_seq=43)
     assert len(insts) >= 10_000
     return insts
 
@@ -82,7 +82,7 @@ def test_special_tokens_never_masked(nsp_masked):
 
 def test_nsp_labels_half_random_and_b_really_random():
     docs = make_documents(2000, seed=1)
-    insts = generate(docs, seed=1, max_seq_length=43, masking=False)
+    insts = generate(docs, seed=1, sequence_length=43, masking=False)
     assert len(insts) >= 10_000
     labels = np.array([i.label for i in insts])
     assert abs(labels.mean() - 0.5) < 0.03, labels.mean()
@@ -100,7 +100,7 @@ def test_nsp_labels_half_random_and_b_really_random():
 
 def test_sop_swaps_half_and_swaps_really_swap():
     docs = make_documents(2500, seed=2)
-    insts = generate(docs, seed=2, max_seq_length=43, objective="sop", masking=False)
+    insts = generate(docs, seed=2, sequence_length=43, objective="sop", masking=False)
     assert len(insts) >= 10_000
     labels = np.array([i.label for i in insts])
     assert abs(labels.mean() - 0.5) < 0.03, labels.mean()
@@ -116,7 +116,7 @@ def test_sop_swaps_half_and_swaps_really_swap():
 
 def test_short_sequence_fraction():
     docs = make_documents(4000, seed=3, sentences=(3, 8))
-    options = il.InstanceOptions(max_seq_length=43, short_seq_prob=0.1, masking=False)
+    options = il.InstanceOptions(sequence_length=43, short_seq_prob=0.1, masking=False)
     short = total = 0
     for i, doc in enumerate(docs):
         insts = il.create_instances_from_document(
@@ -132,7 +132,7 @@ def test_short_sequence_fraction():
 
 def test_whole_word_masking_never_splits_a_word():
     docs = make_documents(2000, seed=4)
-    insts = generate(docs, seed=4, max_seq_length=43, max_predictions_per_seq=6,
+    insts = generate(docs, seed=4, sequence_length=43, max_predictions_per_seq=6,
                      whole_word_mask=True)
     assert len(insts) >= 10_000
     multi_piece_masked = 0
@@ -163,7 +163,7 @@ def test_whole_word_masking_never_splits_a_word():
 
 def test_full_sentences_pack_to_max_length():
     docs = make_documents(600, seed=5, sentences=(2, 6))
-    options = il.InstanceOptions(max_seq_length=64, objective="none")
+    options = il.InstanceOptions(sequence_length=64, objective="none")
     insts = []
     for c in range(0, len(docs), 64):
         insts += il.create_full_sentence_instances(
@@ -188,7 +188,7 @@ def test_truncate_seq_pair_cuts_the_longer_side():
 def test_lone_segment_without_other_documents_is_dropped():
     doc = [[[2000, 2001]]]  # One word: nothing to cut.
     out = il.create_instances_from_document(
-        doc, [], il.InstanceOptions(max_seq_length=16), SPECIALS, np.random.default_rng(0))
+        doc, [], il.InstanceOptions(sequence_length=16), SPECIALS, np.random.default_rng(0))
     assert out == []
 
 
@@ -198,7 +198,7 @@ def test_encoder_matches_tf_train_example():
     from kerasbert.data import schema
 
     docs = make_documents(30, seed=6)
-    insts = generate(docs, seed=6, max_seq_length=43, max_predictions_per_seq=7)
+    insts = generate(docs, seed=6, sequence_length=43, max_predictions_per_seq=7)
     enc = il.ExampleEncoder(SPECIALS.vocab_size + 200_000, 43, 7, "nsp", True)
     for inst in insts[:50]:
         n, p = len(inst.tokens), len(inst.masked_positions)
@@ -260,7 +260,7 @@ def test_truncation_front_cuts_are_half():
 def test_batch_encoder_matches_single_instance_encoder():
     docs = make_documents(60, seed=7)
     chunk = il.TokenizedChunk.from_documents(docs)
-    options = il.InstanceOptions(max_seq_length=43, max_predictions_per_seq=7)
+    options = il.InstanceOptions(sequence_length=43, max_predictions_per_seq=7)
     enc = il.ExampleEncoder(SPECIALS.vocab_size + 200_000, 43, 7, "nsp", True)
     batches = list(il.chunk_batches(chunk, options, SPECIALS, np.random.default_rng(0), 2))
     assert len(batches) == 2

@@ -32,7 +32,7 @@ def test_outputs_match_file(tmp_path, vocab):
     rr.write_shards(str(tmp_path), instances, num_shards=1, vocab_file=vocab)
     ds = pretraining_dataset(str(tmp_path / "*.tfrecord"), 8, shuffle=False,
                              repeat=False, deterministic=True, vocab_file=vocab,
-                             max_seq_length=T, max_predictions_per_seq=P)
+                             sequence_length=T, max_predictions_per_seq=P)
     batches = _collect(ds)
     assert [len(b["input_mask"]) for b in batches] == [8, 8, 4]  # remainder kept
     dtypes = {k: v.dtype for k, v in batches[0].items()}
@@ -72,14 +72,15 @@ def test_no_sentence_label_files(tmp_path):
     assert "next_sentence_labels" not in batch
 
 
-@pytest.mark.parametrize("key,value,stored", [
-    ("max_seq_length", 64, T), ("max_predictions_per_seq", 7, P)])
-def test_metadata_size_mismatch_names_both_values(tmp_path, key, value, stored):
+@pytest.mark.parametrize("argument,field,value,stored", [
+    ("sequence_length", "max_seq_length", 64, T),
+    ("max_predictions_per_seq", "max_predictions_per_seq", 7, P)])
+def test_metadata_size_mismatch_names_both_values(tmp_path, argument, field, value, stored):
     rr.write_shards(str(tmp_path), rr.make_instances(4, T, P), num_shards=1)
     with pytest.raises(ValueError) as err:
-        pretraining_dataset(str(tmp_path / "*.tfrecord"), 2, **{key: value})
-    message = str(err.value)
-    assert key in message and str(value) in message and str(stored) in message
+        pretraining_dataset(str(tmp_path / "*.tfrecord"), 2, **{argument: value})
+    message = str(err.value)  # names metadata.json's field
+    assert field in message and str(value) in message and str(stored) in message
 
 
 def test_metadata_vocab_mismatch(tmp_path, vocab):
@@ -100,10 +101,10 @@ def test_metadata_vocab_mismatch(tmp_path, vocab):
 def test_files_without_metadata_need_sizes(tmp_path):
     rr.write_shards(str(tmp_path), rr.make_instances(6, T, P), num_shards=2,
                     with_metadata=False)
-    with pytest.raises(ValueError, match="max_seq_length and max_predictions_per_seq"):
+    with pytest.raises(ValueError, match="sequence_length and max_predictions_per_seq"):
         pretraining_dataset(str(tmp_path / "*.tfrecord"), 2)
     ds = pretraining_dataset([str(p) for p in sorted(tmp_path.glob("*.tfrecord"))], 2,
-                             max_seq_length=T, max_predictions_per_seq=P, repeat=False)
+                             sequence_length=T, max_predictions_per_seq=P, repeat=False)
     assert sum(len(b["input_mask"]) for b in _collect(ds)) == 6
 
 
@@ -113,7 +114,7 @@ def test_gzip(tmp_path, with_metadata):
     rr.write_shards(str(tmp_path), instances, num_shards=2, gzip=True,
                     with_metadata=with_metadata)
     ds = pretraining_dataset(str(tmp_path / "*.gz"), 4, repeat=False, shuffle=False,
-                             max_seq_length=T, max_predictions_per_seq=P)
+                             sequence_length=T, max_predictions_per_seq=P)
     assert sorted(_rows(_collect(ds))) == sorted(tuple(i["input_ids"]) for i in instances)
 
 
@@ -184,7 +185,7 @@ def test_reads_our_writer_output_folder(tmp_path, vocab, masking):
     corpus.write_text("\n".join(lines) + "\n")
     out = tmp_path / "out"
     meta = writer.create_pretraining_data(
-        [str(corpus)], vocab, str(out), max_seq_length=T, max_predictions_per_seq=P,
+        [str(corpus)], vocab, str(out), sequence_length=T, max_predictions_per_seq=P,
         dupe_factor=1, num_shards=2, masking=masking, gzip=not masking, progress=False)
     ds = pretraining_dataset(str(out), 4, repeat=False, vocab_file=vocab,
                              dynamic_masking=not masking)

@@ -52,7 +52,7 @@ def test_reads_tf_models_official_create_pretraining_data(tmp_path, vocab):
            for r in tf.data.TFRecordDataset(str(out))]
     assert raw, "Model Garden wrote no instances"
     ds = pretraining_dataset(str(out), 4, shuffle=False, repeat=False, deterministic=True,
-                             max_seq_length=T, max_predictions_per_seq=P)
+                             sequence_length=T, max_predictions_per_seq=P)
     batches = _collect(ds)
     got = {k: np.concatenate([b[k] for b in batches]) for k in batches[0]}
     assert got["input_word_ids"].shape == (len(raw), T)

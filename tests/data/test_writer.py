@@ -17,7 +17,7 @@ from pretrain_fixtures import shard_bytes  # noqa: E402
 from pretrain_fixtures import write_corpus  # noqa: E402
 from pretrain_fixtures import write_vocab  # noqa: E402
 
-SMALL = dict(max_seq_length=32, max_predictions_per_seq=5, dupe_factor=2, progress=False)
+SMALL = dict(sequence_length=32, max_predictions_per_seq=5, dupe_factor=2, progress=False)
 
 
 @pytest.fixture(scope="module")

@@ -56,7 +56,7 @@ def test_our_reader_reads_static_and_unmasked_files(tmp_path):
 
     vocab = write_vocab(str(tmp_path))
     corpus = write_corpus(str(tmp_path / "corpus.txt"), 40)
-    kw = dict(max_seq_length=32, max_predictions_per_seq=5, dupe_factor=1, progress=False)
+    kw = dict(sequence_length=32, max_predictions_per_seq=5, dupe_factor=1, progress=False)
     create_pretraining_data([corpus], vocab, str(tmp_path / "s"), **kw)
     create_pretraining_data([corpus], vocab, str(tmp_path / "d"), objective="none",
                             masking=False, **kw)

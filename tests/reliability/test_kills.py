@@ -114,7 +114,7 @@ def test_kill_finetune(tmp_path):
 
 
 def test_kill_export(tmp_path):
-    ft = make_finetuned_dir(str(tmp_path / "ft"), "tagging", max_seq_length=16)
+    ft = make_finetuned_dir(str(tmp_path / "ft"), "tagging", sequence_length=16)
     out = tmp_path / "export"
     args = ("export", "--model", ft, "--output", out)
     process = start(*args, cwd=tmp_path)

@@ -183,7 +183,7 @@ def test_two_export_processes_never_share_a_version(tmp_path):
     """Two `kerasbert export` processes into one OUTPUT at once, without
     --version: each either writes its own version or is refused by the lock;
     no version is replaced and nothing half-written is left."""
-    ft = make_finetuned_dir(str(tmp_path / "ft"), "classification", max_seq_length=16)
+    ft = make_finetuned_dir(str(tmp_path / "ft"), "classification", sequence_length=16)
     out = tmp_path / "export"
     ok(kerasbert("export", "--model", ft, "--output", out, cwd=tmp_path))
     first = (out / "1" / "saved_model.pb").read_bytes()
@@ -207,7 +207,7 @@ def test_two_export_processes_never_share_a_version(tmp_path):
 
 
 def test_export_refuses_an_existing_version_without_overwrite(tmp_path):
-    ft = make_finetuned_dir(str(tmp_path / "ft"), "classification", max_seq_length=16)
+    ft = make_finetuned_dir(str(tmp_path / "ft"), "classification", sequence_length=16)
     out = tmp_path / "export"
     (out / "3").mkdir(parents=True)
     (out / "3" / "saved_model.pb").write_bytes(b"served now")

@@ -78,18 +78,18 @@ def write_tokenizer(directory, kind="wordpiece"):
     raise ValueError(kind)
 
 
-def tiny_backbone(vocabulary_size, seq_length=64, family="BertBackbone"):
+def tiny_backbone(vocabulary_size, sequence_length=64, family="BertBackbone"):
     from kerasbert import models
 
     # ALBERT's factorised embeddings default to 128 wide: keep them tiny too.
     extra = {"embedding_dim": 8} if family == "AlbertBackbone" else {}
     return getattr(models, family)(vocabulary_size=vocabulary_size, num_layers=1, num_heads=2,
                                    hidden_dim=16, intermediate_dim=32,
-                                   max_sequence_length=seq_length, dropout=0.0, **extra)
+                                   max_sequence_length=sequence_length, dropout=0.0, **extra)
 
 
 def make_finetuned_dir(directory, task_type, label_names=None, num_choices=3,
-                       max_seq_length=32, seed=0, qa_options=None, task="test",
+                       sequence_length=32, seed=0, qa_options=None, task="test",
                        family="BertBackbone", tokenizer="wordpiece"):
     """Writes FT/{model.keras, config.json, tokenizer files} as `kerasbert
     finetune` does, with a random tiny model of the task type.
@@ -113,7 +113,7 @@ def make_finetuned_dir(directory, task_type, label_names=None, num_choices=3,
         description = save_tokenizer_files(source, directory)
         size = source.vocabulary_size
     keras.utils.set_random_seed(seed)
-    backbone = tiny_backbone(size, seq_length=max(64, max_seq_length), family=family)
+    backbone = tiny_backbone(size, sequence_length=max(64, sequence_length), family=family)
     if task_type in ("classification", "pair"):
         label_names = label_names or ["negative", "neutral", "positive"]
         model = tasks.TextClassifier(backbone, num_classes=len(label_names), dropout=0.0)
@@ -139,7 +139,7 @@ def make_finetuned_dir(directory, task_type, label_names=None, num_choices=3,
     qa.update(qa_options or {})
     config = {
         "task": task, "task_type": task_type, "label_names": label_names,
-        "max_seq_length": max_seq_length, "lower_case": True, "columns": {},
+        "max_seq_length": sequence_length, "lower_case": True, "columns": {},
         "vocab": "vocab.txt", "model_class": type(model).__name__, "qa": qa,
     }
     if description is not None:

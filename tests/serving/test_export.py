@@ -365,7 +365,7 @@ def test_export_model_trained_in_a_script(tmp_path):
         export_model(model, tokenizer, "tagging", str(tmp_path / "ner"))
     labels = ["O", "B-LOC", "I-LOC", "B-PER", "I-PER"]
     result = export_model(model, tokenizer, "tagging", str(tmp_path / "ner"), label_names=labels,
-                          seq_length=24)
+                          sequence_length=24)
     serve = tf.saved_model.load(result["path"]).signatures["serving_default"]
     out = serve(text=tf.constant(["Mary lives in Paris."]))
     assert set(out["token_labels"].numpy()[0][:5].astype(str)) <= set(labels)

@@ -84,7 +84,7 @@ def exported(tmp_path_factory):
                         "labels": labels}
         spec[name] = (info["path"], {"text_a": TEXTS, "text_b": list(reversed(TEXTS))})
     ft = make_finetuned_dir(str(root / "ft_roberta_qa"), "qa", family="RobertaBackbone",
-                            tokenizer="bpe", max_seq_length=SEQ_LENGTH,
+                            tokenizer="bpe", sequence_length=SEQ_LENGTH,
                             qa_options=dict(doc_stride=DOC_STRIDE, max_query_length=MAX_QUERY,
                                             max_answer_length=MAX_ANSWER))
     model, tokenizer, _ = _load(ft)

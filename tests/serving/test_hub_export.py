@@ -68,7 +68,7 @@ encoder = tf.saved_model.load(enc_dir)
 def as_lists(d):
     return {k: v.numpy().tolist() for k, v in d.items()}
 
-# __call__: single segments packed to the default seq_length.
+# __call__: single segments packed to the default sequence_length.
 inputs = preprocessor(texts)
 assert as_lists(inputs) == expected["single"], as_lists(inputs)
 
@@ -214,7 +214,7 @@ def _expected(run, vocab, backbone, pretrainer):
     packer = BertPacker.from_tokenizer(tokenizer, SEQ_LENGTH)
     tokens = tokenizer.tokenize(TEXTS)
     single = packer(tokens)
-    pair = packer(tokens, tokenizer.tokenize(SECOND), seq_length=PAIR_LENGTH)
+    pair = packer(tokens, tokenizer.tokenize(SECOND), sequence_length=PAIR_LENGTH)
     outputs = backbone(single)
     mlm = pretrainer({**single, "masked_lm_positions": tf.constant(POSITIONS)})
     arrays = {
@@ -335,7 +335,7 @@ def test_mismatched_pretrainer_is_a_usage_error(exported, tmp_path):
     BertPretrainer(other).save(str(tmp_path / "other.keras"))
     with pytest.raises(UsageError, match="num_layers: 1 vs 2"):
         export_hub(os.path.join(run, "backbone.keras"), write_vocab(str(tmp_path)),
-                   tmp_path / "out", seq_length=SEQ_LENGTH,
+                   tmp_path / "out", sequence_length=SEQ_LENGTH,
                    pretrainer_path=tmp_path / "other.keras")
     assert not os.path.exists(tmp_path / "out")
 

@@ -65,7 +65,7 @@ def _expected(vocab, backbone, pretrainer):
     tokenizer = load_tokenizer(vocab)
     packer = make_packer(tokenizer, SEQ_LENGTH)
     single = packer(tokenizer.tokenize(TEXTS))
-    pair = packer(tokenizer.tokenize(TEXTS), tokenizer.tokenize(SECOND), seq_length=PAIR_LENGTH)
+    pair = packer(tokenizer.tokenize(TEXTS), tokenizer.tokenize(SECOND), sequence_length=PAIR_LENGTH)
     outputs = backbone(single)
     mlm = pretrainer({**single, "masked_lm_positions": tf.constant(POSITIONS)})
     as_lists = lambda d: {k: v.numpy().tolist() for k, v in d.items()}  # noqa: E731

@@ -92,7 +92,7 @@ def setup(tmp_path_factory):
     from kerasbert.text import WordPieceTokenizer
 
     root = tmp_path_factory.mktemp("qa_serving")
-    ft = make_finetuned_dir(str(root / "ft"), "qa", max_seq_length=SEQ_LENGTH)
+    ft = make_finetuned_dir(str(root / "ft"), "qa", sequence_length=SEQ_LENGTH)
     model = keras.saving.load_model(os.path.join(ft, "model.keras"))
     tokenizer = WordPieceTokenizer(os.path.join(ft, "vocab.txt"))
 
@@ -211,7 +211,7 @@ def test_features_match_convert_qa(setup):
     assert len(setup["features"]) > len(PAIRS) + 10  # several windows per long context
 
 
-@pytest.mark.parametrize("seq_length, doc_stride, max_query, words", [
+@pytest.mark.parametrize("sequence_length, doc_stride, max_query, words", [
     # Windows of 141 and 41 pieces, 139 apart: piece 140 scores 0 + 0.01 * 141
     # in the first and 1 + 0.01 * 41 in the second, equal in exact arithmetic
     # but not in float64, where convert_qa gives it to the second window.
@@ -219,7 +219,7 @@ def test_features_match_convert_qa(setup):
     (16, 3, 4, 40),
     (12, 1, 1, 25),
 ])
-def test_windows_match_convert_qa_across_settings(setup, seq_length, doc_stride, max_query,
+def test_windows_match_convert_qa_across_settings(setup, sequence_length, doc_stride, max_query,
                                                   words):
     from kerasbert.data.finetuning.examples import TaskData
     from kerasbert.data.finetuning.qa import convert_qa
@@ -229,10 +229,10 @@ def test_windows_match_convert_qa_across_settings(setup, seq_length, doc_stride,
              ("", "")]
     examples = [{"id": str(i), "question": q, "context": c} for i, (q, c) in enumerate(pairs)]
     tokenizer = setup["tokenizer"]
-    features = convert_qa(TaskData(examples, "qa"), tokenizer, seq_length, doc_stride, max_query,
+    features = convert_qa(TaskData(examples, "qa"), tokenizer, sequence_length, doc_stride, max_query,
                           is_training=False)
     # Only the windowing runs: the model is never called.
-    module = QuestionAnsweringServing(setup["v1"].model, tokenizer, seq_length,
+    module = QuestionAnsweringServing(setup["v1"].model, tokenizer, sequence_length,
                                       doc_stride=doc_stride, max_query_length=max_query)
     got = _compare_features(module, tokenizer, pairs, features)
     # Long contexts really were split: more windows than examples.

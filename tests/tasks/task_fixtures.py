@@ -9,14 +9,14 @@ PAD, CLS, SEP = 0, 1, 2
 VOCAB = 100
 
 
-def tiny_backbone(seq_len=32, hidden_dim=64, num_layers=2, dropout=0.0, **kwargs):
+def tiny_backbone(sequence_length=32, hidden_dim=64, num_layers=2, dropout=0.0, **kwargs):
     return BertBackbone(
         vocabulary_size=VOCAB,
         num_layers=num_layers,
         num_heads=2,
         hidden_dim=hidden_dim,
         intermediate_dim=2 * hidden_dim,
-        max_sequence_length=seq_len,
+        max_sequence_length=sequence_length,
         dropout=dropout,
         **kwargs,
     )

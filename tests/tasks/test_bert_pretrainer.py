@@ -229,7 +229,7 @@ def records(tmp_path_factory):
             f.write("\n")
     out = str(d / "records")
     create_pretraining_data(
-        [str(d / "corpus.txt")], vocab, out, max_seq_length=32,
+        [str(d / "corpus.txt")], vocab, out, sequence_length=32,
         max_predictions_per_seq=5, dupe_factor=4, progress=False)
     vocab_size = sum(1 for _ in open(vocab, encoding="utf-8"))
     return out, vocab, vocab_size

@@ -230,7 +230,7 @@ def test_train_bpe_rejects_bad_input(tmp_path):
 
 class TestRobertaPacker:
     def test_single_and_pair_layout(self):
-        packer = RobertaPacker(seq_length=10, start_id=0, end_id=2, pad_id=1)
+        packer = RobertaPacker(sequence_length=10, start_id=0, end_id=2, pad_id=1)
         out = packer(tf.ragged.constant([[5, 6, 7]]))
         assert out["input_word_ids"].numpy().tolist() == [[0, 5, 6, 7, 2, 1, 1, 1, 1, 1]]
         assert out["input_mask"].numpy().tolist() == [[1] * 5 + [0] * 5]
@@ -251,7 +251,7 @@ class TestRobertaPacker:
         assert got["input_word_ids"].numpy()[0].tolist() == expected
 
     def test_longest_first_truncation(self):
-        packer = RobertaPacker(seq_length=9, start_id=0, end_id=2, pad_id=1)
+        packer = RobertaPacker(sequence_length=9, start_id=0, end_id=2, pad_id=1)
         a = tf.ragged.constant([[10, 11, 12, 13, 14, 15], [10, 11]])
         b = tf.ragged.constant([[20, 21], [20, 21, 22, 23, 24, 25]])
         ids = packer(a, b)["input_word_ids"].numpy().tolist()
@@ -262,8 +262,8 @@ class TestRobertaPacker:
         assert single.numpy()[0].tolist() == [0] + list(range(10, 17)) + [2]
 
     def test_unbatched_and_too_short(self):
-        packer = RobertaPacker(seq_length=6, start_id=0, end_id=2, pad_id=1)
+        packer = RobertaPacker(sequence_length=6, start_id=0, end_id=2, pad_id=1)
         out = packer(tf.constant([5, 6]))
         assert out["input_word_ids"].numpy().tolist() == [0, 5, 6, 2, 1, 1]
         with pytest.raises(ValueError, match="at least 4 for pairs"):
-            packer([[1]], [[2]], seq_length=3)
+            packer([[1]], [[2]], sequence_length=3)

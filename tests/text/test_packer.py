@@ -94,5 +94,5 @@ def test_from_tokenizer_and_bad_length(tmp_path):
     packer = BertPacker.from_tokenizer(tokenizer, 5)
     out = packer(tokenizer.tokenize_ids(["hi hi hi"]), tokenizer.tokenize_ids(["hi"]))
     assert out["input_word_ids"].numpy().tolist() == [[2, 5, 3, 5, 3]]
-    with pytest.raises(ValueError, match="seq_length"):
+    with pytest.raises(ValueError, match="sequence_length"):
         BertPacker(1, CLS, SEP, PAD)

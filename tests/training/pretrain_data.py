@@ -29,7 +29,7 @@ def write_corpus(path, num_docs=120, seed=0):
     return path
 
 
-def make_data(directory, *, seq_length=32, predictions=5, objective="nsp",
+def make_data(directory, *, sequence_length=32, predictions=5, objective="nsp",
               masking=True, dupe_factor=2, num_shards=2, corpus=None, vocab=None):
     """(vocab.txt, shard folder) under `directory` (reused when present)."""
     from kerasbert.data import create_pretraining_data
@@ -41,10 +41,10 @@ def make_data(directory, *, seq_length=32, predictions=5, objective="nsp",
         vocab = os.path.join(directory, "vocab.txt")
         if not os.path.exists(vocab):
             vocabulary.write_vocab(wordpiece_training.build_wordpiece_vocab([corpus], 200), vocab)
-    out = os.path.join(directory, f"data-{objective}-{seq_length}-{'m' if masking else 'u'}")
+    out = os.path.join(directory, f"data-{objective}-{sequence_length}-{'m' if masking else 'u'}")
     if not os.path.exists(os.path.join(out, "metadata.json")):
         create_pretraining_data(
-            [corpus], vocab, out, max_seq_length=seq_length,
+            [corpus], vocab, out, sequence_length=sequence_length,
             max_predictions_per_seq=predictions, dupe_factor=dupe_factor,
             objective=objective, masking=masking, num_shards=num_shards, progress=False)
     return vocab, out

@@ -24,7 +24,7 @@ def memorised(tmp_path_factory):
     root = tmp_path_factory.mktemp("gpt-memorise")
     corpus = root / "corpus.txt"
     corpus.write_text((TEXT + "\n\n") * 60, encoding="utf-8")
-    vocab, data = pd.make_data(str(root), corpus=str(corpus), seq_length=32, objective="none",
+    vocab, data = pd.make_data(str(root), corpus=str(corpus), sequence_length=32, objective="none",
                                masking=False, dupe_factor=1, num_shards=1)
     run = str(root / "run")
     args = ["pretrain", "--preset", "gpt1", "--vocab", vocab, "--data", data,

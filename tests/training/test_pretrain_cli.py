@@ -164,7 +164,7 @@ def test_non_finite_loss_stops_with_step(data, tmp_path):
 def test_two_phase_init_from(data, tmp_path):
     """Phase 2 (sequence 64) starts from phase 1's (sequence 32) weights."""
     vocab, shards_128 = data
-    _, shards_512 = pd.make_data(os.path.dirname(shards_128), seq_length=64, predictions=8)
+    _, shards_512 = pd.make_data(os.path.dirname(shards_128), sequence_length=64, predictions=8)
     phase1, phase2 = str(tmp_path / "phase1"), str(tmp_path / "phase2")
     assert main(pd.pretrain_args(vocab, shards_128, phase1, steps=3)) == 0
     result = cli_ok(pd.pretrain_args(vocab, shards_512, phase2, "--init-from", phase1,

@@ -102,7 +102,7 @@ def test_a_new_task_type_is_one_file(tmp_path, monkeypatch):
     result = run_finetuning(FinetuneConfig(
         task=f"csv:{train}", validation=valid, task_type="ordinal", output_dir=out,
         vocab=vocab, backbone=backbone_file, epochs=2, batch_size=16, learning_rate=3e-3,
-        max_seq_length=16, progress=False))
+        sequence_length=16, progress=False))
     assert result["task_type"] == "ordinal"
     assert set(result["metrics"]) == {"mean_class_distance", "accuracy"}
     config = json.load(open(os.path.join(out, "config.json"), encoding="utf-8"))

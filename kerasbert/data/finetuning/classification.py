@@ -8,9 +8,9 @@ from kerasbert.data.finetuning.features import TaskFeatures, check_length, pack_
 from kerasbert.text import make_packer, segment_layout
 
 
-def convert_classification(data, tokenizer, max_seq_length=128):
+def convert_classification(data, tokenizer, sequence_length=128):
     """`[CLS] text_a [SEP] (text_b [SEP])` (RoBERTa: `<s> a </s></s> b
-    </s>`), padded to max_seq_length, by the tokenizer's packer
+    </s>`), padded to sequence_length, by the tokenizer's packer
     (`kerasbert.text.make_packer`).
 
     Args:
@@ -32,15 +32,15 @@ def convert_classification(data, tokenizer, max_seq_length=128):
     if pair and not all("text_b" in e for e in examples):
         missing = next(i for i, e in enumerate(examples) if "text_b" not in e)
         raise TaskDataError(f"{data.name} example {missing}: no text_b in a sentence-pair task.")
-    max_seq_length = check_length(max_seq_length, segment_layout(tokenizer).special_tokens(pair))
-    packer = make_packer(tokenizer, max_seq_length)
+    sequence_length = check_length(sequence_length, segment_layout(tokenizer).special_tokens(pair))
+    packer = make_packer(tokenizer, sequence_length)
     x = pack_batches(
         packer, tokenizer, [e["text_a"] for e in examples],
         [e["text_b"] for e in examples] if pair else None,
     )
     y = _labels(data)
     stats = {"num_examples": len(examples), "num_features": len(examples)}
-    return TaskFeatures(data.task_type, x, y, None, {}, data.label_names, max_seq_length, stats)
+    return TaskFeatures(data.task_type, x, y, None, {}, data.label_names, sequence_length, stats)
 
 
 def _labels(data):

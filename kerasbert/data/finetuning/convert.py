@@ -16,13 +16,13 @@ CONVERTERS = {
 }
 
 
-def convert_examples(data, tokenizer, max_seq_length=None, **options):
+def convert_examples(data, tokenizer, sequence_length=None, **options):
     """Converts a task's examples to model features.
 
     Args:
         data: `TaskData` from `load_task`.
         tokenizer: `kerasbert.text.WordPieceTokenizer`.
-        max_seq_length: T (default: the task type's, 384 for qa, 128 otherwise).
+        sequence_length: T (default: the task type's, 384 for qa, 128 otherwise).
         **options: the ones the task type takes (qa: doc_stride,
             max_query_length, is_training, on_bad_answer).
     """
@@ -31,7 +31,7 @@ def convert_examples(data, tokenizer, max_seq_length=None, **options):
     if unknown:
         raise TaskDataError(f"Options {unknown} do not apply to {data.task_type} tasks"
                             + (f" (it takes {', '.join(fmt.options)})." if fmt.options else "."))
-    if max_seq_length is None:
-        max_seq_length = fmt.max_seq_length
+    if sequence_length is None:
+        sequence_length = fmt.sequence_length
     convert = fmt.convert or CONVERTERS[fmt.example]
-    return convert(data, tokenizer, max_seq_length, **options)
+    return convert(data, tokenizer, sequence_length, **options)

@@ -1,6 +1,6 @@
 """`TaskFeatures`: converted model features, and helpers shared by converters.
 
-Feature names per task type (all NumPy; N features, T = max_seq_length,
+Feature names per task type (all NumPy; N features, T = sequence_length,
 C = choices):
 
     every task, x:        input_word_ids, input_mask, input_type_ids  int32 [N, T]
@@ -44,7 +44,7 @@ class TaskFeatures:
         sample_weight: float32 [N, T] for tagging, else None.
         extras: per-feature arrays for decoding predictions (see module).
         label_names: class / tag names, or None.
-        max_seq_length: T.
+        sequence_length: T.
         stats: counts: num_examples, num_features, and per task e.g.
             truncated_words (tagging), skipped_examples (qa).
     """
@@ -55,7 +55,7 @@ class TaskFeatures:
     sample_weight: object = None
     extras: dict = dataclasses.field(default_factory=dict)
     label_names: list = None
-    max_seq_length: int = 0
+    sequence_length: int = 0
     stats: dict = dataclasses.field(default_factory=dict)
 
     def __len__(self):
@@ -76,29 +76,29 @@ class TaskFeatures:
         )
 
 
-def check_max_seq_length(max_seq_length, backbone):
-    """Raises a clear error when `max_seq_length` exceeds the backbone's
+def check_max_seq_length(sequence_length, backbone):
+    """Raises a clear error when `sequence_length` exceeds the backbone's
     position table (`backbone.max_sequence_length`, or an int)."""
     limit = backbone if isinstance(backbone, int) else getattr(backbone, "max_sequence_length", None)
     if limit is None:
         config = backbone.get_config() if hasattr(backbone, "get_config") else {}
         limit = config.get("max_sequence_length")
     if limit is None:
-        return max_seq_length
-    if int(max_seq_length) > int(limit):
+        return sequence_length
+    if int(sequence_length) > int(limit):
         raise TaskDataError(
-            f"max_seq_length {max_seq_length} is above the backbone's {limit} positions "
+            f"max_seq_length {sequence_length} is above the backbone's {limit} positions "
             f"(max_sequence_length); use --max-seq-length {limit} or less."
         )
-    if int(max_seq_length) < 2:
-        raise TaskDataError(f"max_seq_length must be at least 2, got {max_seq_length}.")
-    return max_seq_length
+    if int(sequence_length) < 2:
+        raise TaskDataError(f"max_seq_length must be at least 2, got {sequence_length}.")
+    return sequence_length
 
 
-def check_length(max_seq_length, minimum=3):
-    if int(max_seq_length) < minimum:
-        raise TaskDataError(f"max_seq_length must be at least {minimum}, got {max_seq_length}.")
-    return int(max_seq_length)
+def check_length(sequence_length, minimum=3):
+    if int(sequence_length) < minimum:
+        raise TaskDataError(f"max_seq_length must be at least {minimum}, got {sequence_length}.")
+    return int(sequence_length)
 
 
 CHUNK = 2048
@@ -141,6 +141,6 @@ def pack_batches(packer, tokenizer, texts_a, texts_b=None, chunk=CHUNK):
         for name in MODEL_INPUTS:
             parts[name].append(packed[name].numpy().astype(np.int32))
     if not parts["input_word_ids"]:
-        t = packer.seq_length
+        t = packer.sequence_length
         return {name: np.zeros((0, t), np.int32) for name in MODEL_INPUTS}
     return {name: np.concatenate(v) for name, v in parts.items()}

@@ -8,7 +8,7 @@ from kerasbert.data.finetuning.features import MODEL_INPUTS, TaskFeatures, check
 from kerasbert.text import make_packer, segment_layout
 
 
-def convert_multiple_choice(data, tokenizer, max_seq_length=128):
+def convert_multiple_choice(data, tokenizer, sequence_length=128):
     """Per choice `[CLS] context [SEP] (question + " " +) choice [SEP]`.
 
     Pairs are truncated as BERT does (the longer segment first) and packed
@@ -29,8 +29,8 @@ def convert_multiple_choice(data, tokenizer, max_seq_length=128):
             raise TaskDataError(
                 f"{data.name} example {i}: {len(example['choices'])} choices, expected {num_choices}."
             )
-    max_seq_length = check_length(max_seq_length, segment_layout(tokenizer).special_tokens())
-    packer = make_packer(tokenizer, max_seq_length)
+    sequence_length = check_length(sequence_length, segment_layout(tokenizer).special_tokens())
+    packer = make_packer(tokenizer, sequence_length)
     first, second = [], []
     for example in examples:
         question = (example.get("question") or "").strip()
@@ -38,7 +38,7 @@ def convert_multiple_choice(data, tokenizer, max_seq_length=128):
             first.append(example["context"])
             second.append(f"{question} {choice}" if question else choice)
     flat = pack_batches(packer, tokenizer, first, second)
-    x = {name: flat[name].reshape(len(examples), num_choices, max_seq_length) for name in MODEL_INPUTS}
+    x = {name: flat[name].reshape(len(examples), num_choices, sequence_length) for name in MODEL_INPUTS}
     labels = [e.get("label") for e in examples]
     y = None
     if any(label is not None for label in labels):
@@ -50,4 +50,4 @@ def convert_multiple_choice(data, tokenizer, max_seq_length=128):
                 )
         y = np.asarray(labels, np.int32)
     stats = {"num_examples": len(examples), "num_features": len(examples), "num_choices": num_choices}
-    return TaskFeatures("multiple_choice", x, y, None, {}, None, max_seq_length, stats)
+    return TaskFeatures("multiple_choice", x, y, None, {}, None, sequence_length, stats)

@@ -2,7 +2,7 @@
 
 As the original BERT run_squad.py: `[CLS] question [SEP] context window
 [SEP]`, the question cut to max_query_length pieces, the context split into
-windows of up to max_seq_length - len(question) - 3 pieces that start
+windows of up to sequence_length - len(question) - 3 pieces that start
 doc_stride pieces apart. The special tokens follow the tokenizer's
 `kerasbert.text.SegmentLayout` (RoBERTa: `<s> question </s></s> context
 </s>`, so windows hold one piece less and type ids are all 0); the
@@ -77,7 +77,7 @@ def _max_context(spans):
     ]
 
 
-def convert_qa(data, tokenizer, max_seq_length=384, doc_stride=128, max_query_length=64,
+def convert_qa(data, tokenizer, sequence_length=384, doc_stride=128, max_query_length=64,
                is_training=True, on_bad_answer="error"):
     """SQuAD examples -> features, one per context window.
 
@@ -109,7 +109,7 @@ def convert_qa(data, tokenizer, max_seq_length=384, doc_stride=128, max_query_le
     examples = data.examples
     if not examples:
         raise TaskDataError(f"{data.name} {data.split}: no examples to convert.")
-    t = int(max_seq_length)
+    t = int(sequence_length)
     layout = segment_layout(tokenizer)
     if doc_stride < 1 or max_query_length < 1:
         raise TaskDataError(f"doc_stride and max_query_length must be positive, got {doc_stride}, {max_query_length}.")

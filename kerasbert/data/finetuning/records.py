@@ -2,7 +2,7 @@
 
 Layout of an output folder:
 
-    DIR/metadata.json                 task type, label names, max_seq_length,
+    DIR/metadata.json                 task type, label names, sequence_length,
                                       vocab sha256, per-split counts/stats/files
     DIR/<split>-00000-of-0000N.tfrecord
 
@@ -52,7 +52,7 @@ def write_features(directory, split, features, vocab_file, lower_case=True, task
     """Writes one split of converted features as TFRecord shards.
 
     Splits written to the same folder must agree on task type, label names,
-    max_seq_length and vocabulary. Returns the updated metadata dict.
+    sequence_length and vocabulary. Returns the updated metadata dict.
     """
     import tensorflow as tf
 
@@ -63,7 +63,7 @@ def write_features(directory, split, features, vocab_file, lower_case=True, task
     meta = read_metadata(directory) or {}
     mine = {
         "task_type": features.task_type, "label_names": features.label_names,
-        "max_seq_length": int(features.max_seq_length), "num_choices": _num_choices(features),
+        "max_seq_length": int(features.sequence_length), "num_choices": _num_choices(features),
         "vocab_sha256": sha, "lower_case": bool(lower_case),
     }
     if meta:
@@ -120,7 +120,7 @@ def write_features(directory, split, features, vocab_file, lower_case=True, task
         meta["task"] = task
     meta.setdefault("splits", {})[split] = {
         "files": names, "num_features": len(features), "labelled": labelled,
-        "features": schema.describe(features.task_type, labelled, features.max_seq_length,
+        "features": schema.describe(features.task_type, labelled, features.sequence_length,
                                     _num_choices(features)),
         "stats": {k: (int(v) if isinstance(v, (int, np.integer)) else v) for k, v in features.stats.items()},
         "options": options or {},

@@ -2,7 +2,7 @@
 
 Sequence features keep the original google-research/bert names (as the
 pretraining schema, kerasbert/data/schema.py); labels follow run_classifier.py
-/ run_squad.py where they have a name there. Shapes: T = max_seq_length,
+/ run_squad.py where they have a name there. Shapes: T = sequence_length,
 C = num_choices (multiple choice stores [C, T] per record).
 
     every task      input_ids, input_mask, segment_ids     int64 [T] ([C, T])
@@ -64,27 +64,27 @@ def features_for(task_type, labelled=True):
     return spec
 
 
-def shape_of(shape_key, task_type, max_seq_length, num_choices=None):
+def shape_of(shape_key, task_type, sequence_length, num_choices=None):
     if shape_key == "one":
         return [1]
     if shape_key == "seq" and task_format(task_type).per_choice:
-        return [int(num_choices), int(max_seq_length)]
-    return [int(max_seq_length)]
+        return [int(num_choices), int(sequence_length)]
+    return [int(sequence_length)]
 
 
-def describe(task_type, labelled, max_seq_length, num_choices=None):
+def describe(task_type, labelled, sequence_length, num_choices=None):
     """JSON-ready {name: {"dtype", "shape"}} (stored in metadata.json)."""
     return {
-        name: {"dtype": dtype, "shape": shape_of(key, task_type, max_seq_length, num_choices)}
+        name: {"dtype": dtype, "shape": shape_of(key, task_type, sequence_length, num_choices)}
         for name, (_, _, dtype, key) in features_for(task_type, labelled).items()
     }
 
 
-def parsing_spec(task_type, labelled, max_seq_length, num_choices=None):
+def parsing_spec(task_type, labelled, sequence_length, num_choices=None):
     """{name: tf.io.FixedLenFeature} for `tf.io.parse_example`."""
     import tensorflow as tf
 
     return {
-        name: tf.io.FixedLenFeature(shape_of(key, task_type, max_seq_length, num_choices), tf.as_dtype(dtype))
+        name: tf.io.FixedLenFeature(shape_of(key, task_type, sequence_length, num_choices), tf.as_dtype(dtype))
         for name, (_, _, dtype, key) in features_for(task_type, labelled).items()
     }

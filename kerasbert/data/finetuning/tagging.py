@@ -6,7 +6,7 @@ BPE (RoBERTa), where a leading space is part of a word's first piece ("Ġin"),
 every word after an example's first is tokenized with a space before it, so
 the pieces are those of the space-joined sentence: what an exported model,
 which tokenizes raw text, sees (kerasbert.serving.tagging_serving). Words whose
-first piece does not fit in max_seq_length are counted (stats
+first piece does not fit in sequence_length are counted (stats
 "truncated_words", a warning) rather than silently dropped; words that
 tokenize to nothing (e.g. only control characters) are counted too
 ("empty_words"): they have no piece to carry their label.
@@ -36,7 +36,7 @@ def _in_context(tokenizer, examples):
             for e in examples for i, w in enumerate(e["tokens"])]
 
 
-def convert_tagging(data, tokenizer, max_seq_length=128):
+def convert_tagging(data, tokenizer, sequence_length=128):
     """`[CLS] pieces of every word [SEP]`, padded.
 
     Returns:
@@ -53,7 +53,7 @@ def convert_tagging(data, tokenizer, max_seq_length=128):
     examples = data.examples
     if not examples:
         raise TaskDataError(f"{data.name} {data.split}: no examples to convert.")
-    t = check_length(max_seq_length, 2)
+    t = check_length(sequence_length, 2)
     labelled = examples[0].get("labels") is not None
     words = [w for e in examples for w in e["tokens"]]
     pieces = tokenize_lists(tokenizer, _in_context(tokenizer, examples))
@@ -103,7 +103,7 @@ def convert_tagging(data, tokenizer, max_seq_length=128):
     if truncated_words:
         logger.warning(
             "%s: %d word(s) in %d example(s) did not fit in max_seq_length %d and have no "
-            "prediction; raise max_seq_length to keep them.",
+            "prediction; raise max_seq_length (--max-seq-length) to keep them.",
             data.name, truncated_words, truncated_examples, t,
         )
     if empty_words:

@@ -39,10 +39,10 @@ class TaskFormat:
         label: label kind (module docstring): how labels parse and are stored.
         text_pair: the examples are sentence pairs (a second text column
             is required in files).
-        max_seq_length: default packed length T.
+        sequence_length: default packed length T.
         options: names of converter options the type accepts (QA's
             doc_stride, max_query_length); others get none.
-        convert: optional `(data, tokenizer, max_seq_length, **options) ->
+        convert: optional `(data, tokenizer, sequence_length, **options) ->
             TaskFeatures` replacing the example kind's converter.
     """
 
@@ -50,7 +50,7 @@ class TaskFormat:
     example: str
     label: str
     text_pair: bool = False
-    max_seq_length: int = 128
+    sequence_length: int = 128
     options: tuple = ()
     convert: object = None
 
@@ -105,7 +105,7 @@ for _fmt in (
     TaskFormat("pair", "text", "class", text_pair=True),
     TaskFormat("regression", "text", "number"),
     TaskFormat("tagging", "words", "tag"),
-    TaskFormat("qa", "squad", "span", max_seq_length=384,
+    TaskFormat("qa", "squad", "span", sequence_length=384,
                options=("doc_stride", "max_query_length", "is_training", "on_bad_answer")),
     TaskFormat("multiple_choice", "choices", "choice"),
 ):

@@ -15,7 +15,7 @@ def test_tagging_first_piece_alignment(tmp_path):
         {"tokens": ["Paris", "flows", "U.S.", "zq"], "labels": ["B-LOC", "O", "B-LOC", "O"]},
         {"tokens": ["the", "cat", "sat", "on", "the", "mat"], "labels": ["O"] * 5 + ["B-LOC"]},
     ], "tagging", ["O", "B-LOC"])
-    features = convert_examples(data, tok, max_seq_length=6)
+    features = convert_examples(data, tok, sequence_length=6)
     pieces = [tok.id_to_token(int(i)) for i in features.x["input_word_ids"][0]]
     # "U.S." is 4 pieces (u . s .): only its first piece is labelled.
     assert pieces == ["[CLS]", "paris", "flows", "u", ".", "[SEP]"]
@@ -25,7 +25,7 @@ def test_tagging_first_piece_alignment(tmp_path):
     assert features.x["input_mask"][1].tolist() == [1] * 6
     # Example 0 loses "zq", example 1 "the mat": counted, not silently dropped.
     assert features.stats["truncated_words"] == 3 and features.stats["truncated_examples"] == 2
-    wide = convert_examples(data, tok, max_seq_length=32)
+    wide = convert_examples(data, tok, sequence_length=32)
     assert wide.stats["truncated_words"] == 0
     assert wide.sample_weight.sum() == 10  # one weight per word
     first = wide.sample_weight[0] > 0

@@ -17,7 +17,7 @@ def test_korean_csv_classification(tmp_path):
     assert data.task_type == "classification"
     assert data.label_names == ["0", "1"]
     assert data.examples[0] == {"text_a": "정말 좋아요", "label": "1"}
-    features = convert_examples(data, tokenizer(tmp_path), max_seq_length=8)
+    features = convert_examples(data, tokenizer(tmp_path), sequence_length=8)
     assert features.y.tolist() == [1, 0, 1]
     ids = features.x["input_word_ids"]
     assert ids.shape == (3, 8) and ids.dtype == np.int32
@@ -35,7 +35,7 @@ def test_tsv_pairs_and_label_names(tmp_path):
     names = ["not_equivalent", "equivalent"]
     data = load_task(f"tsv:{path}", label_names=names)
     assert data.task_type == "pair" and data.label_names == names
-    features = convert_examples(data, tokenizer(tmp_path), max_seq_length=16)
+    features = convert_examples(data, tokenizer(tmp_path), sequence_length=16)
     assert features.y.tolist() == [1, 0]
     types = features.x["input_type_ids"][0]
     assert types.max() == 1 and features.x["input_mask"][0].sum() == 1 + 3 + 1 + 3 + 1
@@ -47,7 +47,7 @@ def test_jsonl_regression(tmp_path):
     ])
     data = load_task(f"jsonl:{path}", task_type="regression",
                      columns={"text": "a", "text_pair": "b", "label": "score"})
-    features = convert_examples(data, tokenizer(tmp_path), max_seq_length=8)
+    features = convert_examples(data, tokenizer(tmp_path), sequence_length=8)
     assert features.y.dtype == np.float32 and features.y.tolist() == [4.5, 0.25]
     bad = write_jsonl(tmp_path / "bad.jsonl", [{"text": "x", "label": "high"}])
     with pytest.raises(TaskDataError, match=r"bad.jsonl line 1: regression label 'high'"):
@@ -86,7 +86,7 @@ def test_swag_and_multiple_choice(tmp_path):
     data = load_task(f"swag:{path}")
     assert data.task_type == "multiple_choice"
     assert data.examples[0]["question"] == "the dog" and len(data.examples[0]["choices"]) == 4
-    features = convert_examples(data, tokenizer(tmp_path), max_seq_length=12)
+    features = convert_examples(data, tokenizer(tmp_path), sequence_length=12)
     assert features.x["input_word_ids"].shape == (1, 4, 12) and features.y.tolist() == [1]
     tok = tokenizer(tmp_path)
     row = [tok.id_to_token(int(i)) for i in features.x["input_word_ids"][0, 1] if i]

@@ -47,7 +47,7 @@ def test_gold_spans_decode_to_the_answer_text(tmp_path, lower_case):
     data = load_task(f"squad_json:{_squad_file(tmp_path)}")
     assert data.task_type == "qa" and len(data) == 7 + len(LONG.split(" "))
     tok = tokenizer(tmp_path, lower_case=lower_case)
-    features = convert_qa(data, tok, max_seq_length=24, doc_stride=5, max_query_length=6)
+    features = convert_qa(data, tok, sequence_length=24, doc_stride=5, max_query_length=6)
     x, y, extras = features.x, features.y, features.extras
     assert features.stats["num_features"] > len(data)  # the long context needs windows
     found = set()
@@ -71,7 +71,7 @@ def test_gold_spans_decode_to_the_answer_text(tmp_path, lower_case):
 def test_window_layout(tmp_path):
     tok = tokenizer(tmp_path)
     data = load_task(f"squad_json:{_squad_file(tmp_path)}")
-    features = convert_qa(data, tok, max_seq_length=24, doc_stride=5, max_query_length=2)
+    features = convert_qa(data, tok, sequence_length=24, doc_stride=5, max_query_length=2)
     x, extras = features.x, features.extras
     long_rows = np.nonzero(extras["example_index"] == 7)[0]
     assert len(long_rows) > 3
@@ -112,14 +112,14 @@ def test_answer_not_found(tmp_path):
     tok = tokenizer(tmp_path)
     with pytest.raises(TaskDataError, match=r"question id 'q2': answer text 'dog' not found at "
                        r"answer_start 4 in its context \(the context has 'cat' there\)"):
-        convert_qa(data, tok, max_seq_length=32, max_query_length=8)
-    features = convert_qa(data, tok, max_seq_length=32, max_query_length=8, on_bad_answer="skip")
+        convert_qa(data, tok, sequence_length=32, max_query_length=8)
+    features = convert_qa(data, tok, sequence_length=32, max_query_length=8, on_bad_answer="skip")
     assert features.stats["skipped_examples"] == 1 and features.extras["example_index"].tolist() == [0]
     # Evaluation features need no answer positions.
-    features = convert_qa(data, tok, max_seq_length=32, max_query_length=8, is_training=False)
+    features = convert_qa(data, tok, sequence_length=32, max_query_length=8, is_training=False)
     assert features.y is None and len(features) == 2
     with pytest.raises(TaskDataError, match="max_seq_length 10 leaves no room"):
-        convert_qa(data, tok, max_seq_length=10, max_query_length=8)
+        convert_qa(data, tok, sequence_length=10, max_query_length=8)
     bad = write_text(tmp_path / "bad.json", '{"version": 1}')
     with pytest.raises(TaskDataError, match="not a SQuAD JSON file"):
         load_task(f"squad_json:{bad}")

@@ -1,5 +1,5 @@
 """Long documents at BigBird's real length: classification and QA fine-tuned
-at max_seq_length 4096 with the presets' attention pattern (blocks of 64, 3
+at sequence_length 4096 with the presets' attention pattern (blocks of 64, 3
 random blocks: block-sparse above 704 tokens), and the classifier exported
 and served like the Keras model. The model is tiny (1 layer, width 16), the
 length is not (~20 s on 2 cores)."""
@@ -48,7 +48,7 @@ def test_classification_and_qa_at_4096_tokens(tmp_path, monkeypatch):
                        ("qa", f"squad_json:{_squad_json(tmp_path / 'q.json', 4, 1)}")):
         config = FinetuneConfig(task=task, output_dir=str(tmp_path / name), vocab=spm,
                                 backbone=str(tmp_path / "backbone.keras"), epochs=1,
-                                batch_size=2, learning_rate=1e-3, max_seq_length=LENGTH,
+                                batch_size=2, learning_rate=1e-3, sequence_length=LENGTH,
                                 doc_stride=1024, max_query_length=16, max_answer_length=8,
                                 dropout=0.0, progress=False)
         runs[name] = run_finetuning(config)

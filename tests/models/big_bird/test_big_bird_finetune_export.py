@@ -76,7 +76,7 @@ def _finetune(root, name, task, spm, backbone):
 
     config = FinetuneConfig(task=task, output_dir=str(root / name), vocab=spm,
                             backbone=backbone, epochs=1, batch_size=8, learning_rate=1e-3,
-                            max_seq_length=SEQ_LENGTH, dropout=0.0, progress=False, **QA)
+                            sequence_length=SEQ_LENGTH, dropout=0.0, progress=False, **QA)
     result = run_finetuning(config)
     assert np.isfinite(result["history"]["loss"]).all()
     return str(root / name)
