@@ -45,6 +45,9 @@ setup(
             # Real multilingual text for the tokenizer parity test (offline).
             "babel",
             "faker",
+            # Writes Hugging Face checkpoints in the tests (the peer's own writer);
+            # keras-hub's HF loader, the parity peer, reads them with it too.
+            "safetensors",
             # Executes the Colab notebooks (colab/*.ipynb) in tests/colab.
             "nbclient",
             "ipykernel",

@@ -17,6 +17,8 @@ import numpy as np
 
 from kerasbert.convert.bert_weights import get_bert_weights
 from kerasbert.convert.bert_weights import set_bert_weights
+from kerasbert.convert.hf_layout import Tensors
+from kerasbert.convert.hf_layout import encoder_layers
 from kerasbert.convert.keras_hub_layout import read_keras_hub
 from kerasbert.convert.keras_hub_layout import write_keras_hub
 
@@ -109,73 +111,39 @@ def roberta_to_keras_hub(ours):
 
 # --- Hugging Face layout ----------------------------------------------------
 
-_HF_LAYER = (
-    # (canonical key prefix, HF module under "encoder.layer.{i}.")
-    ("query", "attention.self.query"),
-    ("key", "attention.self.key"),
-    ("value", "attention.self.value"),
-    ("attention_output", "attention.output.dense"),
-    ("intermediate", "intermediate.dense"),
-    ("output", "output.dense"),
-)
-_HF_LAYER_NORMS = (
-    ("attention_ln", "attention.output.LayerNorm"),
-    ("output_ln", "output.LayerNorm"),
-)
-
 
 def roberta_weights_from_hf(state_dict, max_sequence_length=None):
     """A Hugging Face `RobertaModel` state dict -> the canonical dict.
 
     Names may carry the "roberta." prefix (`RobertaForMaskedLM` etc.) or
     not; values are arrays (`tensor.numpy()`). torch `Linear` weights are
-    [out, in] and are transposed; the 514-row position table loses its two
-    offset rows (`load_position_embeddings`). Token type embeddings (one
-    row, added to every token) are folded into the position table, where
-    they have the same effect, and the pooler is dropped (keras-hub's
-    RoBERTa has none either).
+    [out, in] and are transposed (`hf_layout`); the 514-row position table
+    loses its two offset rows (`load_position_embeddings`). Token type
+    embeddings (one row, added to every token) are folded into the position
+    table, where they have the same effect, and the pooler is dropped
+    (keras-hub's RoBERTa has none either).
 
     Returns:
         the canonical dict, for `bert_weights.set_bert_weights`.
     """
-    prefix = "roberta." if any(k.startswith("roberta.") for k in state_dict) else ""
-
-    def get(name):
-        key = prefix + name
-        if key not in state_dict:
-            raise KeyError(f"The state dict has no {key!r}.")
-        return np.asarray(state_dict[key])
-
+    tensors = Tensors(state_dict, "the state dict")
     positions = load_position_embeddings(
-        get("embeddings.position_embeddings.weight"), max_sequence_length
+        tensors.get("embeddings.position_embeddings.weight"), max_sequence_length
     )
-    type_key = prefix + "embeddings.token_type_embeddings.weight"
-    if type_key in state_dict:
-        types = np.asarray(state_dict[type_key])
+    if tensors.has("embeddings.token_type_embeddings.weight"):
+        types = tensors.get("embeddings.token_type_embeddings.weight")
         if types.shape[0] != 1:
             raise ValueError(
-                f"{type_key} has {types.shape[0]} rows; RoBERTa has one "
-                "segment type and this backbone no segment table."
+                f"{tensors.prefix}embeddings.token_type_embeddings.weight has "
+                f"{types.shape[0]} rows; RoBERTa has one segment type and this backbone "
+                "no segment table."
             )
         positions = positions + types[0]
-    weights = {
-        "word_embeddings": get("embeddings.word_embeddings.weight"),
+    gamma, beta = tensors.layer_norm("embeddings.LayerNorm")
+    return {
+        "word_embeddings": tensors.get("embeddings.word_embeddings.weight"),
         "position_embeddings": positions,
-        "embeddings_ln_gamma": get("embeddings.LayerNorm.weight"),
-        "embeddings_ln_beta": get("embeddings.LayerNorm.bias"),
-        "layers": [],
+        "embeddings_ln_gamma": gamma,
+        "embeddings_ln_beta": beta,
+        "layers": encoder_layers(tensors),
     }
-    i = 0
-    while f"{prefix}encoder.layer.{i}.attention.self.query.weight" in state_dict:
-        layer = {}
-        for key, name in _HF_LAYER:
-            layer[f"{key}_kernel"] = get(f"encoder.layer.{i}.{name}.weight").T
-            layer[f"{key}_bias"] = get(f"encoder.layer.{i}.{name}.bias")
-        for key, name in _HF_LAYER_NORMS:
-            layer[f"{key}_gamma"] = get(f"encoder.layer.{i}.{name}.weight")
-            layer[f"{key}_beta"] = get(f"encoder.layer.{i}.{name}.bias")
-        weights["layers"].append(layer)
-        i += 1
-    if not weights["layers"]:
-        raise KeyError(f"The state dict has no {prefix}encoder.layer.0.* weights.")
-    return weights

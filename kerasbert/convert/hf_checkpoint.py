@@ -1,0 +1,111 @@
+"""`from_hf_directory(path)`: a local model directory in the Hugging Face
+layout (`config.json` with `model_type`, safetensors weights) -> our backbone
+of that family with its weights.
+
+One table, `FAMILIES`, says per `model_type` which backbone, how its
+config.json maps to our arguments and how its tensors map to the canonical
+dict (`hf_layout.py`); the loading itself is the same for every family.
+"""
+
+import json
+import os
+
+from kerasbert.convert.bert_weights import set_bert_weights
+from kerasbert.convert.hf_layout import Tensors
+from kerasbert.convert.hf_layout import activation_from_hf
+from kerasbert.convert.hf_layout import bert_config_from_hf
+from kerasbert.convert.hf_layout import bert_weights_from_hf
+from kerasbert.convert.roberta_weights import roberta_weights_from_hf
+from kerasbert.convert.safetensors_files import CheckpointError
+from kerasbert.convert.safetensors_files import read_checkpoint_directory
+from kerasbert.models import BertBackbone
+from kerasbert.models import RobertaBackbone
+
+CONFIG_FILE = "config.json"
+
+
+def _roberta_config(config, source):
+    # fairseq's position table has two offset rows (padding_idx + 1).
+    kwargs = bert_config_from_hf(config, source)
+    kwargs["max_sequence_length"] -= 2
+    kwargs.pop("num_segments")
+    kwargs.pop("activation")
+    if activation_from_hf(config, source) != RobertaBackbone.activation:
+        raise CheckpointError(f"{source}: hidden_act {config.get('hidden_act')!r}; "
+                              "RoBERTa's encoder uses the erf GELU.")
+    kwargs["layer_norm_epsilon"] = float(config.get("layer_norm_eps", 1e-5))
+    return kwargs
+
+
+def _roberta_weights(tensors, kwargs):
+    return roberta_weights_from_hf(tensors.tensors, kwargs["max_sequence_length"])
+
+
+#: model_type -> (backbone class, config.json -> arguments, Tensors -> canonical)
+FAMILIES = {
+    "bert": (BertBackbone, bert_config_from_hf,
+             lambda tensors, kwargs: bert_weights_from_hf(tensors)),
+    "roberta": (RobertaBackbone, _roberta_config, _roberta_weights),
+}
+
+
+def read_hf_config(directory):
+    """The directory's config.json (a clear error if missing or bad)."""
+    path = os.path.join(directory, CONFIG_FILE)
+    try:
+        with open(path, encoding="utf-8") as f:
+            config = json.load(f)
+    except FileNotFoundError:
+        raise CheckpointError(f"{directory}: no {CONFIG_FILE} (not a Hugging Face model "
+                              "directory).") from None
+    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as err:
+        raise CheckpointError(f"{path}: not readable JSON ({err}).") from None
+    if not isinstance(config, dict) or "model_type" not in config:
+        raise CheckpointError(f"{path}: no \"model_type\" (not a Hugging Face config).")
+    return config
+
+
+def from_hf_directory(directory, dtype=None, **overrides):
+    """Our backbone, with the checkpoint's weights, from a Hugging Face
+    model directory (e.g. a `snapshot_download` of bert-base-uncased).
+
+    Args:
+        directory: holds config.json and model.safetensors (or a sharded
+            model.safetensors.index.json).
+        dtype: a dtype policy for the backbone.
+        **overrides: constructor arguments that do not change the weights'
+            shapes (dropout, attention); one that contradicts the checkpoint
+            (e.g. hidden_dim) is an error naming both values.
+
+    Returns:
+        a `BertBackbone` or `RobertaBackbone` (by `model_type`).
+    """
+    directory = os.fspath(directory)
+    config = read_hf_config(directory)
+    family = FAMILIES.get(config["model_type"])
+    if family is None:
+        raise CheckpointError(f"{directory}: model_type {config['model_type']!r}; this loader "
+                              f"reads {', '.join(sorted(FAMILIES))}.")
+    cls, config_from_hf, weights_from_hf = family
+    kwargs = config_from_hf(config, directory)
+    for key, value in overrides.items():
+        if key in ("vocabulary_size", "num_layers", "num_heads", "hidden_dim",
+                   "intermediate_dim", "max_sequence_length", "num_segments") \
+                and key in kwargs and kwargs[key] != value:
+            raise CheckpointError(f"{key}={value} contradicts the checkpoint's {key}="
+                                  f"{kwargs[key]} ({directory}).")
+    kwargs.update(overrides)
+    tensors = Tensors(read_checkpoint_directory(directory), directory)
+    backbone = cls(**kwargs, dtype=dtype)
+    weights = weights_from_hf(tensors, kwargs)
+    if backbone.pooler is not None and "pooler_kernel" not in weights:
+        # A masked-LM checkpoint has no pooler: ours keeps its initial
+        # weights (fine-tuning trains it, as for ELECTRA).
+        weights["pooler_kernel"] = backbone.pooler.dense.kernel.numpy()
+        weights["pooler_bias"] = backbone.pooler.dense.bias.numpy()
+    try:
+        return set_bert_weights(backbone, weights)
+    except ValueError as err:
+        if isinstance(err, CheckpointError):
+            raise
+        raise CheckpointError(f"{directory}: {err}") from None

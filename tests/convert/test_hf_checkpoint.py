@@ -1,0 +1,164 @@
+"""Hugging Face model directories (config.json + safetensors) -> our
+backbones. The checkpoints are written in the test with the `safetensors`
+library (the format's own writer), in the tensor names of `transformers`;
+keras-hub's Hugging Face loader reads the same directory and must compute
+what ours computes."""
+
+import json
+import os
+
+import numpy as np
+import pytest
+from peer_fixtures import assert_close, hub_inputs, ours_inputs, padded_batch
+
+from kerasbert.convert import from_hf_directory
+from kerasbert.convert.safetensors_files import CheckpointError
+
+V, H, HEADS, FFN, LAYERS, POSITIONS = 50, 16, 2, 32, 2, 12
+
+
+def _bf16_exact(values):
+    """Values a bfloat16 file stores exactly (low 16 float32 bits zero)."""
+    bits = np.asarray(values, np.float32).view(np.uint32) & np.uint32(0xFFFF0000)
+    return bits.view(np.float32)
+
+
+def hf_tensors(family="bert", seed=0, prefix="", ln=("weight", "bias"), pooler=True):
+    """Random weights under `transformers`' names for a tiny encoder."""
+    rng = np.random.default_rng(seed)
+
+    def rand(*shape, mean=0.0):
+        return _bf16_exact(mean + rng.normal(0, 0.2, shape))
+
+    positions = POSITIONS + 2 if family == "roberta" else POSITIONS
+    segments = 1 if family == "roberta" else 2
+    t = {"embeddings.word_embeddings.weight": rand(V, H),
+         "embeddings.position_embeddings.weight": rand(positions, H),
+         "embeddings.token_type_embeddings.weight": rand(segments, H),
+         f"embeddings.LayerNorm.{ln[0]}": rand(H, mean=1.0), f"embeddings.LayerNorm.{ln[1]}": rand(H)}
+    for i in range(LAYERS):
+        base = f"encoder.layer.{i}."
+        for module, (out, inp) in {"attention.self.query": (H, H), "attention.self.key": (H, H),
+                                   "attention.self.value": (H, H),
+                                   "attention.output.dense": (H, H),
+                                   "intermediate.dense": (FFN, H),
+                                   "output.dense": (H, FFN)}.items():
+            t[f"{base}{module}.weight"], t[f"{base}{module}.bias"] = rand(out, inp), rand(out)
+        for module in ("attention.output.LayerNorm", "output.LayerNorm"):
+            t[f"{base}{module}.{ln[0]}"], t[f"{base}{module}.{ln[1]}"] = rand(H, mean=1.0), rand(H)
+    if pooler and family == "bert":
+        t["pooler.dense.weight"], t["pooler.dense.bias"] = rand(H, H), rand(H)
+    return {prefix + k: v for k, v in t.items()}
+
+
+def hf_config(family="bert", **changes):
+    config = {"model_type": family, "vocab_size": V, "hidden_size": H,
+              "num_hidden_layers": LAYERS, "num_attention_heads": HEADS,
+              "intermediate_size": FFN, "hidden_act": "gelu",
+              "max_position_embeddings": POSITIONS + 2 if family == "roberta" else POSITIONS,
+              "type_vocab_size": 1 if family == "roberta" else 2,
+              "layer_norm_eps": 1e-5 if family == "roberta" else 1e-12,
+              "hidden_dropout_prob": 0.1, "attention_probs_dropout_prob": 0.1}
+    config.update(changes)
+    return config
+
+
+def write_hf(directory, tensors, config, dtype="float32", shards=1):
+    """A Hugging Face model directory, written with `safetensors`."""
+    from safetensors.numpy import save_file
+
+    os.makedirs(directory, exist_ok=True)
+    with open(os.path.join(directory, "config.json"), "w") as f:
+        json.dump(config, f)
+    if dtype == "bfloat16":
+        import ml_dtypes
+
+        tensors = {k: v.astype(ml_dtypes.bfloat16) for k, v in tensors.items()}
+    if shards == 1:
+        save_file(tensors, os.path.join(directory, "model.safetensors"))
+        return str(directory)
+    names = sorted(tensors)
+    weight_map = {}
+    for s in range(shards):
+        shard = f"model-{s + 1:05d}-of-{shards:05d}.safetensors"
+        part = {n: tensors[n] for n in names[s::shards]}
+        save_file(part, os.path.join(directory, shard))
+        weight_map.update({n: shard for n in part})
+    with open(os.path.join(directory, "model.safetensors.index.json"), "w") as f:
+        json.dump({"metadata": {}, "weight_map": weight_map}, f)
+    return str(directory)
+
+
+BATCH = padded_batch(V, length=10)
+
+
+@pytest.mark.parametrize("family, hub_class", [("bert", "BertBackbone"),
+                                               ("roberta", "RobertaBackbone")])
+def test_same_outputs_as_keras_hubs_hugging_face_loader(tmp_path, family, hub_class):
+    import keras_hub
+
+    # keras-hub's BERT always uses the tanh GELU: the checkpoint says so too.
+    act = "gelu_new" if family == "bert" else "gelu"
+    # roberta-base's checkpoint (RobertaForMaskedLM) names the encoder "roberta.*".
+    prefix = "roberta." if family == "roberta" else ""
+    tensors = hf_tensors(family, prefix=prefix)
+    if family == "roberta":
+        # keras-hub's RoBERTa import leaves out the one token-type row that
+        # transformers adds to every token; ours folds it into the position
+        # table (checked below). With a zero row the two must agree.
+        types = tensors.pop("roberta.embeddings.token_type_embeddings.weight")
+        folded = from_hf_directory(write_hf(tmp_path / "typed", dict(
+            tensors, **{"roberta.embeddings.token_type_embeddings.weight": types}),
+            hf_config(family)))
+        positions = tensors["roberta.embeddings.position_embeddings.weight"][2:]
+        np.testing.assert_allclose(folded.embeddings.position_embedding.position_embeddings,
+                                   positions + types[0], atol=1e-7)
+        tensors["roberta.embeddings.token_type_embeddings.weight"] = np.zeros_like(types)
+    path = write_hf(tmp_path / family, tensors, hf_config(family, hidden_act=act))
+    ours = from_hf_directory(path)
+    assert type(ours).__name__ == hub_class
+    peer = getattr(keras_hub.models, hub_class).from_preset(path)
+    ids, mask, types = BATCH
+    if family == "roberta":
+        expected = {"sequence_output": peer(hub_inputs(ids, mask))}
+        assert_close(expected, ours(ours_inputs(ids, mask)), keys=("sequence_output",))
+    else:
+        assert_close(peer(hub_inputs(ids, mask, types)), ours(ours_inputs(ids, mask, types)))
+
+
+def test_prefix_layer_norm_names_bfloat16_and_shards_read_alike(tmp_path):
+    """A task checkpoint ("bert." prefix, gamma/beta LayerNorms), stored in
+    bfloat16 and in 3 shards, gives the same model as the plain file."""
+    plain = from_hf_directory(write_hf(tmp_path / "plain", hf_tensors(), hf_config()))
+    other = from_hf_directory(write_hf(tmp_path / "other",
+                                       hf_tensors(prefix="bert.", ln=("gamma", "beta")),
+                                       hf_config(), dtype="bfloat16", shards=3))
+    for a, b in zip(plain.weights, other.weights):
+        np.testing.assert_array_equal(a.numpy(), b.numpy(), err_msg=a.path)
+    assert plain.activation == "gelu" and plain.layer_norm_epsilon == 1e-12
+
+
+def test_a_checkpoint_without_pooler_keeps_ours(tmp_path):
+    model = from_hf_directory(write_hf(tmp_path / "mlm", hf_tensors(pooler=False), hf_config()),
+                              dropout=0.0)
+    assert model.dropout == 0.0
+    assert model.pooler is not None and np.isfinite(model.pooler.dense.kernel.numpy()).all()
+
+
+def test_bad_directories_are_clear_errors(tmp_path):
+    with pytest.raises(CheckpointError, match="no config.json"):
+        from_hf_directory(tmp_path)
+    path = write_hf(tmp_path / "m", hf_tensors(), hf_config())
+    with pytest.raises(CheckpointError, match="hidden_dim=32 contradicts the checkpoint's "
+                                              "hidden_dim=16"):
+        from_hf_directory(path, hidden_dim=32)
+    weights = os.path.join(path, "model.safetensors")
+    with open(weights, "rb") as f:
+        data = f.read()
+    with open(weights, "wb") as f:
+        f.write(data[: len(data) // 2])
+    with pytest.raises(CheckpointError, match="model.safetensors: tensor .* spans bytes"):
+        from_hf_directory(path)
+    other = write_hf(tmp_path / "gpt", hf_tensors(), hf_config(model_type="openai-gpt"))
+    with pytest.raises(CheckpointError, match="model_type 'openai-gpt'; this loader reads bert"):
+        from_hf_directory(other)
