@@ -120,9 +120,11 @@ def add_backbone_arguments(parser, required=True):
     source.add_argument("--backbone", metavar="PATH",
                         help="A saved backbone (RUN/backbone.keras; a saved pretrainer or task "
                         "model works too: its .backbone is used).")
-    source.add_argument("--preset", metavar="NAME",
-                        help="A preset architecture (kerasbert presets); its weights come from "
-                        "--init-checkpoint (random without it).")
+    source.add_argument("--preset", metavar="NAME|DIR",
+                        help="A preset architecture (kerasbert presets; its weights come from "
+                        "--init-checkpoint, random without it), or a Hugging Face model "
+                        "directory (config.json + model.safetensors, e.g. a download of "
+                        "bert-base-uncased) with its weights.")
     parser.add_argument("--init-checkpoint", metavar="TF1_PREFIX",
                         help="Original google-research/bert checkpoint prefix, e.g. "
                         ".../bert_model.ckpt (with --preset).")

@@ -1,5 +1,6 @@
 """Loading the backbone a command works on, in one place: a saved `.keras`
-backbone (or a saved pretrainer / task model: its `.backbone`), or a preset
+backbone (or a saved pretrainer / task model: its `.backbone`), a Hugging
+Face model directory (`--preset DIR`: config.json + safetensors), or a preset
 architecture with the weights of an original google-research/bert TF1
 checkpoint. Used by `finetune`, `extract-features` and `export-hub` (their
 flags: `kerasbert.commands._args.add_backbone_arguments`)."""
@@ -41,6 +42,18 @@ def load_backbone(backbone=None, preset=None, init_checkpoint=None, bert_config=
         return model
     if preset is None:
         raise UsageError("Give --backbone PATH or --preset NAME.")
+    if os.path.isdir(preset):
+        # A Hugging Face model directory (config.json + safetensors weights).
+        if init_checkpoint or bert_config:
+            raise UsageError(f"--preset {preset} is a Hugging Face model directory; "
+                             "--init-checkpoint/--bert-config go with a preset name.")
+        from kerasbert.convert.hf_checkpoint import from_hf_directory  # lazy: keras
+
+        overrides = {"vocabulary_size": vocabulary_size} if vocabulary_size else {}
+        try:
+            return from_hf_directory(preset, **overrides)
+        except UsageError as err:
+            raise UsageError(f"--preset {err}") from None
     from kerasbert.models.presets import build_backbone  # lazy: keras
 
     overrides = {"vocabulary_size": vocabulary_size} if vocabulary_size else {}

@@ -162,3 +162,45 @@ def test_bad_directories_are_clear_errors(tmp_path):
     other = write_hf(tmp_path / "gpt", hf_tensors(), hf_config(model_type="openai-gpt"))
     with pytest.raises(CheckpointError, match="model_type 'openai-gpt'; this loader reads bert"):
         from_hf_directory(other)
+
+
+def test_finetune_from_a_hugging_face_directory_as_users_run_it(tmp_path):
+    """`kerasbert finetune --preset HF_DIR` in a fresh process, from another
+    working directory: the run starts from the checkpoint's weights (its
+    fine-tuned model's token table is the checkpoint's: a learning rate of
+    1e-9 leaves it where it started), and a vocabulary of another size is
+    refused naming both sizes."""
+    import sys
+
+    sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(__file__)), "reliability"))
+    from console import kerasbert, ok, one_line_error
+
+    words = [f"w{i}" for i in range(V - 5)]
+    data = tmp_path / "data"
+    data.mkdir()
+    (data / "vocab.txt").write_text("\n".join(["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]"]
+                                              + words) + "\n")
+    rows = [f"{words[i % 7]} {words[(3 * i) % 11]},{'a' if i % 2 else 'b'}" for i in range(16)]
+    (data / "train.csv").write_text("sentence,label\n" + "\n".join(rows) + "\n")
+    tensors = hf_tensors()
+    hf_dir = write_hf(data / "bert-tiny-hf", tensors, hf_config())
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    ok(kerasbert("finetune", "--preset", hf_dir, "--vocab", data / "vocab.txt",
+                 "--task", f"csv:{data / 'train.csv'}", "--output-dir", tmp_path / "ft",
+                 "--epochs", "1", "--batch-size", "8", "--learning-rate", "1e-9",
+                 "--max-seq-length", "8", "--no-progress", cwd=elsewhere))
+    config = json.load(open(tmp_path / "ft" / "config.json"))
+    assert config["backbone"]["hidden_dim"] == H and config["backbone"]["vocabulary_size"] == V
+    from kerasbert.saving import load_model
+
+    model = load_model(str(tmp_path / "ft" / "model.keras"))
+    table = model.backbone.embeddings.token_embedding.embeddings.numpy()
+    np.testing.assert_allclose(table, tensors["embeddings.word_embeddings.weight"], atol=1e-6)
+
+    (data / "small_vocab.txt").write_text("\n".join(["[PAD]", "[UNK]", "[CLS]", "[SEP]",
+                                                     "[MASK]", "w0"]) + "\n")
+    one_line_error(kerasbert("finetune", "--preset", hf_dir, "--vocab", data / "small_vocab.txt",
+                             "--task", f"csv:{data / 'train.csv'}", "--output-dir",
+                             tmp_path / "ft2", "--no-progress", cwd=elsewhere),
+                   "vocabulary_size=6", "vocabulary_size=50")
