@@ -108,8 +108,8 @@ def add_model_args(p, defaults):
     )
     p.add_argument("--batch-size", type=int, default=None,
                    help=f"sequences per step (default {defaults['batch_size']})")
-    p.add_argument("--seq-length", type=int, default=None,
-                   help=f"tokens per sequence (default {defaults['seq_length']})")
+    p.add_argument("--seq-length", dest="sequence_length", type=int, default=None,
+                   help=f"tokens per sequence (default {defaults['sequence_length']})")
     p.add_argument("--repeats", type=int, default=None,
                    help="timed blocks per model and row; the median is "
                    f"reported (default {defaults['repeats']})")
@@ -139,10 +139,11 @@ def finish_model_args(p, args, defaults, quick_defaults, counts=()):
     for name, value in base.items():
         if getattr(args, name, None) is None:
             setattr(args, name, value)
-    for name in ("batch_size", "seq_length", "repeats", "steps", *counts):
+    flags = {"sequence_length": "--seq-length"}
+    for name in ("batch_size", "sequence_length", "repeats", "steps", *counts):
         if getattr(args, name) < 1:
-            p.error(f"--{name.replace('_', '-')} must be >= 1, "
-                    f"got {getattr(args, name)}")
+            flag = flags.get(name, "--" + name.replace("_", "-"))
+            p.error(f"{flag} must be >= 1, got {getattr(args, name)}")
     if args.warmup < 1:
         p.error(f"--warmup must be >= 1 (the first call compiles), "
                 f"got {args.warmup}")

@@ -34,9 +34,9 @@ from _common import BenchError  # noqa: E402
 
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
 
-DEFAULTS = {"batch_size": 16, "seq_length": 128, "predictions": 20,
+DEFAULTS = {"batch_size": 16, "sequence_length": 128, "predictions": 20,
             "repeats": 7, "steps": 3, "warmup": 2}
-QUICK_DEFAULTS = {"batch_size": 2, "seq_length": 16, "predictions": 4,
+QUICK_DEFAULTS = {"batch_size": 2, "sequence_length": 16, "predictions": 4,
                   "repeats": 2, "steps": 1, "warmup": 1}
 PHILOX, KERAS = "philox", "keras"
 

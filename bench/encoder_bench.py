@@ -39,9 +39,9 @@ from _common import max_abs_diff, write_json  # noqa: E402
 
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
 
-DEFAULTS = {"batch_size": 16, "seq_length": 128, "repeats": 5, "steps": 3,
+DEFAULTS = {"batch_size": 16, "sequence_length": 128, "repeats": 5, "steps": 3,
             "warmup": 2}
-QUICK_DEFAULTS = {"batch_size": 2, "seq_length": 16, "repeats": 1, "steps": 2,
+QUICK_DEFAULTS = {"batch_size": 2, "sequence_length": 16, "repeats": 1, "steps": 2,
                   "warmup": 1}
 
 # keras-hub input name -> kerasbert input name.

@@ -73,9 +73,9 @@ from _common import max_abs_diff, write_json  # noqa: E402
 
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
 
-DEFAULTS = {"batch_size": 16, "seq_length": 128, "predictions": 20,
+DEFAULTS = {"batch_size": 16, "sequence_length": 128, "predictions": 20,
             "repeats": 5, "steps": 3, "warmup": 2}
-QUICK_DEFAULTS = {"batch_size": 2, "seq_length": 16, "predictions": 4,
+QUICK_DEFAULTS = {"batch_size": 2, "sequence_length": 16, "predictions": 4,
                   "repeats": 1, "steps": 2, "warmup": 1}
 LEARNING_RATE = 1e-4
 MASK_TOKEN_ID = 103  # [MASK] in the uncased BERT vocabulary (1 if smaller).
