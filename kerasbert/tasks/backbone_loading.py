@@ -42,8 +42,11 @@ def load_backbone(backbone=None, preset=None, init_checkpoint=None, bert_config=
         return model
     if preset is None:
         raise UsageError("Give --backbone PATH or --preset NAME.")
-    if os.path.isdir(preset):
-        # A Hugging Face model directory (config.json + safetensors weights).
+    from kerasbert.models import list_presets  # lazy: keras (registers every family)
+
+    if preset not in list_presets() and os.path.isdir(preset):
+        # A Hugging Face model directory (config.json + safetensors weights);
+        # a built-in name wins over a folder of the same name.
         if init_checkpoint or bert_config:
             raise UsageError(f"--preset {preset} is a Hugging Face model directory; "
                              "--init-checkpoint/--bert-config go with a preset name.")
