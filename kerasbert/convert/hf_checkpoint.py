@@ -15,10 +15,13 @@ from kerasbert.convert.hf_layout import Tensors
 from kerasbert.convert.hf_layout import activation_from_hf
 from kerasbert.convert.hf_layout import bert_config_from_hf
 from kerasbert.convert.hf_layout import bert_weights_from_hf
+from kerasbert.convert.hf_layout import distilbert_config_from_hf
+from kerasbert.convert.hf_layout import distilbert_weights_from_hf
 from kerasbert.convert.roberta_weights import roberta_weights_from_hf
 from kerasbert.convert.safetensors_files import CheckpointError
 from kerasbert.convert.safetensors_files import read_checkpoint_directory
 from kerasbert.models import BertBackbone
+from kerasbert.models import DistilBertBackbone
 from kerasbert.models import RobertaBackbone
 
 CONFIG_FILE = "config.json"
@@ -46,6 +49,8 @@ FAMILIES = {
     "bert": (BertBackbone, bert_config_from_hf,
              lambda tensors, kwargs: bert_weights_from_hf(tensors)),
     "roberta": (RobertaBackbone, _roberta_config, _roberta_weights),
+    "distilbert": (DistilBertBackbone, distilbert_config_from_hf,
+                   lambda tensors, kwargs: distilbert_weights_from_hf(tensors)),
 }
 
 
@@ -78,7 +83,8 @@ def from_hf_directory(directory, dtype=None, **overrides):
             (e.g. hidden_dim) is an error naming both values.
 
     Returns:
-        a `BertBackbone` or `RobertaBackbone` (by `model_type`).
+        a `BertBackbone`, `RobertaBackbone` or `DistilBertBackbone` (by
+        `model_type`).
     """
     directory = os.fspath(directory)
     config = read_hf_config(directory)
@@ -98,7 +104,7 @@ def from_hf_directory(directory, dtype=None, **overrides):
     tensors = Tensors(read_checkpoint_directory(directory), directory)
     backbone = cls(**kwargs, dtype=dtype)
     weights = weights_from_hf(tensors, kwargs)
-    if backbone.pooler is not None and "pooler_kernel" not in weights:
+    if getattr(backbone, "pooler", None) is not None and "pooler_kernel" not in weights:
         # A masked-LM checkpoint has no pooler: ours keeps its initial
         # weights (fine-tuning trains it, as for ELECTRA).
         weights["pooler_kernel"] = backbone.pooler.dense.kernel.numpy()

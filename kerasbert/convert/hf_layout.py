@@ -3,9 +3,9 @@
 A model directory in the Hugging Face layout holds `config.json` (with
 `model_type`) and safetensors weights (`safetensors_files.py`). Names follow
 the torch modules: BERT, RoBERTa and ELECTRA share one encoder-layer layout
-(`LAYER`, `LAYER_NORMS`, under "encoder.layer.{i}."), a family adds its
-embeddings and pooler (`BERT_TOP`), and task checkpoints put the encoder
-under a prefix ("bert.", "roberta.", ...). torch `Linear` weights are
+(`ENCODER_LAYOUT`, under "encoder.layer.{i}."; DistilBERT has its own,
+`DISTILBERT_LAYOUT`), a family adds its embeddings and pooler, and task
+checkpoints put the encoder under a prefix ("bert.", "roberta.", ...). torch `Linear` weights are
 [out, in]; the canonical dict (`bert_weights.py`) keeps kernels [in, out].
 Older checkpoints name LayerNorm parameters gamma/beta instead of
 weight/bias; both are read.
@@ -15,30 +15,33 @@ import numpy as np
 
 from kerasbert.convert.safetensors_files import CheckpointError
 
-#: canonical layer-key prefix -> torch Linear module under "encoder.layer.{i}."
-LAYER = {
-    "query": "attention.self.query",
-    "key": "attention.self.key",
-    "value": "attention.self.value",
-    "attention_output": "attention.output.dense",
-    "intermediate": "intermediate.dense",
-    "output": "output.dense",
+#: A family's encoder layers: where layer i lives, and canonical key prefix
+#: -> torch module under it, for the Linears and the LayerNorms. BERT,
+#: RoBERTa and ELECTRA share `ENCODER_LAYOUT`.
+ENCODER_LAYOUT = {
+    "layer": "encoder.layer.{i}.",
+    "linear": {
+        "query": "attention.self.query",
+        "key": "attention.self.key",
+        "value": "attention.self.value",
+        "attention_output": "attention.output.dense",
+        "intermediate": "intermediate.dense",
+        "output": "output.dense",
+    },
+    "norm": {"attention_ln": "attention.output.LayerNorm", "output_ln": "output.LayerNorm"},
 }
-#: canonical layer-key prefix -> LayerNorm module under "encoder.layer.{i}."
-LAYER_NORMS = {
-    "attention_ln": "attention.output.LayerNorm",
-    "output_ln": "output.LayerNorm",
+DISTILBERT_LAYOUT = {
+    "layer": "transformer.layer.{i}.",
+    "linear": {
+        "query": "attention.q_lin",
+        "key": "attention.k_lin",
+        "value": "attention.v_lin",
+        "attention_output": "attention.out_lin",
+        "intermediate": "ffn.lin1",
+        "output": "ffn.lin2",
+    },
+    "norm": {"attention_ln": "sa_layer_norm", "output_ln": "output_layer_norm"},
 }
-#: canonical key -> tensor name, outside the layers (BERT; optional ones may
-#: be absent: a checkpoint without a pooler, e.g. BertForMaskedLM's)
-BERT_TOP = {
-    "word_embeddings": "embeddings.word_embeddings.weight",
-    "position_embeddings": "embeddings.position_embeddings.weight",
-    "type_embeddings": "embeddings.token_type_embeddings.weight",
-    "pooler_kernel": "pooler.dense.weight",
-    "pooler_bias": "pooler.dense.bias",
-}
-OPTIONAL = ("pooler_kernel", "pooler_bias")
 #: the prefixes task checkpoints put the encoder under
 PREFIXES = ("bert.", "roberta.", "electra.", "distilbert.", "albert.")
 
@@ -74,35 +77,49 @@ class Tensors:
         return self.get(f"{module}.weight"), self.get(f"{module}.bias")
 
 
-def encoder_layers(tensors):
-    """The canonical layer dicts of every "encoder.layer.{i}." in order."""
+def encoder_layers(tensors, layout=ENCODER_LAYOUT):
+    """The canonical layer dicts of every layer of `layout`, in order."""
     layers = []
-    while tensors.has(f"encoder.layer.{len(layers)}.attention.self.query.weight"):
-        base = f"encoder.layer.{len(layers)}."
+    first = layout["linear"]["query"] + ".weight"
+    while tensors.has(layout["layer"].format(i=len(layers)) + first):
+        base = layout["layer"].format(i=len(layers))
         layer = {}
-        for key, module in LAYER.items():
+        for key, module in layout["linear"].items():
             layer[f"{key}_kernel"], layer[f"{key}_bias"] = tensors.linear(base + module)
-        for key, module in LAYER_NORMS.items():
+        for key, module in layout["norm"].items():
             layer[f"{key}_gamma"], layer[f"{key}_beta"] = tensors.layer_norm(base + module)
         layers.append(layer)
     if not layers:
-        raise CheckpointError(f"{tensors.source}: no {tensors.prefix}encoder.layer.0.* "
-                              "tensors.")
+        raise CheckpointError(f"{tensors.source}: no {tensors.prefix}"
+                              f"{layout['layer'].format(i=0)}* tensors.")
     return layers
+
+
+def embeddings_from_hf(tensors, types=True):
+    """Token and position tables (and the segment table with `types`) and
+    the embedding LayerNorm."""
+    weights = {"word_embeddings": tensors.get("embeddings.word_embeddings.weight"),
+               "position_embeddings": tensors.get("embeddings.position_embeddings.weight")}
+    if types:
+        weights["type_embeddings"] = tensors.get("embeddings.token_type_embeddings.weight")
+    weights["embeddings_ln_gamma"], weights["embeddings_ln_beta"] = tensors.layer_norm(
+        "embeddings.LayerNorm")
+    return weights
+
+
+def distilbert_weights_from_hf(tensors):
+    """A DistilBERT checkpoint's tensors -> the canonical dict (no segment
+    table, no pooler)."""
+    return dict(embeddings_from_hf(tensors, types=False),
+                layers=encoder_layers(tensors, DISTILBERT_LAYOUT))
 
 
 def bert_weights_from_hf(tensors):
     """A BERT checkpoint's tensors (`Tensors`) -> the canonical dict. The
-    pooler is optional (absent in masked-LM-only checkpoints: then the
-    model's pooler keeps its initial weights)."""
-    weights = {}
-    for key, name in BERT_TOP.items():
-        if key in OPTIONAL and not tensors.has(name):
-            continue
-        value = tensors.get(name)
-        weights[key] = value.T if key.endswith("_kernel") else value
-    weights["embeddings_ln_gamma"], weights["embeddings_ln_beta"] = tensors.layer_norm(
-        "embeddings.LayerNorm")
+    pooler is optional (absent in masked-LM-only checkpoints)."""
+    weights = embeddings_from_hf(tensors)
+    if tensors.has("pooler.dense.weight"):
+        weights["pooler_kernel"], weights["pooler_bias"] = tensors.linear("pooler.dense")
     weights["layers"] = encoder_layers(tensors)
     return weights
 
@@ -139,6 +156,31 @@ def bert_config_from_hf(config, source):
             "dropout": float(dropout),
             "activation": activation_from_hf(config, source),
             "layer_norm_epsilon": float(config.get("layer_norm_eps", 1e-12)),
+            "initializer_range": float(config.get("initializer_range", 0.02)),
+        }
+    except KeyError as err:
+        raise CheckpointError(f"{source}: config.json has no {err.args[0]!r}.") from None
+
+
+def distilbert_config_from_hf(config, source):
+    """A DistilBERT `config.json` -> `DistilBertBackbone` arguments."""
+    try:
+        dropout = config.get("dropout", 0.1)
+        if config.get("attention_dropout", dropout) != dropout:
+            raise CheckpointError(f"{source}: dropout {dropout} and attention_dropout "
+                                  f"{config['attention_dropout']} differ; this encoder has "
+                                  "one rate.")
+        if ACTIVATIONS.get(config.get("activation", "gelu")) != "gelu":
+            raise CheckpointError(f"{source}: activation {config.get('activation')!r}; "
+                                  "DistilBERT's encoder uses the erf GELU.")
+        return {
+            "vocabulary_size": int(config["vocab_size"]),
+            "num_layers": int(config["n_layers"]),
+            "num_heads": int(config["n_heads"]),
+            "hidden_dim": int(config["dim"]),
+            "intermediate_dim": int(config["hidden_dim"]),
+            "max_sequence_length": int(config.get("max_position_embeddings", 512)),
+            "dropout": float(dropout),
             "initializer_range": float(config.get("initializer_range", 0.02)),
         }
     except KeyError as err:

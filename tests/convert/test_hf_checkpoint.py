@@ -51,6 +51,32 @@ def hf_tensors(family="bert", seed=0, prefix="", ln=("weight", "bias"), pooler=T
     return {prefix + k: v for k, v in t.items()}
 
 
+def distilbert_tensors(seed=0):
+    """Random weights under transformers' DistilBERT names."""
+    rng = np.random.default_rng(seed)
+
+    def rand(*shape, mean=0.0):
+        return _bf16_exact(mean + rng.normal(0, 0.2, shape))
+
+    t = {"embeddings.word_embeddings.weight": rand(V, H),
+         "embeddings.position_embeddings.weight": rand(POSITIONS, H),
+         "embeddings.LayerNorm.weight": rand(H, mean=1.0), "embeddings.LayerNorm.bias": rand(H)}
+    for i in range(LAYERS):
+        base = f"transformer.layer.{i}."
+        for module, (out, inp) in {"attention.q_lin": (H, H), "attention.k_lin": (H, H),
+                                   "attention.v_lin": (H, H), "attention.out_lin": (H, H),
+                                   "ffn.lin1": (FFN, H), "ffn.lin2": (H, FFN)}.items():
+            t[f"{base}{module}.weight"], t[f"{base}{module}.bias"] = rand(out, inp), rand(out)
+        for module in ("sa_layer_norm", "output_layer_norm"):
+            t[f"{base}{module}.weight"], t[f"{base}{module}.bias"] = rand(H, mean=1.0), rand(H)
+    return {"distilbert." + k: v for k, v in t.items()}
+
+
+DISTILBERT_CONFIG = {"model_type": "distilbert", "vocab_size": V, "dim": H, "n_layers": LAYERS,
+                     "n_heads": HEADS, "hidden_dim": FFN, "max_position_embeddings": POSITIONS,
+                     "dropout": 0.1, "attention_dropout": 0.1, "activation": "gelu"}
+
+
 def hf_config(family="bert", **changes):
     config = {"model_type": family, "vocab_size": V, "hidden_size": H,
               "num_hidden_layers": LAYERS, "num_attention_heads": HEADS,
@@ -124,6 +150,18 @@ def test_same_outputs_as_keras_hubs_hugging_face_loader(tmp_path, family, hub_cl
         assert_close(expected, ours(ours_inputs(ids, mask)), keys=("sequence_output",))
     else:
         assert_close(peer(hub_inputs(ids, mask, types)), ours(ours_inputs(ids, mask, types)))
+
+
+def test_distilbert_same_outputs_as_keras_hubs_hugging_face_loader(tmp_path):
+    import keras_hub
+
+    path = write_hf(tmp_path / "distilbert", distilbert_tensors(), DISTILBERT_CONFIG)
+    ours = from_hf_directory(path)
+    assert type(ours).__name__ == "DistilBertBackbone"
+    peer = keras_hub.models.DistilBertBackbone.from_preset(path)
+    ids, mask, _ = BATCH
+    expected = {"sequence_output": peer(hub_inputs(ids, mask))}
+    assert_close(expected, ours(ours_inputs(ids, mask)), keys=("sequence_output",))
 
 
 def test_prefix_layer_norm_names_bfloat16_and_shards_read_alike(tmp_path):
