@@ -10,8 +10,11 @@ dict (`hf_layout.py`); the loading itself is the same for every family.
 import json
 import os
 
+from kerasbert.convert.albert_weights import set_albert_weights
 from kerasbert.convert.bert_weights import set_bert_weights
 from kerasbert.convert.hf_layout import Tensors
+from kerasbert.convert.hf_layout import albert_config_from_hf
+from kerasbert.convert.hf_layout import albert_weights_from_hf
 from kerasbert.convert.hf_layout import activation_from_hf
 from kerasbert.convert.hf_layout import bert_config_from_hf
 from kerasbert.convert.hf_layout import bert_weights_from_hf
@@ -20,6 +23,7 @@ from kerasbert.convert.hf_layout import distilbert_weights_from_hf
 from kerasbert.convert.roberta_weights import roberta_weights_from_hf
 from kerasbert.convert.safetensors_files import CheckpointError
 from kerasbert.convert.safetensors_files import read_checkpoint_directory
+from kerasbert.models import AlbertBackbone
 from kerasbert.models import BertBackbone
 from kerasbert.models import DistilBertBackbone
 from kerasbert.models import RobertaBackbone
@@ -44,13 +48,22 @@ def _roberta_weights(tensors, kwargs):
     return roberta_weights_from_hf(tensors.tensors, kwargs["max_sequence_length"])
 
 
-#: model_type -> (backbone class, config.json -> arguments, Tensors -> canonical)
+def _albert_weights(tensors, kwargs):
+    return albert_weights_from_hf(tensors, kwargs["num_groups"], kwargs["num_inner_repetitions"])
+
+
+def _bert_weights(tensors, kwargs):
+    return bert_weights_from_hf(tensors)
+
+
+#: model_type -> (backbone class, config.json -> arguments, Tensors ->
+#: canonical dict, canonical dict -> backbone)
 FAMILIES = {
-    "bert": (BertBackbone, bert_config_from_hf,
-             lambda tensors, kwargs: bert_weights_from_hf(tensors)),
-    "roberta": (RobertaBackbone, _roberta_config, _roberta_weights),
+    "bert": (BertBackbone, bert_config_from_hf, _bert_weights, set_bert_weights),
+    "roberta": (RobertaBackbone, _roberta_config, _roberta_weights, set_bert_weights),
     "distilbert": (DistilBertBackbone, distilbert_config_from_hf,
-                   lambda tensors, kwargs: distilbert_weights_from_hf(tensors)),
+                   lambda tensors, kwargs: distilbert_weights_from_hf(tensors), set_bert_weights),
+    "albert": (AlbertBackbone, albert_config_from_hf, _albert_weights, set_albert_weights),
 }
 
 
@@ -83,8 +96,7 @@ def from_hf_directory(directory, dtype=None, **overrides):
             (e.g. hidden_dim) is an error naming both values.
 
     Returns:
-        a `BertBackbone`, `RobertaBackbone` or `DistilBertBackbone` (by
-        `model_type`).
+        the backbone of `model_type`'s family (`FAMILIES`).
     """
     directory = os.fspath(directory)
     config = read_hf_config(directory)
@@ -92,7 +104,7 @@ def from_hf_directory(directory, dtype=None, **overrides):
     if family is None:
         raise CheckpointError(f"{directory}: model_type {config['model_type']!r}; this loader "
                               f"reads {', '.join(sorted(FAMILIES))}.")
-    cls, config_from_hf, weights_from_hf = family
+    cls, config_from_hf, weights_from_hf, set_weights = family
     kwargs = config_from_hf(config, directory)
     for key, value in overrides.items():
         if key in ("vocabulary_size", "num_layers", "num_heads", "hidden_dim",
@@ -110,7 +122,7 @@ def from_hf_directory(directory, dtype=None, **overrides):
         weights["pooler_kernel"] = backbone.pooler.dense.kernel.numpy()
         weights["pooler_bias"] = backbone.pooler.dense.bias.numpy()
     try:
-        return set_bert_weights(backbone, weights)
+        return set_weights(backbone, weights)
     except ValueError as err:
         if isinstance(err, CheckpointError):
             raise

@@ -77,18 +77,22 @@ class Tensors:
         return self.get(f"{module}.weight"), self.get(f"{module}.bias")
 
 
+def block_from_hf(tensors, base, layout):
+    """The canonical layer dict of the block whose modules are under `base`."""
+    layer = {}
+    for key, module in layout["linear"].items():
+        layer[f"{key}_kernel"], layer[f"{key}_bias"] = tensors.linear(base + module)
+    for key, module in layout["norm"].items():
+        layer[f"{key}_gamma"], layer[f"{key}_beta"] = tensors.layer_norm(base + module)
+    return layer
+
+
 def encoder_layers(tensors, layout=ENCODER_LAYOUT):
     """The canonical layer dicts of every layer of `layout`, in order."""
     layers = []
     first = layout["linear"]["query"] + ".weight"
     while tensors.has(layout["layer"].format(i=len(layers)) + first):
-        base = layout["layer"].format(i=len(layers))
-        layer = {}
-        for key, module in layout["linear"].items():
-            layer[f"{key}_kernel"], layer[f"{key}_bias"] = tensors.linear(base + module)
-        for key, module in layout["norm"].items():
-            layer[f"{key}_gamma"], layer[f"{key}_beta"] = tensors.layer_norm(base + module)
-        layers.append(layer)
+        layers.append(block_from_hf(tensors, layout["layer"].format(i=len(layers)), layout))
     if not layers:
         raise CheckpointError(f"{tensors.source}: no {tensors.prefix}"
                               f"{layout['layer'].format(i=0)}* tensors.")
@@ -104,6 +108,36 @@ def embeddings_from_hf(tensors, types=True):
         weights["type_embeddings"] = tensors.get("embeddings.token_type_embeddings.weight")
     weights["embeddings_ln_gamma"], weights["embeddings_ln_beta"] = tensors.layer_norm(
         "embeddings.LayerNorm")
+    return weights
+
+#: ALBERT's distinct blocks: group g, inner block r (the layers share them).
+ALBERT_LAYOUT = {
+    "layer": "encoder.albert_layer_groups.{g}.albert_layers.{r}.",
+    "linear": {
+        "query": "attention.query",
+        "key": "attention.key",
+        "value": "attention.value",
+        "attention_output": "attention.dense",
+        "intermediate": "ffn",
+        "output": "ffn_output",
+    },
+    "norm": {"attention_ln": "attention.LayerNorm", "output_ln": "full_layer_layer_norm"},
+}
+
+
+def albert_weights_from_hf(tensors, num_groups, num_inner_repetitions):
+    """An ALBERT checkpoint's tensors -> the canonical ALBERT dict
+    (`albert_weights.py`: "groups" of distinct blocks, the factorised
+    embedding's projection)."""
+    weights = embeddings_from_hf(tensors)
+    weights["embedding_projection_kernel"], weights["embedding_projection_bias"] = (
+        tensors.linear("encoder.embedding_hidden_mapping_in"))
+    if tensors.has("pooler.weight"):
+        weights["pooler_kernel"], weights["pooler_bias"] = tensors.linear("pooler")
+    weights["groups"] = [
+        [block_from_hf(tensors, ALBERT_LAYOUT["layer"].format(g=g, r=r), ALBERT_LAYOUT)
+         for r in range(num_inner_repetitions)]
+        for g in range(num_groups)]
     return weights
 
 
@@ -185,3 +219,15 @@ def distilbert_config_from_hf(config, source):
         }
     except KeyError as err:
         raise CheckpointError(f"{source}: config.json has no {err.args[0]!r}.") from None
+
+
+def albert_config_from_hf(config, source):
+    """An ALBERT `config.json` -> `AlbertBackbone` arguments."""
+    kwargs = bert_config_from_hf(config, source)
+    try:
+        kwargs.update(embedding_dim=int(config["embedding_size"]),
+                      num_groups=int(config.get("num_hidden_groups", 1)),
+                      num_inner_repetitions=int(config.get("inner_group_num", 1)))
+    except KeyError as err:
+        raise CheckpointError(f"{source}: config.json has no {err.args[0]!r}.") from None
+    return kwargs

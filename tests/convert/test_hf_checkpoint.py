@@ -72,6 +72,42 @@ def distilbert_tensors(seed=0):
     return {"distilbert." + k: v for k, v in t.items()}
 
 
+def albert_tensors(seed=0, embedding=8, groups=1, inner=1):
+    """Random weights under transformers' ALBERT names."""
+    rng = np.random.default_rng(seed)
+
+    def rand(*shape, mean=0.0):
+        return _bf16_exact(mean + rng.normal(0, 0.2, shape))
+
+    t = {"embeddings.word_embeddings.weight": rand(V, embedding),
+         "embeddings.position_embeddings.weight": rand(POSITIONS, embedding),
+         "embeddings.token_type_embeddings.weight": rand(2, embedding),
+         "embeddings.LayerNorm.weight": rand(embedding, mean=1.0),
+         "embeddings.LayerNorm.bias": rand(embedding),
+         "encoder.embedding_hidden_mapping_in.weight": rand(H, embedding),
+         "encoder.embedding_hidden_mapping_in.bias": rand(H),
+         "pooler.weight": rand(H, H), "pooler.bias": rand(H)}
+    for g in range(groups):
+        for r in range(inner):
+            base = f"encoder.albert_layer_groups.{g}.albert_layers.{r}."
+            for module, (out, inp) in {"attention.query": (H, H), "attention.key": (H, H),
+                                       "attention.value": (H, H), "attention.dense": (H, H),
+                                       "ffn": (FFN, H), "ffn_output": (H, FFN)}.items():
+                t[f"{base}{module}.weight"], t[f"{base}{module}.bias"] = (rand(out, inp),
+                                                                          rand(out))
+            for module in ("attention.LayerNorm", "full_layer_layer_norm"):
+                t[f"{base}{module}.weight"], t[f"{base}{module}.bias"] = (rand(H, mean=1.0),
+                                                                          rand(H))
+    return {"albert." + k: v for k, v in t.items()}
+
+
+ALBERT_CONFIG = dict(model_type="albert", vocab_size=V, embedding_size=8, hidden_size=H,
+                     num_hidden_layers=LAYERS, num_attention_heads=HEADS, intermediate_size=FFN,
+                     num_hidden_groups=1, inner_group_num=1, hidden_act="gelu_new",
+                     max_position_embeddings=POSITIONS, type_vocab_size=2,
+                     hidden_dropout_prob=0.0, attention_probs_dropout_prob=0.0)
+
+
 DISTILBERT_CONFIG = {"model_type": "distilbert", "vocab_size": V, "dim": H, "n_layers": LAYERS,
                      "n_heads": HEADS, "hidden_dim": FFN, "max_position_embeddings": POSITIONS,
                      "dropout": 0.1, "attention_dropout": 0.1, "activation": "gelu"}
@@ -164,6 +200,34 @@ def test_distilbert_same_outputs_as_keras_hubs_hugging_face_loader(tmp_path):
     assert_close(expected, ours(ours_inputs(ids, mask)), keys=("sequence_output",))
 
 
+def test_albert_same_outputs_as_keras_hubs_hugging_face_loader(tmp_path):
+    import keras_hub
+
+    path = write_hf(tmp_path / "albert", albert_tensors(), ALBERT_CONFIG)
+    ours = from_hf_directory(path)
+    assert type(ours).__name__ == "AlbertBackbone" and ours.embedding_dim == 8
+    peer = keras_hub.models.AlbertBackbone.from_preset(path)
+    ids, mask, types = BATCH
+    assert_close(peer(hub_inputs(ids, mask, types)), ours(ours_inputs(ids, mask, types)))
+
+
+def test_albert_groups_of_blocks(tmp_path):
+    """Two groups of two distinct blocks over four layers: each block of the
+    checkpoint lands in its place (layers 0-1 run group 0, layers 2-3 group 1)."""
+    tensors = albert_tensors(groups=2, inner=2)
+    config = dict(ALBERT_CONFIG, num_hidden_layers=4, num_hidden_groups=2, inner_group_num=2)
+    ours = from_hf_directory(write_hf(tmp_path / "albert", tensors, config))
+    assert [len(group) for group in ours.groups] == [2, 2]
+    for g, group in enumerate(ours.groups):
+        for r, block in enumerate(group):
+            name = f"albert.encoder.albert_layer_groups.{g}.albert_layers.{r}.ffn.weight"
+            np.testing.assert_array_equal(block.intermediate_dense.kernel.numpy(),
+                                          tensors[name].T)
+    # Every block application in call order: layers 2-3 run group 1's blocks.
+    assert ours.transformer_layers[4] is ours.groups[1][0]
+    assert ours.transformer_layers[7] is ours.groups[1][1]
+
+
 def test_prefix_layer_norm_names_bfloat16_and_shards_read_alike(tmp_path):
     """A task checkpoint ("bert." prefix, gamma/beta LayerNorms), stored in
     bfloat16 and in 3 shards, gives the same model as the plain file."""
@@ -198,7 +262,7 @@ def test_bad_directories_are_clear_errors(tmp_path):
     with pytest.raises(CheckpointError, match="model.safetensors: tensor .* spans bytes"):
         from_hf_directory(path)
     other = write_hf(tmp_path / "gpt", hf_tensors(), hf_config(model_type="openai-gpt"))
-    with pytest.raises(CheckpointError, match="model_type 'openai-gpt'; this loader reads bert"):
+    with pytest.raises(CheckpointError, match="model_type 'openai-gpt'; this loader reads albert, bert"):
         from_hf_directory(other)
 
 
