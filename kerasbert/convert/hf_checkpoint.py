@@ -19,6 +19,8 @@ from kerasbert.convert.hf_layout import activation_from_hf
 from kerasbert.convert.hf_layout import bert_config_from_hf
 from kerasbert.convert.hf_layout import bert_weights_from_hf
 from kerasbert.convert.hf_layout import distilbert_config_from_hf
+from kerasbert.convert.hf_layout import electra_config_from_hf
+from kerasbert.convert.hf_layout import electra_weights_from_hf
 from kerasbert.convert.hf_layout import distilbert_weights_from_hf
 from kerasbert.convert.roberta_weights import roberta_weights_from_hf
 from kerasbert.convert.safetensors_files import CheckpointError
@@ -26,6 +28,7 @@ from kerasbert.convert.safetensors_files import read_checkpoint_directory
 from kerasbert.models import AlbertBackbone
 from kerasbert.models import BertBackbone
 from kerasbert.models import DistilBertBackbone
+from kerasbert.models import ElectraBackbone
 from kerasbert.models import RobertaBackbone
 
 CONFIG_FILE = "config.json"
@@ -64,6 +67,8 @@ FAMILIES = {
     "distilbert": (DistilBertBackbone, distilbert_config_from_hf,
                    lambda tensors, kwargs: distilbert_weights_from_hf(tensors), set_bert_weights),
     "albert": (AlbertBackbone, albert_config_from_hf, _albert_weights, set_albert_weights),
+    "electra": (ElectraBackbone, electra_config_from_hf,
+                lambda tensors, kwargs: electra_weights_from_hf(tensors), set_bert_weights),
 }
 
 

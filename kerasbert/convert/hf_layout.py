@@ -231,3 +231,24 @@ def albert_config_from_hf(config, source):
     except KeyError as err:
         raise CheckpointError(f"{source}: config.json has no {err.args[0]!r}.") from None
     return kwargs
+
+
+def electra_weights_from_hf(tensors):
+    """An ELECTRA discriminator's tensors -> the canonical dict: BERT's
+    encoder layers, embeddings `embedding_size` wide and, when that differs
+    from the hidden size, the `embeddings_project` Linear. The checkpoint has
+    no pooler (ours keeps its initial weights, as keras-hub's does)."""
+    weights = embeddings_from_hf(tensors)
+    if tensors.has("embeddings_project.weight"):
+        weights["embedding_projection_kernel"], weights["embedding_projection_bias"] = (
+            tensors.linear("embeddings_project"))
+    weights["layers"] = encoder_layers(tensors)
+    return weights
+
+
+def electra_config_from_hf(config, source):
+    """An ELECTRA `config.json` -> `ElectraBackbone` arguments."""
+    kwargs = bert_config_from_hf(config, source)
+    embedding = int(config.get("embedding_size", kwargs["hidden_dim"]))
+    kwargs["embedding_dim"] = None if embedding == kwargs["hidden_dim"] else embedding
+    return kwargs

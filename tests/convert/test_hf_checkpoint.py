@@ -228,6 +228,35 @@ def test_albert_groups_of_blocks(tmp_path):
     assert ours.transformer_layers[7] is ours.groups[1][1]
 
 
+def test_electra_discriminator_names_land_in_place(tmp_path):
+    """transformers' ELECTRA discriminator names ("electra." prefix, tables
+    `embedding_size` wide, `embeddings_project` to the hidden size, BERT's
+    layers, no pooler): each tensor lands where it belongs."""
+    rng = np.random.default_rng(3)
+    tensors = {k.replace("bert.", "electra.", 1): v
+               for k, v in hf_tensors(prefix="bert.", pooler=False).items()}
+    e = 8
+    for name in ("word_embeddings", "position_embeddings", "token_type_embeddings"):
+        rows = tensors[f"electra.embeddings.{name}.weight"].shape[0]
+        tensors[f"electra.embeddings.{name}.weight"] = rng.normal(size=(rows, e)).astype("f4")
+    tensors["electra.embeddings.LayerNorm.weight"] = rng.normal(size=e).astype("f4")
+    tensors["electra.embeddings.LayerNorm.bias"] = rng.normal(size=e).astype("f4")
+    tensors["electra.embeddings_project.weight"] = rng.normal(size=(H, e)).astype("f4")
+    tensors["electra.embeddings_project.bias"] = rng.normal(size=H).astype("f4")
+    tensors["discriminator_predictions.dense.weight"] = rng.normal(size=(H, H)).astype("f4")
+    config = hf_config("electra", embedding_size=e)
+    ours = from_hf_directory(write_hf(tmp_path / "electra", tensors, config))
+    assert type(ours).__name__ == "ElectraBackbone" and ours.embedding_dim == e
+    np.testing.assert_array_equal(ours.embeddings.projection.kernel.numpy(),
+                                  tensors["electra.embeddings_project.weight"].T)
+    np.testing.assert_array_equal(ours.embeddings.token_embedding.embeddings.numpy(),
+                                  tensors["electra.embeddings.word_embeddings.weight"])
+    np.testing.assert_array_equal(
+        ours.transformer_layers[1].intermediate_dense.kernel.numpy(),
+        tensors["electra.encoder.layer.1.intermediate.dense.weight"].T)
+    assert np.isfinite(np.asarray(ours(ours_inputs(*BATCH))["sequence_output"])).all()
+
+
 def test_prefix_layer_norm_names_bfloat16_and_shards_read_alike(tmp_path):
     """A task checkpoint ("bert." prefix, gamma/beta LayerNorms), stored in
     bfloat16 and in 3 shards, gives the same model as the plain file."""
@@ -262,7 +291,7 @@ def test_bad_directories_are_clear_errors(tmp_path):
     with pytest.raises(CheckpointError, match="model.safetensors: tensor .* spans bytes"):
         from_hf_directory(path)
     other = write_hf(tmp_path / "gpt", hf_tensors(), hf_config(model_type="openai-gpt"))
-    with pytest.raises(CheckpointError, match="model_type 'openai-gpt'; this loader reads albert, bert"):
+    with pytest.raises(CheckpointError, match="model_type 'openai-gpt'; this loader reads albert, bert, distilbert, electra"):
         from_hf_directory(other)
 
 
