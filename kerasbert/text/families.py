@@ -132,13 +132,20 @@ def load_bpe_vocab(path):
     return tokens
 
 
+#: The tokenizer files a Hugging Face model directory may hold, in the order
+#: they are looked for (vocab.json + merges.txt is the BPE case above them).
+HF_TOKENIZER_FILES = (BPE_VOCABULARY, "vocab.txt", "spiece.model", "sentencepiece.bpe.model")
+
+
 def resolve_tokenizer_path(path):
     """(kind, files) a `--vocab` path stands for; raises `UsageError` naming
     the missing file.
 
     Args:
         path: a vocab.txt, a SentencePiece `.model`, a directory holding
-            vocab.json + merges.txt, or a vocab.json with merges.txt beside.
+            vocab.json + merges.txt (or a model directory in the Hugging
+            Face layout with its vocab.txt or spiece.model), or a vocab.json
+            with merges.txt beside.
 
     Returns:
         (one of "wordpiece", "sentencepiece", "bpe", tuple of file paths in
@@ -148,6 +155,13 @@ def resolve_tokenizer_path(path):
         raise UsageError("Give the tokenizer files (--vocab): a vocab.txt, a SentencePiece "
                          ".model, or a directory with vocab.json and merges.txt.")
     path = os.fspath(path)
+    # A directory: a byte-level BPE pair, or a model directory in the Hugging
+    # Face layout with its WordPiece vocab.txt or SentencePiece model.
+    in_dir = {name: os.path.join(path, name) for name in HF_TOKENIZER_FILES}
+    if os.path.isdir(path) and not os.path.isfile(in_dir[BPE_VOCABULARY]) and any(
+            os.path.isfile(f) for f in in_dir.values()):
+        name = next(n for n, f in in_dir.items() if os.path.isfile(f))
+        return resolve_tokenizer_path(in_dir[name])
     if os.path.isdir(path):
         files = (os.path.join(path, BPE_VOCABULARY), os.path.join(path, BPE_MERGES))
         kind = BPE

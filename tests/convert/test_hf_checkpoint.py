@@ -315,14 +315,17 @@ def test_finetune_from_a_hugging_face_directory_as_users_run_it(tmp_path):
     (data / "train.csv").write_text("sentence,label\n" + "\n".join(rows) + "\n")
     tensors = hf_tensors()
     hf_dir = write_hf(data / "bert-tiny-hf", tensors, hf_config())
+    # The model directory holds its tokenizer too: --vocab DIR finds vocab.txt.
+    (data / "bert-tiny-hf" / "vocab.txt").write_text((data / "vocab.txt").read_text())
     elsewhere = tmp_path / "elsewhere"
     elsewhere.mkdir()
-    ok(kerasbert("finetune", "--preset", hf_dir, "--vocab", data / "vocab.txt",
+    ok(kerasbert("finetune", "--preset", hf_dir, "--vocab", hf_dir,
                  "--task", f"csv:{data / 'train.csv'}", "--output-dir", tmp_path / "ft",
                  "--epochs", "1", "--batch-size", "8", "--learning-rate", "1e-9",
                  "--max-seq-length", "8", "--no-progress", cwd=elsewhere))
     config = json.load(open(tmp_path / "ft" / "config.json"))
     assert config["backbone"]["hidden_dim"] == H and config["backbone"]["vocabulary_size"] == V
+    assert config["tokenizer"]["type"] == "wordpiece"
     from kerasbert.saving import load_model
 
     model = load_model(str(tmp_path / "ft" / "model.keras"))
