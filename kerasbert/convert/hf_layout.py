@@ -171,66 +171,60 @@ def activation_from_hf(config, source):
     return ACTIVATIONS[name]
 
 
-def bert_config_from_hf(config, source):
-    """A BERT `config.json` -> `BertBackbone` arguments."""
+def _one_dropout(config, hidden_key, attention_key, source):
+    """The single dropout rate of our encoders; a checkpoint with two
+    different rates is refused naming both."""
+    dropout = config.get(hidden_key, 0.1)
+    if config.get(attention_key, dropout) != dropout:
+        raise CheckpointError(f"{source}: {hidden_key} {dropout} and {attention_key} "
+                              f"{config[attention_key]} differ; this encoder has one rate.")
+    return float(dropout)
+
+
+def _required(config, source, **keys):
+    """{our name: int(config[their name])}, a clear error for a missing key."""
     try:
-        dropout = config.get("hidden_dropout_prob", 0.1)
-        if config.get("attention_probs_dropout_prob", dropout) != dropout:
-            raise CheckpointError(
-                f"{source}: hidden_dropout_prob {dropout} and attention_probs_dropout_prob "
-                f"{config['attention_probs_dropout_prob']} differ; this encoder has one rate.")
-        return {
-            "vocabulary_size": int(config["vocab_size"]),
-            "num_layers": int(config["num_hidden_layers"]),
-            "num_heads": int(config["num_attention_heads"]),
-            "hidden_dim": int(config["hidden_size"]),
-            "intermediate_dim": int(config["intermediate_size"]),
-            "max_sequence_length": int(config.get("max_position_embeddings", 512)),
-            "num_segments": int(config.get("type_vocab_size", 2)),
-            "dropout": float(dropout),
-            "activation": activation_from_hf(config, source),
-            "layer_norm_epsilon": float(config.get("layer_norm_eps", 1e-12)),
-            "initializer_range": float(config.get("initializer_range", 0.02)),
-        }
+        return {ours: int(config[theirs]) for ours, theirs in keys.items()}
     except KeyError as err:
         raise CheckpointError(f"{source}: config.json has no {err.args[0]!r}.") from None
+
+
+def bert_config_from_hf(config, source):
+    """A BERT `config.json` -> `BertBackbone` arguments."""
+    return dict(
+        _required(config, source, vocabulary_size="vocab_size", num_layers="num_hidden_layers",
+                  num_heads="num_attention_heads", hidden_dim="hidden_size",
+                  intermediate_dim="intermediate_size"),
+        max_sequence_length=int(config.get("max_position_embeddings", 512)),
+        num_segments=int(config.get("type_vocab_size", 2)),
+        dropout=_one_dropout(config, "hidden_dropout_prob", "attention_probs_dropout_prob",
+                             source),
+        activation=activation_from_hf(config, source),
+        layer_norm_epsilon=float(config.get("layer_norm_eps", 1e-12)),
+        initializer_range=float(config.get("initializer_range", 0.02)),
+    )
 
 
 def distilbert_config_from_hf(config, source):
     """A DistilBERT `config.json` -> `DistilBertBackbone` arguments."""
-    try:
-        dropout = config.get("dropout", 0.1)
-        if config.get("attention_dropout", dropout) != dropout:
-            raise CheckpointError(f"{source}: dropout {dropout} and attention_dropout "
-                                  f"{config['attention_dropout']} differ; this encoder has "
-                                  "one rate.")
-        if ACTIVATIONS.get(config.get("activation", "gelu")) != "gelu":
-            raise CheckpointError(f"{source}: activation {config.get('activation')!r}; "
-                                  "DistilBERT's encoder uses the erf GELU.")
-        return {
-            "vocabulary_size": int(config["vocab_size"]),
-            "num_layers": int(config["n_layers"]),
-            "num_heads": int(config["n_heads"]),
-            "hidden_dim": int(config["dim"]),
-            "intermediate_dim": int(config["hidden_dim"]),
-            "max_sequence_length": int(config.get("max_position_embeddings", 512)),
-            "dropout": float(dropout),
-            "initializer_range": float(config.get("initializer_range", 0.02)),
-        }
-    except KeyError as err:
-        raise CheckpointError(f"{source}: config.json has no {err.args[0]!r}.") from None
+    if ACTIVATIONS.get(config.get("activation", "gelu")) != "gelu":
+        raise CheckpointError(f"{source}: activation {config.get('activation')!r}; "
+                              "DistilBERT's encoder uses the erf GELU.")
+    return dict(
+        _required(config, source, vocabulary_size="vocab_size", num_layers="n_layers",
+                  num_heads="n_heads", hidden_dim="dim", intermediate_dim="hidden_dim"),
+        max_sequence_length=int(config.get("max_position_embeddings", 512)),
+        dropout=_one_dropout(config, "dropout", "attention_dropout", source),
+        initializer_range=float(config.get("initializer_range", 0.02)),
+    )
 
 
 def albert_config_from_hf(config, source):
     """An ALBERT `config.json` -> `AlbertBackbone` arguments."""
-    kwargs = bert_config_from_hf(config, source)
-    try:
-        kwargs.update(embedding_dim=int(config["embedding_size"]),
-                      num_groups=int(config.get("num_hidden_groups", 1)),
-                      num_inner_repetitions=int(config.get("inner_group_num", 1)))
-    except KeyError as err:
-        raise CheckpointError(f"{source}: config.json has no {err.args[0]!r}.") from None
-    return kwargs
+    return dict(bert_config_from_hf(config, source),
+                **_required(config, source, embedding_dim="embedding_size"),
+                num_groups=int(config.get("num_hidden_groups", 1)),
+                num_inner_repetitions=int(config.get("inner_group_num", 1)))
 
 
 def electra_weights_from_hf(tensors):
