@@ -29,6 +29,10 @@ setup(
         # Writes the TF Serving warm-up records (PredictionLog protos).
         "tensorflow-serving-api~=2.20.0",
         "numpy",
+        # Published checkpoints: hf:// and kaggle:// handles download through
+        # the libraries made for them (caches, tokens, offline switches).
+        "huggingface_hub",
+        "kagglehub",
     ],
     extras_require={
         # Peers used for checkpoint conversion and parity tests.
@@ -53,5 +57,11 @@ setup(
             "ipykernel",
         ],
     },
-    entry_points={"console_scripts": ["kerasbert=kerasbert.cli:main"]},
+    entry_points={
+        "console_scripts": ["kerasbert=kerasbert.cli:main"],
+        # `Backbone.from_preset(handle)` finds the loader of published weights
+        # here (it lives above the models layer; see kerasbert.models.presets).
+        "kerasbert.backbone_sources": [
+            "handles = kerasbert.tasks.backbone_loading:load_backbone_from_handle"],
+    },
 )

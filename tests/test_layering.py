@@ -3,7 +3,7 @@ imported, so this runs in a second): a module may import its own layer and
 the layers below it, never one above, not even inside a function, and no
 chain of imports may come back to where it started.
 
-    errors, io_utils, kernels, metrics, version, plotting
+    errors, io_utils, kernels, metrics, version, plotting, handles
       < layers, text, optimizers
       < models, data
       < convert
@@ -25,7 +25,7 @@ import pytest
 PACKAGE = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "kerasbert")
 
 LAYERS = (
-    ("errors", "io_utils", "kernels", "metrics", "version", "plotting"),
+    ("errors", "io_utils", "kernels", "metrics", "version", "plotting", "handles"),
     ("layers", "text", "optimizers"),
     ("models", "data"),
     ("convert",),

@@ -102,35 +102,45 @@ TOKENIZER_HELP = ("Tokenizer files: a WordPiece vocab.txt (BERT), a SentencePiec
                   "(byte-level BPE, RoBERTa).")
 
 
-def add_tokenizer_arguments(parser, dest="do_lower_case", help=TOKENIZER_HELP):
-    """--vocab FILES [--no-lower-case]; `dest` holds True for uncased
-    (--do-lower-case, google-research/bert's flag, is accepted and hidden)."""
-    parser.add_argument("--vocab", required=True, help=help)
-    parser.add_argument("--no-lower-case", dest=dest, action="store_false", default=True,
-                        help="Keep case and accents (cased models); the default lower-cases "
-                        "and strips accents (uncased). Byte-level BPE is always cased.")
-    parser.add_argument("--do-lower-case", dest=dest, action="store_true", default=True,
+def add_tokenizer_arguments(parser, dest="do_lower_case", help=TOKENIZER_HELP, required=True):
+    """--vocab FILES_OR_MODEL [--no-lower-case]; `dest` holds False for
+    cased, True for uncased, None for "as the source says" (a model
+    directory's or hub handle's own setting; uncased for plain files).
+    --do-lower-case, google-research/bert's flag, is accepted and hidden.
+    `required=False`: the command defaults --vocab to the model's source."""
+    parser.add_argument("--vocab", required=required, help=help)
+    parser.add_argument("--no-lower-case", dest=dest, action="store_false", default=None,
+                        help="Keep case and accents (cased models). Default: the model "
+                        "source's setting (tokenizer_config.json, ...), else lower-case and "
+                        "strip accents (uncased). Byte-level BPE is always cased.")
+    parser.add_argument("--do-lower-case", dest=dest, action="store_true", default=None,
                         help=argparse.SUPPRESS)
     return parser
 
 
 def add_backbone_arguments(parser, required=True):
-    """--backbone PATH | --preset NAME [--init-checkpoint PREFIX [--bert-config JSON]]."""
-    source = parser.add_mutually_exclusive_group(required=required)
+    """--backbone PATH | --preset NAME_OR_HANDLE [--init-checkpoint PREFIX [--bert-config JSON]].
+
+    `required` is checked when the backbone is loaded (`--init-checkpoint
+    DIR` alone names a model too)."""
+    del required  # load_backbone says what is missing
+    source = parser.add_mutually_exclusive_group()
     source.add_argument("--backbone", metavar="PATH",
                         help="A saved backbone (RUN/backbone.keras; a saved pretrainer or task "
                         "model works too: its .backbone is used).")
-    source.add_argument("--preset", metavar="NAME|DIR",
-                        help="A preset architecture (kerasbert presets; its weights come from "
-                        "--init-checkpoint, random without it), or a Hugging Face model "
-                        "directory (config.json + model.safetensors, e.g. a download of "
-                        "bert-base-uncased) with its weights.")
-    parser.add_argument("--init-checkpoint", metavar="TF1_PREFIX",
-                        help="Original google-research/bert checkpoint prefix, e.g. "
-                        ".../bert_model.ckpt (with --preset).")
+    source.add_argument("--preset", metavar="NAME|HANDLE",
+                        help="A built-in architecture (`kerasbert info --presets`; random "
+                        "weights unless --init-checkpoint), or published weights: "
+                        "hf://OWNER/NAME[@REV], kaggle://OWNER/MODEL/keras/VARIANT[/VERSION], "
+                        "or a local directory (Hugging Face layout, keras-hub preset, "
+                        "google-research/bert checkpoint, TF Hub encoder, kerasbert run).")
+    parser.add_argument("--init-checkpoint", metavar="TF1_PREFIX_OR_DIR",
+                        help="Original google-research/bert checkpoint: a prefix "
+                        ".../bert_model.ckpt with --preset NAME, or its directory alone "
+                        "(bert_config.json beside; the same as --preset DIR).")
     parser.add_argument("--bert-config", metavar="JSON",
                         help="bert_config.json of --init-checkpoint (default: the preset's "
-                        "architecture).")
+                        "architecture, or the file beside the checkpoint).")
     return parser
 
 

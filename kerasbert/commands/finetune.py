@@ -38,8 +38,9 @@ def add_arguments(parser):
     add_task_arguments(parser, require_task=False)
     add_backbone_arguments(parser, required=False)  # checked in FinetuneConfig.validate
     add = parser.add_argument
-    add_tokenizer_arguments(parser, dest="lower_case",
-                            help="The backbone's tokenizer. " + TOKENIZER_HELP)
+    add_tokenizer_arguments(parser, dest="lower_case", required=False,
+                            help="The backbone's tokenizer (default: the --preset handle's or "
+                            "--backbone run's own files). " + TOKENIZER_HELP)
     add("--output-dir", required=True,
         help="Fine-tuning directory (model.keras, config.json, tokenizer files, metrics).")
     add("--overwrite", action="store_true",

@@ -1,18 +1,24 @@
-"""`kerasbert info`: a preset's architecture and parameter count."""
+"""`kerasbert info`: the architecture and size of a preset or of published
+weights (any handle: hf://, kaggle://, a directory, a .keras file)."""
 
 from kerasbert.commands._args import add_preset_arguments
 
 NAME = "info"
-HELP = "Print a preset's architecture and size."
+HELP = "Print the architecture and size of a preset or of a model handle."
 
 
 def run(args):
     from kerasbert.models import presets  # lazy: keras
+    from kerasbert.tasks.backbone_loading import load_backbone_from_handle  # lazy: keras
 
-    backbone = presets.build_backbone(args.preset, presets.parse_overrides(args.set))
-    print(f"preset {args.preset}")
+    builtin = presets.is_preset(args.preset)
+    backbone = load_backbone_from_handle(args.preset, **presets.parse_overrides(args.set))
+    print(f"{'preset' if builtin else 'model'} {args.preset}"
+          f"{' (architecture, random weights)' if builtin else ''}")
     print(backbone.describe())
 
 
 def add_arguments(parser):
-    return add_preset_arguments(parser)
+    return add_preset_arguments(parser, help="A built-in preset (bert_base) or a handle: "
+                                "hf://OWNER/NAME[@REV], kaggle://..., a model directory or "
+                                ".keras file.")

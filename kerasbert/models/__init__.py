@@ -13,8 +13,10 @@ from kerasbert.models.attention_maps import plot_attention
 from kerasbert.models.presets import UnknownPresetError
 from kerasbert.models.presets import get_preset
 from kerasbert.models.presets import list_presets
+from kerasbert.models.presets import register_source
 
 
 def from_preset(name, **overrides):
-    """Builds any registered preset, whatever its family."""
-    return get_preset(name)["backbone_class"].from_preset(name, **overrides)
+    """Builds any registered preset, or loads a handle to published weights
+    (`Backbone.from_preset`), whatever its family."""
+    return Backbone.from_preset(name, **overrides)

@@ -12,6 +12,8 @@ from kerasbert.layers import TransformerEncoderBlock
 from kerasbert.layers import causal_attention_bias
 from kerasbert.layers import padding_mask_to_attention_bias
 from kerasbert.models.presets import get_preset
+from kerasbert.models.presets import is_preset
+from kerasbert.models.presets import load_from_source
 
 
 class ConfigError(UsageError, ValueError):
@@ -129,11 +131,26 @@ class Backbone(keras.Model):
 
     @classmethod
     def from_preset(cls, name, **overrides):
-        """Builds the architecture registered as `name` (random weights).
+        """A preset architecture (random weights) or published weights.
 
-        Keyword overrides replace preset values, e.g.
-        `BertBackbone.from_preset("bert_base", vocabulary_size=21128)`.
+        Args:
+            name: a built-in preset ("bert_base"), or a handle to weights:
+                "hf://OWNER/NAME[@REVISION]", "kaggle://OWNER/MODEL/keras/
+                VARIANT[/VERSION]", or a local directory (Hugging Face
+                layout, keras-hub preset, google-research/bert checkpoint,
+                TF Hub encoder, kerasbert run) or `.keras` file. The family
+                of a handle is detected; it must be `cls` or a subclass.
+            **overrides: replace preset values, e.g.
+                `BertBackbone.from_preset("bert_base", vocabulary_size=21128)`;
+                on weights, only values that keep the shapes (dropout,
+                dtype); one that contradicts them is an error.
         """
+        if not is_preset(name):
+            backbone = load_from_source(name, **overrides)
+            if not isinstance(backbone, cls):
+                raise ValueError(f"{name} holds a {type(backbone).__name__}, not a "
+                                 f"{cls.__name__}.")
+            return backbone
         preset = get_preset(name)
         preset_cls = preset["backbone_class"]
         if not issubclass(preset_cls, cls):

@@ -1,11 +1,19 @@
-"""The one registry of architecture presets (no weights, nothing downloads).
+"""The one registry of architecture presets (no weights, nothing downloads),
+and the door to published weights.
 
 Each family registers its presets from its own `<family>_presets.py`; every
 lookup (Python API, CLI, tests) goes through `get_preset`/`list_presets`.
+
+A name that is not a preset is a handle to weights (hf://, kaggle://, a
+local directory or `.keras` file). Loading those needs layers above this one
+(convert, saving), so they register a loader here (`register_source`); it is
+found through the `kerasbert.backbone_sources` entry point of the installed
+package, so `Backbone.from_preset("hf://...")` works without importing it.
 """
 
 import ast
 import difflib
+import importlib.metadata
 import re
 
 from kerasbert.errors import UsageError
@@ -55,6 +63,33 @@ def _class_name(family):
 
 class UnknownPresetError(ValueError):
     pass
+
+
+SOURCES_ENTRY_POINT = "kerasbert.backbone_sources"
+_SOURCES = []
+
+
+def register_source(loader):
+    """Registers `loader(handle, dtype=None, **overrides) -> backbone` for
+    names that are not presets (the last registered wins)."""
+    if loader not in _SOURCES:
+        _SOURCES.append(loader)
+
+
+def load_from_source(handle, **overrides):
+    """The backbone a handle stands for, through the registered loader."""
+    if not _SOURCES:
+        for entry in importlib.metadata.entry_points(group=SOURCES_ENTRY_POINT):
+            register_source(entry.load())
+    if not _SOURCES:
+        raise UnknownPresetError(
+            f"{handle!r} is not a preset, and no loader of published weights is registered "
+            "(install kerasbert with pip, or import kerasbert.tasks first).")
+    return _SOURCES[-1](handle, **overrides)
+
+
+def is_preset(name):
+    return isinstance(name, str) and name in _REGISTRY
 
 
 def get_preset(name):

@@ -44,6 +44,7 @@ Everything saved is TensorFlow and tensorflow-text ops: loading needs
 `import tensorflow_text` and nothing of ours, of Keras or of TF Hub.
 """
 
+import json
 import os
 import shutil
 import sys
@@ -51,6 +52,7 @@ import tempfile
 
 import tensorflow as tf
 
+from kerasbert.convert.tf_hub_encoder import BACKBONE_FILE
 from kerasbert.errors import UsageError
 from kerasbert import io_utils
 from kerasbert import runs
@@ -163,6 +165,16 @@ def _save(root, signatures, directory):
     tf.saved_model.save(root, directory, signatures=signatures)
 
 
+def _describe_backbone(backbone, encoder_dir):
+    # So `--preset ENCODER_DIR` rebuilds exactly this family and configuration
+    # (Model Garden's exports are read from their variable shapes instead).
+    path = os.path.join(encoder_dir, BACKBONE_FILE)
+    os.makedirs(os.path.dirname(path), exist_ok=True)
+    with open(path, "w", encoding="utf-8") as f:
+        json.dump({"class_name": type(backbone).__name__, "config": backbone.get_config()}, f,
+                  indent=1)
+
+
 def export_hub(backbone_path, vocab_file, output_dir, lower_case=True, sequence_length=128,
                pretrainer_path=None, include_mlm=True, overwrite=False):
     """Writes `output_dir/preprocess` and `output_dir/encoder` (see the
@@ -236,6 +248,7 @@ def export_hub(backbone_path, vocab_file, output_dir, lower_case=True, sequence_
                 encoder = HubEncoder(backbone, head, vocab_file=tokenizer_files(tokenizer)[0],
                                      lower_case=tokenizer.lower_case)
                 _save(*encoder.build(), os.path.join(tmp, "encoder"))
+                _describe_backbone(backbone, os.path.join(tmp, "encoder"))
         except FileExistsError as err:
             raise UsageError(str(err)) from None
     return {name: os.path.join(output_dir, name) for name in ("preprocess", "encoder")}

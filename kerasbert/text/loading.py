@@ -14,15 +14,18 @@ directory from before the description existed loads as WordPiece from its
 """
 
 import dataclasses
+import json
 import os
 import shutil
 
+from kerasbert import handles
 from kerasbert.errors import UsageError
 from kerasbert.text.families import BPE
 from kerasbert.text.families import SAVED_FILES
 from kerasbert.text.families import SENTENCEPIECE
 from kerasbert.text.families import WORDPIECE
 from kerasbert.text.families import resolve_tokenizer_path
+from kerasbert.text.tokenizer_sources import tokenizer_source
 
 
 
@@ -44,19 +47,46 @@ def _construct(kind, files, lower_case):
 
 
 def load_tokenizer(path, lower_case=None):
-    """The tokenizer a path stands for (see `resolve_tokenizer_path`).
+    """The tokenizer a path or model handle stands for.
 
     Args:
-        path: vocab.txt, `.model`, a BPE directory or its vocab.json.
-        lower_case: WordPiece / SentencePiece casing (default True);
-            ignored for byte-level BPE, which is always cased.
+        path: vocab.txt, `.model`, a BPE directory or its vocab.json
+            (`resolve_tokenizer_path`); or a model: hf://..., kaggle://...,
+            a Hugging Face / keras-hub / google-research/bert / TF Hub
+            directory or a kerasbert run directory (`tokenizer_source`).
+        lower_case: WordPiece / SentencePiece casing; None takes the
+            source's setting (uncased where it has none). Ignored for
+            byte-level BPE, which is always cased.
 
     Returns:
         a `WordPieceTokenizer`, `SentencePieceTokenizer` or
         `BytePairTokenizer`. Invalid files raise `UsageError` naming them.
     """
+    path = handles.local_path(path) if handles.is_remote(path) else os.fspath(path)
+    if os.path.isdir(path):
+        config = _run_config(path)
+        if config is not None:
+            tokenizer = load_saved_tokenizer(path, config)
+            if lower_case is None or lower_case == tokenizer.lower_case:
+                return tokenizer
+            return _construct(tokenizer_kind(tokenizer), tokenizer_files(tokenizer), lower_case)
+        source = tokenizer_source(path)
+        if source is not None:
+            kind, files, source_lower = source
+            return _construct(kind, files, source_lower if lower_case is None else lower_case)
     kind, files = resolve_tokenizer_path(path)
     return _construct(kind, files, lower_case)
+
+
+def _run_config(directory):
+    """A kerasbert run's config.json (it describes its tokenizer), or None."""
+    try:
+        with open(os.path.join(directory, "config.json"), encoding="utf-8") as f:
+            config = json.load(f)
+    except (OSError, ValueError):
+        return None
+    described = "tokenizer" in config or ("vocab" in config and "task_type" in config)
+    return config if isinstance(config, dict) and described else None
 
 
 def tokenizer_kind(tokenizer):

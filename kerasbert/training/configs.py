@@ -8,6 +8,7 @@ import dataclasses
 import math
 import os
 
+from kerasbert import handles
 from kerasbert import runs
 from kerasbert.convert.bert_config import bert_config_to_kwargs
 from kerasbert.errors import UsageError
@@ -17,6 +18,23 @@ from kerasbert.optimizers.hyperparameters import check_learning_rate
 from kerasbert.text.families import resolve_tokenizer_path
 
 PRECISIONS = ("float32", "mixed_bfloat16", "mixed_float16")
+
+
+def default_vocab(preset=None, backbone=None, init_checkpoint=None):
+    """Where the tokenizer is when --vocab is not given: the model's own
+    source (a hub handle or model directory, the run directory of a saved
+    backbone, a google-research/bert directory). A built-in preset is an
+    architecture without a tokenizer: --vocab is required."""
+    for source in (preset, init_checkpoint):
+        if source and (handles.is_remote(source) or os.path.isdir(source)):
+            return source
+    if backbone:
+        folder = backbone if os.path.isdir(backbone) else os.path.dirname(os.path.abspath(backbone))
+        if os.path.isfile(runs.run_path(folder, runs.CONFIG)):
+            return folder
+    raise UsageError("Give --vocab: the tokenizer files of the backbone (a built-in preset "
+                     "is an architecture without a tokenizer; a hub handle or model "
+                     "directory brings its own).")
 
 
 @dataclasses.dataclass
@@ -100,7 +118,7 @@ class FinetuneConfig:
     max_query_length: int = 64
     max_answer_length: int = 30
     null_score_diff_threshold: float = 0.0
-    lower_case: bool = True
+    lower_case: bool = None  # None: the tokenizer source's casing (else uncased)
     dropout: float = 0.1
     lm_weight: float = 0.5  # GPT: weight of the auxiliary LM loss (GPT-1: 0.5)
     strategy: str = "auto"
@@ -124,14 +142,19 @@ class FinetuneConfig:
             raise UsageError(f"--warmup-ratio must be in [0, 1], got {self.warmup_ratio}.")
         if self.layerwise_lr_decay is not None and not 0.0 < self.layerwise_lr_decay <= 1.0:
             raise UsageError(f"--layerwise-lr-decay must be in (0, 1], got {self.layerwise_lr_decay}.")
-        if bool(self.backbone) == bool(self.preset):
-            raise UsageError("Give exactly one of --backbone RUN/backbone.keras or --preset NAME.")
+        if self.backbone and self.preset:
+            raise UsageError("Give one of --backbone RUN/backbone.keras or --preset NAME_OR_HANDLE.")
+        if not (self.backbone or self.preset or self.init_checkpoint):
+            raise UsageError("Give --preset NAME_OR_HANDLE or --backbone RUN/backbone.keras.")
+        if self.vocab is None:
+            self.vocab = default_vocab(self.preset, self.backbone, self.init_checkpoint)
         if self.bert_config:  # an architecture that cannot be built: refused before any work
             try:
                 bert_config_to_kwargs(self.bert_config)
             except (FileNotFoundError, ValueError) as err:
                 raise UsageError(f"--bert-config {err}") from None
-        resolve_tokenizer_path(self.vocab)  # UsageError naming a missing file
+        if not handles.is_remote(self.vocab) and not os.path.isdir(self.vocab):
+            resolve_tokenizer_path(self.vocab)  # UsageError naming a missing file
         self.check_output_dir()
 
     def check_output_dir(self):
