@@ -31,8 +31,10 @@ from kerasbert.io_utils import atomic_write_text
 from kerasbert.plotting import new_figure
 from kerasbert.plotting import save_figure_atomically
 from kerasbert.saving import load_model
+from kerasbert import handles
 from kerasbert.text.loading import load_saved_tokenizer
 from kerasbert.text.loading import load_tokenizer
+from kerasbert.text.loading import pretraining_vocab
 from kerasbert.text.loading import save_tokenizer_files
 from kerasbert.text.loading import saved_tokenizer_files
 
@@ -152,16 +154,8 @@ class Run:
         raise UsageError(f"{self.directory}: no config.json naming the tokenizer; pass --vocab.")
 
     def _pretraining_tokenizer(self):
-        """config.json's pretrain.vocab, as given on its command line
-        (relative to where it ran), else beside the run."""
-        vocab = self.config["pretrain"]["vocab"]
-        candidates = [vocab] if os.path.isabs(vocab) else [vocab, self.path(vocab)]
-        for path in candidates:
-            if os.path.exists(path):
-                meta = (self.config.get("data") or {}).get("metadata") or {}
-                return load_tokenizer(path, lower_case=meta.get("lower_case"))
-        raise UsageError(f"{self.path(CONFIG)} names the vocabulary {vocab}, which is not "
-                         "there any more: pass --vocab.")
+        vocab, lower_case = pretraining_vocab(self.directory, self.config)
+        return load_tokenizer(vocab, lower_case=lower_case)
 
 
 def open_run(directory):
@@ -289,3 +283,20 @@ def plot_training_curve(run_dir):
     path = os.path.join(run_dir, CURVE)
     save_figure_atomically(fig, path)
     return path
+
+
+def default_vocab(preset=None, backbone=None, init_checkpoint=None):
+    """Where the tokenizer is when --vocab is not given: the model's own
+    source (a hub handle or model directory, the run directory of a saved
+    backbone, a google-research/bert directory). A built-in preset is an
+    architecture without a tokenizer: --vocab is required."""
+    for source in (preset, init_checkpoint):
+        if source and (handles.is_remote(source) or os.path.isdir(source)):
+            return source
+    if backbone:
+        folder = backbone if os.path.isdir(backbone) else os.path.dirname(os.path.abspath(backbone))
+        if os.path.isfile(run_path(folder, CONFIG)):
+            return folder
+    raise UsageError("Give --vocab: the tokenizer files of the backbone (a built-in preset "
+                     "is an architecture without a tokenizer; a hub handle or model "
+                     "directory brings its own).")

@@ -18,7 +18,7 @@ def run(args):
 
     with output_lock(args.output, kind="folder", flag="--output"):
         paths = export_hub(
-            args.backbone, args.vocab, args.output, lower_case=not args.cased,
+            args.backbone, args.vocab, args.output, lower_case=False if args.cased else None,
             sequence_length=args.sequence_length, pretrainer_path=args.pretrainer,
             include_mlm=not args.no_mlm, overwrite=args.overwrite,
         )
@@ -27,16 +27,22 @@ def run(args):
 
 
 def add_arguments(parser):
-    parser.add_argument("--backbone", required=True, metavar="PATH",
-                        help="RUN/backbone.keras (a saved pretrainer or task model works too).")
-    parser.add_argument("--vocab", required=True, metavar="PATH",
+    model = parser.add_mutually_exclusive_group(required=True)
+    model.add_argument("--backbone", metavar="PATH",
+                       help="RUN/backbone.keras (a saved pretrainer or task model works too).")
+    model.add_argument("--preset", dest="backbone", metavar="HANDLE",
+                       help="Published weights: hf://OWNER/NAME[@REV], kaggle://..., a model "
+                       "directory (Hugging Face, keras-hub, google-research/bert, TF Hub) or a "
+                       "run directory; its tokenizer comes along.")
+    parser.add_argument("--vocab", default=None, metavar="PATH",
                         help="The tokenizer the backbone was trained with: a WordPiece vocab.txt, "
                         "a SentencePiece .model (ALBERT) or a directory with vocab.json + "
-                        "merges.txt (RoBERTa).")
+                        "merges.txt (RoBERTa). Default: the --preset handle's own files.")
     parser.add_argument("--output", required=True, metavar="DIR",
                         help="Directory to create (preprocess/ and encoder/ inside).")
     parser.add_argument("--cased", action="store_true",
-                        help="Cased tokenization (default: lower case, strip accents).")
+                        help="Cased tokenization (default: the tokenizer source's setting, "
+                        "else lower case and strip accents).")
     parser.add_argument("--seq-length", dest="sequence_length", type=int, default=128, metavar="T",
                         help="Length the preprocessor pads to; bert_pack_inputs' default "
                         "(default 128).")

@@ -63,7 +63,9 @@ def run(args):
 
 def add_arguments(parser):
     add = parser.add_argument
-    add_preset_arguments(parser, help="Backbone preset, e.g. bert_tiny (kerasbert presets).")
+    add_preset_arguments(parser, help="Backbone preset, e.g. bert_tiny (kerasbert presets), "
+                         "or a handle to published weights to continue pretraining "
+                         "(hf://OWNER/NAME, kaggle://..., a model directory).")
     add("--vocab", required=True,
         help="The tokenizer files the data was written with: a WordPiece vocab.txt, "
         "a SentencePiece .model (ALBERT), or a directory with vocab.json + merges.txt "
@@ -92,8 +94,11 @@ def add_arguments(parser):
     add("--keep-checkpoints", type=int, default=3)
     add("--log-every", type=int, default=10, help="Steps between history/TensorBoard rows.")
     add("--resume", action="store_true", help="Continue from the newest checkpoint in --output-dir.")
-    add("--init-from", default=None, metavar="RUN_OR_CKPT",
-        help="Start from another run's weights (run dir, .keras file or checkpoint).")
+    add("--init-from", default=None, metavar="RUN_OR_HANDLE",
+        help="Start from other weights: a run dir, .keras file or checkpoint (the whole "
+        "pretrainer when it matches), or published weights (hf://..., kaggle://..., a model "
+        "directory) for the backbone of --preset. `--preset HANDLE` builds the architecture "
+        "from the handle too.")
     add("--seed", type=int, default=12345)
     add("--deterministic", action="store_true",
         help="Deterministic ops and input order (bit-exact resume on CPU; slower).")

@@ -61,8 +61,9 @@ def _class_name(family):
     return None
 
 
-class UnknownPresetError(ValueError):
-    pass
+class UnknownPresetError(UsageError, ValueError):
+    """A name that is neither a preset nor a handle (the message lists the
+    close names)."""
 
 
 SOURCES_ENTRY_POINT = "kerasbert.backbone_sources"

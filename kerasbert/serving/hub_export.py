@@ -60,11 +60,14 @@ from kerasbert.saving import load_model
 from kerasbert.serving.hub_encoder import HubEncoder
 from kerasbert.serving.hub_preprocessor import build_preprocessor
 from kerasbert.serving.task_serving import MODEL_INPUTS
+from kerasbert.handles import is_remote
 from kerasbert.tasks.backbone_loading import load_backbone
 from kerasbert.text.families import resolve_tokenizer_path
 from kerasbert.text.families import SAVED_FILES
 from kerasbert.text.loading import _construct
+from kerasbert.text.loading import load_tokenizer
 from kerasbert.text.loading import tokenizer_files
+from kerasbert.text.loading import tokenizer_kind
 
 # --- loading the Keras models ------------------------------------------------
 
@@ -129,12 +132,17 @@ def _load_tokenizer(vocab_path, lower_case, directory):
     Hub BERT models carry; sentencepiece.model; vocab.json + merges.txt):
     each asset keeps its file's name."""
 
-    kind, files = resolve_tokenizer_path(vocab_path)
+    try:
+        # A model directory or hub handle names its files and its casing.
+        found = load_tokenizer(vocab_path, lower_case=lower_case)
+    except UsageError as err:
+        raise UsageError(f"--vocab {err}") from None
+    kind, files = tokenizer_kind(found), tokenizer_files(found)
     copies = [os.path.join(directory, name) for name in SAVED_FILES[kind]]
     for source, copy in zip(files, copies):
         shutil.copyfile(source, copy)
     try:
-        return _construct(kind, copies, lower_case)
+        return _construct(kind, copies, found.lower_case)
     except UsageError as err:
         # Name the user's file, not our copy.
         message = str(err)
@@ -175,7 +183,7 @@ def _describe_backbone(backbone, encoder_dir):
                   indent=1)
 
 
-def export_hub(backbone_path, vocab_file, output_dir, lower_case=True, sequence_length=128,
+def export_hub(backbone_path, vocab_file, output_dir, lower_case=None, sequence_length=128,
                pretrainer_path=None, include_mlm=True, overwrite=False):
     """Writes `output_dir/preprocess` and `output_dir/encoder` (see the
     module docstring) atomically: both or neither, and an earlier
@@ -183,13 +191,16 @@ def export_hub(backbone_path, vocab_file, output_dir, lower_case=True, sequence_
 
     Args:
         backbone_path: a saved backbone (RUN/backbone.keras; a saved
-            pretrainer or task model works too: its `.backbone`).
+            pretrainer or task model works too: its `.backbone`), or any
+            model handle (`kerasbert.tasks.backbone_loading`).
         vocab_file: the tokenizer the backbone was trained with: a WordPiece
             vocab.txt, a SentencePiece `.model` (ALBERT) or a byte-level BPE
-            directory / vocab.json (RoBERTa).
+            directory / vocab.json (RoBERTa); or a model handle / directory;
+            None: `backbone_path`'s own tokenizer.
         output_dir: the directory to create.
-        lower_case: uncased tokenization (False for cased models; byte-level
-            BPE is always cased).
+        lower_case: uncased tokenization (False for cased models; None: the
+            tokenizer source's setting, else uncased; byte-level BPE is
+            always cased).
         sequence_length: T of the preprocessor's `__call__` (and the default of
             `bert_pack_inputs`).
         pretrainer_path: the `BertPretrainer` whose MLM head `.mlm` uses;
@@ -205,20 +216,34 @@ def export_hub(backbone_path, vocab_file, output_dir, lower_case=True, sequence_
             not match, an existing output without `overwrite`.
     """
 
-    backbone_path, vocab_file = os.fspath(backbone_path), os.fspath(vocab_file)
+    backbone_path = os.fspath(backbone_path)
+    # A saved .keras file, or any model handle (hf://, a model directory, a
+    # run directory): then the tokenizer defaults to the handle's own files.
+    vocab_file = (os.fspath(vocab_file) if vocab_file is not None
+                  else runs.default_vocab(backbone=backbone_path)
+                  if not is_remote(backbone_path) and os.path.isfile(backbone_path)
+                  else backbone_path)
     output_dir = os.path.abspath(os.fspath(output_dir))
-    _require_file(backbone_path, "--backbone file")
-
-    resolve_tokenizer_path(vocab_file)  # names a missing file
+    if not is_remote(backbone_path) and not os.path.isdir(backbone_path):
+        _require_file(backbone_path, "--backbone file")
+    if not is_remote(vocab_file) and not os.path.isdir(vocab_file):
+        resolve_tokenizer_path(vocab_file)  # names a missing file
     if int(sequence_length) < 2:
         raise UsageError(f"--seq-length must be at least 2, got {sequence_length}.")
     if os.path.exists(output_dir) and not overwrite:
         raise UsageError(f"{output_dir} already exists (pass --overwrite to replace it).")
     if include_mlm:
         if pretrainer_path is None:
-            pretrainer_path = runs.beside(backbone_path, runs.PRETRAINER)
+            pretrainer_path = (runs.run_path(backbone_path, runs.PRETRAINER)
+                               if os.path.isdir(backbone_path)
+                               else runs.beside(backbone_path, runs.PRETRAINER))
+            if not os.path.isfile(pretrainer_path) and (
+                    is_remote(backbone_path) or os.path.isdir(backbone_path)):
+                print(f"note: {backbone_path} brings no kerasbert pretraining head: the encoder "
+                      "is exported without .mlm.", file=sys.stderr)
+                include_mlm = False
         pretrainer_path = os.fspath(pretrainer_path)
-        if not os.path.isfile(pretrainer_path):
+        if include_mlm and not os.path.isfile(pretrainer_path):
             raise UsageError(
                 f"The .mlm sub-object needs the pretraining head: {pretrainer_path} not found "
                 "(give --pretrainer PATH, or --no-mlm to export without it)."

@@ -65,6 +65,9 @@ def load_tokenizer(path, lower_case=None):
     path = handles.local_path(path) if handles.is_remote(path) else os.fspath(path)
     if os.path.isdir(path):
         config = _run_config(path)
+        if config is not None and "pretrain" in config:
+            vocab, lower = pretraining_vocab(path, config)
+            return load_tokenizer(vocab, lower_case=lower if lower_case is None else lower_case)
         if config is not None:
             tokenizer = load_saved_tokenizer(path, config)
             if lower_case is None or lower_case == tokenizer.lower_case:
@@ -85,8 +88,25 @@ def _run_config(directory):
             config = json.load(f)
     except (OSError, ValueError):
         return None
-    described = "tokenizer" in config or ("vocab" in config and "task_type" in config)
-    return config if isinstance(config, dict) and described else None
+    if not isinstance(config, dict):
+        return None
+    described = ("tokenizer" in config or ("vocab" in config and "task_type" in config)
+                 or "vocab" in (config.get("pretrain") or {}))
+    return config if described else None
+
+
+def pretraining_vocab(directory, config):
+    """(tokenizer path, lower_case or None) of a pretraining run: its
+    config.json's pretrain.vocab as given on its command line (relative to
+    where it ran), else beside the run; the casing its data was made with."""
+    vocab = config["pretrain"]["vocab"]
+    candidates = [vocab] if os.path.isabs(vocab) else [vocab, os.path.join(directory, vocab)]
+    for path in candidates:
+        if os.path.exists(path):
+            meta = (config.get("data") or {}).get("metadata") or {}
+            return path, meta.get("lower_case")
+    raise UsageError(f"{os.path.join(directory, 'config.json')} names the vocabulary {vocab}, "
+                     "which is not there any more: pass --vocab.")
 
 
 def tokenizer_kind(tokenizer):

@@ -20,22 +20,6 @@ from kerasbert.text.families import resolve_tokenizer_path
 PRECISIONS = ("float32", "mixed_bfloat16", "mixed_float16")
 
 
-def default_vocab(preset=None, backbone=None, init_checkpoint=None):
-    """Where the tokenizer is when --vocab is not given: the model's own
-    source (a hub handle or model directory, the run directory of a saved
-    backbone, a google-research/bert directory). A built-in preset is an
-    architecture without a tokenizer: --vocab is required."""
-    for source in (preset, init_checkpoint):
-        if source and (handles.is_remote(source) or os.path.isdir(source)):
-            return source
-    if backbone:
-        folder = backbone if os.path.isdir(backbone) else os.path.dirname(os.path.abspath(backbone))
-        if os.path.isfile(runs.run_path(folder, runs.CONFIG)):
-            return folder
-    raise UsageError("Give --vocab: the tokenizer files of the backbone (a built-in preset "
-                     "is an architecture without a tokenizer; a hub handle or model "
-                     "directory brings its own).")
-
 
 @dataclasses.dataclass
 class PretrainConfig:
@@ -147,7 +131,7 @@ class FinetuneConfig:
         if not (self.backbone or self.preset or self.init_checkpoint):
             raise UsageError("Give --preset NAME_OR_HANDLE or --backbone RUN/backbone.keras.")
         if self.vocab is None:
-            self.vocab = default_vocab(self.preset, self.backbone, self.init_checkpoint)
+            self.vocab = runs.default_vocab(self.preset, self.backbone, self.init_checkpoint)
         if self.bert_config:  # an architecture that cannot be built: refused before any work
             try:
                 bert_config_to_kwargs(self.bert_config)

@@ -26,6 +26,8 @@ import keras
 import numpy as np
 import tensorflow as tf
 
+from kerasbert import handles
+from kerasbert.convert.sources import detect_layout
 from kerasbert.data import pretraining_dataset
 from kerasbert.data import reader
 from kerasbert.data.metadata import read_metadata
@@ -41,6 +43,7 @@ from kerasbert.saving import load_model
 from kerasbert.tasks import BertPretrainer
 from kerasbert.tasks import CausalLM
 from kerasbert.tasks import ElectraPretrainer
+from kerasbert.tasks.backbone_loading import load_backbone_from_handle
 from kerasbert.text.families import read_vocabulary
 from kerasbert.training.checkpoints import list_checkpoints
 from kerasbert.training.checkpoints import read_manifest
@@ -110,7 +113,9 @@ def build_backbone(config, vocab_size, sequence_length):
                          f"--vocab ({vocab_size} tokens).")
     overrides["vocabulary_size"] = vocab_size
     try:
-        backbone = models.from_preset(config.preset, **overrides)
+        # A preset builds an architecture; a handle (hf://, a model
+        # directory, ...) continues pretraining from published weights.
+        backbone = load_backbone_from_handle(config.preset, **overrides)
     except (ValueError, TypeError) as err:
         raise UsageError(str(err)) from None
     if sequence_length > backbone.max_sequence_length:
@@ -192,6 +197,15 @@ def _init_from(source, pretrainer):
     matches, else the backbone only (e.g. phase 2 with other heads)."""
 
 
+    if handles.is_remote(source) or detect_layout(source) is not None:
+        published = load_backbone_from_handle(source)
+        try:
+            pretrainer.backbone.set_weights(published.get_weights())
+        except ValueError as err:
+            raise UsageError(f"--init-from {source}: its {type(published).__name__} does not "
+                             f"match --preset's architecture ({err}); --preset {source} builds "
+                             "the architecture from it.") from None
+        return f"{source} (backbone; the pretraining heads start fresh)"
     keras_file = None
     if source.endswith(".keras") and os.path.isfile(source):
         keras_file = source
