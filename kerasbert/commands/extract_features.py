@@ -40,7 +40,9 @@ def add_arguments(parser):
     # negative numbers; `--layers=-1,-2` works anyway).
     parser._negative_number_matcher = re.compile(r"^-\d+(\s*,\s*-?\d+)*$|^-\d*\.\d+$")
     add_backbone_arguments(parser)
-    add_tokenizer_arguments(parser, help="The backbone's tokenizer. " + TOKENIZER_HELP)
+    add_tokenizer_arguments(parser, required=False,
+                            help="The backbone's tokenizer (default: the --preset handle's or "
+                            "--backbone run's own files). " + TOKENIZER_HELP)
     parser.add_argument("--input", required=True,
                         help="UTF-8 text file: one text per line, or a pair as 'text_a ||| text_b'.")
     parser.add_argument("--layers", default="-1,-2,-3,-4",
@@ -67,11 +69,15 @@ def run(args):
     from kerasbert.tasks.feature_extraction import check_layers, extract_features, parse_layers
 
     layers = parse_layers(args.layers)
-    # lazy: tensorflow (the tokenizers)
+    # lazy: tensorflow (the tokenizers, the run directory's default --vocab)
+    from kerasbert.runs import default_vocab
     from kerasbert.text.families import resolve_tokenizer_path
     from kerasbert.text.loading import load_tokenizer
 
-    resolve_tokenizer_path(args.vocab)  # names a missing file
+    if args.vocab and os.path.isfile(args.vocab):
+        resolve_tokenizer_path(args.vocab)  # names a missing file
+    elif args.vocab and not os.path.exists(args.vocab) and "://" not in args.vocab:
+        raise UsageError(f"--vocab {args.vocab}: not found.")
     if not os.path.isfile(args.input):
         raise UsageError(f"Input file not found: {args.input}")
     if args.batch_size < 1:
@@ -83,7 +89,8 @@ def run(args):
     num_layers = getattr(backbone, "num_layers", None) or len(backbone.output["encoder_outputs"])
     check_layers(layers, int(num_layers))
 
-    tokenizer = load_tokenizer(args.vocab, lower_case=args.do_lower_case)
+    vocab = args.vocab or default_vocab(args.preset, args.backbone, args.init_checkpoint)
+    tokenizer = load_tokenizer(vocab, lower_case=args.do_lower_case)
     stats = {}
     with atomic_file(args.output) as tmp, open(tmp, "w", encoding="utf-8") as out:
         for record in extract_features(backbone, tokenizer, _read_lines(args.input), layers,

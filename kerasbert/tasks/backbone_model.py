@@ -30,6 +30,30 @@ class BackboneModel(keras.Model):
         super().__init__(dtype=dtype, **kwargs)
         self.backbone = backbone
 
+    @classmethod
+    def from_preset(cls, handle, *, backbone_overrides=None, dtype=None, **kwargs):
+        """This model on the backbone a handle stands for.
+
+        `TextClassifier.from_preset("hf://google-bert/bert-base-uncased",
+        num_classes=3)` starts from the published weights;
+        `TextClassifier.from_preset("bert_tiny", num_classes=2)` from a
+        random architecture.
+
+        Args:
+            handle: a preset name, hf://..., kaggle://..., a model directory
+                or `.keras` file (`kerasbert.tasks.backbone_loading`).
+            backbone_overrides: backbone arguments that keep the weights'
+                shapes (e.g. {"dropout": 0.0}).
+            dtype: the backbone's (and so the model's) dtype policy.
+            **kwargs: this model's own arguments (num_classes, dropout, ...).
+        """
+        # lazy: backbone_loading loads saved models through kerasbert.saving,
+        # which imports every task module (this one included)
+        from kerasbert.tasks.backbone_loading import load_backbone_from_handle
+
+        backbone = load_backbone_from_handle(handle, dtype=dtype, **(backbone_overrides or {}))
+        return cls(backbone, **kwargs)
+
     @property
     def head_dtype(self):
         """Policy for head layers: the backbone's."""

@@ -243,3 +243,47 @@ def test_cli_takes_a_hub_handle_in_a_fresh_process(tmp_path):
     assert missing.returncode == 2
     assert "not in the Hugging Face cache" in missing.stderr
     assert "Traceback" not in missing.stderr
+
+
+def test_task_models_start_from_a_handle(tmp_path):
+    from kerasbert.tasks import TextClassifier
+
+    source = randomize(BertBackbone(vocabulary_size=V, **TINY), seed=4)
+    source.save(str(tmp_path / "backbone.keras"))
+    model = TextClassifier.from_preset(str(tmp_path / "backbone.keras"), num_classes=3,
+                                       backbone_overrides={"dropout": 0.0})
+    assert model.backbone.dropout == 0.0
+    np.testing.assert_array_equal(model.backbone.embeddings.token_embedding.embeddings.numpy(),
+                                  source.embeddings.token_embedding.embeddings.numpy())
+    logits = model(ours_inputs(*padded_batch(V)))
+    assert tuple(logits.shape) == (3, 3)
+    assert isinstance(TextClassifier.from_preset("bert_tiny", num_classes=2).backbone,
+                      BertBackbone)
+
+
+def test_export_hub_and_extract_features_take_a_handle(tmp_path):
+    """`export-hub --preset hf://...` (tokenizer and casing from the source)
+    and `extract-features --preset hf://...` in fresh processes; the encoder
+    SavedModel written by export-hub is itself a handle that gives back the
+    same backbone (its assets.extra description)."""
+    env = {"HF_HUB_CACHE": str(tmp_path / "hub"), "HF_HUB_OFFLINE": "1"}
+    snapshot = _hf_cache(str(tmp_path / "hub"))
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    done = _console("export-hub", "--preset", "hf://kb-test/tiny-bert", "--output",
+                    tmp_path / "hubout", "--seq-length", "8", cwd=elsewhere, env=env)
+    assert done.returncode == 0, done.stderr[-3000:]
+    assert "without .mlm" in done.stderr
+    assert (tmp_path / "hubout" / "preprocess" / "assets" / "vocab.txt").read_text() == \
+        open(os.path.join(snapshot, "vocab.txt")).read()
+    assert load_tokenizer(str(tmp_path / "hubout" / "encoder")).lower_case is False
+    inputs = ours_inputs(*padded_batch(V))
+    expected = _outputs(Backbone.from_preset(snapshot), inputs)
+    assert_close(expected, _outputs(Backbone.from_preset(str(tmp_path / "hubout" / "encoder")),
+                                    inputs))
+    (tmp_path / "input.txt").write_text("w1 w2 w3\nw4 ||| w5\n")
+    done = _console("extract-features", "--preset", "hf://kb-test/tiny-bert", "--input",
+                    tmp_path / "input.txt", "--output", tmp_path / "features.jsonl",
+                    "--layers", "-1", "--max-seq-length", "8", cwd=elsewhere, env=env)
+    assert done.returncode == 0, done.stderr[-3000:]
+    assert len((tmp_path / "features.jsonl").read_text().splitlines()) == 2
