@@ -287,3 +287,24 @@ def test_export_hub_and_extract_features_take_a_handle(tmp_path):
                     "--layers", "-1", "--max-seq-length", "8", cwd=elsewhere, env=env)
     assert done.returncode == 0, done.stderr[-3000:]
     assert len((tmp_path / "features.jsonl").read_text().splitlines()) == 2
+
+
+@pytest.mark.parametrize("name, config, segments", [
+    ("RobertaBackbone", dict(vocabulary_size=V, **TINY), False),
+    ("AlbertBackbone", dict(vocabulary_size=V, embedding_dim=8, **TINY), True),
+    ("ElectraBackbone", dict(vocab_size=V, embedding_dim=8, **TINY), True),
+])
+def test_keras_hub_preset_directories_of_the_other_families(tmp_path, name, config, segments):
+    import keras_hub
+
+    peer = randomize(getattr(keras_hub.models, name)(**config), seed=6, gammas_near_one=True)
+    peer.save_to_preset(str(tmp_path / "preset"))
+    ids, mask, types = padded_batch(V)
+    expected = peer(hub_inputs(ids, mask, types if segments else None))
+    expected = expected if isinstance(expected, dict) else {"sequence_output": expected}
+    ours = Backbone.from_preset(str(tmp_path / "preset"))
+    assert type(ours).__name__ == name
+    got = _outputs(ours, ours_inputs(ids, mask, types if segments else None))
+    keys = ["sequence_output", "pooled_output"] if "pooled_output" in expected else \
+        ["sequence_output"]
+    assert_close({k: keras.ops.convert_to_numpy(expected[k]) for k in keys}, got, keys=keys)
