@@ -1,0 +1,78 @@
+"""The tokenizer that comes with a model source is exact: for a Hugging Face
+model directory, the ids of `kerasbert.text.load_tokenizer(DIR)`, in Python
+and inside the preprocessor SavedModel that `export-hub` writes, equal the
+`tokenizers` library's ids from the same directory's `tokenizer.json`, with
+the casing the directory's tokenizer_config.json sets, on the multilingual
+sample (accents, CJK, emoji, control characters). The lines listed in
+`KNOWN_DIVERGENCES` of test_hf_parity.py differ for the reasons given
+there (special-token strings in text, words of 101-400 bytes); nothing else
+may differ."""
+
+import json
+
+import numpy as np
+import pytest
+import tensorflow as tf
+
+import multilingual_sample as corpus
+from kerasbert.text import build_wordpiece_vocab
+from kerasbert.text import load_tokenizer
+from kerasbert.text import write_vocab
+
+tokenizers = pytest.importorskip("tokenizers")
+
+
+@pytest.fixture(scope="module")
+def lines():
+    return corpus.multilingual_lines(min_lines=3000, faker_per_locale=40)
+
+
+def _hf_directory(root, lines, lower_case):
+    """A model directory as the Hub has them: vocab.txt, the `tokenizers`
+    library's tokenizer.json and tokenizer_config.json."""
+    root.mkdir()
+    (root / "sample.txt").write_text("\n".join(lines[::3]) + "\n", encoding="utf-8")
+    vocab = build_wordpiece_vocab([root / "sample.txt"], vocab_size=6000, lower_case=lower_case)
+    write_vocab(vocab, root / "vocab.txt")
+    hf = tokenizers.BertWordPieceTokenizer(str(root / "vocab.txt"), lowercase=lower_case,
+                                           strip_accents=lower_case, clean_text=True,
+                                           handle_chinese_chars=True)
+    hf.save(str(root / "tokenizer.json"))
+    (root / "tokenizer_config.json").write_text(json.dumps({"do_lower_case": lower_case}))
+    (root / "config.json").write_text(json.dumps({"model_type": "bert"}))
+    return root
+
+
+@pytest.mark.parametrize("lower_case", [True, False], ids=["uncased", "cased"])
+def test_a_model_directorys_tokenizer_gives_the_tokenizers_librarys_ids(tmp_path, lines,
+                                                                         lower_case):
+    from kerasbert.serving.hub_preprocessor import build_preprocessor
+
+    directory = _hf_directory(tmp_path / "model", lines, lower_case)
+    reference = tokenizers.Tokenizer.from_file(str(directory / "tokenizer.json"))
+    expected = [e.ids for e in reference.encode_batch(lines, add_special_tokens=False)]
+
+    ours = load_tokenizer(str(directory))  # casing from tokenizer_config.json
+    assert ours.lower_case is lower_case
+    got = ours.tokenize_ids(lines).to_list()
+    known = set(corpus.DIVERGENT_LINES)
+    differing = {line for line, a, b in zip(lines, got, expected) if list(a) != b}
+    assert differing <= known, sorted(differing - known)[:5]
+    assert sum(len(ids) for ids in got) > 20_000 and ours.unk_id in {i for r in got for i in r}
+
+    # The same ids inside the SavedModel the preprocessor export writes.
+    root, signatures = build_preprocessor(ours, 16)
+    tf.saved_model.save(root, str(tmp_path / "preprocess"), signatures=signatures)
+    loaded = tf.saved_model.load(str(tmp_path / "preprocess"))
+    in_graph = loaded.tokenize(tf.constant(lines)).merge_dims(-2, -1).to_list()
+    assert in_graph == got
+
+    # Packed with the special tokens as the tokenizers library's
+    # post-processor adds them ([CLS] pieces [SEP]), truncated to 16.
+    packed = loaded(tf.constant(lines[:50]))["input_word_ids"].numpy()
+    for line, row, encoding in zip(lines, packed, reference.encode_batch(lines[:50])):
+        if line in known:
+            continue
+        want = [encoding.ids[0]] + encoding.ids[1:-1][:14] + [encoding.ids[-1]]
+        np.testing.assert_array_equal(row[:len(want)], want)
+        assert not row[len(want):].any()
