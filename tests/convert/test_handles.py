@@ -308,3 +308,32 @@ def test_keras_hub_preset_directories_of_the_other_families(tmp_path, name, conf
     keys = ["sequence_output", "pooled_output"] if "pooled_output" in expected else \
         ["sequence_output"]
     assert_close({k: keras.ops.convert_to_numpy(expected[k]) for k in keys}, got, keys=keys)
+
+
+@pytest.mark.parametrize("name, extra", [
+    ("RobertaBackbone", {}), ("DistilBertBackbone", {}),
+    ("AlbertBackbone", {"embedding_dim": 8}), ("ElectraBackbone", {"embedding_dim": 8}),
+    ("BigBirdBackbone", {"attention": "bigbird", "block_size": 2, "num_random_blocks": 1}),
+])
+def test_our_tf_hub_encoders_of_every_family_read_back(tmp_path, name, extra):
+    """The encoder SavedModel `export-hub` writes is a handle for every
+    family (its variables by our paths, its assets.extra description)."""
+    import tensorflow as tf
+
+    import kerasbert.models as families
+    from kerasbert.serving.hub_encoder import HubEncoder
+    from kerasbert.serving.hub_export import _describe_backbone
+    from kerasbert.testing.fixtures import tiny_encoder_config, tiny_encoder_inputs
+
+    config = tiny_encoder_config(**extra)
+    if name == "BigBirdBackbone":
+        config["max_sequence_length"] = 16
+    source = randomize(getattr(families, name)(**config), seed=8)
+    root, signatures = HubEncoder(source).build()
+    tf.saved_model.save(root, str(tmp_path / "encoder"), signatures=signatures)
+    _describe_backbone(source, str(tmp_path / "encoder"))
+    inputs = tiny_encoder_inputs(length=16 if name == "BigBirdBackbone" else 8)
+    loaded = Backbone.from_preset(str(tmp_path / "encoder"))
+    assert type(loaded) is type(source) and loaded.get_config() == source.get_config()
+    keys = [k for k in ("sequence_output", "pooled_output") if k in source.output]
+    assert_close(_outputs(source, inputs), _outputs(loaded, inputs), keys=keys)
