@@ -16,7 +16,7 @@ import importlib
 COMMANDS = (
     "info", "presets", "demo", "vocab", "create_pretraining_data", "pretrain",
     "create_finetuning_data", "extract_features", "generate", "finetune", "evaluate",
-    "distill", "export", "export_hub", "predict",
+    "distill", "export", "export_hub", "convert", "predict",
 )
 
 

@@ -115,3 +115,31 @@ def read_checkpoint_directory(directory):
         raise CheckpointError(f"{index}: {len(missing)} tensor(s) named in the index are in no "
                               f"shard, e.g. {missing[0]!r}.")
     return tensors
+
+
+_WRITE_DTYPES = {np.dtype(v).str: k for k, v in _DTYPES.items()}
+
+
+def write_safetensors(path, tensors):
+    """Writes {name: array} as one safetensors file (little-endian,
+    row-major, names sorted), the format `read_safetensors` and the
+    `safetensors` library read. The caller writes under a temporary name."""
+    header, offset, blobs = {}, 0, []
+    for name in sorted(tensors):
+        array = np.ascontiguousarray(tensors[name])
+        array = array.astype(array.dtype.newbyteorder("<"), copy=False)
+        dtype = _WRITE_DTYPES.get(array.dtype.str)
+        if dtype is None:
+            raise ValueError(f"{name}: dtype {array.dtype} has no safetensors code here.")
+        blob = array.tobytes()
+        header[name] = {"dtype": dtype, "shape": list(array.shape),
+                        "data_offsets": [offset, offset + len(blob)]}
+        offset += len(blob)
+        blobs.append(blob)
+    text = json.dumps(header, separators=(",", ":")).encode("utf-8")
+    text += b" " * (-len(text) % 8)  # the data starts 8-byte aligned
+    with open(path, "wb") as f:
+        f.write(struct.pack("<Q", len(text)))
+        f.write(text)
+        for blob in blobs:
+            f.write(blob)

@@ -183,7 +183,7 @@ def _describe_backbone(backbone, encoder_dir):
                   indent=1)
 
 
-def export_hub(backbone_path, vocab_file, output_dir, lower_case=None, sequence_length=128,
+def export_hub(backbone_path, vocab_file, output_dir, lower_case=None, sequence_length=None,
                pretrainer_path=None, include_mlm=True, overwrite=False):
     """Writes `output_dir/preprocess` and `output_dir/encoder` (see the
     module docstring) atomically: both or neither, and an earlier
@@ -202,7 +202,7 @@ def export_hub(backbone_path, vocab_file, output_dir, lower_case=None, sequence_
             tokenizer source's setting, else uncased; byte-level BPE is
             always cased).
         sequence_length: T of the preprocessor's `__call__` (and the default of
-            `bert_pack_inputs`).
+            `bert_pack_inputs`); None: 128, or the backbone's positions if fewer.
         pretrainer_path: the `BertPretrainer` whose MLM head `.mlm` uses;
             default: pretrainer.keras next to `backbone_path`.
         include_mlm: False writes no `.mlm` (and needs no pretrainer).
@@ -228,7 +228,7 @@ def export_hub(backbone_path, vocab_file, output_dir, lower_case=None, sequence_
         _require_file(backbone_path, "--backbone file")
     if not is_remote(vocab_file) and not os.path.isdir(vocab_file):
         resolve_tokenizer_path(vocab_file)  # names a missing file
-    if int(sequence_length) < 2:
+    if sequence_length is not None and int(sequence_length) < 2:
         raise UsageError(f"--seq-length must be at least 2, got {sequence_length}.")
     if os.path.exists(output_dir) and not overwrite:
         raise UsageError(f"{output_dir} already exists (pass --overwrite to replace it).")
@@ -252,6 +252,8 @@ def export_hub(backbone_path, vocab_file, output_dir, lower_case=None, sequence_
     backbone = load_backbone(backbone=backbone_path)
     _check_backbone_inputs(backbone, backbone_path)
     positions = getattr(backbone, "max_sequence_length", None)
+    if sequence_length is None:
+        sequence_length = min(128, positions or 128)
     if positions is not None and int(sequence_length) > positions:
         raise UsageError(
             f"--seq-length {sequence_length} is longer than the backbone's max_sequence_length "

@@ -1,0 +1,121 @@
+"""`kerasbert convert --to hf|keras-hub|tf1|tf-hub`: each layout is read back
+by the library it is for (keras-hub's `from_preset` for hf and keras-hub
+directories, tensorflow for the TF Hub pair) and by our own handles, and
+gives the source model's outputs."""
+
+import json
+import os
+import subprocess
+import sys
+
+import keras
+import numpy as np
+import pytest
+
+from kerasbert import runs
+from kerasbert.errors import UsageError
+from kerasbert.models import Backbone
+from kerasbert.models import BertBackbone
+from kerasbert.models import RobertaBackbone
+from kerasbert.serving.model_conversion import convert_model
+from kerasbert.testing.files import write_vocabulary
+from kerasbert.testing.fixtures import tiny_encoder_config
+from kerasbert.testing.fixtures import tiny_encoder_inputs
+from kerasbert.text import load_tokenizer
+
+WORDS = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]"] + [f"w{i}" for i in range(45)]
+
+
+def _randomize(model, seed):
+    rng = np.random.default_rng(seed)
+    for w in model.weights:
+        w.assign(rng.normal(0, 0.2, w.shape).astype("float32")
+                 + (1.0 if "gamma" in w.path else 0.0))
+    return model
+
+
+@pytest.fixture(scope="module")
+def run_dir(tmp_path_factory):
+    root = tmp_path_factory.mktemp("conversion")
+    write_vocabulary(root / "vocab.txt", WORDS)
+    # The tanh GELU of the original BERT: keras-hub's BERT has no other.
+    backbone = _randomize(BertBackbone(**tiny_encoder_config(), activation="gelu_approximate"),
+                          seed=11)
+    runs.save_run(str(root / "run"), {runs.BACKBONE: backbone},
+                  tokenizer=load_tokenizer(str(root / "vocab.txt"), lower_case=False))
+    return root / "run", backbone
+
+
+def _outputs(model, inputs):
+    return {k: keras.ops.convert_to_numpy(v) for k, v in model(inputs).items()
+            if k in ("sequence_output", "pooled_output")}
+
+
+def _hub_inputs(inputs):
+    return {"token_ids": inputs["input_word_ids"], "padding_mask": inputs["input_mask"],
+            "segment_ids": inputs["input_type_ids"]}
+
+
+@pytest.mark.parametrize("to", ["hf", "keras-hub", "tf1", "tf-hub"])
+def test_every_layout_reads_back_with_the_same_outputs(tmp_path, run_dir, to):
+    import keras_hub
+
+    run, source = run_dir
+    inputs = tiny_encoder_inputs()
+    expected = _outputs(source, inputs)
+    # "cased_...": how a google-research/bert directory says it is cased.
+    out = convert_model(str(run), to, tmp_path / "cased_out")
+    handle = os.path.join(out, "encoder") if to == "tf-hub" else out
+    ours = _outputs(Backbone.from_preset(handle), inputs)
+    for key in expected:
+        np.testing.assert_allclose(ours[key], expected[key], atol=1e-5, err_msg=key)
+    assert load_tokenizer(handle).lower_case is False  # the run's casing travels
+    if to in ("hf", "keras-hub"):
+        peer = keras_hub.models.BertBackbone.from_preset(out)
+        got = peer(_hub_inputs(inputs))
+        for key in expected:
+            np.testing.assert_allclose(keras.ops.convert_to_numpy(got[key]), expected[key],
+                                       atol=1e-5, err_msg=key)
+        tokenizer = keras_hub.models.BertTokenizer.from_preset(out)
+        assert tokenizer.vocabulary_size() == len(WORDS)
+    if to == "hf":
+        config = json.loads(open(os.path.join(out, "config.json")).read())
+        assert config["model_type"] == "bert" and config["hidden_size"] == 16
+
+
+def test_refusals(tmp_path, run_dir):
+    run, _ = run_dir
+    with pytest.raises(UsageError, match="--to 'onnx'"):
+        convert_model(str(run), "onnx", tmp_path / "x")
+    (tmp_path / "exists").mkdir()
+    with pytest.raises(UsageError, match="already exists"):
+        convert_model(str(run), "hf", tmp_path / "exists")
+    erf = BertBackbone(**tiny_encoder_config())
+    erf.save(str(tmp_path / "erf.keras"))
+    with pytest.raises(UsageError, match="tanh-approximate GELU"):
+        convert_model(str(tmp_path / "erf.keras"), "keras-hub", tmp_path / "z",
+                      vocab=str(run / "vocab.txt"))
+    roberta = RobertaBackbone(**tiny_encoder_config())
+    roberta.save(str(tmp_path / "roberta.keras"))
+    with pytest.raises(UsageError, match="--to tf1 writes google-research/bert's BERT layout"):
+        convert_model(str(tmp_path / "roberta.keras"), "tf1", tmp_path / "y",
+                      vocab=str(run / "vocab.txt"))
+    assert not any((tmp_path / name).exists() for name in ("x", "y", "z"))
+
+
+def test_cli_converts_in_a_fresh_process(tmp_path, run_dir):
+    run, source = run_dir
+    script = os.path.join(os.path.dirname(sys.executable), "kerasbert")
+    done = subprocess.run([script, "convert", "--model", str(run), "--to", "hf", "--output",
+                           str(tmp_path / "hf")], cwd=tmp_path, capture_output=True, text=True,
+                          timeout=600)
+    assert done.returncode == 0, done.stderr[-2000:]
+    inputs = tiny_encoder_inputs()
+    np.testing.assert_allclose(_outputs(Backbone.from_preset(str(tmp_path / "hf")),
+                                        inputs)["pooled_output"],
+                               _outputs(source, inputs)["pooled_output"], atol=1e-5)
+    again = subprocess.run([script, "convert", "--model", str(run), "--to", "hf", "--output",
+                            str(tmp_path / "hf")], cwd=tmp_path, capture_output=True, text=True,
+                           timeout=600)
+    assert again.returncode == 2 and "already exists" in again.stderr
+    assert "Traceback" not in again.stderr
