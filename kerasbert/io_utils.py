@@ -112,6 +112,16 @@ def atomic_write_text(path, text):
             f.write(text)
 
 
+def json_or_none(path):
+    """The JSON in `path`, or None when the file is missing or not JSON
+    (for probing what a directory holds)."""
+    try:
+        with open(path, encoding="utf-8") as f:
+            return json.load(f)
+    except (OSError, UnicodeDecodeError, json.JSONDecodeError):
+        return None
+
+
 def atomic_write_json(path, obj):
     """`atomic_write_text` of pretty, key-sorted, UTF-8 JSON."""
     text = json.dumps(obj, indent=2, sort_keys=True, ensure_ascii=False)

@@ -14,12 +14,12 @@ are ours and load through `kerasbert.tasks.backbone_loading`, which also
 turns hub handles into directories (`kerasbert.handles`).
 """
 
-import json
 import os
 
 from kerasbert.convert.keras_hub import FAMILIES
 from kerasbert.convert.keras_hub import from_keras_hub
 from kerasbert.errors import UsageError
+from kerasbert.io_utils import json_or_none
 
 HF = "hf"
 KERAS_HUB = "keras_hub"
@@ -35,20 +35,12 @@ SHAPE_ARGUMENTS = ("vocabulary_size", "num_layers", "num_heads", "hidden_dim", "
                    "num_inner_repetitions")
 
 
-def _json(path):
-    try:
-        with open(path, encoding="utf-8") as f:
-            return json.load(f)
-    except (OSError, UnicodeDecodeError, json.JSONDecodeError):
-        return None
-
-
 def detect_layout(path):
     """The layout of a local directory (`HF`, `KERAS_HUB`, `TF1`, `TF_HUB`),
     or None when it is none of them."""
     if not os.path.isdir(path):
         return None
-    config = _json(os.path.join(path, "config.json"))
+    config = json_or_none(os.path.join(path, "config.json"))
     if isinstance(config, dict) and "model_type" in config:
         return HF
     if isinstance(config, dict) and "registered_name" in config:
@@ -108,7 +100,7 @@ def _from_keras_hub_preset(path):
     # class; model.weights.h5 holds the weights).
     import keras_hub
 
-    config = _json(os.path.join(path, "config.json"))
+    config = json_or_none(os.path.join(path, "config.json"))
     name = config.get("registered_name", "").split(">")[-1]
     if name not in FAMILIES:
         raise UsageError(f"{path}: a keras-hub {name or 'model'}; this loader reads "

@@ -18,10 +18,10 @@
 `kerasbert.text.load_tokenizer` uses it for directories and hub handles.
 """
 
-import json
 import os
 
 from kerasbert.errors import UsageError
+from kerasbert.io_utils import json_or_none
 from kerasbert.text.families import BPE
 from kerasbert.text.families import BPE_MERGES
 from kerasbert.text.families import SENTENCEPIECE
@@ -33,19 +33,11 @@ KERAS_HUB_ASSETS = {"vocabulary.txt": WORDPIECE, "vocabulary.spm": SENTENCEPIECE
                     "vocabulary.json": BPE}
 
 
-def _json(path):
-    try:
-        with open(path, encoding="utf-8") as f:
-            return json.load(f)
-    except (OSError, UnicodeDecodeError, json.JSONDecodeError):
-        return None
-
-
 def tokenizer_source(directory):
     """(kind, files, lower_case) of a model directory (see the module
     docstring); lower_case is None where the source does not say. None when
     the directory is none of those layouts (a plain tokenizer directory)."""
-    config = _json(os.path.join(directory, "config.json")) or {}
+    config = json_or_none(os.path.join(directory, "config.json")) or {}
     if "model_type" in config:
         kind, files = resolve_tokenizer_path(directory)
         return kind, files, _hf_lower_case(directory)
@@ -64,10 +56,10 @@ def tokenizer_source(directory):
 
 
 def _hf_lower_case(directory):
-    settings = _json(os.path.join(directory, "tokenizer_config.json")) or {}
+    settings = json_or_none(os.path.join(directory, "tokenizer_config.json")) or {}
     if "do_lower_case" in settings:
         return bool(settings["do_lower_case"])
-    normalizer = (_json(os.path.join(directory, "tokenizer.json")) or {}).get("normalizer") or {}
+    normalizer = (json_or_none(os.path.join(directory, "tokenizer.json")) or {}).get("normalizer") or {}
     if "lowercase" in normalizer:
         return bool(normalizer["lowercase"])
     return None
@@ -81,7 +73,7 @@ def _keras_hub(directory):
             files = (path, os.path.join(assets, BPE_MERGES)) if kind == BPE else (path,)
             if not all(os.path.isfile(f) for f in files):
                 raise UsageError(f"{directory}: keras-hub preset without {files[-1]}.")
-            settings = (_json(os.path.join(directory, "tokenizer.json")) or {}).get("config", {})
+            settings = (json_or_none(os.path.join(directory, "tokenizer.json")) or {}).get("config", {})
             lower = settings.get("lowercase")
             return kind, files, None if lower is None else bool(lower)
     raise UsageError(f"{directory}: a keras-hub preset without tokenizer assets "

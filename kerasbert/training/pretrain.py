@@ -33,7 +33,6 @@ from kerasbert.data import reader
 from kerasbert.data.metadata import read_metadata
 from kerasbert.data.metadata import vocab_fingerprint
 from kerasbert.errors import UsageError
-from kerasbert import models
 from kerasbert.models.electra import ElectraBackbone
 from kerasbert.models.electra.electra_presets import published_generator_fraction
 from kerasbert.models.gpt import GptBackbone

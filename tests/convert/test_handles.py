@@ -8,7 +8,6 @@ the kagglehub cache layout. Nothing touches the network."""
 
 import json
 import os
-import shutil
 import subprocess
 import sys
 
