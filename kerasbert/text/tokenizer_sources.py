@@ -18,12 +18,17 @@
 `kerasbert.text.load_tokenizer` uses it for directories and hub handles.
 """
 
+import hashlib
+import json
 import os
 
 from kerasbert.errors import UsageError
+from kerasbert.io_utils import atomic_write_text
 from kerasbert.io_utils import json_or_none
 from kerasbert.text.families import BPE
 from kerasbert.text.families import BPE_MERGES
+from kerasbert.text.families import HF_TOKENIZER_FILES
+from kerasbert.text.families import SAVED_FILES
 from kerasbert.text.families import SENTENCEPIECE
 from kerasbert.text.families import WORDPIECE
 from kerasbert.text.families import resolve_tokenizer_path
@@ -39,7 +44,12 @@ def tokenizer_source(directory):
     the directory is none of those layouts (a plain tokenizer directory)."""
     config = json_or_none(os.path.join(directory, "config.json")) or {}
     if "model_type" in config:
-        kind, files = resolve_tokenizer_path(directory)
+        in_dir = [os.path.join(directory, n) for n in HF_TOKENIZER_FILES]
+        if not any(os.path.isfile(f) for f in in_dir) and os.path.isfile(
+                os.path.join(directory, "tokenizer.json")):
+            kind, files = files_from_tokenizer_json(os.path.join(directory, "tokenizer.json"))
+        else:
+            kind, files = resolve_tokenizer_path(directory)
         return kind, files, _hf_lower_case(directory)
     if "registered_name" in config:
         return _keras_hub(directory)
@@ -53,6 +63,45 @@ def tokenizer_source(directory):
     if os.path.isfile(os.path.join(directory, "saved_model.pb")):
         return _tf_hub(directory)
     return None
+
+
+def _cache_root():
+    return os.environ.get("KERASBERT_CACHE",
+                          os.path.join(os.path.expanduser("~"), ".cache", "kerasbert"))
+
+
+def files_from_tokenizer_json(path):
+    """(kind, files) for a directory whose only tokenizer file is the
+    `tokenizers` library's tokenizer.json: its WordPiece vocabulary (or
+    byte-level BPE vocabulary and merges) written once, atomically, under
+    the kerasbert cache (KERASBERT_CACHE, default ~/.cache/kerasbert),
+    keyed by the file's hash. A Unigram (SentencePiece) model cannot be
+    rebuilt from it: that is an error naming what to provide."""
+    with open(path, "rb") as f:
+        raw = f.read()
+    try:
+        model = json.loads(raw)["model"]
+        kind = {"WordPiece": WORDPIECE, "BPE": BPE}.get(model.get("type"))
+    except (ValueError, KeyError, TypeError, AttributeError):
+        raise UsageError(f"{path}: not a tokenizers library tokenizer.json.") from None
+    if kind is None:
+        raise UsageError(f"{path}: a {model.get('type')} model; give its SentencePiece "
+                         "spiece.model (a tokenizer.json alone cannot rebuild it).")
+    folder = os.path.join(_cache_root(), "tokenizers", hashlib.sha256(raw).hexdigest()[:20])
+    names = SAVED_FILES[kind]
+    files = tuple(os.path.join(folder, name) for name in names)
+    if not all(os.path.isfile(f) for f in files):
+        os.makedirs(folder, exist_ok=True)
+        tokens = sorted(model["vocab"].items(), key=lambda item: item[1])
+        if [i for _, i in tokens] != list(range(len(tokens))):
+            raise UsageError(f"{path}: the vocabulary's ids are not 0..N-1.")
+        if kind == WORDPIECE:
+            atomic_write_text(files[0], "".join(t + "\n" for t, _ in tokens))
+        else:
+            atomic_write_text(files[0], json.dumps(dict(tokens), ensure_ascii=False))
+            merges = [m if isinstance(m, str) else " ".join(m) for m in model.get("merges", [])]
+            atomic_write_text(files[1], "#version: 0.2\n" + "".join(m + "\n" for m in merges))
+    return kind, files
 
 
 def _hf_lower_case(directory):

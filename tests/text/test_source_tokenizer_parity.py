@@ -45,7 +45,7 @@ def _hf_directory(root, lines, lower_case):
 
 @pytest.mark.parametrize("lower_case", [True, False], ids=["uncased", "cased"])
 def test_a_model_directorys_tokenizer_gives_the_tokenizers_librarys_ids(tmp_path, lines,
-                                                                         lower_case):
+                                                                         lower_case, monkeypatch):
     from kerasbert.serving.hub_preprocessor import build_preprocessor
 
     directory = _hf_directory(tmp_path / "model", lines, lower_case)
@@ -59,6 +59,16 @@ def test_a_model_directorys_tokenizer_gives_the_tokenizers_librarys_ids(tmp_path
     differing = {line for line, a, b in zip(lines, got, expected) if list(a) != b}
     assert differing <= known, sorted(differing - known)[:5]
     assert sum(len(ids) for ids in got) > 20_000 and ours.unk_id in {i for r in got for i in r}
+
+    # A directory whose only tokenizer file is tokenizer.json (as many
+    # newer repositories are): its vocabulary is rebuilt once into the cache.
+    monkeypatch.setenv("KERASBERT_CACHE", str(tmp_path / "cache"))
+    (tmp_path / "json_only").mkdir()
+    for name in ("tokenizer.json", "tokenizer_config.json", "config.json"):
+        (tmp_path / "json_only" / name).write_bytes((directory / name).read_bytes())
+    from_json = load_tokenizer(str(tmp_path / "json_only"))
+    assert from_json.lower_case is lower_case
+    assert from_json.tokenize_ids(lines).to_list() == got
 
     # The same ids inside the SavedModel the preprocessor export writes.
     root, signatures = build_preprocessor(ours, 16)
