@@ -25,7 +25,7 @@ from kerasbert.text.families import SAVED_FILES
 from kerasbert.text.families import SENTENCEPIECE
 from kerasbert.text.families import WORDPIECE
 from kerasbert.text.families import resolve_tokenizer_path
-from kerasbert.text.tokenizer_sources import tokenizer_source
+from kerasbert.text.source_tokenizers import tokenizer_source
 
 
 
