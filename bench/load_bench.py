@@ -8,7 +8,7 @@ and a Hugging Face model directory (config.json + model.safetensors,
 written by `kerasbert convert --to hf`'s writer). Each load runs in a fresh
 process (peak RSS only grows within one), after the same imports, and
 reports the wall time of the load call and the growth of the peak RSS
-(`ru_maxrss`) over the imports. Contenders alternate (a, b, then b, a, ...).
+(`VmHWM`) over the imports. Contenders alternate (a, b, then b, a, ...).
 
     ours     kerasbert.models.Backbone.from_preset(DIR)
     peer     keras_hub.models.Backbone.from_preset(DIR)   (its own format, and
@@ -54,9 +54,11 @@ def parse_args(argv):
 
 
 def _peak_rss_mb():
-    import resource
-
-    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024  # KiB on Linux
+    # VmHWM, the high-water mark of this process image: ru_maxrss would carry
+    # the parent's peak across fork + exec, hiding the load's own growth.
+    with open("/proc/self/status", encoding="ascii") as f:
+        line = next(x for x in f if x.startswith("VmHWM:"))
+    return int(line.split()[1]) / 1024  # kB
 
 
 def child(contender, directory):
