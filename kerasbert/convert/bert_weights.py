@@ -26,6 +26,8 @@ the original BERT's: 2-D dense kernels [in, out], head-major columns.
 
 import numpy as np
 
+from kerasbert.convert.safetensors_files import StoredTensor
+
 LAYER_KEYS = (
     "query_kernel",
     "query_bias",
@@ -46,14 +48,35 @@ LAYER_KEYS = (
 )
 
 
+#: Stored tensors larger than this are assigned in slices of rows, so a load
+#: never holds a second full copy of a large table (the word embeddings).
+_SLICE_BYTES = 4 * 2**20
+
+
 def _assign(variable, value, name):
-    value = np.asarray(value)
-    if tuple(variable.shape) != value.shape:
+    """`variable` = `value` (an array, or a `StoredTensor` read on use)."""
+    if tuple(variable.shape) != tuple(value.shape):
         raise ValueError(
             f"Shape mismatch for {name}: the model has "
-            f"{tuple(variable.shape)}, the source has {value.shape}."
+            f"{tuple(variable.shape)}, the source has {tuple(value.shape)}."
         )
-    variable.assign(value.astype(variable.dtype))
+    if _sliceable(variable, value):
+        step = max(1, _SLICE_BYTES // (value.nbytes // value.shape[0]))
+        for start in range(0, value.shape[0], step):
+            stop = min(start + step, value.shape[0])
+            # tf.Variable's strided-slice assign writes in place.
+            variable.value[start:stop].assign(value.rows(start, stop).astype(variable.dtype))
+        return
+    value = np.asarray(value)
+    # copy=False: a float32 source is not copied again.
+    variable.assign(value.astype(variable.dtype, copy=False))
+
+
+def _sliceable(variable, value):
+    import keras  # lazy: keras (the backend decides whether slices assign in place)
+
+    return (isinstance(value, StoredTensor) and not value.transposed
+            and value.nbytes > _SLICE_BYTES and keras.backend.backend() == "tensorflow")
 
 
 def _top_variables(backbone):

@@ -14,6 +14,7 @@ weight/bias; both are read.
 import numpy as np
 
 from kerasbert.convert.safetensors_files import CheckpointError
+from kerasbert.convert.safetensors_files import StoredTensor
 
 #: A family's encoder layers: where layer i lives, and canonical key prefix
 #: -> torch module under it, for the Linears and the LayerNorms. BERT,
@@ -64,7 +65,9 @@ class Tensors:
         if key not in self.tensors:
             raise CheckpointError(f"{self.source}: no tensor {key!r} (is this an encoder "
                                   "checkpoint of the family its config.json names?).")
-        return np.asarray(self.tensors[key])
+        value = self.tensors[key]
+        # Stored tensors stay on disk until they are assigned (one at a time).
+        return value if isinstance(value, StoredTensor) else np.asarray(value)
 
     def linear(self, module):
         """(kernel [in, out], bias) of a torch Linear."""

@@ -103,18 +103,49 @@ def canonical_shape(key, variable, hidden):
     return tuple(variable.shape)
 
 
+class VariableView(np.lib.mixins.NDArrayOperatorsMixin):
+    """A peer variable in the canonical shape, read when it is used: a
+    conversion holds one tensor at a time beside the two models, never a
+    third full copy of the weights."""
+
+    def __init__(self, variable, shape):
+        self.variable = variable
+        size = int(np.prod(tuple(variable.shape), dtype=np.int64))
+        known = int(np.prod([d for d in shape if d != -1], dtype=np.int64))
+        self.shape = tuple(size // known if d == -1 else int(d) for d in shape)
+
+    @property
+    def ndim(self):
+        return len(self.shape)
+
+    def __array__(self, dtype=None, copy=None):
+        values = np.reshape(self.variable.numpy(), self.shape)
+        return values if dtype is None else values.astype(dtype)
+
+    def __array_ufunc__(self, ufunc, method, *inputs, **kwargs):
+        inputs = [np.asarray(x) if isinstance(x, VariableView) else x for x in inputs]
+        return getattr(ufunc, method)(*inputs, **kwargs)
+
+    def __getitem__(self, index):
+        return np.asarray(self)[index]
+
+    def astype(self, dtype, copy=True):
+        return np.asarray(self).astype(dtype)
+
+
 def _read_block(layer, hidden):
-    return {key: np.reshape(v.numpy(), canonical_shape(key, v, hidden))
+    return {key: VariableView(v, canonical_shape(key, v, hidden))
             for key, v in variables(layer, BLOCK)}
 
 
 def read_keras_hub(peer, class_name):
-    """A keras-hub backbone of `class_name` -> the canonical dict (numpy).
+    """A keras-hub backbone of `class_name` -> the canonical dict (array-likes
+    read on use: `VariableView`).
     ALBERT's `transformer_layers` are groups of distinct blocks: they come
     back as "groups" ([group][inner] layer dicts), others as "layers"."""
     require(peer, class_name)
     hidden = peer.hidden_dim
-    weights = {key: v.numpy() for key, v in variables(peer, TOP[class_name])}
+    weights = {key: VariableView(v, tuple(v.shape)) for key, v in variables(peer, TOP[class_name])}
     if class_name == "AlbertBackbone":
         weights["groups"] = [[_read_block(layer, hidden) for layer in group]
                              for group in peer.transformer_layers]

@@ -43,8 +43,88 @@ def _bfloat16_to_float32(raw):
     return bits.view(np.float32)
 
 
+class StoredTensor(np.lib.mixins.NDArrayOperatorsMixin):
+    """One tensor of a safetensors file, read from disk when it is used
+    (`np.asarray(t)`, arithmetic, slicing), so a loader holds one tensor
+    at a time instead of the whole file. `.T` stays lazy (torch Linear
+    weights are transposed on the way in)."""
+
+    def __init__(self, path, name, offset, nbytes, dtype, shape, transposed=False):
+        self.path, self.name, self.offset, self.nbytes = path, name, offset, nbytes
+        self.code, self.stored_shape, self.transposed = dtype, tuple(shape), transposed
+
+    @property
+    def shape(self):
+        return self.stored_shape[::-1] if self.transposed else self.stored_shape
+
+    @property
+    def ndim(self):
+        return len(self.stored_shape)
+
+    @property
+    def dtype(self):
+        return np.dtype(np.float32 if self.code == "BF16" else _DTYPES[self.code])
+
+    @property
+    def size(self):
+        return int(np.prod(self.stored_shape, dtype=np.int64))
+
+    @property
+    def T(self):
+        return StoredTensor(self.path, self.name, self.offset, self.nbytes, self.code,
+                            self.stored_shape, not self.transposed)
+
+    def read(self):
+        # Read straight into the array (no intermediate bytes object).
+        stored = np.dtype("<u2") if self.code == "BF16" else self.dtype.newbyteorder("<")
+        values = np.empty(self.nbytes // stored.itemsize, stored)
+        with open(self.path, "rb") as f:
+            f.seek(self.offset)
+            got = f.readinto(memoryview(values).cast("B"))
+        if got != self.nbytes:
+            raise CheckpointError(f"{self.path}: tensor {self.name!r} ends past the end of the "
+                                  "file (truncated while loading?).")
+        if self.code == "BF16":
+            values = _bfloat16_to_float32(values)
+        elif values.dtype != self.dtype:
+            values = values.astype(self.dtype)  # big-endian hosts only
+        values = values.reshape(self.stored_shape)
+        return values.T if self.transposed else values
+
+    def rows(self, start, stop):
+        """Rows start..stop of a stored (not transposed) tensor, read alone."""
+        if self.transposed:
+            raise ValueError("rows() reads stored rows; this view is transposed.")
+        row_bytes = self.nbytes // self.stored_shape[0]
+        part = StoredTensor(self.path, self.name, self.offset + start * row_bytes,
+                            (stop - start) * row_bytes, self.code,
+                            (stop - start,) + self.stored_shape[1:])
+        return part.read()
+
+    def __array__(self, dtype=None, copy=None):
+        values = self.read()
+        return values if dtype is None else values.astype(dtype)
+
+    def __array_ufunc__(self, ufunc, method, *inputs, **kwargs):
+        inputs = [np.asarray(x) if isinstance(x, StoredTensor) else x for x in inputs]
+        return getattr(ufunc, method)(*inputs, **kwargs)
+
+    def __getitem__(self, index):
+        return self.read()[index]
+
+    def __len__(self):
+        return self.shape[0]
+
+    def reshape(self, *shape):
+        return self.read().reshape(*shape)
+
+    def astype(self, dtype):
+        return self.read().astype(dtype)
+
+
 def read_safetensors(path):
-    """{name: np.ndarray} of one safetensors file (bfloat16 as float32)."""
+    """{name: StoredTensor} of one safetensors file (bfloat16 reads as
+    float32). The header is checked here, the data is read on use."""
     size = os.path.getsize(path)
     with open(path, "rb") as f:
         head = f.read(8)
@@ -58,9 +138,9 @@ def read_safetensors(path):
             header = json.loads(f.read(length).decode("utf-8"))
         except (UnicodeDecodeError, json.JSONDecodeError) as err:
             raise CheckpointError(f"{path}: the header is not JSON ({err}).") from None
-        data = f.read()
     if not isinstance(header, dict):
         raise CheckpointError(f"{path}: the header is not a JSON object.")
+    data_size, start = size - 8 - length, 8 + length
     tensors = {}
     for name, info in header.items():
         if name == "__metadata__":
@@ -71,27 +151,23 @@ def read_safetensors(path):
         except (KeyError, TypeError, ValueError):
             raise CheckpointError(f"{path}: tensor {name!r} has a malformed header entry "
                                   f"{info!r}.") from None
-        if not 0 <= begin <= end <= len(data):
+        if not 0 <= begin <= end <= data_size:
             raise CheckpointError(f"{path}: tensor {name!r} spans bytes {begin}..{end} but the "
-                                  f"file holds {len(data)} (truncated?).")
-        raw = data[begin:end]
-        if dtype == "BF16":
-            values = _bfloat16_to_float32(raw)
-        elif dtype in _DTYPES:
-            values = np.frombuffer(raw, np.dtype(_DTYPES[dtype]).newbyteorder("<"))
-        else:
+                                  f"file holds {data_size} (truncated?).")
+        if dtype != "BF16" and dtype not in _DTYPES:
             raise CheckpointError(f"{path}: tensor {name!r} has dtype {dtype}, which this "
                                   f"reader does not know.")
-        if values.size != int(np.prod(shape, dtype=np.int64)):
-            raise CheckpointError(f"{path}: tensor {name!r} has {values.size} values for "
-                                  f"shape {shape}.")
-        tensors[name] = values.reshape(shape)
+        width = 2 if dtype == "BF16" else np.dtype(_DTYPES[dtype]).itemsize
+        if end - begin != width * int(np.prod(shape, dtype=np.int64)):
+            raise CheckpointError(f"{path}: tensor {name!r} has {(end - begin) // width} values "
+                                  f"for shape {shape}.")
+        tensors[name] = StoredTensor(path, name, start + begin, end - begin, dtype, shape)
     return tensors
 
 
 def read_checkpoint_directory(directory):
-    """{name: np.ndarray} of a Hugging Face model directory: its
-    `model.safetensors`, or every shard its index names."""
+    """{name: StoredTensor} of a Hugging Face model directory: its
+    `model.safetensors`, or every shard its index names (read on use)."""
     single = os.path.join(directory, SINGLE_FILE)
     index = os.path.join(directory, INDEX_FILE)
     if os.path.isfile(single):
