@@ -87,9 +87,10 @@ def _top_variables(backbone):
     pairs = [
         ("word_embeddings", emb.token_embedding.embeddings),
         ("position_embeddings", emb.position_embedding.position_embeddings),
-        ("embeddings_ln_gamma", emb.layer_norm.gamma),
-        ("embeddings_ln_beta", emb.layer_norm.beta),
     ]
+    if emb.layer_norm is not None:  # GPT-1: no LayerNorm on the embedding sum
+        pairs.append(("embeddings_ln_gamma", emb.layer_norm.gamma))
+        pairs.append(("embeddings_ln_beta", emb.layer_norm.beta))
     if getattr(backbone, "pooler", None) is not None:  # RoBERTa, DistilBERT: none
         pairs.append(("pooler_kernel", backbone.pooler.dense.kernel))
         pairs.append(("pooler_bias", backbone.pooler.dense.bias))

@@ -22,6 +22,8 @@ from kerasbert.convert.hf_layout import distilbert_config_from_hf
 from kerasbert.convert.hf_layout import electra_config_from_hf
 from kerasbert.convert.hf_layout import electra_weights_from_hf
 from kerasbert.convert.hf_layout import distilbert_weights_from_hf
+from kerasbert.convert.hf_layout import gpt_config_from_hf
+from kerasbert.convert.hf_layout import gpt_weights_from_hf
 from kerasbert.convert.roberta_weights import roberta_weights_from_hf
 from kerasbert.convert.safetensors_files import CheckpointError
 from kerasbert.convert.safetensors_files import read_checkpoint_directory
@@ -29,6 +31,7 @@ from kerasbert.models import AlbertBackbone
 from kerasbert.models import BertBackbone
 from kerasbert.models import DistilBertBackbone
 from kerasbert.models import ElectraBackbone
+from kerasbert.models import GptBackbone
 from kerasbert.models import RobertaBackbone
 
 CONFIG_FILE = "config.json"
@@ -69,6 +72,8 @@ FAMILIES = {
     "albert": (AlbertBackbone, albert_config_from_hf, _albert_weights, set_albert_weights),
     "electra": (ElectraBackbone, electra_config_from_hf,
                 lambda tensors, kwargs: electra_weights_from_hf(tensors), set_bert_weights),
+    "openai-gpt": (GptBackbone, gpt_config_from_hf,
+                   lambda tensors, kwargs: gpt_weights_from_hf(tensors), set_bert_weights),
 }
 
 

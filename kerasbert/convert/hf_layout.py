@@ -44,7 +44,10 @@ DISTILBERT_LAYOUT = {
     "norm": {"attention_ln": "sa_layer_norm", "output_ln": "output_layer_norm"},
 }
 #: the prefixes task checkpoints put the encoder under
-PREFIXES = ("bert.", "roberta.", "electra.", "distilbert.", "albert.")
+PREFIXES = ("bert.", "roberta.", "electra.", "distilbert.", "albert.", "transformer.")
+#: a tensor every checkpoint of the layout has (finds the prefix): the
+#: encoders' word embeddings, GPT-1's token table.
+MARKERS = ("embeddings.word_embeddings.weight", "tokens_embed.weight")
 
 
 class Tensors:
@@ -53,8 +56,7 @@ class Tensors:
 
     def __init__(self, tensors, source):
         self.source = source
-        marker = "embeddings.word_embeddings.weight"
-        self.prefix = next((p for p in PREFIXES if p + marker in tensors), "")
+        self.prefix = next((p for p in PREFIXES for m in MARKERS if p + m in tensors), "")
         self.tensors = tensors
 
     def has(self, name):
@@ -249,3 +251,60 @@ def electra_config_from_hf(config, source):
     embedding = int(config.get("embedding_size", kwargs["hidden_dim"]))
     kwargs["embedding_dim"] = None if embedding == kwargs["hidden_dim"] else embedding
     return kwargs
+
+
+#: GPT-1 (`openai-gpt`): post-LayerNorm blocks under "h.{i}.", whose Conv1D
+#: weights are stored [in, out] (no transpose) and whose query, key and value
+#: share one `c_attn` [H, 3H] (columns q | k | v).
+GPT_BLOCK = {"attention_output": "attn.c_proj", "intermediate": "mlp.c_fc",
+             "output": "mlp.c_proj", "attention_ln": "ln_1", "output_ln": "ln_2"}
+
+
+def gpt_weights_from_hf(tensors):
+    """An `openai-gpt` checkpoint's tensors -> the canonical dict (no
+    segment table, no embedding LayerNorm, no pooler)."""
+    weights = {"word_embeddings": tensors.get("tokens_embed.weight"),
+               "position_embeddings": tensors.get("positions_embed.weight"), "layers": []}
+    while tensors.has(f"h.{len(weights['layers'])}.attn.c_attn.weight"):
+        base = f"h.{len(weights['layers'])}."
+        kernel = np.asarray(tensors.get(base + "attn.c_attn.weight"))
+        bias = np.asarray(tensors.get(base + "attn.c_attn.bias"))
+        layer = {}
+        for part, k, b in zip(("query", "key", "value"), np.split(kernel, 3, axis=1),
+                              np.split(bias, 3)):
+            layer[f"{part}_kernel"], layer[f"{part}_bias"] = k, b
+        for key, module in GPT_BLOCK.items():
+            if key.endswith("_ln"):
+                layer[f"{key}_gamma"], layer[f"{key}_beta"] = tensors.layer_norm(base + module)
+            else:  # Conv1D: [in, out] already
+                layer[f"{key}_kernel"] = tensors.get(base + module + ".weight")
+                layer[f"{key}_bias"] = tensors.get(base + module + ".bias")
+        weights["layers"].append(layer)
+    if not weights["layers"]:
+        raise CheckpointError(f"{tensors.source}: no {tensors.prefix}h.0.* tensors.")
+    return weights
+
+
+#: GPT-1's `afn` -> ours: transformers' OpenAI GPT maps "gelu" to the tanh
+#: form (`gelu_new`), as OpenAI's code had it.
+GPT_ACTIVATIONS = {"gelu": "gelu_approximate", "gelu_new": "gelu_approximate",
+                   "relu": "relu"}
+
+
+def gpt_config_from_hf(config, source):
+    """An `openai-gpt` `config.json` -> `GptBackbone` arguments (the
+    feed-forward is 4 x n_embd wide there)."""
+    kwargs = _required(config, source, vocabulary_size="vocab_size", num_layers="n_layer",
+                       num_heads="n_head", hidden_dim="n_embd")
+    afn = config.get("afn", "gelu")
+    if afn not in GPT_ACTIVATIONS:
+        raise CheckpointError(f"{source}: afn {afn!r} is not one of {sorted(GPT_ACTIVATIONS)}.")
+    rates = {float(config.get(k, 0.1)) for k in ("resid_pdrop", "attn_pdrop", "embd_pdrop")}
+    if len(rates) != 1:
+        raise CheckpointError(f"{source}: resid/attn/embd dropout rates {sorted(rates)} differ; "
+                              "this decoder has one rate.")
+    return dict(kwargs, intermediate_dim=4 * kwargs["hidden_dim"],
+                max_sequence_length=int(config.get("n_positions", 512)), dropout=rates.pop(),
+                layer_norm_epsilon=float(config.get("layer_norm_epsilon", 1e-5)),
+                activation=GPT_ACTIVATIONS[afn],
+                initializer_range=float(config.get("initializer_range", 0.02)))

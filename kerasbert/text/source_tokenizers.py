@@ -43,6 +43,11 @@ def tokenizer_source(directory):
     docstring); lower_case is None where the source does not say. None when
     the directory is none of those layouts (a plain tokenizer directory)."""
     config = json_or_none(os.path.join(directory, "config.json")) or {}
+    if config.get("model_type") == "openai-gpt":
+        raise UsageError(f"{directory}: GPT-1's tokenizer (lower-cased BPE with '</w>' word "
+                         "ends after ftfy/spaCy pre-tokenization) is not one of kerasbert's "
+                         "tokenizers, so ids would differ: the weights load, the tokenizer "
+                         "does not (pass --vocab with the vocabulary you fine-tune with).")
     if "model_type" in config:
         in_dir = [os.path.join(directory, n) for n in HF_TOKENIZER_FILES]
         if not any(os.path.isfile(f) for f in in_dir) and os.path.isfile(
