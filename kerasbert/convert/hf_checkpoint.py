@@ -17,6 +17,7 @@ from kerasbert.convert.hf_layout import albert_config_from_hf
 from kerasbert.convert.hf_layout import albert_weights_from_hf
 from kerasbert.convert.hf_layout import activation_from_hf
 from kerasbert.convert.hf_layout import bert_config_from_hf
+from kerasbert.convert.hf_layout import big_bird_config_from_hf
 from kerasbert.convert.hf_layout import bert_weights_from_hf
 from kerasbert.convert.hf_layout import distilbert_config_from_hf
 from kerasbert.convert.hf_layout import electra_config_from_hf
@@ -29,6 +30,7 @@ from kerasbert.convert.safetensors_files import CheckpointError
 from kerasbert.convert.safetensors_files import read_checkpoint_directory
 from kerasbert.models import AlbertBackbone
 from kerasbert.models import BertBackbone
+from kerasbert.models import BigBirdBackbone
 from kerasbert.models import DistilBertBackbone
 from kerasbert.models import ElectraBackbone
 from kerasbert.models import GptBackbone
@@ -72,6 +74,7 @@ FAMILIES = {
     "albert": (AlbertBackbone, albert_config_from_hf, _albert_weights, set_albert_weights),
     "electra": (ElectraBackbone, electra_config_from_hf,
                 lambda tensors, kwargs: electra_weights_from_hf(tensors), set_bert_weights),
+    "big_bird": (BigBirdBackbone, big_bird_config_from_hf, _bert_weights, set_bert_weights),
     "openai-gpt": (GptBackbone, gpt_config_from_hf,
                    lambda tensors, kwargs: gpt_weights_from_hf(tensors), set_bert_weights),
 }

@@ -308,3 +308,20 @@ def gpt_config_from_hf(config, source):
                 layer_norm_epsilon=float(config.get("layer_norm_epsilon", 1e-5)),
                 activation=GPT_ACTIVATIONS[afn],
                 initializer_range=float(config.get("initializer_range", 0.02)))
+
+
+def big_bird_config_from_hf(config, source):
+    """A BigBird `config.json` -> `BigBirdBackbone` arguments: BERT's, with
+    its attention ("block_sparse" or "original_full"), block size and random
+    blocks. Variants our encoder does not have are refused."""
+    if config.get("rescale_embeddings") or not config.get("use_bias", True):
+        raise CheckpointError(f"{source}: rescale_embeddings / use_bias=false BigBird variants "
+                              "are not this encoder.")
+    attention = config.get("attention_type", "block_sparse")
+    if attention not in ("block_sparse", "original_full"):
+        raise CheckpointError(f"{source}: attention_type {attention!r} is not block_sparse or "
+                              "original_full.")
+    return dict(bert_config_from_hf(config, source),
+                attention="bigbird" if attention == "block_sparse" else "full",
+                block_size=int(config.get("block_size", 64)),
+                num_random_blocks=int(config.get("num_random_blocks", 3)))

@@ -109,6 +109,11 @@ def files_from_tokenizer_json(path):
     return kind, files
 
 
+#: Casing of a family's Hugging Face tokenizer when tokenizer_config.json
+#: does not say (BigBird's SentencePiece model is cased).
+HF_DEFAULT_LOWER_CASE = {"big_bird": False}
+
+
 def _hf_lower_case(directory):
     settings = json_or_none(os.path.join(directory, "tokenizer_config.json")) or {}
     if "do_lower_case" in settings:
@@ -116,7 +121,8 @@ def _hf_lower_case(directory):
     normalizer = (json_or_none(os.path.join(directory, "tokenizer.json")) or {}).get("normalizer") or {}
     if "lowercase" in normalizer:
         return bool(normalizer["lowercase"])
-    return None
+    model_type = (json_or_none(os.path.join(directory, "config.json")) or {}).get("model_type")
+    return HF_DEFAULT_LOWER_CASE.get(model_type)
 
 
 def _keras_hub(directory):
