@@ -15,7 +15,7 @@ import importlib
 #: Modules of the verbs, in the order `kerasbert --help` lists them.
 COMMANDS = (
     "info", "presets", "demo", "vocab", "create_pretraining_data", "pretrain",
-    "create_finetuning_data", "extract_features", "generate", "finetune", "evaluate",
+    "create_finetuning_data", "extract_features", "fill_mask", "generate", "finetune", "evaluate",
     "distill", "export", "export_hub", "convert", "predict",
 )
 

@@ -52,6 +52,10 @@ def detect_layout(path):
     return None
 
 
+def hf_model_type(path):
+    return (json_or_none(os.path.join(path, "config.json")) or {}).get("model_type")
+
+
 def describe_layouts():
     return ("a Hugging Face model directory (config.json with model_type + safetensors), a "
             "keras-hub preset directory (config.json + model.weights.h5), a google-research/bert "

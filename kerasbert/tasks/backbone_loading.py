@@ -93,6 +93,7 @@ def load_backbone_from_handle(handle, dtype=None, **overrides):
 presets.register_source(load_backbone_from_handle)
 
 
+
 def _saved_backbone(path, kind):
     if kind == "run":
         path = next(os.path.join(path, name) for name in RUN_MODELS

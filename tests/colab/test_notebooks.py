@@ -27,6 +27,7 @@ NOTEBOOKS = {
     "05_tf_serving": 1,               # latency / probabilities chart
     "06_model_zoo_tour": 5,           # parameters per preset, BERT + GPT attention maps, BigBird pattern, time/memory
     "07_pretraining_at_scale": 2,     # curve across the preemption, TensorBoard scalars
+    "08_published_checkpoints": 2,    # SST-2 training curve, SavedModel probabilities
 }
 CELL_TIMEOUT = 300
 

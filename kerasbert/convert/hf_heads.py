@@ -1,0 +1,83 @@
+"""The pretraining heads of a Hugging Face checkpoint -> a pretrainer's.
+
+Masked-LM checkpoints (`BertForPreTraining`, `RobertaForMaskedLM`,
+`AlbertForPreTraining`, `DistilBertForMaskedLM`, `BigBirdForPreTraining`)
+carry the masked-LM head: a transform Linear + LayerNorm, a decoder tied to
+the token embedding and an output bias; BERT, BigBird and ALBERT add the
+sentence head (NSP / SOP, [2, H]). `HEADS` names them per `model_type`;
+`pretraining_heads_from_hf` reads them (None when the checkpoint has no
+masked-LM head, e.g. a bare encoder), `set_pretraining_heads` writes them
+into a `BertPretrainer` built on the same backbone.
+"""
+
+import numpy as np
+
+from kerasbert.convert.bert_weights import _assign
+from kerasbert.convert.safetensors_files import CheckpointError
+from kerasbert.convert.safetensors_files import read_checkpoint_directory
+
+_BERT = ("cls.predictions.transform.dense", "cls.predictions.transform.LayerNorm",
+         "cls.predictions.bias", "cls.seq_relationship")
+
+#: model_type -> (transform Linear, LayerNorm, output bias, sentence Linear or None)
+HEADS = {
+    "bert": _BERT,
+    "big_bird": _BERT,
+    "roberta": ("lm_head.dense", "lm_head.layer_norm", "lm_head.bias", None),
+    "albert": ("predictions.dense", "predictions.LayerNorm", "predictions.bias",
+               "sop_classifier.classifier"),
+    "distilbert": ("vocab_transform", "vocab_layer_norm", "vocab_projector.bias", None),
+}
+
+
+def _layer_norm(tensors, module):
+    for gamma, beta in (("weight", "bias"), ("gamma", "beta")):
+        if f"{module}.{gamma}" in tensors:
+            return tensors[f"{module}.{gamma}"], tensors[f"{module}.{beta}"]
+    raise CheckpointError(f"no {module}.weight in the checkpoint")
+
+
+def pretraining_heads_from_hf(directory, model_type):
+    """{"transform_kernel" [H, E], "transform_bias", "ln_gamma", "ln_beta",
+    "output_bias" [V], and "sentence_kernel" [H, 2], "sentence_bias" when
+    the checkpoint has them}, or None without a masked-LM head."""
+    layout = HEADS.get(model_type)
+    if layout is None:
+        return None
+    transform, norm, bias, sentence = layout
+    tensors = read_checkpoint_directory(directory)
+    if f"{transform}.weight" not in tensors:
+        return None
+    heads = {"transform_kernel": tensors[f"{transform}.weight"].T,
+             "transform_bias": tensors[f"{transform}.bias"],
+             "output_bias": tensors[bias]}
+    try:
+        heads["ln_gamma"], heads["ln_beta"] = _layer_norm(tensors, norm)
+    except CheckpointError as err:
+        raise CheckpointError(f"{directory}: {err}") from None
+    if sentence is not None and f"{sentence}.weight" in tensors:
+        heads["sentence_kernel"] = tensors[f"{sentence}.weight"].T
+        heads["sentence_bias"] = tensors[f"{sentence}.bias"]
+    return heads
+
+
+def set_pretraining_heads(pretrainer, heads, source):
+    """Writes `heads` into `pretrainer`'s masked-LM head (and its sentence
+    head when both have one); returns the names of the heads written."""
+    mlm = pretrainer.masked_lm_head
+    try:
+        _assign(mlm.dense.kernel, heads["transform_kernel"], "masked-LM transform kernel")
+        _assign(mlm.dense.bias, heads["transform_bias"], "masked-LM transform bias")
+        _assign(mlm.layer_norm.gamma, heads["ln_gamma"], "masked-LM LayerNorm gamma")
+        _assign(mlm.layer_norm.beta, heads["ln_beta"], "masked-LM LayerNorm beta")
+        _assign(mlm.output_bias, heads["output_bias"], "masked-LM output bias")
+        written = ["masked-LM"]
+        sentence = getattr(pretrainer, "next_sentence_head", None)
+        if sentence is not None and "sentence_kernel" in heads:
+            _assign(sentence.dense.kernel, np.asarray(heads["sentence_kernel"]),
+                    "sentence kernel")
+            _assign(sentence.dense.bias, heads["sentence_bias"], "sentence bias")
+            written.append(pretrainer.sentence_objective.upper())
+    except ValueError as err:
+        raise CheckpointError(f"{source}: {err}") from None
+    return written

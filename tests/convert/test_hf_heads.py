@@ -1,0 +1,108 @@
+"""Published masked-LM heads: a Hugging Face `BertForMaskedLM`-style
+checkpoint's `cls.predictions.*` become our pretrainer's masked-LM head, and
+`kerasbert fill-mask` scores the vocabulary as a NumPy BERT head computes it
+(transform Linear + GELU + LayerNorm, decoder tied to the word embeddings,
+output bias)."""
+
+import json
+import math
+import os
+import subprocess
+import sys
+
+import numpy as np
+from test_hf_checkpoint import H, V, hf_config, hf_tensors, write_hf
+
+from kerasbert.convert.hf_heads import pretraining_heads_from_hf
+from kerasbert.tasks.fill_mask import load_masked_lm_from_handle
+from kerasbert.tasks.fill_mask import fill_mask
+from kerasbert.text import load_tokenizer
+
+WORDS = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]"] + [f"w{i}" for i in range(V - 5)]
+
+
+def _checkpoint(directory):
+    rng = np.random.default_rng(5)
+    tensors = hf_tensors(prefix="bert.")
+    tensors.update({
+        "cls.predictions.transform.dense.weight": rng.normal(0, 0.3, (H, H)).astype("float32"),
+        "cls.predictions.transform.dense.bias": rng.normal(0, 0.1, H).astype("float32"),
+        "cls.predictions.transform.LayerNorm.weight": (1 + rng.normal(0, 0.1, H)).astype("float32"),
+        "cls.predictions.transform.LayerNorm.bias": rng.normal(0, 0.1, H).astype("float32"),
+        "cls.predictions.bias": rng.normal(0, 1.0, V).astype("float32"),
+        "cls.seq_relationship.weight": rng.normal(0, 0.3, (2, H)).astype("float32"),
+        "cls.seq_relationship.bias": rng.normal(0, 0.1, 2).astype("float32"),
+    })
+    path = write_hf(directory, tensors, hf_config())
+    with open(os.path.join(path, "vocab.txt"), "w") as f:
+        f.write("\n".join(WORDS) + "\n")
+    return path, tensors
+
+
+def _reference_probabilities(tensors, sequence_output):
+    erf = np.vectorize(math.erf)
+    x = sequence_output @ tensors["cls.predictions.transform.dense.weight"].T \
+        + tensors["cls.predictions.transform.dense.bias"]
+    x = x * 0.5 * (1 + erf(x / math.sqrt(2)))
+    mean, var = x.mean(-1, keepdims=True), x.var(-1, keepdims=True)
+    x = (x - mean) / np.sqrt(var + 1e-12) * tensors["cls.predictions.transform.LayerNorm.weight"] \
+        + tensors["cls.predictions.transform.LayerNorm.bias"]
+    logits = x @ tensors["bert.embeddings.word_embeddings.weight"].T + tensors["cls.predictions.bias"]
+    e = np.exp(logits - logits.max(-1, keepdims=True))
+    return e / e.sum(-1, keepdims=True)
+
+
+def test_fill_mask_scores_as_the_published_head_does(tmp_path):
+    path, tensors = _checkpoint(tmp_path / "mlm")
+    heads = pretraining_heads_from_hf(path, "bert")
+    assert set(heads) >= {"transform_kernel", "output_bias", "sentence_kernel"}
+    pretrainer = load_masked_lm_from_handle(path)
+    tokenizer = load_tokenizer(path)
+    [[top]] = fill_mask(pretrainer, tokenizer, ["w1 [MASK] w3"], top_k=3)
+    ids = np.array([[2, WORDS.index("w1"), 4, WORDS.index("w3"), 3]], "int32")
+    sequence = pretrainer.backbone({"input_word_ids": ids, "input_mask": np.ones_like(ids),
+                                    "input_type_ids": np.zeros_like(ids)})["sequence_output"]
+    expected = _reference_probabilities(tensors, np.asarray(sequence)[0, 2])
+    best = np.argsort(-expected)[:3]
+    assert [t for t, _ in top] == [WORDS[i] for i in best]
+    np.testing.assert_allclose([p for _, p in top], expected[best], atol=1e-5)
+
+
+def test_fill_mask_cli_in_a_fresh_process(tmp_path):
+    path, _ = _checkpoint(tmp_path / "mlm")
+    script = os.path.join(os.path.dirname(sys.executable), "kerasbert")
+    done = subprocess.run([script, "fill-mask", "--model", path, "--text", "w1 [MASK] w3 [MASK]",
+                           "--top-k", "2"], cwd=tmp_path, capture_output=True, text=True,
+                          timeout=600)
+    assert done.returncode == 0, done.stderr[-2000:]
+    row = json.loads(done.stdout.strip().splitlines()[-1])
+    assert len(row["masks"]) == 2 and all(len(m) == 2 for m in row["masks"])
+    bare = write_hf(tmp_path / "bare", hf_tensors(), hf_config())
+    refused = subprocess.run([script, "fill-mask", "--model", bare, "--vocab",
+                              os.path.join(path, "vocab.txt"), "--text", "w1 [MASK]"],
+                             cwd=tmp_path, capture_output=True, text=True, timeout=600)
+    assert refused.returncode == 2 and "no masked-LM head" in refused.stderr
+    nomask = subprocess.run([script, "fill-mask", "--model", path, "--text", "w1 w2"],
+                            cwd=tmp_path, capture_output=True, text=True, timeout=600)
+    assert nomask.returncode == 2 and "has no [MASK]" in nomask.stderr
+
+
+def test_pretrain_init_from_a_checkpoint_takes_its_heads(tmp_path):
+    """`pretrain --init-from HF_DIR`'s loader: the backbone and the published
+    masked-LM and NSP heads go into a new run's pretrainer."""
+    from kerasbert.models import BertBackbone
+    from kerasbert.tasks import BertPretrainer
+    from kerasbert.training.pretrain import _init_from
+
+    path, tensors = _checkpoint(tmp_path / "mlm")
+    fresh = BertPretrainer(BertBackbone(vocabulary_size=V, num_layers=2, num_heads=2,
+                                        hidden_dim=H, intermediate_dim=32,
+                                        max_sequence_length=12))
+    said = _init_from(path, fresh)
+    assert "masked-LM and NSP heads" in said
+    np.testing.assert_array_equal(fresh.masked_lm_head.output_bias.numpy(),
+                                  tensors["cls.predictions.bias"])
+    np.testing.assert_array_equal(fresh.next_sentence_head.dense.kernel.numpy(),
+                                  tensors["cls.seq_relationship.weight"].T)
+    np.testing.assert_array_equal(fresh.backbone.embeddings.token_embedding.embeddings.numpy(),
+                                  tensors["bert.embeddings.word_embeddings.weight"])
