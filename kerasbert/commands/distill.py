@@ -65,8 +65,10 @@ def run(args):
 
 def add_arguments(parser):
     add = parser.add_argument
-    add("--teacher", required=True, metavar="RUN/backbone.keras",
-        help="The teacher: a pretraining run's backbone.keras (or pretrainer.keras).")
+    add("--teacher", required=True, metavar="RUN/backbone.keras|HANDLE",
+        help="The teacher: a pretraining run's backbone.keras (or pretrainer.keras), or a "
+        "published masked-LM checkpoint (hf://..., a Hugging Face directory) or run directory "
+        "with its own masked-LM head.")
     add("--teacher-pretrainer", default=None, metavar="RUN/pretrainer.keras",
         help="Where the teacher's masked-LM head comes from (default: pretrainer.keras "
         "beside --teacher).")

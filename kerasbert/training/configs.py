@@ -211,5 +211,7 @@ class DistillConfig:
                              "mirrored or tpu.")
         for flag, path in (("--vocab", self.vocab), ("--teacher", self.teacher),
                            ("--teacher-pretrainer", self.teacher_pretrainer)):
+            if flag == "--teacher" and (handles.is_remote(path) or os.path.isdir(path)):
+                continue  # a handle: loading it says what is wrong with it
             if path is not None and not os.path.isfile(path):
                 raise UsageError(f"{flag} file not found: {path}")

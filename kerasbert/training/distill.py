@@ -38,6 +38,7 @@ from kerasbert.saving import load_model
 from kerasbert.tasks import BertPretrainer
 from kerasbert.tasks.distiller import Distiller
 from kerasbert.tasks.distiller import init_student_from_teacher
+from kerasbert.tasks.fill_mask import load_masked_lm_from_handle
 from kerasbert.text.vocabulary import load_vocab
 from kerasbert.training.loop import data_errors_as_usage_errors
 from kerasbert.training.pretrain import build_backbone
@@ -60,11 +61,22 @@ def _load(path, flag):
 def load_teacher(teacher, teacher_pretrainer=None):
     """The frozen teacher pretrainer (backbone + masked-LM head).
 
-    `teacher` is a backbone .keras file (RUN/backbone.keras) or a
-    pretrainer .keras file. The masked-LM head comes from
+    `teacher` is a backbone .keras file (RUN/backbone.keras), a
+    pretrainer .keras file, or a handle with a masked-LM head (hf://...,
+    a Hugging Face masked-LM directory, a pretraining run). The masked-LM head comes from
     `teacher_pretrainer`, else from the pretrainer.keras beside `teacher`;
     the backbone weights are always `teacher`'s.
     """
+    if not (os.path.isfile(teacher) and teacher.endswith(".keras")):
+        # A handle (hf://..., a Hugging Face masked-LM directory, a
+        # pretraining run): its own masked-LM head gives the soft targets.
+        if teacher_pretrainer is not None:
+            raise UsageError("--teacher-pretrainer goes with a --teacher .keras backbone; a "
+                             f"--teacher handle ({teacher}) brings its own masked-LM head.")
+        try:
+            return load_masked_lm_from_handle(teacher)
+        except UsageError as err:
+            raise UsageError(f"--teacher {err}") from None
     model = _load(teacher, "--teacher")
     if hasattr(model, "masked_lm_head") and teacher_pretrainer is None:
         return model

@@ -153,3 +153,17 @@ def test_half_precision_student(teacher_run, tmp_path, precision):
     rows = [json.loads(line) for line in open(os.path.join(out, "history.jsonl"))]
     assert rows and all(np.isfinite(r["loss"]) for r in rows)
     assert keras.config.dtype_policy().name == "float32"  # the global policy is restored
+
+
+def test_teacher_given_as_a_handle(teacher_run, tmp_path):
+    """`--teacher RUN_DIR` (a handle): the run's pretrainer.keras brings the
+    masked-LM head; a directory without one is refused in one line."""
+    vocab, shards, run = teacher_run
+    args = distill_args(teacher_run, str(tmp_path / "student"), steps=2)
+    args[args.index("--teacher") + 1] = run
+    assert distill(args) == 0
+    assert os.path.isfile(tmp_path / "student" / "backbone.keras")
+    (tmp_path / "empty").mkdir()
+    args = distill_args(teacher_run, str(tmp_path / "student2"), steps=2)
+    args[args.index("--teacher") + 1] = str(tmp_path / "empty")
+    assert distill(args) == 2
