@@ -4,12 +4,16 @@ inverse of `hf_checkpoint.from_hf_directory` over the same tables
 `BertModel`'s names, torch Linear weights [out, in]) and the tokenizer's
 files with `tokenizer_config.json`.
 
-BERT is written today; other families are refused with a clear error.
+BERT and RoBERTa are written today (RoBERTa's position table gets back its
+two offset rows, and its one-row token-type table is zero: reading folds it
+into the positions); other families are refused with a clear error.
 """
 
 import json
 import os
 import shutil
+
+import numpy as np
 
 from kerasbert.convert.bert_weights import get_bert_weights
 from kerasbert.convert.hf_layout import ACTIVATIONS
@@ -18,6 +22,8 @@ from kerasbert.convert.safetensors_files import SINGLE_FILE
 from kerasbert.convert.safetensors_files import write_safetensors
 from kerasbert.errors import UsageError
 from kerasbert.models import BertBackbone
+from kerasbert.models import RobertaBackbone
+from kerasbert.text.families import SAVED_FILES
 
 _HF_ACTIVATION = {ours: theirs for theirs, ours in reversed(list(ACTIVATIONS.items()))}
 
@@ -61,22 +67,68 @@ def bert_config_to_hf(backbone):
     }
 
 
-def write_hf_directory(backbone, directory, vocab_file=None, lower_case=True):
-    """Writes `backbone` (and a WordPiece vocab.txt) into `directory`, which
-    exists and is empty (the caller makes it atomic).
+def roberta_tensors_to_hf(weights):
+    """The canonical RoBERTa dict -> {transformers name: array} (no pooler)."""
+    positions = np.asarray(weights["position_embeddings"])
+    hidden = positions.shape[1]
+    tensors = bert_tensors_to_hf(dict(
+        weights, pooler_kernel=np.zeros((hidden, hidden), positions.dtype),
+        pooler_bias=np.zeros((hidden,), positions.dtype),
+        # fairseq's padding_idx + 1 offset rows, never read for real tokens
+        position_embeddings=np.concatenate([np.zeros((2, hidden), positions.dtype), positions]),
+        type_embeddings=np.zeros((1, hidden), positions.dtype)))
+    del tensors["pooler.dense.weight"], tensors["pooler.dense.bias"]
+    # Under "roberta.", as the published RobertaForMaskedLM files are (and as
+    # keras-hub's converter reads them).
+    return {"roberta." + name: value for name, value in tensors.items()}
+
+
+def roberta_config_to_hf(backbone):
+    config = bert_config_to_hf(backbone)
+    config.update(architectures=["RobertaModel"], model_type="roberta",
+                  max_position_embeddings=backbone.max_sequence_length + 2, type_vocab_size=1,
+                  pad_token_id=1, bos_token_id=0, eos_token_id=2)
+    return config
+
+
+#: our class -> (canonical dict -> tensors, backbone -> config.json, tokenizer kind)
+WRITERS = {
+    BertBackbone: (bert_tensors_to_hf, bert_config_to_hf, "wordpiece"),
+    RobertaBackbone: (roberta_tensors_to_hf, roberta_config_to_hf, "bpe"),
+}
+
+
+def write_hf_directory(backbone, directory, tokenizer_files=(), lower_case=True):
+    """Writes `backbone` and its tokenizer's files (vocab.txt; vocab.json +
+    merges.txt) into `directory`, which exists and is empty (the caller
+    makes it atomic).
 
     Raises:
-        UsageError: a family other than BERT, or a factorised embedding.
+        UsageError: a family this writer does not have, or a factorised
+            embedding.
     """
-    if type(backbone) is not BertBackbone or backbone.embedding_dim not in (None,
-                                                                           backbone.hidden_dim):
-        raise UsageError(f"--to hf writes BertBackbone (without a factorised embedding) "
-                         f"today; got a {type(backbone).__name__}. Use --to keras-hub or tf-hub.")
+    writer = WRITERS.get(type(backbone))
+    if writer is None or getattr(backbone, "embedding_dim", None) not in (None,
+                                                                          backbone.hidden_dim):
+        raise UsageError(f"--to hf writes {', '.join(c.__name__ for c in WRITERS)} (without a "
+                         f"factorised embedding) today; got a {type(backbone).__name__}. Use "
+                         "--to keras-hub or tf-hub.")
+    to_tensors, to_config, _ = writer
     write_safetensors(os.path.join(directory, SINGLE_FILE),
-                      bert_tensors_to_hf(get_bert_weights(backbone)))
+                      to_tensors(get_bert_weights(backbone)))
     with open(os.path.join(directory, "config.json"), "w", encoding="utf-8") as f:
-        json.dump(bert_config_to_hf(backbone), f, indent=2)
-    if vocab_file is not None:
-        shutil.copyfile(vocab_file, os.path.join(directory, "vocab.txt"))
+        json.dump(to_config(backbone), f, indent=2)
+    if isinstance(tokenizer_files, str):
+        tokenizer_files = (tokenizer_files,)
+    # The names transformers looks for: vocab.txt; vocab.json + merges.txt.
+    for path, name in zip(tokenizer_files, SAVED_FILES[writer[2]]):
+        shutil.copyfile(path, os.path.join(directory, name))
+    if writer[2] == "wordpiece" and tokenizer_files:
         with open(os.path.join(directory, "tokenizer_config.json"), "w", encoding="utf-8") as f:
             json.dump({"do_lower_case": bool(lower_case), "tokenizer_class": "BertTokenizer"}, f)
+
+
+def tokenizer_kind_for(backbone):
+    """The tokenizer family `--to hf` carries for this backbone, or None."""
+    writer = WRITERS.get(type(backbone))
+    return writer[2] if writer else None

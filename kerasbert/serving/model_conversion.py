@@ -21,6 +21,7 @@ import shutil
 from kerasbert import io_utils
 from kerasbert.convert import save_bert_checkpoint
 from kerasbert.convert import to_keras_hub
+from kerasbert.convert.hf_writer import tokenizer_kind_for
 from kerasbert.convert.hf_writer import write_hf_directory
 from kerasbert.errors import UsageError
 from kerasbert.models import BertBackbone
@@ -75,13 +76,15 @@ def convert_model(model, to, output, vocab=None, lower_case=None, overwrite=Fals
     if to == "tf1" and type(backbone) is not BertBackbone:
         raise UsageError(f"--to tf1 writes google-research/bert's BERT layout; got a "
                          f"{type(backbone).__name__}. Use --to keras-hub or tf-hub.")
-    if to in ("tf1", "hf") and tokenizer_kind(tokenizer) != "wordpiece":
-        raise UsageError(f"--to {to} carries a WordPiece vocab.txt; this tokenizer is "
+    wanted = "wordpiece" if to == "tf1" else tokenizer_kind_for(backbone) if to == "hf" else None
+    if wanted is not None and tokenizer_kind(tokenizer) != wanted:
+        raise UsageError(f"--to {to} carries a {wanted} tokenizer for a "
+                         f"{type(backbone).__name__}; this tokenizer is "
                          f"{tokenizer_kind(tokenizer)}.")
     try:
         with io_utils.atomic_directory(output, overwrite=overwrite) as tmp:
             if to == "hf":
-                write_hf_directory(backbone, tmp, tokenizer_files(tokenizer)[0],
+                write_hf_directory(backbone, tmp, tokenizer_files(tokenizer),
                                    tokenizer.lower_case)
             elif to == "tf1":
                 save_bert_checkpoint(backbone, os.path.join(tmp, "bert_model.ckpt"))

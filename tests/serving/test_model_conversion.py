@@ -119,3 +119,31 @@ def test_cli_converts_in_a_fresh_process(tmp_path, run_dir):
                            timeout=600)
     assert again.returncode == 2 and "already exists" in again.stderr
     assert "Traceback" not in again.stderr
+
+
+def test_roberta_to_hf_reads_back_in_keras_hub_and_ours(tmp_path):
+    """RoBERTa's Hugging Face layout: two offset rows before the positions,
+    a one-row token-type table, vocab.json + merges.txt."""
+    import keras_hub
+
+    sys.path.insert(0, os.path.dirname(__file__))
+    from serving_fixtures import write_tokenizer
+
+    from kerasbert import runs
+
+    bpe = write_tokenizer(str(tmp_path / "bpe"), "bpe")
+    tokenizer = load_tokenizer(bpe)
+    source = _randomize(RobertaBackbone(**tiny_encoder_config(
+        vocabulary_size=tokenizer.vocabulary_size)), seed=12)
+    runs.save_run(str(tmp_path / "run"), {runs.BACKBONE: source}, tokenizer=tokenizer)
+    out = convert_model(str(tmp_path / "run"), "hf", tmp_path / "hf")
+    assert sorted(n for n in os.listdir(out) if n != "model.safetensors") == [
+        "config.json", "merges.txt", "vocab.json"]
+    inputs = tiny_encoder_inputs(vocabulary_size=tokenizer.vocabulary_size, segments=False)
+    expected = _outputs(source, inputs)["sequence_output"]
+    ours = _outputs(Backbone.from_preset(out), inputs)["sequence_output"]
+    np.testing.assert_allclose(ours, expected, atol=1e-5)
+    peer = keras_hub.models.RobertaBackbone.from_preset(out)
+    got = peer({"token_ids": inputs["input_word_ids"], "padding_mask": inputs["input_mask"]})
+    np.testing.assert_allclose(keras.ops.convert_to_numpy(got), expected, atol=1e-5)
+    assert load_tokenizer(out).vocabulary_size == tokenizer.vocabulary_size
