@@ -26,7 +26,6 @@ the original BERT's: 2-D dense kernels [in, out], head-major columns.
 
 import numpy as np
 
-from kerasbert.convert.safetensors_files import StoredTensor
 
 LAYER_KEYS = (
     "query_kernel",
@@ -75,7 +74,9 @@ def _assign(variable, value, name):
 def _sliceable(variable, value):
     import keras  # lazy: keras (the backend decides whether slices assign in place)
 
-    return (isinstance(value, StoredTensor) and not value.transposed
+    # StoredTensor (safetensors) or a keras-hub HDF5 dataset's view: both
+    # read rows start..stop alone.
+    return (hasattr(value, "rows") and not value.transposed
             and value.nbytes > _SLICE_BYTES and keras.backend.backend() == "tensorflow")
 
 

@@ -129,6 +129,20 @@ class VariableView(np.lib.mixins.NDArrayOperatorsMixin):
     def __getitem__(self, index):
         return np.asarray(self)[index]
 
+    @property
+    def transposed(self):
+        # Row slices read straight from the source only when the canonical
+        # shape is the stored one (embedding tables).
+        return not (hasattr(self.variable, "rows")
+                    and self.shape == tuple(self.variable.shape)) or self.variable.transposed
+
+    @property
+    def nbytes(self):
+        return getattr(self.variable, "nbytes", 0)
+
+    def rows(self, start, stop):
+        return self.variable.rows(start, stop)
+
     def astype(self, dtype, copy=True):
         return np.asarray(self).astype(dtype)
 

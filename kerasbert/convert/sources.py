@@ -2,7 +2,7 @@
 
     layout      what marks it                               loader
     hf          config.json with "model_type"               hf_checkpoint.from_hf_directory
-    keras_hub   config.json with "registered_name"          keras-hub's loader + from_keras_hub
+    keras_hub   config.json with "registered_name"          keras_hub_preset.from_keras_hub_preset
                 (model.weights.h5, tokenizer.json, assets/)
     tf1         bert_config.json + a TF1 checkpoint          tf1_checkpoint.load_bert_checkpoint
                 (bert_model.ckpt.*)
@@ -17,7 +17,7 @@ turns hub handles into directories (`kerasbert.handles`).
 import os
 
 from kerasbert.convert.keras_hub import FAMILIES
-from kerasbert.convert.keras_hub import from_keras_hub
+from kerasbert.convert.keras_hub_preset import from_keras_hub_preset
 from kerasbert.errors import UsageError
 from kerasbert.io_utils import json_or_none
 
@@ -100,10 +100,6 @@ def load_published(path, layout, dtype=None, **overrides):
 
 
 def _from_keras_hub_preset(path):
-    # lazy: keras-hub reads its own preset format (config.json names the
-    # class; model.weights.h5 holds the weights).
-    import keras_hub
-
     config = json_or_none(os.path.join(path, "config.json"))
     name = config.get("registered_name", "").split(">")[-1]
     if name not in FAMILIES:
@@ -111,13 +107,7 @@ def _from_keras_hub_preset(path):
                          f"{', '.join(sorted(FAMILIES))}.")
     if not os.path.isfile(os.path.join(path, "model.weights.h5")):
         raise UsageError(f"{path}: no model.weights.h5 (keras-hub preset without weights).")
-    try:
-        peer = keras_hub.models.Backbone.from_preset(path)
-    except (ValueError, OSError, KeyError) as err:
-        raise UsageError(f"{path}: keras-hub could not load the preset: "
-                         f"{str(err).splitlines()[0] if str(err) else type(err).__name__}"
-                         ) from None
-    return from_keras_hub(peer)
+    return from_keras_hub_preset(path)
 
 
 def apply_overrides(backbone, source, dtype=None, overrides=None):
