@@ -20,7 +20,10 @@ class TestGptBackbone(TestCase):
         self.run_backbone_test(GptBackbone, KWARGS, INPUTS)
 
     def test_output_at_t_does_not_depend_on_later_tokens(self):
-        model = GptBackbone(**KWARGS)
+        # Weights 25x the usual 0.02 spread: a changed token then moves every
+        # later output far beyond the 1e-3 the check asks (at 0.02 one seed
+        # gave 8.6e-4), while causality stays exact.
+        model = GptBackbone(**dict(KWARGS, initializer_range=0.5))
         base = model(INPUTS)["sequence_output"].numpy()
         for t in range(7):
             changed = {k: v.copy() for k, v in INPUTS.items()}
