@@ -4,9 +4,10 @@ inverse of `hf_checkpoint.from_hf_directory` over the same tables
 `BertModel`'s names, torch Linear weights [out, in]) and the tokenizer's
 files with `tokenizer_config.json`.
 
-BERT and RoBERTa are written today (RoBERTa's position table gets back its
-two offset rows, and its one-row token-type table is zero: reading folds it
-into the positions); other families are refused with a clear error.
+BERT, RoBERTa, DistilBERT and ELECTRA are written today (RoBERTa's
+position table gets back its two offset rows, and its one-row token-type
+table is zero: reading folds it into the positions); ALBERT, BigBird and
+GPT-1 are refused with a clear error.
 """
 
 import json
@@ -17,37 +18,65 @@ import numpy as np
 
 from kerasbert.convert.bert_weights import get_bert_weights
 from kerasbert.convert.hf_layout import ACTIVATIONS
+from kerasbert.convert.hf_layout import DISTILBERT_LAYOUT
 from kerasbert.convert.hf_layout import ENCODER_LAYOUT
 from kerasbert.convert.safetensors_files import SINGLE_FILE
 from kerasbert.convert.safetensors_files import write_safetensors
 from kerasbert.errors import UsageError
 from kerasbert.models import BertBackbone
+from kerasbert.models import DistilBertBackbone
+from kerasbert.models import ElectraBackbone
 from kerasbert.models import RobertaBackbone
 from kerasbert.text.families import SAVED_FILES
 
 _HF_ACTIVATION = {ours: theirs for theirs, ours in reversed(list(ACTIVATIONS.items()))}
 
 
-def bert_tensors_to_hf(weights):
-    """The canonical BERT dict -> {transformers name: array}."""
+def encoder_tensors_to_hf(weights, layout=ENCODER_LAYOUT, prefix=""):
+    """The canonical dict -> {transformers name: array}: the embeddings (and
+    the segment table, pooler and ELECTRA's `embeddings_project` where the
+    dict has them) and every layer of `layout`, under `prefix`."""
     tensors = {
         "embeddings.word_embeddings.weight": weights["word_embeddings"],
         "embeddings.position_embeddings.weight": weights["position_embeddings"],
-        "embeddings.token_type_embeddings.weight": weights["type_embeddings"],
         "embeddings.LayerNorm.weight": weights["embeddings_ln_gamma"],
         "embeddings.LayerNorm.bias": weights["embeddings_ln_beta"],
-        "pooler.dense.weight": weights["pooler_kernel"].T,
-        "pooler.dense.bias": weights["pooler_bias"],
     }
+    if weights.get("type_embeddings") is not None:
+        tensors["embeddings.token_type_embeddings.weight"] = weights["type_embeddings"]
+    if weights.get("pooler_kernel") is not None:
+        tensors["pooler.dense.weight"] = weights["pooler_kernel"].T
+        tensors["pooler.dense.bias"] = weights["pooler_bias"]
+    if weights.get("embedding_projection_kernel") is not None:
+        tensors["embeddings_project.weight"] = weights["embedding_projection_kernel"].T
+        tensors["embeddings_project.bias"] = weights["embedding_projection_bias"]
     for i, layer in enumerate(weights["layers"]):
-        base = ENCODER_LAYOUT["layer"].format(i=i)
-        for key, module in ENCODER_LAYOUT["linear"].items():
+        base = layout["layer"].format(i=i)
+        for key, module in layout["linear"].items():
             tensors[f"{base}{module}.weight"] = layer[f"{key}_kernel"].T
             tensors[f"{base}{module}.bias"] = layer[f"{key}_bias"]
-        for key, module in ENCODER_LAYOUT["norm"].items():
+        for key, module in layout["norm"].items():
             tensors[f"{base}{module}.weight"] = layer[f"{key}_gamma"]
             tensors[f"{base}{module}.bias"] = layer[f"{key}_beta"]
-    return tensors
+    return {prefix + name: value for name, value in tensors.items()}
+
+
+def bert_tensors_to_hf(weights):
+    """The canonical BERT dict -> {transformers name: array} (`BertModel`)."""
+    return encoder_tensors_to_hf(weights)
+
+
+def distilbert_tensors_to_hf(weights):
+    """The canonical DistilBERT dict -> names under "distilbert.", as the
+    published DistilBertForMaskedLM files have them."""
+    return encoder_tensors_to_hf(dict(weights, pooler_kernel=None), DISTILBERT_LAYOUT,
+                                 "distilbert.")
+
+
+def electra_tensors_to_hf(weights):
+    """The canonical ELECTRA dict -> names under "electra." (no pooler: the
+    published discriminators have none)."""
+    return encoder_tensors_to_hf(dict(weights, pooler_kernel=None), prefix="electra.")
 
 
 def bert_config_to_hf(backbone):
@@ -91,10 +120,32 @@ def roberta_config_to_hf(backbone):
     return config
 
 
+def distilbert_config_to_hf(backbone):
+    return {
+        "architectures": ["DistilBertModel"], "model_type": "distilbert",
+        "vocab_size": backbone.vocabulary_size, "dim": backbone.hidden_dim,
+        "n_layers": backbone.num_layers, "n_heads": backbone.num_heads,
+        "hidden_dim": backbone.intermediate_dim,
+        "max_position_embeddings": backbone.max_sequence_length,
+        "dropout": backbone.dropout, "attention_dropout": backbone.dropout,
+        "activation": "gelu", "sinusoidal_pos_embds": False,
+        "initializer_range": backbone.initializer_range, "pad_token_id": 0,
+    }
+
+
+def electra_config_to_hf(backbone):
+    config = bert_config_to_hf(backbone)
+    config.update(architectures=["ElectraModel"], model_type="electra",
+                  embedding_size=backbone.embedding_dim or backbone.hidden_dim)
+    return config
+
+
 #: our class -> (canonical dict -> tensors, backbone -> config.json, tokenizer kind)
 WRITERS = {
     BertBackbone: (bert_tensors_to_hf, bert_config_to_hf, "wordpiece"),
     RobertaBackbone: (roberta_tensors_to_hf, roberta_config_to_hf, "bpe"),
+    DistilBertBackbone: (distilbert_tensors_to_hf, distilbert_config_to_hf, "wordpiece"),
+    ElectraBackbone: (electra_tensors_to_hf, electra_config_to_hf, "wordpiece"),
 }
 
 
@@ -108,8 +159,8 @@ def write_hf_directory(backbone, directory, tokenizer_files=(), lower_case=True)
             embedding.
     """
     writer = WRITERS.get(type(backbone))
-    if writer is None or getattr(backbone, "embedding_dim", None) not in (None,
-                                                                          backbone.hidden_dim):
+    factorised = getattr(backbone, "embedding_dim", None) not in (None, backbone.hidden_dim)
+    if writer is None or (factorised and type(backbone) is not ElectraBackbone):
         raise UsageError(f"--to hf writes {', '.join(c.__name__ for c in WRITERS)} (without a "
                          f"factorised embedding) today; got a {type(backbone).__name__}. Use "
                          "--to keras-hub or tf-hub.")

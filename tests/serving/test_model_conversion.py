@@ -147,3 +147,29 @@ def test_roberta_to_hf_reads_back_in_keras_hub_and_ours(tmp_path):
     got = peer({"token_ids": inputs["input_word_ids"], "padding_mask": inputs["input_mask"]})
     np.testing.assert_allclose(keras.ops.convert_to_numpy(got), expected, atol=1e-5)
     assert load_tokenizer(out).vocabulary_size == tokenizer.vocabulary_size
+
+
+@pytest.mark.parametrize("family, extra", [("DistilBertBackbone", {}),
+                                           ("ElectraBackbone", {"embedding_dim": 8})])
+def test_distilbert_and_electra_to_hf_read_back(tmp_path, run_dir, family, extra):
+    """DistilBERT (under "distilbert.", read back by keras-hub's converter
+    too) and ELECTRA (under "electra.", with embeddings_project)."""
+    import keras_hub
+
+    import kerasbert.models as families
+
+    run, _ = run_dir
+    source = _randomize(getattr(families, family)(**tiny_encoder_config(**extra)), seed=13)
+    source.save(str(tmp_path / "model.keras"))
+    out = convert_model(str(tmp_path / "model.keras"), "hf", tmp_path / "hf",
+                        vocab=str(run / "vocab.txt"))
+    segments = family != "DistilBertBackbone"
+    inputs = tiny_encoder_inputs(segments=segments)
+    expected = _outputs(source, inputs)["sequence_output"]
+    loaded = Backbone.from_preset(out)
+    assert type(loaded) is type(source)
+    np.testing.assert_allclose(_outputs(loaded, inputs)["sequence_output"], expected, atol=1e-5)
+    if family == "DistilBertBackbone":
+        peer = keras_hub.models.DistilBertBackbone.from_preset(out)
+        got = peer({"token_ids": inputs["input_word_ids"], "padding_mask": inputs["input_mask"]})
+        np.testing.assert_allclose(keras.ops.convert_to_numpy(got), expected, atol=1e-5)
