@@ -86,3 +86,27 @@ def test_a_model_directorys_tokenizer_gives_the_tokenizers_librarys_ids(tmp_path
         want = [encoding.ids[0]] + encoding.ids[1:-1][:14] + [encoding.ids[-1]]
         np.testing.assert_array_equal(row[:len(want)], want)
         assert not row[len(want):].any()
+
+
+def test_a_roberta_directorys_bpe_gives_the_tokenizers_librarys_ids(tmp_path, lines,
+                                                                     monkeypatch):
+    """Byte-level BPE (RoBERTa): a model directory's vocab.json + merges.txt,
+    and the same directory with only its tokenizer.json, give the ids of
+    the `tokenizers` library's ByteLevel BPE over those files."""
+    from kerasbert.text import train_bpe
+
+    (tmp_path / "corpus.txt").write_text("\n".join(lines[::5]) + "\n", encoding="utf-8")
+    files = train_bpe([str(tmp_path / "corpus.txt")], 600, str(tmp_path / "model"))
+    (tmp_path / "model" / "config.json").write_text(json.dumps({"model_type": "roberta"}))
+    reference = tokenizers.ByteLevelBPETokenizer(files["vocabulary_file"], files["merges_file"])
+    reference.save(str(tmp_path / "model" / "tokenizer.json"))
+    sample = lines[::7]
+    expected = [e.ids for e in reference.encode_batch(sample)]
+    ours = load_tokenizer(str(tmp_path / "model"))
+    assert ours.tokenize_ids(sample).to_list() == expected
+
+    monkeypatch.setenv("KERASBERT_CACHE", str(tmp_path / "cache"))
+    (tmp_path / "json_only").mkdir()
+    for name in ("tokenizer.json", "config.json"):
+        (tmp_path / "json_only" / name).write_bytes((tmp_path / "model" / name).read_bytes())
+    assert load_tokenizer(str(tmp_path / "json_only")).tokenize_ids(sample).to_list() == expected
