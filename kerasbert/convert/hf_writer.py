@@ -4,10 +4,10 @@ inverse of `hf_checkpoint.from_hf_directory` over the same tables
 `BertModel`'s names, torch Linear weights [out, in]) and the tokenizer's
 files with `tokenizer_config.json`.
 
-BERT, RoBERTa, DistilBERT and ELECTRA are written today (RoBERTa's
+BERT, RoBERTa, DistilBERT, ELECTRA and ALBERT are written today (RoBERTa's
 position table gets back its two offset rows, and its one-row token-type
-table is zero: reading folds it into the positions); ALBERT, BigBird and
-GPT-1 are refused with a clear error.
+table is zero: reading folds it into the positions); BigBird and GPT-1 are
+refused with a clear error.
 """
 
 import json
@@ -18,16 +18,18 @@ import numpy as np
 
 from kerasbert.convert.bert_weights import get_bert_weights
 from kerasbert.convert.hf_layout import ACTIVATIONS
+from kerasbert.convert.albert_weights import get_albert_weights
+from kerasbert.convert.hf_layout import ALBERT_LAYOUT
 from kerasbert.convert.hf_layout import DISTILBERT_LAYOUT
 from kerasbert.convert.hf_layout import ENCODER_LAYOUT
 from kerasbert.convert.safetensors_files import SINGLE_FILE
 from kerasbert.convert.safetensors_files import write_safetensors
 from kerasbert.errors import UsageError
+from kerasbert.models import AlbertBackbone
 from kerasbert.models import BertBackbone
 from kerasbert.models import DistilBertBackbone
 from kerasbert.models import ElectraBackbone
 from kerasbert.models import RobertaBackbone
-from kerasbert.text.families import SAVED_FILES
 
 _HF_ACTIVATION = {ours: theirs for theirs, ours in reversed(list(ACTIVATIONS.items()))}
 
@@ -77,6 +79,28 @@ def electra_tensors_to_hf(weights):
     """The canonical ELECTRA dict -> names under "electra." (no pooler: the
     published discriminators have none)."""
     return encoder_tensors_to_hf(dict(weights, pooler_kernel=None), prefix="electra.")
+
+
+def albert_tensors_to_hf(weights):
+    """The canonical ALBERT dict ("groups" of distinct blocks, the
+    factorised embedding's projection) -> names under "albert."."""
+    tensors = encoder_tensors_to_hf(dict(weights, layers=[], embedding_projection_kernel=None))
+    # ALBERT's pooler is a bare Linear named "pooler".
+    tensors["pooler.weight"] = tensors.pop("pooler.dense.weight")
+    tensors["pooler.bias"] = tensors.pop("pooler.dense.bias")
+    tensors["encoder.embedding_hidden_mapping_in.weight"] = \
+        weights["embedding_projection_kernel"].T
+    tensors["encoder.embedding_hidden_mapping_in.bias"] = weights["embedding_projection_bias"]
+    for g, group in enumerate(weights["groups"]):
+        for r, layer in enumerate(group):
+            base = ALBERT_LAYOUT["layer"].format(g=g, r=r)
+            for key, module in ALBERT_LAYOUT["linear"].items():
+                tensors[f"{base}{module}.weight"] = layer[f"{key}_kernel"].T
+                tensors[f"{base}{module}.bias"] = layer[f"{key}_bias"]
+            for key, module in ALBERT_LAYOUT["norm"].items():
+                tensors[f"{base}{module}.weight"] = layer[f"{key}_gamma"]
+                tensors[f"{base}{module}.bias"] = layer[f"{key}_beta"]
+    return {"albert." + name: value for name, value in tensors.items()}
 
 
 def bert_config_to_hf(backbone):
@@ -140,13 +164,25 @@ def electra_config_to_hf(backbone):
     return config
 
 
+def albert_config_to_hf(backbone):
+    config = bert_config_to_hf(backbone)
+    config.update(architectures=["AlbertModel"], model_type="albert",
+                  embedding_size=backbone.embedding_dim, num_hidden_groups=backbone.num_groups,
+                  inner_group_num=backbone.num_inner_repetitions)
+    return config
+
+
 #: our class -> (canonical dict -> tensors, backbone -> config.json, tokenizer kind)
 WRITERS = {
     BertBackbone: (bert_tensors_to_hf, bert_config_to_hf, "wordpiece"),
     RobertaBackbone: (roberta_tensors_to_hf, roberta_config_to_hf, "bpe"),
     DistilBertBackbone: (distilbert_tensors_to_hf, distilbert_config_to_hf, "wordpiece"),
     ElectraBackbone: (electra_tensors_to_hf, electra_config_to_hf, "wordpiece"),
+    AlbertBackbone: (albert_tensors_to_hf, albert_config_to_hf, "sentencepiece"),
 }
+#: the tokenizer files' names in a Hugging Face model directory
+HF_TOKENIZER_NAMES = {"wordpiece": ("vocab.txt",), "bpe": ("vocab.json", "merges.txt"),
+                      "sentencepiece": ("spiece.model",)}
 
 
 def write_hf_directory(backbone, directory, tokenizer_files=(), lower_case=True):
@@ -160,23 +196,23 @@ def write_hf_directory(backbone, directory, tokenizer_files=(), lower_case=True)
     """
     writer = WRITERS.get(type(backbone))
     factorised = getattr(backbone, "embedding_dim", None) not in (None, backbone.hidden_dim)
-    if writer is None or (factorised and type(backbone) is not ElectraBackbone):
+    if writer is None or (factorised and type(backbone) not in (ElectraBackbone, AlbertBackbone)):
         raise UsageError(f"--to hf writes {', '.join(c.__name__ for c in WRITERS)} (without a "
                          f"factorised embedding) today; got a {type(backbone).__name__}. Use "
                          "--to keras-hub or tf-hub.")
     to_tensors, to_config, _ = writer
-    write_safetensors(os.path.join(directory, SINGLE_FILE),
-                      to_tensors(get_bert_weights(backbone)))
+    read = get_albert_weights if type(backbone) is AlbertBackbone else get_bert_weights
+    write_safetensors(os.path.join(directory, SINGLE_FILE), to_tensors(read(backbone)))
     with open(os.path.join(directory, "config.json"), "w", encoding="utf-8") as f:
         json.dump(to_config(backbone), f, indent=2)
     if isinstance(tokenizer_files, str):
         tokenizer_files = (tokenizer_files,)
-    # The names transformers looks for: vocab.txt; vocab.json + merges.txt.
-    for path, name in zip(tokenizer_files, SAVED_FILES[writer[2]]):
+    # The names transformers looks for.
+    for path, name in zip(tokenizer_files, HF_TOKENIZER_NAMES[writer[2]]):
         shutil.copyfile(path, os.path.join(directory, name))
-    if writer[2] == "wordpiece" and tokenizer_files:
+    if writer[2] != "bpe" and tokenizer_files:
         with open(os.path.join(directory, "tokenizer_config.json"), "w", encoding="utf-8") as f:
-            json.dump({"do_lower_case": bool(lower_case), "tokenizer_class": "BertTokenizer"}, f)
+            json.dump({"do_lower_case": bool(lower_case)}, f)
 
 
 def tokenizer_kind_for(backbone):

@@ -173,3 +173,35 @@ def test_distilbert_and_electra_to_hf_read_back(tmp_path, run_dir, family, extra
         peer = keras_hub.models.DistilBertBackbone.from_preset(out)
         got = peer({"token_ids": inputs["input_word_ids"], "padding_mask": inputs["input_mask"]})
         np.testing.assert_allclose(keras.ops.convert_to_numpy(got), expected, atol=1e-5)
+
+
+def test_albert_to_hf_reads_back_in_keras_hub_and_ours(tmp_path):
+    """ALBERT: groups of distinct blocks, the factorised embedding's
+    projection, spiece.model; keras-hub's converter reads it back."""
+    import keras_hub
+
+    sys.path.insert(0, os.path.dirname(__file__))
+    from serving_fixtures import write_tokenizer
+
+    from kerasbert.models import AlbertBackbone
+
+    spm = write_tokenizer(str(tmp_path / "spm"), "sentencepiece")
+    tokenizer = load_tokenizer(spm)
+    source = _randomize(AlbertBackbone(**tiny_encoder_config(
+        vocabulary_size=tokenizer.vocabulary_size, embedding_dim=8, num_groups=2,
+        activation="gelu_approximate")), seed=14)
+    source.save(str(tmp_path / "albert.keras"))
+    out = convert_model(str(tmp_path / "albert.keras"), "hf", tmp_path / "hf", vocab=spm)
+    assert os.path.isfile(os.path.join(out, "spiece.model"))
+    inputs = tiny_encoder_inputs(vocabulary_size=tokenizer.vocabulary_size)
+    expected = _outputs(source, inputs)
+    loaded = Backbone.from_preset(out)
+    assert loaded.get_config()["num_groups"] == 2
+    for key, value in _outputs(loaded, inputs).items():
+        np.testing.assert_allclose(value, expected[key], atol=1e-5, err_msg=key)
+    peer = keras_hub.models.AlbertBackbone.from_preset(out)
+    got = peer({"token_ids": inputs["input_word_ids"], "padding_mask": inputs["input_mask"],
+                "segment_ids": inputs["input_type_ids"]})
+    np.testing.assert_allclose(keras.ops.convert_to_numpy(got["sequence_output"]),
+                               expected["sequence_output"], atol=1e-5)
+    assert load_tokenizer(out).vocabulary_size == tokenizer.vocabulary_size
