@@ -4,9 +4,9 @@ inverse of `hf_checkpoint.from_hf_directory` over the same tables
 `BertModel`'s names, torch Linear weights [out, in]) and the tokenizer's
 files with `tokenizer_config.json`.
 
-BERT, RoBERTa, DistilBERT, ELECTRA and ALBERT are written today (RoBERTa's
-position table gets back its two offset rows, and its one-row token-type
-table is zero: reading folds it into the positions); BigBird and GPT-1 are
+BERT, RoBERTa, DistilBERT, ELECTRA, ALBERT and BigBird are written today
+(RoBERTa's position table gets back its two offset rows, and its one-row
+token-type table is zero: reading folds it into the positions); GPT-1 is
 refused with a clear error.
 """
 
@@ -27,6 +27,7 @@ from kerasbert.convert.safetensors_files import write_safetensors
 from kerasbert.errors import UsageError
 from kerasbert.models import AlbertBackbone
 from kerasbert.models import BertBackbone
+from kerasbert.models import BigBirdBackbone
 from kerasbert.models import DistilBertBackbone
 from kerasbert.models import ElectraBackbone
 from kerasbert.models import RobertaBackbone
@@ -103,6 +104,11 @@ def albert_tensors_to_hf(weights):
     return {"albert." + name: value for name, value in tensors.items()}
 
 
+def big_bird_tensors_to_hf(weights):
+    """BigBird's weights are BERT's, under "bert." as the published files."""
+    return encoder_tensors_to_hf(weights, prefix="bert.")
+
+
 def bert_config_to_hf(backbone):
     """`BertBackbone` arguments -> a transformers `config.json` dict."""
     return {
@@ -172,6 +178,16 @@ def albert_config_to_hf(backbone):
     return config
 
 
+def big_bird_config_to_hf(backbone):
+    config = bert_config_to_hf(backbone)
+    config.update(architectures=["BigBirdModel"], model_type="big_bird",
+                  attention_type="block_sparse" if backbone.attention == "bigbird"
+                  else "original_full",
+                  block_size=backbone.block_size, num_random_blocks=backbone.num_random_blocks,
+                  use_bias=True, rescale_embeddings=False)
+    return config
+
+
 #: our class -> (canonical dict -> tensors, backbone -> config.json, tokenizer kind)
 WRITERS = {
     BertBackbone: (bert_tensors_to_hf, bert_config_to_hf, "wordpiece"),
@@ -179,6 +195,7 @@ WRITERS = {
     DistilBertBackbone: (distilbert_tensors_to_hf, distilbert_config_to_hf, "wordpiece"),
     ElectraBackbone: (electra_tensors_to_hf, electra_config_to_hf, "wordpiece"),
     AlbertBackbone: (albert_tensors_to_hf, albert_config_to_hf, "sentencepiece"),
+    BigBirdBackbone: (big_bird_tensors_to_hf, big_bird_config_to_hf, "sentencepiece"),
 }
 #: the tokenizer files' names in a Hugging Face model directory
 HF_TOKENIZER_NAMES = {"wordpiece": ("vocab.txt",), "bpe": ("vocab.json", "merges.txt"),

@@ -205,3 +205,30 @@ def test_albert_to_hf_reads_back_in_keras_hub_and_ours(tmp_path):
     np.testing.assert_allclose(keras.ops.convert_to_numpy(got["sequence_output"]),
                                expected["sequence_output"], atol=1e-5)
     assert load_tokenizer(out).vocabulary_size == tokenizer.vocabulary_size
+
+
+def test_big_bird_to_hf_reads_back(tmp_path):
+    """BigBird: BERT's names under "bert.", its attention settings in
+    config.json, spiece.model."""
+    sys.path.insert(0, os.path.dirname(__file__))
+    from serving_fixtures import write_tokenizer
+
+    from kerasbert.models import BigBirdBackbone
+
+    spm = write_tokenizer(str(tmp_path / "spm"), "sentencepiece")
+    size = load_tokenizer(spm).vocabulary_size
+    source = _randomize(BigBirdBackbone(**tiny_encoder_config(
+        vocabulary_size=size, max_sequence_length=16, block_size=2, num_random_blocks=1)),
+        seed=15)
+    source.save(str(tmp_path / "bigbird.keras"))
+    out = convert_model(str(tmp_path / "bigbird.keras"), "hf", tmp_path / "hf", vocab=spm,
+                        lower_case=False)
+    config = json.loads(open(os.path.join(out, "config.json")).read())
+    assert (config["model_type"], config["attention_type"], config["block_size"]) == (
+        "big_bird", "block_sparse", 2)
+    loaded = Backbone.from_preset(out)
+    assert loaded.get_config() == {**source.get_config(), "name": loaded.name}
+    inputs = tiny_encoder_inputs(vocabulary_size=size, length=16)
+    for key, value in _outputs(loaded, inputs).items():
+        np.testing.assert_allclose(value, _outputs(source, inputs)[key], atol=1e-5, err_msg=key)
+    assert load_tokenizer(out).lower_case is False
