@@ -59,25 +59,34 @@ def _assign(variable, value, name):
             f"Shape mismatch for {name}: the model has "
             f"{tuple(variable.shape)}, the source has {tuple(value.shape)}."
         )
-    if _sliceable(variable, value):
-        step = max(1, _SLICE_BYTES // (value.nbytes // value.shape[0]))
+    rows = _row_reader(variable, value)
+    if rows is not None:
+        step = max(1, _SLICE_BYTES // max(1, value.nbytes // value.shape[0]))
         for start in range(0, value.shape[0], step):
             stop = min(start + step, value.shape[0])
             # tf.Variable's strided-slice assign writes in place.
-            variable.value[start:stop].assign(value.rows(start, stop).astype(variable.dtype))
+            variable.value[start:stop].assign(rows(start, stop).astype(variable.dtype))
         return
     value = np.asarray(value)
     # copy=False: a float32 source is not copied again.
     variable.assign(value.astype(variable.dtype, copy=False))
 
 
-def _sliceable(variable, value):
+def _row_reader(variable, value):
+    """`rows(start, stop)` for a large value assigned in slices (TensorFlow
+    backend), or None: sources that read rows alone (safetensors, a
+    keras-hub HDF5 dataset) read only those rows; other large values (a
+    transposed Linear weight) are read once and sliced, which still spares
+    the whole-tensor copy an `assign` makes."""
     import keras  # lazy: keras (the backend decides whether slices assign in place)
 
-    # StoredTensor (safetensors) or a keras-hub HDF5 dataset's view: both
-    # read rows start..stop alone.
-    return (hasattr(value, "rows") and not value.transposed
-            and value.nbytes > _SLICE_BYTES and keras.backend.backend() == "tensorflow")
+    if (keras.backend.backend() != "tensorflow" or getattr(value, "nbytes", 0) <= _SLICE_BYTES
+            or len(value.shape) < 1):
+        return None
+    if hasattr(value, "rows") and not value.transposed:
+        return value.rows
+    array = np.asarray(value)
+    return lambda start, stop: array[start:stop]
 
 
 def _top_variables(backbone):

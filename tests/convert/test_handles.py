@@ -336,3 +336,20 @@ def test_our_tf_hub_encoders_of_every_family_read_back(tmp_path, name, extra):
     assert type(loaded) is type(source) and loaded.get_config() == source.get_config()
     keys = [k for k in ("sequence_output", "pooled_output") if k in source.output]
     assert_close(_outputs(source, inputs), _outputs(loaded, inputs), keys=keys)
+
+
+def test_sliced_assignment_gives_the_same_weights(tmp_path, monkeypatch):
+    """Large tensors are assigned in row slices (a bert_base load's word
+    embeddings, its Linear weights); with a tiny slice size every tensor of
+    a tiny model takes that path, from safetensors and from keras-hub's
+    HDF5 alike, and the weights are the ones a whole assignment gives."""
+    from kerasbert.convert import bert_weights
+
+    hf_dir = write_hf(tmp_path / "hf", hf_tensors(), hf_config())
+    _keras_hub_preset(tmp_path / "preset", "bert")
+    whole = [Backbone.from_preset(str(d)).get_weights() for d in (hf_dir, tmp_path / "preset")]
+    monkeypatch.setattr(bert_weights, "_SLICE_BYTES", 64)
+    sliced = [Backbone.from_preset(str(d)).get_weights() for d in (hf_dir, tmp_path / "preset")]
+    for a_model, b_model in zip(whole, sliced):
+        for a, b in zip(a_model, b_model):
+            np.testing.assert_array_equal(a, b)
