@@ -81,3 +81,34 @@ def set_pretraining_heads(pretrainer, heads, source):
     except ValueError as err:
         raise CheckpointError(f"{source}: {err}") from None
     return written
+
+
+#: ELECTRA's replaced-token head in `ElectraForPreTraining` checkpoints.
+ELECTRA_DISCRIMINATOR = ("discriminator_predictions.dense",
+                         "discriminator_predictions.dense_prediction")
+
+
+def discriminator_head_from_hf(directory):
+    """{"dense_kernel" [H, H], "dense_bias", "logits_kernel" [H, 1],
+    "logits_bias"} of an ELECTRA discriminator checkpoint, or None."""
+    dense, prediction = ELECTRA_DISCRIMINATOR
+    tensors = read_checkpoint_directory(directory)
+    if f"{dense}.weight" not in tensors:
+        return None
+    return {"dense_kernel": tensors[f"{dense}.weight"].T, "dense_bias": tensors[f"{dense}.bias"],
+            "logits_kernel": tensors[f"{prediction}.weight"].T,
+            "logits_bias": tensors[f"{prediction}.bias"]}
+
+
+def set_discriminator_head(pretrainer, head, source):
+    """Writes the published head into an `ElectraPretrainer`'s `rtd_head`."""
+    try:
+        _assign(pretrainer.rtd_head.dense.kernel, head["dense_kernel"], "discriminator dense")
+        _assign(pretrainer.rtd_head.dense.bias, head["dense_bias"], "discriminator dense bias")
+        _assign(pretrainer.rtd_head.logits.kernel, np.asarray(head["logits_kernel"]),
+                "discriminator prediction")
+        _assign(pretrainer.rtd_head.logits.bias, head["logits_bias"],
+                "discriminator prediction bias")
+    except ValueError as err:
+        raise CheckpointError(f"{source}: {err}") from None
+    return ["replaced-token"]

@@ -27,7 +27,9 @@ import numpy as np
 import tensorflow as tf
 
 from kerasbert import handles
+from kerasbert.convert.hf_heads import discriminator_head_from_hf
 from kerasbert.convert.hf_heads import pretraining_heads_from_hf
+from kerasbert.convert.hf_heads import set_discriminator_head
 from kerasbert.convert.hf_heads import set_pretraining_heads
 from kerasbert.convert.sources import HF
 from kerasbert.convert.sources import detect_layout
@@ -208,13 +210,17 @@ def _init_from(source, pretrainer):
             raise UsageError(f"--init-from {source}: its {type(published).__name__} does not "
                              f"match --preset's architecture ({err}); --preset {source} builds "
                              "the architecture from it.") from None
-        heads = None
+        written = None
         path = handles.local_path(source)
         if detect_layout(path) == HF and hasattr(pretrainer, "masked_lm_head"):
             heads = pretraining_heads_from_hf(path, hf_model_type(path))
-        if heads is None:
+            written = heads and set_pretraining_heads(pretrainer, heads, source)
+        elif detect_layout(path) == HF and hasattr(pretrainer, "rtd_head"):
+            # ELECTRA: the discriminator's head; the generator starts fresh.
+            head = discriminator_head_from_hf(path)
+            written = head and set_discriminator_head(pretrainer, head, source)
+        if not written:
             return f"{source} (backbone; the pretraining heads start fresh)"
-        written = set_pretraining_heads(pretrainer, heads, source)
         return f"{source} (backbone and the published {' and '.join(written)} heads)"
     keras_file = None
     if source.endswith(".keras") and os.path.isfile(source):

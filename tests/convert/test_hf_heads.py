@@ -106,3 +106,29 @@ def test_pretrain_init_from_a_checkpoint_takes_its_heads(tmp_path):
                                   tensors["cls.seq_relationship.weight"].T)
     np.testing.assert_array_equal(fresh.backbone.embeddings.token_embedding.embeddings.numpy(),
                                   tensors["bert.embeddings.word_embeddings.weight"])
+
+
+def test_pretrain_init_from_an_electra_discriminator_takes_its_head(tmp_path):
+    from kerasbert.models import ElectraBackbone
+    from kerasbert.tasks import ElectraPretrainer
+    from kerasbert.training.pretrain import _init_from
+
+    rng = np.random.default_rng(8)
+    tensors = {"electra." + k: v for k, v in hf_tensors().items()
+               if not k.startswith("pooler")}
+    tensors["discriminator_predictions.dense.weight"] = rng.normal(0, .3, (H, H)).astype("float32")
+    tensors["discriminator_predictions.dense.bias"] = rng.normal(0, .1, H).astype("float32")
+    tensors["discriminator_predictions.dense_prediction.weight"] = \
+        rng.normal(0, .3, (1, H)).astype("float32")
+    tensors["discriminator_predictions.dense_prediction.bias"] = np.float32([0.25])
+    path = write_hf(tmp_path / "disc", tensors, hf_config(model_type="electra"))
+    fresh = ElectraPretrainer(ElectraBackbone(vocabulary_size=V, num_layers=2, num_heads=2,
+                                              hidden_dim=H, intermediate_dim=32,
+                                              max_sequence_length=12),
+                              generator_fraction=0.5)
+    said = _init_from(path, fresh)
+    assert "replaced-token heads" in said
+    np.testing.assert_array_equal(fresh.rtd_head.logits.kernel.numpy(),
+                                  tensors["discriminator_predictions.dense_prediction.weight"].T)
+    np.testing.assert_array_equal(fresh.rtd_head.dense.kernel.numpy(),
+                                  tensors["discriminator_predictions.dense.weight"].T)
