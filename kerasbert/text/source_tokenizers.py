@@ -141,12 +141,19 @@ def _keras_hub(directory):
 
 
 def _tf_hub(directory):
-    assets = os.path.join(directory, "assets")
-    names = sorted(os.listdir(assets)) if os.path.isdir(assets) else []
-    files = [os.path.join(assets, n) for n in names if n == "vocab.txt" or n.endswith(".model")]
+    files = []
+    # The encoder's own vocabulary asset, else its preprocessor's beside it
+    # (TF Hub publishes them as a pair: .../encoder and .../preprocess).
+    for assets in (os.path.join(directory, "assets"),
+                   os.path.join(os.path.dirname(os.path.normpath(directory)), "preprocess",
+                                "assets")):
+        names = sorted(os.listdir(assets)) if os.path.isdir(assets) else []
+        files = files or [os.path.join(assets, n) for n in names
+                          if n == "vocab.txt" or n.endswith(".model")]
     if not files:
         raise UsageError(f"{directory}: a SavedModel without assets/vocab.txt or a "
-                         "SentencePiece model (pass the tokenizer with --vocab).")
+                         "SentencePiece model, and no preprocess/ beside it (pass the "
+                         "tokenizer with --vocab).")
     kind, files = resolve_tokenizer_path(files[0])
     return kind, files, _saved_lower_case(directory)
 

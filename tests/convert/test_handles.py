@@ -8,6 +8,7 @@ the kagglehub cache layout. Nothing touches the network."""
 
 import json
 import os
+import shutil
 import subprocess
 import sys
 
@@ -276,6 +277,10 @@ def test_export_hub_and_extract_features_take_a_handle(tmp_path):
     assert (tmp_path / "hubout" / "preprocess" / "assets" / "vocab.txt").read_text() == \
         open(os.path.join(snapshot, "vocab.txt")).read()
     assert load_tokenizer(str(tmp_path / "hubout" / "encoder")).lower_case is False
+    # An encoder without its own vocabulary asset finds its preprocessor's beside it.
+    shutil.copytree(tmp_path / "hubout", tmp_path / "pair")
+    os.remove(tmp_path / "pair" / "encoder" / "assets" / "vocab.txt")
+    assert load_tokenizer(str(tmp_path / "pair" / "encoder")).vocabulary_size == V
     inputs = ours_inputs(*padded_batch(V))
     expected = _outputs(Backbone.from_preset(snapshot), inputs)
     assert_close(expected, _outputs(Backbone.from_preset(str(tmp_path / "hubout" / "encoder")),
