@@ -127,19 +127,17 @@ def bert_config_to_hf(backbone):
 
 
 def roberta_tensors_to_hf(weights):
-    """The canonical RoBERTa dict -> {transformers name: array} (no pooler)."""
+    """The canonical RoBERTa dict -> {transformers name: array} (no pooler),
+    under "roberta." as the published RobertaForMaskedLM files are (and as
+    keras-hub's converter reads them)."""
     positions = np.asarray(weights["position_embeddings"])
     hidden = positions.shape[1]
-    tensors = bert_tensors_to_hf(dict(
-        weights, pooler_kernel=np.zeros((hidden, hidden), positions.dtype),
-        pooler_bias=np.zeros((hidden,), positions.dtype),
-        # fairseq's padding_idx + 1 offset rows, never read for real tokens
+    # fairseq's padding_idx + 1 offset rows, never read for real tokens
+    return encoder_tensors_to_hf(dict(
+        weights, pooler_kernel=None,
         position_embeddings=np.concatenate([np.zeros((2, hidden), positions.dtype), positions]),
-        type_embeddings=np.zeros((1, hidden), positions.dtype)))
-    del tensors["pooler.dense.weight"], tensors["pooler.dense.bias"]
-    # Under "roberta.", as the published RobertaForMaskedLM files are (and as
-    # keras-hub's converter reads them).
-    return {"roberta." + name: value for name, value in tensors.items()}
+        type_embeddings=np.zeros((1, hidden), positions.dtype)), prefix="roberta.")
+
 
 
 def roberta_config_to_hf(backbone):
