@@ -1,6 +1,6 @@
 """`kerasbert generate`: continue a prompt with a GPT run.
 
-    kerasbert generate --model RUN --prompt "The cat" [--max-new-tokens 32]
+    kerasbert generate --model RUN_OR_HANDLE --prompt "The cat" [--max-new-tokens 32]
         [--strategy greedy|top_k|top_p] [--top-k 50] [--top-p 0.9]
         [--temperature 1.0] [--seed N] [--vocab PATH]
 
@@ -16,13 +16,15 @@ DESCRIPTION = "Prints each prompt's completion (the generated text only)."
 
 def add_arguments(parser):
     add = parser.add_argument
-    add("--model", required=True, metavar="RUN",
+    add("--model", required=True, metavar="RUN_OR_HANDLE",
         help="A GPT pretraining run (RUN/pretrainer.keras), a GPT fine-tuning directory, "
-        "or a .keras file.")
+        "a .keras file, or a published GPT checkpoint (hf://openai-community/openai-gpt "
+        "or its directory; its own tokenizer).")
     add("--prompt", required=True, action="append",
         help="Text to continue (repeat for several prompts).")
     add("--vocab", default=None,
-        help="Tokenizer files (default: the ones the run names in config.json).")
+        help="Tokenizer files (default: the ones the run names in config.json, or the "
+        "checkpoint's own).")
     add("--max-new-tokens", type=int, default=32)
     add("--strategy", choices=("greedy", "top_k", "top_p"), default="greedy")
     add("--top-k", type=int, default=50, help="Candidates for --strategy top_k.")

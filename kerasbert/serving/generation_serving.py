@@ -33,6 +33,7 @@ from kerasbert.serving.task_serving import clean_text
 from kerasbert.serving.task_serving import EDGE_TEXTS
 from kerasbert.serving.warmup import write_warmup
 from kerasbert.tasks.generation import load_generator
+from kerasbert.tasks.generation import model_ids
 from kerasbert.text import tokenizer_files
 from kerasbert.text import tokenizer_kind
 
@@ -59,16 +60,24 @@ class GenerationServing(tf.Module):
         if not 2 <= self.sequence_length <= limit:
             raise ValueError(f"sequence_length must be in [2, {limit}] (the model's positions), "
                              f"got {self.sequence_length}.")
-        self.start_id = int(tokenizer.cls_id)
-        self.end_id = int(tokenizer.sep_id)
+        # A published GPT-1 has no start or end token (`model_ids`): -1 is
+        # no token id, so nothing is prepended and nothing ends generation.
+        self.vocabulary_size = model.backbone.vocabulary_size
+        start, end = model_ids(tokenizer, self.vocabulary_size)
+        self.start_id = -1 if start is None else start
+        self.end_id = -1 if end is None else end
         self.pad_id = int(tokenizer.pad_id)
 
     def encode_prompts(self, prompts):
         """string [B] -> (int32 ids [B, (n)] with the start token, lengths
         [B]); at most sequence_length - 1 tokens (the last pieces kept)."""
         pieces = self.tokenizer.tokenize_ids(clean_text(prompts))
+        # Ids the model has no embedding for (GPT-1's appended <unk>) are left out.
+        pieces = tf.ragged.boolean_mask(pieces, pieces < self.vocabulary_size)
         keep = self.sequence_length - 2
         pieces = pieces[:, -keep:] if keep > 0 else pieces[:, :0]
+        if self.start_id < 0:
+            return tf.cast(pieces, tf.int32), tf.cast(pieces.row_lengths(), tf.int32)
         starts = tf.fill([pieces.nrows(), 1], tf.constant(self.start_id, pieces.dtype))
         ids = tf.concat([tf.RaggedTensor.from_tensor(starts), pieces], axis=1)
         return tf.cast(ids, tf.int32), tf.cast(ids.row_lengths(), tf.int32)

@@ -25,6 +25,7 @@ from kerasbert import runs
 from kerasbert.convert import sources
 from kerasbert.errors import UsageError
 from kerasbert.models import presets
+from kerasbert.models.vocabulary_growth import grow_vocabulary
 from kerasbert.saving import load_model
 
 #: The models a run directory may hold, in the order they are preferred.
@@ -112,7 +113,7 @@ def _saved_backbone(path, kind):
 
 
 def load_backbone(backbone=None, preset=None, init_checkpoint=None, bert_config=None,
-                  vocabulary_size=None):
+                  vocabulary_size=None, added_tokens=0):
     """The backbone named by the CLI's flags.
 
     Args:
@@ -124,11 +125,31 @@ def load_backbone(backbone=None, preset=None, init_checkpoint=None, bert_config=
         bert_config: `--bert-config`, the TF1 checkpoint's bert_config.json.
         vocabulary_size: the user's vocabulary size: a preset takes it, a
             checkpoint must agree with it.
+        added_tokens: how many of those tokens the tokenizer appended to a
+            published vocabulary (GPT-1's special tokens): a checkpoint
+            with exactly that many fewer grows its embeddings
+            (`grow_vocabulary`), as the GPT paper fine-tunes.
 
     Raises:
         UsageError: conflicting flags and everything `load_backbone_from_handle` raises.
     """
-    overrides = {"vocabulary_size": vocabulary_size} if vocabulary_size else {}
+    loaded = _load_flags(backbone, preset, init_checkpoint, bert_config, vocabulary_size)
+    if not vocabulary_size or loaded.vocabulary_size == vocabulary_size:
+        return loaded
+    if added_tokens and loaded.vocabulary_size == vocabulary_size - added_tokens:
+        print(f"note: {added_tokens} token embeddings added after the checkpoint's "
+              f"{loaded.vocabulary_size} (the tokenizer's special tokens it was published "
+              "without); they train from random values.", file=sys.stderr)
+        return grow_vocabulary(loaded, vocabulary_size)
+    name = backbone or preset or init_checkpoint
+    raise UsageError(f"vocabulary_size={vocabulary_size} (the tokenizer's) contradicts the "
+                     f"weights' vocabulary_size={loaded.vocabulary_size} ({name}).")
+
+
+def _load_flags(backbone, preset, init_checkpoint, bert_config, vocabulary_size):
+    # A checkpoint's vocabulary is fixed: only a preset takes the size.
+    overrides = ({"vocabulary_size": vocabulary_size}
+                 if vocabulary_size and preset is not None and presets.is_preset(preset) else {})
     if backbone is not None:
         if preset is not None or init_checkpoint or bert_config:
             raise UsageError("--backbone names the model: drop --preset/--init-checkpoint/"

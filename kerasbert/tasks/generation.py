@@ -5,16 +5,22 @@ generation export use).
 The model is a `kerasbert pretrain` run directory of a GPT preset
 (pretrainer.keras or backbone.keras; the tokenizer is the run's --vocab,
 read from config.json), a `kerasbert finetune` directory of a GPT model
-(model.keras and its tokenizer files), or a `.keras` file (then --vocab is
-required). The prompt is encoded as the pretraining data was: the start
-token ([CLS] / <s>) and the prompt's pieces; generation stops at the
-separator ([SEP] / </s>), which ends every pretraining sequence.
+(model.keras and its tokenizer files), a `.keras` file (then --vocab is
+required), or a handle to a published GPT checkpoint
+(hf://openai-community/openai-gpt or its directory; the tokenizer is the
+one it was published with). The prompt is encoded as the pretraining data
+was: the start token ([CLS] / <s>) and the prompt's pieces; generation
+stops at the separator ([SEP] / </s>), which ends every pretraining
+sequence. A published GPT-1 knows neither (its tokenizer appends them,
+`Gpt1Tokenizer`): its prompts are the pieces alone, as it was trained, and
+generation runs to the requested length.
 """
 
 import os
 
 import tensorflow as tf
 
+from kerasbert import handles
 from kerasbert import runs
 from kerasbert.errors import UsageError
 from kerasbert.models.gpt import GptBackbone
@@ -24,35 +30,79 @@ from kerasbert.text.loading import load_tokenizer
 
 
 def load_generator(model, vocab=None, lower_case=None):
-    """(CausalLM, tokenizer, path of the loaded .keras file) for a run
-    directory or a .keras file (see the module docstring)."""
-    if os.path.isdir(model):
+    """(CausalLM, tokenizer, path or handle of what was loaded) for a run
+    directory, a .keras file or a model handle (see the module docstring)."""
+    if os.path.isdir(model) and any(os.path.isfile(os.path.join(model, name))
+                                    for name in runs.MODEL_FILES):
         run = runs.open_run(model)
         path = run.model_file()
     elif os.path.isfile(model) and model.endswith(".keras"):
         if vocab is None:
             raise UsageError(f"--model {model} is a .keras file: pass --vocab.")
         run, path = None, model
+    elif os.path.isdir(model) or handles.is_remote(model) or not os.path.exists(model):
+        return _published_generator(model, vocab, lower_case)
     else:
-        raise UsageError(f"--model {model}: not a run directory or a .keras file.")
+        raise UsageError(f"--model {model}: not a run directory, a .keras file or a model "
+                         "handle.")
     loaded = load_model(path)
     backbone = loaded if isinstance(loaded, GptBackbone) else getattr(loaded, "backbone", None)
-    if not isinstance(backbone, GptBackbone):
-        raise UsageError(f"{path} holds a {type(backbone or loaded).__name__}, not a GPT model: "
-                         "generation needs a causal decoder (e.g. --preset gpt1).")
-    lm = loaded if isinstance(loaded, CausalLM) else CausalLM(backbone)
+    lm = loaded if isinstance(loaded, CausalLM) else _causal_lm(backbone, path, loaded)
     tokenizer = (run.tokenizer(vocab, lower_case) if run is not None
                  else load_tokenizer(vocab, lower_case=lower_case))
-    if tokenizer.vocabulary_size != backbone.vocabulary_size:
-        raise UsageError(f"The tokenizer has {tokenizer.vocabulary_size} tokens but the model's "
-                         f"vocabulary has {backbone.vocabulary_size}.")
+    _check_vocabulary(tokenizer, lm.backbone)
     return lm, tokenizer, path
 
 
-def encode_prompt(tokenizer, prompt):
-    """[start id] + the prompt's pieces (a list of ints)."""
-    pieces = tokenizer.tokenize_ids(prompt).numpy().tolist()
-    return [int(tokenizer.cls_id)] + pieces
+def _published_generator(handle, vocab, lower_case):
+    """A GPT checkpoint from a handle (hf://openai-community/openai-gpt, a
+    Hugging Face directory, ...) with the tokenizer it was published with."""
+    # lazy: backbone_loading registers the hub sources (tasks -> tasks)
+    from kerasbert.tasks.backbone_loading import load_backbone_from_handle
+
+    backbone = load_backbone_from_handle(handle)
+    lm = _causal_lm(backbone, handle, backbone)
+    tokenizer = load_tokenizer(vocab if vocab is not None else handle, lower_case=lower_case)
+    _check_vocabulary(tokenizer, backbone)
+    return lm, tokenizer, handle
+
+
+def _causal_lm(backbone, source, loaded):
+    if not isinstance(backbone, GptBackbone):
+        raise UsageError(f"{source} holds a {type(backbone or loaded).__name__}, not a GPT "
+                         "model: generation needs a causal decoder (e.g. --preset gpt1).")
+    return CausalLM(backbone)
+
+
+def _check_vocabulary(tokenizer, backbone):
+    """The model must have an embedding for every token the tokenizer makes,
+    except the special tokens a tokenizer appends to a published vocabulary
+    (GPT-1's): a model without them is never fed them (`model_ids`)."""
+    size = backbone.vocabulary_size
+    published = getattr(tokenizer, "published_size", tokenizer.vocabulary_size)
+    if size not in (tokenizer.vocabulary_size, published):
+        raise UsageError(f"The tokenizer has {tokenizer.vocabulary_size} tokens but the model's "
+                         f"vocabulary has {size}.")
+
+
+def model_ids(tokenizer, vocabulary_size):
+    """(start id or None, end id or None): the token a prompt opens with
+    and the one that ends generation, where the model has them (a published
+    GPT-1 has neither: prompts are fed as they are, generation runs to its
+    length)."""
+    start, end = int(tokenizer.cls_id), int(tokenizer.sep_id)
+    return (start if start < vocabulary_size else None,
+            end if end < vocabulary_size else None)
+
+
+def encode_prompt(tokenizer, prompt, vocabulary_size=None):
+    """[start id] + the prompt's pieces (a list of ints); with
+    `vocabulary_size`, ids the model does not have are left out (the start
+    token, GPT-1's appended <unk>)."""
+    size = tokenizer.vocabulary_size if vocabulary_size is None else vocabulary_size
+    start, _ = model_ids(tokenizer, size)
+    pieces = [i for i in tokenizer.tokenize_ids(prompt).numpy().tolist() if i < size]
+    return ([start] if start is not None else []) + pieces
 
 
 def decode_tokens(tokenizer, ids):
@@ -68,6 +118,10 @@ def decode_tokens(tokenizer, ids):
 def generate_text(lm, tokenizer, prompt, **options):
     """The completion (text after the prompt) of one prompt; `options` are
     `CausalLM.generate`'s."""
-    ids = encode_prompt(tokenizer, prompt)
-    new = lm.generate(ids, end_token_id=int(tokenizer.sep_id), **options)
+    size = lm.backbone.vocabulary_size
+    ids = encode_prompt(tokenizer, prompt, size)
+    if not ids:
+        raise ValueError(f"The prompt {prompt!r} has no token the model knows.")
+    _, end = model_ids(tokenizer, size)
+    new = lm.generate(ids, end_token_id=end, **options)
     return decode_tokens(tokenizer, new)

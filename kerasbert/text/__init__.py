@@ -10,6 +10,7 @@ __getattr__, __dir__, __all__ = lazy_exports(__name__, {
     "tokenizer": ("WordPieceTokenizer",),
     "sentencepiece_tokenizer": ("SentencePieceTokenizer",),
     "byte_pair_tokenizer": ("BytePairTokenizer",),
+    "gpt1_tokenizer": ("Gpt1Tokenizer",),
     "packer": ("BertPacker",),
     "roberta_packer": ("RobertaPacker",),
     "loading": (

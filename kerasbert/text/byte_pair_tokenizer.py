@@ -57,7 +57,7 @@ _PRETOKEN_RE = (
 )
 _ONE_WS_RE = rf"[{_WS}]"
 
-_NO_RANK = 2**62  # Rank of a pair that is not a merge rule.
+NO_RANK = 2**62  # Rank of a pair that is not a merge rule.
 
 
 def bytes_to_unicode():
@@ -160,18 +160,11 @@ class BytePairTokenizer(SubwordTokenizer):
 
         byte_chars = bytes_to_unicode()
         self._set_vocabulary(self._vocab, word_starts(BPE, self._vocab))
-        self.token_table = _table(self._tokens, tf.range(len(self._vocab)), self.unk_id)
-        # Without merges the table still needs a key: " " is no pair of two
-        # non-empty symbols.
-        self.merge_table = _table(
-            tf.constant(self._merges or [" "], tf.string),
-            tf.range(len(self._merges)) if self._merges else [_NO_RANK],
-            _NO_RANK,
-            dtype=tf.int64,
-        )
+        self.token_table = lookup_table(self._tokens, tf.range(len(self._vocab)), self.unk_id)
+        self.merge_table = merge_rank_table(self._merges)
         byte_strings = tf.constant([bytes([b]) for b in range(256)], tf.string)
-        self.byte_to_char = _table(byte_strings, tf.constant(byte_chars), "", dtype=tf.string)
-        self.char_to_byte = _table(tf.constant(byte_chars), byte_strings, "", dtype=tf.string)
+        self.byte_to_char = lookup_table(byte_strings, tf.constant(byte_chars), "", dtype=tf.string)
+        self.char_to_byte = lookup_table(tf.constant(byte_chars), byte_strings, "", dtype=tf.string)
 
     # --- vocabulary ---------------------------------------------------------
 
@@ -207,7 +200,7 @@ class BytePairTokenizer(SubwordTokenizer):
         """Distinct words [U] -> (pieces [S], word of each piece [S])."""
         chars = self.byte_to_char.lookup(tf.strings.bytes_split(words))
         num_words = tf.shape(words, out_type=tf.int64)[0]
-        return _bpe(chars.flat_values, chars.value_rowids(), num_words, self.merge_table)
+        return apply_merges(chars.flat_values, chars.value_rowids(), num_words, self.merge_table)
 
     @tf.autograph.experimental.do_not_convert
     def _encode_words(self, words):
@@ -318,11 +311,19 @@ def _count(rows, num_rows):
     return tf.math.unsorted_segment_sum(tf.ones_like(rows), rows, num_rows)
 
 
-def _table(keys, values, default, dtype=tf.int32):
+def lookup_table(keys, values, default, dtype=tf.int32):
     return tf.lookup.StaticHashTable(
         tf.lookup.KeyValueTensorInitializer(keys, tf.cast(values, dtype)),
         default_value=tf.constant(default, dtype),
     )
+
+
+def merge_rank_table(merges):
+    """"a b" rule -> its rank (int64; `NO_RANK` for any other pair)."""
+    # Without merges the table still needs a key: " " is no pair of two
+    # non-empty symbols.
+    return lookup_table(tf.constant(merges or [" "], tf.string),
+                        tf.range(len(merges)) if merges else [NO_RANK], NO_RANK, dtype=tf.int64)
 
 
 def _group_whitespace(parts, starts):
@@ -363,7 +364,7 @@ def _group_whitespace(parts, starts):
     return words, tf.gather(starts.flat_values, first), tf.gather(rows, first)
 
 
-def _bpe(symbols, rows, num_rows, merge_table):
+def apply_merges(symbols, rows, num_rows, merge_table):
     """Byte-pair merging of many words at once.
 
     Each step merges, in every word still in the loop, all occurrences of
@@ -388,10 +389,10 @@ def _bpe(symbols, rows, num_rows, merge_table):
         ranks = merge_table.lookup(
             tf.strings.join([symbols[:-1], symbols[1:]], separator=" ")
         )
-        ranks = tf.where(tf.equal(rows[1:], pair_rows), ranks, _NO_RANK)
+        ranks = tf.where(tf.equal(rows[1:], pair_rows), ranks, NO_RANK)
         best = tf.math.unsorted_segment_min(ranks, pair_rows, num_rows)
         candidate = tf.logical_and(
-            tf.equal(ranks, tf.gather(best, pair_rows)), ranks < _NO_RANK
+            tf.equal(ranks, tf.gather(best, pair_rows)), ranks < NO_RANK
         )
         # All occurrences of the best pair are merged, non-overlapping from
         # the left: in a run of adjacent candidates ("a a a"), every other

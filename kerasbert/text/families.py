@@ -8,6 +8,7 @@ here.
     *.model                                sentencepiece   the model
     DIR with vocab.json + merges.txt,      bpe             vocab.json, merges.txt
       or .../vocab.json (merges.txt beside)
+    the same, tokens ending in "</w>"      gpt1_bpe        vocab.json, merges.txt
     anything else (vocab.txt)              wordpiece       vocab.txt
 """
 
@@ -18,6 +19,9 @@ from kerasbert.errors import UsageError
 from kerasbert.text.vocabulary import load_vocab
 
 WORDPIECE, SENTENCEPIECE, BPE = "wordpiece", "sentencepiece", "bpe"
+#: GPT-1's BPE: lower-cased BERT pre-tokenization, character-level merges
+#: with "</w>" closing each word (no byte fallback).
+GPT1_BPE = "gpt1_bpe"
 BPE_VOCABULARY, BPE_MERGES = "vocab.json", "merges.txt"
 
 #: File names a fine-tuning directory keeps each family's files under, in
@@ -27,6 +31,7 @@ SAVED_FILES = {
     WORDPIECE: ("vocab.txt",),
     SENTENCEPIECE: ("sentencepiece.model",),
     BPE: (BPE_VOCABULARY, BPE_MERGES),
+    GPT1_BPE: (BPE_VOCABULARY, BPE_MERGES),
 }
 
 
@@ -40,7 +45,12 @@ SPECIAL_TOKENS = {
                     "sep_id": "[SEP]", "mask_id": "[MASK]"},
     BPE: {"cls_id": "<s>", "pad_id": "<pad>", "sep_id": "</s>", "unk_id": "<unk>",
           "mask_id": "<mask>"},
+    # GPT-1 publishes none of them: those missing are appended (`with_added_specials`).
+    GPT1_BPE: {"cls_id": "<s>", "pad_id": "<pad>", "sep_id": "</s>", "unk_id": "<unk>",
+               "mask_id": "<mask>"},
 }
+#: GPT-1's word-end marker: the last piece of every word ends with it.
+WORD_END = "</w>"
 #: How a piece says it begins a word: SentencePiece's "▁" and byte-level
 #: BPE's "Ġ" (a leading space) prefix word-initial pieces; WordPiece marks
 #: the others ("##" continuations).
@@ -59,7 +69,19 @@ def word_starts(kind, tokens):
 
 
 _FAMILY_WORDS = {WORDPIECE: "a BERT vocabulary", SENTENCEPIECE: "an ALBERT model",
-                 BPE: "a RoBERTa vocabulary"}
+                 BPE: "a RoBERTa vocabulary", GPT1_BPE: "a GPT-1 vocabulary"}
+
+
+def with_added_specials(kind, tokens):
+    """(tokens, number appended): a GPT-1 vocabulary with the special tokens
+    it lacks appended after its published ids, in `SPECIAL_TOKENS` order
+    (the GPT paper likewise adds start/delimiter/extract embeddings for
+    fine-tuning). Other families are returned unchanged."""
+    if kind != GPT1_BPE:
+        return list(tokens), 0
+    present = set(tokens)
+    added = [t for t in SPECIAL_TOKENS[GPT1_BPE].values() if t not in present]
+    return list(tokens) + added, len(added)
 
 
 def special_ids(kind, tokens, source):
@@ -82,6 +104,12 @@ def special_ids(kind, tokens, source):
     return {attr: index[token] for attr, token in wanted.items()}
 
 
+def added_special_count(kind, files, tokens):
+    """How many of `read_vocabulary`'s tokens were appended to the files'
+    own (`with_added_specials`; 0 except for GPT-1)."""
+    return len(tokens) - len(load_bpe_vocab(files[0])) if kind == GPT1_BPE else 0
+
+
 def read_vocabulary(path):
     """(kind, files, tokens in id order) of a `--vocab` path, in plain
     Python (no TensorFlow: the data writer's main process uses it).
@@ -99,7 +127,7 @@ def read_vocabulary(path):
                 raise ValueError("not a SentencePiece model")
             tokens = [processor.IdToPiece(i) for i in range(processor.GetPieceSize())]
         else:
-            tokens = load_bpe_vocab(files[0])
+            tokens, _ = with_added_specials(kind, load_bpe_vocab(files[0]))
     except (OSError, RuntimeError, ValueError, UnicodeDecodeError) as error:
         raise UsageError(f"{files[0]}: {error}") from None
     return kind, files, tokens
@@ -178,4 +206,22 @@ def resolve_tokenizer_path(path):
             if kind == BPE and name.endswith(BPE_MERGES):
                 what = "BPE merges file"
             raise UsageError(f"{what} not found: {name}")
+    if kind == BPE and _marks_word_ends(files[0]):
+        kind = GPT1_BPE
     return kind, files
+
+
+def _marks_word_ends(vocabulary_file):
+    """Whether a vocab.json is GPT-1's ("</w>" word ends, no byte-level "Ġ"
+    word starts). A file that does not parse is left to the tokenizer's
+    own error."""
+    try:
+        with open(vocabulary_file, encoding="utf-8") as f:
+            tokens = json.load(f)
+    except (OSError, ValueError):
+        return False
+    if not isinstance(tokens, dict):
+        return False
+    ends = sum(1 for t in tokens if t.endswith(WORD_END))
+    starts = sum(1 for t in tokens if t.startswith(WORD_START[BPE]))
+    return ends > starts

@@ -4,6 +4,7 @@ segment layout that go with each (the family facts are `families`).
     family          tokenizer               packing
     sentencepiece   SentencePieceTokenizer  [CLS] a [SEP] b [SEP]
     bpe             BytePairTokenizer       <s> a </s></s> b </s>
+    gpt1_bpe        Gpt1Tokenizer           <s> a </s> b </s>
     wordpiece       WordPieceTokenizer      [CLS] a [SEP] b [SEP]
 
 A fine-tuning directory stores the files under fixed names
@@ -21,6 +22,7 @@ import shutil
 from kerasbert import handles
 from kerasbert.errors import UsageError
 from kerasbert.text.families import BPE
+from kerasbert.text.families import GPT1_BPE
 from kerasbert.text.families import SAVED_FILES
 from kerasbert.text.families import SENTENCEPIECE
 from kerasbert.text.families import WORDPIECE
@@ -33,6 +35,7 @@ def _construct(kind, files, lower_case):
     # lazy: tensorflow (path checks and run-directory descriptions use this
     # module without it)
     from kerasbert.text.byte_pair_tokenizer import BytePairTokenizer
+    from kerasbert.text.gpt1_tokenizer import Gpt1Tokenizer
     from kerasbert.text.sentencepiece_tokenizer import SentencePieceTokenizer
     from kerasbert.text.tokenizer import WordPieceTokenizer
 
@@ -40,6 +43,8 @@ def _construct(kind, files, lower_case):
         if kind == BPE:
             # Byte-level BPE is cased by construction: lower_case does not apply.
             return BytePairTokenizer(*files)
+        if kind == GPT1_BPE:
+            return Gpt1Tokenizer(*files)  # lower-cased by construction
         cls = SentencePieceTokenizer if kind == SENTENCEPIECE else WordPieceTokenizer
         return cls(files[0], lower_case=True if lower_case is None else lower_case)
     except (ValueError, FileNotFoundError, UnicodeDecodeError) as error:
@@ -60,7 +65,7 @@ def load_tokenizer(path, lower_case=None):
 
     Returns:
         a `WordPieceTokenizer`, `SentencePieceTokenizer` or
-        `BytePairTokenizer`. Invalid files raise `UsageError` naming them.
+        `BytePairTokenizer` (`Gpt1Tokenizer` for GPT-1's files). Invalid files raise `UsageError` naming them.
     """
     path = handles.local_path(path) if handles.is_remote(path) else os.fspath(path)
     if os.path.isdir(path):
@@ -121,7 +126,7 @@ def tokenizer_files(tokenizer):
     """The tokenizer's source file paths, in the order its class takes them
     (vocab.txt; the .model; vocab.json, merges.txt)."""
     kind = tokenizer_kind(tokenizer)
-    if kind == BPE:
+    if kind in (BPE, GPT1_BPE):
         return [tokenizer.vocabulary_file, tokenizer.merges_file]
     if kind == SENTENCEPIECE:
         return [tokenizer.model_file]

@@ -27,6 +27,8 @@ from kerasbert.io_utils import atomic_write_text
 from kerasbert.io_utils import json_or_none
 from kerasbert.text.families import BPE
 from kerasbert.text.families import BPE_MERGES
+from kerasbert.text.families import GPT1_BPE
+from kerasbert.text.families import WORD_END
 from kerasbert.text.families import HF_TOKENIZER_FILES
 from kerasbert.text.families import SAVED_FILES
 from kerasbert.text.families import SENTENCEPIECE
@@ -43,11 +45,6 @@ def tokenizer_source(directory):
     docstring); lower_case is None where the source does not say. None when
     the directory is none of those layouts (a plain tokenizer directory)."""
     config = json_or_none(os.path.join(directory, "config.json")) or {}
-    if config.get("model_type") == "openai-gpt":
-        raise UsageError(f"{directory}: GPT-1's tokenizer (lower-cased BPE with '</w>' word "
-                         "ends after ftfy/spaCy pre-tokenization) is not one of kerasbert's "
-                         "tokenizers, so ids would differ: the weights load, the tokenizer "
-                         "does not (pass --vocab with the vocabulary you fine-tune with).")
     if "model_type" in config:
         in_dir = [os.path.join(directory, n) for n in HF_TOKENIZER_FILES]
         if not any(os.path.isfile(f) for f in in_dir) and os.path.isfile(
@@ -78,7 +75,7 @@ def _cache_root():
 def files_from_tokenizer_json(path):
     """(kind, files) for a directory whose only tokenizer file is the
     `tokenizers` library's tokenizer.json: its WordPiece vocabulary (or
-    byte-level BPE vocabulary and merges) written once, atomically, under
+    byte-level / GPT-1 BPE vocabulary and merges) written once, atomically, under
     the kerasbert cache (KERASBERT_CACHE, default ~/.cache/kerasbert),
     keyed by the file's hash. A Unigram (SentencePiece) model cannot be
     rebuilt from it: that is an error naming what to provide."""
@@ -92,6 +89,8 @@ def files_from_tokenizer_json(path):
     if kind is None:
         raise UsageError(f"{path}: a {model.get('type')} model; give its SentencePiece "
                          "spiece.model (a tokenizer.json alone cannot rebuild it).")
+    if kind == BPE and model.get("end_of_word_suffix") == WORD_END:
+        kind = GPT1_BPE  # GPT-1's character-level BPE
     folder = os.path.join(_cache_root(), "tokenizers", hashlib.sha256(raw).hexdigest()[:20])
     names = SAVED_FILES[kind]
     files = tuple(os.path.join(folder, name) for name in names)
@@ -102,7 +101,7 @@ def files_from_tokenizer_json(path):
             raise UsageError(f"{path}: the vocabulary's ids are not 0..N-1.")
         if kind == WORDPIECE:
             atomic_write_text(files[0], "".join(t + "\n" for t, _ in tokens))
-        else:
+        else:  # vocab.json + merges.txt, byte-level or GPT-1's
             atomic_write_text(files[0], json.dumps(dict(tokens), ensure_ascii=False))
             merges = [m if isinstance(m, str) else " ".join(m) for m in model.get("merges", [])]
             atomic_write_text(files[1], "#version: 0.2\n" + "".join(m + "\n" for m in merges))

@@ -59,7 +59,8 @@ def load_backbone(config, tokenizer):
 
     vocab_size = tokenizer.vocabulary_size
     backbone = load(config.backbone, config.preset, config.init_checkpoint, config.bert_config,
-                    vocabulary_size=vocab_size)
+                    vocabulary_size=vocab_size,
+                    added_tokens=len(getattr(tokenizer, "added_ids", ())))
     if backbone.vocabulary_size != vocab_size:
         raise UsageError(f"The backbone has a vocabulary of {backbone.vocabulary_size} tokens but "
                          f"--vocab {config.vocab} has {vocab_size}.")

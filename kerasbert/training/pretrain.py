@@ -49,6 +49,9 @@ from kerasbert.tasks import BertPretrainer
 from kerasbert.tasks import CausalLM
 from kerasbert.tasks import ElectraPretrainer
 from kerasbert.tasks.backbone_loading import load_backbone_from_handle
+from kerasbert.models import presets
+from kerasbert.models.vocabulary_growth import grow_vocabulary
+from kerasbert.text.families import added_special_count
 from kerasbert.text.families import read_vocabulary
 from kerasbert.training.checkpoints import list_checkpoints
 from kerasbert.training.checkpoints import read_manifest
@@ -111,18 +114,29 @@ def data_description(config):
 # --- model ------------------------------------------------------------------
 
 
-def build_backbone(config, vocab_size, sequence_length):
+def build_backbone(config, vocab_size, sequence_length, added_tokens=0):
+    """The backbone to pretrain; `added_tokens`: how many of the vocabulary's
+    tokens the tokenizer appended to a published one (GPT-1's specials),
+    for which a checkpoint's embeddings grow."""
     overrides = dict(config.overrides)
     if overrides.get("vocabulary_size", vocab_size) != vocab_size:
         raise UsageError(f"vocabulary_size={overrides['vocabulary_size']} differs from "
                          f"--vocab ({vocab_size} tokens).")
-    overrides["vocabulary_size"] = vocab_size
+    published = vocab_size - added_tokens
     try:
         # A preset builds an architecture; a handle (hf://, a model
         # directory, ...) continues pretraining from published weights.
+        overrides["vocabulary_size"] = vocab_size
+        backbone = load_backbone_from_handle(config.preset, **overrides)
+    except UsageError:
+        if not added_tokens or presets.is_preset(config.preset):
+            raise
+        overrides["vocabulary_size"] = published
         backbone = load_backbone_from_handle(config.preset, **overrides)
     except (ValueError, TypeError) as err:
         raise UsageError(str(err)) from None
+    if backbone.vocabulary_size == published != vocab_size:
+        backbone = grow_vocabulary(backbone, vocab_size)
     if sequence_length > backbone.max_sequence_length:
         raise UsageError(f"The data's sequences have {sequence_length} tokens but {config.preset} "
                          f"has {backbone.max_sequence_length} positions.")
@@ -432,9 +446,11 @@ def run_pretraining(config):
                     else config.steps // 10)
 
 
-    vocab_size = len(read_vocabulary(config.vocab)[2])
+    kind, files, tokens = read_vocabulary(config.vocab)
+    vocab_size = len(tokens)
     with strategy.scope():
-        backbone = build_backbone(config, vocab_size, sequence_length)
+        backbone = build_backbone(config, vocab_size, sequence_length,
+                                  added_tokens=added_special_count(kind, files, tokens))
         pretrainer = make_pretrainer(backbone, objectives)
         # A causal LM reads the tokens unmasked: no masks drawn or stored.
         masked_lm = getattr(pretrainer, "needs_masked_lm", True)

@@ -1,0 +1,201 @@
+"""GPT-1's (`openai-gpt`) BPE tokenizer in TensorFlow ops.
+
+Reads the published `vocab.json` + `merges.txt` and gives the ids of
+Hugging Face's `OpenAIGPTTokenizerFast` (the `tokenizers` pipeline
+BertNormalizer(lowercase) -> BertPreTokenizer -> BPE with the word-end
+suffix "</w>"), checked in tests/text/test_gpt1_tokenizer.py. The original
+release pre-tokenized with ftfy and spaCy; Hugging Face's fast tokenizer,
+what users of the checkpoint run today, uses BERT's rules instead, and so
+do we.
+
+Steps:
+  1. BERT's normalization, lower-cased (`bert_normalize`: control
+     characters dropped, accents stripped).
+  2. Words: split at Unicode whitespace; every punctuation character and
+     CJK ideograph is a word of its own.
+  3. Each word's characters, the last one with "</w>" appended, are merged
+     by merges.txt's ranks exactly as byte-level BPE does
+     (`byte_pair_tokenizer.apply_merges`). A character outside the
+     vocabulary becomes `<unk>` (there is no byte fallback).
+
+GPT-1's vocabulary has no start, separator, padding or mask token. The
+zoo's packing and fine-tuning need them, so `<s>`, `<pad>`, `</s>` and
+`<mask>` (and `<unk>`, for characters outside the vocabulary, where the
+file lacks it) are appended after the published ids (`added_ids`); a backbone
+loaded from the checkpoint grows its embedding table to match when it is
+fine-tuned (`kerasbert.models.vocabulary_growth`), and generation from the
+published model never feeds them.
+"""
+
+import os
+
+import tensorflow as tf
+
+from kerasbert.text.byte_pair_tokenizer import apply_merges
+from kerasbert.text.byte_pair_tokenizer import load_merges
+from kerasbert.text.byte_pair_tokenizer import lookup_table
+from kerasbert.text.byte_pair_tokenizer import merge_rank_table
+from kerasbert.text.families import GPT1_BPE
+from kerasbert.text.families import SPECIAL_TOKENS
+from kerasbert.text.families import WORD_END
+from kerasbert.text.families import load_bpe_vocab
+from kerasbert.text.families import with_added_specials
+from kerasbert.text.subword_tokenizer import SubwordTokenizer
+from kerasbert.text.tokenizer import bert_normalize
+
+# Unicode White_Space: BertPreTokenizer splits on Rust's char::is_whitespace.
+_WS = (r"\t\n\x{B}\f\r \x{85}\x{A0}\x{1680}\x{2000}-\x{200A}\x{2028}\x{2029}"
+       r"\x{202F}\x{205F}\x{3000}")
+# BERT's punctuation: Unicode P* and every ASCII non-alphanumeric symbol.
+_PUNCT = r"\p{P}$+<=>^`|~"
+# The CJK Unified Ideographs blocks BERT splits into single characters.
+_CJK = (r"\x{4E00}-\x{9FFF}\x{3400}-\x{4DBF}\x{20000}-\x{2A6DF}\x{2A700}-\x{2B73F}"
+        r"\x{2B740}-\x{2B81F}\x{2B820}-\x{2CEAF}\x{F900}-\x{FAFF}\x{2F800}-\x{2FA1F}")
+_SPLIT_RE = rf"[{_WS}]|[{_PUNCT}{_CJK}]"
+_KEEP_RE = rf"[{_PUNCT}{_CJK}]"
+
+
+class Gpt1Tokenizer(SubwordTokenizer):
+    """GPT-1's lower-cased BPE with "</w>" word ends, with the interface of
+    `WordPieceTokenizer`.
+
+    Text like "<mask>" is text: user input cannot inject special tokens. A
+    word ends at a piece ending in "</w>"; `starts_word` is therefore the
+    piece after one (or a text's first piece).
+
+    Args:
+        vocabulary_file: GPT-1's `vocab.json` ({token: id}).
+        merges_file: its `merges.txt`.
+
+    Attributes:
+        published_size: ids the vocabulary file holds (40478 for GPT-1).
+        added_ids: ids of the special tokens appended after them.
+
+    Example:
+
+    >>> tokenizer = Gpt1Tokenizer("vocab.json", "merges.txt")
+    >>> tokenizer.tokenize_ids(["Hello world!"])    # [1, (pieces)] int32
+    """
+
+    family = GPT1_BPE  # what `kerasbert.text.families` knows it by
+
+    lower_case = True
+
+    def __init__(self, vocabulary_file, merges_file, name=None):
+        super().__init__(name=name)
+        vocabulary_file = os.fspath(vocabulary_file)
+        merges_file = os.fspath(merges_file)
+        published = load_bpe_vocab(vocabulary_file)
+        self._merges = load_merges(merges_file)
+        self._vocab_path, self._merges_path = vocabulary_file, merges_file
+        tokens, added = with_added_specials(GPT1_BPE, published)
+        self.published_size = len(published)
+        index = {token: i for i, token in enumerate(tokens)}
+        for attr, token in SPECIAL_TOKENS[GPT1_BPE].items():
+            setattr(self, attr, index[token])
+        self.added_ids = frozenset(range(len(published), len(tokens)))
+        for number, rule in enumerate(self._merges, 1):
+            a, b = rule.split(" ")
+            if a + b not in index:
+                raise ValueError(f"{merges_file}: merge {number} ({rule!r}) makes {a + b!r}, "
+                                 f"which is not in {vocabulary_file}.")
+
+        self.vocab_asset = tf.saved_model.Asset(vocabulary_file)
+        self.merges_asset = tf.saved_model.Asset(merges_file)
+        # word_start is contextual here (the piece before ends a word):
+        # `starts_word` below uses the word-end table instead.
+        self._set_vocabulary(tokens, [False] * len(tokens))
+        specials = set(SPECIAL_TOKENS[GPT1_BPE].values())
+        self._word_end = tf.constant([t.endswith(WORD_END) or t in specials for t in tokens])
+        self.token_table = lookup_table(self._tokens, tf.range(len(tokens)), self.unk_id)
+        self.merge_table = merge_rank_table(self._merges)
+
+    @property
+    def vocabulary_file(self):
+        return self._vocab_path
+
+    @property
+    def merges_file(self):
+        return self._merges_path
+
+    # --- the pipeline -------------------------------------------------------
+
+    @tf.autograph.experimental.do_not_convert
+    def _words(self, batch):
+        """Normalized [B] texts -> words (flat [W]), their byte starts [W]
+        and words per text [B] (int64)."""
+        import tensorflow_text as tf_text
+
+        words, starts, _ = tf_text.regex_split_with_offsets(batch, _SPLIT_RE, _KEEP_RE)
+        return words.flat_values, starts.flat_values, words.row_lengths()
+
+    @tf.function(input_signature=[tf.TensorSpec([None], tf.string)], autograph=False)
+    def _merge_words(self, words):
+        """Distinct words [U] -> (pieces [S], word of each piece [S])."""
+        chars = tf.strings.unicode_split(words, "UTF-8")
+        flat = chars.flat_values
+        last = chars.row_limits() - 1
+        flat = tf.tensor_scatter_nd_update(
+            flat, last[:, tf.newaxis], tf.strings.join([tf.gather(flat, last), WORD_END]))
+        num_words = tf.shape(words, out_type=tf.int64)[0]
+        return apply_merges(flat, chars.value_rowids(), num_words, self.merge_table)
+
+    @tf.autograph.experimental.do_not_convert
+    def _encode(self, normalized):
+        """Normalized [B] -> ids [B, (pieces)], piece byte starts and ends
+        (int64, same shape) in the normalized text."""
+        words, word_starts, counts = self._words(normalized)
+        unique, index = tf.unique(words)
+        symbols, rows = self._merge_words(unique)
+        ids = self.token_table.lookup(symbols)
+        text = tf.strings.regex_replace(symbols, WORD_END + "$", "")
+        lengths = tf.cast(tf.strings.length(text, unit="BYTE"), tf.int64)
+        per_unique = tf.RaggedTensor.from_value_rowids(
+            tf.stack([tf.cast(ids, tf.int64), lengths], axis=-1), rows,
+            nrows=tf.shape(unique, out_type=tf.int64)[0], validate=False)
+        pieces = tf.gather(per_unique, index)  # [W, (pieces), 2]
+        ids, lengths = pieces[..., 0], pieces[..., 1]
+        within = tf.cumsum(lengths.flat_values, exclusive=True)
+        within -= tf.gather(tf.gather(within, lengths.row_starts()), lengths.value_rowids())
+        starts = tf.gather(word_starts, lengths.value_rowids()) + within
+        by_text = lambda r: tf.RaggedTensor.from_row_lengths(r, counts, validate=False).merge_dims(1, 2)
+        return (by_text(tf.cast(ids, tf.int32)), by_text(lengths.with_flat_values(starts)),
+                by_text(lengths.with_flat_values(starts + lengths.flat_values)))
+
+    def _pieces(self, batch):
+        ids, _, _ = self._encode(bert_normalize(batch, lower_case=True))
+        return ids
+
+    def _join_pieces(self, ids):
+        # "</w>" ends a word: it becomes the space between words.
+        joined = tf.strings.reduce_join(tf.gather(self._tokens, ids), axis=-1)
+        return tf.strings.strip(tf.strings.regex_replace(joined, WORD_END, " "))
+
+    @tf.autograph.experimental.do_not_convert
+    def starts_word(self, pieces):
+        """Which pieces start a word: a text's first piece, and every piece
+        after one that ends a word ("</w>" or a special token).
+
+        Args:
+            pieces: int `tf.RaggedTensor` [B, (pieces)] of ids.
+
+        Returns:
+            bool `tf.RaggedTensor` [B, (pieces)].
+        """
+        flat = pieces.flat_values
+        position = tf.range(tf.shape(flat, out_type=tf.int64)[0])
+        row_start = tf.gather(pieces.row_starts(), pieces.value_rowids())
+        previous_ends = tf.gather(self._word_end, tf.concat([flat[:1], flat[:-1]], 0))
+        return pieces.with_flat_values(previous_ends | tf.equal(position, row_start))
+
+    def tokenize_with_offsets(self, texts):
+        """Text -> ids with CHARACTER offsets into the original text (see
+        `WordPieceTokenizer.tokenize_with_offsets`; a piece's span leaves
+        its "</w>" out).
+
+        Returns:
+            (ids, starts, ends): int32 ids and int64 offsets, ragged
+            [B, (pieces)] (dense [pieces] for a scalar input).
+        """
+        return self._with_char_offsets(
+            texts, lambda chars: bert_normalize(chars, lower_case=True), self._encode)

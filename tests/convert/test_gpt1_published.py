@@ -1,0 +1,141 @@
+"""A published GPT-1 directory (openai-gpt's layout: config.json,
+model.safetensors, vocab.json + merges.txt with "</w>" word ends and no
+special tokens) is a model handle end to end: `generate` continues a
+prompt exactly as a NumPy GPT-1 does greedily (the prompt's ids are the
+`tokenizers` library's, no start token), and `finetune` grows the
+embeddings by the tokenizer's appended special tokens, trains, and the run
+exports and serves raw text in fresh processes."""
+
+import json
+
+import numpy as np
+import pytest
+import tensorflow as tf
+from test_hf_checkpoint import write_hf
+from test_hf_gpt import _reference
+
+from kerasbert.models import GptBackbone
+from kerasbert.models.vocabulary_growth import grow_vocabulary
+from reliability.console import kerasbert
+from reliability.console import ok
+
+tokenizers = pytest.importorskip("tokenizers")
+
+HEADS = 2
+TEXT = ["the cat sat on the mat .", "a dog ran in the park !", "the bird sang a song ."] * 30
+
+
+def _tokenizer_files(directory):
+    from tokenizers import models, normalizers, pre_tokenizers, trainers
+
+    reference = tokenizers.Tokenizer(models.BPE(end_of_word_suffix="</w>"))
+    reference.normalizer = normalizers.BertNormalizer(lowercase=True)
+    reference.pre_tokenizer = pre_tokenizers.BertPreTokenizer()
+    # As published: characters and merges only, no special token at all.
+    reference.train_from_iterator(TEXT, trainers.BpeTrainer(vocab_size=60,
+                                                            end_of_word_suffix="</w>"))
+    reference.model.save(str(directory))
+    return reference
+
+
+@pytest.fixture(scope="module")
+def gpt1_dir(tmp_path_factory):
+    root = tmp_path_factory.mktemp("openai_gpt")
+    reference = _tokenizer_files(root)
+    V, H, P, L = reference.get_vocab_size(), 16, 32, 2
+    rng = np.random.default_rng(3)
+    t = {"tokens_embed.weight": rng.normal(0, 0.5, (V, H)),
+         "positions_embed.weight": rng.normal(0, 0.3, (P, H))}
+    for i in range(L):
+        for name, shape in {"attn.c_attn": (H, 3 * H), "attn.c_proj": (H, H),
+                            "mlp.c_fc": (H, 4 * H), "mlp.c_proj": (4 * H, H)}.items():
+            t[f"h.{i}.{name}.weight"] = rng.normal(0, 0.3, shape)
+            t[f"h.{i}.{name}.bias"] = rng.normal(0, 0.1, shape[1])
+        for name in ("ln_1", "ln_2"):
+            t[f"h.{i}.{name}.weight"] = 1 + rng.normal(0, 0.1, H)
+            t[f"h.{i}.{name}.bias"] = rng.normal(0, 0.1, H)
+    t = {k: v.astype("float32") for k, v in t.items()}
+    write_hf(root, t, {"model_type": "openai-gpt", "vocab_size": V, "n_positions": P,
+                       "n_embd": H, "n_layer": L, "n_head": HEADS, "afn": "gelu"})
+    return root, t, reference
+
+
+def _greedy(t, ids, steps):
+    """NumPy GPT-1 greedy continuation (tied output embedding)."""
+    ids = list(ids)
+    for _ in range(steps):
+        hidden = _reference(t, np.array([ids]), HEADS)[0, -1]
+        ids.append(int(np.argmax(hidden @ t["tokens_embed.weight"].T)))
+    return ids
+
+
+def test_generate_from_the_published_directory_is_gpt1s_greedy_continuation(gpt1_dir):
+    from kerasbert.tasks.generation import encode_prompt
+    from kerasbert.tasks.generation import generate_text
+    from kerasbert.tasks.generation import load_generator
+
+    root, t, reference = gpt1_dir
+    lm, tokenizer, _ = load_generator(str(root))
+    vocabulary = t["tokens_embed.weight"].shape[0]
+    assert lm.backbone.vocabulary_size == vocabulary == tokenizer.published_size
+    assert len(tokenizer.added_ids) == 5  # <s> <pad> </s> <unk> <mask>
+    prompt = "The cat sat on"
+    ids = encode_prompt(tokenizer, prompt, vocabulary)
+    assert ids == reference.encode(prompt).ids  # no start token, the library's ids
+    expected = _greedy(t, ids, 4)[len(ids):]
+    got = lm.generate(ids, max_new_tokens=4, end_token_id=None)
+    assert list(got) == expected
+    # A character outside the vocabulary is left out, as the model has no row for it.
+    assert encode_prompt(tokenizer, "The cat ✓ sat on", vocabulary) == ids
+    text = generate_text(lm, tokenizer, prompt, max_new_tokens=4)
+    assert text == tokenizer.detokenize(tf.constant([expected])).numpy()[0].decode()
+
+
+def test_grown_vocabulary_keeps_every_published_row(gpt1_dir):
+    from kerasbert.convert import from_hf_directory
+
+    root, t, _ = gpt1_dir
+    backbone = from_hf_directory(str(root))
+    grown = grow_vocabulary(backbone, backbone.vocabulary_size + 5, seed=1)
+    assert isinstance(grown, GptBackbone) and grown.vocabulary_size == backbone.vocabulary_size + 5
+    table = grown.embeddings.token_embedding.embeddings.numpy()
+    np.testing.assert_array_equal(table[:-5], t["tokens_embed.weight"])
+    assert 0 < np.abs(table[-5:]).mean() < 0.1  # N(0, 0.02) rows
+    ids = np.array([[1, 2, 3, 4]], "int32")
+    inputs = {"input_word_ids": ids, "input_mask": np.ones_like(ids),
+              "input_type_ids": np.zeros_like(ids)}
+    np.testing.assert_allclose(grown(inputs)["sequence_output"],
+                               backbone(inputs)["sequence_output"], atol=1e-6)
+    assert grow_vocabulary(grown, grown.vocabulary_size) is grown
+
+
+def test_cli_generates_fine_tunes_exports_and_serves_gpt1_in_fresh_processes(gpt1_dir, tmp_path):
+    from kerasbert.tasks.generation import generate_text
+    from kerasbert.tasks.generation import load_generator
+
+    root, _, _ = gpt1_dir
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    lm, tokenizer, _ = load_generator(str(root))
+    expected = generate_text(lm, tokenizer, "the dog", max_new_tokens=3)
+    out = ok(kerasbert("generate", "--model", root, "--prompt", "the dog",
+                       "--max-new-tokens", "3", cwd=elsewhere))
+    assert out.strip() == expected.strip()
+
+    rows = [f"{TEXT[i % 3]},{'animal' if i % 3 else 'bird'}" for i in range(24)]
+    (tmp_path / "train.csv").write_text("sentence,label\n" + "\n".join(rows) + "\n")
+    done = kerasbert("finetune", "--preset", root, "--task", f"csv:{tmp_path / 'train.csv'}",
+                     "--output-dir", tmp_path / "ft", "--epochs", "1", "--batch-size", "8",
+                     "--max-seq-length", "16", "--no-progress", cwd=elsewhere)
+    ok(done)
+    assert "5 token embeddings added" in done.stderr
+    config = json.loads((tmp_path / "ft" / "config.json").read_text())
+    assert config["tokenizer"]["type"] == "gpt1_bpe"
+    assert config["backbone"]["vocabulary_size"] == tokenizer.vocabulary_size
+
+    ok(kerasbert("export", "--model", tmp_path / "ft", "--output", tmp_path / "serving",
+                 cwd=elsewhere))
+    versions = sorted(p for p in (tmp_path / "serving").iterdir() if p.name.isdigit())
+    served = ok(kerasbert("predict", "--saved-model", versions[-1], "--text", "the cat sat",
+                          cwd=elsewhere))
+    assert "animal" in served or "bird" in served
