@@ -139,3 +139,22 @@ def test_cli_generates_fine_tunes_exports_and_serves_gpt1_in_fresh_processes(gpt
     served = ok(kerasbert("predict", "--saved-model", versions[-1], "--text", "the cat sat",
                           cwd=elsewhere))
     assert "animal" in served or "bird" in served
+
+
+def test_pretraining_continues_from_the_published_directory(gpt1_dir, tmp_path):
+    """create-pretraining-data with GPT-1's files, `pretrain --preset DIR`
+    (embeddings grown for <s> </s> ...), then `generate` from the run, each
+    in a fresh process."""
+    root, _, _ = gpt1_dir
+    docs = ["\n".join(TEXT[i % 3:i % 3 + 3]) for i in range(12)]
+    (tmp_path / "corpus.txt").write_text("\n\n".join(docs) + "\n")
+    ok(kerasbert("create-pretraining-data", "--input", "corpus.txt", "--vocab", root,
+                 "--output", "data", "--max-seq-length", "16", "--max-predictions-per-seq", "2",
+                 "--objective", "none", cwd=tmp_path))
+    ok(kerasbert("pretrain", "--preset", root, "--data", "data/*.tfrecord", "--vocab", root,
+                 "--output-dir", "run", "--steps", "2", "--batch-size", "4", cwd=tmp_path))
+    config = json.loads((tmp_path / "run" / "config.json").read_text())
+    assert config["backbone"]["vocabulary_size"] == json.loads(
+        (root / "config.json").read_text())["vocab_size"] + 5
+    ok(kerasbert("generate", "--model", "run", "--prompt", "the cat", "--max-new-tokens", "2",
+                 cwd=tmp_path))
