@@ -1,8 +1,9 @@
 """The pretraining heads of a Hugging Face checkpoint -> a pretrainer's.
 
 Masked-LM checkpoints (`BertForPreTraining`, `RobertaForMaskedLM`,
-`AlbertForPreTraining`, `DistilBertForMaskedLM`, `BigBirdForPreTraining`)
-carry the masked-LM head: a transform Linear + LayerNorm, a decoder tied to
+`AlbertForPreTraining`, `DistilBertForMaskedLM`, `BigBirdForPreTraining`,
+and ELECTRA's generator, `ElectraForMaskedLM`) carry the masked-LM head: a
+transform Linear (to the embedding width) + LayerNorm, a decoder tied to
 the token embedding and an output bias; BERT, BigBird and ALBERT add the
 sentence head (NSP / SOP, [2, H]). `HEADS` names them per `model_type`;
 `pretraining_heads_from_hf` reads them (None when the checkpoint has no
@@ -27,6 +28,9 @@ HEADS = {
     "albert": ("predictions.dense", "predictions.LayerNorm", "predictions.bias",
                "sop_classifier.classifier"),
     "distilbert": ("vocab_transform", "vocab_layer_norm", "vocab_projector.bias", None),
+    # The generator (electra-*-generator); a discriminator checkpoint has none.
+    "electra": ("generator_predictions.dense", "generator_predictions.LayerNorm",
+                "generator_lm_head.bias", None),
 }
 
 

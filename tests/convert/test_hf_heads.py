@@ -132,3 +132,61 @@ def test_pretrain_init_from_an_electra_discriminator_takes_its_head(tmp_path):
                                   tensors["discriminator_predictions.dense_prediction.weight"].T)
     np.testing.assert_array_equal(fresh.rtd_head.dense.kernel.numpy(),
                                   tensors["discriminator_predictions.dense.weight"].T)
+
+
+def _electra_generator(directory, embedding=8):
+    """An `ElectraForMaskedLM` checkpoint whose embeddings are narrower than
+    its hidden width (as electra-small-generator: 128 vs 256)."""
+    rng = np.random.default_rng(11)
+    rand = lambda *shape, mean=0.0: (mean + rng.normal(0, 0.3, shape)).astype("float32")  # noqa: E731
+    tensors = {"electra." + k: v for k, v in hf_tensors(seed=3).items()
+               if not k.startswith(("pooler", "embeddings."))}
+    E = embedding
+    tensors.update({
+        "electra.embeddings.word_embeddings.weight": rand(V, E),
+        "electra.embeddings.position_embeddings.weight": rand(hf_config()[
+            "max_position_embeddings"], E),
+        "electra.embeddings.token_type_embeddings.weight": rand(2, E),
+        "electra.embeddings.LayerNorm.weight": rand(E, mean=1.0),
+        "electra.embeddings.LayerNorm.bias": rand(E),
+        "electra.embeddings_project.weight": rand(H, E), "electra.embeddings_project.bias": rand(H),
+        "generator_predictions.dense.weight": rand(E, H),
+        "generator_predictions.dense.bias": rand(E),
+        "generator_predictions.LayerNorm.weight": rand(E, mean=1.0),
+        "generator_predictions.LayerNorm.bias": rand(E),
+        "generator_lm_head.bias": rand(V) * 3,
+    })
+    tensors["generator_lm_head.weight"] = tensors["electra.embeddings.word_embeddings.weight"]
+    path = write_hf(directory, tensors, hf_config(model_type="electra", embedding_size=E))
+    with open(os.path.join(path, "vocab.txt"), "w") as f:
+        f.write("\n".join(WORDS) + "\n")
+    names = {"cls.predictions.transform.dense.weight": "generator_predictions.dense.weight",
+             "cls.predictions.transform.dense.bias": "generator_predictions.dense.bias",
+             "cls.predictions.transform.LayerNorm.weight": "generator_predictions.LayerNorm.weight",
+             "cls.predictions.transform.LayerNorm.bias": "generator_predictions.LayerNorm.bias",
+             "cls.predictions.bias": "generator_lm_head.bias",
+             "bert.embeddings.word_embeddings.weight": "electra.embeddings.word_embeddings.weight"}
+    return path, {ours: tensors[theirs] for ours, theirs in names.items()}
+
+
+def test_fill_mask_with_a_published_electra_generator(tmp_path):
+    """ELECTRA's generator is a masked LM: its head (transform to the
+    embedding width, GELU, LayerNorm, decoder tied to the word embeddings,
+    bias) scores the vocabulary as NumPy does; a discriminator checkpoint
+    has no such head."""
+    from kerasbert.models import ElectraBackbone
+
+    path, tensors = _electra_generator(tmp_path / "generator")
+    pretrainer = load_masked_lm_from_handle(path)
+    assert isinstance(pretrainer.backbone, ElectraBackbone)
+    tokenizer = load_tokenizer(path)
+    [[top]] = fill_mask(pretrainer, tokenizer, ["w1 [MASK] w3"], top_k=2)
+    ids = np.array([[2, WORDS.index("w1"), 4, WORDS.index("w3"), 3]], "int32")
+    sequence = pretrainer.backbone({"input_word_ids": ids, "input_mask": np.ones_like(ids),
+                                    "input_type_ids": np.zeros_like(ids)})["sequence_output"]
+    expected = _reference_probabilities(tensors, np.asarray(sequence)[0, 2])
+    order = np.argsort(-expected)
+    best = order[:2]
+    assert min(np.diff(-expected[order[:3]])) > 1e-2  # the top 2 are no near tie
+    assert [t for t, _ in top] == [WORDS[i] for i in best]
+    np.testing.assert_allclose([p for _, p in top], expected[best], atol=1e-5)
