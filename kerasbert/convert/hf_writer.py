@@ -4,10 +4,11 @@ inverse of `hf_checkpoint.from_hf_directory` over the same tables
 `BertModel`'s names, torch Linear weights [out, in]) and the tokenizer's
 files with `tokenizer_config.json`.
 
-BERT, RoBERTa, DistilBERT, ELECTRA, ALBERT and BigBird are written today
-(RoBERTa's position table gets back its two offset rows, and its one-row
-token-type table is zero: reading folds it into the positions); GPT-1 is
-refused with a clear error.
+BERT, RoBERTa, DistilBERT, ELECTRA, ALBERT, BigBird and GPT-1
+(`openai-gpt`) are written (RoBERTa's position table gets back its two
+offset rows, and its one-row token-type table is zero: reading folds it
+into the positions; GPT-1's special tokens appended for fine-tuning are
+listed in added_tokens.json, as transformers' tokenizers keep them).
 """
 
 import json
@@ -22,6 +23,8 @@ from kerasbert.convert.albert_weights import get_albert_weights
 from kerasbert.convert.hf_layout import ALBERT_LAYOUT
 from kerasbert.convert.hf_layout import DISTILBERT_LAYOUT
 from kerasbert.convert.hf_layout import ENCODER_LAYOUT
+from kerasbert.convert.hf_layout import GPT_ACTIVATIONS
+from kerasbert.convert.hf_layout import GPT_BLOCK
 from kerasbert.convert.safetensors_files import SINGLE_FILE
 from kerasbert.convert.safetensors_files import write_safetensors
 from kerasbert.errors import UsageError
@@ -30,6 +33,7 @@ from kerasbert.models import BertBackbone
 from kerasbert.models import BigBirdBackbone
 from kerasbert.models import DistilBertBackbone
 from kerasbert.models import ElectraBackbone
+from kerasbert.models import GptBackbone
 from kerasbert.models import RobertaBackbone
 
 _HF_ACTIVATION = {ours: theirs for theirs, ours in reversed(list(ACTIVATIONS.items()))}
@@ -186,6 +190,43 @@ def big_bird_config_to_hf(backbone):
     return config
 
 
+def gpt_tensors_to_hf(weights):
+    """The canonical GPT dict -> `OpenAIGPTModel` names (`gpt_weights_from_hf`
+    inverted: Conv1D weights stay [in, out]; q | k | v join in c_attn)."""
+    tensors = {"tokens_embed.weight": weights["word_embeddings"],
+               "positions_embed.weight": weights["position_embeddings"]}
+    for i, layer in enumerate(weights["layers"]):
+        base = f"h.{i}."
+        tensors[base + "attn.c_attn.weight"] = np.concatenate(
+            [layer[f"{part}_kernel"] for part in ("query", "key", "value")], axis=1)
+        tensors[base + "attn.c_attn.bias"] = np.concatenate(
+            [layer[f"{part}_bias"] for part in ("query", "key", "value")])
+        for key, module in GPT_BLOCK.items():
+            if key.endswith("_ln"):
+                tensors[base + module + ".weight"] = layer[f"{key}_gamma"]
+                tensors[base + module + ".bias"] = layer[f"{key}_beta"]
+            else:
+                tensors[base + module + ".weight"] = layer[f"{key}_kernel"]
+                tensors[base + module + ".bias"] = layer[f"{key}_bias"]
+    return tensors
+
+
+def gpt_config_to_hf(backbone):
+    if backbone.intermediate_dim != 4 * backbone.hidden_dim:
+        raise UsageError(f"openai-gpt's feed-forward is 4 x n_embd wide; this GptBackbone's is "
+                         f"{backbone.intermediate_dim} for n_embd {backbone.hidden_dim}.")
+    afn = {ours: theirs for theirs, ours in reversed(list(GPT_ACTIVATIONS.items()))}
+    if backbone.activation not in afn:
+        raise UsageError(f"openai-gpt has no {backbone.activation!r} activation.")
+    return {"architectures": ["OpenAIGPTModel"], "model_type": "openai-gpt",
+            "vocab_size": backbone.vocabulary_size, "n_positions": backbone.max_sequence_length,
+            "n_embd": backbone.hidden_dim, "n_layer": backbone.num_layers,
+            "n_head": backbone.num_heads, "afn": afn[backbone.activation],
+            "resid_pdrop": backbone.dropout, "embd_pdrop": backbone.dropout,
+            "attn_pdrop": backbone.dropout, "layer_norm_epsilon": backbone.layer_norm_epsilon,
+            "initializer_range": backbone.initializer_range}
+
+
 #: our class -> (canonical dict -> tensors, backbone -> config.json, tokenizer kind)
 WRITERS = {
     BertBackbone: (bert_tensors_to_hf, bert_config_to_hf, "wordpiece"),
@@ -194,16 +235,20 @@ WRITERS = {
     ElectraBackbone: (electra_tensors_to_hf, electra_config_to_hf, "wordpiece"),
     AlbertBackbone: (albert_tensors_to_hf, albert_config_to_hf, "sentencepiece"),
     BigBirdBackbone: (big_bird_tensors_to_hf, big_bird_config_to_hf, "sentencepiece"),
+    GptBackbone: (gpt_tensors_to_hf, gpt_config_to_hf, "gpt1_bpe"),
 }
 #: the tokenizer files' names in a Hugging Face model directory
 HF_TOKENIZER_NAMES = {"wordpiece": ("vocab.txt",), "bpe": ("vocab.json", "merges.txt"),
+                      "gpt1_bpe": ("vocab.json", "merges.txt"),
                       "sentencepiece": ("spiece.model",)}
 
 
-def write_hf_directory(backbone, directory, tokenizer_files=(), lower_case=True):
+def write_hf_directory(backbone, directory, tokenizer_files=(), lower_case=True,
+                       added_tokens=None):
     """Writes `backbone` and its tokenizer's files (vocab.txt; vocab.json +
     merges.txt) into `directory`, which exists and is empty (the caller
-    makes it atomic).
+    makes it atomic). `added_tokens`: {token: id} a tokenizer appended to
+    its files' vocabulary (GPT-1's specials), written to added_tokens.json.
 
     Raises:
         UsageError: a family this writer does not have, or a factorised
@@ -225,7 +270,10 @@ def write_hf_directory(backbone, directory, tokenizer_files=(), lower_case=True)
     # The names transformers looks for.
     for path, name in zip(tokenizer_files, HF_TOKENIZER_NAMES[writer[2]]):
         shutil.copyfile(path, os.path.join(directory, name))
-    if writer[2] != "bpe" and tokenizer_files:
+    if added_tokens:
+        with open(os.path.join(directory, "added_tokens.json"), "w", encoding="utf-8") as f:
+            json.dump(added_tokens, f, indent=2)
+    if writer[2] not in ("bpe", "gpt1_bpe") and tokenizer_files:
         with open(os.path.join(directory, "tokenizer_config.json"), "w", encoding="utf-8") as f:
             json.dump({"do_lower_case": bool(lower_case)}, f)
 

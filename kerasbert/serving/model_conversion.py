@@ -2,8 +2,9 @@
 layout, so it can be published and loaded by the peer libraries.
 
     --to hf         a Hugging Face model directory (config.json,
-                    model.safetensors, vocab.txt, tokenizer_config.json);
-                    BERT today (`kerasbert.convert.hf_writer`)
+                    model.safetensors, the tokenizer's files); BERT,
+                    RoBERTa, DistilBERT, ELECTRA, ALBERT, BigBird, GPT-1
+                    (`kerasbert.convert.hf_writer`)
     --to keras-hub  a keras-hub preset (`save_to_preset` of the keras-hub
                     backbone and tokenizer of the same family)
     --to tf1        a google-research/bert directory (bert_config.json,
@@ -84,8 +85,11 @@ def convert_model(model, to, output, vocab=None, lower_case=None, overwrite=Fals
     try:
         with io_utils.atomic_directory(output, overwrite=overwrite) as tmp:
             if to == "hf":
+                added = {tokenizer.id_to_token(i): i
+                         for i in sorted(getattr(tokenizer, "added_ids", ()))
+                         if i < backbone.vocabulary_size}
                 write_hf_directory(backbone, tmp, tokenizer_files(tokenizer),
-                                   tokenizer.lower_case)
+                                   tokenizer.lower_case, added_tokens=added)
             elif to == "tf1":
                 save_bert_checkpoint(backbone, os.path.join(tmp, "bert_model.ckpt"))
                 shutil.copyfile(tokenizer_files(tokenizer)[0], os.path.join(tmp, "vocab.txt"))

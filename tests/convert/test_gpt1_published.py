@@ -7,6 +7,7 @@ embeddings by the tokenizer's appended special tokens, trains, and the run
 exports and serves raw text in fresh processes."""
 
 import json
+import os
 
 import numpy as np
 import pytest
@@ -135,6 +136,13 @@ def test_cli_generates_fine_tunes_exports_and_serves_gpt1_in_fresh_processes(gpt
 
     ok(kerasbert("export", "--model", tmp_path / "ft", "--output", tmp_path / "serving",
                  cwd=elsewhere))
+    # Back to the Hugging Face layout, the appended tokens listed for transformers.
+    ok(kerasbert("convert", "--model", tmp_path / "ft", "--to", "hf", "--output",
+                 tmp_path / "hf_out", cwd=elsewhere))
+    added = json.loads((tmp_path / "hf_out" / "added_tokens.json").read_text())
+    assert added == {tokenizer.id_to_token(i): i for i in sorted(tokenizer.added_ids)}
+    assert json.loads((tmp_path / "hf_out" / "config.json").read_text())["vocab_size"] \
+        == tokenizer.vocabulary_size
     versions = sorted(p for p in (tmp_path / "serving").iterdir() if p.name.isdigit())
     served = ok(kerasbert("predict", "--saved-model", versions[-1], "--text", "the cat sat",
                           cwd=elsewhere))
@@ -158,3 +166,25 @@ def test_pretraining_continues_from_the_published_directory(gpt1_dir, tmp_path):
         (root / "config.json").read_text())["vocab_size"] + 5
     ok(kerasbert("generate", "--model", "run", "--prompt", "the cat", "--max-new-tokens", "2",
                  cwd=tmp_path))
+
+
+def test_convert_to_hf_writes_openai_gpts_names_and_reads_back(gpt1_dir, tmp_path):
+    from kerasbert.convert import from_hf_directory
+    from kerasbert.convert.safetensors_files import read_checkpoint_directory
+    from kerasbert.serving.model_conversion import convert_model
+
+    root, t, _ = gpt1_dir
+    out = convert_model(str(root), "hf", tmp_path / "again")
+    written = read_checkpoint_directory(out)
+    assert set(written) == set(t)
+    for name, value in t.items():
+        np.testing.assert_array_equal(np.asarray(written[name]), value)
+    config = json.loads((tmp_path / "again" / "config.json").read_text())
+    source = json.loads((root / "config.json").read_text())
+    assert {k: config[k] for k in source} == source
+    assert not (tmp_path / "again" / "added_tokens.json").exists()  # nothing was appended
+    fixture = json.load(open(os.path.join(os.path.dirname(__file__), "fixtures",
+                                          "openai_gpt.json")))
+    assert {n for n in fixture["tensors"] if n.startswith(("h.0.", "tokens", "positions"))} == {
+        n for n in written if n.startswith(("h.0.", "tokens", "positions"))}
+    assert isinstance(from_hf_directory(out), GptBackbone)
