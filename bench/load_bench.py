@@ -10,9 +10,12 @@ process (peak RSS only grows within one), after the same imports, and
 reports the wall time of the load call and the growth of the peak RSS
 (`VmHWM`) over the imports. Contenders alternate (a, b, then b, a, ...).
 
-    ours     kerasbert.models.Backbone.from_preset(DIR)
-    peer     keras_hub.models.Backbone.from_preset(DIR)   (its own format, and
-             its Hugging Face converter for the HF directory)
+    ours       kerasbert.models.Backbone.from_preset(DIR)
+    ours_cold  the same with an empty kerasbert cache: a keras-hub preset's
+               layout is probed once per keras-hub version and structure
+               (`keras_hub_preset.preset_layout`), then cached
+    peer       keras_hub.models.Backbone.from_preset(DIR)   (its own format, and
+               its Hugging Face converter for the HF directory)
 
 Goals (issue 20): time <= keras-hub's, RSS growth <= 1.5x the weight file.
 
@@ -39,7 +42,8 @@ BASE = dict(vocabulary_size=30522, num_layers=12, num_heads=12, hidden_dim=768,
             intermediate_dim=3072, max_sequence_length=512)
 QUICK = dict(vocabulary_size=1000, num_layers=2, num_heads=2, hidden_dim=64,
              intermediate_dim=128, max_sequence_length=64)
-CONTENDERS = ("ours", "keras_hub")
+#: source -> contenders (a Hugging Face directory needs no probed layout)
+CONTENDERS = {"keras_hub": ("ours_cold", "ours", "keras_hub"), "hf": ("ours", "keras_hub")}
 
 
 def parse_args(argv):
@@ -71,7 +75,7 @@ def child(contender, directory):
 
     before = _peak_rss_mb()
     start = time.perf_counter()
-    if contender == "ours":
+    if contender.startswith("ours"):
         model = Backbone.from_preset(directory)
     else:
         model = keras_hub.models.Backbone.from_preset(directory)
@@ -97,9 +101,12 @@ def write_sources(root, config):
     return keras_hub_dir, hf_dir, {k: v / 2**20 for k, v in sizes.items()}
 
 
-def _load_in_fresh_process(contender, directory):
+def _load_in_fresh_process(contender, directory, cache):
+    if contender == "ours_cold":
+        cache = tempfile.mkdtemp(dir=cache)  # empty: the layout is probed
+    env = dict(os.environ, KERASBERT_CACHE=cache)
     done = subprocess.run([sys.executable, __file__, "--child", contender, directory],
-                          capture_output=True, text=True, timeout=1800)
+                          capture_output=True, text=True, timeout=1800, env=env)
     if done.returncode != 0:
         raise _common.BenchError(f"{contender} load of {directory} failed:\n{done.stderr[-2000:]}")
     return json.loads(done.stdout.strip().splitlines()[-1])
@@ -110,11 +117,14 @@ def run(args):
     results = {"config": config, "sources": {}, "environment": _common.base_environment()}
     with tempfile.TemporaryDirectory() as root:
         keras_hub_dir, hf_dir, sizes = write_sources(root, config)
+        cache = os.path.join(root, "cache")
+        os.makedirs(cache)
         for source, directory in (("keras_hub", keras_hub_dir), ("hf", hf_dir)):
-            runs = {c: [] for c in CONTENDERS}
+            contenders = CONTENDERS[source]
+            runs = {c: [] for c in contenders}
             for r in range(args.repeats):
-                for contender in (CONTENDERS if r % 2 == 0 else CONTENDERS[::-1]):
-                    runs[contender].append(_load_in_fresh_process(contender, directory))
+                for contender in (contenders if r % 2 == 0 else contenders[::-1]):
+                    runs[contender].append(_load_in_fresh_process(contender, directory, cache))
             row = {"file_mb": round(sizes[source], 1)}
             for contender, loads in runs.items():
                 row[contender] = {
@@ -125,11 +135,19 @@ def run(args):
                                                 / row["ours"]["seconds"])
             row["ours_rss_growth_over_file"] = row["ours"]["rss_growth_mb"] / row["file_mb"]
             results["sources"][source] = row
-    print(f"{'source':<10} {'file MB':>8} {'ours s':>8} {'keras-hub s':>12} "
-          f"{'speed-up':>9} {'ours RSS+ MB':>13} {'keras-hub RSS+ MB':>18} {'ours RSS+/file':>15}")
+            if "ours_cold" in row:
+                row["time_ratio_peer_over_ours_cold"] = (row["keras_hub"]["seconds"]
+                                                         / row["ours_cold"]["seconds"])
+    print(f"{'source':<10} {'file MB':>8} {'ours s':>8} {'cold s':>7} {'keras-hub s':>12} "
+          f"{'speed-up':>9} {'cold':>6} {'ours RSS+ MB':>13} {'keras-hub RSS+ MB':>18} "
+          f"{'ours RSS+/file':>15}")
     for source, row in results["sources"].items():
+        cold = row.get("ours_cold", {}).get("seconds")
+        cold_ratio = row.get("time_ratio_peer_over_ours_cold")
         print(f"{source:<10} {row['file_mb']:>8.1f} {row['ours']['seconds']:>8.2f} "
+              f"{cold if cold is not None else float('nan'):>7.2f} "
               f"{row['keras_hub']['seconds']:>12.2f} {row['time_ratio_peer_over_ours']:>8.2f}x "
+              f"{cold_ratio if cold_ratio is not None else float('nan'):>5.2f}x "
               f"{row['ours']['rss_growth_mb']:>13.0f} {row['keras_hub']['rss_growth_mb']:>18.0f} "
               f"{row['ours_rss_growth_over_file']:>14.2f}x")
     if args.json:

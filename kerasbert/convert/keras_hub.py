@@ -8,6 +8,7 @@ from kerasbert.convert import distil_bert_weights
 from kerasbert.convert import electra_weights
 from kerasbert.convert import keras_hub_bert
 from kerasbert.convert import roberta_weights
+from kerasbert.layers.initializers import loads_checkpoint
 
 #: Backbone class name (keras-hub's and ours are named alike) ->
 #: (keras-hub -> ours, ours -> keras-hub).
@@ -32,6 +33,7 @@ def _converters(backbone, package):
     return None
 
 
+@loads_checkpoint
 def from_keras_hub(backbone):
     """Converts a keras-hub backbone into ours, whatever its family:
     BertBackbone, AlbertBackbone, RobertaBackbone, DistilBertBackbone,

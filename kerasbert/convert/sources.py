@@ -20,6 +20,7 @@ from kerasbert.convert.keras_hub import FAMILIES
 from kerasbert.convert.keras_hub_preset import from_keras_hub_preset
 from kerasbert.errors import UsageError
 from kerasbert.io_utils import json_or_none
+from kerasbert.layers.initializers import loads_checkpoint
 
 HF = "hf"
 KERAS_HUB = "keras_hub"
@@ -110,6 +111,7 @@ def _from_keras_hub_preset(path):
     return from_keras_hub_preset(path)
 
 
+@loads_checkpoint
 def apply_overrides(backbone, source, dtype=None, overrides=None):
     """`backbone` rebuilt with `overrides` and `dtype` and the same weights
     (returned as is when there are none).

@@ -38,6 +38,7 @@ from kerasbert.convert.bert_config import kwargs_to_bert_config
 from kerasbert.convert.bert_weights import LAYER_KEYS
 from kerasbert.convert.bert_weights import get_bert_weights
 from kerasbert.convert.bert_weights import set_bert_weights
+from kerasbert.layers.initializers import loads_checkpoint
 
 # --------------------------------------------------------------------------
 # TF1 names <-> canonical dict
@@ -228,6 +229,7 @@ class _Checkpoint:
         return out
 
 
+@loads_checkpoint
 def load_bert_checkpoint(ckpt_prefix, bert_config_json, dtype=None):
     """Builds a `BertBackbone` from an original BERT checkpoint.
 

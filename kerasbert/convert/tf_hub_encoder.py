@@ -26,6 +26,7 @@ from kerasbert.convert.bert_weights import set_bert_weights
 from kerasbert.errors import UsageError
 from kerasbert.models import Backbone
 from kerasbert.models import BertBackbone
+from kerasbert.layers.initializers import loads_checkpoint
 
 #: Written by our export-hub beside the warm-up records: {"class_name", "config"}.
 BACKBONE_FILE = os.path.join("assets.extra", "kerasbert_backbone.json")
@@ -74,6 +75,7 @@ def _restored_variables(path):
     return {v.name.removesuffix(":0"): v.numpy() for v in variables}
 
 
+@loads_checkpoint
 def from_tf_hub_encoder(path, dtype=None):
     """Our backbone from a TF Hub BERT encoder directory (see module doc).
 

@@ -25,6 +25,7 @@ import sysconfig
 
 from kerasbert.data import text_input
 from kerasbert.io_utils import atomic_write_text
+from kerasbert.io_utils import cache_dir as io_cache_dir
 
 # Bump when the recipe changes: cached corpora are keyed by it.
 CORPUS_VERSION = 1
@@ -295,21 +296,11 @@ def write_default_corpus(path, max_mb=None):
     return stats
 
 
-def default_cache_dir():
-    """$KERASBERT_CACHE, else $XDG_CACHE_HOME/kerasbert, else
-    ~/.cache/kerasbert."""
-    if os.environ.get("KERASBERT_CACHE"):
-        return os.environ["KERASBERT_CACHE"]
-    base = os.environ.get("XDG_CACHE_HOME") or os.path.join(
-        os.path.expanduser("~"), ".cache")
-    return os.path.join(base, "kerasbert")
-
-
 def default_corpus_path(cache_dir=None):
     """Path of the default corpus, written on first use under `cache_dir`
-    (default: `default_cache_dir()`). The name carries the Python and
+    (default: `kerasbert.io_utils.cache_dir()`). The name carries the Python and
     recipe versions, so a different Python gets its own file."""
-    cache_dir = cache_dir or default_cache_dir()
+    cache_dir = cache_dir or io_cache_dir()
     major, minor, micro = sys.version_info[:3]
     name = f"stdlib-docstrings-py{major}.{minor}.{micro}-v{CORPUS_VERSION}.txt"
     path = os.path.join(cache_dir, name)

@@ -12,8 +12,10 @@ as an untrained token would.
 import numpy as np
 
 from kerasbert.errors import UsageError
+from kerasbert.layers.initializers import loads_checkpoint
 
 
+@loads_checkpoint
 def grow_vocabulary(backbone, vocabulary_size, seed=0):
     """`backbone` rebuilt with `vocabulary_size` tokens (>= its own).
 

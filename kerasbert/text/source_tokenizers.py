@@ -24,6 +24,7 @@ import os
 
 from kerasbert.errors import UsageError
 from kerasbert.io_utils import atomic_write_text
+from kerasbert.io_utils import cache_dir
 from kerasbert.io_utils import json_or_none
 from kerasbert.text.families import BPE
 from kerasbert.text.families import BPE_MERGES
@@ -67,11 +68,6 @@ def tokenizer_source(directory):
     return None
 
 
-def _cache_root():
-    return os.environ.get("KERASBERT_CACHE",
-                          os.path.join(os.path.expanduser("~"), ".cache", "kerasbert"))
-
-
 def files_from_tokenizer_json(path):
     """(kind, files) for a directory whose only tokenizer file is the
     `tokenizers` library's tokenizer.json: its WordPiece vocabulary (or
@@ -91,7 +87,7 @@ def files_from_tokenizer_json(path):
                          "spiece.model (a tokenizer.json alone cannot rebuild it).")
     if kind == BPE and model.get("end_of_word_suffix") == WORD_END:
         kind = GPT1_BPE  # GPT-1's character-level BPE
-    folder = os.path.join(_cache_root(), "tokenizers", hashlib.sha256(raw).hexdigest()[:20])
+    folder = cache_dir("tokenizers", hashlib.sha256(raw).hexdigest()[:20])
     names = SAVED_FILES[kind]
     files = tuple(os.path.join(folder, name) for name in names)
     if not all(os.path.isfile(f) for f in files):
