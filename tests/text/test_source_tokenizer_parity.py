@@ -104,6 +104,7 @@ def test_a_roberta_directorys_bpe_gives_the_tokenizers_librarys_ids(tmp_path, li
     expected = [e.ids for e in reference.encode_batch(sample)]
     ours = load_tokenizer(str(tmp_path / "model"))
     assert ours.tokenize_ids(sample).to_list() == expected
+    assert _in_saved_model(ours, sample, tmp_path / "preprocess") == expected
 
     monkeypatch.setenv("KERASBERT_CACHE", str(tmp_path / "cache"))
     (tmp_path / "json_only").mkdir()
@@ -153,9 +154,20 @@ def test_a_sentencepiece_directorys_model_gives_the_reference_ids(tmp_path, line
                  if line[-1:].isspace() or line in corpus.DIVERGENT_LINES}
     assert differing == explained, sorted(differing - explained)[:5]
     assert len(differing) < len(lines) / 100
+    assert _in_saved_model(ours, lines, tmp_path / "preprocess") == got
 
     (tmp_path / "json_only").mkdir()
     for name in ("tokenizer.json", "config.json"):
         (tmp_path / "json_only" / name).write_bytes((model / name).read_bytes())
     with pytest.raises(UsageError, match="spiece.model"):
         load_tokenizer(str(tmp_path / "json_only"))
+
+
+def _in_saved_model(tokenizer, texts, path):
+    """The ids the export-hub preprocessor SavedModel gives, loaded back."""
+    from kerasbert.serving.hub_preprocessor import build_preprocessor
+
+    root, signatures = build_preprocessor(tokenizer, 16)
+    tf.saved_model.save(root, str(path), signatures=signatures)
+    loaded = tf.saved_model.load(str(path))
+    return loaded.tokenize(tf.constant(texts)).merge_dims(-2, -1).to_list()
