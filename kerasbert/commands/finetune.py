@@ -10,6 +10,7 @@ from kerasbert.commands._args import TOKENIZER_HELP
 from kerasbert.commands._report import print_metrics
 from kerasbert.commands._report import print_outputs
 from kerasbert.io_utils import output_lock
+from kerasbert.training.recipes import RECIPES
 
 NAME = "finetune"
 HELP = "Fine-tune a backbone on a task (GLUE, SQuAD, CoNLL-2003, SWAG, local CSV/TSV/JSONL)."
@@ -47,13 +48,22 @@ def add_arguments(parser):
         help="Replace a model already fine-tuned into --output-dir (refused without it).")
     add("--validation", help="Validation file (same format as the task) or TFDS split name.")
     add("--features", help="Train from create-finetuning-data output instead of raw text.")
-    add("--epochs", type=int, default=3)
-    add("--batch-size", type=int, default=32)
-    add("--learning-rate", type=float, default=2e-5)
-    add("--warmup-ratio", type=float, default=0.1)
-    add("--weight-decay", type=float, default=0.01)
+    by_model = "default: --recipe's, else by the model's family and size (kerasbert info)"
+    add("--epochs", type=int, default=None, help=by_model)
+    add("--batch-size", type=int, default=None, help=by_model)
+    add("--learning-rate", type=float, default=None, help=by_model)
+    add("--warmup-ratio", type=float, default=None, help=by_model)
+    add("--weight-decay", type=float, default=None, help=by_model)
     add("--layerwise-lr-decay", type=float, nargs="?", const=0.8, default=None,
-        help="Layer-wise learning-rate decay (0.8 when given without a value).")
+        help="Layer-wise learning-rate decay (0.8 when given without a value; default: "
+        "the recipe's, e.g. ELECTRA's 0.8).")
+    add("--recipe", default=None, choices=tuple(RECIPES),
+        help="A paper's fine-tuning values (printed in full before training): " + "; ".join(
+            f"{name}: {recipe.source.split(',')[0]}" for name, recipe in RECIPES.items())
+        + ". Flags given on the command line win.")
+    add("--early-stopping", type=int, default=None, metavar="PATIENCE",
+        help="Stop after PATIENCE epochs without a better dev metric (the best epoch's "
+        "weights are kept either way).")
     add("--max-seq-length", dest="sequence_length", type=int, default=None, help="Default 128 (384 for QA).")
     add("--doc-stride", type=int, default=128, help="QA: tokens between window starts.")
     add("--max-query-length", type=int, default=64, help="QA: longest question in tokens.")

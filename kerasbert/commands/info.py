@@ -1,7 +1,9 @@
 """`kerasbert info`: the architecture and size of a preset or of published
-weights (any handle: hf://, kaggle://, a directory, a .keras file)."""
+weights (any handle: hf://, kaggle://, a directory, a .keras file), and the
+fine-tuning values `finetune` defaults to for it."""
 
 from kerasbert.commands._args import add_preset_arguments
+from kerasbert.training.recipes import default_recipe
 
 NAME = "info"
 HELP = "Print the architecture and size of a preset or of a model handle."
@@ -16,6 +18,10 @@ def run(args):
     print(f"{'preset' if builtin else 'model'} {args.preset}"
           f"{' (architecture, random weights)' if builtin else ''}")
     print(backbone.describe())
+    recipe = default_recipe(presets.family_of(type(backbone)), backbone.num_layers,
+                            backbone.hidden_dim)
+    print("fine-tuning defaults (kerasbert finetune, for the flags not given):")
+    print(recipe.describe())
 
 
 def add_arguments(parser):

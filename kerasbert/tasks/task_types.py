@@ -24,6 +24,7 @@ from kerasbert.data.finetuning.task_formats import TaskFormat
 from kerasbert.data.finetuning.task_formats import register_format
 from kerasbert.data.finetuning.task_formats import task_format
 from kerasbert.errors import UsageError
+from kerasbert.metrics.glue import glue_main_metric
 from kerasbert.models.gpt import GptBackbone
 from kerasbert.tasks import task_evaluation
 from kerasbert.tasks.gpt_classifier import GptClassifier
@@ -79,6 +80,17 @@ class TaskType:
             return GptClassifier(backbone, num_classes=self.num_outputs(features),
                                  extract_id=extract_id, lm_weight=lm_weight, dropout=dropout)
         return self.build(self, backbone, features, dropout)
+
+    def selection_metric(self, task):
+        """The metric that picks the best epoch or trial of `task`: a GLUE
+        task's official one (CoLA: MCC, MRPC/QQP: F1, STS-B: the mean of
+        Pearson and Spearman), else `main_metric`."""
+        if isinstance(task, str) and task.lower().startswith("glue/"):
+            try:
+                return glue_main_metric(task.split(":")[0])
+            except (ValueError, KeyError):
+                pass
+        return self.main_metric
 
     def serving_class(self):
         module, name = self.serving.split(":")

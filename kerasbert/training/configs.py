@@ -16,6 +16,7 @@ from kerasbert.io_utils import check_output_kind
 from kerasbert.optimizers.hyperparameters import check_finite
 from kerasbert.optimizers.hyperparameters import check_learning_rate
 from kerasbert.text.families import resolve_tokenizer_path
+from kerasbert.training.recipes import get_recipe
 
 PRECISIONS = ("float32", "mixed_bfloat16", "mixed_float16")
 
@@ -91,12 +92,16 @@ class FinetuneConfig:
     columns: dict = dataclasses.field(default_factory=dict)
     validation: str = None
     features: str = None
-    epochs: int = 3
-    batch_size: int = 32
-    learning_rate: float = 2e-5
-    warmup_ratio: float = 0.1
+    # None: the recipe's value (`recipe`, else the model's size default:
+    # kerasbert.training.recipes), resolved once the backbone is loaded.
+    epochs: int = None
+    batch_size: int = None
+    learning_rate: float = None
+    warmup_ratio: float = None
     layerwise_lr_decay: float = None
-    weight_decay: float = 0.01
+    weight_decay: float = None
+    recipe: str = None
+    early_stopping: int = None  # epochs without a better dev metric before stopping
     sequence_length: int = None
     doc_stride: int = 128
     max_query_length: int = 64
@@ -117,13 +122,18 @@ class FinetuneConfig:
         if not self.task:
             self.task = f"features:{self.features}"
         check_finite("--lm-weight", self.lm_weight, low_inclusive=True)
-        for name in ("epochs", "batch_size"):
-            if getattr(self, name) < 1:
-                raise UsageError(f"--{name.replace('_', '-')} must be >= 1, got {getattr(self, name)}.")
-        check_learning_rate(self.learning_rate)
-        check_finite("--weight-decay", self.weight_decay, low_inclusive=True)
-        if not 0.0 <= self.warmup_ratio <= 1.0:
+        for name in ("epochs", "batch_size", "early_stopping"):
+            value = getattr(self, name)
+            if value is not None and value < 1:
+                raise UsageError(f"--{name.replace('_', '-')} must be >= 1, got {value}.")
+        if self.learning_rate is not None:
+            check_learning_rate(self.learning_rate)
+        if self.weight_decay is not None:
+            check_finite("--weight-decay", self.weight_decay, low_inclusive=True)
+        if self.warmup_ratio is not None and not 0.0 <= self.warmup_ratio <= 1.0:
             raise UsageError(f"--warmup-ratio must be in [0, 1], got {self.warmup_ratio}.")
+        if self.recipe is not None:
+            get_recipe(self.recipe)  # an unknown name lists the known ones
         if self.layerwise_lr_decay is not None and not 0.0 < self.layerwise_lr_decay <= 1.0:
             raise UsageError(f"--layerwise-lr-decay must be in (0, 1], got {self.layerwise_lr_decay}.")
         if self.backbone and self.preset:

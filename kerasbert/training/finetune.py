@@ -24,6 +24,7 @@ Fine-tuning directory:
 import dataclasses
 import math
 import os
+import sys
 
 import numpy as np
 
@@ -38,6 +39,7 @@ from kerasbert.data.finetuning import read_features
 from kerasbert.data.finetuning.load import parse_task_spec
 from kerasbert.data.finetuning.task_formats import task_format
 from kerasbert.errors import UsageError
+from kerasbert.models import presets
 from kerasbert.metrics import confusion_matrix
 from kerasbert.plotting import new_figure
 from kerasbert.plotting import save_figure_atomically
@@ -46,6 +48,8 @@ from kerasbert.tasks import task_types
 from kerasbert.tasks.backbone_loading import load_backbone as load
 from kerasbert.text import load_tokenizer
 from kerasbert.text import tokenizer_files
+from kerasbert.training import recipes
+from kerasbert.training.best_epoch import BestEpoch
 from kerasbert.training.configs import FinetuneConfig
 from kerasbert.training.strategies import resolve_strategy
 from kerasbert.training.strategies import split_cpu
@@ -65,6 +69,30 @@ def load_backbone(config, tokenizer):
         raise UsageError(f"The backbone has a vocabulary of {backbone.vocabulary_size} tokens but "
                          f"--vocab {config.vocab} has {vocab_size}.")
     return backbone
+
+
+def resolve_hyperparameters(config, backbone):
+    """Fills the fine-tuning flags the user left out from `--recipe` or the
+    backbone's size default (`kerasbert.training.recipes`), prints what was
+    chosen and why, warns about a learning rate far outside the family's
+    range, and returns the description config.json keeps."""
+    family = presets.family_of(type(backbone))
+    given = {flag: getattr(config, flag) for flag in recipes.FIELDS}
+    values, recipe, taken = recipes.resolve(given, family, backbone.num_layers,
+                                            backbone.hidden_dim, config.recipe)
+    for flag, value in values.items():
+        setattr(config, flag, value)
+    given_flags = [flag for flag in recipes.FIELDS if given[flag] is not None]
+    origin = f"recipe {recipe.name}" if config.recipe else "this model's defaults"
+    print(f"fine-tuning values from {origin}"
+          + (f" (given on the command line: {', '.join(given_flags)})" if given_flags else "")
+          + ":")
+    print(recipe.describe(values))
+    warning = recipes.rate_warning(family, config.learning_rate)
+    if warning:
+        print(warning, file=sys.stderr)
+    return {"name": recipe.name, "source": recipe.source, "why": recipe.why,
+            "from_recipe": taken, "values": values}
 
 
 def _split_spec(task, validation):
@@ -124,7 +152,9 @@ def plot_curves(history, path):
     axes = fig.subplots(1, len(keys), squeeze=False)
     for ax, key in zip(axes[0], keys):
         epochs = range(1, len(history[key]) + 1)
-        ax.plot(epochs, history[key], marker="o", label="train")
+        # dev_<metric>: the task metric on the dev split (BestEpoch).
+        ax.plot(epochs, history[key], marker="o",
+                label="validation" if key.startswith("dev_") else "train")
         if f"val_{key}" in history:
             ax.plot(epochs, history[f"val_{key}"], marker="o", label="validation")
         ax.set(xlabel="epoch", title=key)
@@ -186,9 +216,14 @@ def run_finetuning(config):
         raise UsageError(f"{task_type.name} metrics need the raw validation examples (for QA, "
                          "contexts and answers): give --validation with --features.")
 
+    if config.early_stopping and valid is None:
+        raise UsageError("--early-stopping needs validation data (--validation, or a task "
+                         "with a validation split).")
+
     with strategy.scope():
         backbone = load_backbone(config, tokenizer)
         check_max_seq_length(train.sequence_length, backbone)
+        recipe = resolve_hyperparameters(config, backbone)
         model = task_type.build_model(backbone, train, config.dropout,
                                       extract_id=tokenizer.mask_id, lm_weight=config.lm_weight)
         steps_per_epoch = math.ceil(len(train.x["input_word_ids"]) / config.batch_size)
@@ -196,14 +231,21 @@ def run_finetuning(config):
                       num_train_steps=steps_per_epoch * config.epochs,
                       warmup_ratio=config.warmup_ratio, weight_decay=config.weight_decay,
                       layer_decay=config.layerwise_lr_decay)
-    train_ds = make_dataset(train, config.batch_size, shuffle=True, seed=config.seed)
-    valid_ds = make_dataset(valid, config.batch_size) if valid is not None else None
-    history = model.fit(train_ds, validation_data=valid_ds, epochs=config.epochs,
-                        shuffle=False,  # the dataset shuffles itself, by --seed
-                        verbose=1 if config.progress else 0).history
-
     options = dict(max_answer_length=config.max_answer_length,
                    null_score_diff_threshold=config.null_score_diff_threshold)
+    train_ds = make_dataset(train, config.batch_size, shuffle=True, seed=config.seed)
+    valid_ds = make_dataset(valid, config.batch_size) if valid is not None else None
+    callbacks = []
+    if valid is not None:
+        # The epoch kept is the one with the best dev metric, not the last.
+        selection = BestEpoch(
+            lambda: task_type.evaluate(config.task, valid_data, valid,
+                                       predict_outputs(model, valid, config.batch_size), options),
+            task_type.selection_metric(config.task), patience=config.early_stopping)
+        callbacks.append(selection)
+    history = model.fit(train_ds, validation_data=valid_ds, epochs=config.epochs,
+                        shuffle=False,  # the dataset shuffles itself, by --seed
+                        callbacks=callbacks, verbose=1 if config.progress else 0).history
     task_config = {
         "task": config.task, "task_type": task_type.name, "label_names": train.label_names,
         "max_seq_length": train.sequence_length, "lower_case": tokenizer.lower_case,
@@ -211,6 +253,7 @@ def run_finetuning(config):
         "qa": dict(options, doc_stride=config.doc_stride, max_query_length=config.max_query_length,
                    version_2_with_negative=_has_unanswerable(config.task, train_data, valid_data)),
         "finetune": dataclasses.asdict(config), "backbone": backbone.get_config(),
+        "recipe": recipe,
         "train_stats": train.stats,
     }
     # The folder appears only now: a run that fails earlier leaves nothing.
@@ -228,6 +271,7 @@ def run_finetuning(config):
                                   valid.label_names, outputs["confusion_matrix"])
     outputs["metrics"] = runs.write_json(config.output_dir, runs.METRICS, {
         "validation": result_metrics, "history": history,
+        "selection": callbacks[0].summary() if callbacks else None,
         "validation_examples": None if valid is None else int(len(valid.x["input_word_ids"]))})
     outputs["training_curve"] = runs.run_path(config.output_dir, runs.CURVE)
     plot_curves(history, outputs["training_curve"])

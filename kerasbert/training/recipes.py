@@ -1,0 +1,248 @@
+"""Fine-tuning hyperparameters that fit the model and the task, with where
+each number comes from (plain Python: `finetune` resolves them before
+TensorFlow loads, `info` shows them).
+
+Two kinds of entries:
+
+* `default_recipe(family, num_layers, hidden_dim)`: what `finetune` uses
+  for a flag the user did not give, by family and size. Narrow models want
+  larger learning rates (Turc et al., 2019, "Well-Read Students Learn
+  Better": the 24 Small-BERTs were fine-tuned with rates up to 3e-4, and
+  the best rate grows as the width shrinks); BERT-Base/Large use the BERT
+  paper's range; RoBERTa, ALBERT, ELECTRA and GPT-1 use their papers'.
+* `RECIPES`: named recipes from the papers for the task kinds of the zoo
+  (`finetune --recipe NAME`), each with the grid `--search` runs by default.
+
+    name            lr            batch  epochs  warm-up  wd     source
+    glue            5e-5..2e-5    32     3       0.1      0.01   BERT (Devlin et al., 2019) sec. 4.1
+    squad1          5e-5          32     3       0.1      0.01   BERT sec. 4.2
+    squad2          5e-5          48     2       0.1      0.01   BERT sec. 4.3
+    swag            2e-5          16     3       0.1      0.01   BERT sec. 4.4
+    conll           5e-5..2e-5    32     3       0.1      0.01   BERT sec. 5.3 / App. A.3
+    roberta-glue    1e-5..3e-5    16,32  10      0.06     0.1    RoBERTa (Liu et al., 2019) Table 10
+    roberta-squad   1.5e-5        48     2       0.06     0.01   RoBERTa Table 10
+    albert-glue     1e-5..5e-5    16-128 3       0.06     0.0    ALBERT (Lan et al., 2020) Table 14
+    albert-squad1   5e-5          48     2       0.1      0.0    ALBERT Table 14
+    albert-squad2   3e-5          48     2       0.1      0.0    ALBERT Table 14
+    electra-glue    by size       32     3       0.1      0.0    ELECTRA (Clark et al., 2020) Table 7
+    electra-squad   by size       32     2       0.1      0.0    ELECTRA Table 7
+    gpt             6.25e-5       32     3       0.002    0.01   GPT (Radford et al., 2018) sec. 4.1
+
+ELECTRA's rate by size: 3e-4 Small, 1e-4 Base, 5e-5 Large, with
+layer-wise decay 0.8 (0.9 Large). ALBERT's table gives steps, not epochs:
+the recipe keeps its rates, batches and warm-up share and trains 3 epochs.
+"""
+
+import dataclasses
+
+from kerasbert.errors import UsageError
+
+#: The flags a recipe sets, in the order they are printed.
+FIELDS = ("learning_rate", "batch_size", "epochs", "warmup_ratio", "weight_decay",
+          "layerwise_lr_decay")
+
+#: The BERT paper's fine-tuning grid (Appendix A.3).
+BERT_GRID = {"learning_rate": (5e-5, 4e-5, 3e-5, 2e-5), "batch_size": (16, 32),
+             "epochs": (2, 3, 4)}
+#: The Small-BERT grid (google-research/bert README, Turc et al.): 4 epochs.
+SMALL_BERT_GRID = {"learning_rate": (3e-4, 1e-4, 5e-5, 3e-5), "batch_size": (8, 16, 32, 64, 128),
+                   "epochs": (4,)}
+
+
+@dataclasses.dataclass(frozen=True)
+class Recipe:
+    """Fine-tuning values and where they come from.
+
+    Attributes:
+        name: how `--recipe` names it ("default" for `default_recipe`).
+        learning_rate, batch_size, epochs, warmup_ratio, weight_decay,
+        layerwise_lr_decay: `finetune`'s flags (None: not set).
+        source: the paper and table the values are from.
+        grid: {flag: values} `--search` tries by default.
+        why: one line saying why these values apply to this model.
+    """
+
+    name: str
+    learning_rate: float
+    batch_size: int
+    epochs: int
+    warmup_ratio: float = 0.1
+    weight_decay: float = 0.01
+    layerwise_lr_decay: float = None
+    source: str = ""
+    grid: dict = dataclasses.field(default_factory=dict)
+    why: str = ""
+
+    def values(self):
+        """{flag: value} of the set fields."""
+        return {f: getattr(self, f) for f in FIELDS if getattr(self, f) is not None}
+
+    def describe(self, values=None):
+        """One line per value (`values`, default the recipe's own), then the
+        grid and the source (what `finetune` and `info` print)."""
+        values = self.values() if values is None else values
+        rows = [f"  {f:<20} {_show(v)}" for f, v in values.items() if v is not None]
+        if self.grid:
+            rows.append("  search grid          " + "  ".join(
+                f"{k}={','.join(f'{x:g}' for x in v)}" for k, v in self.grid.items()))
+        return "\n".join(rows + [f"  source: {self.source}"] + ([f"  why: {self.why}"]
+                                                               if self.why else []))
+
+
+def _show(value):
+    return f"{value:g}" if isinstance(value, float) else str(value)
+
+
+_BERT = "BERT (Devlin et al., 2019), Appendix A.3"
+_SMALL = "Small-BERT (Turc et al., 2019; google-research/bert README): rates up to 3e-4, 4 epochs"
+_ROBERTA = "RoBERTa (Liu et al., 2019), Table 10"
+_ALBERT = "ALBERT (Lan et al., 2020), Table 14 (steps given there; 3 epochs here)"
+_ELECTRA = "ELECTRA (Clark et al., 2020), Table 7"
+_GPT = "GPT (Radford et al., 2018), section 4.1"
+
+#: Width bounds of the BERT-family size rows: (largest hidden_dim, rate,
+#: why). The Small-BERT grid's top rate for the narrowest models, falling
+#: with width to the BERT paper's range at Base width and above.
+_BERT_BY_WIDTH = (
+    (128, 3e-4, "BERT-Tiny width (H <= 128): the Small-BERT grid's largest rate"),
+    (256, 1e-4, "BERT-Mini width (H <= 256): Small-BERT grid"),
+    (512, 5e-5, "BERT-Small/Medium width (H <= 512): Small-BERT grid"),
+    (768, 3e-5, "BERT-Base width: the middle of the BERT paper's 5e-5..2e-5"),
+    (None, 2e-5, "BERT-Large width: the BERT paper's lowest rate (large models are unstable "
+                 "at high rates)"),
+)
+
+#: ELECTRA's rows by width: (largest hidden_dim, rate, layer-wise decay, size name).
+_ELECTRA_BY_WIDTH = ((256, 3e-4, 0.8, "Small"), (768, 1e-4, 0.8, "Base"),
+                     (None, 5e-5, 0.9, "Large"))
+
+#: Families that follow BERT's fine-tuning procedure and sizes.
+_BERT_LIKE = ("bert", "distil_bert")
+#: Families warm-started from (or trained like) RoBERTa.
+_ROBERTA_LIKE = ("roberta", "big_bird")
+
+
+def _by_width(rows, hidden_dim):
+    return next(row for row in rows if row[0] is None or hidden_dim <= row[0])
+
+
+def default_recipe(family, num_layers, hidden_dim):
+    """The values `finetune` uses for the flags a user leaves out.
+
+    Args:
+        family: the backbone's family ("bert", "roberta", "albert",
+            "electra", "distil_bert", "big_bird", "gpt":
+            `kerasbert.models.presets.family_of`).
+        num_layers, hidden_dim: the backbone's size.
+
+    Returns:
+        a `Recipe` named "default" whose `why` names the size row.
+    """
+    size = f"{num_layers} layers x {hidden_dim}"
+    if family == "gpt":
+        return Recipe("default", 6.25e-5, 32, 3, warmup_ratio=0.002, source=_GPT,
+                      why=f"GPT-1's fine-tuning values ({size})")
+    if family == "electra":
+        _, rate, decay, name = _by_width(_ELECTRA_BY_WIDTH, hidden_dim)
+        return Recipe("default", rate, 32, 3, weight_decay=0.0, layerwise_lr_decay=decay,
+                      source=_ELECTRA, why=f"ELECTRA-{name} row ({size})")
+    if family in _ROBERTA_LIKE:
+        return Recipe("default", 2e-5, 32, 3, warmup_ratio=0.06, weight_decay=0.1,
+                      source=_ROBERTA, grid={"learning_rate": (1e-5, 2e-5, 3e-5),
+                                             "batch_size": (16, 32)},
+                      why=f"RoBERTa's GLUE range, middle rate ({size}; 3 epochs, best epoch "
+                          "kept, instead of the paper's 10)")
+    if family == "albert":
+        return Recipe("default", 3e-5, 32, 3, warmup_ratio=0.06, weight_decay=0.0,
+                      source=_ALBERT, why=f"ALBERT's GLUE rates, middle ({size})")
+    bound, rate, why = _by_width(_BERT_BY_WIDTH, hidden_dim)
+    small = bound is not None and bound <= 512
+    return Recipe("default", rate, 32, 4 if small else 3,
+                  source=_SMALL if small else _BERT,
+                  grid=SMALL_BERT_GRID if small else BERT_GRID, why=f"{why} ({size})")
+
+
+#: Named recipes (`--recipe`); see the module docstring's table.
+RECIPES = {r.name: r for r in (
+    Recipe("glue", 3e-5, 32, 3, source="BERT (Devlin et al., 2019), section 4.1: batch 32, "
+           "3 epochs, the best of 5e-5, 4e-5, 3e-5, 2e-5 on the dev set",
+           grid={"learning_rate": (5e-5, 4e-5, 3e-5, 2e-5)}),
+    Recipe("squad1", 5e-5, 32, 3, source="BERT, section 4.2: 3 epochs, 5e-5, batch 32"),
+    Recipe("squad2", 5e-5, 48, 2, source="BERT, section 4.3: 2 epochs, 5e-5, batch 48"),
+    Recipe("swag", 2e-5, 16, 3, source="BERT, section 4.4: 3 epochs, 2e-5, batch 16"),
+    Recipe("conll", 5e-5, 32, 3, source="BERT, section 5.3 and Appendix A.3 (the paper's "
+           "grid, searched on the dev set)", grid=dict(BERT_GRID)),
+    Recipe("roberta-glue", 2e-5, 32, 10, warmup_ratio=0.06, weight_decay=0.1, source=_ROBERTA,
+           grid={"learning_rate": (1e-5, 2e-5, 3e-5), "batch_size": (16, 32)}),
+    Recipe("roberta-squad", 1.5e-5, 48, 2, warmup_ratio=0.06, weight_decay=0.01,
+           source=_ROBERTA),
+    Recipe("albert-glue", 3e-5, 32, 3, warmup_ratio=0.06, weight_decay=0.0, source=_ALBERT,
+           grid={"learning_rate": (1e-5, 2e-5, 3e-5, 5e-5), "batch_size": (16, 32, 128)}),
+    Recipe("albert-squad1", 5e-5, 48, 2, weight_decay=0.0, source=_ALBERT),
+    Recipe("albert-squad2", 3e-5, 48, 2, weight_decay=0.0, source=_ALBERT),
+    Recipe("electra-glue", 1e-4, 32, 3, weight_decay=0.0, layerwise_lr_decay=0.8,
+           source=_ELECTRA + " (Base; Small 3e-4, Large 5e-5 with decay 0.9: the size's "
+           "default when the backbone is not Base)"),
+    Recipe("electra-squad", 1e-4, 32, 2, weight_decay=0.0, layerwise_lr_decay=0.8,
+           source=_ELECTRA + " (Base; by size as electra-glue)"),
+    Recipe("gpt", 6.25e-5, 32, 3, warmup_ratio=0.002, source=_GPT),
+)}
+
+
+def get_recipe(name, family=None, num_layers=None, hidden_dim=None):
+    """The named recipe; the ELECTRA recipes take the backbone's size row.
+
+    Raises:
+        UsageError: an unknown name, listing the known ones.
+    """
+    if name not in RECIPES:
+        raise UsageError(f"--recipe {name!r}: known recipes are {', '.join(RECIPES)}.")
+    recipe = RECIPES[name]
+    if name.startswith("electra-") and family == "electra" and hidden_dim is not None:
+        _, rate, decay, _ = _by_width(_ELECTRA_BY_WIDTH, hidden_dim)
+        recipe = dataclasses.replace(recipe, learning_rate=rate, layerwise_lr_decay=decay)
+    return recipe
+
+
+#: Learning rates a family is fine-tuned with in its papers, widened 3x
+#: each way; outside it `finetune` warns.
+SANE_RATES = {"gpt": (6e-6, 6e-4), "electra": (1e-5, 1e-3), "roberta": (3e-6, 1e-4),
+              "big_bird": (3e-6, 1e-4), "albert": (3e-6, 1.5e-4)}
+_BERT_RATES = (6e-6, 1e-3)
+
+
+def rate_warning(family, learning_rate):
+    """A warning line when `learning_rate` is far outside what the family is
+    fine-tuned with, else None."""
+    low, high = SANE_RATES.get(family, _BERT_RATES)
+    if low <= learning_rate <= high:
+        return None
+    return (f"warning: --learning-rate {learning_rate:g} is far outside the {low:g}..{high:g} "
+            f"that {family} models are fine-tuned with in their papers; the model may not "
+            "learn (too low) or diverge (too high).")
+
+
+def resolve(given, family, num_layers, hidden_dim, recipe=None):
+    """(values, recipe, chosen): the flags to train with.
+
+    Args:
+        given: {flag: value or None} from the command line (None: not given).
+        family, num_layers, hidden_dim: the backbone's.
+        recipe: a `--recipe` name, or None for `default_recipe`.
+
+    Returns:
+        ({flag: value} for every flag of `FIELDS`, the `Recipe` the missing
+        values came from, the flags taken from it).
+    """
+    chosen_recipe = (get_recipe(recipe, family, num_layers, hidden_dim) if recipe
+                     else default_recipe(family, num_layers, hidden_dim))
+    defaults = chosen_recipe.values()
+    values, taken = {}, []
+    for flag in FIELDS:
+        if given.get(flag) is not None:
+            values[flag] = given[flag]
+        else:
+            values[flag] = defaults.get(flag)
+            if flag in defaults:
+                taken.append(flag)
+    return values, chosen_recipe, taken

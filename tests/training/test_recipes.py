@@ -1,0 +1,110 @@
+"""Fine-tuning values by model family and size, named recipes from the
+papers, and the README's recipe table, which must say what the code does."""
+
+import re
+from pathlib import Path
+
+import pytest
+
+from kerasbert.errors import UsageError
+from kerasbert.training import recipes
+
+README = Path(__file__).resolve().parents[2] / "README.md"
+
+
+@pytest.mark.parametrize("family, layers, hidden, rate, epochs", [
+    ("bert", 2, 128, 3e-4, 4),        # BERT-Tiny: the Small-BERT grid's top rate
+    ("bert", 4, 256, 1e-4, 4),        # BERT-Mini
+    ("bert", 4, 512, 5e-5, 4),        # BERT-Small
+    ("bert", 12, 768, 3e-5, 3),       # BERT-Base: the paper's range
+    ("bert", 24, 1024, 2e-5, 3),      # BERT-Large
+    ("distil_bert", 6, 768, 3e-5, 3),  # fine-tuned as BERT
+    ("roberta", 12, 768, 2e-5, 3),
+    ("big_bird", 12, 768, 2e-5, 3),
+    ("albert", 12, 768, 3e-5, 3),
+    ("electra", 12, 256, 3e-4, 3),    # ELECTRA-Small
+    ("electra", 12, 768, 1e-4, 3),    # ELECTRA-Base
+    ("electra", 24, 1024, 5e-5, 3),   # ELECTRA-Large
+    ("gpt", 12, 768, 6.25e-5, 3),
+])
+def test_defaults_by_family_and_size(family, layers, hidden, rate, epochs):
+    recipe = recipes.default_recipe(family, layers, hidden)
+    assert recipe.learning_rate == rate and recipe.epochs == epochs
+    assert recipe.source and recipe.why and f"{layers} layers x {hidden}" in recipe.why
+    # Narrower BERTs never get a smaller rate than wider ones.
+    if family == "bert":
+        wider = recipes.default_recipe("bert", layers, hidden * 2)
+        assert wider.learning_rate <= rate
+
+
+def test_electra_layerwise_decay_and_no_weight_decay():
+    small, large = (recipes.default_recipe("electra", 12, h) for h in (256, 1024))
+    assert (small.layerwise_lr_decay, large.layerwise_lr_decay) == (0.8, 0.9)
+    assert small.weight_decay == 0.0
+
+
+def test_every_presets_family_has_defaults():
+    from kerasbert.models import presets
+
+    for name in presets.list_presets():
+        preset = presets.get_preset(name)
+        family = presets.family_of(preset["backbone_class"])
+        config = preset["config"]
+        recipe = recipes.default_recipe(family, config["num_layers"], config["hidden_dim"])
+        assert recipe.learning_rate > 0 and recipes.rate_warning(
+            family, recipe.learning_rate) is None, name
+
+
+def test_flags_given_win_over_the_recipe():
+    given = dict.fromkeys(recipes.FIELDS)
+    given["epochs"] = 7
+    values, recipe, taken = recipes.resolve(given, "bert", 2, 128)
+    assert values["epochs"] == 7 and values["learning_rate"] == 3e-4
+    assert "epochs" not in taken and "learning_rate" in taken and recipe.name == "default"
+    values, recipe, _ = recipes.resolve(given, "bert", 12, 768, recipe="squad2")
+    assert (values["learning_rate"], values["batch_size"], values["epochs"]) == (5e-5, 48, 7)
+    values, _, _ = recipes.resolve(dict.fromkeys(recipes.FIELDS), "electra", 12, 256,
+                                   recipe="electra-glue")
+    assert values["learning_rate"] == 3e-4  # the recipe takes the backbone's size row
+    with pytest.raises(UsageError, match="known recipes are glue, squad1"):
+        recipes.get_recipe("gleu")
+
+
+def test_a_rate_far_outside_the_familys_range_warns():
+    assert recipes.rate_warning("bert", 2e-5) is None
+    assert recipes.rate_warning("bert", 3e-4) is None
+    assert "far outside" in recipes.rate_warning("bert", 1e-2)
+    assert "far outside" in recipes.rate_warning("roberta", 1e-3)
+    assert "far outside" in recipes.rate_warning("electra", 1e-6)
+
+
+def _readme_recipes():
+    """The rows of the README's recipe table: {name: {flag: value}}."""
+    text = README.read_text(encoding="utf-8")
+    section = text[text.index("| recipe | learning rate |"):]
+    rows = {}
+    for line in section.splitlines()[2:]:
+        if not line.startswith("| `"):
+            if rows:
+                break
+            continue
+        cells = [c.strip() for c in line.strip("|").split("|")]
+        rows[cells[0].strip("`")] = {
+            "learning_rate": float(cells[1]), "batch_size": int(cells[2]),
+            "epochs": int(cells[3]), "warmup_ratio": float(cells[4]),
+            "weight_decay": float(cells[5]),
+            "layerwise_lr_decay": None if cells[6] == "—" else float(cells[6]),
+            "grid": cells[7]}
+    return rows
+
+
+def test_every_recipe_is_what_the_readme_says():
+    table = _readme_recipes()
+    assert set(table) == set(recipes.RECIPES)
+    for name, recipe in recipes.RECIPES.items():
+        row = table[name]
+        for flag in recipes.FIELDS:
+            assert row[flag] == getattr(recipe, flag), (name, flag)
+        grid = "; ".join(f"{k}: {', '.join(f'{x:g}' for x in v)}"
+                         for k, v in recipe.grid.items()) or "—"
+        assert re.sub(r"\s+", " ", row["grid"]) == grid, name
