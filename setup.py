@@ -33,6 +33,8 @@ setup(
         # the libraries made for them (caches, tokens, offline switches).
         "huggingface_hub",
         "kagglehub",
+        # `finetune --search`: the dev-set search over learning rate x batch x epochs.
+        "keras-tuner~=1.4",
     ],
     extras_require={
         # Peers used for checkpoint conversion and parity tests.

@@ -26,12 +26,26 @@ def run(args):
     config.validate()  # flags are checked before TensorFlow loads
     from kerasbert.training.finetune import run_finetuning  # lazy: tensorflow
 
+    if args.search is not None or args.resume:
+        return _search(args, config)
     with output_lock(args.output_dir, kind="folder", flag="--output-dir"):
         result = run_finetuning(config)
     print(f"fine-tuned a {result['task_type']} model on {args.task}")
     if result["metrics"]:
         print("validation metrics:")
         print_metrics(result["metrics"])
+    print_outputs(result["outputs"])
+
+
+def _search(args, config):
+    from kerasbert.training.search import run_search  # lazy: keras_tuner
+
+    with output_lock(args.output_dir, kind="folder", flag="--output-dir"):
+        result = run_search(config, args.search or [], restarts=args.restarts,
+                            parallel=args.parallel_trials, resume=args.resume)
+    best = result["best"]
+    print(f"searched {len(result['trials'])} trial(s); kept trial {best['trial']} "
+          f"({best['values']}, seed {best['seed']}): dev {result['metric']} {best['score']}")
     print_outputs(result["outputs"])
 
 
@@ -61,6 +75,16 @@ def add_arguments(parser):
         help="A paper's fine-tuning values (printed in full before training): " + "; ".join(
             f"{name}: {recipe.source.split(',')[0]}" for name, recipe in RECIPES.items())
         + ". Flags given on the command line win.")
+    add("--search", nargs="*", default=None, metavar="KEY=V1,V2",
+        help="Run the paper's dev-set search (KerasTuner grid) and keep the best trial: "
+        "alone, the recipe's grid; or e.g. lr=1e-4,3e-4 batch=16,32 epochs=3,5. Needs "
+        "validation data. Writes search.json and search.png.")
+    add("--restarts", type=int, default=1,
+        help="--search: random seeds per setting (the paper restarts small datasets).")
+    add("--parallel-trials", type=int, default=1,
+        help="--search: trials run at once, in separate processes (one GPU each, or none).")
+    add("--resume", action="store_true",
+        help="--search: continue the search in --output-dir (finished trials are kept).")
     add("--early-stopping", type=int, default=None, metavar="PATIENCE",
         help="Stop after PATIENCE epochs without a better dev metric (the best epoch's "
         "weights are kept either way).")

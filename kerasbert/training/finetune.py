@@ -71,6 +71,31 @@ def load_backbone(config, tokenizer):
     return backbone
 
 
+def describe_model(config):
+    """(backbone class, num_layers, hidden_dim, task type name) of a
+    fine-tuning config, for a search to choose its grid and metric before
+    any trial runs.
+
+    Raises:
+        UsageError: no validation data to score trials on."""
+    has_dev = (has_split(config.features, "validation") if config.features
+               else _split_spec(config.task, config.validation)[0] is not None)
+    if not has_dev:
+        raise UsageError("--search scores every trial on validation data: give --validation "
+                         "(a file or a split), or a task that has a validation split.")
+    tokenizer = load_tokenizer(config.vocab, lower_case=config.lower_case)
+    backbone = load_backbone(config, tokenizer)
+    if config.features:
+        task_type = read_features(config.features, "train",
+                                  vocab_file=_fingerprinted_file(tokenizer)).task_type
+    else:
+        task_type = load_task(config.task, "train", task_type=config.task_type,
+                              columns=config.columns or None).task_type
+    described = (type(backbone), backbone.num_layers, backbone.hidden_dim, task_type)
+    keras.backend.clear_session()
+    return described
+
+
 def resolve_hyperparameters(config, backbone):
     """Fills the fine-tuning flags the user left out from `--recipe` or the
     backbone's size default (`kerasbert.training.recipes`), prints what was

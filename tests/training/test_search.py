@@ -1,0 +1,118 @@
+"""`kerasbert finetune --search`: the grid, the best trial kept (its weights
+become the run's), and a search killed mid-way resuming without running its
+finished trials again, each step in a fresh process as users run it."""
+
+import json
+import os
+import signal
+import subprocess
+import time
+
+import numpy as np
+import pytest
+
+import pretrain_data as pd
+from reliability.console import KERASBERT
+from reliability.console import env
+from reliability.console import kerasbert
+from reliability.console import ok
+from reliability.console import one_line_error
+from test_finetune_cli import write_classification
+
+from kerasbert.errors import UsageError
+from kerasbert.training.configs import FinetuneConfig
+from kerasbert.training.search import full_grid
+from kerasbert.training.search import parse_grid
+
+
+@pytest.fixture(scope="module")
+def files(tmp_path_factory):
+    from kerasbert.models import BertBackbone
+
+    root = tmp_path_factory.mktemp("search")
+    vocab, _ = pd.make_data(str(root))
+    size = len(open(vocab, encoding="utf-8").read().splitlines())
+    BertBackbone(vocabulary_size=size, num_layers=1, num_heads=2, hidden_dim=32,
+                 intermediate_dim=64, max_sequence_length=64).save(str(root / "b.keras"))
+    write_classification(root / "train.csv", 96, 0)
+    write_classification(root / "valid.csv", 40, 1)
+    return root
+
+
+def _args(files, out, *grid):
+    return ("finetune", "--backbone", files / "b.keras", "--vocab", files / "vocab.txt",
+            "--task", f"csv:{files / 'train.csv'}", "--validation", files / "valid.csv",
+            "--output-dir", out, "--max-seq-length", "24", "--no-progress", "--search", *grid)
+
+
+def test_grid_keys_and_precedence():
+    assert parse_grid(["lr=1e-4,3e-4", "batch=16,32", "epochs=3"]) == {
+        "learning_rate": (1e-4, 3e-4), "batch_size": (16, 32), "epochs": (3,)}
+    assert parse_grid([]) == {}
+    for bad in (["rate=1"], ["lr=a"], ["batch=16,16"], ["epochs=0"], ["lr"]):
+        with pytest.raises(UsageError):
+            parse_grid(bad)
+    config = FinetuneConfig(task="t", output_dir="o", epochs=5)
+    grid = full_grid({"batch_size": (8,)}, config, "bert", 12, 768)
+    # --search's values, then a flag given (epochs 5), then the recipe's grid.
+    assert grid == {"learning_rate": (5e-5, 4e-5, 3e-5, 2e-5), "batch_size": (8,),
+                    "epochs": (5,)}
+    config = FinetuneConfig(task="t", output_dir="o", recipe="swag")
+    assert full_grid({}, config, "bert", 12, 768) == {
+        "learning_rate": (2e-5,), "batch_size": (16,), "epochs": (3,)}
+
+
+def test_a_two_trial_search_keeps_the_best_trials_weights(files, tmp_path):
+    from kerasbert.saving import load_model
+
+    out = tmp_path / "out"
+    stdout = ok(kerasbert(*_args(files, out, "lr=3e-3,1e-6", "batch=16", "epochs=2"),
+                          cwd=tmp_path, timeout=600))
+    table = json.loads((out / "search.json").read_text())
+    assert table["metric"] == "accuracy" and len(table["trials"]) == 2
+    assert all(t["status"] == "COMPLETED" for t in table["trials"])
+    scores = {t["trial"]: t["score"] for t in table["trials"]}
+    best = max(sorted(scores), key=lambda t: scores[t])  # ties: the first trial
+    assert table["best_trial"] == best and f"kept trial {best}" in stdout
+    kept = load_model(str(out / "model.keras"), compile=False)
+    trial = load_model(str(out / "trials" / f"trial_{best}" / "model.keras"), compile=False)
+    for a, b in zip(kept.get_weights(), trial.get_weights()):
+        np.testing.assert_array_equal(a, b)
+    config = json.loads((out / "config.json").read_text())
+    assert config["search"]["best_trial"] == best and config["search"]["score"] == scores[best]
+    metrics = json.loads((out / "metrics.json").read_text())
+    assert metrics["validation"]["accuracy"] == scores[best]
+    assert (out / "search.png").stat().st_size > 1000
+    # The same folder again: refused, nothing touched.
+    one_line_error(kerasbert(*_args(files, out, "lr=3e-3"), cwd=tmp_path),
+                   "already holds a fine-tuned model")
+
+
+def test_a_killed_search_resumes_without_repeating_finished_trials(files, tmp_path):
+    out = tmp_path / "out"
+    args = _args(files, out, "lr=3e-3,1e-3,1e-5", "batch=16", "epochs=1")
+    search = subprocess.Popen([KERASBERT, *map(str, args)], cwd=tmp_path, env=env(),
+                              stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+                              start_new_session=True)
+    table_file = out / "search.json"
+    deadline = time.time() + 400
+    while time.time() < deadline and search.poll() is None:
+        if table_file.exists() and json.loads(table_file.read_text())["trials"]:
+            break
+        time.sleep(0.5)
+    assert search.poll() is None, "the search ended before it could be killed"
+    os.kill(search.pid, signal.SIGKILL)  # the search process alone: its trial dies with it
+    search.wait()
+    first = json.loads(table_file.read_text())["trials"]
+    assert len(first) == 1
+    # Started again without --resume: refused, the search is kept.
+    one_line_error(kerasbert(*args, cwd=tmp_path), "--resume continues it")
+    done = out / "trials" / f"trial_{first[0]['trial']}"
+    stamp = (done / "metrics.json").stat().st_mtime_ns
+    time.sleep(1)
+    ok(kerasbert(*_args(files, out, "lr=3e-3,1e-3,1e-5", "batch=16", "epochs=1"),
+                 "--resume", cwd=tmp_path, timeout=600))
+    table = json.loads(table_file.read_text())
+    assert sorted(t["trial"] for t in table["trials"]) == ["0", "1", "2"]
+    assert (done / "metrics.json").stat().st_mtime_ns == stamp  # not run again
+    assert sorted(t["values"]["learning_rate"] for t in table["trials"]) == [1e-5, 1e-3, 3e-3]
