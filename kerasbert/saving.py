@@ -26,6 +26,7 @@ SERIALIZABLE_MODULES = (
     "kerasbert.layers.attention",
     "kerasbert.layers.block_sparse_attention",
     "kerasbert.layers.embeddings",
+    "kerasbert.layers.initializers",
     "kerasbert.layers.masked_lm_head",
     "kerasbert.layers.pooler",
     "kerasbert.layers.sentence_head",

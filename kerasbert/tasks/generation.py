@@ -22,6 +22,7 @@ import tensorflow as tf
 
 from kerasbert import handles
 from kerasbert import runs
+from kerasbert.convert.sources import detect_layout
 from kerasbert.errors import UsageError
 from kerasbert.models.gpt import GptBackbone
 from kerasbert.saving import load_model
@@ -40,8 +41,11 @@ def load_generator(model, vocab=None, lower_case=None):
         if vocab is None:
             raise UsageError(f"--model {model} is a .keras file: pass --vocab.")
         run, path = None, model
-    elif os.path.isdir(model) or handles.is_remote(model) or not os.path.exists(model):
+    elif handles.is_remote(model) or (os.path.isdir(model) and detect_layout(model)) or (
+            not os.path.exists(model)):
         return _published_generator(model, vocab, lower_case)
+    elif os.path.isdir(model):
+        runs.open_run(model).model_file()  # the run's own error: no model file in it
     else:
         raise UsageError(f"--model {model}: not a run directory, a .keras file or a model "
                          "handle.")

@@ -63,11 +63,12 @@ def test_grid_keys_and_precedence():
 
 
 def test_a_two_trial_search_keeps_the_best_trials_weights(files, tmp_path):
+    """Both trials at once (--parallel-trials 2, one CPU thread each)."""
     from kerasbert.saving import load_model
 
     out = tmp_path / "out"
     stdout = ok(kerasbert(*_args(files, out, "lr=3e-3,1e-6", "batch=16", "epochs=2"),
-                          cwd=tmp_path, timeout=600))
+                          "--parallel-trials", "2", cwd=tmp_path, timeout=600))
     table = json.loads((out / "search.json").read_text())
     assert table["metric"] == "accuracy" and len(table["trials"]) == 2
     assert all(t["status"] == "COMPLETED" for t in table["trials"])
