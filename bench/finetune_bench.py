@@ -1,0 +1,211 @@
+#!/usr/bin/env python
+"""Does fine-tuning find its recipe? Dev accuracy of small BERTs pretrained
+here, fine-tuned three ways, in one run:
+
+    old       the fixed values every model used before (2e-5, batch 32,
+              3 epochs), the last epoch kept
+    default   no hyperparameter flags: the model's size default
+              (`kerasbert/training/recipes.py`), the best epoch kept
+    search    `--search` over the Small-BERT rates (3e-4, 1e-4, 5e-5, 3e-5)
+              at the default batch size and epochs, best trial kept
+
+on two tasks:
+
+    stdlib-area   the built-in task (kerasbert.data.default_task): which area
+                  of the standard library a docstring sentence documents
+    same-area     made here from the same sentences: a sentence pair, label 1
+                  when both document the same area (50/50)
+
+for bert_tiny, bert_mini and bert_small, each pretrained first with
+`kerasbert pretrain`'s code on the built-in corpus (masked LM + NSP).
+Goal (issue 23): the default within 2 points of the search's best on both
+tasks for every size.
+
+    python bench/finetune_bench.py [--quick] [--sizes bert_tiny,...] [--json OUT]
+"""
+
+import argparse
+import csv
+import os
+import pathlib
+import random
+import sys
+import tempfile
+import time
+
+sys.path.insert(0, str(pathlib.Path(__file__).resolve().parent))
+import _common  # noqa: E402
+
+_common.add_paths()
+
+os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
+
+SEQ = 64
+FULL = dict(corpus_mb=3.0, vocab_size=8000, dupe_factor=2, pretrain_steps=800,
+            per_label=400, search_rates=(3e-4, 1e-4, 5e-5, 3e-5))
+QUICK = dict(corpus_mb=0.3, vocab_size=1500, dupe_factor=1, pretrain_steps=20,
+             per_label=30, search_rates=(3e-4,))
+OLD = dict(learning_rate=2e-5, batch_size=32, epochs=3, warmup_ratio=0.1, weight_decay=0.01)
+
+
+def parse_args(argv):
+    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    p.add_argument("--quick", action="store_true", help="tiny corpus and runs (for tests)")
+    p.add_argument("--sizes", default=None,
+                   help="presets (default bert_tiny,bert_mini,bert_small; --quick: bert_tiny)")
+    p.add_argument("--tasks", default="stdlib-area,same-area",
+                   help="which of the two tasks (--quick: stdlib-area)")
+    p.add_argument("--json", default=None, help="write the results here")
+    p.add_argument("--workdir", default=None, help="keep the runs here (default: a temp dir)")
+    args = p.parse_args(argv)
+    sizes = args.sizes or ("bert_tiny" if args.quick else "bert_tiny,bert_mini,bert_small")
+    args.sizes = [s.strip() for s in sizes.split(",") if s.strip()]
+    tasks = "stdlib-area" if args.quick and args.tasks == p.get_default("tasks") else args.tasks
+    args.tasks = [t.strip() for t in tasks.split(",") if t.strip()]
+    return args
+
+
+def _pretrain(root, size, vocab, data, steps):
+    from kerasbert.training.configs import PretrainConfig
+    from kerasbert.training.pretrain import run_pretraining
+
+    result = run_pretraining(PretrainConfig(
+        preset=size, vocab=vocab, data=data, output_dir=os.path.join(root, f"pretrain_{size}"),
+        steps=steps, batch_size=32, learning_rate=1e-3, warmup_steps=steps // 10,
+        checkpoint_every=steps, log_every=max(1, steps // 4), progress=False))
+    return result["outputs"]["backbone"], result["metrics"]
+
+
+def _pair_task(task, directory, seed=0):
+    """Sentence pairs from the built-in task: same area or not (balanced)."""
+    os.makedirs(directory, exist_ok=True)
+    paths = {}
+    for split in ("train", "validation"):
+        with open(task[split], encoding="utf-8", newline="") as f:
+            rows = list(csv.DictReader(f))
+        by_area = {}
+        for row in rows:
+            by_area.setdefault(row["label"], []).append(row["sentence"])
+        rng = random.Random(seed + (split == "validation"))
+        areas = sorted(by_area)
+        out = []
+        for row in rows:
+            same = rng.random() < 0.5
+            area = row["label"] if same else rng.choice([a for a in areas if a != row["label"]])
+            out.append([row["sentence"], rng.choice(by_area[area]), "same" if same else "other"])
+        paths[split] = os.path.join(directory, f"{split}.csv")
+        with open(paths[split], "w", encoding="utf-8", newline="") as f:
+            writer = csv.writer(f)
+            writer.writerow(["sentence1", "sentence2", "label"])
+            writer.writerows(out)
+    return paths
+
+
+def _finetune(out, backbone, vocab, task, columns, **values):
+    from kerasbert.training.configs import FinetuneConfig
+    from kerasbert.training.finetune import run_finetuning
+
+    start = time.perf_counter()
+    config = FinetuneConfig(task=f"csv:{task['train']}", validation=task["validation"],
+                            output_dir=out, vocab=vocab, backbone=backbone,
+                            sequence_length=SEQ, columns=columns, overwrite=True,
+                            progress=False, **values)
+    config.validate()
+    result = run_finetuning(config)
+    import json
+
+    with open(os.path.join(out, "metrics.json"), encoding="utf-8") as f:
+        selection = json.load(f)["selection"]
+    return result, selection, time.perf_counter() - start, config
+
+
+def _search(out, backbone, vocab, task, columns, rates, batch_size, epochs):
+    from kerasbert.training.configs import FinetuneConfig
+    from kerasbert.training.search import run_search
+
+    start = time.perf_counter()
+    config = FinetuneConfig(task=f"csv:{task['train']}", validation=task["validation"],
+                            output_dir=out, vocab=vocab, backbone=backbone,
+                            sequence_length=SEQ, columns=columns, progress=False)
+    config.validate()
+    result = run_search(config, ["lr=" + ",".join(f"{r:g}" for r in rates),
+                                 f"batch={batch_size}", f"epochs={epochs}"])
+    return result, time.perf_counter() - start
+
+
+def run(args):
+    from kerasbert.data import create_pretraining_data
+    from kerasbert.data.default_corpus import write_default_corpus
+    from kerasbert.data.default_task import write_default_task
+    from kerasbert.text import vocabulary
+    from kerasbert.text import wordpiece_training
+
+    sizes = QUICK if args.quick else FULL
+    results = {"settings": sizes, "rows": [], "environment": _common.base_environment()}
+    with tempfile.TemporaryDirectory() as scratch:
+        root = args.workdir or scratch
+        os.makedirs(root, exist_ok=True)
+        corpus = os.path.join(root, "corpus.txt")
+        write_default_corpus(corpus, max_mb=sizes["corpus_mb"])
+        vocab = os.path.join(root, "vocab.txt")
+        vocabulary.write_vocab(wordpiece_training.build_wordpiece_vocab(
+            [corpus], sizes["vocab_size"]), vocab)
+        data = os.path.join(root, "data")
+        create_pretraining_data([corpus], vocab, data, sequence_length=SEQ,
+                                max_predictions_per_seq=10, dupe_factor=sizes["dupe_factor"],
+                                num_shards=2, workers=2, overwrite=True)
+        area = write_default_task(os.path.join(root, "task"), sizes["per_label"])
+        tasks = {"stdlib-area": (area, {}),
+                 "same-area": (_pair_task(area, os.path.join(root, "pairs")),
+                               {"text": "sentence1", "text_pair": "sentence2"})}
+        for size in args.sizes:
+            backbone, pretrain_metrics = _pretrain(root, size, vocab, data,
+                                                   sizes["pretrain_steps"])
+            print(f"{size}: pretrained {sizes['pretrain_steps']} steps, masked-LM accuracy "
+                  f"{pretrain_metrics['mlm_accuracy']:.3f}", flush=True)
+            for task_name in args.tasks:
+                task, columns = tasks[task_name]
+                base = os.path.join(root, f"{size}_{task_name}")
+                _, old_sel, old_s, _ = _finetune(base + "_old", backbone, vocab, task, columns,
+                                                 **OLD)
+                new, new_sel, new_s, new_cfg = _finetune(base + "_default", backbone, vocab,
+                                                         task, columns)
+                found, search_s = _search(base + "_search", backbone, vocab, task, columns,
+                                          sizes["search_rates"], new_cfg.batch_size,
+                                          new_cfg.epochs)
+                row = {"size": size, "task": task_name, "metric": new_sel["metric"],
+                       "old": old_sel["per_epoch"][-1], "old_seconds": round(old_s, 1),
+                       "default": new["metrics"][new_sel["metric"]],
+                       "default_values": {k: getattr(new_cfg, k) for k in
+                                          ("learning_rate", "batch_size", "epochs")},
+                       "default_kept_epoch": new_sel["kept_epoch"],
+                       "default_seconds": round(new_s, 1),
+                       "search": found["best"]["score"],
+                       "search_best_values": found["best"]["values"],
+                       "search_trials": len(found["trials"]),
+                       "search_seconds": round(search_s, 1)}
+                row["default_gap_points"] = round(100 * (row["search"] - row["default"]), 2)
+                results["rows"].append(row)
+                print(f"  {task_name}: old {row['old']:.3f} ({row['old_seconds']} s), default "
+                      f"{row['default']:.3f} ({row['default_seconds']} s, lr "
+                      f"{row['default_values']['learning_rate']:g}), search {row['search']:.3f} "
+                      f"({row['search_trials']} trials, {row['search_seconds']} s, best "
+                      f"{row['search_best_values']}); default - search "
+                      f"{-row['default_gap_points']:+.2f} points", flush=True)
+    print(f"{'size':<11} {'task':<12} {'old':>6} {'default':>8} {'search':>7} "
+          f"{'gap pts':>8} {'old s':>6} {'default s':>10} {'search s':>9}")
+    for r in results["rows"]:
+        print(f"{r['size']:<11} {r['task']:<12} {r['old']:>6.3f} {r['default']:>8.3f} "
+              f"{r['search']:>7.3f} {r['default_gap_points']:>8.2f} {r['old_seconds']:>6.1f} "
+              f"{r['default_seconds']:>10.1f} {r['search_seconds']:>9.1f}")
+    if args.json:
+        _common.write_json(args.json, results)
+    return results
+
+
+def main(argv=None):
+    return _common.timed_main(parse_args, run, argv)
+
+
+if __name__ == "__main__":
+    main()
