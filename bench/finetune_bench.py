@@ -41,8 +41,8 @@ _common.add_paths()
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
 
 SEQ = 64
-FULL = dict(corpus_mb=3.0, vocab_size=8000, dupe_factor=2, pretrain_steps=800,
-            per_label=400, search_rates=(3e-4, 1e-4, 5e-5, 3e-5))
+FULL = dict(corpus_mb=2.0, vocab_size=8000, dupe_factor=2, pretrain_steps=600,
+            per_label=300, search_rates=(3e-4, 1e-4, 5e-5, 3e-5))
 QUICK = dict(corpus_mb=0.3, vocab_size=1500, dupe_factor=1, pretrain_steps=20,
              per_label=30, search_rates=(3e-4,))
 OLD = dict(learning_rate=2e-5, batch_size=32, epochs=3, warmup_ratio=0.1, weight_decay=0.01)

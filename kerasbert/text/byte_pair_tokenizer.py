@@ -81,6 +81,19 @@ def bytes_to_unicode():
     return [chars[b] for b in range(256)]
 
 
+class BpeFiles:
+    """The vocab.json + merges.txt paths of a BPE tokenizer (byte-level and
+    GPT-1's), which `kerasbert.text.loading` copies into a run."""
+
+    @property
+    def vocabulary_file(self):
+        return self._vocab_path
+
+    @property
+    def merges_file(self):
+        return self._merges_path
+
+
 def load_merges(path):
     """Reads a `merges.txt` -> list of "a b" rules in rank order (a leading
     "#version" line and blank lines are skipped)."""
@@ -102,7 +115,7 @@ def load_merges(path):
     return merges
 
 
-class BytePairTokenizer(SubwordTokenizer):
+class BytePairTokenizer(BpeFiles, SubwordTokenizer):
     """Byte-level BPE tokenizer (RoBERTa, GPT-2) with the interface of
     `WordPieceTokenizer`.
 
@@ -165,16 +178,6 @@ class BytePairTokenizer(SubwordTokenizer):
         byte_strings = tf.constant([bytes([b]) for b in range(256)], tf.string)
         self.byte_to_char = lookup_table(byte_strings, tf.constant(byte_chars), "", dtype=tf.string)
         self.char_to_byte = lookup_table(tf.constant(byte_chars), byte_strings, "", dtype=tf.string)
-
-    # --- vocabulary ---------------------------------------------------------
-
-    @property
-    def vocabulary_file(self):
-        return self._vocab_path
-
-    @property
-    def merges_file(self):
-        return self._merges_path
 
     # --- the pipeline -------------------------------------------------------
     # No tensor-dependent Python control flow below: AutoGraph is skipped

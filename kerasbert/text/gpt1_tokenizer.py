@@ -31,6 +31,7 @@ import os
 
 import tensorflow as tf
 
+from kerasbert.text.byte_pair_tokenizer import BpeFiles
 from kerasbert.text.byte_pair_tokenizer import apply_merges
 from kerasbert.text.byte_pair_tokenizer import load_merges
 from kerasbert.text.byte_pair_tokenizer import lookup_table
@@ -55,13 +56,13 @@ _SPLIT_RE = rf"[{_WS}]|[{_PUNCT}{_CJK}]"
 _KEEP_RE = rf"[{_PUNCT}{_CJK}]"
 
 
-class Gpt1Tokenizer(SubwordTokenizer):
+class Gpt1Tokenizer(BpeFiles, SubwordTokenizer):
     """GPT-1's lower-cased BPE with "</w>" word ends, with the interface of
     `WordPieceTokenizer`.
 
     Text like "<mask>" is text: user input cannot inject special tokens. A
-    word ends at a piece ending in "</w>"; `starts_word` is therefore the
-    piece after one (or a text's first piece).
+    word ends at a piece ending in "</w>", so a word starts at the piece
+    after one (or at a text's first piece).
 
     Args:
         vocabulary_file: GPT-1's `vocab.json` ({token: id}).
@@ -103,20 +104,12 @@ class Gpt1Tokenizer(SubwordTokenizer):
         self.vocab_asset = tf.saved_model.Asset(vocabulary_file)
         self.merges_asset = tf.saved_model.Asset(merges_file)
         # word_start is contextual here (the piece before ends a word):
-        # `starts_word` below uses the word-end table instead.
+        # `_begins_word` below uses the word-end table instead.
         self._set_vocabulary(tokens, [False] * len(tokens))
         specials = set(SPECIAL_TOKENS[GPT1_BPE].values())
         self._word_end = tf.constant([t.endswith(WORD_END) or t in specials for t in tokens])
         self.token_table = lookup_table(self._tokens, tf.range(len(tokens)), self.unk_id)
         self.merge_table = merge_rank_table(self._merges)
-
-    @property
-    def vocabulary_file(self):
-        return self._vocab_path
-
-    @property
-    def merges_file(self):
-        return self._merges_path
 
     # --- the pipeline -------------------------------------------------------
 
@@ -171,22 +164,10 @@ class Gpt1Tokenizer(SubwordTokenizer):
         joined = tf.strings.reduce_join(tf.gather(self._tokens, ids), axis=-1)
         return tf.strings.strip(tf.strings.regex_replace(joined, WORD_END, " "))
 
-    @tf.autograph.experimental.do_not_convert
-    def starts_word(self, pieces):
-        """Which pieces start a word: a text's first piece, and every piece
-        after one that ends a word ("</w>" or a special token).
-
-        Args:
-            pieces: int `tf.RaggedTensor` [B, (pieces)] of ids.
-
-        Returns:
-            bool `tf.RaggedTensor` [B, (pieces)].
-        """
-        flat = pieces.flat_values
-        position = tf.range(tf.shape(flat, out_type=tf.int64)[0])
-        row_start = tf.gather(pieces.row_starts(), pieces.value_rowids())
-        previous_ends = tf.gather(self._word_end, tf.concat([flat[:1], flat[:-1]], 0))
-        return pieces.with_flat_values(previous_ends | tf.equal(position, row_start))
+    def _begins_word(self, flat):
+        # A piece begins a word when the piece before it ends one ("</w>" or
+        # a special token); a text's first piece is handled by `starts_word`.
+        return tf.gather(self._word_end, tf.concat([flat[:1], flat[:-1]], 0))
 
     def tokenize_with_offsets(self, texts):
         """Text -> ids with CHARACTER offsets into the original text (see

@@ -188,8 +188,13 @@ class SubwordTokenizer(tf.Module):
         position = tf.range(tf.shape(flat, out_type=tf.int64)[0])
         row_start = tf.gather(pieces.row_starts(), pieces.value_rowids())
         return pieces.with_flat_values(tf.logical_or(
-            tf.gather(self._word_start, flat), tf.equal(position, row_start)
+            self._begins_word(flat), tf.equal(position, row_start)
         ))
+
+    def _begins_word(self, flat):
+        """Flat piece ids [N] -> whether each begins a word, by the
+        vocabulary (a subclass whose word marks are contextual overrides it)."""
+        return tf.gather(self._word_start, flat)
 
     @tf.autograph.experimental.do_not_convert
     def detokenize(self, ids):

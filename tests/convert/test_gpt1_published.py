@@ -14,6 +14,7 @@ import pytest
 import tensorflow as tf
 from test_hf_checkpoint import write_hf
 from test_hf_gpt import _reference
+from test_hf_gpt import gpt_tensors
 
 from kerasbert.models import GptBackbone
 from kerasbert.models.vocabulary_growth import grow_vocabulary
@@ -44,18 +45,7 @@ def gpt1_dir(tmp_path_factory):
     root = tmp_path_factory.mktemp("openai_gpt")
     reference = _tokenizer_files(root)
     V, H, P, L = reference.get_vocab_size(), 16, 32, 2
-    rng = np.random.default_rng(3)
-    t = {"tokens_embed.weight": rng.normal(0, 0.5, (V, H)),
-         "positions_embed.weight": rng.normal(0, 0.3, (P, H))}
-    for i in range(L):
-        for name, shape in {"attn.c_attn": (H, 3 * H), "attn.c_proj": (H, H),
-                            "mlp.c_fc": (H, 4 * H), "mlp.c_proj": (4 * H, H)}.items():
-            t[f"h.{i}.{name}.weight"] = rng.normal(0, 0.3, shape)
-            t[f"h.{i}.{name}.bias"] = rng.normal(0, 0.1, shape[1])
-        for name in ("ln_1", "ln_2"):
-            t[f"h.{i}.{name}.weight"] = 1 + rng.normal(0, 0.1, H)
-            t[f"h.{i}.{name}.bias"] = rng.normal(0, 0.1, H)
-    t = {k: v.astype("float32") for k, v in t.items()}
+    t = gpt_tensors(np.random.default_rng(3), V, H, P, L, embedding_std=0.5)
     write_hf(root, t, {"model_type": "openai-gpt", "vocab_size": V, "n_positions": P,
                        "n_embd": H, "n_layer": L, "n_head": HEADS, "afn": "gelu"})
     return root, t, reference

@@ -91,11 +91,9 @@ def _reference(t, ids, heads):
     return x
 
 
-@pytest.mark.parametrize("prefix", ["", "transformer."])
-def test_a_tiny_checkpoint_computes_what_gpt1_computes(tmp_path, prefix):
-    rng = np.random.default_rng(0)
-    V, H, P, L, HEADS = 40, 16, 12, 2, 2
-    t = {"tokens_embed.weight": rng.normal(0, 0.3, (V, H)),
+def gpt_tensors(rng, V, H, P, L, embedding_std=0.3):
+    """Random weights under openai-gpt's names (float32)."""
+    t = {"tokens_embed.weight": rng.normal(0, embedding_std, (V, H)),
          "positions_embed.weight": rng.normal(0, 0.3, (P, H))}
     for i in range(L):
         b = f"h.{i}."
@@ -106,7 +104,14 @@ def test_a_tiny_checkpoint_computes_what_gpt1_computes(tmp_path, prefix):
         for name in ("ln_1", "ln_2"):
             t[f"{b}{name}.weight"] = 1 + rng.normal(0, 0.1, H)
             t[f"{b}{name}.bias"] = rng.normal(0, 0.1, H)
-    t = {k: v.astype("float32") for k, v in t.items()}
+    return {k: v.astype("float32") for k, v in t.items()}
+
+
+@pytest.mark.parametrize("prefix", ["", "transformer."])
+def test_a_tiny_checkpoint_computes_what_gpt1_computes(tmp_path, prefix):
+    rng = np.random.default_rng(0)
+    V, H, P, L, HEADS = 40, 16, 12, 2, 2
+    t = gpt_tensors(rng, V, H, P, L)
     config = {"model_type": "openai-gpt", "vocab_size": V, "n_positions": P, "n_embd": H,
               "n_layer": L, "n_head": HEADS, "afn": "gelu", "resid_pdrop": 0.1,
               "embd_pdrop": 0.1, "attn_pdrop": 0.1}
