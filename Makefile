@@ -32,6 +32,8 @@ bench: $(STAMP)
 	$(BIN)/python bench/pretrain_bench.py
 	$(BIN)/python bench/data_bench.py
 	$(BIN)/python bench/dropout_bench.py
+	$(BIN)/python bench/load_bench.py
+	$(BIN)/python bench/finetune_bench.py
 
 clean:
 	rm -rf $(VENV) .pytest_cache

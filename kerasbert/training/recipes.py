@@ -8,8 +8,9 @@ Two kinds of entries:
   for a flag the user did not give, by family and size. Narrow models want
   larger learning rates (Turc et al., 2019, "Well-Read Students Learn
   Better": the 24 Small-BERTs were fine-tuned with rates up to 3e-4, and
-  the best rate grows as the width shrinks); BERT-Base/Large use the BERT
-  paper's range; RoBERTa, ALBERT, ELECTRA and GPT-1 use their papers'.
+  the best rate grows as the width shrinks; for H <= 256 our own
+  measurement, bench/finetune_bench.py, found 1e-3 best); BERT-Base/Large
+  use the BERT paper's range; RoBERTa, ALBERT, ELECTRA and GPT-1 use their papers'.
 * `RECIPES`: named recipes from the papers for the task kinds of the zoo
   (`finetune --recipe NAME`), each with the grid `--search` runs by default.
 
@@ -44,9 +45,11 @@ FIELDS = ("learning_rate", "batch_size", "epochs", "warmup_ratio", "weight_decay
 #: The BERT paper's fine-tuning grid (Appendix A.3).
 BERT_GRID = {"learning_rate": (5e-5, 4e-5, 3e-5, 2e-5), "batch_size": (16, 32),
              "epochs": (2, 3, 4)}
-#: The Small-BERT grid (google-research/bert README, Turc et al.): 4 epochs.
-SMALL_BERT_GRID = {"learning_rate": (3e-4, 1e-4, 5e-5, 3e-5), "batch_size": (8, 16, 32, 64, 128),
-                   "epochs": (4,)}
+#: The Small-BERT grid (google-research/bert README, Turc et al.: 3e-4..3e-5,
+#: 4 epochs) with 1e-3 added: bench/finetune_bench.py found 1e-3 best for
+#: bert_tiny and bert_mini pretrained by `kerasbert pretrain`.
+SMALL_BERT_GRID = {"learning_rate": (1e-3, 3e-4, 1e-4, 5e-5, 3e-5),
+                   "batch_size": (8, 16, 32, 64, 128), "epochs": (4,)}
 
 
 @dataclasses.dataclass(frozen=True)
@@ -94,19 +97,20 @@ def _show(value):
 
 
 _BERT = "BERT (Devlin et al., 2019), Appendix A.3"
-_SMALL = "Small-BERT (Turc et al., 2019; google-research/bert README): rates up to 3e-4, 4 epochs"
+_SMALL = ("Small-BERT (Turc et al., 2019; google-research/bert README): rates up to 3e-4, "
+          "4 epochs; 1e-3 for H <= 256 measured by bench/finetune_bench.py")
 _ROBERTA = "RoBERTa (Liu et al., 2019), Table 10"
 _ALBERT = "ALBERT (Lan et al., 2020), Table 14 (steps given there; 3 epochs here)"
 _ELECTRA = "ELECTRA (Clark et al., 2020), Table 7"
 _GPT = "GPT (Radford et al., 2018), section 4.1"
 
 #: Width bounds of the BERT-family size rows: (largest hidden_dim, rate,
-#: why). The Small-BERT grid's top rate for the narrowest models, falling
-#: with width to the BERT paper's range at Base width and above.
+#: why). A rate above the Small-BERT grid for the narrowest models (measured),
+#: falling with width to the BERT paper's range at Base width and above.
 _BERT_BY_WIDTH = (
-    (128, 3e-4, "BERT-Tiny width (H <= 128): the Small-BERT grid's largest rate"),
-    (256, 1e-4, "BERT-Mini width (H <= 256): Small-BERT grid"),
-    (512, 5e-5, "BERT-Small/Medium width (H <= 512): Small-BERT grid"),
+    (256, 1e-3, "BERT-Tiny/Mini width (H <= 256): measured in bench/finetune_bench.py, where "
+                "1e-3 beat every rate of the Small-BERT grid (3e-4 by 1-35 points)"),
+    (512, 1e-4, "BERT-Small/Medium width (H <= 512): the Small-BERT grid's middle rate"),
     (768, 3e-5, "BERT-Base width: the middle of the BERT paper's 5e-5..2e-5"),
     (None, 2e-5, "BERT-Large width: the BERT paper's lowest rate (large models are unstable "
                  "at high rates)"),
@@ -208,7 +212,7 @@ def get_recipe(name, family=None, num_layers=None, hidden_dim=None):
 #: each way; outside it `finetune` warns.
 SANE_RATES = {"gpt": (6e-6, 6e-4), "electra": (1e-5, 1e-3), "roberta": (3e-6, 1e-4),
               "big_bird": (3e-6, 1e-4), "albert": (3e-6, 1.5e-4)}
-_BERT_RATES = (6e-6, 1e-3)
+_BERT_RATES = (6e-6, 3e-3)
 
 
 def rate_warning(family, learning_rate):

@@ -13,5 +13,5 @@ def test_quick_run_fine_tunes_three_ways(tmp_path):
     assert row["size"] == "bert_tiny" and row["task"] == "stdlib-area"
     for key in ("old", "default", "search"):
         assert 0.0 <= row[key] <= 1.0 and math.isfinite(row[f"{key}_seconds"])
-    assert row["default_values"]["learning_rate"] == 3e-4 and row["search_trials"] == 1
+    assert row["default_values"]["learning_rate"] == 1e-3 and row["search_trials"] == 1
     assert (tmp_path / "finetune.json").exists()

@@ -85,9 +85,9 @@ def test_finetune_chooses_values_for_the_model_and_keeps_the_best_epoch(tmp_path
     printed = capsys.readouterr().out
     assert "fine-tuning values from this model's defaults (given on the command line: epochs)" \
         in printed
-    assert "learning_rate        0.0003" in printed and "Small-BERT" in printed
+    assert "learning_rate        0.001" in printed and "Small-BERT" in printed
     config = json.loads((out / "config.json").read_text())
-    assert config["recipe"]["values"]["learning_rate"] == 3e-4
+    assert config["recipe"]["values"]["learning_rate"] == 1e-3
     assert "epochs" not in config["recipe"]["from_recipe"]
     assert config["finetune"]["batch_size"] == 32
     metrics = json.loads((out / "metrics.json").read_text())
