@@ -58,14 +58,21 @@ def encoder_tensors_to_hf(weights, layout=ENCODER_LAYOUT, prefix=""):
         tensors["embeddings_project.weight"] = weights["embedding_projection_kernel"].T
         tensors["embeddings_project.bias"] = weights["embedding_projection_bias"]
     for i, layer in enumerate(weights["layers"]):
-        base = layout["layer"].format(i=i)
-        for key, module in layout["linear"].items():
-            tensors[f"{base}{module}.weight"] = layer[f"{key}_kernel"].T
-            tensors[f"{base}{module}.bias"] = layer[f"{key}_bias"]
-        for key, module in layout["norm"].items():
-            tensors[f"{base}{module}.weight"] = layer[f"{key}_gamma"]
-            tensors[f"{base}{module}.bias"] = layer[f"{key}_beta"]
+        tensors.update(_block_tensors(layout, layout["layer"].format(i=i), layer))
     return {prefix + name: value for name, value in tensors.items()}
+
+
+def _block_tensors(layout, base, layer):
+    """One encoder block's canonical weights -> {name under `base`: array}
+    (Linear weights transposed to torch's [out, in])."""
+    tensors = {}
+    for key, module in layout["linear"].items():
+        tensors[f"{base}{module}.weight"] = layer[f"{key}_kernel"].T
+        tensors[f"{base}{module}.bias"] = layer[f"{key}_bias"]
+    for key, module in layout["norm"].items():
+        tensors[f"{base}{module}.weight"] = layer[f"{key}_gamma"]
+        tensors[f"{base}{module}.bias"] = layer[f"{key}_beta"]
+    return tensors
 
 
 def bert_tensors_to_hf(weights):
@@ -98,13 +105,8 @@ def albert_tensors_to_hf(weights):
     tensors["encoder.embedding_hidden_mapping_in.bias"] = weights["embedding_projection_bias"]
     for g, group in enumerate(weights["groups"]):
         for r, layer in enumerate(group):
-            base = ALBERT_LAYOUT["layer"].format(g=g, r=r)
-            for key, module in ALBERT_LAYOUT["linear"].items():
-                tensors[f"{base}{module}.weight"] = layer[f"{key}_kernel"].T
-                tensors[f"{base}{module}.bias"] = layer[f"{key}_bias"]
-            for key, module in ALBERT_LAYOUT["norm"].items():
-                tensors[f"{base}{module}.weight"] = layer[f"{key}_gamma"]
-                tensors[f"{base}{module}.bias"] = layer[f"{key}_beta"]
+            tensors.update(_block_tensors(ALBERT_LAYOUT, ALBERT_LAYOUT["layer"].format(g=g, r=r),
+                                          layer))
     return {"albert." + name: value for name, value in tensors.items()}
 
 

@@ -18,6 +18,7 @@ variables), with HDF5 datasets as its variables.
 import hashlib
 import json
 import os
+import sys
 import tempfile
 import types
 
@@ -152,8 +153,9 @@ def preset_layout(cls, config):
     try:
         os.makedirs(os.path.dirname(path), exist_ok=True)
         atomic_write_text(path, json.dumps({"key": key, "layout": layout}))
-    except OSError:
-        pass  # a read-only cache: probe again next time
+    except OSError as err:  # a read-only cache: the load goes on, the next one probes again
+        print(f"note: kerasbert cache not written ({err}); keras-hub layouts are probed "
+              "on every load.", file=sys.stderr)
     return layout
 
 
