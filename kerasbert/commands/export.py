@@ -31,7 +31,23 @@ def add_arguments(parser):
                         help="TF Serving model name in the warm-up requests (default: NAME).")
     parser.add_argument("--overwrite", action="store_true",
                         help="Replace an existing version directory.")
+    graph = parser.add_argument_group("serving graph (fine-tuned tasks; see export/README.md)")
+    graph.add_argument("--padding", choices=("longest", "max"), default="longest",
+                       help="Run the model on each batch's longest row, rounded up to a "
+                       "multiple of 16 (longest, the default: same outputs, less work) or on "
+                       "the full --max-seq-length (max).")
+    graph.add_argument("--jit-compile", action="store_true",
+                       help="XLA-compile the model function behind the in-graph tokenizer "
+                       "(compiled once per batch shape on first use).")
     return parser
+
+
+def graph_options(args):
+    """The `GraphOptions` the flags ask for."""
+    # lazy: tensorflow
+    from kerasbert.serving.graph_options import GraphOptions
+
+    return GraphOptions(pad_to_longest=args.padding == "longest", jit_compile=args.jit_compile)
 
 
 def run(args):
@@ -43,13 +59,22 @@ def run(args):
     from kerasbert.serving.generation_serving import export_generation_run
 
     # A GPT pretraining run: prompt in, greedy completion out.
-    export = export_generation_run if generation else export_finetuned
+    if generation:
+        if args.jit_compile or args.padding != "longest":
+            raise UsageError("--padding and --jit-compile apply to fine-tuned task models, "
+                             "not to text generation.")
+        export, extra = export_generation_run, {}
+    else:
+        export, extra = export_finetuned, {"graph": graph_options(args)}
     # The lock serialises version numbering: two exports without --version
     # into the same OUTPUT get different versions, never the same one.
     with output_lock(args.output, kind="folder", flag="--output"):
         result = export(args.model, args.output, version=args.version,
                         sequence_length=args.sequence_length, overwrite=args.overwrite,
-                        model_name=args.model_name)
+                        model_name=args.model_name, **extra)
     print(f"exported {result['task_type']} model to {result['path']} "
           f"(signatures: {', '.join(result['signatures'])}; "
           f"custom ops: {', '.join(result['custom_ops']) or 'none'})")
+    if result.get("batching_file"):
+        print(f"wrote TF Serving batching parameters to {result['batching_file']} "
+              "(--enable_batching --batching_parameters_file; see export/README.md)")

@@ -22,10 +22,13 @@ class ClassificationServing(TaskServing):
     @classmethod
     def for_run(cls, model, tokenizer, sequence_length, config):
         pair = task_format(config["task_type"]).text_pair
-        return cls(model, tokenizer, sequence_length, config.get("label_names"), pair=pair)
+        return cls(model, tokenizer, sequence_length, config.get("label_names"), pair=pair,
+                   options=config.get("graph"))
 
-    def __init__(self, model, tokenizer, sequence_length, label_names=None, pair=False, name=None):
-        super().__init__(model, tokenizer, sequence_length, label_names, name=name)
+    def __init__(self, model, tokenizer, sequence_length, label_names=None, pair=False,
+                 options=None, name=None):
+        super().__init__(model, tokenizer, sequence_length, label_names, options=options,
+                         name=name)
         self.pair = bool(pair)
         self.raw_inputs = ("text_a", "text_b") if self.pair else ("text",)
         self.is_regression = model.num_classes == 1
@@ -35,7 +38,7 @@ class ClassificationServing(TaskServing):
             features = self.encode_batch(inputs["text_a"], inputs["text_b"])
         else:
             features = self.encode_batch(inputs["text"])
-        outputs = tf.cast(self.model(features, training=False), tf.float32)
+        outputs = self.run_model(features)
         if self.is_regression:
             return {"score": outputs[:, 0]}
         probabilities = tf.nn.softmax(outputs, axis=-1)

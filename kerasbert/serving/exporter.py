@@ -27,6 +27,10 @@ from kerasbert.data.finetuning import check_max_seq_length
 from kerasbert.errors import UsageError
 from kerasbert.io_utils import atomic_directory
 from kerasbert import runs
+from kerasbert.serving.batching import PER_MODEL_FILENAME
+from kerasbert.serving.batching import batching_file_text
+from kerasbert.serving.batching import write_server_file
+from kerasbert.serving.graph_options import GraphOptions
 from kerasbert.serving.op_manifest import write_manifest
 from kerasbert.tasks import task_types
 from kerasbert.serving.warmup import write_warmup
@@ -104,13 +108,13 @@ def _version_dir(output, version, overwrite):
 
 
 def export_finetuned(model_dir, output, version=None, sequence_length=None, overwrite=False,
-                     model_name=None):
+                     model_name=None, graph=None):
     """Exports a `kerasbert finetune` output directory for TF Serving.
 
     Args:
         model_dir: the fine-tuning directory (model.keras, config.json and
             the tokenizer files config.json names).
-        output, version, overwrite, model_name: as `export_model`.
+        output, version, overwrite, model_name, graph: as `export_model`.
         sequence_length: packed length in the graph; default the one the
             model was fine-tuned with (at most its positions).
 
@@ -128,13 +132,13 @@ def export_finetuned(model_dir, output, version=None, sequence_length=None, over
         sequence_length=sequence_length or config["max_seq_length"],
         qa_options=config.get("qa"), version=version, overwrite=overwrite,
         model_name=model_name, task=config.get("task"),
-        source=describe_source(run.path(runs.MODEL)),
+        source=describe_source(run.path(runs.MODEL)), graph=graph,
     )
 
 
 def export_model(model, tokenizer, task_type, output, label_names=None, sequence_length=128,
                  qa_options=None, version=None, overwrite=False, model_name=None, task=None,
-                 source=None):
+                 source=None, graph=None):
     """Exports any fine-tuned task model (e.g. one trained with `model.fit`
     in your own script) for TF Serving, with its tokenizer in the graph.
 
@@ -157,6 +161,8 @@ def export_model(model, tokenizer, task_type, output, label_names=None, sequence
         model_name: the TF Serving model name in the warm-up requests
             (default: the base directory's name).
         task, source: recorded in assets.extra/export.json.
+        graph: `GraphOptions` or its dict (padding to the batch's longest
+            row, XLA); default `GraphOptions()`.
 
     Returns:
         dict: path, version, task_type, signatures, custom_ops.
@@ -168,8 +174,9 @@ def export_model(model, tokenizer, task_type, output, label_names=None, sequence
         raise UsageError(f"A {task_type} export needs label_names (the class or tag names).")
     sequence_length = int(sequence_length)
     check_max_seq_length(sequence_length, model.backbone)
+    options = GraphOptions.from_config(graph)
     config = {"task_type": task_type, "label_names": label_names, "task": task or "",
-              "qa": dict(qa_options or {})}
+              "qa": dict(qa_options or {}), "graph": options}
     module = build_serving_module(model, tokenizer, config, sequence_length)
     model_name = model_name or os.path.basename(os.path.normpath(output))
     requests = warmup_requests(module)
@@ -185,10 +192,18 @@ def export_model(model, tokenizer, task_type, output, label_names=None, sequence
                           "assets": [os.path.basename(p) for p in tokenizer_files(tokenizer)]},
             "inputs": [spec.name for spec in module.input_specs()],
             "signatures": list(SIGNATURES), "source": source,
+            "graph": options.to_config(),
         }
         info.update(module.export_info())
+        batching_text, batching_from = batching_file_text(model.backbone, sequence_length)
+        if batching_text:
+            with open(os.path.join(tmp, PER_MODEL_FILENAME), "w", encoding="utf-8") as f:
+                f.write(batching_text)
+            info["batching"] = {"file": PER_MODEL_FILENAME, "measured_on": batching_from}
         with open(os.path.join(tmp, "assets.extra", "export.json"), "w", encoding="utf-8") as f:
             json.dump(info, f, indent=2)
         replay_warmup(tmp, requests)
+    server_file = write_server_file(output, batching_text) if batching_text else None
     return {"path": target, "version": version, "task_type": task_type,
-            "signatures": list(SIGNATURES), "custom_ops": manifest["custom_ops"]}
+            "signatures": list(SIGNATURES), "custom_ops": manifest["custom_ops"],
+            "batching_file": server_file}

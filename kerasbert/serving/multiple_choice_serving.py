@@ -25,10 +25,10 @@ class MultipleChoiceServing(TaskServing):
 
     @classmethod
     def for_run(cls, model, tokenizer, sequence_length, config):
-        return cls(model, tokenizer, sequence_length)
+        return cls(model, tokenizer, sequence_length, options=config.get("graph"))
 
-    def __init__(self, model, tokenizer, sequence_length, name=None):
-        super().__init__(model, tokenizer, sequence_length, name=name)
+    def __init__(self, model, tokenizer, sequence_length, options=None, name=None):
+        super().__init__(model, tokenizer, sequence_length, options=options, name=name)
         self.num_choices = int(model.num_choices)
 
     def input_specs(self):
@@ -48,7 +48,7 @@ class MultipleChoiceServing(TaskServing):
             name: tf.reshape(value, [-1, self.num_choices, self.sequence_length])
             for name, value in flat.items()
         }
-        logits = tf.cast(self.model(features, training=False), tf.float32)
+        logits = self.run_model(features)
         probabilities = tf.nn.softmax(logits, axis=-1)
         choice = tf.argmax(probabilities, axis=-1, output_type=tf.int32)
         return {

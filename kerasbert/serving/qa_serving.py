@@ -29,6 +29,7 @@ import math
 import numpy as np
 import tensorflow as tf
 
+from kerasbert.serving.graph_options import restore_length
 from kerasbert.serving.task_serving import EDGE_TEXTS
 from kerasbert.serving.task_serving import LONG_TEXT
 from kerasbert.serving.task_serving import TaskServing
@@ -129,7 +130,8 @@ class QuestionAnsweringServing(TaskServing):
                    max_query_length=qa.get("max_query_length", 64),
                    max_answer_length=qa.get("max_answer_length", 30),
                    null_score_diff_threshold=qa.get("null_score_diff_threshold", 0.0),
-                   version_2=qa.get("version_2_with_negative", "v2" in str(config.get("task", ""))))
+                   version_2=qa.get("version_2_with_negative", "v2" in str(config.get("task", ""))),
+                   options=config.get("graph"))
 
     def export_info(self):
         return {"qa": {"doc_stride": self.doc_stride, "max_query_length": self.max_query_length,
@@ -139,8 +141,8 @@ class QuestionAnsweringServing(TaskServing):
 
     def __init__(self, model, tokenizer, sequence_length, doc_stride=128, max_query_length=64,
                  max_answer_length=30, null_score_diff_threshold=0.0, version_2=False,
-                 windows_per_call=64, name=None):
-        super().__init__(model, tokenizer, sequence_length, name=name)
+                 windows_per_call=64, options=None, name=None):
+        super().__init__(model, tokenizer, sequence_length, options=options, name=name)
         self.layout = segment_layout(tokenizer)
         self.doc_stride = int(doc_stride)
         self.max_query_length = int(max_query_length)
@@ -313,20 +315,23 @@ class QuestionAnsweringServing(TaskServing):
             {"start_logits", "end_logits"}: float32 [W, T].
         """
         chunk = self.windows_per_call
-        num = tf.shape(features["input_word_ids"])[0]
+        trimmed = self.trim(features)  # [W, L], L <= T
+        num = tf.shape(trimmed["input_word_ids"])[0]
+        length = tf.shape(trimmed["input_word_ids"])[1]
         num_chunks = (num + chunk - 1) // chunk
 
-        def split(x):  # [W, T] -> [chunks, chunk, T], zero rows appended
+        def split(x):  # [W, L] -> [chunks, chunk, L], zero rows appended
             x = tf.pad(x, [[0, num_chunks * chunk - num], [0, 0]])
-            return tf.reshape(x, [num_chunks, chunk, self.sequence_length])
+            return tf.reshape(x, [num_chunks, chunk, length])
 
-        def call(batch):
-            outputs = self.model(batch, training=False)
-            return {k: tf.cast(outputs[k], tf.float32) for k in ("start_logits", "end_logits")}
+        def call(batch):  # logits padded back to T: a fully defined shape even for 0 chunks
+            outputs = self._forward(batch)
+            return {k: restore_length(tf.cast(outputs[k], tf.float32), self.sequence_length)
+                    for k in ("start_logits", "end_logits")}
 
         spec = tf.TensorSpec([chunk, self.sequence_length], tf.float32)
         outputs = tf.map_fn(
-            call, {k: split(v) for k, v in features.items()},
+            call, {k: split(v) for k, v in trimmed.items()},
             fn_output_signature={"start_logits": spec, "end_logits": spec},
             parallel_iterations=1,
         )

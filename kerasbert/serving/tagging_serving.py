@@ -72,8 +72,9 @@ class TaggingServing(TaskServing):
         num_entities int32 [B].
     """
 
-    def __init__(self, model, tokenizer, sequence_length, label_names, name=None):
-        super().__init__(model, tokenizer, sequence_length, label_names, name=name)
+    def __init__(self, model, tokenizer, sequence_length, label_names, options=None, name=None):
+        super().__init__(model, tokenizer, sequence_length, label_names, options=options,
+                         name=name)
         parsed = [parse_tag(label) for label in self.label_names]
         kinds = sorted({kind for _, kind in parsed})
         self.tag_prefix = tf.constant([prefix for prefix, _ in parsed], tf.int32)
@@ -85,7 +86,7 @@ class TaggingServing(TaskServing):
         ids, starts, ends = self.tokenizer.tokenize_with_offsets(texts)
         budget = self.sequence_length - 2
         features = self.packer(ids)
-        logits = tf.cast(self.model(features, training=False), tf.float32)
+        logits = self.run_model(features, token_outputs=True)
         probabilities = tf.nn.softmax(logits, axis=-1)  # [B, T, L]
 
         # Words: runs of pieces from a word-starting piece; a word counts if

@@ -19,6 +19,11 @@ the part Keras 3's `ExportArchive` gets wrong for lookup tables.
 
 import tensorflow as tf
 
+from kerasbert.serving.graph_options import GraphOptions
+from kerasbert.serving.graph_options import check_options
+from kerasbert.serving.graph_options import model_function
+from kerasbert.serving.graph_options import restore_length
+from kerasbert.serving.graph_options import trim_padding
 from kerasbert.text import make_packer
 
 MODEL_INPUTS = ("input_word_ids", "input_mask", "input_type_ids")
@@ -104,16 +109,22 @@ class TaskServing(tf.Module):
             positions).
         label_names: class or tag names (None for regression, QA, multiple
             choice).
+        options: `GraphOptions` (or its config dict) for how the graph runs
+            the model; default `GraphOptions()`.
     """
 
     #: names of the `tf.string [None]` inputs of `serving_default`.
     raw_inputs = ("text",)
 
-    def __init__(self, model, tokenizer, sequence_length, label_names=None, name=None):
+    def __init__(self, model, tokenizer, sequence_length, label_names=None, options=None,
+                 name=None):
         super().__init__(name=name)
         self.model = model
         self.tokenizer = tokenizer
         self.sequence_length = int(sequence_length)
+        self.options = GraphOptions.from_config(options)
+        check_options(self.options, model.backbone, self.sequence_length)
+        self._forward = model_function(model, self.options.jit_compile)
         self.packer = make_packer(tokenizer, self.sequence_length)
         names = list(label_names or [])
         self.label_names = list(names)
@@ -123,7 +134,8 @@ class TaskServing(tf.Module):
     def for_run(cls, model, tokenizer, sequence_length, config):
         """The module for a fine-tuning run's config.json (task_type,
         label_names, task options); subclasses with options read theirs."""
-        return cls(model, tokenizer, sequence_length, config.get("label_names"))
+        return cls(model, tokenizer, sequence_length, config.get("label_names"),
+                   options=config.get("graph"))
 
     def export_info(self):
         """What assets.extra/export.json records beyond the common fields."""
@@ -144,8 +156,9 @@ class TaskServing(tf.Module):
         return (None, self.sequence_length)
 
     def model_outputs(self, features):
-        """Raw model outputs for `serve_token_ids`: a dict of tensors."""
-        outputs = self.model(features, training=False)
+        """Raw model outputs for `serve_token_ids`: a dict of tensors. The
+        client chose the padding, so none is trimmed here."""
+        outputs = self._forward(features)
         if not isinstance(outputs, dict):
             outputs = {"logits": outputs}
         return {k: tf.cast(v, tf.float32) for k, v in outputs.items()}
@@ -189,6 +202,31 @@ class TaskServing(tf.Module):
                 input_type_ids, segments, "input_type_ids", "the number of segments")
         return {"input_word_ids": input_word_ids, "input_mask": input_mask,
                 "input_type_ids": input_type_ids}
+
+    def trim(self, features):
+        """Packed inputs [..., T] cut to the batch's longest row when the
+        export pads to the longest (`GraphOptions`); else unchanged."""
+        if not self.options.pad_to_longest:
+            return features
+        return trim_padding(features, self.options.length_multiple)
+
+    def run_model(self, features, token_outputs=False):
+        """The model on packed inputs [..., T] as the export's options say:
+        padding trimmed, XLA-compiled or not. Outputs are float32 (a tensor
+        or a dict, as the model returns).
+
+        Args:
+            features: the packer's dict, int32 [..., T].
+            token_outputs: the outputs have a token axis after the inputs'
+                batch axes (tagging [B, T, C]); it is padded back to T.
+        """
+        trimmed = self.trim(features)
+        outputs = tf.nest.map_structure(lambda v: tf.cast(v, tf.float32), self._forward(trimmed))
+        if token_outputs and trimmed is not features:
+            axis = features["input_mask"].shape.rank - 1
+            outputs = tf.nest.map_structure(
+                lambda v: restore_length(v, self.sequence_length, axis), outputs)
+        return outputs
 
     def lookup_labels(self, ids):
         return tf.gather(self.label_table, tf.maximum(ids, 0))

@@ -1,0 +1,124 @@
+"""`GraphOptions`: how an exported serving graph runs the model, and the
+two pieces of graph that carry them out.
+
+    pad_to_longest   the tokenizer packs every row to the exported length T,
+                     but most requests are far shorter; the model then runs
+                     on the batch's longest row (rounded up to
+                     `length_multiple`), not on T. Attention masks padding
+                     out exactly (the masked scores underflow to 0 in
+                     float32), so the outputs at real positions do not
+                     change; token-level outputs are padded back to T.
+    jit_compile      the model function (not the tokenizer, whose string
+                     ops XLA cannot compile) is an XLA cluster; XLA compiles
+                     it once per input shape, so combine it with
+                     `pad_to_longest` rounding to bound the shapes.
+
+Both are recorded in `assets.extra/export.json` ("graph").
+"""
+
+import dataclasses
+
+import tensorflow as tf
+
+
+@dataclasses.dataclass(frozen=True)
+class GraphOptions:
+    """Export options of the serving graph (`kerasbert export` flags).
+
+    Args:
+        pad_to_longest: run the model on the batch's longest row, not the
+            exported length.
+        length_multiple: round that length up to a multiple of this (bounds
+            the distinct shapes an XLA-compiled model sees: T / multiple).
+        jit_compile: XLA-compile the model function.
+    """
+
+    pad_to_longest: bool = True
+    length_multiple: int = 16
+    jit_compile: bool = False
+
+    def __post_init__(self):
+        if int(self.length_multiple) < 1:
+            raise ValueError(f"length_multiple must be >= 1, got {self.length_multiple}.")
+
+    def to_config(self):
+        return dataclasses.asdict(self)
+
+    @classmethod
+    def from_config(cls, config):
+        """From `to_config()`'s dict (unknown keys are an error); None or
+        an instance pass through as the defaults / themselves."""
+        if config is None:
+            return cls()
+        if isinstance(config, cls):
+            return config
+        unknown = set(config) - {f.name for f in dataclasses.fields(cls)}
+        if unknown:
+            raise ValueError(f"Unknown graph options: {', '.join(sorted(unknown))}.")
+        return cls(**config)
+
+
+def check_options(options, backbone, sequence_length):
+    """Raises ValueError for an option the backbone cannot honour exactly.
+
+    BigBird's block-sparse attention partitions the sequence into blocks
+    and draws random blocks per length: on a shorter input it computes a
+    different function, so trimming the padding would change the outputs
+    whenever the exported length uses the sparse pattern.
+    """
+    if not options.pad_to_longest:
+        return
+    from kerasbert.layers.block_sparse_attention import sparse_threshold
+
+    config = backbone.get_config()
+    if config.get("attention", "full") == "bigbird":
+        threshold = sparse_threshold(config["block_size"], config["num_random_blocks"])
+        if sequence_length > threshold:
+            raise ValueError(
+                f"Padding to the longest row changes BigBird's block-sparse attention (used "
+                f"above {threshold} tokens; this export packs {sequence_length}): export it "
+                "with padding to the full length (--padding max).")
+
+
+def trim_padding(features, multiple):
+    """Model inputs cut to the batch's longest row.
+
+    Args:
+        features: {"input_word_ids", "input_mask", "input_type_ids"}, int32
+            [..., T] (T static).
+        multiple: the kept length is rounded up to a multiple of this (at
+            most T; at least `multiple`, so an all-empty batch keeps a
+            position for [CLS]).
+
+    Returns:
+        The same dict cut to [..., L].
+    """
+    full = features["input_mask"].shape[-1]
+    longest = tf.reduce_max(tf.reduce_sum(tf.cast(features["input_mask"], tf.int32), axis=-1))
+    length = tf.minimum(tf.maximum((longest + multiple - 1) // multiple * multiple, multiple),
+                        full)
+    return {name: value[..., :length] for name, value in features.items()}
+
+
+def restore_length(values, full, axis=1):
+    """Pads a token-level output [..., L, ...] back to `full` along `axis`
+    with zeros (positions the decoding never reads: they are padding)."""
+    pad = full - tf.shape(values)[axis]
+    paddings = [[0, 0]] * values.shape.rank
+    paddings[axis] = [0, pad]
+    restored = tf.pad(values, paddings)
+    shape = values.shape.as_list()
+    shape[axis] = full
+    restored.set_shape(shape)
+    return restored
+
+
+def model_function(model, jit_compile):
+    """features -> the model's inference outputs, as one `tf.function`
+    (XLA-compiled with `jit_compile`). A separate function so the saved
+    graph holds the model as one call the XLA cluster covers."""
+
+    def forward(features):
+        return model(features, training=False)
+
+    return tf.function(forward, jit_compile=bool(jit_compile), autograph=False)

@@ -1,0 +1,136 @@
+"""Export variants (`GraphOptions`): padding to the batch's longest row and
+an XLA-compiled model function give the plain export's outputs (full
+padding, no XLA) within 1e-5 for every task type, on both signatures, in a
+fresh process that imports only tensorflow and tensorflow_text."""
+
+import json
+import os
+
+import numpy as np
+import pytest
+
+from serving_fixtures import make_finetuned_dir
+from serving_fixtures import run_fresh
+from test_export import TASKS
+from test_export import _inputs
+
+VARIANTS = {  # name: export options
+    "plain": {"pad_to_longest": False, "jit_compile": False},
+    "longest": {"pad_to_longest": True, "jit_compile": False},
+    # XLA on trimmed batches and, in the second batch (a row longer than the
+    # exported length), on the full length.
+    "longest_xla": {"pad_to_longest": True, "jit_compile": True},
+}
+# Short rows (trimmed to 16 of 32 positions), then a batch with one row
+# longer than the exported length (no trimming possible), then one row.
+BATCHES = [
+    ["John lives in Paris.", "the dog runs", "a", ""],
+    ["the quick brown fox jumps over the lazy dog " * 6, "mary works at the bank"],
+    ["Naïve café owners in Tokyo work fast!"],
+]
+
+SERVE_SCRIPT = """
+spec = json.load(open(sys.argv[1]))
+result = {}
+for name, (path, requests, ids) in spec.items():
+    loaded = tf.saved_model.load(path)
+    rows = []
+    for inputs in requests:
+        out = loaded.signatures["serving_default"](
+            **{k: tf.constant(v, tf.string) for k, v in inputs.items()})
+        rows.append({k: v.numpy().tolist() for k, v in out.items()})
+    out = loaded.signatures["serve_token_ids"](**{k: tf.constant(v, tf.int32) for k, v in ids.items()})
+    rows.append({k: v.numpy().tolist() for k, v in out.items()})
+    result[name] = json.loads(json.dumps(rows, default=lambda b: b.decode("utf-8")))
+_check_imports()
+print(json.dumps(result))
+"""
+
+
+def _token_ids_request(ft):
+    """A `serve_token_ids` request the run's own serving module packs."""
+    from kerasbert import runs
+    from kerasbert.serving.exporter import build_serving_module
+
+    run = runs.open_finetuned(ft)
+    module = build_serving_module(run.load_model(runs.MODEL), run.tokenizer(), run.config,
+                                  run.config["max_seq_length"])
+    return {k: np.asarray(v).tolist() for k, v in module.warmup_token_ids().items()}
+
+
+@pytest.fixture(scope="module")
+def served(tmp_path_factory):
+    """{task type: {variant: [outputs of each request]}} from one fresh process."""
+    from kerasbert.serving.exporter import export_finetuned
+
+    root = tmp_path_factory.mktemp("variants")
+    spec = {}
+    for task_type in TASKS:
+        ft = make_finetuned_dir(str(root / f"ft_{task_type}"), task_type, seed=3)
+        requests = [_inputs(task_type, batch) for batch in BATCHES]
+        ids = _token_ids_request(ft)
+        for variant, options in VARIANTS.items():
+            result = export_finetuned(ft, str(root / f"{task_type}_{variant}"), graph=options)
+            spec[f"{task_type}/{variant}"] = (result["path"], requests, ids)
+        with open(os.path.join(result["path"], "assets.extra", "export.json")) as f:
+            assert json.load(f)["graph"]["jit_compile"] is True
+    path = root / "spec.json"
+    path.write_text(json.dumps(spec))
+    out = json.loads(run_fresh(SERVE_SCRIPT, path).strip().splitlines()[-1])
+    grouped = {}
+    for key, rows in out.items():
+        task_type, variant = key.split("/")
+        grouped.setdefault(task_type, {})[variant] = rows
+    return grouped
+
+
+def _assert_same(got, want, where):
+    assert set(got) == set(want), where
+    for name in want:
+        a, b = np.asarray(got[name]), np.asarray(want[name])
+        assert a.shape == b.shape, f"{where} {name}: shape {a.shape} != {b.shape}"
+        if b.dtype.kind == "f":
+            np.testing.assert_allclose(a, b, atol=1e-5, rtol=0, err_msg=f"{where} {name}")
+        else:
+            assert a.tolist() == b.tolist(), f"{where} {name}"
+
+
+@pytest.mark.parametrize("task_type", TASKS)
+def test_variants_equal_plain_export(served, task_type):
+    plain = served[task_type]["plain"]
+    for variant in VARIANTS:
+        if variant == "plain":
+            continue
+        rows = served[task_type][variant]
+        assert len(rows) == len(plain)
+        for i, (got, want) in enumerate(zip(rows, plain)):
+            _assert_same(got, want, f"{task_type} {variant} request {i}")
+
+
+def test_bigbird_refuses_trimming_above_its_sparse_threshold(tmp_path):
+    from kerasbert import models
+    from kerasbert import tasks
+    from kerasbert.serving.graph_options import GraphOptions
+    from kerasbert.serving.graph_options import check_options
+
+    backbone = models.BertBackbone(vocabulary_size=50, num_layers=1, num_heads=2, hidden_dim=16,
+                                   intermediate_dim=32, max_sequence_length=512,
+                                   attention="bigbird", block_size=16, num_random_blocks=1)
+    model = tasks.TextClassifier(backbone, num_classes=2)
+    # (5 + 2 * 1) * 16 = 112 tokens still use full attention.
+    check_options(GraphOptions(pad_to_longest=True), model.backbone, 112)
+    check_options(GraphOptions(pad_to_longest=False), model.backbone, 512)
+    with pytest.raises(ValueError, match="--padding max"):
+        check_options(GraphOptions(pad_to_longest=True), model.backbone, 113)
+
+
+def test_options_config_round_trip_and_errors():
+    from kerasbert.serving.graph_options import GraphOptions
+
+    options = GraphOptions(pad_to_longest=False, length_multiple=8, jit_compile=True)
+    assert GraphOptions.from_config(options.to_config()) == options
+    assert GraphOptions.from_config(None) == GraphOptions()
+    with pytest.raises(ValueError, match="Unknown graph options: padding"):
+        GraphOptions.from_config({"padding": "max"})
+    with pytest.raises(ValueError, match="length_multiple"):
+        GraphOptions(length_multiple=0)
