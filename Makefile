@@ -34,6 +34,7 @@ bench: $(STAMP)
 	$(BIN)/python bench/dropout_bench.py
 	$(BIN)/python bench/load_bench.py
 	$(BIN)/python bench/finetune_bench.py
+	$(BIN)/python bench/serving_bench.py
 
 clean:
 	rm -rf $(VENV) .pytest_cache

@@ -26,6 +26,8 @@ model (`MEASURED`), by these rules:
 import math
 import os
 
+from kerasbert.io_utils import atomic_write_text
+
 #: From `bench/serving_bench.py` (2-core machine, see bench/README.md): per
 #: model, the served signature's examples/s by batch size (the export's
 #: default graph), the best client-thread count, and the model's size.
@@ -105,8 +107,6 @@ def write_server_file(output, text):
     """`batching_parameters.txt` beside the model's base directory `output`
     (where models.config goes), unless one is there: a server-wide file is
     the operator's and is never replaced. Returns its path, or None."""
-    from kerasbert.io_utils import atomic_write_text
-
     path = os.path.join(os.path.dirname(os.path.abspath(output)), FILENAME)
     if os.path.exists(path):
         return None

@@ -20,6 +20,8 @@ import dataclasses
 
 import tensorflow as tf
 
+from kerasbert.layers.block_sparse_attention import sparse_threshold
+
 
 @dataclasses.dataclass(frozen=True)
 class GraphOptions:
@@ -68,8 +70,6 @@ def check_options(options, backbone, sequence_length):
     """
     if not options.pad_to_longest:
         return
-    from kerasbert.layers.block_sparse_attention import sparse_threshold
-
     config = backbone.get_config()
     if config.get("attention", "full") == "bigbird":
         threshold = sparse_threshold(config["block_size"], config["num_random_blocks"])
