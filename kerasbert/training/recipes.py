@@ -8,7 +8,7 @@ Two kinds of entries:
   for a flag the user did not give, by family and size. Narrow models want
   larger learning rates (Turc et al., 2019, "Well-Read Students Learn
   Better": the 24 Small-BERTs were fine-tuned with rates up to 3e-4, and
-  the best rate grows as the width shrinks; for H <= 256 our own
+  the best rate grows as the width shrinks; for H <= 512 our own
   measurement, bench/finetune_bench.py, found 1e-3 best); BERT-Base/Large
   use the BERT paper's range; RoBERTa, ALBERT, ELECTRA and GPT-1 use their papers'.
 * `RECIPES`: named recipes from the papers for the task kinds of the zoo
@@ -47,7 +47,7 @@ BERT_GRID = {"learning_rate": (5e-5, 4e-5, 3e-5, 2e-5), "batch_size": (16, 32),
              "epochs": (2, 3, 4)}
 #: The Small-BERT grid (google-research/bert README, Turc et al.: 3e-4..3e-5,
 #: 4 epochs) with 1e-3 added: bench/finetune_bench.py found 1e-3 best for
-#: bert_tiny and bert_mini pretrained by `kerasbert pretrain`.
+#: bert_tiny, bert_mini and bert_small pretrained by `kerasbert pretrain`.
 SMALL_BERT_GRID = {"learning_rate": (1e-3, 3e-4, 1e-4, 5e-5, 3e-5),
                    "batch_size": (8, 16, 32, 64, 128), "epochs": (4,)}
 
@@ -98,7 +98,7 @@ def _show(value):
 
 _BERT = "BERT (Devlin et al., 2019), Appendix A.3"
 _SMALL = ("Small-BERT (Turc et al., 2019; google-research/bert README): rates up to 3e-4, "
-          "4 epochs; 1e-3 for H <= 256 measured by bench/finetune_bench.py")
+          "4 epochs; 1e-3 for H <= 512 measured by bench/finetune_bench.py")
 _ROBERTA = "RoBERTa (Liu et al., 2019), Table 10"
 _ALBERT = "ALBERT (Lan et al., 2020), Table 14 (steps given there; 3 epochs here)"
 _ELECTRA = "ELECTRA (Clark et al., 2020), Table 7"
@@ -108,9 +108,9 @@ _GPT = "GPT (Radford et al., 2018), section 4.1"
 #: why). A rate above the Small-BERT grid for the narrowest models (measured),
 #: falling with width to the BERT paper's range at Base width and above.
 _BERT_BY_WIDTH = (
-    (256, 1e-3, "BERT-Tiny/Mini width (H <= 256): measured in bench/finetune_bench.py, where "
-                "1e-3 beat every rate of the Small-BERT grid (3e-4 by 1-35 points)"),
-    (512, 1e-4, "BERT-Small/Medium width (H <= 512): the Small-BERT grid's middle rate"),
+    (512, 1e-3, "BERT-Tiny/Mini/Small/Medium width (H <= 512): measured in "
+                "bench/finetune_bench.py, where 1e-3 beat every rate of the Small-BERT grid "
+                "on bert_tiny, bert_mini and bert_small (3e-4 by 1-35 points)"),
     (768, 3e-5, "BERT-Base width: the middle of the BERT paper's 5e-5..2e-5"),
     (None, 2e-5, "BERT-Large width: the BERT paper's lowest rate (large models are unstable "
                  "at high rates)"),

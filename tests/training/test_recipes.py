@@ -15,7 +15,7 @@ README = Path(__file__).resolve().parents[2] / "README.md"
 @pytest.mark.parametrize("family, layers, hidden, rate, epochs", [
     ("bert", 2, 128, 1e-3, 4),        # BERT-Tiny: measured (bench/finetune_bench.py)
     ("bert", 4, 256, 1e-3, 4),        # BERT-Mini: measured
-    ("bert", 4, 512, 1e-4, 4),        # BERT-Small: the Small-BERT grid
+    ("bert", 4, 512, 1e-3, 4),        # BERT-Small: measured
     ("bert", 12, 768, 3e-5, 3),       # BERT-Base: the paper's range
     ("bert", 24, 1024, 2e-5, 3),      # BERT-Large
     ("distil_bert", 6, 768, 3e-5, 3),  # fine-tuned as BERT
