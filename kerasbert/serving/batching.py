@@ -4,7 +4,8 @@ TF Serving merges concurrent requests into one model call when started with
 `--enable_batching` (server-wide parameters from
 `--batching_parameters_file`) or, per model, with
 `--enable_per_model_batching_parameters` (`batching_params.pbtxt` in the
-version directory). `export` writes both files with values derived here
+version directory). `export` writes both files (the server-wide one beside
+an existing `models.config`) with values derived here
 from `bench/serving_bench.py`'s throughput curve of the nearest measured
 model (`MEASURED`), by these rules:
 
@@ -34,6 +35,7 @@ from kerasbert.io_utils import atomic_write_text
 MEASURED = {}
 
 FILENAME = "batching_parameters.txt"   # server-wide, beside models.config
+MODELS_CONFIG = "models.config"
 PER_MODEL_FILENAME = "batching_params.pbtxt"  # in the version directory
 
 
@@ -104,11 +106,14 @@ def batching_file_text(backbone, sequence_length, measured=None):
 
 
 def write_server_file(output, text):
-    """`batching_parameters.txt` beside the model's base directory `output`
-    (where models.config goes), unless one is there: a server-wide file is
-    the operator's and is never replaced. Returns its path, or None."""
-    path = os.path.join(os.path.dirname(os.path.abspath(output)), FILENAME)
-    if os.path.exists(path):
+    """`batching_parameters.txt` beside `models.config`, when the folder
+    above the model's base directory `output` has one (the layout TF
+    Serving's `--model_config_file` serves) and no batching file yet: an
+    existing one is the operator's and is never replaced. Returns its path,
+    or None."""
+    folder = os.path.dirname(os.path.abspath(output))
+    path = os.path.join(folder, FILENAME)
+    if not os.path.isfile(os.path.join(folder, MODELS_CONFIG)) or os.path.exists(path):
         return None
     atomic_write_text(path, text)
     return path

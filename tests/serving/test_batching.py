@@ -70,7 +70,14 @@ def test_export_writes_both_files_and_keeps_an_operators_file(tmp_path, monkeypa
 
     monkeypatch.setattr(batching, "MEASURED", MEASURED)
     ft = make_finetuned_dir(str(tmp_path / "ft"), "classification")
+    alone = export_finetuned(ft, str(tmp_path / "alone" / "sentiment"))
+    assert alone["batching_file"] is None  # no models.config beside: per model only
+    assert os.listdir(tmp_path / "alone") == ["sentiment"]
+    assert os.path.isfile(os.path.join(alone["path"], batching.PER_MODEL_FILENAME))
+
     models_root = tmp_path / "export"
+    models_root.mkdir()
+    (models_root / "models.config").write_text("model_config_list {}\n")
     first = export_finetuned(ft, str(models_root / "sentiment"))
     server_file = models_root / batching.FILENAME
     assert first["batching_file"] == str(server_file)
