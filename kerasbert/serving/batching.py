@@ -29,10 +29,16 @@ import os
 
 from kerasbert.io_utils import atomic_write_text
 
-#: From `bench/serving_bench.py` (2-core machine, see bench/README.md): per
-#: model, the served signature's examples/s by batch size (the export's
-#: default graph), the best client-thread count, and the model's size.
-MEASURED = {}
+#: From `bench/serving_bench.py` (2-core machine, 2026-11-26, see
+#: bench/README.md): per model, `serving_default`'s examples/s by batch size
+#: with the export's default graph (`--padding longest`, no XLA), the client-
+#: thread count with the best throughput, and the model's size.
+MEASURED = {
+    "bert_tiny": {"name": "bert_tiny", "num_layers": 2, "hidden_dim": 128,
+                  "sequence_length": 128, "best_threads": 4,
+                  "throughput": {1: 564.5, 2: 851.2, 4: 1238.8, 8: 1416.5, 16: 1818.4,
+                                 32: 2126.5, 64: 1815.0}},
+}
 
 FILENAME = "batching_parameters.txt"   # server-wide, beside models.config
 MODELS_CONFIG = "models.config"
