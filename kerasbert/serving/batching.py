@@ -38,6 +38,10 @@ MEASURED = {
                   "sequence_length": 128, "best_threads": 4,
                   "throughput": {1: 564.5, 2: 851.2, 4: 1238.8, 8: 1416.5, 16: 1818.4,
                                  32: 2126.5, 64: 1815.0}},
+    "bert_base": {"name": "bert_base", "num_layers": 12, "hidden_dim": 768,
+                  "sequence_length": 128, "best_threads": 4,
+                  "throughput": {1: 19.6, 2: 26.0, 4: 28.4, 8: 22.7, 16: 23.4, 32: 18.4,
+                                 64: 14.2}},
 }
 
 FILENAME = "batching_parameters.txt"   # server-wide, beside models.config
