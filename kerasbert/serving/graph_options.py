@@ -61,7 +61,7 @@ class GraphOptions:
 
 
 def check_options(options, backbone, sequence_length):
-    """Raises ValueError for an option the backbone cannot honour exactly.
+    """The options the backbone can honour exactly (BigBird: full-length padding).
 
     BigBird's block-sparse attention partitions the sequence into blocks
     and draws random blocks per length: on a shorter input it computes a
@@ -69,15 +69,14 @@ def check_options(options, backbone, sequence_length):
     whenever the exported length uses the sparse pattern.
     """
     if not options.pad_to_longest:
-        return
+        return options
     config = backbone.get_config()
     if config.get("attention", "full") == "bigbird":
         threshold = sparse_threshold(config["block_size"], config["num_random_blocks"])
         if sequence_length > threshold:
-            raise ValueError(
-                f"Padding to the longest row changes BigBird's block-sparse attention (used "
-                f"above {threshold} tokens; this export packs {sequence_length}): export it "
-                "with padding to the full length (--padding max).")
+            # The sparse pattern depends on the length: keep the full length.
+            return dataclasses.replace(options, pad_to_longest=False)
+    return options
 
 
 def trim_padding(features, multiple):

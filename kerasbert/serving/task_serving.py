@@ -122,8 +122,8 @@ class TaskServing(tf.Module):
         self.model = model
         self.tokenizer = tokenizer
         self.sequence_length = int(sequence_length)
-        self.options = GraphOptions.from_config(options)
-        check_options(self.options, model.backbone, self.sequence_length)
+        self.options = check_options(GraphOptions.from_config(options), model.backbone,
+                                     self.sequence_length)
         self._forward = model_function(model, self.options.jit_compile)
         self.packer = make_packer(tokenizer, self.sequence_length)
         names = list(label_names or [])

@@ -107,7 +107,7 @@ def test_variants_equal_plain_export(served, task_type):
             _assert_same(got, want, f"{task_type} {variant} request {i}")
 
 
-def test_bigbird_refuses_trimming_above_its_sparse_threshold(tmp_path):
+def test_bigbird_keeps_full_length_above_its_sparse_threshold(tmp_path):
     from kerasbert import models
     from kerasbert import tasks
     from kerasbert.serving.graph_options import GraphOptions
@@ -120,8 +120,7 @@ def test_bigbird_refuses_trimming_above_its_sparse_threshold(tmp_path):
     # (5 + 2 * 1) * 16 = 112 tokens still use full attention.
     check_options(GraphOptions(pad_to_longest=True), model.backbone, 112)
     check_options(GraphOptions(pad_to_longest=False), model.backbone, 512)
-    with pytest.raises(ValueError, match="--padding max"):
-        check_options(GraphOptions(pad_to_longest=True), model.backbone, 113)
+    assert not check_options(GraphOptions(pad_to_longest=True), model.backbone, 113).pad_to_longest
 
 
 def test_options_config_round_trip_and_errors():
