@@ -37,9 +37,14 @@ setup(
         "keras-tuner~=1.4",
     ],
     extras_require={
+        # `create-pretraining-data --runner direct|flink|spark|dataflow`: 145 MB
+        # more in the environment (3.7% of the install), so an extra; the
+        # test extra includes it (`make test` tests the Beam path).
+        "beam": ["apache-beam~=2.77.0"],
         # Peers used for checkpoint conversion and parity tests.
         "interop": ["tf-models-official~=2.20.0", "tf-keras~=2.20.0"],
         "test": [
+            "apache-beam~=2.77.0",
             "pytest",
             # `make test` runs the suite on both cores (whole files per worker).
             "pytest-xdist",

@@ -48,17 +48,20 @@ import _common  # noqa: E402
 _common.add_paths("tests/text")
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
 
+import beam_section  # noqa: E402
 import reader_bench  # noqa: E402
 import tokenizer_bench  # noqa: E402
 
 DEFAULTS = dict(corpus_mb=20.0, slice_mb=2.0, dupe_factor=10, workers=2, vocab_size=30522,
                 num_shards=4, tokenizer_mb=8.0, tokenizer_repeats=3, reader_batches=300,
-                reader_repeats=3, batch_size=32)
+                reader_repeats=3, batch_size=32, beam_mb=1024.0, beam_files=32,
+                beam_dupe_factor=1, beam_shards=16)
 QUICK = dict(corpus_mb=0.4, slice_mb=0.05, dupe_factor=1, workers=2, vocab_size=2000,
              num_shards=2, tokenizer_mb=0.1, tokenizer_repeats=1, reader_batches=5,
-             reader_repeats=1, batch_size=8)
+             reader_repeats=1, batch_size=8, beam_mb=0.4, beam_files=4, beam_dupe_factor=1,
+             beam_shards=2)
 # Options shared by both writers (the original script's defaults).
-WRITER_OPTIONS = dict(sequence_length=128, max_predictions_per_seq=20, masked_lm_prob=0.15,
+WRITER_OPTIONS = dict(max_seq_length=128, max_predictions_per_seq=20, masked_lm_prob=0.15,
                       short_seq_prob=0.1, random_seed=12345)
 CORPUS_VERSION = 2  # Bump when the corpus recipe changes (invalidates caches).
 MB = 2**20
@@ -93,17 +96,25 @@ def parse_args(argv):
                    "bench/results/data_bench)")
     p.add_argument("--note", default="", help="free text recorded with the results")
     p.add_argument("--json", metavar="OUT", help="also write the results as JSON")
+    p.add_argument("--beam-mb", type=float,
+                   help="Beam section: size of the resampled built-in corpus (default 1024); "
+                   "S is its first quarter")
+    p.add_argument("--beam-files", type=int, help="Beam section: its files (default 32)")
+    p.add_argument("--beam-dupe-factor", type=int, help="Beam section: --dupe-factor (default 1)")
+    p.add_argument("--beam-shards", type=int, help="Beam section: --num-shards (default 16)")
+    p.add_argument("--no-beam", action="store_true", help="skip the Beam section")
     p.add_argument("--quick", action="store_true",
                    help="tiny sizes, one repeat: a smoke test, not a measurement")
     args = p.parse_args(argv)
     for name, value in (QUICK if args.quick else DEFAULTS).items():
         if getattr(args, name) is None:
             setattr(args, name, value)
-    for name in ("corpus_mb", "slice_mb", "tokenizer_mb"):
+    for name in ("corpus_mb", "slice_mb", "tokenizer_mb", "beam_mb"):
         if getattr(args, name) <= 0:
             p.error(f"--{name.replace('_', '-')} must be > 0, got {getattr(args, name)}")
     for name in ("dupe_factor", "workers", "num_shards", "vocab_size", "tokenizer_repeats",
-                 "reader_batches", "reader_repeats", "batch_size"):
+                 "reader_batches", "reader_repeats", "batch_size", "beam_files",
+                 "beam_dupe_factor", "beam_shards"):
         if getattr(args, name) < 1:
             p.error(f"--{name.replace('_', '-')} must be >= 1, got {getattr(args, name)}")
     if 4 * args.slice_mb > args.corpus_mb:
@@ -449,6 +460,8 @@ def _fmt(value, unit):
         return "-"
     if unit == "x":
         return f"{value:.2f}x"
+    if unit == "s":
+        return f"{value:.1f}"
     if unit == "MB/s":
         return f"{value:.3f}" if value < 10 else f"{value:.1f}"
     return f"{value:,.0f}"
@@ -477,6 +490,17 @@ def format_table(rows, env, meta):
                  "shared by forked processes once per process, PSS splits them).")
     lines.append("reader: both peers read the shards our writer made from the whole corpus; "
                  "ours+dynamic re-masks in-graph.")
+    b = meta.get("beam")
+    if b:
+        hours = ", ".join(f"{n} cores {h:.2f} h" for n, h in b["extrapolated_16gb_hours"].items())
+        lines.append(
+            f"beam: ours = `--runner direct` (Apache Beam DirectRunner, multi-process, "
+            f"{b['workers']} workers), peer = `--runner local --workers {b['workers']}`; "
+            f"{b['files']} files of the resampled built-in corpus, dupe {b['dupe_factor']}, "
+            f"{b['num_shards']} shards; RSS per worker = the largest worker process's peak; "
+            "start-up and steady MB/s from the two sizes (t = start-up + MB / rate).")
+        lines.append(f"beam, EXTRAPOLATED (not measured) for a 16 GB corpus at the measured "
+                     f"per-core rate, linear scaling assumed: {hours}.")
     t = meta["tokenizer"]
     lines.append(f"tokenizer ids identical on {t['identical']:,}/{t['lines']:,} lines "
                  f"({t['excluded']:,} lines with special-token text or >100-char words "
@@ -532,13 +556,22 @@ def run(args, log=print):
         raise BenchError(f"token ids differ from HF on {tok['lines'] - tok['identical']} "
                          f"lines, e.g. {tok['differing'][:3]}")
 
-    env["loadavg_end"] = _common.loadavg()
     results = {"writer": writer, "reader": reader, "tokenizer": tok}
+    if not args.no_beam:
+        log(f"beam (DirectRunner, {args.workers} worker processes) vs local "
+            f"(--workers {args.workers}), resampled built-in corpus, dupe "
+            f"{args.beam_dupe_factor}:")
+        results["beam"] = beam_section.measure(work, vocab, args, log)
+        results["beam"]["extrapolated_16gb_hours"] = beam_section.extrapolate(results["beam"])
+    env["loadavg_end"] = _common.loadavg()
     rows = build_rows(results, args)
+    if "beam" in results:
+        rows += beam_section.rows(results["beam"], _row)
     meta = {"corpus": corpus_info, "vocab_size": vocab_size, "dupe_factor": args.dupe_factor,
             "workers": args.workers, "num_shards": args.num_shards,
             "writer_options": WRITER_OPTIONS, "tokenizer": tok,
             "slices_mb": {k: v[1] / MB for k, v in inputs.items()},
+            "beam": results.get("beam"),
             "args": vars(args)}
     table = format_table(rows, env, meta)
     log("")

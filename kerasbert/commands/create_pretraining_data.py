@@ -6,7 +6,9 @@ command runs, so `kerasbert --help` stays instant.
 """
 
 import argparse
+import contextlib
 
+from kerasbert.errors import UsageError
 from kerasbert.io_utils import output_lock
 
 
@@ -20,14 +22,20 @@ DESCRIPTION = (
 def add_arguments(parser):
     """Adds every create-pretraining-data flag to an argparse parser."""
     parser.add_argument(
-        "--input", nargs="+", required=True, metavar="INPUT",
-        help="Text files (one sentence per line with blank lines between "
+        "--input", nargs="+", default=[], metavar="INPUT",
+        help="Text files or glob patterns (one sentence per line with blank lines between "
         "documents, or plain paragraphs: blank-line separated, possibly "
         "hard-wrapped, or one per line) and/or tfds:NAME[:SPLIT]. Files must be "
         "UTF-8: one with a byte that does not decode is refused (exit 2, naming the "
         "file and the byte offset), never read with replacement characters; inputs "
-        "with no documents are refused too, and nothing is written.",
+        "with no documents are refused too, and nothing is written. A Beam --runner "
+        "also reads gs://, s3:// and hdfs:// paths.",
     )
+    parser.add_argument(
+        "--tfds", action="append", default=[], metavar="NAME[:CONFIG]/SPLIT",
+        help="A TFDS text dataset as input (repeatable), e.g. wikipedia:20230601.en/train; "
+        "its text feature is --tfds-text-key.")
+    parser.add_argument("--tfds-text-key", dest="text_field", help=argparse.SUPPRESS)
     parser.add_argument(
         "--vocab", required=True,
         help="Tokenizer files: a WordPiece vocab.txt (BERT), a SentencePiece .model "
@@ -55,21 +63,45 @@ def add_arguments(parser):
     parser.add_argument("--num-shards", type=int, default=1)
     parser.add_argument("--workers", type=int, default=1, help="Worker processes.")
     parser.add_argument("--gzip", action="store_true", help="GZIP-compressed shards (.gz).")
-    parser.add_argument("--text-field", help="Text field of a tfds: input (e.g. text).")
+    parser.add_argument("--text-field", help="Text field of a TFDS input (e.g. text); "
+                        "also spelled --tfds-text-key.")
     parser.add_argument("--input-format", choices=("auto", "sentences", "paragraphs"),
                         default="auto",
                         help="Text file layout; auto detects plain paragraphs.")
+    parser.add_argument(
+        "--runner", choices=("local", "direct", "flink", "spark", "dataflow"), default="local",
+        help="local (default): this machine, --workers processes. direct|flink|spark|dataflow: "
+        "an Apache Beam pipeline running the same code (the same records); the runner's own "
+        "options follow a lone --, e.g. `-- --project=P --region=R --temp_location=gs://B/tmp`. "
+        "With direct, --workers sets the worker processes.")
+    parser.add_argument("pipeline_args", nargs="*", metavar="-- PIPELINE_OPTION",
+                        help="Options of the Beam runner, after --.")
     parser.add_argument("--overwrite", action="store_true",
                         help="Replace existing shards in --output-dir.")
     parser.add_argument("--no-progress", action="store_true", help="No progress bar.")
     return parser
 
 
+def tfds_input(value):
+    """--tfds NAME[:CONFIG]/SPLIT -> the writer's tfds:NAME[/CONFIG]:SPLIT."""
+    name, slash, split = value.rpartition("/")
+    if not slash or not name or not split:
+        raise UsageError(f"--tfds {value!r}: expected NAME[:CONFIG]/SPLIT, e.g. "
+                         "wikipedia:20230601.en/train.")
+    return f"tfds:{name.replace(':', '/', 1)}:{split}"
+
+
 def run(args):
     """Runs the writer from parsed args; prints a one-line summary."""
     from kerasbert.data.writer import create_pretraining_data  # lazy: numpy
 
-    with output_lock(args.output_dir, kind="folder", flag="--output-dir"):
+    args.input = list(args.input) + [tfds_input(v) for v in args.tfds]
+    if not args.input:
+        raise UsageError("give --input (text files) and/or --tfds (a TFDS dataset).")
+    remote = "://" in args.output_dir
+    lock = contextlib.nullcontext() if remote else output_lock(
+        args.output_dir, kind="folder", flag="--output-dir")
+    with lock:
         meta = _create(create_pretraining_data, args)
     print(
         f"Wrote {meta['num_instances']} instances from {meta['num_documents']} "
@@ -89,4 +121,5 @@ def _create(create_pretraining_data, args):
         num_shards=args.num_shards, workers=args.workers, gzip=args.gzip,
         text_field=args.text_field, input_format=args.input_format,
         overwrite=args.overwrite, progress=not args.no_progress,
+        runner=args.runner, pipeline_args=args.pipeline_args,
     )

@@ -21,6 +21,7 @@ with replacement characters (`kerasbert.text.text_files`).
 """
 
 import contextlib
+import glob
 import os
 import re
 
@@ -132,40 +133,51 @@ def _open_text(path):
 
 
 def detect_format(path, sample_lines=1000):
+    """`detect_lines_format` of a local file's first lines."""
+    with _open_text(path) as f:
+        return detect_lines_format(f, sample_lines)
+
+
+def detect_lines_format(lines, sample_lines=1000):
     """'paragraphs' when many of the first lines hold several sentences, or
     many continue a sentence on the next line (hard-wrapped text: the line
     ends without sentence-final punctuation and the next starts in lower
-    case), else 'sentences' (the original one-sentence-per-line format)."""
-    lines = multi = wrapped = 0
+    case), else 'sentences' (the original one-sentence-per-line format).
+    Reads at most `sample_lines` non-blank lines of the iterable."""
+    count = multi = wrapped = 0
     prev = ""
-    with _open_text(path) as f:
-        for line in f:
-            line = line.strip()
-            if prev and line and line[0].islower() and not _ends_sentence(prev):
-                wrapped += 1
-            prev = line
-            if not line:
-                continue
-            lines += 1
-            multi += len(split_sentences(line)) > 1
-            if lines >= sample_lines:
-                break
-    return "paragraphs" if lines and (multi + wrapped) / lines > 0.2 else "sentences"
+    for line in lines:
+        line = line.strip()
+        if prev and line and line[0].islower() and not _ends_sentence(prev):
+            wrapped += 1
+        prev = line
+        if not line:
+            continue
+        count += 1
+        multi += len(split_sentences(line)) > 1
+        if count >= sample_lines:
+            break
+    return "paragraphs" if count and (multi + wrapped) / count > 0.2 else "sentences"
 
 
 def iter_sentence_file(path):
-    """Original format: one sentence per line, blank line between docs."""
+    """Original format of a local file (`sentence_documents`)."""
     with _open_text(path) as f:
-        doc = []
-        for line in f:
-            line = line.strip()
-            if line:
-                doc.append(line)
-            elif doc:
-                yield doc
-                doc = []
-        if doc:
+        yield from sentence_documents(f)
+
+
+def sentence_documents(lines):
+    """Original format: one sentence per line, blank line between docs."""
+    doc = []
+    for line in lines:
+        line = line.strip()
+        if line:
+            doc.append(line)
+        elif doc:
             yield doc
+            doc = []
+    if doc:
+        yield doc
 
 
 # Scripts written without spaces between words: a line break between two of
@@ -225,19 +237,41 @@ def _paragraph_documents(block):
 
 
 def iter_paragraph_file(path):
+    """Plain paragraphs of a local file (`paragraph_documents`)."""
+    with _open_text(path) as f:
+        yield from paragraph_documents(f)
+
+
+def paragraph_documents(lines):
     """Plain paragraphs, separated by blank lines, possibly hard-wrapped:
     one document per paragraph (see the module docstring)."""
-    with _open_text(path) as f:
-        block = []
-        for line in f:
-            line = line.strip()
-            if line:
-                block.append(line)
-                if len(block) < MAX_PARAGRAPH_LINES:
-                    continue
-            yield from _paragraph_documents(block)
-            block = []
+    block = []
+    for line in lines:
+        line = line.strip()
+        if line:
+            block.append(line)
+            if len(block) < MAX_PARAGRAPH_LINES:
+                continue
         yield from _paragraph_documents(block)
+        block = []
+    yield from _paragraph_documents(block)
+
+
+def file_documents(path, input_format="auto", open_lines=None):
+    """Documents of one text file, in the file's order.
+
+    open_lines: path -> a context manager over the file's text lines (the
+    Beam driver opens through Beam's file systems: GCS, S3, HDFS); local
+    files by default. With input_format "auto" the file is opened twice:
+    once to sample its format, once to read it."""
+    open_lines = open_lines or _open_text
+    fmt = input_format
+    if fmt == "auto":
+        with open_lines(path) as f:
+            fmt = detect_lines_format(f)
+    parse = paragraph_documents if fmt == "paragraphs" else sentence_documents
+    with open_lines(path) as f:
+        yield from parse(f)
 
 
 def parse_tfds_spec(spec):
@@ -251,20 +285,47 @@ def parse_tfds_spec(spec):
     return name, split or "train"
 
 
-def iter_tfds(spec, text_field):
-    """Each example of a TFDS text dataset is a document: its `text_field`
-    split into paragraphs at newlines, then into sentences."""
+def _load_tfds(spec, split=None):
+    """(tf.data.Dataset, builder info) of a tfds: input, its split or `split`."""
     import tensorflow_datasets as tfds
 
-    name, split = parse_tfds_spec(spec)
-    if not text_field:
-        raise UsageError(f"{spec} needs --text-field (e.g. --text-field text).")
+    name, default_split = parse_tfds_spec(spec)
+    split = split or default_split
     try:
-        dataset = tfds.load(name, split=split, shuffle_files=False)
+        return tfds.load(name, split=split, shuffle_files=False, with_info=True)
     except Exception as err:  # DatasetNotFoundError, bad split, ...
         if type(err).__name__ == "DatasetNotFoundError" or "not found" in str(err).lower():
             raise UsageError(f"Unknown TFDS dataset {name!r} (from {spec!r}).") from None
         raise UsageError(f"Cannot load TFDS dataset {name!r} split {split!r}: {err}") from None
+
+
+def tfds_num_examples(spec):
+    """Examples in a tfds: input's split, from the dataset's info (or the
+    dataset's known cardinality); None when the split is already a slice
+    ("train[:10%]") or its size is unknown: it is then read as one piece."""
+    name, split = parse_tfds_spec(spec)
+    if "[" in split:
+        return None
+    dataset, info = _load_tfds(spec)
+    if split in info.splits and info.splits[split].num_examples:
+        return info.splits[split].num_examples
+    count = int(dataset.cardinality())
+    return count if count >= 0 else None
+
+
+def tfds_examples(spec, text_field, start=None, stop=None):
+    """The document of each example of a TFDS text dataset, in order: its
+    `text_field` split into paragraphs at newlines, then into sentences;
+    [] for an example without text (kept, so callers can count examples).
+    start/stop read the examples [start, stop) of the split only."""
+    name, split = parse_tfds_spec(spec)
+    if not text_field:
+        raise UsageError(f"{spec} needs --text-field (e.g. --text-field text).")
+    if start is not None:
+        split = f"{split}[{start}:{stop}]"
+    dataset, _ = _load_tfds(spec, split)
+    import tensorflow_datasets as tfds
+
     for example in tfds.as_numpy(dataset):
         if text_field not in example:
             raise UsageError(
@@ -277,8 +338,31 @@ def iter_tfds(spec, text_field):
         doc = []
         for paragraph in str(text).split("\n"):
             doc.extend(split_sentences(paragraph))
-        if doc:
-            yield doc
+        yield doc
+
+
+def iter_tfds(spec, text_field):
+    """Each example of a TFDS text dataset with text is a document."""
+    return (doc for doc in tfds_examples(spec, text_field) if doc)
+
+
+def is_glob(spec):
+    return any(c in spec for c in "*?[")
+
+
+def expand_inputs(inputs):
+    """Local glob patterns among the inputs -> their files, sorted; other
+    inputs unchanged. A pattern that matches nothing is refused."""
+    out = []
+    for spec in inputs:
+        if spec.startswith("tfds:") or not is_glob(spec) or os.path.exists(spec):
+            out.append(spec)
+            continue
+        found = sorted(p for p in glob.glob(spec) if os.path.isfile(p))
+        if not found:
+            raise UsageError(f"--input {spec}: no file matches the pattern.")
+        out.extend(found)
+    return out
 
 
 def check_inputs(inputs, text_field=None):
@@ -304,17 +388,17 @@ def check_text_files(inputs):
         check_utf8_text(files, require_text=len(files) == len(inputs), nothing="no documents")
 
 
+def input_documents(spec, text_field=None, input_format="auto"):
+    """The documents of one input (a text file or tfds: spec), in order."""
+    if spec.startswith("tfds:"):
+        return iter_tfds(spec, text_field)
+    return file_documents(spec, input_format)
+
+
 def iter_documents(inputs, text_field=None, input_format="auto"):
     """Yields documents (lists of sentence strings) from every input in order."""
     if input_format not in FORMATS:
         raise UsageError(f"Unknown input format {input_format!r}; expected one of {FORMATS}.")
     check_inputs(inputs, text_field)
     for spec in inputs:
-        if spec.startswith("tfds:"):
-            yield from iter_tfds(spec, text_field)
-            continue
-        fmt = detect_format(spec) if input_format == "auto" else input_format
-        if fmt == "paragraphs":
-            yield from iter_paragraph_file(spec)
-        else:
-            yield from iter_sentence_file(spec)
+        yield from input_documents(spec, text_field, input_format)

@@ -16,7 +16,7 @@ def _positive(value):
     return value is not None and math.isfinite(value) and value > 0
 
 
-@pytest.mark.slow  # 76 s; `make bench` runs it for real
+@pytest.mark.slow  # about 2 minutes; `make bench` runs it for real
 def test_quick_run_produces_all_rows(bench, tmp_path, capsys):
     out = tmp_path / "results" / "data.json"
     payload = bench.main(["--quick", "--work-dir", str(tmp_path / "work"), "--json", str(out),
@@ -28,15 +28,25 @@ def test_quick_run_produces_all_rows(bench, tmp_path, capsys):
         "input MB/s", "input MB/s", "peak RSS", "peak RSS", "peak RSS growth", "peak PSS",
         "peak PSS", "peak PSS growth", "input MB/s", "peak RSS", "peak PSS", "examples/s",
         "examples/s, ours dynamic", "MB/s",
+        # Beam (direct) against the local writer, at S and 4S, then growth,
+        # per-core rate and start-up.
+        "input MB/s", "peak RSS per worker", "peak RSS of the driver",
+        "input MB/s", "peak RSS per worker", "peak RSS of the driver",
+        "peak RSS per worker growth", "steady input MB/s per core", "fixed start-up cost",
     ]
     assert len(rows) == len(expected_prefixes), names
     for row, prefix in zip(rows, expected_prefixes):
         assert row["row"].startswith(prefix), (row["row"], prefix)
+        if row["row"].startswith("fixed start-up"):  # may be 0 at these sizes
+            assert row["ours"] is not None and row["ours"] >= 0, row
+            continue
         assert _positive(row["ours"]), row
     # Every row but the whole-corpus writer rows (ours only) has a peer and a ratio.
     for row in rows:
         if row["section"] == "writer" and row["peer"] is None:
             assert row["row"].startswith(("input MB/s", "peak RSS", "peak PSS")), row
+            continue
+        if row["row"].startswith("fixed start-up"):
             continue
         assert _positive(row["peer"]), row
         assert _positive(row["ratio"]), row
@@ -48,6 +58,12 @@ def test_quick_run_produces_all_rows(bench, tmp_path, capsys):
     for who, key in (("ours", "S"), ("ours", "4S"), ("ours", "full"), ("peer", "S"),
                      ("peer", "4S")):
         assert writer[who][key]["instances"] > 0, (who, key)
+    beam = payload["results"]["beam"]
+    for key in ("S", "4S"):  # Both runners wrote the same number of instances.
+        assert beam["runs"][f"direct-{key}"]["instances"] == beam["runs"][f"local-{key}"][
+            "instances"] > 0
+        assert beam["runs"][f"direct-{key}"]["workers_seen"] >= 2
+    assert all(h > 0 for h in beam["extrapolated_16gb_hours"].values())
     tok = payload["results"]["tokenizer"]
     assert tok["lines"] > 0 and tok["identical"] == tok["lines"]
     assert payload["meta"]["corpus"]["multilingual_documents"] > 0

@@ -8,6 +8,7 @@ import sys
 import numpy as np
 import pytest
 
+from kerasbert.data import chunks
 from kerasbert.data import writer
 from kerasbert.errors import UsageError
 
@@ -76,17 +77,17 @@ def test_deterministic_for_a_seed_and_across_workers(files, tmp_path):
 
 
 def test_failure_leaves_no_final_shard_or_metadata(files, tmp_path, monkeypatch):
-    real = writer.iter_documents
+    real = writer.input_chunks
 
     def failing(*args, **kwargs):
-        for i, doc in enumerate(real(*args, **kwargs)):
-            if i == 200:
+        for i, chunk in enumerate(real(*args, **kwargs)):
+            if i == 3:
                 raise RuntimeError("disk on fire")
-            yield doc
+            yield chunk
 
-    monkeypatch.setattr(writer, "CHUNK_DOCS", 16)
+    monkeypatch.setattr(chunks, "CHUNK_DOCS", 16)
     monkeypatch.setattr(writer, "SHUFFLE_BUFFER", 10)  # Records reach the shards.
-    monkeypatch.setattr(writer, "iter_documents", failing)
+    monkeypatch.setattr(writer, "input_chunks", failing)
     with pytest.raises(RuntimeError, match="disk on fire"):
         run(files, tmp_path, num_shards=2)
     assert os.listdir(tmp_path) == []
@@ -95,7 +96,7 @@ def test_failure_leaves_no_final_shard_or_metadata(files, tmp_path, monkeypatch)
 def test_failure_keeps_previous_output(files, tmp_path, monkeypatch):
     run(files, tmp_path, num_shards=2)
     before = shard_bytes(tmp_path)
-    monkeypatch.setattr(writer, "iter_documents", lambda *a, **k: iter([["x"]] + [None]))
+    monkeypatch.setattr(writer, "input_chunks", lambda *a, **k: iter([[["x"]], None]))
     with pytest.raises(TypeError):
         run(files, tmp_path, num_shards=2, overwrite=True)
     assert shard_bytes(tmp_path) == before

@@ -1,0 +1,409 @@
+"""Pretraining data at corpus scale: the local writer's chunks on Apache Beam.
+
+`create-pretraining-data --runner direct|flink|spark|dataflow` runs this
+pipeline. It executes the same unit of work as `--runner local`
+(kerasbert.data.chunks: chunk boundaries and seeds depend only on each
+input's content), so both write the same multiset of tf.train.Examples
+byte for byte; only their order differs.
+
+    sources        text files matched by Beam's file systems (local, gs://,
+                   s3://, hdfs://) and TFDS example ranges of 4096
+      | Reshuffle  spread the sources over the workers
+      | ParDo      each source's chunks -> ChunkMaker -> framed records;
+                   every record gets a key, a keyed hash of its bytes (so a
+                   fixed pseudo-random position), and goes to shard
+                   key % num_shards; a worker buffers records per shard and
+                   writes them as "piece" files (at most FLUSH_BYTES held)
+      | GroupByKey only (piece path, count) pairs travel through the
+                   runner's shuffle, never the records
+      | Map        per shard: read its pieces, sort by key (a global
+                   shuffle), write the shard under a temporary name
+    counts         per-shard record counts and the document count, written
+                   by the pipeline into its temporary folder
+
+Then this process (the driver) checks the counts, renames the shards to
+their final names and writes metadata.json last, from the pipeline's own
+counts. A failed or interrupted pipeline leaves only a hidden temporary
+folder, which no reader looks at and the next writer removes; earlier
+output is untouched until the commit. Shard bytes depend only on the
+inputs and settings, not on the runner or the number of workers.
+
+A source is a whole file: a Beam run parallelises over input files (the
+usual sharded corpus; split one huge file first, e.g. `split -n l/64`) and
+over TFDS example ranges. Memory: a worker holds one chunk and at most
+FLUSH_BYTES of records; the shard stage holds one shard (choose
+--num-shards so a shard is a few hundred MB).
+"""
+
+import contextlib
+import gzip as gzip_lib
+import hashlib
+import importlib.util
+import io
+import json
+import os
+import re
+import struct
+import time
+import uuid
+
+import apache_beam as beam
+from apache_beam.io.filesystems import CompressionTypes
+from apache_beam.io.filesystems import FileSystems
+from apache_beam.options.pipeline_options import PipelineOptions
+from apache_beam.transforms.window import GlobalWindows
+
+from kerasbert.data import metadata as meta_lib
+from kerasbert.data.chunks import CHUNK_DOCS
+from kerasbert.data.chunks import ChunkMaker
+from kerasbert.data.chunks import input_chunks
+from kerasbert.data.chunks import split_framed
+from kerasbert.data.pretraining_run import check_output_dir
+from kerasbert.data.pretraining_run import check_produced
+from kerasbert.data.pretraining_run import shard_name
+from kerasbert.data.text_input import check_text_files
+from kerasbert.data.text_input import parse_tfds_spec
+from kerasbert.data.text_input import tfds_num_examples
+from kerasbert.errors import UsageError
+
+BEAM_RUNNERS = {
+    "direct": "DirectRunner",
+    "flink": "FlinkRunner",
+    "spark": "SparkRunner",
+    "dataflow": "DataflowRunner",
+}
+# Options a runner cannot do without (Beam would otherwise start an embedded
+# cluster by downloading a job server, or fail late on the service).
+REQUIRED_OPTIONS = {
+    "flink": ("flink_master",),
+    "spark": ("spark_master_url",),
+    "dataflow": ("project", "region", "temp_location"),
+}
+TFDS_RANGE = 64 * CHUNK_DOCS  # Examples per TFDS source (a multiple of CHUNK_DOCS).
+FLUSH_BYTES = 64 << 20  # Records a worker holds before writing pieces.
+_KEY_BYTES = 8
+
+
+# ------------------------------------------------------------ configuration
+
+
+def _installed(module):
+    try:
+        return importlib.util.find_spec(module) is not None
+    except ModuleNotFoundError:  # its parent package is missing
+        return False
+
+
+def _option_given(args, name):
+    return any(a == f"--{name}" or a.startswith(f"--{name}=") for a in args)
+
+
+def pipeline_options(runner, workers, pipeline_args):
+    """Beam PipelineOptions for --runner; UsageError naming a missing
+    package or option of that runner."""
+    args = list(pipeline_args)
+    if _option_given(args, "runner"):
+        raise UsageError("give the runner as --runner (direct, flink, spark, dataflow), "
+                         "not as a pipeline option.")
+    for name in REQUIRED_OPTIONS.get(runner, ()):
+        if not _option_given(args, name):
+            raise UsageError(
+                f"--runner {runner} needs the pipeline option --{name}=... "
+                f"(pass it after the other flags: -- --{name}=VALUE).")
+    if runner == "dataflow":
+        if not _installed("google.cloud.storage"):  # apache-beam[gcp]
+            raise UsageError(
+                "--runner dataflow needs apache-beam's Google Cloud extra, which is not "
+                "installed: pip install 'apache-beam[gcp]'.")
+    if runner == "direct":
+        if not _option_given(args, "direct_num_workers"):
+            args.append(f"--direct_num_workers={workers}")
+        if not _option_given(args, "direct_running_mode"):
+            mode = "multi_processing" if workers > 1 else "in_memory"
+            args.append(f"--direct_running_mode={mode}")
+    return PipelineOptions([f"--runner={BEAM_RUNNERS[runner]}", *args])
+
+
+def _is_remote(path):
+    return "://" in path
+
+
+def _check_paths(runner, inputs, output_dir):
+    if runner == "dataflow":
+        for path in [output_dir] + [i for i in inputs if not i.startswith("tfds:")]:
+            if not _is_remote(path):
+                raise UsageError(
+                    f"--runner dataflow reads and writes through Cloud Storage: {path} is a "
+                    "local path (use gs://BUCKET/...).")
+
+
+# ------------------------------------------------------------ sources
+
+
+def match_sources(inputs, text_field):
+    """The pipeline's sources: ("file", path) for every file a pattern
+    matches (through Beam's file systems), ("tfds", spec, start, stop) per
+    TFDS_RANGE examples. UsageError for a pattern that matches nothing."""
+    sources = []
+    for spec in inputs:
+        if spec.startswith("tfds:"):
+            parse_tfds_spec(spec)
+            if not text_field:
+                raise UsageError(f"{spec} needs --text-field (e.g. --text-field text).")
+            total = tfds_num_examples(spec)
+            if total is None:
+                sources.append(("tfds", spec, None, None))
+            else:
+                sources.extend(("tfds", spec, start, min(start + TFDS_RANGE, total))
+                               for start in range(0, total, TFDS_RANGE))
+            continue
+        try:
+            found = FileSystems.match([spec])[0].metadata_list
+        except Exception as err:  # BeamIOError: no such bucket, no credentials, ...
+            raise UsageError(f"--input {spec}: cannot list it: {err}") from None
+        files = sorted(m.path for m in found if not m.path.endswith("/"))
+        if not files:
+            raise UsageError(f"--input {spec}: no file matches it (Input file not found).")
+        sources.extend(("file", path) for path in files)
+    return sources
+
+
+@contextlib.contextmanager
+def _beam_lines(path):
+    """Text lines of a file opened through Beam's file systems (a .gz or
+    .bz2 name is decompressed), strict UTF-8 with the error naming the
+    file."""
+    raw = FileSystems.open(path)
+    try:
+        yield _strict_lines(io.TextIOWrapper(raw, encoding="utf-8-sig"), path)
+    finally:
+        raw.close()
+
+
+def _strict_lines(text, path):
+    number = 0
+    try:
+        for number, line in enumerate(text, 1):
+            yield line
+    except UnicodeDecodeError as err:
+        raise UsageError(
+            f"{path}: not UTF-8 text: byte 0x{err.object[err.start]:02x} after line "
+            f"{number} does not decode; convert the file to UTF-8 "
+            "(e.g. iconv -f LATIN1 -t UTF-8).") from None
+
+
+def source_chunks(source, text_field, input_format):
+    """The chunks of one source, exactly as the local writer cuts them."""
+    if source[0] == "tfds":
+        _, spec, start, stop = source
+        return input_chunks(spec, text_field, start=start, stop=stop)
+    return input_chunks(source[1], input_format=input_format, open_lines=_beam_lines)
+
+
+# ------------------------------------------------------------ records
+
+
+def record_key(record, seed):
+    """A record's sort key: a keyed hash of its bytes (the global shuffle)."""
+    return hashlib.blake2b(record, digest_size=_KEY_BYTES,
+                           key=seed.to_bytes(16, "little", signed=True)).digest()
+
+
+def read_piece(data):
+    """A piece file's bytes -> [key + framed record], as written."""
+    out, pos = [], 0
+    while pos < len(data):
+        (length,) = struct.unpack_from("<Q", data, pos + _KEY_BYTES)
+        end = pos + _KEY_BYTES + 16 + length
+        out.append(data[pos:end])
+        pos = end
+    return out
+
+
+def _write_file(path, data):
+    with FileSystems.create(path, compression_type=CompressionTypes.UNCOMPRESSED) as f:
+        f.write(data)
+
+
+def _read_file(path):
+    with FileSystems.open(path, compression_type=CompressionTypes.UNCOMPRESSED) as f:
+        return f.read()
+
+
+class MakePieces(beam.DoFn):
+    """Sources -> piece files of keyed, framed records, per shard.
+
+    Main output: (shard, (piece path, count)); tagged "documents": the
+    number of documents of each source."""
+
+    def __init__(self, config, text_field, input_format, temp_dir, num_shards):
+        self.config = config
+        self.text_field, self.input_format = text_field, input_format
+        self.temp_dir, self.num_shards = temp_dir, num_shards
+
+    def setup(self):
+        import tensorflow as tf
+
+        # One thread per worker: Beam runs a worker per core already.
+        with contextlib.suppress(RuntimeError):  # TF already running here
+            tf.config.threading.set_intra_op_parallelism_threads(1)
+            tf.config.threading.set_inter_op_parallelism_threads(1)
+        self.maker = ChunkMaker(self.config)
+
+    def start_bundle(self):
+        self.buffers = [[] for _ in range(self.num_shards)]
+        self.held = 0
+
+    def process(self, source):
+        seed = self.config["random_seed"]
+        documents = 0
+        for chunk in source_chunks(source, self.text_field, self.input_format):
+            documents += len(chunk)
+            for record in split_framed(*self.maker.framed(chunk)):
+                key = record_key(record, seed)
+                self.buffers[int.from_bytes(key, "big") % self.num_shards].append(key + record)
+                self.held += len(record) + _KEY_BYTES
+            if self.held >= FLUSH_BYTES:
+                yield from self.flush()
+        yield beam.pvalue.TaggedOutput("documents", documents)
+
+    def finish_bundle(self):
+        for piece in self.flush():
+            yield GlobalWindows.windowed_value(piece)
+
+    def flush(self):
+        for shard, records in enumerate(self.buffers):
+            if records:
+                path = f"{self.temp_dir}/pieces/{shard:05d}-{uuid.uuid4().hex}.bin"
+                _write_file(path, b"".join(records))
+                yield shard, (path, len(records))
+        self.buffers = [[] for _ in range(self.num_shards)]
+        self.held = 0
+
+
+def write_shard(element, temp_dir, names, gzip):
+    """(shard, [piece or None]) -> (shard file name, records): the shard's
+    records sorted by key, written to the temporary folder."""
+    shard, pieces = element
+    records = []
+    for path, _ in sorted(p for p in pieces if p is not None):
+        records.extend(read_piece(_read_file(path)))
+    records.sort()
+    body = b"".join(r[_KEY_BYTES:] for r in records)
+    if gzip:
+        # No file name or time stamp in the header: reproducible bytes, as
+        # the local writer's.
+        out = io.BytesIO()
+        with gzip_lib.GzipFile(filename="", mode="wb", fileobj=out, compresslevel=6,
+                               mtime=0) as g:
+            g.write(body)
+        body = out.getvalue()
+    _write_file(f"{temp_dir}/shards/{names[shard]}", body)
+    return names[shard], len(records)
+
+
+def _write_json(value, path):
+    _write_file(path, json.dumps(value).encode("utf-8"))
+
+
+def build_pipeline(pipeline, run, sources, temp_dir, names):
+    """Adds the pipeline's transforms to `pipeline` (see the module doc)."""
+    o = run.options
+    make = MakePieces(run.config, o["text_field"], o["input_format"], temp_dir,
+                                 len(names))
+    made = (
+        pipeline
+        | "Sources" >> beam.Create(sources)
+        | "Spread" >> beam.Reshuffle()
+        | "MakePieces" >> beam.ParDo(make).with_outputs("documents", main="pieces"))
+    every_shard = pipeline | "EveryShard" >> beam.Create([(i, None) for i in range(len(names))])
+    counts = (
+        (made.pieces, every_shard)
+        | "Join" >> beam.Flatten()
+        | "ByShard" >> beam.GroupByKey()
+        | "WriteShards" >> beam.Map(write_shard, temp_dir, names, o["gzip"]))
+    (counts | "AllCounts" >> beam.combiners.ToList()
+     | "WriteCounts" >> beam.Map(_write_json, f"{temp_dir}/counts.json"))
+    (made.documents | "Documents" >> beam.CombineGlobally(sum)
+     | "WriteDocuments" >> beam.Map(_write_json, f"{temp_dir}/documents.json"))
+
+
+# ------------------------------------------------------------ driver
+
+
+def _final_files(output_dir):
+    found = FileSystems.match([f"{output_dir}/part-*-of-*.tfrecord*"])[0].metadata_list
+    meta = f"{output_dir}/{meta_lib.METADATA_FILE}"
+    return sorted(m.path for m in found) + ([meta] if FileSystems.exists(meta) else [])
+
+
+def _worker_error(err):
+    """The UsageError a worker raised (Beam wraps it in its own exception
+    with the remote traceback), or None."""
+    found = re.findall(r"UsageError: (.+)", str(err))
+    return UsageError(found[-1].strip()) if found else None
+
+
+def write(run, output_dir, *, overwrite=False, pipeline_args=(), progress=True):
+    """Runs the pipeline for a pretraining_run.Run; commits the shards and writes
+    metadata.json. Returns the metadata dict."""
+    o = run.options
+    runner = o["runner"]
+    options = pipeline_options(runner, o["workers"], pipeline_args)
+    output_dir = output_dir.rstrip("/")
+    _check_paths(runner, run.inputs, output_dir)
+    sources = match_sources(run.inputs, o["text_field"])
+    local = not _is_remote(output_dir)
+    if local:
+        # Local files are checked before anything is written, as `local`
+        # does; remote ones fail the pipeline, which commits nothing.
+        check_text_files([s[1] for s in sources if s[0] == "file" and not _is_remote(s[1])]
+                         + [spec for spec in run.inputs if spec.startswith("tfds:")])
+        check_output_dir(output_dir, overwrite)
+        created = not os.path.exists(output_dir)
+        os.makedirs(output_dir, exist_ok=True)
+    else:
+        created = False
+        if _final_files(output_dir) and not overwrite:
+            raise UsageError(f"--output-dir {output_dir} already holds pretraining data; "
+                             "pass --overwrite or pick another folder.")
+    names = [shard_name(i, o["num_shards"], o["gzip"]) for i in range(o["num_shards"])]
+    temp_dir = f"{output_dir}/.beam.tmp-{uuid.uuid4().hex}"
+    started = time.time()
+    try:
+        try:
+            with beam.Pipeline(options=options) as pipeline:
+                build_pipeline(pipeline, run, sources, temp_dir, names)
+        except UsageError:
+            raise
+        except Exception as err:
+            usage = _worker_error(err)
+            if usage is not None:
+                raise usage from None
+            raise
+        counts = dict(json.loads(_read_file(f"{temp_dir}/counts.json")))
+        num_docs = json.loads(_read_file(f"{temp_dir}/documents.json"))
+        check_produced(num_docs, sum(counts.values()), run.inputs)
+        # Commit: older output goes first (metadata before shards, so no
+        # metadata ever describes the wrong shards), then the renames, then
+        # metadata.json from the pipeline's counts.
+        for old in reversed(_final_files(output_dir)):
+            if os.path.basename(old) not in counts:
+                FileSystems.delete([old])
+        FileSystems.rename([f"{temp_dir}/shards/{n}" for n in names],
+                           [f"{output_dir}/{n}" for n in names])
+    except BaseException:
+        with contextlib.suppress(Exception):
+            FileSystems.delete([temp_dir])
+        if created:
+            with contextlib.suppress(OSError):
+                os.rmdir(output_dir)
+        raise
+    with contextlib.suppress(Exception):
+        FileSystems.delete([temp_dir])
+    metadata = run.metadata({n: counts[n] for n in names}, num_docs, time.time() - started)
+    if local:
+        meta_lib.write_metadata(output_dir, metadata)
+    else:
+        _write_json(metadata, f"{output_dir}/{meta_lib.METADATA_FILE}")
+    return metadata
