@@ -103,6 +103,8 @@ def parse_args(argv):
     p.add_argument("--beam-dupe-factor", type=int, help="Beam section: --dupe-factor (default 1)")
     p.add_argument("--beam-shards", type=int, help="Beam section: --num-shards (default 16)")
     p.add_argument("--no-beam", action="store_true", help="skip the Beam section")
+    p.add_argument("--beam-only", action="store_true",
+                   help="only the Beam section (no peer writer, reader or tokenizer runs)")
     p.add_argument("--quick", action="store_true",
                    help="tiny sizes, one repeat: a smoke test, not a measurement")
     args = p.parse_args(argv)
@@ -117,6 +119,8 @@ def parse_args(argv):
                  "beam_dupe_factor", "beam_shards"):
         if getattr(args, name) < 1:
             p.error(f"--{name.replace('_', '-')} must be >= 1, got {getattr(args, name)}")
+    if args.beam_only and args.no_beam:
+        p.error("--beam-only and --no-beam leave nothing to run")
     if 4 * args.slice_mb > args.corpus_mb:
         p.error(f"4 x --slice-mb ({4 * args.slice_mb:g}) exceeds --corpus-mb {args.corpus_mb:g}")
     return args
@@ -502,9 +506,10 @@ def format_table(rows, env, meta):
         lines.append(f"beam, EXTRAPOLATED (not measured) for a 16 GB corpus at the measured "
                      f"per-core rate, linear scaling assumed: {hours}.")
     t = meta["tokenizer"]
-    lines.append(f"tokenizer ids identical on {t['identical']:,}/{t['lines']:,} lines "
-                 f"({t['excluded']:,} lines with special-token text or >100-char words "
-                 "excluded: known divergences).")
+    if t:
+        lines.append(f"tokenizer ids identical on {t['identical']:,}/{t['lines']:,} lines "
+                     f"({t['excluded']:,} lines with special-token text or >100-char words "
+                     "excluded: known divergences).")
     lines.append(
         "env: " + " ".join(f"{k}={env.get(k)}" for k in (
             "tensorflow", "tensorflow_text", "tf_models_official", "tokenizers", "python",
@@ -515,13 +520,8 @@ def format_table(rows, env, meta):
     return "\n".join(lines)
 
 
-def run(args, log=print):
-    work = pathlib.Path(args.work_dir) / ("quick" if args.quick else "default")
-    work.mkdir(parents=True, exist_ok=True)
-    corpus, corpus_info = prepare_corpus(work, args.corpus_mb, log)
-    vocab, vocab_size = prepare_vocab(corpus, work, args.vocab_size, log)
-    env = environment(args)
-
+def peer_sections(work, corpus, vocab, args, log):
+    """The writer, reader and tokenizer sections: (results, slices)."""
     inputs = {}
     for key, mb in (("S", args.slice_mb), ("4S", 4 * args.slice_mb)):
         path = work / f"slice-{key}.txt"
@@ -555,8 +555,18 @@ def run(args, log=print):
     if tok["identical"] != tok["lines"]:
         raise BenchError(f"token ids differ from HF on {tok['lines'] - tok['identical']} "
                          f"lines, e.g. {tok['differing'][:3]}")
+    return {"writer": writer, "reader": reader, "tokenizer": tok}, inputs
 
-    results = {"writer": writer, "reader": reader, "tokenizer": tok}
+
+def run(args, log=print):
+    work = pathlib.Path(args.work_dir) / ("quick" if args.quick else "default")
+    work.mkdir(parents=True, exist_ok=True)
+    corpus, corpus_info = prepare_corpus(work, args.corpus_mb, log)
+    vocab, vocab_size = prepare_vocab(corpus, work, args.vocab_size, log)
+    env = environment(args)
+
+    results, inputs = ({}, {}) if args.beam_only else peer_sections(
+        work, corpus, vocab, args, log)
     if not args.no_beam:
         log(f"beam (DirectRunner, {args.workers} worker processes) vs local "
             f"(--workers {args.workers}), resampled built-in corpus, dupe "
@@ -564,12 +574,12 @@ def run(args, log=print):
         results["beam"] = beam_section.measure(work, vocab, args, log)
         results["beam"]["extrapolated_16gb_hours"] = beam_section.extrapolate(results["beam"])
     env["loadavg_end"] = _common.loadavg()
-    rows = build_rows(results, args)
+    rows = [] if args.beam_only else build_rows(results, args)
     if "beam" in results:
         rows += beam_section.rows(results["beam"], _row)
     meta = {"corpus": corpus_info, "vocab_size": vocab_size, "dupe_factor": args.dupe_factor,
             "workers": args.workers, "num_shards": args.num_shards,
-            "writer_options": WRITER_OPTIONS, "tokenizer": tok,
+            "writer_options": WRITER_OPTIONS, "tokenizer": results.get("tokenizer"),
             "slices_mb": {k: v[1] / MB for k, v in inputs.items()},
             "beam": results.get("beam"),
             "args": vars(args)}

@@ -82,7 +82,11 @@ def parse_args(argv):
                    help="seconds of calls per measurement (at least 3 calls)")
     p.add_argument("--json", default=None, help="write the results here")
     p.add_argument("--profile", default=None,
-                   help="write a TensorFlow profiler trace of (a) at batch 32 here")
+                   help="write TensorFlow profiler traces here (one per profiled path) and "
+                   "print where each call's time goes (bench/trace_summary.py)")
+    p.add_argument("--profile-only", action="store_true",
+                   help="with --profile: no timing runs, only the traces of (a) plain, "
+                   "(b) predict and (c) at batch 1, and (a) at the largest batch")
     p.add_argument("--workdir", default=None, help="keep the exports here")
     args = p.parse_args(argv)
     settings = dict(QUICK if args.quick else FULL)
@@ -94,6 +98,9 @@ def parse_args(argv):
         if size not in SIZES:
             raise _common.BenchError(f"unknown size {size!r}; choose from {', '.join(SIZES)}")
     args.settings = settings
+    if args.profile_only and not args.profile:
+        raise _common.BenchError("--profile-only needs --profile DIR")
+    settings["profile_only"] = args.profile_only
     return args
 
 
@@ -377,6 +384,11 @@ def measure_case(size, length, root, vocab_path, settings, profile=None):
 
     batches = settings["batches"] if length <= 128 else settings["long_batches"]
     budget = settings["budget"] * (1 if length <= 128 else 2)
+    if settings.get("profile_only"):
+        result["profile"] = profile_paths(
+            paths, texts, profile, f"{size}_{length}",
+            [("a_plain", 1), ("b_predict", 1), ("c_token_ids", 1), ("a_plain", batches[-1])])
+        return result
     table = {}
     for name, fn in paths.items():
         if length > 128 and name in LONG_SKIPPED:
@@ -424,14 +436,36 @@ def measure_case(size, length, root, vocab_path, settings, profile=None):
                             best: cold_start(COLD_OURS, exports[best[2:]]),
                             "b_keras_hub": cold_start(COLD_HUB, hub_file)}
     if profile:
-        import tensorflow as tf
-
-        pool = batch_pool(texts, 32 if 32 in batches else batches[-1], settings["pool"])
-        tf.profiler.experimental.start(os.path.join(profile, f"{size}_{length}"))
-        for batch in pool:
-            paths[best](batch)
-        tf.profiler.experimental.stop()
+        result["profile"] = profile_paths(paths, texts, profile, f"{size}_{length}",
+                                          [(best, b) for b in batches])
     return result
+
+
+def profile_paths(paths, texts, root, case, plan, calls=3):
+    """Traces `calls` calls of each (path, batch) of `plan` (after a warm
+    call) into root/case/path_bBATCH; returns {that name: wall ms per call
+    and trace_summary.summarize's op times}."""
+    import tensorflow as tf
+
+    import trace_summary
+
+    out = {}
+    for name, batch in plan:
+        pool = batch_pool(texts, batch, calls)
+        paths[name](pool[0])
+        trace_dir = os.path.join(root, case, f"{name}_b{batch}")
+        tf.profiler.experimental.start(trace_dir)
+        start = time.perf_counter()
+        for texts_batch in pool:
+            paths[name](texts_batch)
+        wall = (time.perf_counter() - start) / len(pool)
+        tf.profiler.experimental.stop()
+        summary = trace_summary.summarize(trace_dir)
+        summary["op_ms"] = {k: round(v / len(pool), 1) for k, v in summary["op_ms"].items()}
+        out[f"{name}_b{batch}"] = {"wall_ms_per_call": round(wall * 1e3, 1), **summary}
+        print(f"  trace {name} b{batch}: {wall * 1e3:.1f} ms/call; op ms/call "
+              f"{json.dumps(summary['op_ms'])}", flush=True)
+    return out
 
 
 def goals(result):
@@ -485,12 +519,14 @@ def run(args):
             [corpus], settings["vocab_size"]), vocab_path)
         for size, length in args.cases:
             result = measure_case(size, length, root, vocab_path, settings, args.profile)
+            results["cases"].append(result)
+            if settings["profile_only"]:
+                continue
             result["goals"] = goals(result)
             entry = measured_entry(result)
             result["batching"] = {"measured_entry": entry,
                                   "parameters": batching_parameters(entry["throughput"],
                                                                     entry["best_threads"])}
-            results["cases"].append(result)
             print(f"  best ours: {result['best_ours']}; goals {json.dumps(result['goals'])}")
             print(f"  tokenization share {result['tokenization_share']}; threads "
                   f"{json.dumps(result['threads'])}")
