@@ -27,6 +27,7 @@ import _common
 
 MB = 2**20
 POLL_S = 0.1
+PSS_EVERY = 10  # polls
 
 
 def resampled_corpus(work, total_mb, num_files, seed=0, log=print):
@@ -60,13 +61,11 @@ def resampled_corpus(work, total_mb, num_files, seed=0, log=print):
 def run_per_process(cmd, log_path, cwd):
     """Runs `cmd`, polling every process of its tree. Returns wall seconds
     and the peak RSS of each process: {"driver": bytes, "workers": [bytes]}
-    (the workers: every descendant that ran kerasbert's chunk code, i.e.
-    all but the forkserver / job-server helpers, whose RSS is listed under
-    "helpers")."""
+    (see `_kind`), and the peak of the whole tree's summed PSS."""
     import psutil
 
     env = dict(os.environ, TF_CPP_MIN_LOG_LEVEL="2", PYTHONUNBUFFERED="1")
-    peaks, kinds = {}, {}
+    peaks, kinds, tree_pss, polls = {}, {}, 0, 0
     with open(log_path, "w") as log:
         start = time.perf_counter()
         proc = psutil.Popen(cmd, stdout=log, stderr=subprocess.STDOUT, cwd=cwd, env=env)
@@ -75,21 +74,30 @@ def run_per_process(cmd, log_path, cwd):
                 procs = [proc] + proc.children(recursive=True)
             except psutil.NoSuchProcess:
                 break
+            # PSS splits pages shared between processes (the local pool's
+            # workers share their forkserver's TensorFlow); reading it walks
+            # /proc/PID/smaps, so it is polled less often than RSS.
+            with_pss = polls % PSS_EVERY == 0
+            polls += 1
+            pss = 0
             for p in procs:
                 try:
-                    rss = p.memory_info().rss
+                    m = p.memory_full_info() if with_pss else p.memory_info()
                     if p.pid not in kinds:
                         kinds[p.pid] = _kind(p, proc)
                 except (psutil.NoSuchProcess, psutil.AccessDenied, psutil.ZombieProcess):
                     continue
-                peaks[p.pid] = max(peaks.get(p.pid, 0), rss)
+                peaks[p.pid] = max(peaks.get(p.pid, 0), m.rss)
+                pss += getattr(m, "pss", m.rss)
+            if with_pss:
+                tree_pss = max(tree_pss, pss)
             time.sleep(POLL_S)
         wall = time.perf_counter() - start
     if proc.returncode != 0:
         tail = pathlib.Path(log_path).read_text(errors="replace")[-3000:]
         raise RuntimeError(f"{' '.join(map(str, cmd[:6]))} ... exited with {proc.returncode}; "
                            f"log {log_path}:\n{tail}")
-    out = {"seconds": wall, "driver": 0, "workers": [], "helpers": []}
+    out = {"seconds": wall, "driver": 0, "workers": [], "helpers": [], "tree_pss": tree_pss}
     for pid, rss in peaks.items():
         kind = kinds.get(pid, "helpers")
         if kind == "driver":
@@ -140,11 +148,13 @@ def measure(work, vocab, args, log=print):
                    "worker_rss_mb": max(m["workers"], default=0) / MB,
                    "workers_seen": len(m["workers"]),
                    "helper_rss_mb": [r / MB for r in m["helpers"]],
+                   "tree_pss_mb": m["tree_pss"] / MB,
                    "instances": meta["num_instances"], "documents": meta["num_documents"]}
             results["runs"][f"{runner}-{key}"] = run
             log(f"  {runner:6s} {run['input_mb']:7.1f} MB: {run['seconds']:7.1f}s "
                 f"{run['mb_per_s']:6.2f} MB/s  worker RSS {run['worker_rss_mb']:6.0f} MB "
                 f"({run['workers_seen']} workers)  driver {run['driver_rss_mb']:6.0f} MB  "
+                f"all processes PSS {run['tree_pss_mb']:6.0f} MB  "
                 f"{run['instances']:,} instances")
         a, b = results["runs"][f"local-{key}"], results["runs"][f"direct-{key}"]
         if a["instances"] != b["instances"]:
@@ -175,6 +185,8 @@ def rows(results, make_row):
                             d["worker_rss_mb"], lo["worker_rss_mb"], "MB", better="lower"))
         out.append(make_row("beam", f"peak RSS of the driver, {d['input_mb']:.0f} MB",
                             d["driver_rss_mb"], lo["driver_rss_mb"], "MB", better="lower"))
+        out.append(make_row("beam", f"peak PSS, all processes, {d['input_mb']:.0f} MB",
+                            d["tree_pss_mb"], lo["tree_pss_mb"], "MB", better="lower"))
     d, lo = results["direct"], results["local"]
     out.append(make_row("beam", "peak RSS per worker growth, 4x corpus",
                         d["worker_rss_growth"], lo["worker_rss_growth"], "x", better="lower"))

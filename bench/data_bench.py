@@ -472,14 +472,18 @@ def _fmt(value, unit):
 
 
 def format_table(rows, env, meta):
-    lines = [
-        f"kerasbert data pipeline vs peers  [corpus {meta['corpus']['megabytes']:.1f} MB real "
-        f"text, vocab {meta['vocab_size']:,}, seq {WRITER_OPTIONS['max_seq_length']}, "
-        f"P {WRITER_OPTIONS['max_predictions_per_seq']}, dupe {meta['dupe_factor']}, "
-        f"ours --workers {meta['workers']}, {meta['num_shards']} shards]",
-        "peers: writer = tf-models-official create_pretraining_data.py; reader = Model Garden "
-        "BertPretrainDataLoader; tokenizer = HF tokenizers BertWordPieceTokenizer",
-    ]
+    if not meta["tokenizer"]:  # --beam-only
+        lines = ["kerasbert pretraining-data writer: Apache Beam (DirectRunner) vs the local "
+                 "writer (--beam-only)"]
+    else:
+        lines = [
+            f"kerasbert data pipeline vs peers  [corpus {meta['corpus']['megabytes']:.1f} MB "
+            f"real text, vocab {meta['vocab_size']:,}, seq {WRITER_OPTIONS['max_seq_length']}, "
+            f"P {WRITER_OPTIONS['max_predictions_per_seq']}, dupe {meta['dupe_factor']}, "
+            f"ours --workers {meta['workers']}, {meta['num_shards']} shards]",
+            "peers: writer = tf-models-official create_pretraining_data.py; reader = Model "
+            "Garden BertPretrainDataLoader; tokenizer = HF tokenizers BertWordPieceTokenizer",
+        ]
     header = (f"{'section':<10} {'row':<40} {'ours':>10} {'peer':>10} {'ours/peer':>10}  "
               f"{'better':<6}")
     lines += [header, "-" * len(header)]
@@ -489,11 +493,13 @@ def format_table(rows, env, meta):
         lines.append(f"{r['section']:<10} {r['row']:<40} {_fmt(r['ours'], unit):>10} "
                      f"{_fmt(r['peer'], unit):>10} {ratio:>10}  {r['better']:<6}")
     lines.append("")
-    lines.append("writer MB/s = input MB / wall time of a fresh process (start-up and TF "
-                 "import included); peak RSS/PSS = peak of the process tree's summed RSS/PSS (MB = 2^20 B; RSS counts pages "
-                 "shared by forked processes once per process, PSS splits them).")
-    lines.append("reader: both peers read the shards our writer made from the whole corpus; "
-                 "ours+dynamic re-masks in-graph.")
+    if meta["tokenizer"]:
+        lines.append("writer MB/s = input MB / wall time of a fresh process (start-up and TF "
+                     "import included); peak RSS/PSS = peak of the process tree's summed "
+                     "RSS/PSS (MB = 2^20 B; RSS counts pages shared by forked processes once "
+                     "per process, PSS splits them).")
+        lines.append("reader: both peers read the shards our writer made from the whole "
+                     "corpus; ours+dynamic re-masks in-graph.")
     b = meta.get("beam")
     if b:
         hours = ", ".join(f"{n} cores {h:.2f} h" for n, h in b["extrapolated_16gb_hours"].items())
@@ -501,7 +507,9 @@ def format_table(rows, env, meta):
             f"beam: ours = `--runner direct` (Apache Beam DirectRunner, multi-process, "
             f"{b['workers']} workers), peer = `--runner local --workers {b['workers']}`; "
             f"{b['files']} files of the resampled built-in corpus, dupe {b['dupe_factor']}, "
-            f"{b['num_shards']} shards; RSS per worker = the largest worker process's peak; "
+            f"{b['num_shards']} shards; RSS per worker = the largest worker process's peak "
+            "(local: forked from a forkserver that holds TensorFlow, whose pages they share: "
+            "compare the PSS of all processes); "
             "start-up and steady MB/s from the two sizes (t = start-up + MB / rate).")
         lines.append(f"beam, EXTRAPOLATED (not measured) for a 16 GB corpus at the measured "
                      f"per-core rate, linear scaling assumed: {hours}.")

@@ -27,8 +27,10 @@ import json
 import os
 import re
 
-TOKENIZE = re.compile(r"Wordpiece|WordPiece|Normalize|Unicode|String|Regex|Ragged|Sentencepiece|"
-                      r"Bert(Normalize|Tokenize)|Split|Case", re.I)
+# tensorflow-text's kernels and the string/ragged ops of packing (not the
+# model's own `Split` of its fused projection).
+TOKENIZE = re.compile(r"Wordpiece|WordPiece|Normalize|Unicode|String|Regex|Ragged|"
+                      r"Sentencepiece|SentencePiece|UTF8|Tokenize", re.I)
 MATMUL = re.compile(r"MatMul|Einsum", re.I)
 WRAPPERS = ("ExecutorState::", "ExecutorDoneCallback", "ThunkExecutor::", "KernelAndDeviceFunc",
             "EagerKernelExecute", "EagerExecute", "EagerLocalExecute", "FunctionRun",

@@ -27,6 +27,8 @@ SERIALIZABLE_MODULES = (
     "kerasbert.layers.block_sparse_attention",
     "kerasbert.layers.embeddings",
     "kerasbert.layers.initializers",
+    "kerasbert.layers.local_attention",
+    "kerasbert.layers.lsh_attention",
     "kerasbert.layers.masked_lm_head",
     "kerasbert.layers.pooler",
     "kerasbert.layers.sentence_head",

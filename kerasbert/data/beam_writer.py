@@ -16,8 +16,9 @@ byte for byte; only their order differs.
                    writes them as "piece" files (at most FLUSH_BYTES held)
       | GroupByKey only (piece path, count) pairs travel through the
                    runner's shuffle, never the records
-      | Map        per shard: read its pieces, sort by key (a global
-                   shuffle), write the shard under a temporary name
+      | Map        per shard: merge its pieces (each sorted by key) into
+                   one stream in key order (a global shuffle), written
+                   under a temporary name
     counts         per-shard record counts and the document count, written
                    by the pipeline into its temporary folder
 
@@ -31,13 +32,14 @@ inputs and settings, not on the runner or the number of workers.
 A source is a whole file: a Beam run parallelises over input files (the
 usual sharded corpus; split one huge file first, e.g. `split -n l/64`) and
 over TFDS example ranges. Memory: a worker holds one chunk and at most
-FLUSH_BYTES of records; the shard stage holds one shard (choose
---num-shards so a shard is a few hundred MB).
+FLUSH_BYTES of records; the shard stage a read block per piece of the shard
+(pieces: about output size / FLUSH_BYTES per worker).
 """
 
 import contextlib
 import gzip as gzip_lib
 import hashlib
+import heapq
 import importlib.util
 import io
 import json
@@ -81,6 +83,7 @@ REQUIRED_OPTIONS = {
 }
 TFDS_RANGE = 64 * CHUNK_DOCS  # Examples per TFDS source (a multiple of CHUNK_DOCS).
 FLUSH_BYTES = 64 << 20  # Records a worker holds before writing pieces.
+PIECE_READ_BYTES = 1 << 20  # Read block per piece while merging a shard.
 _KEY_BYTES = 8
 
 
@@ -211,13 +214,34 @@ def record_key(record, seed):
 
 def read_piece(data):
     """A piece file's bytes -> [key + framed record], as written."""
-    out, pos = [], 0
-    while pos < len(data):
-        (length,) = struct.unpack_from("<Q", data, pos + _KEY_BYTES)
+    return list(iter_piece(io.BytesIO(data)))
+
+
+def iter_piece(stream, block=PIECE_READ_BYTES):
+    """Yields the [key + framed record]s of an open piece file, reading
+    `block` bytes at a time (the shard stage merges many pieces at once, so
+    it never holds one whole)."""
+    buffer, pos = b"", 0
+    while True:
+        while len(buffer) - pos < _KEY_BYTES + 8:
+            more = stream.read(block)
+            if not more:
+                if len(buffer) > pos:
+                    raise ValueError(f"a piece file ends inside a record header "
+                                     f"({len(buffer) - pos} bytes left)")
+                return
+            buffer, pos = buffer[pos:] + more, 0
+        (length,) = struct.unpack_from("<Q", buffer, pos + _KEY_BYTES)
         end = pos + _KEY_BYTES + 16 + length
-        out.append(data[pos:end])
+        while end > len(buffer):
+            more = stream.read(max(block, end - len(buffer)))
+            if not more:
+                raise ValueError("a piece file ends inside a record")
+            buffer = buffer[pos:] + more
+            end -= pos
+            pos = 0
+        yield buffer[pos:end]
         pos = end
-    return out
 
 
 def _write_file(path, data):
@@ -274,6 +298,9 @@ class MakePieces(beam.DoFn):
     def flush(self):
         for shard, records in enumerate(self.buffers):
             if records:
+                # Sorted by key (the records start with it), so the shard
+                # stage merges pieces instead of loading and sorting them.
+                records.sort()
                 path = f"{self.temp_dir}/pieces/{shard:05d}-{uuid.uuid4().hex}.bin"
                 _write_file(path, b"".join(records))
                 yield shard, (path, len(records))
@@ -283,23 +310,35 @@ class MakePieces(beam.DoFn):
 
 def write_shard(element, temp_dir, names, gzip):
     """(shard, [piece or None]) -> (shard file name, records): the shard's
-    records sorted by key, written to the temporary folder."""
+    records in key order, written to the temporary folder.
+
+    Every piece is sorted already, so this is a streaming k-way merge: the
+    memory is a read block per piece, not the shard (it stays flat as the
+    corpus grows)."""
     shard, pieces = element
-    records = []
-    for path, _ in sorted(p for p in pieces if p is not None):
-        records.extend(read_piece(_read_file(path)))
-    records.sort()
-    body = b"".join(r[_KEY_BYTES:] for r in records)
-    if gzip:
-        # No file name or time stamp in the header: reproducible bytes, as
-        # the local writer's.
-        out = io.BytesIO()
-        with gzip_lib.GzipFile(filename="", mode="wb", fileobj=out, compresslevel=6,
-                               mtime=0) as g:
-            g.write(body)
-        body = out.getvalue()
-    _write_file(f"{temp_dir}/shards/{names[shard]}", body)
-    return names[shard], len(records)
+    paths = sorted(p[0] for p in pieces if p is not None)
+    count = 0
+    with contextlib.ExitStack() as stack:
+        streams = [stack.enter_context(
+            FileSystems.open(path, compression_type=CompressionTypes.UNCOMPRESSED))
+            for path in paths]
+        out = stack.enter_context(FileSystems.create(
+            f"{temp_dir}/shards/{names[shard]}", compression_type=CompressionTypes.UNCOMPRESSED))
+        if gzip:
+            # No file name or time stamp in the header: reproducible bytes, as
+            # the local writer's.
+            out = stack.enter_context(gzip_lib.GzipFile(
+                filename="", mode="wb", fileobj=out, compresslevel=6, mtime=0))
+        pending, size = [], 0
+        for record in heapq.merge(*(iter_piece(s) for s in streams)):
+            pending.append(record[_KEY_BYTES:])
+            size += len(record)
+            count += 1
+            if size >= PIECE_READ_BYTES:
+                out.write(b"".join(pending))
+                pending, size = [], 0
+        out.write(b"".join(pending))
+    return names[shard], count
 
 
 def _write_json(value, path):

@@ -7,6 +7,8 @@ from kerasbert.layers.attention import causal_attention_bias
 from kerasbert.layers.attention import padding_mask_to_attention_bias
 from kerasbert.layers.block_sparse_attention import BlockSparseSelfAttention
 from kerasbert.layers.embeddings import BertEmbeddings
+from kerasbert.layers.local_attention import LocalSelfAttention
+from kerasbert.layers.lsh_attention import LSHSelfAttention
 from kerasbert.layers.masked_lm_head import MaskedLMHead
 from kerasbert.layers.pooler import ClsPooler
 from kerasbert.layers.sentence_head import NextSentenceHead

@@ -30,8 +30,8 @@ def test_quick_run_produces_all_rows(bench, tmp_path, capsys):
         "examples/s, ours dynamic", "MB/s",
         # Beam (direct) against the local writer, at S and 4S, then growth,
         # per-core rate and start-up.
-        "input MB/s", "peak RSS per worker", "peak RSS of the driver",
-        "input MB/s", "peak RSS per worker", "peak RSS of the driver",
+        "input MB/s", "peak RSS per worker", "peak RSS of the driver", "peak PSS, all",
+        "input MB/s", "peak RSS per worker", "peak RSS of the driver", "peak PSS, all",
         "peak RSS per worker growth", "steady input MB/s per core", "fixed start-up cost",
     ]
     assert len(rows) == len(expected_prefixes), names

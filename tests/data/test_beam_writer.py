@@ -5,6 +5,7 @@ read it; misconfigured runners, failed pipelines and existing output are
 refused without leaving a readable half-result."""
 
 import collections
+import io
 import json
 import os
 import subprocess
@@ -275,6 +276,12 @@ def test_inputs_that_match_nothing_or_are_not_utf8(corpus, tmp_path):
 def test_piece_round_trip_and_keys():
     framed = [b"\x04" + b"\x00" * 7 + b"crc!abcdcrc!", b"\x00" * 8 + b"crc!crc!"]
     keys = [beam_writer.record_key(r, 7) for r in framed]
-    assert beam_writer.read_piece(b"".join(k + r for k, r in zip(keys, framed))) == [
-        k + r for k, r in zip(keys, framed)]
+    data = b"".join(k + r for k, r in zip(keys, framed))
+    assert beam_writer.read_piece(data) == [k + r for k, r in zip(keys, framed)]
+    # Read in blocks smaller than a record: records cross block boundaries.
+    for block in (1, 3, 7, 50):
+        assert list(beam_writer.iter_piece(io.BytesIO(data), block)) == [
+            k + r for k, r in zip(keys, framed)]
+    with pytest.raises(ValueError, match="ends inside"):
+        list(beam_writer.iter_piece(io.BytesIO(data[:-3]), 4))
     assert beam_writer.record_key(framed[0], 7) != beam_writer.record_key(framed[0], 8)

@@ -1,0 +1,202 @@
+"""The Reformer's LSH self-attention (Kitaev, Kaiser & Levskaya, 2020).
+
+Per head, one projection gives both queries and keys (shared QK; keys are
+the unit-normalised vectors), so similar vectors hash alike:
+
+    buckets   angular LSH: the vectors are rotated by a random matrix
+              R [d, b/2] and the bucket is argmax([xR, -xR]) in [0, b);
+              `num_hashes` rounds with independent rotations; `num_buckets`
+              may be a pair (b1, b2): two rotations, bucket i1 + b1 * i2, so
+              b1 * b2 buckets from (b1 + b2) / 2 columns
+    sort      each round by (bucket, position): similar vectors become
+              neighbours; the rounds follow each other
+    attend    in chunks of `chunk_length` to the own chunk and
+              `num_chunks_before` / `num_chunks_after` neighbours
+              (chunked_attention), never to the own position unless there
+              is nothing else; causal and padding masks by position
+    combine   the rounds' outputs, unsorted, weighted by the softmax over
+              rounds of each round's log-sum-exp of scores (each round's
+              share of the total attention mass)
+
+Cost: O(num_hashes * T * chunk_length * (1 + before + after)) instead of
+O(T^2). The rotations are drawn afresh at every training call (a
+SeedGenerator) and from a fixed seed otherwise, so evaluation and exported
+models are deterministic. A length that is not a multiple of
+`chunk_length` is padded internally with masked positions and cut back.
+"""
+
+import math
+
+import keras
+from keras import ops
+
+from kerasbert.layers.chunked_attention import chunked_attention
+from kerasbert.layers.initializers import bert_initializer
+
+
+def _bucket_factors(num_buckets):
+    factors = (num_buckets,) if isinstance(num_buckets, int) else tuple(num_buckets)
+    for f in factors:
+        if f != 1 and (f < 2 or f % 2):
+            raise ValueError(f"num_buckets {num_buckets!r}: every factor must be 1 or an even "
+                             "number >= 2 (buckets come in +/- rotation pairs).")
+    return factors
+
+
+@keras.saving.register_keras_serializable(package="kerasbert")
+class LSHSelfAttention(keras.layers.Layer):
+    """Shared query/key self-attention over locality-sensitive hash buckets.
+
+    Args:
+        num_heads: int.
+        num_hashes: int, hashing rounds (more: closer to full attention).
+        num_buckets: int (even, or 1) or a pair (b1, b2) of them.
+        chunk_length: int, items per attention chunk.
+        num_chunks_before, num_chunks_after: neighbouring chunks attended.
+        causal: bool, a position never attends to a later one.
+        dropout: float, on the attention probabilities.
+        seed: int, for the evaluation rotations and the training stream.
+        initializer_range: float.
+
+    Call args:
+        x: float [B, T, H].
+        padding_mask: int/bool [B, T], 1 for real tokens, or None.
+        training: bool.
+
+    Returns:
+        float [B, T, H].
+    """
+
+    def __init__(self, num_heads, num_hashes=2, num_buckets=8, chunk_length=64,
+                 num_chunks_before=1, num_chunks_after=0, causal=False, dropout=0.0,
+                 seed=0, initializer_range=0.02, **kwargs):
+        super().__init__(**kwargs)
+        self.num_heads = num_heads
+        self.num_hashes = num_hashes
+        self.num_buckets = num_buckets if isinstance(num_buckets, int) else list(num_buckets)
+        self.factors = _bucket_factors(num_buckets)
+        self.chunk_length = chunk_length
+        self.num_chunks_before = num_chunks_before
+        self.num_chunks_after = num_chunks_after
+        self.causal = causal
+        self.dropout = dropout
+        self.seed = seed
+        self.initializer_range = initializer_range
+        self.dropout_layer = keras.layers.Dropout(dropout, dtype=self.dtype_policy)
+        self.seed_generator = keras.random.SeedGenerator(seed)
+
+    @property
+    def total_buckets(self):
+        return math.prod(self.factors)
+
+    def build(self, x_shape, padding_mask_shape=None):
+        hidden = x_shape[-1]
+        if hidden % self.num_heads:
+            raise ValueError(f"hidden_dim {hidden} is not divisible by num_heads "
+                             f"{self.num_heads}.")
+        self.head_dim = hidden // self.num_heads
+        init = bert_initializer(self.initializer_range)
+        dense = dict(kernel_initializer=init, dtype=self.dtype_policy, use_bias=False)
+        self.query_key_dense = keras.layers.Dense(hidden, name="query_key", **dense)
+        self.value_dense = keras.layers.Dense(hidden, name="value", **dense)
+        self.output_dense = keras.layers.Dense(hidden, kernel_initializer=init,
+                                               dtype=self.dtype_policy, name="attention_output")
+        for layer in (self.query_key_dense, self.value_dense, self.output_dense):
+            layer.build(x_shape)
+        self.built = True
+
+    def _rotations(self, training):
+        """float32 [N, d, num_hashes, sum(f // 2)] random rotations."""
+        width = sum(f // 2 for f in self.factors if f > 1)
+        shape = (self.num_heads, self.head_dim, self.num_hashes, max(width, 1))
+        seed = self.seed_generator if training else self.seed
+        return keras.random.normal(shape, seed=seed, dtype="float32")
+
+    def hash_buckets(self, vectors, training=None):
+        """[B, N, T, d] -> int32 [B, N, num_hashes, T] buckets in
+        [0, total_buckets) (round r's buckets are NOT offset here)."""
+        shape = ops.shape(vectors)
+        if self.total_buckets == 1:
+            return ops.zeros((shape[0], shape[1], self.num_hashes, shape[2]), "int32")
+        rotated = ops.einsum("bntd,ndrh->bnrth", ops.cast(vectors, "float32"),
+                             self._rotations(training))
+        buckets, start, scale = 0, 0, 1
+        for f in self.factors:
+            if f == 1:
+                continue
+            part = rotated[..., start:start + f // 2]
+            index = ops.argmax(ops.concatenate([part, -part], axis=-1), axis=-1)
+            buckets = buckets + ops.cast(index, "int32") * scale
+            start, scale = start + f // 2, scale * f
+        return buckets
+
+    def call(self, x, padding_mask=None, training=None):
+        shape = ops.shape(x)
+        batch, length = shape[0], shape[1]
+        if padding_mask is None:
+            padding_mask = ops.ones((batch, length), "int32")
+        # Pad to a multiple of chunk_length with masked positions.
+        padded = ((length + self.chunk_length - 1) // self.chunk_length) * self.chunk_length
+        extra = padded - length
+        x_in = ops.pad(x, [[0, 0], [0, extra], [0, 0]])
+        valid = ops.pad(ops.cast(padding_mask, "bool"), [[0, 0], [0, extra]])
+
+        heads = (batch, padded, self.num_heads, self.head_dim)
+        qk = ops.transpose(ops.reshape(self.query_key_dense(x_in), heads), (0, 2, 1, 3))
+        v = ops.transpose(ops.reshape(self.value_dense(x_in), heads), (0, 2, 1, 3))
+
+        # Each round sorted apart by (bucket, position): the keys are
+        # distinct and below total_buckets * T' (no int32 overflow at 64k
+        # tokens and 8k buckets), and the rounds follow each other.
+        buckets = self.hash_buckets(qk, training)  # [B, N, R, T']
+        keys = buckets * padded + ops.arange(padded, dtype="int32")
+        order = ops.cast(ops.argsort(keys, axis=-1), "int32")  # positions, sorted
+        undo = ops.argsort(order, axis=-1)
+        pos = ops.reshape(order, (batch, self.num_heads, -1))  # [B, N, R*T']
+
+        index = ops.expand_dims(pos, -1)
+        sorted_qk = ops.take_along_axis(qk, index, axis=2)
+        sorted_v = ops.take_along_axis(v, index, axis=2)
+        # Keys: unit vectors; queries scaled by 1/sqrt(d) (scores are
+        # q . k_hat / sqrt(d), computed in float32).
+        qk32 = ops.cast(sorted_qk, "float32")
+        keys_hat = qk32 / ops.sqrt(ops.sum(qk32 * qk32, axis=-1, keepdims=True) + 1e-12)
+        queries = qk32 / math.sqrt(self.head_dim)
+        key_valid = ops.take_along_axis(
+            ops.broadcast_to(ops.reshape(valid, (batch, 1, padded)),
+                             (batch, self.num_heads, padded)), pos, axis=2)
+        out, lse = chunked_attention(
+            queries, keys_hat, sorted_v, pos, pos, key_valid,
+            chunk_length=self.chunk_length, num_chunks_before=self.num_chunks_before,
+            num_chunks_after=self.num_chunks_after, causal=self.causal, mask_self=True,
+            dropout=self.dropout_layer, training=training)
+
+        # Unsort each round, then combine the rounds by their share of the
+        # attention mass.
+        rounds = (batch, self.num_heads, self.num_hashes, padded)
+        out = ops.take_along_axis(ops.reshape(out, rounds + (self.head_dim,)),
+                                  ops.expand_dims(undo, -1), axis=3)
+        lse = ops.take_along_axis(ops.reshape(lse, rounds), undo, axis=3)
+        if self.num_hashes == 1:
+            out = ops.cast(out[:, :, 0], "float32")
+        else:
+            weights = ops.softmax(lse, axis=2)
+            out = ops.sum(ops.cast(out, "float32") * ops.expand_dims(weights, -1), axis=2)
+        out = ops.reshape(ops.transpose(ops.cast(out, self.compute_dtype), (0, 2, 1, 3)),
+                          (batch, padded, self.num_heads * self.head_dim))
+        return self.output_dense(out[:, :length])
+
+    def compute_output_shape(self, x_shape, padding_mask_shape=None):
+        return x_shape
+
+    def get_config(self):
+        config = super().get_config()
+        config.update({
+            "num_heads": self.num_heads, "num_hashes": self.num_hashes,
+            "num_buckets": self.num_buckets, "chunk_length": self.chunk_length,
+            "num_chunks_before": self.num_chunks_before,
+            "num_chunks_after": self.num_chunks_after, "causal": self.causal,
+            "dropout": self.dropout, "seed": self.seed,
+            "initializer_range": self.initializer_range,
+        })
+        return config
