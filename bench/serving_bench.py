@@ -88,6 +88,13 @@ def parse_args(argv):
                    help="with --profile: no timing runs, only the traces of (a) plain, "
                    "(b) predict and (c) at batch 1, and (a) at the largest batch")
     p.add_argument("--workdir", default=None, help="keep the exports here")
+    p.add_argument("--curve", default=None, metavar="PATHS",
+                   help="only the latency/throughput table of these paths (comma list, e.g. "
+                   "a_longest_xla,b_direct_tf_function), at --batches")
+    p.add_argument("--batches", default=None,
+                   help="batch sizes, comma list (default 1..64; 1,32 at length 512)")
+    p.add_argument("--pool", type=int, default=None,
+                   help="distinct batches per size, each run once before timing (default 3)")
     args = p.parse_args(argv)
     settings = dict(QUICK if args.quick else FULL)
     if args.budget:
@@ -101,6 +108,12 @@ def parse_args(argv):
     if args.profile_only and not args.profile:
         raise _common.BenchError("--profile-only needs --profile DIR")
     settings["profile_only"] = args.profile_only
+    settings["curve"] = args.curve.split(",") if args.curve else None
+    if args.batches:
+        settings["batches"] = settings["long_batches"] = tuple(
+            int(b) for b in args.batches.split(","))
+    if args.pool:
+        settings["pool"] = args.pool
     return args
 
 
@@ -389,9 +402,15 @@ def measure_case(size, length, root, vocab_path, settings, profile=None):
             paths, texts, profile, f"{size}_{length}",
             [("a_plain", 1), ("b_predict", 1), ("c_token_ids", 1), ("a_plain", batches[-1])])
         return result
+    unknown = set(settings.get("curve") or ()) - set(paths)
+    if unknown:
+        raise _common.BenchError(f"--curve: no path {sorted(unknown)}; paths: {sorted(paths)}")
     table = {}
     for name, fn in paths.items():
-        if length > 128 and name in LONG_SKIPPED:
+        if settings.get("curve"):
+            if name not in settings["curve"]:
+                continue
+        elif length > 128 and name in LONG_SKIPPED:
             continue
         table[name] = {}
         for batch in batches:
@@ -404,6 +423,8 @@ def measure_case(size, length, root, vocab_path, settings, profile=None):
             f"b{b}: {r['p50_ms']:.1f} ms, {r['examples_per_s']:.1f}/s"
             for b, r in table[name].items()), flush=True)
     result["paths"] = table
+    if settings.get("curve"):
+        return result
 
     ours = {n: t for n, t in table.items() if n.startswith("a_")}
     best = min(ours, key=lambda n: sum(ours[n][b]["p50_ms"] / b for b in batches))
@@ -520,7 +541,7 @@ def run(args):
         for size, length in args.cases:
             result = measure_case(size, length, root, vocab_path, settings, args.profile)
             results["cases"].append(result)
-            if settings["profile_only"]:
+            if settings["profile_only"] or settings["curve"]:
                 continue
             result["goals"] = goals(result)
             entry = measured_entry(result)

@@ -14,14 +14,45 @@ query/key attention) the query's own position, which is only allowed when
 the query has nothing else to attend to.
 """
 
+import keras
 from keras import ops
 
 from kerasbert.layers.attention import MASK_BIAS
+from kerasbert.layers.initializers import bert_initializer
 
 # A token's score for itself under shared query/key attention (its query is
 # its key, so it would always win): below any real score, above MASK_BIAS,
 # so it is chosen only when every other key is masked.
 SELF_BIAS = -1.0e4
+
+
+def pad_to_chunks(x, padding_mask, chunk_length):
+    """Pads [B, T, H] inputs to T' = a multiple of chunk_length.
+
+    Returns:
+        (x [B, T', H], valid bool [B, T'] (False for padding and the added
+        positions), T')."""
+    shape = ops.shape(x)
+    batch, length = shape[0], shape[1]
+    if padding_mask is None:
+        padding_mask = ops.ones((batch, length), "int32")
+    padded = ((length + chunk_length - 1) // chunk_length) * chunk_length
+    extra = padded - length
+    x = ops.pad(x, [[0, 0], [0, extra], [0, 0]])
+    valid = ops.pad(ops.cast(padding_mask, "bool"), [[0, 0], [0, extra]])
+    return x, valid, padded
+
+
+def split_heads(x, num_heads):
+    """[B, T, N * d] -> [B, N, T, d]."""
+    shape = ops.shape(x)
+    return ops.transpose(ops.reshape(x, (shape[0], shape[1], num_heads, -1)), (0, 2, 1, 3))
+
+
+def merge_heads(x):
+    """[B, N, T, d] -> [B, T, N * d]."""
+    shape = ops.shape(x)
+    return ops.reshape(ops.transpose(x, (0, 2, 1, 3)), (shape[0], shape[2], shape[1] * shape[3]))
 
 
 def look_adjacent(x, before, after):
@@ -90,3 +121,68 @@ def chunked_attention(query, key, value, query_positions, key_positions, key_val
     out = ops.einsum("bnxij,bnxjd->bnxid", ops.cast(probs, value.dtype), v)
     return (ops.reshape(out, (batch, heads, length, depth)),
             ops.reshape(lse, (batch, heads, length)))
+
+
+class ChunkedSelfAttention(keras.layers.Layer):
+    """What the Reformer's attentions share: their chunk settings (the
+    config), the head split and the output projection. Subclasses add
+    their input projections in `build_projections` and their `call`.
+
+    Args:
+        num_heads: int.
+        chunk_length: int, items per attention chunk.
+        num_chunks_before, num_chunks_after: neighbouring chunks attended.
+        causal: bool, a position never attends to a later one.
+        dropout: float, on the attention probabilities.
+        initializer_range: float.
+    """
+
+    def __init__(self, num_heads, chunk_length=64, num_chunks_before=1, num_chunks_after=0,
+                 causal=False, dropout=0.0, initializer_range=0.02, **kwargs):
+        super().__init__(**kwargs)
+        self.num_heads = num_heads
+        self.chunk_length = chunk_length
+        self.num_chunks_before = num_chunks_before
+        self.num_chunks_after = num_chunks_after
+        self.causal = causal
+        self.dropout = dropout
+        self.initializer_range = initializer_range
+        self.dropout_layer = keras.layers.Dropout(dropout, dtype=self.dtype_policy)
+
+    def build(self, x_shape, padding_mask_shape=None):
+        hidden = x_shape[-1]
+        if hidden % self.num_heads:
+            raise ValueError(f"hidden_dim {hidden} is not divisible by num_heads "
+                             f"{self.num_heads}.")
+        self.head_dim = hidden // self.num_heads
+        init = bert_initializer(self.initializer_range)
+        self.build_projections(x_shape, init)
+        self.output_dense = keras.layers.Dense(hidden, kernel_initializer=init,
+                                               dtype=self.dtype_policy, name="attention_output")
+        self.output_dense.build(x_shape)
+        self.built = True
+
+    def build_projections(self, x_shape, initializer):
+        raise NotImplementedError
+
+    def attend(self, query, key, value, query_positions, key_positions, key_valid, training,
+               **masks):
+        """chunked_attention with this layer's chunk settings."""
+        return chunked_attention(
+            query, key, value, query_positions, key_positions, key_valid,
+            chunk_length=self.chunk_length, num_chunks_before=self.num_chunks_before,
+            num_chunks_after=self.num_chunks_after, causal=self.causal,
+            dropout=self.dropout_layer, training=training, **masks)
+
+    def compute_output_shape(self, x_shape, padding_mask_shape=None):
+        return x_shape
+
+    def get_config(self):
+        config = super().get_config()
+        config.update({
+            "num_heads": self.num_heads, "chunk_length": self.chunk_length,
+            "num_chunks_before": self.num_chunks_before,
+            "num_chunks_after": self.num_chunks_after, "causal": self.causal,
+            "dropout": self.dropout, "initializer_range": self.initializer_range,
+        })
+        return config

@@ -30,8 +30,10 @@ import math
 import keras
 from keras import ops
 
-from kerasbert.layers.chunked_attention import chunked_attention
-from kerasbert.layers.initializers import bert_initializer
+from kerasbert.layers.chunked_attention import ChunkedSelfAttention
+from kerasbert.layers.chunked_attention import merge_heads
+from kerasbert.layers.chunked_attention import pad_to_chunks
+from kerasbert.layers.chunked_attention import split_heads
 
 
 def _bucket_factors(num_buckets):
@@ -44,19 +46,15 @@ def _bucket_factors(num_buckets):
 
 
 @keras.saving.register_keras_serializable(package="kerasbert")
-class LSHSelfAttention(keras.layers.Layer):
+class LSHSelfAttention(ChunkedSelfAttention):
     """Shared query/key self-attention over locality-sensitive hash buckets.
 
     Args:
-        num_heads: int.
+        num_heads, chunk_length, num_chunks_before, num_chunks_after,
+            causal, dropout, initializer_range: as ChunkedSelfAttention.
         num_hashes: int, hashing rounds (more: closer to full attention).
         num_buckets: int (even, or 1) or a pair (b1, b2) of them.
-        chunk_length: int, items per attention chunk.
-        num_chunks_before, num_chunks_after: neighbouring chunks attended.
-        causal: bool, a position never attends to a later one.
-        dropout: float, on the attention probabilities.
         seed: int, for the evaluation rotations and the training stream.
-        initializer_range: float.
 
     Call args:
         x: float [B, T, H].
@@ -67,43 +65,24 @@ class LSHSelfAttention(keras.layers.Layer):
         float [B, T, H].
     """
 
-    def __init__(self, num_heads, num_hashes=2, num_buckets=8, chunk_length=64,
-                 num_chunks_before=1, num_chunks_after=0, causal=False, dropout=0.0,
-                 seed=0, initializer_range=0.02, **kwargs):
-        super().__init__(**kwargs)
-        self.num_heads = num_heads
+    def __init__(self, num_heads, num_hashes=2, num_buckets=8, seed=0, **kwargs):
+        super().__init__(num_heads, **kwargs)
         self.num_hashes = num_hashes
         self.num_buckets = num_buckets if isinstance(num_buckets, int) else list(num_buckets)
         self.factors = _bucket_factors(num_buckets)
-        self.chunk_length = chunk_length
-        self.num_chunks_before = num_chunks_before
-        self.num_chunks_after = num_chunks_after
-        self.causal = causal
-        self.dropout = dropout
         self.seed = seed
-        self.initializer_range = initializer_range
-        self.dropout_layer = keras.layers.Dropout(dropout, dtype=self.dtype_policy)
         self.seed_generator = keras.random.SeedGenerator(seed)
 
     @property
     def total_buckets(self):
         return math.prod(self.factors)
 
-    def build(self, x_shape, padding_mask_shape=None):
-        hidden = x_shape[-1]
-        if hidden % self.num_heads:
-            raise ValueError(f"hidden_dim {hidden} is not divisible by num_heads "
-                             f"{self.num_heads}.")
-        self.head_dim = hidden // self.num_heads
-        init = bert_initializer(self.initializer_range)
-        dense = dict(kernel_initializer=init, dtype=self.dtype_policy, use_bias=False)
-        self.query_key_dense = keras.layers.Dense(hidden, name="query_key", **dense)
-        self.value_dense = keras.layers.Dense(hidden, name="value", **dense)
-        self.output_dense = keras.layers.Dense(hidden, kernel_initializer=init,
-                                               dtype=self.dtype_policy, name="attention_output")
-        for layer in (self.query_key_dense, self.value_dense, self.output_dense):
-            layer.build(x_shape)
-        self.built = True
+    def build_projections(self, x_shape, initializer):
+        dense = dict(kernel_initializer=initializer, dtype=self.dtype_policy, use_bias=False)
+        self.query_key_dense = keras.layers.Dense(x_shape[-1], name="query_key", **dense)
+        self.value_dense = keras.layers.Dense(x_shape[-1], name="value", **dense)
+        self.query_key_dense.build(x_shape)
+        self.value_dense.build(x_shape)
 
     def _rotations(self, training):
         """float32 [N, d, num_hashes, sum(f // 2)] random rotations."""
@@ -131,19 +110,12 @@ class LSHSelfAttention(keras.layers.Layer):
         return buckets
 
     def call(self, x, padding_mask=None, training=None):
-        shape = ops.shape(x)
-        batch, length = shape[0], shape[1]
-        if padding_mask is None:
-            padding_mask = ops.ones((batch, length), "int32")
-        # Pad to a multiple of chunk_length with masked positions.
-        padded = ((length + self.chunk_length - 1) // self.chunk_length) * self.chunk_length
-        extra = padded - length
-        x_in = ops.pad(x, [[0, 0], [0, extra], [0, 0]])
-        valid = ops.pad(ops.cast(padding_mask, "bool"), [[0, 0], [0, extra]])
-
-        heads = (batch, padded, self.num_heads, self.head_dim)
-        qk = ops.transpose(ops.reshape(self.query_key_dense(x_in), heads), (0, 2, 1, 3))
-        v = ops.transpose(ops.reshape(self.value_dense(x_in), heads), (0, 2, 1, 3))
+        length = ops.shape(x)[1]
+        # Padded to a multiple of chunk_length with masked positions.
+        x_in, valid, padded = pad_to_chunks(x, padding_mask, self.chunk_length)
+        batch = ops.shape(x_in)[0]
+        qk = split_heads(self.query_key_dense(x_in), self.num_heads)
+        v = split_heads(self.value_dense(x_in), self.num_heads)
 
         # Each round sorted apart by (bucket, position): the keys are
         # distinct and below total_buckets * T' (no int32 overflow at 64k
@@ -165,11 +137,8 @@ class LSHSelfAttention(keras.layers.Layer):
         key_valid = ops.take_along_axis(
             ops.broadcast_to(ops.reshape(valid, (batch, 1, padded)),
                              (batch, self.num_heads, padded)), pos, axis=2)
-        out, lse = chunked_attention(
-            queries, keys_hat, sorted_v, pos, pos, key_valid,
-            chunk_length=self.chunk_length, num_chunks_before=self.num_chunks_before,
-            num_chunks_after=self.num_chunks_after, causal=self.causal, mask_self=True,
-            dropout=self.dropout_layer, training=training)
+        out, lse = self.attend(queries, keys_hat, sorted_v, pos, pos, key_valid, training,
+                               mask_self=True)
 
         # Unsort each round, then combine the rounds by their share of the
         # attention mass.
@@ -182,21 +151,10 @@ class LSHSelfAttention(keras.layers.Layer):
         else:
             weights = ops.softmax(lse, axis=2)
             out = ops.sum(ops.cast(out, "float32") * ops.expand_dims(weights, -1), axis=2)
-        out = ops.reshape(ops.transpose(ops.cast(out, self.compute_dtype), (0, 2, 1, 3)),
-                          (batch, padded, self.num_heads * self.head_dim))
-        return self.output_dense(out[:, :length])
-
-    def compute_output_shape(self, x_shape, padding_mask_shape=None):
-        return x_shape
+        return self.output_dense(merge_heads(ops.cast(out, self.compute_dtype))[:, :length])
 
     def get_config(self):
         config = super().get_config()
-        config.update({
-            "num_heads": self.num_heads, "num_hashes": self.num_hashes,
-            "num_buckets": self.num_buckets, "chunk_length": self.chunk_length,
-            "num_chunks_before": self.num_chunks_before,
-            "num_chunks_after": self.num_chunks_after, "causal": self.causal,
-            "dropout": self.dropout, "seed": self.seed,
-            "initializer_range": self.initializer_range,
-        })
+        config.update({"num_hashes": self.num_hashes, "num_buckets": self.num_buckets,
+                       "seed": self.seed})
         return config

@@ -1,11 +1,16 @@
 """The Reformer's local attention equals full attention restricted to the
 chunk window (written out densely here), with causal and padding masks."""
 
+import os
+import sys
+
 import numpy as np
 
-from kerasbert.layers.attention import MASK_BIAS
 from kerasbert.layers.local_attention import LocalSelfAttention
 from kerasbert.testing import TestCase
+
+sys.path.insert(0, os.path.dirname(__file__))
+from reference_attention import dense_attention  # noqa: E402
 
 HIDDEN, HEADS = 16, 2
 
@@ -15,8 +20,6 @@ def banded_attention(layer, x, mask, chunk, before, after, causal):
     [chunk(t) - before, chunk(t) + after] (no wrapping), s is real, and
     s <= t under causal."""
     kernel = np.asarray(layer.qkv_dense.kernel)
-    out_kernel = np.asarray(layer.output_dense.kernel)
-    out_bias = np.asarray(layer.output_dense.bias)
     b, t, _ = x.shape
     d = HIDDEN // HEADS
     q, k, v = (p.reshape(b, t, HEADS, d).transpose(0, 2, 1, 3)
@@ -28,11 +31,7 @@ def banded_attention(layer, x, mask, chunk, before, after, causal):
     if causal:
         allowed &= np.arange(t)[None, :] <= np.arange(t)[:, None]
     allowed = allowed[None, None] & mask[:, None, None, :].astype(bool)
-    scores = np.where(allowed, scores, MASK_BIAS)
-    probs = np.exp(scores - scores.max(-1, keepdims=True))
-    probs /= probs.sum(-1, keepdims=True)
-    context = np.einsum("bnts,bnsd->bntd", probs, v).transpose(0, 2, 1, 3).reshape(b, t, HIDDEN)
-    return context @ out_kernel + out_bias
+    return dense_attention(scores, allowed, v, layer.output_dense)
 
 
 class TestLocalSelfAttention(TestCase):

@@ -2,14 +2,18 @@
 closer to full attention with more hashing rounds (measured), causal and
 padding masks that never leak, deterministic outside training."""
 
+import os
+import sys
+
 import numpy as np
 import pytest
 import tensorflow as tf
 
-from kerasbert.layers.attention import MASK_BIAS
-from kerasbert.layers.chunked_attention import SELF_BIAS
 from kerasbert.layers.lsh_attention import LSHSelfAttention
 from kerasbert.testing import TestCase
+
+sys.path.insert(0, os.path.dirname(__file__))
+from reference_attention import dense_attention  # noqa: E402
 
 HIDDEN, HEADS = 16, 2
 
@@ -29,8 +33,6 @@ def full_shared_qk_attention(layer, x, mask, causal=False):
     numpy, written from the paper's definition."""
     qk_kernel = np.asarray(layer.query_key_dense.kernel)
     v_kernel = np.asarray(layer.value_dense.kernel)
-    out_kernel = np.asarray(layer.output_dense.kernel)
-    out_bias = np.asarray(layer.output_dense.bias)
     b, t, _ = x.shape
     d = HIDDEN // HEADS
     qk = (x @ qk_kernel).reshape(b, t, HEADS, d).transpose(0, 2, 1, 3)
@@ -40,13 +42,7 @@ def full_shared_qk_attention(layer, x, mask, causal=False):
     allowed = np.broadcast_to(mask[:, None, None, :].astype(bool), scores.shape).copy()
     if causal:
         allowed &= np.tril(np.ones((t, t), bool))
-    scores = np.where(allowed, scores, MASK_BIAS)
-    own = np.eye(t, dtype=bool) & allowed
-    scores = np.where(own, SELF_BIAS, scores)
-    probs = np.exp(scores - scores.max(-1, keepdims=True))
-    probs /= probs.sum(-1, keepdims=True)
-    context = np.einsum("bnts,bnsd->bntd", probs, v).transpose(0, 2, 1, 3).reshape(b, t, HIDDEN)
-    return context @ out_kernel + out_bias
+    return dense_attention(scores, allowed, v, layer.output_dense, own=np.eye(t, dtype=bool))
 
 
 class TestLSHSelfAttention(TestCase):
