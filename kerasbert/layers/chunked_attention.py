@@ -125,8 +125,9 @@ def chunked_attention(query, key, value, query_positions, key_positions, key_val
 
 class ChunkedSelfAttention(keras.layers.Layer):
     """What the Reformer's attentions share: their chunk settings (the
-    config), the head split and the output projection. Subclasses add
-    their input projections in `build_projections` and their `call`.
+    config), the head split and the output projection. Every subclass
+    defines `build_projections(x_shape, initializer)` (its input
+    projections, which `build` calls) and `call`.
 
     Args:
         num_heads: int.
@@ -161,9 +162,6 @@ class ChunkedSelfAttention(keras.layers.Layer):
                                                dtype=self.dtype_policy, name="attention_output")
         self.output_dense.build(x_shape)
         self.built = True
-
-    def build_projections(self, x_shape, initializer):
-        raise NotImplementedError
 
     def attend(self, query, key, value, query_positions, key_positions, key_valid, training,
                **masks):
