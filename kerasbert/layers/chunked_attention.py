@@ -136,12 +136,16 @@ class ChunkedSelfAttention(keras.layers.Layer):
         causal: bool, a position never attends to a later one.
         dropout: float, on the attention probabilities.
         initializer_range: float.
+        head_dim: int or None, the width of each head's projections (None:
+            hidden_dim / num_heads; the Reformer checkpoints use other
+            widths, e.g. 2 heads of 64 on a 256-wide stream).
     """
 
     def __init__(self, num_heads, chunk_length=64, num_chunks_before=1, num_chunks_after=0,
-                 causal=False, dropout=0.0, initializer_range=0.02, **kwargs):
+                 causal=False, dropout=0.0, initializer_range=0.02, head_dim=None, **kwargs):
         super().__init__(**kwargs)
         self.num_heads = num_heads
+        self.head_size = head_dim
         self.chunk_length = chunk_length
         self.num_chunks_before = num_chunks_before
         self.num_chunks_after = num_chunks_after
@@ -152,15 +156,17 @@ class ChunkedSelfAttention(keras.layers.Layer):
 
     def build(self, x_shape, padding_mask_shape=None):
         hidden = x_shape[-1]
-        if hidden % self.num_heads:
+        if self.head_size is None and hidden % self.num_heads:
             raise ValueError(f"hidden_dim {hidden} is not divisible by num_heads "
                              f"{self.num_heads}.")
-        self.head_dim = hidden // self.num_heads
+        self.head_dim = self.head_size or hidden // self.num_heads
         init = bert_initializer(self.initializer_range)
         self.build_projections(x_shape, init)
-        self.output_dense = keras.layers.Dense(hidden, kernel_initializer=init,
+        # No biases anywhere in the Reformer's attention (nor in its
+        # checkpoints): the pre-LayerNorm of the branch supplies the offset.
+        self.output_dense = keras.layers.Dense(hidden, kernel_initializer=init, use_bias=False,
                                                dtype=self.dtype_policy, name="attention_output")
-        self.output_dense.build(x_shape)
+        self.output_dense.build(tuple(x_shape[:-1]) + (self.num_heads * self.head_dim,))
         self.built = True
 
     def attend(self, query, key, value, query_positions, key_positions, key_valid, training,
@@ -172,6 +178,14 @@ class ChunkedSelfAttention(keras.layers.Layer):
             num_chunks_after=self.num_chunks_after, causal=self.causal,
             dropout=self.dropout_layer, training=training, **masks)
 
+    def projection(self, x_shape, initializer, name):
+        """A bias-free Dense to num_heads * head_dim, built on x_shape."""
+        dense = keras.layers.Dense(self.num_heads * self.head_dim, use_bias=False,
+                                   kernel_initializer=initializer, dtype=self.dtype_policy,
+                                   name=name)
+        dense.build(x_shape)
+        return dense
+
     def compute_output_shape(self, x_shape, padding_mask_shape=None):
         return x_shape
 
@@ -182,5 +196,6 @@ class ChunkedSelfAttention(keras.layers.Layer):
             "num_chunks_before": self.num_chunks_before,
             "num_chunks_after": self.num_chunks_after, "causal": self.causal,
             "dropout": self.dropout, "initializer_range": self.initializer_range,
+            "head_dim": self.head_size,
         })
         return config

@@ -3,6 +3,7 @@
 import keras
 from keras_hub.layers import PositionEmbedding
 
+from kerasbert.layers.axial_position_embedding import AxialPositionEmbedding
 from kerasbert.layers.initializers import bert_initializer
 
 
@@ -27,7 +28,11 @@ class BertEmbeddings(keras.layers.Layer):
         layer_norm_epsilon: float.
         initializer_range: float. Stddev of the truncated-normal init.
         normalize: bool. LayerNorm the sum (BERT and its family); False for
-            GPT, whose post-LN blocks take the raw sum (no weights then).
+            GPT and the Reformer, whose blocks take the raw sum.
+        axial_shape, axial_dims: pairs, or None. Factorised position table
+            (`AxialPositionEmbedding`, the Reformer's) for
+            axial_shape[0] * axial_shape[1] positions instead of one row per
+            position.
 
     Call args:
         token_ids: int tensor [B, T].
@@ -48,6 +53,8 @@ class BertEmbeddings(keras.layers.Layer):
         layer_norm_epsilon=1e-12,
         initializer_range=0.02,
         normalize=True,
+        axial_shape=None,
+        axial_dims=None,
         **kwargs,
     ):
         super().__init__(**kwargs)
@@ -60,6 +67,8 @@ class BertEmbeddings(keras.layers.Layer):
         self.dropout = dropout
         self.layer_norm_epsilon = layer_norm_epsilon
         self.initializer_range = initializer_range
+        self.axial_shape = list(axial_shape) if axial_shape else None
+        self.axial_dims = list(axial_dims) if axial_dims else None
 
         width = embedding_dim or hidden_dim
         init = bert_initializer(initializer_range)
@@ -70,12 +79,17 @@ class BertEmbeddings(keras.layers.Layer):
             dtype=self.dtype_policy,
             name="token_embedding",
         )
-        self.position_embedding = PositionEmbedding(
-            sequence_length=max_sequence_length,
-            initializer=init,
-            dtype=self.dtype_policy,
-            name="position_embedding",
-        )
+        if self.axial_shape:
+            self.position_embedding = AxialPositionEmbedding(
+                self.axial_shape, self.axial_dims, initializer_range=initializer_range,
+                dtype=self.dtype_policy, name="position_embedding")
+        else:
+            self.position_embedding = PositionEmbedding(
+                sequence_length=max_sequence_length,
+                initializer=init,
+                dtype=self.dtype_policy,
+                name="position_embedding",
+            )
         self.segment_embedding = None
         if num_segments:
             self.segment_embedding = keras.layers.Embedding(
@@ -157,6 +171,8 @@ class BertEmbeddings(keras.layers.Layer):
                 "layer_norm_epsilon": self.layer_norm_epsilon,
                 "initializer_range": self.initializer_range,
                 "normalize": self.normalize,
+                "axial_shape": self.axial_shape,
+                "axial_dims": self.axial_dims,
             }
         )
         return config

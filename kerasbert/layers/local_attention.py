@@ -33,16 +33,16 @@ class LocalSelfAttention(ChunkedSelfAttention):
     """
 
     def build_projections(self, x_shape, initializer):
-        self.qkv_dense = keras.layers.Dense(3 * x_shape[-1], kernel_initializer=initializer,
-                                            use_bias=False, dtype=self.dtype_policy, name="qkv")
-        self.qkv_dense.build(x_shape)
+        self.query_dense = self.projection(x_shape, initializer, "query")
+        self.key_dense = self.projection(x_shape, initializer, "key")
+        self.value_dense = self.projection(x_shape, initializer, "value")
 
     def call(self, x, padding_mask=None, training=None):
         length = ops.shape(x)[1]
         x_in, valid, padded = pad_to_chunks(x, padding_mask, self.chunk_length)
         batch = ops.shape(x_in)[0]
-        q, k, v = (split_heads(t, self.num_heads)
-                   for t in ops.split(self.qkv_dense(x_in), 3, axis=-1))
+        q, k, v = (split_heads(dense(x_in), self.num_heads)
+                   for dense in (self.query_dense, self.key_dense, self.value_dense))
         positions = ops.broadcast_to(ops.arange(padded, dtype="int32"),
                                      (batch, self.num_heads, padded))
         key_valid = ops.broadcast_to(ops.reshape(valid, (batch, 1, padded)),

@@ -78,11 +78,8 @@ class LSHSelfAttention(ChunkedSelfAttention):
         return math.prod(self.factors)
 
     def build_projections(self, x_shape, initializer):
-        dense = dict(kernel_initializer=initializer, dtype=self.dtype_policy, use_bias=False)
-        self.query_key_dense = keras.layers.Dense(x_shape[-1], name="query_key", **dense)
-        self.value_dense = keras.layers.Dense(x_shape[-1], name="value", **dense)
-        self.query_key_dense.build(x_shape)
-        self.value_dense.build(x_shape)
+        self.query_key_dense = self.projection(x_shape, initializer, "query_key")
+        self.value_dense = self.projection(x_shape, initializer, "value")
 
     def _rotations(self, training):
         """float32 [N, d, num_hashes, sum(f // 2)] random rotations."""

@@ -8,6 +8,7 @@ from kerasbert.models.distil_bert import DistilBertBackbone
 from kerasbert.models.electra import ElectraBackbone
 from kerasbert.models.big_bird import BigBirdBackbone
 from kerasbert.models.gpt import GptBackbone
+from kerasbert.models.reformer import ReformerBackbone
 from kerasbert.models.attention_maps import attention_maps
 from kerasbert.models.attention_maps import plot_attention
 from kerasbert.models.presets import UnknownPresetError

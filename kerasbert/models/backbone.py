@@ -70,7 +70,8 @@ def validate_config(config):
         if key in config:
             _check_positive(key, config[key])
     hidden, heads = config.get("hidden_dim"), config.get("num_heads")
-    if hidden is not None and heads is not None and hidden % heads:
+    # An explicit head width (the Reformer's head_dim) frees hidden_dim.
+    if hidden is not None and heads is not None and hidden % heads and not config.get("head_dim"):
         raise ConfigError(f"hidden_dim={hidden} is not divisible by num_heads={heads}: "
                           "each head gets hidden_dim / num_heads features.")
 
@@ -244,6 +245,7 @@ class Backbone(keras.Model):
             embedding_dim=embedding_dim, dropout=config["dropout"],
             layer_norm_epsilon=config["layer_norm_epsilon"],
             initializer_range=config["initializer_range"], normalize=normalize,
+            axial_shape=config.get("axial_shape"), axial_dims=config.get("axial_dims"),
             dtype=config["dtype"], name="embeddings")
 
     def _make_blocks(self, config, count, names=None):
@@ -293,6 +295,16 @@ class Backbone(keras.Model):
             if name == "dtype":
                 continue
             lines.append(f"  {name:<22} {getattr(self, name)}")
+        parts = self.parameter_parts()
+        lines.append("  parameters")
+        width = max(20, *(len(label) for label, _ in parts))
+        for label, count in parts:
+            lines.append(f"    {label:<{width}} {count:>14,}")
+        lines.append(f"    {'total':<{width}} {self.count_params():>14,}")
+        return "\n".join(lines)
+
+    def parameter_parts(self):
+        """[(label, parameter count)] of the model's parts, for `describe`."""
         # ALBERT reuses one block for several layers: count each block once.
         blocks = list({id(layer): layer for layer in self.transformer_layers}.values())
         layers = f"{len(self.transformer_layers)} layers"
@@ -304,12 +316,14 @@ class Backbone(keras.Model):
         ]
         if getattr(self, "pooler", None) is not None:
             parts.append(("pooler", self.pooler.count_params()))
-        lines.append("  parameters")
-        width = max(20, *(len(label) for label, _ in parts))
-        for label, count in parts:
-            lines.append(f"    {label:<{width}} {count:>14,}")
-        lines.append(f"    {'total':<{width}} {self.count_params():>14,}")
-        return "\n".join(lines)
+        return parts
+
+    @property
+    def output_dim(self):
+        """Width of `sequence_output` and `pooled_output`, what task heads
+        read: hidden_dim, except where a family concatenates streams (the
+        Reformer: 2 * hidden_dim)."""
+        return self.hidden_dim
 
     @property
     def token_embedding(self):

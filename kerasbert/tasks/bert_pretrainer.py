@@ -136,7 +136,7 @@ class BertPretrainer(PretrainingTask):
                            _split_encoder(backbone) if sparse_last_layer else None)
         self.sentence_objective = objectives[1] if len(objectives) > 1 else None
 
-        hidden_dim = backbone.hidden_dim
+        hidden_dim = backbone.output_dim
         # Names as in kerasbert.convert.tf1_checkpoint.load_pretraining_heads.
         self.masked_lm_head = MaskedLMHead(
             vocabulary_size=backbone.vocabulary_size,

@@ -52,7 +52,7 @@ class MultipleChoice(Task):
             dtype=self.head_dtype,
             name="choice_logits",
         )
-        self.output_dense.build((None, backbone.hidden_dim))
+        self.output_dense.build((None, backbone.output_dim))
         self.built = True
 
     def call(self, inputs, training=False):

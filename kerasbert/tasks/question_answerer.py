@@ -57,7 +57,7 @@ class QuestionAnswerer(Task):
             dtype=self.head_dtype,
             name="span_logits",
         )
-        self.span_dense.build((None, None, backbone.hidden_dim))
+        self.span_dense.build((None, None, backbone.output_dim))
         self.built = True
 
     def call(self, inputs, training=False):

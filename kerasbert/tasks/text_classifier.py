@@ -24,13 +24,13 @@ def pre_classifier(backbone, dtype):
     if getattr(backbone, "classifier_activation", None) is None:
         return None
     layer = keras.layers.Dense(
-        backbone.hidden_dim,
+        backbone.output_dim,
         activation=backbone.classifier_activation,
         kernel_initializer=head_initializer(backbone),
         dtype=dtype,
         name="pre_classifier",
     )
-    layer.build((None, backbone.hidden_dim))
+    layer.build((None, backbone.output_dim))
     return layer
 
 
@@ -84,7 +84,7 @@ class TextClassifier(Task):
             dtype=self.head_dtype,
             name="logits",
         )
-        self.output_dense.build((None, backbone.hidden_dim))
+        self.output_dense.build((None, backbone.output_dim))
         self.built = True
 
     @property

@@ -122,7 +122,7 @@ class TokenClassifier(Task):
             dtype=self.head_dtype,
             name="logits",
         )
-        self.output_dense.build((None, None, backbone.hidden_dim))
+        self.output_dense.build((None, None, backbone.output_dim))
         self.built = True
 
     def call(self, inputs, training=False):

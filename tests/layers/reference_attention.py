@@ -21,4 +21,5 @@ def dense_attention(scores, allowed, values, output_dense, own=None):
     context = np.einsum("bnts,bnsd->bntd", probs, values)
     b, n, t, d = context.shape
     context = context.transpose(0, 2, 1, 3).reshape(b, t, n * d)
-    return context @ np.asarray(output_dense.kernel) + np.asarray(output_dense.bias)
+    out = context @ np.asarray(output_dense.kernel)
+    return out if output_dense.bias is None else out + np.asarray(output_dense.bias)

@@ -19,11 +19,10 @@ def banded_attention(layer, x, mask, chunk, before, after, causal):
     """Dense reference: query t sees key s when s's chunk is within
     [chunk(t) - before, chunk(t) + after] (no wrapping), s is real, and
     s <= t under causal."""
-    kernel = np.asarray(layer.qkv_dense.kernel)
     b, t, _ = x.shape
     d = HIDDEN // HEADS
-    q, k, v = (p.reshape(b, t, HEADS, d).transpose(0, 2, 1, 3)
-               for p in np.split(x @ kernel, 3, axis=-1))
+    q, k, v = ((x @ np.asarray(dense.kernel)).reshape(b, t, HEADS, d).transpose(0, 2, 1, 3)
+               for dense in (layer.query_dense, layer.key_dense, layer.value_dense))
     scores = np.einsum("bntd,bnsd->bnts", q / np.sqrt(d), k)
     ct = np.arange(t)[:, None] // chunk
     cs = np.arange(t)[None, :] // chunk
@@ -41,7 +40,7 @@ class TestLocalSelfAttention(TestCase):
         mask[1, 13:] = 0
         self.run_layer_test(LocalSelfAttention, dict(num_heads=HEADS, chunk_length=8),
                             (x, mask), expected_output_shape=(2, 20, HIDDEN),
-                            expected_num_trainable_weights=3)
+                            expected_num_trainable_weights=4)
 
     def test_equals_banded_full_attention(self):
         rng = np.random.RandomState(1)

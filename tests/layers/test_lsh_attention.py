@@ -52,7 +52,7 @@ class TestLSHSelfAttention(TestCase):
             LSHSelfAttention,
             dict(num_heads=HEADS, num_hashes=2, num_buckets=4, chunk_length=8, seed=3),
             (x, mask), expected_output_shape=(2, 24, HIDDEN),
-            expected_num_trainable_weights=4)
+            expected_num_trainable_weights=3)
 
     def test_one_bucket_one_chunk_equals_full_shared_qk_attention(self):
         x, mask = _inputs(32, real=21)
