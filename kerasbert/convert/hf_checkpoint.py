@@ -25,6 +25,9 @@ from kerasbert.convert.hf_layout import electra_weights_from_hf
 from kerasbert.convert.hf_layout import distilbert_weights_from_hf
 from kerasbert.convert.hf_layout import gpt_config_from_hf
 from kerasbert.convert.hf_layout import gpt_weights_from_hf
+from kerasbert.convert.reformer_weights import lm_head_from_hf
+from kerasbert.convert.reformer_weights import reformer_config_from_hf
+from kerasbert.convert.reformer_weights import set_reformer_weights
 from kerasbert.convert.roberta_weights import roberta_weights_from_hf
 from kerasbert.convert.safetensors_files import CheckpointError
 from kerasbert.convert.safetensors_files import read_checkpoint_directory
@@ -34,6 +37,7 @@ from kerasbert.models import BigBirdBackbone
 from kerasbert.models import DistilBertBackbone
 from kerasbert.models import ElectraBackbone
 from kerasbert.models import GptBackbone
+from kerasbert.models import ReformerBackbone
 from kerasbert.models import RobertaBackbone
 from kerasbert.layers.initializers import loads_checkpoint
 
@@ -78,6 +82,9 @@ FAMILIES = {
     "big_bird": (BigBirdBackbone, big_bird_config_from_hf, _bert_weights, set_bert_weights),
     "openai-gpt": (GptBackbone, gpt_config_from_hf,
                    lambda tensors, kwargs: gpt_weights_from_hf(tensors), set_bert_weights),
+    # The Reformer maps checkpoint names to variables itself (reformer_weights).
+    "reformer": (ReformerBackbone, reformer_config_from_hf, lambda tensors, kwargs: tensors,
+                 set_reformer_weights),
 }
 
 
@@ -131,6 +138,10 @@ def from_hf_directory(directory, dtype=None, **overrides):
     tensors = Tensors(read_checkpoint_directory(directory), directory)
     backbone = cls(**kwargs, dtype=dtype)
     weights = weights_from_hf(tensors, kwargs)
+    if not backbone.tied_lm_head:
+        # An untied LM head lives in CausalLM, which takes it from here
+        # (not a tracked weight of the backbone).
+        object.__setattr__(backbone, "published_lm_head", lm_head_from_hf(tensors.tensors))
     if getattr(backbone, "pooler", None) is not None and "pooler_kernel" not in weights:
         # A masked-LM checkpoint has no pooler: ours keeps its initial
         # weights (fine-tuning trains it, as for ELECTRA).

@@ -44,7 +44,8 @@ DISTILBERT_LAYOUT = {
     "norm": {"attention_ln": "sa_layer_norm", "output_ln": "output_layer_norm"},
 }
 #: the prefixes task checkpoints put the encoder under
-PREFIXES = ("bert.", "roberta.", "electra.", "distilbert.", "albert.", "transformer.")
+PREFIXES = ("bert.", "roberta.", "electra.", "distilbert.", "albert.", "transformer.",
+            "reformer.")
 #: a tensor every checkpoint of the layout has (finds the prefix): the
 #: encoders' word embeddings, GPT-1's token table.
 MARKERS = ("embeddings.word_embeddings.weight", "tokens_embed.weight")

@@ -115,9 +115,13 @@ class LSHSelfAttention(ChunkedSelfAttention):
         v = split_heads(self.value_dense(x_in), self.num_heads)
 
         # Each round sorted apart by (bucket, position): the keys are
-        # distinct and below total_buckets * T' (no int32 overflow at 64k
-        # tokens and 8k buckets), and the rounds follow each other.
+        # distinct and below (total_buckets + 1) * T' (no int32 overflow at
+        # 64k tokens and 8k buckets), and the rounds follow each other.
+        # Padding goes to a bucket of its own after the others, so what the
+        # padded positions hold never changes how real tokens are chunked.
         buckets = self.hash_buckets(qk, training)  # [B, N, R, T']
+        buckets = ops.where(ops.reshape(valid, (batch, 1, 1, padded)), buckets,
+                            self.total_buckets)
         keys = buckets * padded + ops.arange(padded, dtype="int32")
         order = ops.cast(ops.argsort(keys, axis=-1), "int32")  # positions, sorted
         undo = ops.argsort(order, axis=-1)

@@ -122,6 +122,9 @@ class Backbone(keras.Model):
 
     #: the blocks' activation when it is not a constructor argument
     activation = "gelu"
+    #: a causal LM decodes with the token embedding (GPT); False: with its
+    #: own [vocabulary_size, output_dim] decoder and bias (the Reformer)
+    tied_lm_head = True
 
     def __init__(self, *args, dtype=None, **kwargs):
         super().__init__(*args, **kwargs)

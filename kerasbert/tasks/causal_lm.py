@@ -1,8 +1,10 @@
 """Causal language modelling: next-token loss, and text generation.
 
-`CausalLM` puts the tied decoder (the transposed token embedding, no bias,
-as GPT-1) on a causal backbone (`GptBackbone`) and predicts token t + 1 from
-positions <= t. It trains with `kerasbert pretrain --preset gpt1 ...` (the
+`CausalLM` puts a decoder on a causal backbone (`GptBackbone`, a causal
+`ReformerBackbone`) and predicts token t + 1 from positions <= t: the tied
+one (the transposed token embedding, no bias, as GPT-1), or its own
+[V, output_dim] table and bias where the backbone says so
+(`tied_lm_head`, the Reformer's). It trains with `kerasbert pretrain --preset gpt1 ...` (the
 training-loop protocol of kerasbert.training.loop) and with `model.fit` on
 `kerasbert.data.pretraining_dataset(..., masked_lm=False)` batches, and
 generates with `generate` (greedy, top-k, top-p, temperature).
@@ -14,7 +16,7 @@ from keras import ops
 from kerasbert.kernels import decoder_cross_entropy
 from kerasbert.kernels import decoder_logits
 from kerasbert.kernels import token_cross_entropy
-from kerasbert.models.gpt import GptBackbone
+from kerasbert.layers.initializers import bert_initializer
 from kerasbert.tasks.pretraining_task import PretrainingTask
 from kerasbert.tasks.pretraining_task import cross_replica_sum
 from kerasbert.tasks.pretraining_task import num_replicas
@@ -49,12 +51,8 @@ def backbone_features(inputs):
     return features
 
 
-def tied_logits(backbone, sequence_output):
-    """float32 logits [B, T, V] of the tied decoder (hidden @ embedding^T)."""
-    return decoder_logits(sequence_output, backbone.token_embedding)
-
-
-def next_token_elementwise(token_ids, padding_mask, decoder, hidden=None, logits=None):
+def next_token_elementwise(token_ids, padding_mask, decoder, hidden=None, logits=None,
+                           bias=None):
     """Per-position next-token cross-entropy, hits and weights.
 
     Position t predicts token t + 1; a pair counts (weight 1) when both
@@ -64,10 +62,12 @@ def next_token_elementwise(token_ids, padding_mask, decoder, hidden=None, logits
     Args:
         token_ids: int [B, T].
         padding_mask: int [B, T].
-        decoder: the tied decoder (the backbone's `token_embedding`).
+        decoder: the tied decoder (the backbone's `token_embedding`) or a
+            [V, H] table.
         hidden: float [B, T, H] states to decode (the loss then never
             builds the [B, T, V] logits: `kernels.decoder_cross_entropy`);
             or, instead, `logits` float [B, T, V].
+        bias: float [V] or None, the decoder's.
 
     Returns:
         dict of float32 [B, T - 1]: "ce", "hits", "weights".
@@ -80,7 +80,7 @@ def next_token_elementwise(token_ids, padding_mask, decoder, hidden=None, logits
     # results costs nothing, slicing the states or logits would copy them.
     targets = ops.concatenate([token_ids[:, 1:], token_ids[:, :1]], axis=1)
     if hidden is not None:
-        ce, hits = decoder_cross_entropy(hidden, targets, decoder)
+        ce, hits = decoder_cross_entropy(hidden, targets, decoder, bias)
     else:
         ce, hits = token_cross_entropy(logits, targets)
     return {"ce": ce[:, :-1], "hits": hits[:, :-1], "weights": weights}
@@ -135,13 +135,16 @@ def check_sampling(strategy, top_k, top_p, temperature):
 
 @keras.saving.register_keras_serializable(package="kerasbert")
 class CausalLM(PretrainingTask):
-    """A causal backbone with GPT's language-model head and loss.
+    """A causal backbone with a language-model head and the next-token loss.
 
-    logits = sequence_output @ token_embedding^T (tied, no bias, so the task
-    adds no weights: gpt1 + CausalLM has 116,534,784 parameters). The loss
-    is the mean next-token cross-entropy over real (token, next token)
-    pairs. Under a `tf.distribute` strategy the denominator is summed over
-    replicas, so gradients are those of the global batch.
+    Tied (`backbone.tied_lm_head`, GPT): logits = sequence_output @
+    token_embedding^T, no bias, so the task adds no weights (gpt1 +
+    CausalLM has 116,534,784 parameters). Untied (the Reformer, whose
+    sequence_output is 2 * hidden_dim wide): its own `lm_decoder` [V,
+    output_dim] and `lm_bias` [V], the published checkpoints' `lm_head`.
+    The loss is the mean next-token cross-entropy over real (token, next
+    token) pairs. Under a `tf.distribute` strategy the denominator is
+    summed over replicas, so gradients are those of the global batch.
 
     Data: pretraining TFRecords written with `--objective none
     --no-masking`, read WITHOUT masking (`needs_masked_lm` is False;
@@ -150,8 +153,9 @@ class CausalLM(PretrainingTask):
     BPE): the start token opens every sequence and the separator ends it.
 
     Args:
-        backbone: a causal backbone (`GptBackbone`). A bidirectional one
-            would see the token it has to predict, so it is refused.
+        backbone: a causal backbone (`backbone.causal`: GptBackbone, a
+            causal ReformerBackbone). A bidirectional one would see the
+            token it has to predict, so it is refused.
         dtype: defaults to the backbone's policy.
 
     Call args:
@@ -161,7 +165,7 @@ class CausalLM(PretrainingTask):
     Returns:
         dict, the same keys in training and inference: `logits` float32
         [B, T, vocabulary_size] (position t scores token t + 1) and `hidden`
-        [B, T, H], the states the loss decodes itself
+        [B, T, output_dim], the states the loss decodes itself
         (`kernels.decoder_cross_entropy`, without building the logits).
 
     Metrics (`fit` logs): `loss`, `lm_loss`, `lm_accuracy`.
@@ -174,16 +178,42 @@ class CausalLM(PretrainingTask):
     needs_masked_lm = False
 
     def __init__(self, backbone, dtype=None, **kwargs):
-        if not isinstance(backbone, GptBackbone):
+        if not getattr(backbone, "causal", False):
             raise ValueError(
-                f"CausalLM needs a causal backbone (GptBackbone); a "
-                f"{type(backbone).__name__} attends to later tokens and would "
-                "see the tokens it must predict."
+                f"CausalLM needs a causal backbone (GptBackbone, ReformerBackbone with "
+                f"causal=True); a {type(backbone).__name__} that attends to later tokens "
+                "would see the tokens it must predict."
             )
         super().__init__(backbone, dtype=dtype, **kwargs)
+        self.lm_decoder = self.lm_bias = None
+        if not backbone.tied_lm_head:
+            init = bert_initializer(backbone.initializer_range)
+            self.lm_decoder = self.add_weight(
+                shape=(backbone.vocabulary_size, backbone.output_dim), initializer=init,
+                name="lm_decoder")
+            self.lm_bias = self.add_weight(shape=(backbone.vocabulary_size,),
+                                           initializer="zeros", name="lm_bias")
+            # A published checkpoint's head, read with the backbone
+            # (kerasbert.convert.hf_checkpoint).
+            published = getattr(backbone, "published_lm_head", None)
+            if published is not None:
+                self.lm_decoder.assign(published[0])
+                self.lm_bias.assign(published[1])
         self.lm_loss_tracker = keras.metrics.Mean(name="lm_loss")
         self.lm_accuracy = keras.metrics.Mean(name="lm_accuracy")
         self.built = True
+
+    @property
+    def decoder(self):
+        """(table or tied embedding, bias or None) that decode the states."""
+        if self.lm_decoder is None:
+            return self.backbone.token_embedding, None
+        return self.lm_decoder, self.lm_bias
+
+    def logits(self, hidden):
+        """float32 logits [..., V] of states [..., output_dim]."""
+        table, bias = self.decoder
+        return decoder_logits(hidden, table, bias)
 
     # --- forward ----------------------------------------------------------
 
@@ -191,14 +221,15 @@ class CausalLM(PretrainingTask):
         sequence = self.backbone(backbone_features(inputs), training=training)["sequence_output"]
         # The loss decodes "hidden" itself (the faster layout); a training
         # step that does not read "logits" never computes them.
-        return {"logits": tied_logits(self.backbone, sequence), "hidden": sequence}
+        return {"logits": self.logits(sequence), "hidden": sequence}
 
     # --- the training-loop protocol (kerasbert.training.loop) ----------------
 
     def _elementwise(self, features, outputs):
+        table, bias = self.decoder
         return next_token_elementwise(features["input_word_ids"], features["input_mask"],
-                                      self.backbone.token_embedding, hidden=outputs.get("hidden"),
-                                      logits=outputs["logits"])
+                                      table, hidden=outputs.get("hidden"),
+                                      logits=outputs["logits"], bias=bias)
 
     def loss_terms(self, features, outputs):
         """Per-batch float32 sums: lm_loss_sum, lm_weight_sum (predicted
@@ -276,7 +307,7 @@ class CausalLM(PretrainingTask):
         )
         index = ops.reshape(ops.cast(lengths, "int32") - 1, (-1, 1, 1))
         last = ops.take_along_axis(outputs["sequence_output"], index, axis=1)
-        return tied_logits(self.backbone, last)[:, 0, :]
+        return self.logits(last)[:, 0, :]
 
     def generate(self, prompts, max_new_tokens=32, strategy="greedy", top_k=50, top_p=0.9,
                  temperature=1.0, seed=None, end_token_id=None):

@@ -24,7 +24,7 @@ from kerasbert import handles
 from kerasbert import runs
 from kerasbert.convert.sources import detect_layout
 from kerasbert.errors import UsageError
-from kerasbert.models.gpt import GptBackbone
+from kerasbert.models.backbone import Backbone
 from kerasbert.saving import load_model
 from kerasbert.tasks.causal_lm import CausalLM
 from kerasbert.text.loading import load_tokenizer
@@ -50,7 +50,7 @@ def load_generator(model, vocab=None, lower_case=None):
         raise UsageError(f"--model {model}: not a run directory, a .keras file or a model "
                          "handle.")
     loaded = load_model(path)
-    backbone = loaded if isinstance(loaded, GptBackbone) else getattr(loaded, "backbone", None)
+    backbone = loaded if isinstance(loaded, Backbone) else getattr(loaded, "backbone", None)
     lm = loaded if isinstance(loaded, CausalLM) else _causal_lm(backbone, path, loaded)
     tokenizer = (run.tokenizer(vocab, lower_case) if run is not None
                  else load_tokenizer(vocab, lower_case=lower_case))
@@ -72,9 +72,9 @@ def _published_generator(handle, vocab, lower_case):
 
 
 def _causal_lm(backbone, source, loaded):
-    if not isinstance(backbone, GptBackbone):
-        raise UsageError(f"{source} holds a {type(backbone or loaded).__name__}, not a GPT "
-                         "model: generation needs a causal decoder (e.g. --preset gpt1).")
+    if not getattr(backbone, "causal", False):
+        raise UsageError(f"{source} holds a {type(backbone or loaded).__name__}, not a causal "
+                         "decoder: generation needs one (e.g. --preset gpt1 or reformer_tiny).")
     return CausalLM(backbone)
 
 

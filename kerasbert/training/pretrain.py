@@ -41,7 +41,6 @@ from kerasbert.data.metadata import vocab_fingerprint
 from kerasbert.errors import UsageError
 from kerasbert.models.electra import ElectraBackbone
 from kerasbert.models.electra.electra_presets import published_generator_fraction
-from kerasbert.models.gpt import GptBackbone
 from kerasbert.optimizers import create_optimizer
 from kerasbert import runs
 from kerasbert.saving import load_model
@@ -157,12 +156,14 @@ def make_pretrainer(backbone, objectives):
         unmasked batches (`pretraining_dataset(masked_lm=False)`).
     """
 
-    if isinstance(backbone, GptBackbone):
-        # GPT: next-token prediction on whole sequences (--objective none).
+    if getattr(backbone, "causal", False):
+        # GPT, a causal Reformer: next-token prediction on whole sequences
+        # (--objective none).
         if tuple(objectives) != ("mlm",):
             raise UsageError(
-                "A GPT backbone trains a causal LM on single sequences: write the data with "
-                f"--objective none (this data has the {objectives[-1]} objective).")
+                f"A causal backbone ({type(backbone).__name__}) trains a causal LM on single "
+                "sequences: write the data with --objective none (this data has the "
+                f"{objectives[-1]} objective).")
 
         return CausalLM(backbone)
 

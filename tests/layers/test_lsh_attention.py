@@ -120,18 +120,24 @@ class TestLSHSelfAttention(TestCase):
 
     def test_padding_never_leaks(self):
         """Whatever the padded positions hold, real tokens' outputs do not
-        change. With hashing, what a padded position holds moves it between
-        buckets (and so others between chunks), so the check fixes the
-        order: one bucket, chunks of 8 with a neighbour on each side."""
-        x, mask = _inputs(24, real=15)
+        change, with real hashing: padding sorts into a bucket of its own
+        after the others, so it never moves real tokens between chunks."""
+        x, mask = _inputs(48, real=29)
         changed = x.copy()
-        changed[-1, 15:] = 100 * np.random.RandomState(9).randn(9, HIDDEN)
-        layer = LSHSelfAttention(HEADS, num_hashes=2, num_buckets=1, chunk_length=8,
-                                 num_chunks_before=1, num_chunks_after=1)
-        out = np.asarray(layer(x, mask))
-        again = np.asarray(layer(changed, mask))
-        np.testing.assert_allclose(out[-1, :15], again[-1, :15], atol=1e-5)
-        np.testing.assert_allclose(out[0], again[0], atol=1e-6)
+        changed[-1, 29:] = 100 * np.random.RandomState(9).randn(19, HIDDEN)
+        for causal in (False, True):
+            layer = LSHSelfAttention(HEADS, num_hashes=3, num_buckets=4, chunk_length=8,
+                                     num_chunks_before=1, num_chunks_after=1, causal=causal)
+            out = np.asarray(layer(x, mask))
+            again = np.asarray(layer(changed, mask))
+            np.testing.assert_allclose(out[-1, :29], again[-1, :29], atol=1e-5)
+            np.testing.assert_allclose(out[0], again[0], atol=1e-6)
+            # Unmasked, the same change does move the real tokens (the check
+            # would pass for a layer that ignored its input).
+            full = np.ones_like(mask)
+            moved = np.abs(np.asarray(layer(x, full))[-1, :29]
+                           - np.asarray(layer(changed, full))[-1, :29]).max()
+            assert moved > 1e-3, moved
 
     def test_training_draws_new_rotations_evaluation_does_not(self):
         x, mask = _inputs(32)

@@ -54,8 +54,8 @@ class ReformerBackbone(Backbone):
       (`recompute`), so memory does not grow with `num_layers`.
 
     Inputs and outputs: `Backbone`'s. `input_type_ids` is ignored (no
-    segment table). `encoder_outputs[i]` is layer i's concat(x1, x2),
-    before the final LayerNorm that `sequence_output` has. `pooled_output`
+    segment table). `encoder_outputs[i]` is layer i's concat(x1, x2); the
+    last one is `sequence_output` (with the final LayerNorm). `pooled_output`
     is the last real token's state when `causal` (as GPT: only it has read
     everything), else the first token's. Lengths need not be a multiple of
     a chunk: they are padded inside with masked positions.
@@ -81,6 +81,9 @@ class ReformerBackbone(Backbone):
     """
 
     classifier_activation = None
+    # The published LM head is Dense(2 * hidden_dim -> vocabulary) with a
+    # bias: the token table is hidden_dim wide and cannot be tied to it.
+    tied_lm_head = False
 
     def __init__(self, vocabulary_size, num_layers, num_heads, hidden_dim, intermediate_dim,
                  max_sequence_length=4096, attention_layers=("local", "lsh"), head_dim=None,
@@ -131,8 +134,9 @@ class ReformerBackbone(Backbone):
                   for name in ("input_word_ids", "input_mask", "input_type_ids")}
         x = self.embeddings(inputs["input_word_ids"], inputs["input_type_ids"])
         pairs = self.reversible(x, x, inputs["input_mask"])
-        encoder_outputs = [ops.concatenate(pair, axis=-1) for pair in pairs]
-        sequence = self.final_dropout(self.final_norm(encoder_outputs[-1]))
+        streams = [ops.concatenate(pair, axis=-1) for pair in pairs]
+        sequence = self.final_dropout(self.final_norm(streams[-1]))
+        encoder_outputs = streams[:-1] + [sequence]
         pooled = (last_token_state(sequence, inputs["input_mask"]) if causal
                   else sequence[:, 0, :])
         Backbone.__init__(self, inputs=inputs,

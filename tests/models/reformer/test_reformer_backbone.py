@@ -1,0 +1,117 @@
+"""ReformerBackbone: the zoo's contract, causality by gradients, the
+reversible training pass equal to ordinary backpropagation, presets."""
+
+import keras
+import numpy as np
+import pytest
+import tensorflow as tf
+
+from kerasbert.models import ReformerBackbone
+from kerasbert.models.backbone import ConfigError
+from kerasbert.testing import TestCase
+from kerasbert.testing import tiny_encoder_inputs
+
+KWARGS = dict(vocabulary_size=50, num_layers=2, num_heads=2, hidden_dim=16,
+              intermediate_dim=32, max_sequence_length=64, attention_layers=["local", "lsh"],
+              num_hashes=2, num_buckets=4, lsh_chunk_length=4, local_chunk_length=4,
+              axial_shape=[8, 8], axial_dims=[4, 12], dropout=0.0)
+INPUTS = tiny_encoder_inputs(length=12, seed=5, segments=False)
+
+
+def _shapes(batch, length, width, layers):
+    return {"sequence_output": (batch, length, width), "pooled_output": (batch, width),
+            "encoder_outputs": [(batch, length, width)] * layers}
+
+
+class TestReformerBackbone(TestCase):
+    def test_backbone_basics(self):
+        for causal in (True, False):
+            self.run_backbone_test(ReformerBackbone, dict(KWARGS, causal=causal), INPUTS,
+                                   expected_output_shape=_shapes(2, 12, 32, 2))
+
+    def test_no_output_depends_on_a_later_position(self):
+        """Gradient check: d output[t] / d embedding[s] is exactly 0 for
+        every s > t, through every layer (hashing and sorting are not
+        differentiable paths; the masks are exact)."""
+        model = ReformerBackbone(**dict(KWARGS, num_layers=4, initializer_range=0.5))
+        ids = tf.constant(INPUTS["input_word_ids"])
+        embed = model.embeddings
+        rest = {k: tf.constant(v) for k, v in INPUTS.items()}
+        x = embed(ids)
+        for t in (0, 3, 6, 10):
+            with tf.GradientTape() as tape:
+                tape.watch(x)
+                pairs = model.reversible(x, x, rest["input_mask"])
+                out = tf.concat(pairs[-1], -1)[:, t]
+            grad = tape.gradient(out, x).numpy()
+            assert np.abs(grad[:, t + 1:]).max() == 0.0, t
+            assert np.abs(grad[:, :t + 1]).max() > 0.0, t
+
+    def test_reversible_training_gradients_equal_ordinary_backpropagation(self):
+        """The recomputing backward pass (activations rebuilt from each
+        layer's output) gives the gradients of the same layers run as an
+        ordinary residual stack, within 1e-5, in a compiled training step
+        with dropout and fresh LSH rotations (both passes draw the same)."""
+        config = dict(KWARGS, num_layers=4, dropout=0.1, attention_dropout=0.1,
+                      feed_forward_chunk_size=5)
+        ids = tf.constant(np.random.RandomState(2).randint(0, 50, (2, 30)), tf.int32)
+        mask = np.ones((2, 30), "int32")
+        mask[1, 21:] = 0
+        inputs = {"input_word_ids": ids, "input_mask": tf.constant(mask),
+                  "input_type_ids": tf.zeros_like(ids)}
+        results = {}
+        for recompute in (False, True):
+            # The same seeds for the dropout outside the stack (embeddings).
+            keras.utils.set_random_seed(11)
+            model = ReformerBackbone(**dict(config, recompute=recompute, seed=7))
+            if recompute:
+                model.set_weights(weights)
+
+            @tf.function
+            def step():
+                with tf.GradientTape() as tape:
+                    out = model(inputs, training=True)
+                    loss = tf.reduce_sum(tf.sin(out["sequence_output"]))
+                    loss += tf.reduce_sum(out["encoder_outputs"][1] ** 2) * 1e-2
+                return loss, tape.gradient(loss, model.trainable_variables)
+
+            loss, grads = step()
+            weights = model.get_weights()
+            results[recompute] = (float(loss), [tf.convert_to_tensor(g).numpy() for g in grads])
+        assert results[False][0] == pytest.approx(results[True][0], abs=1e-5)
+        for a, b in zip(results[False][1], results[True][1]):
+            np.testing.assert_allclose(a, b, atol=1e-5, rtol=1e-5)
+        assert max(np.abs(g).max() for g in results[True][1]) > 1e-2
+
+    def test_config_is_checked(self):
+        with pytest.raises(ConfigError, match="axial_shape"):
+            ReformerBackbone(**dict(KWARGS, axial_shape=[8, 4]))
+        with pytest.raises(ConfigError, match="axial_dims"):
+            ReformerBackbone(**dict(KWARGS, axial_dims=[4, 4]))
+        with pytest.raises(ConfigError, match="attention_layers"):
+            ReformerBackbone(**dict(KWARGS, attention_layers=["full"]))
+
+    def test_attention_layers_repeat(self):
+        model = ReformerBackbone(**dict(KWARGS, num_layers=5))
+        assert model.layer_kinds() == ["local", "lsh", "local", "lsh", "local"]
+        kinds = [type(f.inner).__name__ for f, _ in model.transformer_layers]
+        assert kinds == ["LocalSelfAttention", "LSHSelfAttention"] * 2 + ["LocalSelfAttention"]
+
+
+class TestReformerPresets(TestCase):
+    def test_crime_and_punishment_has_the_published_parameter_count(self):
+        # Hugging Face's ReformerModel of this config: 2,584,064.
+        model = ReformerBackbone.from_preset("reformer_crime_and_punishment")
+        assert model.count_params() == 2_584_064
+        assert model.output_dim == 512
+
+    def test_enwik8_parameter_count_by_parts(self):
+        # One layer of each kind at the preset's widths; the rest counted.
+        local = ReformerBackbone.from_preset("reformer_enwik8", num_layers=1,
+                                             attention_layers=["local"])
+        lsh = ReformerBackbone.from_preset("reformer_enwik8", num_layers=1,
+                                           attention_layers=["lsh"])
+        shared = local.embeddings.count_params() + local.final_norm.count_params()
+        local_layer, lsh_layer = local.count_params() - shared, lsh.count_params() - shared
+        # 9 local and 3 LSH layers: Hugging Face's ReformerModel has 148,654,080.
+        assert shared + 9 * local_layer + 3 * lsh_layer == 148_654_080
