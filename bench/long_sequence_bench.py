@@ -1,41 +1,54 @@
 #!/usr/bin/env python
-"""Long sequences: BigBird block-sparse attention vs full attention.
+"""Long sequences: full attention vs BigBird vs the Reformer, by length and depth.
 
-For each sequence length (default 1024, 2048, 4096, 8192) and each attention
-("full", "bigbird") one fresh subprocess builds the same `BigBirdBackbone`
-(same width, depth and weights layout; only `attention=` differs) and runs
-training steps (forward + backward + SGD update, `train_on_batch`). Each
-worker reports:
+Two sweeps, in one run, of one training step (forward + backward + SGD
+update, `train_on_batch`) for each attention:
+
+    length   --seq-lengths (default 1024,4096,16384,65536) at
+             --num-layers (default 2)
+    depth    --depths (default 2,6,12) at --depth-length (default 4096)
+
+"full" and "bigbird" are the same `BigBirdBackbone` with `attention=`
+switched (same weights); "reformer" is a `ReformerBackbone` of the same
+width, heads and feed-forward (streams of --hidden-dim, layers alternating
+local / LSH attention in chunks of --chunk-length, 2 hashing rounds,
+2 * length / chunk buckets, reversible layers trained with the recomputing
+backward pass). Each configuration runs in a fresh subprocess, which
+reports:
 
     time per step   median wall time of --steps steps after --warmup
                     untimed ones (the first traces/compiles)
-    peak RSS        the worker's lifetime peak (resource.getrusage
-                    ru_maxrss)
+    peak RSS        the worker's lifetime peak (resource.getrusage)
     step memory     peak RSS minus the RSS after the model was built and
                     compiled, before the first step: what training adds
-                    (activations, gradients, optimizer slots, the traced
-                    graph; the last two do not grow with the length)
+
+A worker whose resident memory passes --memory-cap-gb (default 20, on
+this 24 GB machine) is killed and recorded as failed at that point, as is
+one that exits with an error: the table reports where each attention
+stops fitting instead of stopping the run.
 
 A subprocess per configuration keeps the peaks apart: a process's peak
 never comes back down, and TensorFlow's CPU allocator keeps memory it freed
 for reuse, so "RSS before a step" already holds the previous step's
-working set (measured here: 1.2 MB "per step" for full attention at 2048
-tokens, whose score tensors alone are 33 MB each).
+working set.
 
-Prints one table (full / BigBird ratios of time and memory) and the growth
-factor of each attention's step memory per doubling of the length:
-about 2 means linear, about 4 quadratic. --json OUT writes everything
-(atomically). --quick: tiny sizes, a smoke test whose numbers mean
-nothing. See bench/README.md.
+Prints the two tables, the growth of each attention's step memory per step
+of the lengths (x4 per 4x length is linear, x16 quadratic) and the
+Reformer's memory ratio from the shallowest to the deepest model. --json
+OUT writes everything (atomically); --plot PNG draws step memory against
+length. --quick: tiny sizes, a smoke test whose numbers mean nothing. See
+bench/README.md.
 """
 
 import argparse
 import json
+import math
 import os
 import pathlib
 import statistics
 import subprocess
 import sys
+import tempfile
 import time
 
 sys.path.insert(0, str(pathlib.Path(__file__).resolve().parent))
@@ -46,31 +59,47 @@ from _common import BenchError  # noqa: E402,F401
 
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
 
-ATTENTIONS = ("full", "bigbird")
-DEFAULTS = dict(seq_lengths="1024,2048,4096,8192", batch_size=1, num_layers=2,
-                hidden_dim=128, num_heads=2, intermediate_dim=512, block_size=64,
-                num_random_blocks=3, vocabulary_size=1000, steps=3, warmup=1)
-QUICK = dict(seq_lengths="64,128", batch_size=1, num_layers=1, hidden_dim=16, num_heads=2,
-             intermediate_dim=32, block_size=8, num_random_blocks=1, vocabulary_size=100,
-             steps=1, warmup=1)
-MODEL_KEYS = ("num_layers", "hidden_dim", "num_heads", "intermediate_dim", "block_size",
-              "num_random_blocks", "vocabulary_size")
-LINEAR_LIMIT = 2.6  # a doubling that grows memory by more is not linear
+ATTENTIONS = ("full", "bigbird", "reformer")
+DEFAULTS = dict(seq_lengths="1024,4096,16384,65536", depths="2,6,12", depth_length=4096,
+                batch_size=1, num_layers=2, hidden_dim=128, num_heads=2, intermediate_dim=512,
+                block_size=64, num_random_blocks=3, chunk_length=64, vocabulary_size=1000,
+                steps=2, warmup=1)
+QUICK = dict(seq_lengths="64,128", depths="1,2", depth_length=64, batch_size=1, num_layers=1,
+             hidden_dim=16, num_heads=2, intermediate_dim=32, block_size=8,
+             num_random_blocks=1, chunk_length=8, vocabulary_size=100, steps=1, warmup=1)
+MODEL_KEYS = ("hidden_dim", "num_heads", "intermediate_dim", "block_size",
+              "num_random_blocks", "chunk_length", "vocabulary_size")
+# Memory that grows by more than this power of the length ratio is not
+# linear (1.0 exactly linear; 2.0 quadratic): 1.3 allows fixed costs.
+LINEAR_EXPONENT = 1.3
+FLAT_DEPTH_LIMIT = 1.2  # the issue's goal: <= 1.2x from the shallowest to the deepest
 
 
 def parse_args(argv):
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--seq-lengths", help="comma-separated lengths (default 1024,2048,4096,8192)")
-    for name, help_ in (("batch_size", "sequences per step"), ("num_layers", "encoder layers"),
-                        ("hidden_dim", "width"), ("num_heads", "attention heads"),
+    p.add_argument("--depths", help="comma-separated layer counts of the depth sweep "
+                   "(default 2,6,12)")
+    for name, help_ in (("depth_length", "sequence length of the depth sweep"),
+                        ("batch_size", "sequences per step"),
+                        ("num_layers", "layers of the length sweep"),
+                        ("hidden_dim", "width (each Reformer stream)"),
+                        ("num_heads", "attention heads"),
                         ("intermediate_dim", "feed-forward width"),
                         ("block_size", "BigBird block size"),
                         ("num_random_blocks", "BigBird random blocks per query block"),
+                        ("chunk_length", "Reformer attention chunk"),
                         ("vocabulary_size", "token table rows"),
                         ("steps", "timed steps per configuration"),
                         ("warmup", "untimed steps first (the first compiles)")):
         p.add_argument(f"--{name.replace('_', '-')}", type=int,
                        help=f"{help_} (default {DEFAULTS[name]})")
+    p.add_argument("--attentions", default=",".join(ATTENTIONS),
+                   help=f"comma-separated subset of {','.join(ATTENTIONS)}")
+    p.add_argument("--memory-cap-gb", type=float, default=20.0,
+                   help="a worker above this resident memory is stopped and recorded as "
+                        "failed (default 20)")
+    p.add_argument("--plot", metavar="PNG", help="draw step memory against length")
     p.add_argument("--jit", action="store_true", help="compile(jit_compile=True) (XLA)")
     p.add_argument("--timeout", type=float, default=1800,
                    help="seconds per worker before it counts as failed (default 1800)")
@@ -78,41 +107,60 @@ def parse_args(argv):
     p.add_argument("--json", metavar="OUT", help="also write the results as JSON")
     p.add_argument("--quick", action="store_true",
                    help="tiny model, lengths 64 and 128: a smoke test, not a measurement")
-    p.add_argument("--worker", nargs=2, metavar=("ATTENTION", "LENGTH"), help=argparse.SUPPRESS)
+    p.add_argument("--worker", nargs=3, metavar=("ATTENTION", "LENGTH", "LAYERS"),
+                   help=argparse.SUPPRESS)
     args = p.parse_args(argv)
     for name, value in (QUICK if args.quick else DEFAULTS).items():
         if getattr(args, name) is None:
             setattr(args, name, value)
     for name in ("batch_size", "num_layers", "hidden_dim", "num_heads", "intermediate_dim",
-                 "block_size", "vocabulary_size", "steps", "warmup"):
+                 "block_size", "chunk_length", "vocabulary_size", "steps", "warmup",
+                 "depth_length"):
         if getattr(args, name) < 1:
             p.error(f"--{name.replace('_', '-')} must be >= 1, got {getattr(args, name)}")
     if args.num_random_blocks < 0:
         p.error(f"--num-random-blocks must be >= 0, got {args.num_random_blocks}")
+    args.attentions = tuple(a.strip() for a in args.attentions.split(",") if a.strip())
+    unknown = [a for a in args.attentions if a not in ATTENTIONS]
+    if unknown or not args.attentions:
+        p.error(f"--attentions {','.join(unknown) or '(none)'}: choose from "
+                f"{','.join(ATTENTIONS)}")
     return args
 
 
+def _int_list(text, flag):
+    try:
+        values = sorted({int(v) for v in str(text).split(",") if v.strip()})
+    except ValueError:
+        raise BenchError(f"{flag} {text!r}: give integers like 1024,4096") from None
+    if not values or min(values) < 1:
+        raise BenchError(f"{flag} {text!r}: give positive integers")
+    return values
+
+
 def seq_lengths(args):
-    """The sorted lengths; each must be above BigBird's full-attention
-    threshold, or both columns would time full attention."""
+    """The sorted lengths of the length sweep; with BigBird in the run,
+    each (and the depth sweep's length) must be above its full-attention
+    threshold, or its column would time full attention."""
     from kerasbert.layers.block_sparse_attention import sparse_threshold
 
-    try:
-        lengths = sorted({int(v) for v in str(args.seq_lengths).split(",") if v.strip()})
-    except ValueError:
-        raise BenchError(f"--seq-lengths {args.seq_lengths!r}: give integers like "
-                         "1024,2048") from None
-    threshold = sparse_threshold(args.block_size, args.num_random_blocks)
-    short = [n for n in lengths if n <= threshold]
-    if not lengths or short:
-        raise BenchError(
-            f"--seq-lengths {short or args.seq_lengths}: BigBird uses full attention up to "
-            f"(5 + 2 * {args.num_random_blocks}) * {args.block_size} = {threshold} tokens; "
-            "give longer sequences (or a smaller --block-size).")
+    lengths = _int_list(args.seq_lengths, "--seq-lengths")
+    if "bigbird" in args.attentions:
+        threshold = sparse_threshold(args.block_size, args.num_random_blocks)
+        short = [n for n in lengths + [args.depth_length] if n <= threshold]
+        if short:
+            raise BenchError(
+                f"--seq-lengths / --depth-length {short}: BigBird uses full attention up to "
+                f"(5 + 2 * {args.num_random_blocks}) * {args.block_size} = {threshold} tokens; "
+                "give longer sequences (or a smaller --block-size).")
     if args.hidden_dim % args.num_heads:
         raise BenchError(f"--hidden-dim {args.hidden_dim} is not divisible by --num-heads "
                          f"{args.num_heads}.")
     return lengths
+
+
+def depths(args):
+    return _int_list(args.depths, "--depths")
 
 
 # --- worker (one configuration, in its own process) --------------------------
@@ -133,20 +181,39 @@ def _rss_mb():
     return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
 
 
-def worker(args, attention, length):
+def build_model(args, attention, length, num_layers):
+    """(backbone, the scored model) of one configuration."""
+    import keras
+
+    from kerasbert.models import BigBirdBackbone
+    from kerasbert.models import ReformerBackbone
+
+    common = dict(vocabulary_size=args.vocabulary_size, num_layers=num_layers,
+                  num_heads=args.num_heads, hidden_dim=args.hidden_dim,
+                  intermediate_dim=args.intermediate_dim, max_sequence_length=length)
+    if attention == "reformer":
+        chunk = args.chunk_length
+        backbone = ReformerBackbone(
+            **common, attention_layers=["local", "lsh"], num_hashes=2,
+            num_buckets=max(2, 2 * (-(-length // chunk) // 2)), lsh_chunk_length=chunk,
+            local_chunk_length=chunk, causal=False, dropout=0.0)
+    else:
+        backbone = BigBirdBackbone(**common, attention=attention, block_size=args.block_size,
+                                   num_random_blocks=args.num_random_blocks)
+    inputs = {k: keras.Input((length,), dtype="int32", name=k) for k in backbone.input}
+    score = keras.layers.Dense(1, name="head")(backbone(inputs)["pooled_output"])
+    return backbone, keras.Model(inputs, score)
+
+
+def worker(args, attention, length, num_layers=None):
     import resource
 
     import keras
     import numpy as np
 
-    from kerasbert.models import BigBirdBackbone
-
+    num_layers = num_layers or args.num_layers
     keras.utils.set_random_seed(0)
-    config = {k: getattr(args, k) for k in MODEL_KEYS}
-    backbone = BigBirdBackbone(**config, max_sequence_length=length, attention=attention)
-    inputs = {k: keras.Input((length,), dtype="int32", name=k) for k in backbone.input}
-    score = keras.layers.Dense(1, name="head")(backbone(inputs)["pooled_output"])
-    model = keras.Model(inputs, score)
+    backbone, model = build_model(args, attention, length, num_layers)
     model.compile(optimizer=keras.optimizers.SGD(1e-3), loss="mse", jit_compile=args.jit)
     rng = np.random.default_rng(0)
     batch = args.batch_size
@@ -170,10 +237,11 @@ def worker(args, attention, length):
     # The kernel's high-water mark (ru_maxrss) can trail a VmRSS reading by
     # a few pages; the peak is at least every RSS seen.
     peak = max(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024, before, _rss_mb())
-    sparse = backbone.transformer_layers[0].attention
+    first_attention = getattr(backbone.transformer_layers[0], "attention", None)
     return {
-        "attention": attention, "seq_length": length,
-        "block_sparse": bool(getattr(sparse, "uses_block_sparse", lambda n: False)(length)),
+        "attention": attention, "seq_length": length, "num_layers": num_layers, "ok": True,
+        "block_sparse": bool(getattr(first_attention, "uses_block_sparse",
+                                     lambda n: False)(length)),
         "step_s": statistics.median(times), "step_s_all": times, "first_step_s": first,
         "rss_after_build_mb": before, "peak_rss_mb": peak,
         "step_memory_mb": peak - before, "losses": losses, "params": backbone.count_params(),
@@ -183,97 +251,227 @@ def worker(args, attention, length):
 # --- driver --------------------------------------------------------------------
 
 
-def run_worker(args, attention, length):
-    cmd = [sys.executable, os.path.abspath(__file__), "--worker", attention, str(length)]
+def _process_rss_mb(pid):
+    try:
+        with open(f"/proc/{pid}/status") as f:
+            for line in f:
+                if line.startswith("VmRSS:"):
+                    return int(line.split()[1]) / 1024
+    except OSError:
+        pass
+    return 0.0
+
+
+def run_worker(args, attention, length, num_layers):
+    """One configuration in a subprocess: its row, or a failed row saying
+    why (over the memory cap, an error exit, the timeout)."""
+    cmd = [sys.executable, os.path.abspath(__file__), "--worker", attention, str(length),
+           str(num_layers)]
     for name in (*MODEL_KEYS, "batch_size", "steps", "warmup"):
         cmd += [f"--{name.replace('_', '-')}", str(getattr(args, name))]
     cmd += ["--jit"] if args.jit else []
     env = dict(os.environ, TF_CPP_MIN_LOG_LEVEL="3")
-    try:
-        proc = subprocess.run(cmd, capture_output=True, text=True, env=env,
-                              timeout=args.timeout)
-    except subprocess.TimeoutExpired:
-        raise BenchError(f"{attention} at {length} tokens took over {args.timeout:.0f}s "
-                         "(--timeout)") from None
-    lines = [ln for ln in proc.stdout.splitlines() if ln.startswith("{")]
+    cap = args.memory_cap_gb * 1024
+    failed = {"attention": attention, "seq_length": length, "num_layers": num_layers,
+              "ok": False}
+    with tempfile.TemporaryFile("w+") as out, tempfile.TemporaryFile("w+") as err:
+        proc = subprocess.Popen(cmd, stdout=out, stderr=err, text=True, env=env)
+        start, peak = time.monotonic(), 0.0
+        while proc.poll() is None:
+            peak = max(peak, _process_rss_mb(proc.pid))
+            if peak > cap or time.monotonic() - start > args.timeout:
+                proc.kill()
+                proc.wait()
+                reason = (f"over {args.memory_cap_gb:g} GB" if peak > cap
+                          else f"over {args.timeout:.0f} s")
+                return dict(failed, reason=reason, peak_rss_mb=peak)
+            time.sleep(0.05)
+        out.seek(0)
+        err.seek(0)
+        lines = [ln for ln in out.read().splitlines() if ln.startswith("{")]
+        stderr = err.read()
     if proc.returncode or not lines:
-        raise BenchError(f"{attention} at {length} tokens failed (exit {proc.returncode}):\n"
-                         f"{proc.stderr[-2000:]}")
+        last = [ln for ln in stderr.splitlines() if ln.strip()][-1:] or ["no output"]
+        kind = "out of memory" if "ResourceExhausted" in stderr or "MemoryError" in stderr \
+            else f"exit {proc.returncode}"
+        return dict(failed, reason=f"{kind}: {last[0][:160]}", peak_rss_mb=peak)
     return json.loads(lines[-1])
 
 
 def growth(rows, attention, lengths):
-    """Step-memory factor per doubling (or per step of the lengths given)."""
-    mem = {r["seq_length"]: r["step_memory_mb"] for r in rows if r["attention"] == attention}
-    return [{"from": a, "to": b, "factor": mem[b] / mem[a] if mem[a] > 0 else float("nan")}
-            for a, b in zip(lengths, lengths[1:])]
+    """Step memory from each length to the next, and the exponent of that
+    growth (log of the memory ratio over log of the length ratio: 1 is
+    linear, 2 quadratic), over the lengths where the attention ran."""
+    mem = {r["seq_length"]: r["step_memory_mb"] for r in rows
+           if r["attention"] == attention and r.get("ok", True)
+           and r.get("num_layers") in (None, rows[0].get("num_layers"))}
+    ran = [n for n in lengths if n in mem]
+    out = []
+    for a, b in zip(ran, ran[1:]):
+        factor = mem[b] / mem[a] if mem[a] > 0 else float("nan")
+        exponent = math.log(factor) / math.log(b / a) if factor > 0 else float("nan")
+        out.append({"from": a, "to": b, "factor": factor, "exponent": exponent})
+    return out
+
+
+def _cell(row, key, scale=1.0, fmt="{:.1f}"):
+    if row is None:
+        return "-"
+    if not row.get("ok", True):
+        return "FAILED"
+    return fmt.format(row[key] * scale)
 
 
 def format_table(result):
-    rows, env = result["rows"], result["env"]
-    by = {(r["attention"], r["seq_length"]): r for r in rows}
-    header = (f"{'seq_len':>7} {'full ms/step':>13} {'bigbird ms/step':>16} {'full/bigbird':>13}"
-              f" {'full step MB':>13} {'bigbird step MB':>16} {'full/bigbird':>13}"
-              f" {'full peak MB':>13} {'bigbird peak MB':>16}")
-    lines = [f"BigBird vs full attention, train step (fwd+bwd+SGD)  [{result['config_name']}: "
-             + ", ".join(f"{k}={v}" for k, v in result["config"].items()) + "]",
-             header, "-" * len(header)]
-    for n in result["seq_lengths"]:
-        f, b = by[("full", n)], by[("bigbird", n)]
-        lines.append(
-            f"{n:>7} {f['step_s'] * 1e3:>13.1f} {b['step_s'] * 1e3:>16.1f}"
-            f" {f['step_s'] / b['step_s']:>12.2f}x"
-            f" {f['step_memory_mb']:>13.1f} {b['step_memory_mb']:>16.1f}"
-            f" {_ratio(f['step_memory_mb'], b['step_memory_mb']):>12.2f}x"
-            f" {f['peak_rss_mb']:>13.1f} {b['peak_rss_mb']:>16.1f}")
-    for attention in ATTENTIONS:
+    attentions, env = result["attentions"], result["env"]
+    by = {(r["attention"], r["seq_length"], r.get("num_layers")): r for r in result["rows"]}
+    config = ", ".join(f"{k}={v}" for k, v in result["config"].items())
+    width = 14
+    lines = [f"One training step (fwd+bwd+SGD)  [{result['config_name']}: {config}]", ""]
+
+    def table(title, keys, label):
+        header = (f"{label:>8}" + "".join(f"{a + ' ms':>{width}}" for a in attentions)
+                  + "".join(f"{a + ' MB':>{width}}" for a in attentions))
+        lines.extend([title, header, "-" * len(header)])
+        for key, n_layers in keys:
+            rows = [by.get((a, key, n_layers)) for a in attentions]
+            lines.append(f"{key if label == 'seq_len' else n_layers:>8}"
+                         + "".join(f"{_cell(r, 'step_s', 1e3):>{width}}" for r in rows)
+                         + "".join(f"{_cell(r, 'step_memory_mb'):>{width}}" for r in rows))
+        lines.append("")
+
+    base = result["config"]["num_layers"]
+    table(f"By length ({base} layers; MB = step memory)",
+          [(n, base) for n in result["seq_lengths"]], "seq_len")
+    if result["depths"]:
+        length = result["config"]["depth_length"]
+        table(f"By depth ({length} tokens)", [(length, d) for d in result["depths"]], "layers")
+    for r in result["rows"]:
+        if not r.get("ok", True):
+            lines.append(f"{r['attention']} at {r['seq_length']} tokens, {r['num_layers']} "
+                         f"layers: FAILED ({r['reason']})")
+    for attention in attentions:
         steps = result["growth"][attention]
-        lines.append(f"{attention} step memory growth: " + ", ".join(
-            f"{g['from']}->{g['to']} x{g['factor']:.2f}" for g in steps))
-    lines.append(f"bigbird memory growth is {result['bigbird_memory']} (every factor <= "
-                 f"{LINEAR_LIMIT} per doubling: linear; ~4: quadratic)")
+        if steps:
+            lines.append(f"{attention} step memory by length: " + ", ".join(
+                f"{g['from']}->{g['to']} x{g['factor']:.2f} (exponent {g['exponent']:.2f})"
+                for g in steps))
+    for attention, ratio in result["depth_ratio"].items():
+        lines.append(f"{attention} step memory {result['depths'][0]}->{result['depths'][-1]} "
+                     f"layers: x{ratio:.2f}")
+    verdicts = result.get("reformer_verdicts")
+    if verdicts:
+        lines.append("reformer: memory " + verdicts["length"] + f" in length (exponent <= "
+                     f"{LINEAR_EXPONENT}); " + verdicts["depth"] + f" in depth (<= "
+                     f"{FLAT_DEPTH_LIMIT}x)")
     lines.append(_common.env_line(env))
     return "\n".join(lines)
 
 
-def _ratio(a, b):
-    return a / b if b > 0 else float("nan")
+def plot(result, path):
+    """Step memory against length, one line per attention, log-log; failed
+    lengths are marked at the cap."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    fig, ax = plt.subplots(figsize=(6.4, 4.2))
+    base = result["config"]["num_layers"]
+    for attention in result["attentions"]:
+        rows = [r for r in result["rows"] if r["attention"] == attention
+                and r["num_layers"] == base and r["seq_length"] in result["seq_lengths"]]
+        ok = [(r["seq_length"], r["step_memory_mb"]) for r in rows if r.get("ok", True)]
+        if ok:
+            ax.plot(*zip(*ok), marker="o", label=attention)
+        for r in rows:
+            if not r.get("ok", True):
+                ax.scatter([r["seq_length"]], [result["memory_cap_gb"] * 1024], marker="x",
+                           color="red")
+                ax.annotate(f"{attention} fails", (r["seq_length"],
+                                                   result["memory_cap_gb"] * 1024),
+                            textcoords="offset points", xytext=(-40, 6), fontsize=8)
+    ax.set_xscale("log", base=2)
+    ax.set_yscale("log")
+    ax.set_xlabel("sequence length (tokens)")
+    ax.set_ylabel("training-step memory (MB)")
+    ax.set_title(f"One training step, {base} layers, width {result['config']['hidden_dim']}")
+    ax.grid(True, which="both", alpha=0.3)
+    ax.legend()
+    fig.tight_layout()
+    tmp = f"{path}.tmp.png"
+    fig.savefig(tmp, dpi=110)
+    plt.close(fig)
+    os.replace(tmp, path)
 
 
 def run(args):
     if args.worker:
-        attention, length = args.worker
-        print(json.dumps(worker(args, attention, int(length))))
+        attention, length, layers = args.worker
+        print(json.dumps(worker(args, attention, int(length), int(layers))))
         return None
     lengths = seq_lengths(args)
+    layer_counts = depths(args) if args.depths else []
     env = _common.keras_environment(
         argparse.Namespace(dtype="float32", backend_note=args.backend_note),
         _common.LOAD_AT_START.get("value"))
+    plan = [(n, args.num_layers) for n in lengths]
+    plan += [(args.depth_length, d) for d in layer_counts
+             if (args.depth_length, d) not in plan]
     rows = []
-    for i, n in enumerate(lengths):
-        # Alternate the order so load drift hits both alike.
-        for attention in (ATTENTIONS if i % 2 == 0 else ATTENTIONS[::-1]):
-            row = run_worker(args, attention, n)
-            print(f"  {attention:>7} {n:>6} tokens: {row['step_s'] * 1e3:.1f} ms/step, "
-                  f"step memory {row['step_memory_mb']:.1f} MB", flush=True)
+    for i, (n, layers) in enumerate(plan):
+        # Alternate the order so load drift hits every attention alike.
+        order = args.attentions if i % 2 == 0 else args.attentions[::-1]
+        for attention in order:
+            row = run_worker(args, attention, n, layers)
+            status = (f"{row['step_s'] * 1e3:.1f} ms/step, step memory "
+                      f"{row['step_memory_mb']:.1f} MB" if row.get("ok", True)
+                      else f"FAILED ({row['reason']})")
+            print(f"  {attention:>8} {n:>6} tokens {layers:>2} layers: {status}", flush=True)
             rows.append(row)
     env["loadavg_end"] = _common.loadavg()
-    rows.sort(key=lambda r: (r["seq_length"], ATTENTIONS.index(r["attention"])))
+    rows.sort(key=lambda r: (r["num_layers"], r["seq_length"],
+                             ATTENTIONS.index(r["attention"])))
+    base_rows = [r for r in rows if r["num_layers"] == args.num_layers]
     result = {
         "env": env, "config_name": "quick" if args.quick else "default",
-        "config": {k: getattr(args, k) for k in (*MODEL_KEYS, "batch_size", "steps", "warmup")}
-        | {"jit": args.jit}, "seq_lengths": lengths, "rows": rows,
-        "growth": {a: growth(rows, a, lengths) for a in ATTENTIONS},
+        "config": {k: getattr(args, k) for k in (*MODEL_KEYS, "num_layers", "depth_length",
+                                                  "batch_size", "steps", "warmup")}
+        | {"jit": args.jit}, "attentions": list(args.attentions), "seq_lengths": lengths,
+        "depths": layer_counts, "memory_cap_gb": args.memory_cap_gb, "rows": rows,
+        "growth": {a: growth(base_rows, a, lengths) for a in args.attentions},
+        "depth_ratio": depth_ratios(rows, args, layer_counts),
     }
-    doublings = [g["factor"] for g in result["growth"]["bigbird"]
-                 if g["to"] == 2 * g["from"]]
-    result["bigbird_memory"] = ("linear" if doublings and max(doublings) <= LINEAR_LIMIT
-                                else "NOT linear" if doublings else "unchecked (no doubling)")
+    if "reformer" in args.attentions:
+        result["reformer_verdicts"] = reformer_verdicts(result)
     print()
     print(format_table(result))
     if args.json:
         _common.write_json(args.json, result)
+    if args.plot:
+        plot(result, args.plot)
     return result
+
+
+def depth_ratios(rows, args, layer_counts):
+    """{attention: step memory at the deepest / at the shallowest depth}."""
+    if len(layer_counts) < 2:
+        return {}
+    mem = {(r["attention"], r["num_layers"]): r["step_memory_mb"] for r in rows
+           if r["seq_length"] == args.depth_length and r.get("ok", True)}
+    lo, hi = layer_counts[0], layer_counts[-1]
+    return {a: mem[(a, hi)] / mem[(a, lo)] for a in args.attentions
+            if (a, lo) in mem and (a, hi) in mem and mem[(a, lo)] > 0}
+
+
+def reformer_verdicts(result):
+    steps = result["growth"]["reformer"]
+    length = ("unchecked" if not steps else "linear"
+              if max(g["exponent"] for g in steps) <= LINEAR_EXPONENT else "NOT linear")
+    ratio = result["depth_ratio"].get("reformer")
+    depth = ("unchecked" if ratio is None else "flat" if ratio <= FLAT_DEPTH_LIMIT
+             else "NOT flat")
+    return {"length": length, "depth": depth}
 
 
 def main(argv=None):

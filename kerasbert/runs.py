@@ -99,8 +99,11 @@ def save_run(run_dir, models, tokenizer=None, config=None):
     written = {name: save_model(model, run_dir, name) for name, model in models.items()}
     if tokenizer is not None:
         description = save_tokenizer_files(tokenizer, run_dir)
-        # "vocab" (the first file) keeps readers of older run directories working.
-        config = dict(config or {}, tokenizer=description, vocab=description["files"][0])
+        # "vocab" (the first file; "bytes" for the byte tokenizer, which
+        # has none) keeps readers of older run directories working.
+        files = description["files"]
+        config = dict(config or {}, tokenizer=description,
+                      vocab=files[0] if files else description["type"])
     if config is not None:
         written[CONFIG] = write_json(run_dir, CONFIG, config)
     return written
@@ -126,9 +129,12 @@ class Run:
 
     @property
     def is_generation(self):
-        """A pretraining run of a GPT preset (`kerasbert export` exports it
-        as a text-generation model)."""
-        return self.is_pretraining and self.config.get("backbone_class") == "GptBackbone"
+        """A pretraining run of a causal backbone: a GPT preset, a causal
+        Reformer (`kerasbert export` exports it as a text-generation model)."""
+        if not self.is_pretraining:
+            return False
+        return (self.config.get("backbone_class") == "GptBackbone"
+                or bool((self.config.get("backbone") or {}).get("causal", False)))
 
     def model_file(self):
         """The most complete saved model of the run (`MODEL_FILES` order)."""

@@ -30,9 +30,11 @@ def vocab_fingerprint(vocab_path):
         WordPiece vocab.txt (sha256 of the file, its number of lines), a
         SentencePiece `.model` (sha256 of the file, its pieces), or a BPE
         directory / vocab.json (sha256 of vocab.json then merges.txt, the
-        vocabulary's tokens)."""
+        vocabulary's tokens), or "bytes" (sha256 of its token list)."""
     kind, files = resolve_tokenizer_path(vocab_path)
     digest = hashlib.sha256()
+    if not files:  # a vocabulary without files (bytes): its tokens
+        digest.update("\n".join(read_vocabulary(vocab_path)[2]).encode("utf-8"))
     lines = 0
     for name in files:
         with open(name, "rb") as f:

@@ -15,6 +15,8 @@ from kerasbert.data import schema
 from kerasbert.data.text_input import FORMATS
 from kerasbert.errors import UsageError
 from kerasbert.text.families import BPE
+from kerasbert.text.families import BYTES
+from kerasbert.text.families import absolute_vocab
 from kerasbert.text.families import read_vocabulary
 from kerasbert.text.families import special_ids
 from kerasbert.version import __version__
@@ -55,10 +57,17 @@ class Run:
                     "sentence pairs are for WordPiece (nsp) and SentencePiece (sop, ALBERT).")
             lower_case = False  # byte-level BPE is cased by construction
             self.options["lower_case"] = False
+        if self.kind == BYTES:
+            if objective != "none" or masking:
+                raise UsageError(
+                    "--vocab bytes has no [MASK] and no sentence pairs: write character-level "
+                    "data with --objective none --no-masking (for causal language models).")
+            lower_case = False  # bytes are the text as it is
+            self.options["lower_case"] = False
         self.inputs = list(inputs)
         self.vocab_file = vocab_file
         self.config = dict(
-            vocab_file=os.path.abspath(vocab_file), lower_case=lower_case, specials=specials,
+            vocab_file=absolute_vocab(vocab_file), lower_case=lower_case, specials=specials,
             random_seed=random_seed, dupe_factor=dupe_factor,
             instance_options=inst_lib.InstanceOptions(
                 sequence_length=sequence_length, max_predictions_per_seq=max_predictions_per_seq,
@@ -135,12 +144,13 @@ def read_specials(vocab_path):
     TensorFlow."""
     kind, files, tokens = read_vocabulary(vocab_path)
     try:
-        ids = special_ids(kind, tokens, files[0])
+        ids = special_ids(kind, tokens, files[0] if files else vocab_path)
     except ValueError as error:
         raise UsageError(str(error)) from None
+    # The byte vocabulary has no [MASK] (None): masking it is refused.
     return kind, inst_lib.Specials(
         vocab_size=len(tokens), cls_id=ids["cls_id"], sep_id=ids["sep_id"],
-        mask_id=ids["mask_id"], pad_id=ids["pad_id"])
+        mask_id=ids.get("mask_id"), pad_id=ids["pad_id"])
 
 
 def check_output_dir(output_dir, overwrite):

@@ -10,6 +10,7 @@ here.
       or .../vocab.json (merges.txt beside)
     the same, tokens ending in "</w>"      gpt1_bpe        vocab.json, merges.txt
     anything else (vocab.txt)              wordpiece       vocab.txt
+    the word "bytes"                       bytes           (none: UTF-8 bytes + 2)
 """
 
 import json
@@ -23,6 +24,9 @@ WORDPIECE, SENTENCEPIECE, BPE = "wordpiece", "sentencepiece", "bpe"
 #: with "</w>" closing each word (no byte fallback).
 GPT1_BPE = "gpt1_bpe"
 BPE_VOCABULARY, BPE_MERGES = "vocab.json", "merges.txt"
+#: Character-level text as the Reformer's enwik8 model reads it: id = UTF-8
+#: byte + 2, 0 = <pad>, 1 = </s>; `--vocab bytes` names it (no file).
+BYTES = "bytes"
 
 #: File names a fine-tuning directory keeps each family's files under, in
 #: the order the tokenizer class takes them. Fixed names keep user file
@@ -32,6 +36,7 @@ SAVED_FILES = {
     SENTENCEPIECE: ("sentencepiece.model",),
     BPE: (BPE_VOCABULARY, BPE_MERGES),
     GPT1_BPE: (BPE_VOCABULARY, BPE_MERGES),
+    BYTES: (),
 }
 
 
@@ -48,6 +53,8 @@ SPECIAL_TOKENS = {
     # GPT-1 publishes none of them: those missing are appended (`with_added_specials`).
     GPT1_BPE: {"cls_id": "<s>", "pad_id": "<pad>", "sep_id": "</s>", "unk_id": "<unk>",
                "mask_id": "<mask>"},
+    # One boundary token opens and closes a sequence; no [MASK] (causal LMs).
+    BYTES: {"pad_id": "<pad>", "unk_id": "<pad>", "cls_id": "</s>", "sep_id": "</s>"},
 }
 #: GPT-1's word-end marker: the last piece of every word ends with it.
 WORD_END = "</w>"
@@ -58,10 +65,19 @@ WORD_START = {SENTENCEPIECE: "\u2581", BPE: "\u0120"}
 SUFFIX_INDICATOR = "##"
 
 
+def byte_vocabulary():
+    """The BYTES family's tokens in id order: <pad>, </s>, then <0x00> ..
+    <0xFF>."""
+    return ["<pad>", "</s>"] + [f"<0x{b:02X}>" for b in range(256)]
+
+
 def word_starts(kind, tokens):
     """Per token of a vocabulary (id order), whether a piece with that id
     begins a word; the rest continue the word before them (what whole-word
-    masking and `SubwordTokenizer.tokenize`'s word groups use)."""
+    masking and `SubwordTokenizer.tokenize`'s word groups use). Every byte
+    is a word of its own."""
+    if kind == BYTES:
+        return [True] * len(tokens)
     if kind == WORDPIECE:
         return [not (t.startswith(SUFFIX_INDICATOR) and len(t) > len(SUFFIX_INDICATOR))
                 for t in tokens]
@@ -69,7 +85,8 @@ def word_starts(kind, tokens):
 
 
 _FAMILY_WORDS = {WORDPIECE: "a BERT vocabulary", SENTENCEPIECE: "an ALBERT model",
-                 BPE: "a RoBERTa vocabulary", GPT1_BPE: "a GPT-1 vocabulary"}
+                 BPE: "a RoBERTa vocabulary", GPT1_BPE: "a GPT-1 vocabulary",
+                 BYTES: "the byte vocabulary"}
 
 
 def with_added_specials(kind, tokens):
@@ -116,6 +133,8 @@ def read_vocabulary(path):
 
     Raises `UsageError` naming a missing or unreadable file."""
     kind, files = resolve_tokenizer_path(path)
+    if kind == BYTES:
+        return kind, files, byte_vocabulary()
     try:
         if kind == WORDPIECE:
             tokens = load_vocab(files[0])
@@ -165,6 +184,12 @@ def load_bpe_vocab(path):
 HF_TOKENIZER_FILES = (BPE_VOCABULARY, "vocab.txt", "spiece.model", "sentencepiece.bpe.model")
 
 
+def absolute_vocab(path):
+    """A `--vocab` value as a run records it: a file path made absolute
+    (it is read from other working directories), "bytes" as it is."""
+    return path if os.fspath(path) == BYTES else os.path.abspath(path)
+
+
 def resolve_tokenizer_path(path):
     """(kind, files) a `--vocab` path stands for; raises `UsageError` naming
     the missing file.
@@ -181,8 +206,10 @@ def resolve_tokenizer_path(path):
     """
     if path is None:
         raise UsageError("Give the tokenizer files (--vocab): a vocab.txt, a SentencePiece "
-                         ".model, or a directory with vocab.json and merges.txt.")
+                         ".model, a directory with vocab.json and merges.txt, or 'bytes'.")
     path = os.fspath(path)
+    if path == BYTES:
+        return BYTES, ()
     # A directory: a byte-level BPE pair, or a model directory in the Hugging
     # Face layout with its WordPiece vocab.txt or SentencePiece model.
     in_dir = {name: os.path.join(path, name) for name in HF_TOKENIZER_FILES}

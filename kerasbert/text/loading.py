@@ -22,6 +22,7 @@ import shutil
 from kerasbert import handles
 from kerasbert.errors import UsageError
 from kerasbert.text.families import BPE
+from kerasbert.text.families import BYTES
 from kerasbert.text.families import GPT1_BPE
 from kerasbert.text.families import SAVED_FILES
 from kerasbert.text.families import SENTENCEPIECE
@@ -35,11 +36,14 @@ def _construct(kind, files, lower_case):
     # lazy: tensorflow (path checks and run-directory descriptions use this
     # module without it)
     from kerasbert.text.byte_pair_tokenizer import BytePairTokenizer
+    from kerasbert.text.byte_tokenizer import ByteTokenizer
     from kerasbert.text.gpt1_tokenizer import Gpt1Tokenizer
     from kerasbert.text.sentencepiece_tokenizer import SentencePieceTokenizer
     from kerasbert.text.tokenizer import WordPieceTokenizer
 
     try:
+        if kind == BYTES:
+            return ByteTokenizer()
         if kind == BPE:
             # Byte-level BPE is cased by construction: lower_case does not apply.
             return BytePairTokenizer(*files)
@@ -105,6 +109,8 @@ def pretraining_vocab(directory, config):
     config.json's pretrain.vocab as given on its command line (relative to
     where it ran), else beside the run; the casing its data was made with."""
     vocab = config["pretrain"]["vocab"]
+    if vocab == BYTES:  # no file to find
+        return vocab, False
     candidates = [vocab] if os.path.isabs(vocab) else [vocab, os.path.join(directory, vocab)]
     for path in candidates:
         if os.path.exists(path):
@@ -126,6 +132,8 @@ def tokenizer_files(tokenizer):
     """The tokenizer's source file paths, in the order its class takes them
     (vocab.txt; the .model; vocab.json, merges.txt)."""
     kind = tokenizer_kind(tokenizer)
+    if kind == BYTES:
+        return []
     if kind in (BPE, GPT1_BPE):
         return [tokenizer.vocabulary_file, tokenizer.merges_file]
     if kind == SENTENCEPIECE:

@@ -62,14 +62,17 @@ class SubwordTokenizer(tf.Module):
         return self._lookup(tf.convert_to_tensor(tokens, tf.string))
 
     def get_special_tokens_dict(self):
-        """TF Hub preprocessor names -> int32 scalars (for exported models)."""
-        return {
+        """TF Hub preprocessor names -> int32 scalars (for exported models);
+        no "mask_id" for a vocabulary without one (bytes)."""
+        specials = {
             "padding_id": tf.constant(self.pad_id, tf.int32),
             "start_of_sequence_id": tf.constant(self.cls_id, tf.int32),
             "end_of_segment_id": tf.constant(self.sep_id, tf.int32),
-            "mask_id": tf.constant(self.mask_id, tf.int32),
             "vocab_size": tf.constant(self.vocabulary_size, tf.int32),
         }
+        if self.mask_id is not None:
+            specials["mask_id"] = tf.constant(self.mask_id, tf.int32)
+        return specials
 
     # --- tokenization -------------------------------------------------------
     # No tensor-dependent Python control flow below, so AutoGraph is skipped
