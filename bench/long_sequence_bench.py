@@ -6,14 +6,17 @@ update, `train_on_batch`) for each attention:
 
     length   --seq-lengths (default 1024,4096,16384,65536) at
              --num-layers (default 2)
-    depth    --depths (default 2,6,12) at --depth-length (default 4096)
+    depth    --depths (default 2,6,12) at each of --depth-lengths
+             (default 16384,65536)
 
 "full" and "bigbird" are the same `BigBirdBackbone` with `attention=`
 switched (same weights); "reformer" is a `ReformerBackbone` of the same
 width, heads and feed-forward (streams of --hidden-dim, layers alternating
 local / LSH attention in chunks of --chunk-length, 2 hashing rounds,
-2 * length / chunk buckets, reversible layers trained with the recomputing
-backward pass). Each configuration runs in a fresh subprocess, which
+2 * length / chunk buckets (factorised into two powers of two above 64, as
+the published models do: the hash projections are then (b1 + b2) / 2 wide
+instead of b / 2), reversible layers trained with the recomputing backward
+pass). Each configuration runs in a fresh subprocess, which
 reports:
 
     time per step   median wall time of --steps steps after --warmup
@@ -60,11 +63,12 @@ from _common import BenchError  # noqa: E402,F401
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
 
 ATTENTIONS = ("full", "bigbird", "reformer")
-DEFAULTS = dict(seq_lengths="1024,4096,16384,65536", depths="2,6,12", depth_length=4096,
+DEFAULTS = dict(seq_lengths="1024,4096,16384,65536", depths="2,6,12",
+                depth_lengths="16384,65536",
                 batch_size=1, num_layers=2, hidden_dim=128, num_heads=2, intermediate_dim=512,
                 block_size=64, num_random_blocks=3, chunk_length=64, vocabulary_size=1000,
                 steps=2, warmup=1)
-QUICK = dict(seq_lengths="64,128", depths="1,2", depth_length=64, batch_size=1, num_layers=1,
+QUICK = dict(seq_lengths="64,128", depths="1,2", depth_lengths="128", batch_size=1, num_layers=1,
              hidden_dim=16, num_heads=2, intermediate_dim=32, block_size=8,
              num_random_blocks=1, chunk_length=8, vocabulary_size=100, steps=1, warmup=1)
 MODEL_KEYS = ("hidden_dim", "num_heads", "intermediate_dim", "block_size",
@@ -80,8 +84,11 @@ def parse_args(argv):
     p.add_argument("--seq-lengths", help="comma-separated lengths (default 1024,2048,4096,8192)")
     p.add_argument("--depths", help="comma-separated layer counts of the depth sweep "
                    "(default 2,6,12)")
-    for name, help_ in (("depth_length", "sequence length of the depth sweep"),
-                        ("batch_size", "sequences per step"),
+    p.add_argument("--depth-lengths", help="comma-separated sequence lengths of the depth "
+                   "sweep (default 16384,65536)")
+    p.add_argument("--sweeps", default="length,depth",
+                   help="which sweeps to run: length, depth or both (default)")
+    for name, help_ in (("batch_size", "sequences per step"),
                         ("num_layers", "layers of the length sweep"),
                         ("hidden_dim", "width (each Reformer stream)"),
                         ("num_heads", "attention heads"),
@@ -114,12 +121,14 @@ def parse_args(argv):
         if getattr(args, name) is None:
             setattr(args, name, value)
     for name in ("batch_size", "num_layers", "hidden_dim", "num_heads", "intermediate_dim",
-                 "block_size", "chunk_length", "vocabulary_size", "steps", "warmup",
-                 "depth_length"):
+                 "block_size", "chunk_length", "vocabulary_size", "steps", "warmup"):
         if getattr(args, name) < 1:
             p.error(f"--{name.replace('_', '-')} must be >= 1, got {getattr(args, name)}")
     if args.num_random_blocks < 0:
         p.error(f"--num-random-blocks must be >= 0, got {args.num_random_blocks}")
+    args.sweeps = tuple(a.strip() for a in args.sweeps.split(",") if a.strip())
+    if not args.sweeps or set(args.sweeps) - {"length", "depth"}:
+        p.error(f"--sweeps {','.join(args.sweeps)}: choose length, depth or both")
     args.attentions = tuple(a.strip() for a in args.attentions.split(",") if a.strip())
     unknown = [a for a in args.attentions if a not in ATTENTIONS]
     if unknown or not args.attentions:
@@ -147,7 +156,7 @@ def seq_lengths(args):
     lengths = _int_list(args.seq_lengths, "--seq-lengths")
     if "bigbird" in args.attentions:
         threshold = sparse_threshold(args.block_size, args.num_random_blocks)
-        short = [n for n in lengths + [args.depth_length] if n <= threshold]
+        short = [n for n in lengths + depth_lengths(args) if n <= threshold]
         if short:
             raise BenchError(
                 f"--seq-lengths / --depth-length {short}: BigBird uses full attention up to "
@@ -161,6 +170,21 @@ def seq_lengths(args):
 
 def depths(args):
     return _int_list(args.depths, "--depths")
+
+
+def depth_lengths(args):
+    return _int_list(args.depth_lengths, "--depth-lengths")
+
+
+def reformer_buckets(length, chunk):
+    """2 * length / chunk buckets (the paper's choice), as an even int up to
+    64 and as a factorised pair of powers of two above."""
+    target = max(2, 2 * (-(-length // chunk) // 2))
+    if target <= 64:
+        return target
+    exponent = max(2, (target - 1).bit_length())
+    low = exponent // 2
+    return [2 ** low, 2 ** (exponent - low)]
 
 
 # --- worker (one configuration, in its own process) --------------------------
@@ -195,7 +219,7 @@ def build_model(args, attention, length, num_layers):
         chunk = args.chunk_length
         backbone = ReformerBackbone(
             **common, attention_layers=["local", "lsh"], num_hashes=2,
-            num_buckets=max(2, 2 * (-(-length // chunk) // 2)), lsh_chunk_length=chunk,
+            num_buckets=reformer_buckets(length, chunk), lsh_chunk_length=chunk,
             local_chunk_length=chunk, causal=False, dropout=0.0)
     else:
         backbone = BigBirdBackbone(**common, attention=attention, block_size=args.block_size,
@@ -341,10 +365,10 @@ def format_table(result):
         lines.append("")
 
     base = result["config"]["num_layers"]
-    table(f"By length ({base} layers; MB = step memory)",
-          [(n, base) for n in result["seq_lengths"]], "seq_len")
-    if result["depths"]:
-        length = result["config"]["depth_length"]
+    if result["seq_lengths"]:
+        table(f"By length ({base} layers; MB = step memory)",
+              [(n, base) for n in result["seq_lengths"]], "seq_len")
+    for length in result["depth_lengths"]:
         table(f"By depth ({length} tokens)", [(length, d) for d in result["depths"]], "layers")
     for r in result["rows"]:
         if not r.get("ok", True):
@@ -356,9 +380,10 @@ def format_table(result):
             lines.append(f"{attention} step memory by length: " + ", ".join(
                 f"{g['from']}->{g['to']} x{g['factor']:.2f} (exponent {g['exponent']:.2f})"
                 for g in steps))
-    for attention, ratio in result["depth_ratio"].items():
-        lines.append(f"{attention} step memory {result['depths'][0]}->{result['depths'][-1]} "
-                     f"layers: x{ratio:.2f}")
+    for length, ratios in result["depth_ratio"].items():
+        for attention, ratio in ratios.items():
+            lines.append(f"{attention} step memory {result['depths'][0]}->"
+                         f"{result['depths'][-1]} layers at {length} tokens: x{ratio:.2f}")
     verdicts = result.get("reformer_verdicts")
     if verdicts:
         lines.append("reformer: memory " + verdicts["length"] + f" in length (exponent <= "
@@ -410,14 +435,16 @@ def run(args):
         attention, length, layers = args.worker
         print(json.dumps(worker(args, attention, int(length), int(layers))))
         return None
-    lengths = seq_lengths(args)
-    layer_counts = depths(args) if args.depths else []
+    lengths = seq_lengths(args) if "length" in args.sweeps else []
+    layer_counts = depths(args) if "depth" in args.sweeps else []
+    at_lengths = depth_lengths(args) if layer_counts else []
+    if "depth" in args.sweeps and "bigbird" in args.attentions:
+        seq_lengths(argparse.Namespace(**{**vars(args), "seq_lengths": args.depth_lengths}))
     env = _common.keras_environment(
         argparse.Namespace(dtype="float32", backend_note=args.backend_note),
         _common.LOAD_AT_START.get("value"))
     plan = [(n, args.num_layers) for n in lengths]
-    plan += [(args.depth_length, d) for d in layer_counts
-             if (args.depth_length, d) not in plan]
+    plan += [(n, d) for n in at_lengths for d in layer_counts if (n, d) not in plan]
     rows = []
     for i, (n, layers) in enumerate(plan):
         # Alternate the order so load drift hits every attention alike.
@@ -435,12 +462,12 @@ def run(args):
     base_rows = [r for r in rows if r["num_layers"] == args.num_layers]
     result = {
         "env": env, "config_name": "quick" if args.quick else "default",
-        "config": {k: getattr(args, k) for k in (*MODEL_KEYS, "num_layers", "depth_length",
-                                                  "batch_size", "steps", "warmup")}
+        "config": {k: getattr(args, k) for k in (*MODEL_KEYS, "num_layers", "batch_size",
+                                                  "steps", "warmup")}
         | {"jit": args.jit}, "attentions": list(args.attentions), "seq_lengths": lengths,
-        "depths": layer_counts, "memory_cap_gb": args.memory_cap_gb, "rows": rows,
+        "depths": layer_counts, "depth_lengths": at_lengths, "memory_cap_gb": args.memory_cap_gb, "rows": rows,
         "growth": {a: growth(base_rows, a, lengths) for a in args.attentions},
-        "depth_ratio": depth_ratios(rows, args, layer_counts),
+        "depth_ratio": {n: depth_ratios(rows, args, layer_counts, n) for n in at_lengths},
     }
     if "reformer" in args.attentions:
         result["reformer_verdicts"] = reformer_verdicts(result)
@@ -453,12 +480,13 @@ def run(args):
     return result
 
 
-def depth_ratios(rows, args, layer_counts):
-    """{attention: step memory at the deepest / at the shallowest depth}."""
+def depth_ratios(rows, args, layer_counts, length):
+    """{attention: step memory at the deepest / at the shallowest depth}
+    at `length` tokens."""
     if len(layer_counts) < 2:
         return {}
     mem = {(r["attention"], r["num_layers"]): r["step_memory_mb"] for r in rows
-           if r["seq_length"] == args.depth_length and r.get("ok", True)}
+           if r["seq_length"] == length and r.get("ok", True)}
     lo, hi = layer_counts[0], layer_counts[-1]
     return {a: mem[(a, hi)] / mem[(a, lo)] for a in args.attentions
             if (a, lo) in mem and (a, hi) in mem and mem[(a, lo)] > 0}
@@ -468,8 +496,8 @@ def reformer_verdicts(result):
     steps = result["growth"]["reformer"]
     length = ("unchecked" if not steps else "linear"
               if max(g["exponent"] for g in steps) <= LINEAR_EXPONENT else "NOT linear")
-    ratio = result["depth_ratio"].get("reformer")
-    depth = ("unchecked" if ratio is None else "flat" if ratio <= FLAT_DEPTH_LIMIT
+    ratios = [r["reformer"] for r in result["depth_ratio"].values() if "reformer" in r]
+    depth = ("unchecked" if not ratios else "flat" if max(ratios) <= FLAT_DEPTH_LIMIT
              else "NOT flat")
     return {"length": length, "depth": depth}
 

@@ -18,15 +18,18 @@ seed from the layer's `SeedGenerator` and runs each branch with
 `stateless_call`, its seed states set from that seed and the branch's index:
 both passes see identical draws, and each step draws fresh ones.
 
-The recomputing backward pass is a `tf.custom_gradient` on the TensorFlow
-backend (the one `kerasbert pretrain` and `fit` train with). On other
-backends, and with `recompute=False`, the same stateless branches run under
-ordinary automatic differentiation: the same numbers, with memory that
-grows with depth (tests/layers/test_reversible_sequence.py compares the two).
+The recomputing backward pass is `kerasbert.kernels.reversible_layers`, a
+custom gradient of the TensorFlow backend (the one `kerasbert pretrain` and
+`fit` train with). On other backends, and with `recompute=False`, the same
+stateless branches run under ordinary automatic differentiation: the same
+numbers, with memory that grows with depth
+(tests/models/reformer/test_reformer_backbone.py compares the two).
 """
 
 import keras
 from keras import ops
+
+from kerasbert.kernels import reversible_layers
 
 # Seed offset between two branches (each branch draws fewer seeds than this).
 _SEED_STRIDE = 1009
@@ -116,84 +119,17 @@ class ReversibleSequence(keras.layers.Layer):
                 outputs.append((x1, x2))
             return outputs
         seed = self.seed_generator.next()
-        weights = [[v.value for v in b.trainable_variables] for b in self.branches]
-        if self.recompute and keras.backend.backend() == "tensorflow":
-            return self._reversible_tf(x1, x2, padding_mask, weights, seed)
-        outputs = []
-        for i in range(len(self.attention_branches)):
-            x1 = x1 + self._run(2 * i, x2, weights[2 * i], seed, padding_mask)
-            x2 = x2 + self._run(2 * i + 1, x1, weights[2 * i + 1], seed)
-            outputs.append((x1, x2))
-        return outputs
+        functions, weights = [], []
+        for i, (f, g) in enumerate(zip(self.attention_branches, self.feed_forward_branches)):
+            functions.append((self._branch_function(2 * i, seed, padding_mask),
+                              self._branch_function(2 * i + 1, seed)))
+            weights.append(([v.value for v in f.trainable_variables],
+                            [v.value for v in g.trainable_variables]))
+        return reversible_layers(functions, x1, x2, weights, recompute=self.recompute)
 
-    def _reversible_tf(self, x1, x2, padding_mask, weights, seed):
-        import tensorflow as tf
-
-        counts = [len(w) for w in weights]
-        flat = [w for ws in weights for w in ws]
-        layers = len(self.attention_branches)
-        if padding_mask is None:
-            padding_mask = tf.ones(tf.shape(x1)[:2], tf.int32)
-
-        def unflatten(values):
-            out, start = [], 0
-            for n in counts:
-                out.append(list(values[start:start + n]))
-                start += n
-            return out
-
-        @tf.custom_gradient
-        def stack(x1, x2, mask, *flat_weights):
-            per_branch = unflatten(flat_weights)
-            outputs = []
-            for i in range(layers):
-                x1 = x1 + self._run(2 * i, x2, per_branch[2 * i], seed, mask)
-                x2 = x2 + self._run(2 * i + 1, x1, per_branch[2 * i + 1], seed)
-                outputs += [x1, x2]
-            y1, y2 = x1, x2
-
-            def grad(*upstream):
-                # upstream: the gradients of every layer's (y1, y2); the
-                # backward pass keeps only the last pair and inverts.
-                b1, b2 = y1, y2
-                dy1, dy2 = upstream[-2], upstream[-1]
-                grads = [None] * (2 * layers)
-                for i in reversed(range(layers)):
-                    if i < layers - 1:
-                        dy1, dy2 = dy1 + upstream[2 * i], dy2 + upstream[2 * i + 1]
-                    # Layer i is recomputed only once layer i + 1's gradients
-                    # (input and weights) exist: without the dependency a
-                    # graph executor may run every inversion first, or put
-                    # weight gradients off, and hold many layers' activations.
-                    done = [dy1, dy2] + [g for gs in grads[2 * i + 2:2 * i + 4] for g in gs]
-                    with tf.control_dependencies(done):
-                        b1, b2 = tf.identity(b1), tf.identity(b2)
-                    # G: recompute from y1, then x2 = y2 - G(y1).
-                    g_w = per_branch[2 * i + 1]
-                    with tf.GradientTape() as tape:
-                        tape.watch([b1] + g_w)
-                        g_out = self._run(2 * i + 1, b1, g_w, seed)
-                    d_b1, *d_g = tape.gradient(g_out, [b1] + g_w, output_gradients=dy2,
-                                               unconnected_gradients="zero")
-                    a2 = b2 - g_out
-                    dy1 = dy1 + d_b1
-                    # F: recompute from x2, then x1 = y1 - F(x2).
-                    f_w = per_branch[2 * i]
-                    with tf.GradientTape() as tape:
-                        tape.watch([a2] + f_w)
-                        f_out = self._run(2 * i, a2, f_w, seed, mask)
-                    d_a2, *d_f = tape.gradient(f_out, [a2] + f_w, output_gradients=dy1,
-                                               unconnected_gradients="zero")
-                    b1, b2 = b1 - f_out, a2
-                    dy2 = dy2 + d_a2
-                    grads[2 * i], grads[2 * i + 1] = d_f, d_g
-                flat_grads = [g for gs in grads for g in gs]
-                return [dy1, dy2, None] + flat_grads
-
-            return outputs, grad
-
-        flat_outputs = stack(x1, x2, padding_mask, *flat)
-        return [(flat_outputs[2 * i], flat_outputs[2 * i + 1]) for i in range(layers)]
+    def _branch_function(self, index, seed, padding_mask=None):
+        """Branch `index` as a pure function (x, trainable values) -> out."""
+        return lambda x, weights: self._run(index, x, weights, seed, padding_mask)
 
     def compute_output_shape(self, x1_shape, x2_shape=None, padding_mask_shape=None):
         return [(tuple(x1_shape), tuple(x1_shape))] * len(self.attention_branches)

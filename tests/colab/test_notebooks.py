@@ -28,6 +28,7 @@ NOTEBOOKS = {
     "06_model_zoo_tour": 5,           # parameters per preset, BERT + GPT attention maps, BigBird pattern, time/memory
     "07_pretraining_at_scale": 2,     # curve across the preemption, TensorBoard scalars
     "08_published_checkpoints": 2,    # SST-2 training curve, SavedModel probabilities
+    "09_reformer_char_lm": 2,         # bits per character, memory against length
 }
 CELL_TIMEOUT = 300
 

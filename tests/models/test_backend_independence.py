@@ -73,6 +73,16 @@ full.set_weights(sparse.get_weights())
 assert np.allclose(np.asarray(sparse(batch)["mlm_logits"]), np.asarray(full(batch)["mlm_logits"]),
                    atol=1e-5)
 logits = CausalLM(gpt)(inputs)
+# The Reformer: LSH and local attention, and a training step through its
+# reversible layers (differentiated by JAX itself; the recomputing backward
+# pass is TensorFlow's).
+reformer = models.ReformerBackbone(**tiny, num_buckets=4, lsh_chunk_length=8,
+                                   local_chunk_length=8)
+assert reformer(inputs)["sequence_output"].shape == (2, 40, 16)
+lm = CausalLM(reformer)
+lm.compile(optimizer="adam")
+losses = [float(lm.train_on_batch(inputs, return_dict=True)["loss"]) for _ in range(3)]
+assert np.isfinite(losses).all() and losses[-1] < losses[0], losses
 print("ok", type(out["sequence_output"]).__module__, type(logits).__name__)
 """
 
