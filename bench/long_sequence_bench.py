@@ -386,46 +386,58 @@ def format_table(result):
                          f"{result['depths'][-1]} layers at {length} tokens: x{ratio:.2f}")
     verdicts = result.get("reformer_verdicts")
     if verdicts:
-        lines.append("reformer: memory " + verdicts["length"] + f" in length (exponent <= "
-                     f"{LINEAR_EXPONENT}); " + verdicts["depth"] + f" in depth (<= "
-                     f"{FLAT_DEPTH_LIMIT}x)")
+        lines.append(f"reformer: memory {verdicts['length']} in length (exponent <= "
+                     f"{LINEAR_EXPONENT}); in depth (<= {FLAT_DEPTH_LIMIT}x from the shallowest "
+                     f"to the deepest): {verdicts['depth']}")
     lines.append(_common.env_line(env))
     return "\n".join(lines)
 
 
 def plot(result, path):
-    """Step memory against length, one line per attention, log-log; failed
-    lengths are marked at the cap."""
+    """Step memory against length (log-log) and, with a depth sweep, against
+    depth at its longest length; failed runs are marked at the cap."""
     import matplotlib
 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    fig, ax = plt.subplots(figsize=(6.4, 4.2))
-    base = result["config"]["num_layers"]
-    for attention in result["attentions"]:
-        rows = [r for r in result["rows"] if r["attention"] == attention
-                and r["num_layers"] == base and r["seq_length"] in result["seq_lengths"]]
-        ok = [(r["seq_length"], r["step_memory_mb"]) for r in rows if r.get("ok", True)]
-        if ok:
-            ax.plot(*zip(*ok), marker="o", label=attention)
-        for r in rows:
-            if not r.get("ok", True):
-                ax.scatter([r["seq_length"]], [result["memory_cap_gb"] * 1024], marker="x",
-                           color="red")
-                ax.annotate(f"{attention} fails", (r["seq_length"],
-                                                   result["memory_cap_gb"] * 1024),
-                            textcoords="offset points", xytext=(-40, 6), fontsize=8)
-    ax.set_xscale("log", base=2)
-    ax.set_yscale("log")
-    ax.set_xlabel("sequence length (tokens)")
-    ax.set_ylabel("training-step memory (MB)")
-    ax.set_title(f"One training step, {base} layers, width {result['config']['hidden_dim']}")
-    ax.grid(True, which="both", alpha=0.3)
-    ax.legend()
+    depth_length = max(result["depth_lengths"]) if result["depth_lengths"] else None
+    panels = [("length", result["config"]["num_layers"], result["seq_lengths"])]
+    if depth_length is not None:
+        panels.append(("depth", depth_length, result["depths"]))
+    fig, axes = plt.subplots(1, len(panels), figsize=(6.4 * len(panels), 4.2), squeeze=False)
+    cap = result["memory_cap_gb"] * 1024
+    for ax, (sweep, fixed, values) in zip(axes[0], panels):
+        for attention in result["attentions"]:
+            def point(r):
+                return r["seq_length"] if sweep == "length" else r["num_layers"]
+            rows = [r for r in result["rows"] if r["attention"] == attention and point(r) in values
+                    and (r["num_layers"] if sweep == "length" else r["seq_length"]) == fixed]
+            rows.sort(key=point)
+            ok = [(point(r), r["step_memory_mb"]) for r in rows if r.get("ok", True)]
+            color = f"C{ATTENTIONS.index(attention)}"
+            if ok:
+                ax.plot(*zip(*ok), marker="o", label=attention, color=color)
+            for r in rows:
+                if not r.get("ok", True):
+                    ax.scatter([point(r)], [cap], marker="x", color=color)
+                    ax.annotate(f"{attention} fails", (point(r), cap), color=color,
+                                textcoords="offset points", fontsize=8,
+                                xytext=(-24, 6 + 10 * ATTENTIONS.index(attention)))
+        ax.set_yscale("log")
+        if sweep == "length":
+            ax.set_xscale("log", base=2)
+            ax.set_xlabel("sequence length (tokens)")
+            ax.set_title(f"By length: {fixed} layers, width {result['config']['hidden_dim']}")
+        else:
+            ax.set_xlabel("layers")
+            ax.set_title(f"By depth: {fixed} tokens")
+        ax.set_ylabel("training-step memory (MB)")
+        ax.grid(True, which="both", alpha=0.3)
+        ax.legend()
     fig.tight_layout()
     tmp = f"{path}.tmp.png"
-    fig.savefig(tmp, dpi=110)
+    fig.savefig(tmp, dpi=100)
     plt.close(fig)
     os.replace(tmp, path)
 
@@ -493,13 +505,15 @@ def depth_ratios(rows, args, layer_counts, length):
 
 
 def reformer_verdicts(result):
+    """{"length": "linear" | "NOT linear" | "unchecked", "depth": one
+    verdict per depth-sweep length, e.g. "flat at 65536 tokens (x1.18)"}."""
     steps = result["growth"]["reformer"]
     length = ("unchecked" if not steps else "linear"
               if max(g["exponent"] for g in steps) <= LINEAR_EXPONENT else "NOT linear")
-    ratios = [r["reformer"] for r in result["depth_ratio"].values() if "reformer" in r]
-    depth = ("unchecked" if not ratios else "flat" if max(ratios) <= FLAT_DEPTH_LIMIT
-             else "NOT flat")
-    return {"length": length, "depth": depth}
+    depth = [f"{'flat' if r['reformer'] <= FLAT_DEPTH_LIMIT else 'NOT flat'} at {n} tokens "
+             f"(x{r['reformer']:.2f})"
+             for n, r in result["depth_ratio"].items() if "reformer" in r]
+    return {"length": length, "depth": ", ".join(depth) or "unchecked"}
 
 
 def main(argv=None):

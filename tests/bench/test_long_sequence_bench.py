@@ -69,7 +69,8 @@ def test_growth_depth_and_table(bench):
                       "tensorflow": "t", "dtype_policy": "float32", "cpu_count": 2,
                       "python": "3", "loadavg_start": 1.0, "loadavg_end": 1.0}}
     result["reformer_verdicts"] = bench.reformer_verdicts(result)
-    assert result["reformer_verdicts"] == {"length": "linear", "depth": "flat"}
+    assert result["reformer_verdicts"] == {"length": "linear",
+                                           "depth": "flat at 16384 tokens (x1.04)"}
     table = bench.format_table(result)
     line_16k = next(ln for ln in table.splitlines() if ln.strip().startswith("16384"))
     assert "FAILED" in line_16k
