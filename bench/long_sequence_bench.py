@@ -13,10 +13,10 @@ update, `train_on_batch`) for each attention:
 switched (same weights); "reformer" is a `ReformerBackbone` of the same
 width, heads and feed-forward (streams of --hidden-dim, layers alternating
 local / LSH attention in chunks of --chunk-length, 2 hashing rounds,
-2 * length / chunk buckets (factorised into two powers of two above 64, as
-the published models do: the hash projections are then (b1 + b2) / 2 wide
-instead of b / 2), reversible layers trained with the recomputing backward
-pass). Each configuration runs in a fresh subprocess, which
+length / chunk buckets so that a bucket holds about one chunk (factorised
+into two powers of two above 64, as the published models do: the hash
+projections are then (b1 + b2) / 2 wide instead of b / 2), reversible
+layers trained with the recomputing backward pass). Each configuration runs in a fresh subprocess, which
 reports:
 
     time per step   median wall time of --steps steps after --warmup
@@ -177,8 +177,9 @@ def depth_lengths(args):
 
 
 def reformer_buckets(length, chunk):
-    """2 * length / chunk buckets (the paper's choice), as an even int up to
-    64 and as a factorised pair of powers of two above."""
+    """length / chunk buckets (a bucket then holds about one chunk of
+    tokens), as an even int up to 64 and as a factorised pair of powers of
+    two above."""
     target = max(2, 2 * (-(-length // chunk) // 2))
     if target <= 64:
         return target

@@ -29,9 +29,11 @@ def test_workers_measure_a_train_step_of_each_attention(bench):
 
 
 def test_reformer_buckets_follow_the_length_and_factorise(bench):
-    assert bench.reformer_buckets(1024, 64) == 32
-    assert bench.reformer_buckets(4096, 64) == [8, 16]
-    assert bench.reformer_buckets(65536, 64) == [32, 64]
+    assert bench.reformer_buckets(1024, 64) == 16
+    assert bench.reformer_buckets(4096, 64) == 64
+    assert bench.reformer_buckets(8192, 64) == [8, 16]
+    assert bench.reformer_buckets(65536, 64) == [32, 32]
+    assert bench.reformer_buckets(100, 64) == 2
 
 
 def _row(attention, length, mb, layers=2, ok=True):

@@ -26,6 +26,17 @@ REFORMER_PRETRAINED_BASE = {
     "num_chunks_before": 1, "num_chunks_after": 0,
 }
 
+
+
+def _character_model(*, axial_shape, chunk_length, **sizes):
+    """A byte-level (`--vocab bytes`) model alternating local and LSH
+    layers, both in chunks of `chunk_length`, 2 hashing rounds."""
+    return {**REFORMER_PRETRAINED_BASE, "vocabulary_size": 258,
+            "max_sequence_length": axial_shape[0] * axial_shape[1], "axial_shape": axial_shape,
+            "attention_layers": ["local", "lsh"], "num_hashes": 2,
+            "lsh_chunk_length": chunk_length, "local_chunk_length": chunk_length, **sizes}
+
+
 REFORMER_PRESETS = {
     "reformer_enwik8": {
         "config": {
@@ -58,28 +69,20 @@ REFORMER_PRESETS = {
         ),
     },
     "reformer_tiny": {
-        "config": {
-            **REFORMER_PRETRAINED_BASE,
-            "vocabulary_size": 258, "num_layers": 2, "num_heads": 2, "hidden_dim": 64,
-            "intermediate_dim": 128, "max_sequence_length": 16384,
-            "attention_layers": ["local", "lsh"], "num_hashes": 2, "num_buckets": 8,
-            "lsh_chunk_length": 32, "local_chunk_length": 32, "axial_shape": [128, 128],
-            "axial_dims": [16, 48], "dropout": 0.0,
-        },
+        "config": _character_model(num_layers=2, num_heads=2, hidden_dim=64,
+                                   intermediate_dim=128, axial_shape=[128, 128],
+                                   axial_dims=[16, 48], num_buckets=8, chunk_length=32,
+                                   dropout=0.0),
         "description": (
             "Tiny character-level Reformer for tests and demos: 2 layers local/LSH, width 64, "
             "16384 axial positions."
         ),
     },
     "reformer_small_char": {
-        "config": {
-            **REFORMER_PRETRAINED_BASE,
-            "vocabulary_size": 258, "num_layers": 6, "num_heads": 4, "hidden_dim": 256,
-            "intermediate_dim": 1024, "max_sequence_length": 65536,
-            "attention_layers": ["local", "lsh"], "num_hashes": 2, "num_buckets": 64,
-            "lsh_chunk_length": 64, "local_chunk_length": 64, "axial_shape": [128, 512],
-            "axial_dims": [64, 192], "dropout": 0.1,
-        },
+        "config": _character_model(num_layers=6, num_heads=4, hidden_dim=256,
+                                   intermediate_dim=1024, axial_shape=[128, 512],
+                                   axial_dims=[64, 192], num_buckets=64, chunk_length=64,
+                                   dropout=0.1),
         "description": (
             "Small character-level Reformer: 6 layers local/LSH, width 256, 4 heads, "
             "65536 axial positions, for training on one CPU."
