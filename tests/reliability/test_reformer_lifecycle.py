@@ -5,7 +5,7 @@ data's nor the repository:
     corpus -> create-pretraining-data --vocab bytes --objective none
               --no-masking --max-seq-length 16384
       -> pretrain --preset reformer_tiny (16384-token sequences)
-      -> generate (greedy and sampled)
+      -> generate (greedy, twice: the same text from two processes)
       -> export at 16384 positions -> generation in a process with only
          tensorflow and tensorflow_text
       -> finetune a classifier on long documents -> export -> serve
@@ -70,10 +70,6 @@ def test_pretraining_on_16k_sequences_writes_a_generating_run(world, pretrained)
     again = ok(kerasbert("generate", "--model", "work/run", "--prompt", "the river",
                          "--max-new-tokens", 8, cwd=elsewhere))
     assert greedy == again  # greedy is deterministic across processes
-    sampled = ok(kerasbert("generate", "--model", "work/run", "--prompt", "the river",
-                           "--max-new-tokens", 8, "--strategy", "top_k", "--seed", 2,
-                           cwd=elsewhere))
-    assert sampled.strip("\n") != "" or greedy.strip("\n") != ""
 
 
 GENERATE = """
@@ -129,7 +125,7 @@ def test_long_document_classifier_finetunes_exports_and_serves(world, pretrained
     for i in range(24):
         label = ("music", "water")[i % 2]
         words = ("violin", "lamp") if label == "music" else ("river", "harbour")
-        body = " ".join(rng.choice(words + WORDS) for _ in range(rng.randint(150, 300)))
+        body = " ".join(rng.choice(words + WORDS) for _ in range(rng.randint(100, 160)))
         rows.append({"sentence": body, "label": label})
     for name, part in (("train.csv", rows[:18]), ("validation.csv", rows[18:])):
         with open(world["root"] / "inputs" / name, "w", newline="", encoding="utf-8") as f:
@@ -139,10 +135,10 @@ def test_long_document_classifier_finetunes_exports_and_serves(world, pretrained
     ok(kerasbert("finetune", "--task", "../inputs/train.csv", "--validation",
                  "../inputs/validation.csv", "--task-type", "classification",
                  "--backbone", "run/backbone.keras", "--vocab", "bytes", "--output-dir", "ft",
-                 "--epochs", 1, "--batch-size", 4, "--max-seq-length", 2048, cwd=work,
+                 "--epochs", 1, "--batch-size", 4, "--max-seq-length", 1024, cwd=work,
                  timeout=600))
     ok(kerasbert("export", "--model", "ft", "--output", "serving/topic", "--max-seq-length",
-                 2048, cwd=work))
+                 1024, cwd=work))
     served = _fresh(CLASSIFY, work / "serving" / "topic" / "1", rows[0]["sentence"])
     assert set(served["label"]) <= {"music", "water"}
     for row in served["probabilities"]:
