@@ -114,8 +114,15 @@ def chunked_attention(query, key, value, query_positions, key_positions, key_val
         own = ops.logical_and(ops.equal(k_pos, q_pos), valid)
         scores = ops.where(own, SELF_BIAS, scores)
 
-    lse = ops.logsumexp(scores, axis=-1, keepdims=True)
-    probs = ops.exp(scores - lse)
+    # Probabilities from the max-shifted exponentials, not exp(scores -
+    # logsumexp): where only the own position is left (SELF_BIAS, -1e4) the
+    # logsumexp sits near -1e4, where float32 steps are 1e-3, and the
+    # probabilities would be off by that much.
+    top = ops.max(scores, axis=-1, keepdims=True)
+    shifted = ops.exp(scores - top)
+    total = ops.sum(shifted, axis=-1, keepdims=True)
+    probs = shifted / total
+    lse = top + ops.log(total)
     if dropout is not None:
         probs = dropout(probs, training=training)
     out = ops.einsum("bnxij,bnxjd->bnxid", ops.cast(probs, value.dtype), v)

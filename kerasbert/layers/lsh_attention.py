@@ -3,6 +3,8 @@
 Per head, one projection gives both queries and keys (shared QK; keys are
 the unit-normalised vectors), so similar vectors hash alike:
 
+    scores    q . k / |k| (unit keys, the query's length kept, no 1/sqrt(d):
+              the authors' code and the published checkpoints)
     buckets   angular LSH: the vectors are rotated by a random matrix
               R [d, b/2] and the bucket is argmax([xR, -xR]) in [0, b);
               `num_hashes` rounds with independent rotations; `num_buckets`
@@ -130,11 +132,13 @@ class LSHSelfAttention(ChunkedSelfAttention):
         index = ops.expand_dims(pos, -1)
         sorted_qk = ops.take_along_axis(qk, index, axis=2)
         sorted_v = ops.take_along_axis(v, index, axis=2)
-        # Keys: unit vectors; queries scaled by 1/sqrt(d) (scores are
-        # q . k_hat / sqrt(d), computed in float32).
+        # Scores are q . k_hat, k_hat the unit key, in float32: the key's
+        # norm is divided out and the query's kept, with no 1/sqrt(d) (the
+        # authors' trax code and the published checkpoints: k is RMS-
+        # normalised, then divided by sqrt(d)).
         qk32 = ops.cast(sorted_qk, "float32")
         keys_hat = qk32 / ops.sqrt(ops.sum(qk32 * qk32, axis=-1, keepdims=True) + 1e-12)
-        queries = qk32 / math.sqrt(self.head_dim)
+        queries = qk32
         key_valid = ops.take_along_axis(
             ops.broadcast_to(ops.reshape(valid, (batch, 1, padded)),
                              (batch, self.num_heads, padded)), pos, axis=2)
