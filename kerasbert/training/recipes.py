@@ -135,7 +135,7 @@ def default_recipe(family, num_layers, hidden_dim):
 
     Args:
         family: the backbone's family ("bert", "roberta", "albert",
-            "electra", "distil_bert", "big_bird", "gpt":
+            "electra", "distil_bert", "big_bird", "gpt", "reformer":
             `kerasbert.models.presets.family_of`).
         num_layers, hidden_dim: the backbone's size.
 
@@ -161,8 +161,11 @@ def default_recipe(family, num_layers, hidden_dim):
                       source=_ALBERT, why=f"ALBERT's GLUE rates, middle ({size})")
     bound, rate, why = _by_width(_BERT_BY_WIDTH, hidden_dim)
     small = bound is not None and bound <= 512
-    return Recipe("default", rate, 32, 4 if small else 3,
-                  source=_SMALL if small else _BERT,
+    source = _SMALL if small else _BERT
+    if family == "reformer":
+        # The Reformer paper publishes language-model training only.
+        source = f"no published Reformer fine-tuning recipe: BERT's rows by width ({source})"
+    return Recipe("default", rate, 32, 4 if small else 3, source=source,
                   grid=SMALL_BERT_GRID if small else BERT_GRID, why=f"{why} ({size})")
 
 
