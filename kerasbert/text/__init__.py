@@ -11,6 +11,7 @@ __getattr__, __dir__, __all__ = lazy_exports(__name__, {
     "sentencepiece_tokenizer": ("SentencePieceTokenizer",),
     "byte_pair_tokenizer": ("BytePairTokenizer",),
     "gpt1_tokenizer": ("Gpt1Tokenizer",),
+    "byte_tokenizer": ("ByteTokenizer",),
     "packer": ("BertPacker",),
     "roberta_packer": ("RobertaPacker",),
     "loading": (
