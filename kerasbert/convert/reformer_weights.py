@@ -70,10 +70,6 @@ def reformer_config_from_hf(config, source):
     )
 
 
-def _linear(name):
-    return name + ".weight", np.transpose
-
-
 def tensor_map(backbone):
     """[(checkpoint name without the "reformer." prefix, variable, transform)]
     for every weight of `backbone` (transform: checkpoint array -> ours)."""

@@ -111,21 +111,27 @@ class ReversibleSequence(keras.layers.Layer):
     # --- forward ---------------------------------------------------------------
 
     def call(self, x1, x2, padding_mask=None, training=None):
+        pairs = list(zip(self.attention_branches, self.feed_forward_branches))
         if not training:
-            outputs = []
-            for f, g in zip(self.attention_branches, self.feed_forward_branches):
-                x1 = x1 + f(x2, padding_mask=padding_mask, training=training)
-                x2 = x2 + g(x1, training=training)
-                outputs.append((x1, x2))
-            return outputs
+            # The branches as they are (no randomness to fix, no gradient).
+            functions = [(self._plain_call(f, padding_mask), self._plain_call(g))
+                         for f, g in pairs]
+            return reversible_layers(functions, x1, x2, [([], [])] * len(pairs),
+                                     recompute=False)
         seed = self.seed_generator.next()
         functions, weights = [], []
-        for i, (f, g) in enumerate(zip(self.attention_branches, self.feed_forward_branches)):
+        for i, (f, g) in enumerate(pairs):
             functions.append((self._branch_function(2 * i, seed, padding_mask),
                               self._branch_function(2 * i + 1, seed)))
             weights.append(([v.value for v in f.trainable_variables],
                             [v.value for v in g.trainable_variables]))
         return reversible_layers(functions, x1, x2, weights, recompute=self.recompute)
+
+    @staticmethod
+    def _plain_call(branch, padding_mask=None):
+        """An inference branch as `(x, unused weights) -> out`."""
+        kwargs = {} if padding_mask is None else {"padding_mask": padding_mask}
+        return lambda x, _: branch(x, training=False, **kwargs)
 
     def _branch_function(self, index, seed, padding_mask=None):
         """Branch `index` as a pure function (x, trainable values) -> out."""
