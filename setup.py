@@ -66,9 +66,5 @@ setup(
     },
     entry_points={
         "console_scripts": ["kerasbert=kerasbert.cli:main"],
-        # `Backbone.from_preset(handle)` finds the loader of published weights
-        # here (it lives above the models layer; see kerasbert.models.presets).
-        "kerasbert.backbone_sources": [
-            "handles = kerasbert.tasks.backbone_loading:load_backbone_from_handle"],
     },
 )

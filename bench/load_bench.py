@@ -71,7 +71,6 @@ def child(contender, directory):
     import tensorflow  # noqa: F401
 
     from kerasbert.models import Backbone
-    from kerasbert.tasks import backbone_loading  # noqa: F401  (the handle loader)
 
     before = _peak_rss_mb()
     start = time.perf_counter()

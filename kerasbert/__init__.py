@@ -10,12 +10,14 @@ registers every kerasbert class with Keras first; see kerasbert.saving).
 
 import importlib
 
+from kerasbert.loading import source as _source
 from kerasbert.version import __version__
 
 _SUBPACKAGES = (
     "convert",
     "data",
     "layers",
+    "loading",
     "metrics",
     "models",
     "serving",
@@ -27,12 +29,28 @@ _SUBPACKAGES = (
 
 
 # Top-level functions, also imported on first use.
-_FUNCTIONS = {"load_model": "kerasbert.saving", "register_all": "kerasbert.saving"}
+_FUNCTIONS = ("load_model", "register_all")
 
 
 def __getattr__(name):
     if name in _FUNCTIONS:
-        return getattr(importlib.import_module(_FUNCTIONS[name]), name)
+        from kerasbert import saving  # lazy: TensorFlow and every Keras class
+
+        return getattr(saving, name)
     if name in _SUBPACKAGES:
         return importlib.import_module(f"kerasbert.{name}")
     raise AttributeError(f"module 'kerasbert' has no attribute {name!r}")
+
+
+def _load_backbone(handle, dtype=None, **overrides):
+    # lazy: the whole stack (TensorFlow, Keras, every family); `import
+    # kerasbert` must stay instant
+    from kerasbert.loading.backbones import load_backbone
+
+    return load_backbone(handle, dtype=dtype, **overrides)
+
+
+# The package root is the one place that knows every layer: it opens the
+# door through which the models layer (`Backbone.from_preset`) reaches the
+# loaders of published weights above it, without importing upwards.
+_source.install_backbone_loader(_load_backbone)

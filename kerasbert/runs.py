@@ -30,8 +30,7 @@ from kerasbert.io_utils import atomic_write_json
 from kerasbert.io_utils import atomic_write_text
 from kerasbert.plotting import new_figure
 from kerasbert.plotting import save_figure_atomically
-from kerasbert.saving import load_model
-from kerasbert import handles
+from kerasbert.loading import handles
 from kerasbert.text.loading import load_saved_tokenizer
 from kerasbert.text.loading import load_tokenizer
 from kerasbert.text.loading import pretraining_vocab
@@ -146,6 +145,10 @@ class Run:
 
     def load_model(self, name=None, compile=True):
         """One of the run's models (default `model_file()`), in any process."""
+        # lazy: saving imports every Keras class (TensorFlow); the commands
+        # read run directories before they need a model
+        from kerasbert.saving import load_model
+
         return load_model(self.path(name) if name else self.model_file(), compile=compile)
 
     def tokenizer(self, vocab=None, lower_case=None):

@@ -13,50 +13,88 @@ must load through here:
 or call `kerasbert.register_all()` once and use `keras.saving.load_model`.
 """
 
-import importlib
 import os
 import zipfile
 
+from kerasbert.layers import attention
+from kerasbert.layers import axial_position_embedding
+from kerasbert.layers import block_sparse_attention
+from kerasbert.layers import chunked_feed_forward
+from kerasbert.layers import embeddings
+from kerasbert.layers import initializers
+from kerasbert.layers import local_attention
+from kerasbert.layers import lsh_attention
+from kerasbert.layers import masked_lm_head
+from kerasbert.layers import pooler
+from kerasbert.layers import pre_norm_branch
+from kerasbert.layers import reversible_sequence
+from kerasbert.layers import sentence_head
+from kerasbert.layers import sentence_pooling
+from kerasbert.layers import transformer_block
+from kerasbert.models.albert import albert_backbone
+from kerasbert.models.bert import bert_backbone
+from kerasbert.models.big_bird import big_bird_backbone
+from kerasbert.models.distil_bert import distil_bert_backbone
+from kerasbert.models.electra import electra_backbone
+from kerasbert.models.gpt import gpt_backbone
+from kerasbert.models.reformer import reformer_backbone
+from kerasbert.models.roberta import roberta_backbone
+from kerasbert.optimizers import bert_optimizers
+from kerasbert.optimizers import schedules
+from kerasbert.tasks import bert_pretrainer
+from kerasbert.tasks import causal_lm
+from kerasbert.tasks import distiller
+from kerasbert.tasks import electra_pretrainer
+from kerasbert.tasks import gpt_classifier
+from kerasbert.tasks import multiple_choice
+from kerasbert.tasks import pearson_correlation
+from kerasbert.tasks import question_answerer
+from kerasbert.tasks import sentence_encoder
+from kerasbert.tasks import text_classifier
+from kerasbert.tasks import token_classifier
 from kerasbert.errors import UsageError
 
-# Every module that registers a Keras class. tests/test_saving.py checks
-# this list against the `register_keras_serializable` decorators in the
-# package, so a new class cannot be forgotten here.
+# Every module that registers a Keras class, imported above: importing this
+# module registers them all. tests/test_saving.py checks this tuple against
+# the `register_keras_serializable` decorators in the package, so a new
+# class cannot be forgotten here.
 SERIALIZABLE_MODULES = (
-    "kerasbert.layers.attention",
-    "kerasbert.layers.axial_position_embedding",
-    "kerasbert.layers.block_sparse_attention",
-    "kerasbert.layers.chunked_feed_forward",
-    "kerasbert.layers.embeddings",
-    "kerasbert.layers.initializers",
-    "kerasbert.layers.local_attention",
-    "kerasbert.layers.lsh_attention",
-    "kerasbert.layers.masked_lm_head",
-    "kerasbert.layers.pooler",
-    "kerasbert.layers.pre_norm_branch",
-    "kerasbert.layers.reversible_sequence",
-    "kerasbert.layers.sentence_head",
-    "kerasbert.layers.transformer_block",
-    "kerasbert.models.albert.albert_backbone",
-    "kerasbert.models.bert.bert_backbone",
-    "kerasbert.models.big_bird.big_bird_backbone",
-    "kerasbert.models.distil_bert.distil_bert_backbone",
-    "kerasbert.models.electra.electra_backbone",
-    "kerasbert.models.gpt.gpt_backbone",
-    "kerasbert.models.reformer.reformer_backbone",
-    "kerasbert.models.roberta.roberta_backbone",
-    "kerasbert.tasks.bert_pretrainer",
-    "kerasbert.tasks.causal_lm",
-    "kerasbert.tasks.distiller",
-    "kerasbert.tasks.electra_pretrainer",
-    "kerasbert.tasks.gpt_classifier",
-    "kerasbert.tasks.multiple_choice",
-    "kerasbert.tasks.pearson_correlation",
-    "kerasbert.tasks.question_answerer",
-    "kerasbert.tasks.text_classifier",
-    "kerasbert.tasks.token_classifier",
-    "kerasbert.optimizers.bert_optimizers",
-    "kerasbert.optimizers.schedules",
+    attention,
+    axial_position_embedding,
+    block_sparse_attention,
+    chunked_feed_forward,
+    embeddings,
+    initializers,
+    local_attention,
+    lsh_attention,
+    masked_lm_head,
+    pooler,
+    pre_norm_branch,
+    reversible_sequence,
+    sentence_head,
+    sentence_pooling,
+    transformer_block,
+    albert_backbone,
+    bert_backbone,
+    big_bird_backbone,
+    distil_bert_backbone,
+    electra_backbone,
+    gpt_backbone,
+    reformer_backbone,
+    roberta_backbone,
+    bert_optimizers,
+    schedules,
+    bert_pretrainer,
+    causal_lm,
+    distiller,
+    electra_pretrainer,
+    gpt_classifier,
+    multiple_choice,
+    pearson_correlation,
+    question_answerer,
+    sentence_encoder,
+    text_classifier,
+    token_classifier,
 )
 
 # Failures that come from the file, not from kerasbert: a refusal by safe
@@ -69,9 +107,9 @@ _FILE_PROBLEMS = (
 
 
 def register_all():
-    """Imports every module that registers a kerasbert class with Keras."""
-    for module in SERIALIZABLE_MODULES:
-        importlib.import_module(module)
+    """Registers every kerasbert class with Keras (importing this module
+    did; kept so `kerasbert.register_all()` reads as what it ensures)."""
+    return SERIALIZABLE_MODULES
 
 
 def load_model(path, compile=True, safe_mode=True):

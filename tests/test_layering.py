@@ -3,33 +3,50 @@ imported, so this runs in a second): a module may import its own layer and
 the layers below it, never one above, not even inside a function, and no
 chain of imports may come back to where it started.
 
-    errors, io_utils, kernels, metrics, version, plotting, handles
-      < layers, text, optimizers
+    errors, io_utils, kernels, metrics, version, plotting
+      < layers, text, optimizers, loading.{handles, source, sentence_transformers}
       < models, data
       < convert
-      < tasks, saving, runs
+      < tasks
+      < saving, runs
+      < loading (the loaders: backbones, published, generation, masked_lm)
       < training, serving
       < commands, cli, demo, testing, the package itself
 
-`saving` registers every Keras class the package defines (layers to tasks)
-and loads them, so it sits with `tasks`, as does `runs` (the run directory,
-which loads through `saving`); `testing` holds helpers for test
-suites and may use anything.
+An import is any way one module reaches another: `import` statements, and
+also `importlib.import_module("kerasbert...")`, a string that names a
+kerasbert module ("kerasbert.x.y" or "kerasbert.x.y:Name"), the submodules a
+package's `lazy_exports` names, and an entry point of setup.py that a module
+of the package looks up by its group. None of them may go up a layer or
+close a cycle.
+
+`loading/` is the one package on two layers: resolving a handle into a
+`Source` reads files only and sits with the tokenizers (which take model
+handles), while building backbones and heads from a source sits above
+`saving`. `saving` registers every Keras class the package defines (layers
+to tasks) with static imports, so it sits above `tasks`, as does `runs` (the
+run directory); `testing` holds helpers for test suites and may use
+anything.
 """
 
 import ast
 import os
+import re
 
 import pytest
 
 PACKAGE = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "kerasbert")
+SETUP = os.path.join(os.path.dirname(PACKAGE), "setup.py")
 
 LAYERS = (
-    ("errors", "io_utils", "kernels", "metrics", "version", "plotting", "handles"),
-    ("layers", "text", "optimizers"),
+    ("errors", "io_utils", "kernels", "metrics", "version", "plotting"),
+    ("layers", "text", "optimizers",
+     "loading.handles", "loading.source", "loading.sentence_transformers"),
     ("models", "data"),
     ("convert",),
-    ("tasks", "saving", "runs"),
+    ("tasks",),
+    ("saving", "runs"),
+    ("loading",),
     ("training", "serving"),
     ("commands", "cli", "demo", "testing", "__main__", ""),
 )
@@ -41,10 +58,18 @@ def module_name(path):
     return ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
 
 
+def layer_key(module):
+    """The LAYERS name of `kerasbert.X...`: "X.Y" where LAYERS names a
+    module of a package on two layers, else "X" ("" for the package)."""
+    parts = module.split(".")[1:]
+    if len(parts) >= 2 and ".".join(parts[:2]) in RANK:
+        return ".".join(parts[:2])
+    return parts[0] if parts else ""
+
+
 def rank(module):
     """Layer of `kerasbert.X...` (the package itself: the top)."""
-    top = module.split(".")[1] if "." in module else ""
-    return RANK[top]
+    return RANK[layer_key(module)]
 
 
 def resolve(module, node, is_package):
@@ -78,8 +103,98 @@ def walk(tree):
     yield from visit(tree, False)
 
 
-def package_imports():
-    """[(module, imported kerasbert module, line, in function)]."""
+MODULE_STRING = re.compile(r"kerasbert(\.[A-Za-z_]\w*)+(:[A-Za-z_]\w*)?")
+
+
+def existing_module(dotted):
+    """The longest prefix of `dotted` that is a kerasbert module or
+    package ("kerasbert.x.Name" -> "kerasbert.x"), or None."""
+    parts = dotted.split(".")
+    while len(parts) > 1:
+        path = os.path.join(os.path.dirname(PACKAGE), *parts)
+        if os.path.isdir(path) or os.path.isfile(path + ".py"):
+            return ".".join(parts)
+        parts.pop()
+    return None
+
+
+def _docstrings(tree):
+    nodes = set()
+    for node in ast.walk(tree):
+        if isinstance(node, (ast.Module, ast.ClassDef, ast.FunctionDef, ast.AsyncFunctionDef)):
+            body = node.body
+            if body and isinstance(body[0], ast.Expr) and isinstance(body[0].value, ast.Constant):
+                nodes.add(id(body[0].value))
+    return nodes
+
+
+def _nested(tree):
+    """ids of the nodes inside a function body."""
+    return {id(inner) for node in ast.walk(tree)
+            if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda))
+            for inner in ast.walk(node) if inner is not node}
+
+
+def string_imports(module, tree, is_package):
+    """(target, line, in function) for every module the source reaches by
+    a string: `import_module("kerasbert...")`, any "kerasbert.x[:Name]"
+    string, and the submodules a `lazy_exports(__name__, {...})` call names."""
+    found = []
+    docstrings, nested = _docstrings(tree), _nested(tree)
+    package = module if is_package else module.rpartition(".")[0]
+    for node in ast.walk(tree):
+        if (isinstance(node, ast.Constant) and isinstance(node.value, str)
+                and id(node) not in docstrings and MODULE_STRING.fullmatch(node.value)):
+            target = existing_module(node.value.split(":")[0])
+            if target:
+                found.append((target, node.lineno, id(node) in nested))
+        if (isinstance(node, ast.Call) and ast.unparse(node.func).endswith("lazy_exports")
+                and len(node.args) >= 2 and isinstance(node.args[1], ast.Dict)):
+            for key in node.args[1].keys:
+                if isinstance(key, ast.Constant) and isinstance(key.value, str):
+                    target = existing_module(f"{package}.{key.value}")
+                    if target:
+                        found.append((target, node.lineno, id(node) in nested))
+    return found
+
+
+def setup_entry_points():
+    """{group: [modules its entry points name]} from setup.py."""
+    with open(SETUP, encoding="utf-8") as f:
+        tree = ast.parse(f.read(), SETUP)
+    groups = {}
+    for node in ast.walk(tree):
+        if isinstance(node, ast.keyword) and node.arg == "entry_points":
+            for group, entries in ast.literal_eval(node.value).items():
+                groups[group] = [entry.split("=", 1)[1].strip().split(":")[0]
+                                 for entry in entries]
+    return groups
+
+
+ENTRY_POINTS = setup_entry_points()
+
+
+def entry_point_lookups(tree):
+    """(group, line, in function) of every `entry_points(group=...)` call
+    whose group is a string, or a module-level name bound to one."""
+    constants = {target.id: node.value.value for node in tree.body
+                 if isinstance(node, ast.Assign) and isinstance(node.value, ast.Constant)
+                 for target in node.targets if isinstance(target, ast.Name)}
+    nested, found = _nested(tree), []
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Call) and ast.unparse(node.func).endswith("entry_points"):
+            for keyword in node.keywords:
+                if keyword.arg == "group":
+                    value = keyword.value
+                    group = (value.value if isinstance(value, ast.Constant)
+                             else constants.get(getattr(value, "id", None)))
+                    found.append((group, node.lineno, id(node) in nested))
+    return found
+
+
+def package_imports(statements):
+    """[(module, imported kerasbert module, line, in function)] of the
+    import statements, or else of the strings and entry points."""
     found = []
     for folder, _, files in os.walk(PACKAGE):
         for name in sorted(files):
@@ -89,14 +204,23 @@ def package_imports():
             module = module_name(path)
             with open(path, encoding="utf-8") as f:
                 tree = ast.parse(f.read(), path)
-            for node, in_function in walk(tree):
+            for node, in_function in walk(tree if statements else ast.Module([], [])):
                 for target in resolve(module, node, name == "__init__.py"):
                     if target.split(".")[0] == "kerasbert":
                         found.append((module, target, node.lineno, in_function))
+            if not statements:
+                found += [(module, target, line, in_function) for target, line, in_function
+                          in string_imports(module, tree, name == "__init__.py")
+                          if target != module]
+                found += [(module, target, line, in_function)
+                          for group, line, in_function in entry_point_lookups(tree)
+                          for target in ENTRY_POINTS.get(group, ())]
     return found
 
 
-IMPORTS = package_imports()
+STATEMENTS = package_imports(statements=True)
+#: every edge: import statements, strings and entry points
+IMPORTS = STATEMENTS + package_imports(statements=False)
 
 
 def test_the_walk_sees_the_package():
@@ -105,8 +229,7 @@ def test_the_walk_sees_the_package():
 
 
 def test_every_module_has_a_layer():
-    unplaced = sorted({m for edge in IMPORTS for m in edge[:2]
-                       if (m.split(".")[1] if "." in m else "") not in RANK})
+    unplaced = sorted({m for edge in IMPORTS for m in edge[:2] if layer_key(m) not in RANK})
     assert not unplaced, f"give these a layer in tests/test_layering.py: {unplaced}"
 
 
@@ -231,7 +354,7 @@ def _lazy_reason_given(lines, spans, lineno):
 
 
 def test_lazy_imports_are_few_and_explained():
-    lazy = sorted({(module, line) for module, _, line, in_function in IMPORTS
+    lazy = sorted({(module, line) for module, _, line, in_function in STATEMENTS
                    if in_function})
     assert len(lazy) <= MAX_LAZY_IMPORTS, (
         f"{len(lazy)} in-function kerasbert imports (at most {MAX_LAZY_IMPORTS}): hoist "

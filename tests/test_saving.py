@@ -40,7 +40,7 @@ def _registering_modules():
 
 
 def test_every_registering_module_is_listed():
-    assert set(saving.SERIALIZABLE_MODULES) == _registering_modules()
+    assert {m.__name__ for m in saving.SERIALIZABLE_MODULES} == _registering_modules()
 
 
 def _save_artefacts(directory):

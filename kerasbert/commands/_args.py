@@ -13,6 +13,7 @@ No TensorFlow import here (the CLI's `--help` stays instant).
 import argparse
 
 from kerasbert.data.finetuning.task_formats import TASK_TYPES
+from kerasbert.errors import UsageError
 
 # flag -> (column key of load_task's `columns`, help).
 COLUMN_FLAGS = (
@@ -146,9 +147,10 @@ def add_backbone_arguments(parser, required=True):
 
 def load_backbone_from_args(args):
     """The backbone `add_backbone_arguments`' flags name."""
-    from kerasbert.tasks.backbone_loading import load_backbone  # lazy: tensorflow
+    from kerasbert.loading.backbones import load_backbone_from_flags  # lazy: tensorflow
 
-    return load_backbone(args.backbone, args.preset, args.init_checkpoint, args.bert_config)
+    return load_backbone_from_flags(args.backbone, args.preset, args.init_checkpoint,
+                                    args.bert_config)
 
 
 def add_preset_arguments(parser, required=True, default=None, help="e.g. bert_base"):
@@ -158,3 +160,40 @@ def add_preset_arguments(parser, required=True, default=None, help="e.g. bert_ba
     parser.add_argument("--set", action="append", metavar="KEY=VALUE",
                         help="Override a config value (repeatable), e.g. --set num_layers=4")
     return parser
+
+
+#: Sentence pooling modes (kerasbert.layers.sentence_pooling.POOLING_MODES;
+#: spelled here so `--help` needs no Keras).
+POOLING_CHOICES = ("mean", "cls", "max", "mean_sqrt_len")
+
+
+def add_embedding_arguments(parser):
+    """--model HANDLE's sentence-vector options: --pooling MODE[+MODE],
+    --normalize / --no-normalize, --vocab, --no-lower-case (`embed`,
+    `export --task embedding`). Unset, a sentence-transformers folder's own
+    files decide (modules.json, 1_Pooling/config.json)."""
+    group = parser.add_argument_group(
+        "sentence vectors", "Unset: a sentence-transformers folder's own pooling and "
+        "normalisation; any other model: mean pooling, not normalised.")
+    group.add_argument("--pooling", default=None, metavar="MODE",
+                       help=f"{', '.join(POOLING_CHOICES)}, or several joined with '+' "
+                       "(concatenated).")
+    group.add_argument("--normalize", action=argparse.BooleanOptionalAction, default=None,
+                       help="L2-normalise the vectors.")
+    group.add_argument("--vocab", default=None,
+                       help="Tokenizer files (default: the --model handle's own). " + TOKENIZER_HELP)
+    group.add_argument("--no-lower-case", dest="do_lower_case", action="store_false",
+                       default=None, help="Keep case and accents (default: the model's setting).")
+    return parser
+
+
+def check_pooling_flag(value):
+    """--pooling's value, checked without Keras (UsageError naming it)."""
+    if value is None:
+        return None
+    modes = [mode.strip().lower() for mode in value.split("+")]
+    unknown = [mode for mode in modes if mode not in POOLING_CHOICES]
+    if unknown or not modes:
+        raise UsageError(f"--pooling {value!r}: unknown mode(s) {', '.join(unknown)}; choose "
+                         f"{', '.join(POOLING_CHOICES)} (several joined with '+').")
+    return "+".join(modes)

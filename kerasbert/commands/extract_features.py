@@ -5,12 +5,12 @@
         --max-seq-length 128 --batch-size 32 --output features.jsonl
 
 The output format is google-research/bert `extract_features.py`'s (see
-`kerasbert.tasks.feature_extraction`). It is written to a temporary file
+`kerasbert.data.feature_extraction`). It is written to a temporary file
 beside --output and renamed when complete. TensorFlow is imported only when
 the command runs.
 
 The backbone flags and loading are shared with `finetune`
-(kerasbert.tasks.backbone_loading).
+(kerasbert.loading.backbones).
 """
 
 import os
@@ -56,7 +56,7 @@ def add_arguments(parser):
 
 
 def _read_lines(path):
-    from kerasbert.tasks.feature_extraction import parse_line  # lazy: numpy
+    from kerasbert.data.feature_extraction import parse_line  # lazy: numpy
 
     for line in read_lines(path):
         yield parse_line(line)
@@ -66,7 +66,7 @@ def run(args):
     import json
 
     # lazy: numpy
-    from kerasbert.tasks.feature_extraction import check_layers, extract_features, parse_layers
+    from kerasbert.data.feature_extraction import check_layers, extract_features, parse_layers
 
     layers = parse_layers(args.layers)
     # lazy: tensorflow (the tokenizers, the run directory's default --vocab)

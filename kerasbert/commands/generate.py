@@ -4,7 +4,7 @@
         [--strategy greedy|top_k|top_p] [--top-k 50] [--top-p 0.9]
         [--temperature 1.0] [--seed N] [--vocab PATH]
 
-RUN and the prompt's encoding: `kerasbert.tasks.generation`.
+RUN and the prompt's encoding: `kerasbert.loading.generation`.
 """
 
 from kerasbert.errors import UsageError
@@ -38,7 +38,7 @@ def add_arguments(parser):
 def run(args):
     # lazy: tensorflow (`kerasbert --help` imports this module)
     from kerasbert.tasks.causal_lm import check_sampling
-    from kerasbert.tasks.generation import generate_text, load_generator
+    from kerasbert.loading.generation import generate_text, load_generator
 
     try:
         check_sampling(args.strategy, args.top_k, args.top_p, args.temperature)

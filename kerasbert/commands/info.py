@@ -11,10 +11,10 @@ HELP = "Print the architecture and size of a preset or of a model handle."
 
 def run(args):
     from kerasbert.models import presets  # lazy: keras
-    from kerasbert.tasks.backbone_loading import load_backbone_from_handle  # lazy: keras
+    from kerasbert.loading.backbones import load_backbone  # lazy: keras
 
     builtin = presets.is_preset(args.preset)
-    backbone = load_backbone_from_handle(args.preset, **presets.parse_overrides(args.set))
+    backbone = load_backbone(args.preset, **presets.parse_overrides(args.set))
     print(f"{'preset' if builtin else 'model'} {args.preset}"
           f"{' (architecture, random weights)' if builtin else ''}")
     print(backbone.describe())

@@ -14,7 +14,6 @@ from kerasbert.models.attention_maps import plot_attention
 from kerasbert.models.presets import UnknownPresetError
 from kerasbert.models.presets import get_preset
 from kerasbert.models.presets import list_presets
-from kerasbert.models.presets import register_source
 
 
 def from_preset(name, **overrides):

@@ -6,17 +6,17 @@ lookup (Python API, CLI, tests) goes through `get_preset`/`list_presets`.
 
 A name that is not a preset is a handle to weights (hf://, kaggle://, a
 local directory or `.keras` file). Loading those needs layers above this one
-(convert, saving), so they register a loader here (`register_source`); it is
-found through the `kerasbert.backbone_sources` entry point of the installed
-package, so `Backbone.from_preset("hf://...")` works without importing it.
+(convert, saving); `kerasbert.loading.source.load_backbone` is the door to
+them, which the package root opens when `kerasbert` is imported (see
+kerasbert/__init__.py), so this layer only calls down.
 """
 
 import ast
 import difflib
-import importlib.metadata
 import re
 
 from kerasbert.errors import UsageError
+from kerasbert.loading import source
 
 _REGISTRY = {}
 
@@ -66,27 +66,9 @@ class UnknownPresetError(UsageError, ValueError):
     close names)."""
 
 
-SOURCES_ENTRY_POINT = "kerasbert.backbone_sources"
-_SOURCES = []
-
-
-def register_source(loader):
-    """Registers `loader(handle, dtype=None, **overrides) -> backbone` for
-    names that are not presets (the last registered wins)."""
-    if loader not in _SOURCES:
-        _SOURCES.append(loader)
-
-
 def load_from_source(handle, **overrides):
-    """The backbone a handle stands for, through the registered loader."""
-    if not _SOURCES:
-        for entry in importlib.metadata.entry_points(group=SOURCES_ENTRY_POINT):
-            register_source(entry.load())
-    if not _SOURCES:
-        raise UnknownPresetError(
-            f"{handle!r} is not a preset, and no loader of published weights is registered "
-            "(install kerasbert with pip, or import kerasbert.tasks first).")
-    return _SOURCES[-1](handle, **overrides)
+    """The backbone a handle to weights stands for (`kerasbert.loading`)."""
+    return source.load_backbone(handle, **overrides)
 
 
 def is_preset(name):

@@ -32,6 +32,7 @@ from kerasbert.serving.batching import batching_file_text
 from kerasbert.serving.batching import write_server_file
 from kerasbert.serving.graph_options import GraphOptions
 from kerasbert.serving.op_manifest import write_manifest
+from kerasbert.serving.task_servings import serving_class
 from kerasbert.tasks import task_types
 from kerasbert.serving.warmup import write_warmup
 from kerasbert.text import tokenizer_files
@@ -41,8 +42,8 @@ SIGNATURES = ("serving_default", "serve_token_ids")
 
 
 def build_serving_module(model, tokenizer, config, sequence_length):
-    """The `TaskServing` of the model's task type (kerasbert.tasks.task_types)."""
-    serving = task_types.get(config["task_type"]).serving_class()
+    """The `TaskServing` of the model's task type (`task_servings`)."""
+    serving = serving_class(config["task_type"])
     return serving.for_run(model, tokenizer, sequence_length, config)
 
 
@@ -138,7 +139,7 @@ def export_finetuned(model_dir, output, version=None, sequence_length=None, over
 
 def export_model(model, tokenizer, task_type, output, label_names=None, sequence_length=128,
                  qa_options=None, version=None, overwrite=False, model_name=None, task=None,
-                 source=None, graph=None):
+                 source=None, graph=None, module=None):
     """Exports any fine-tuned task model (e.g. one trained with `model.fit`
     in your own script) for TF Serving, with its tokenizer in the graph.
 
@@ -163,6 +164,8 @@ def export_model(model, tokenizer, task_type, output, label_names=None, sequence
         task, source: recorded in assets.extra/export.json.
         graph: `GraphOptions` or its dict (padding to the batch's longest
             row, XLA); default `GraphOptions()`.
+        module: a built `TaskServing` to export instead of the task type's
+            (a model that is no fine-tuning task type: `embedding_serving`).
 
     Returns:
         dict: path, version, task_type, signatures, custom_ops.
@@ -170,14 +173,15 @@ def export_model(model, tokenizer, task_type, output, label_names=None, sequence
 
 
     version, target = _version_dir(output, version, overwrite)
-    if task_types.get(task_type).format.named_labels and not label_names:
+    if module is None and task_types.get(task_type).format.named_labels and not label_names:
         raise UsageError(f"A {task_type} export needs label_names (the class or tag names).")
     sequence_length = int(sequence_length)
     check_max_seq_length(sequence_length, model.backbone)
     options = GraphOptions.from_config(graph)
     config = {"task_type": task_type, "label_names": label_names, "task": task or "",
               "qa": dict(qa_options or {}), "graph": options}
-    module = build_serving_module(model, tokenizer, config, sequence_length)
+    if module is None:
+        module = build_serving_module(model, tokenizer, config, sequence_length)
     model_name = model_name or os.path.basename(os.path.normpath(output))
     requests = warmup_requests(module)
     with atomic_directory(target, overwrite=overwrite) as tmp:

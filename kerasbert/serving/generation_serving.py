@@ -32,8 +32,8 @@ from kerasbert.serving.op_manifest import write_manifest
 from kerasbert.serving.task_serving import clean_text
 from kerasbert.serving.task_serving import EDGE_TEXTS
 from kerasbert.serving.warmup import write_warmup
-from kerasbert.tasks.generation import load_generator
-from kerasbert.tasks.generation import model_ids
+from kerasbert.loading.generation import load_generator
+from kerasbert.loading.generation import model_ids
 from kerasbert.text import tokenizer_files
 from kerasbert.text import tokenizer_kind
 

@@ -60,8 +60,8 @@ from kerasbert.saving import load_model
 from kerasbert.serving.hub_encoder import HubEncoder
 from kerasbert.serving.hub_preprocessor import build_preprocessor
 from kerasbert.serving.task_serving import MODEL_INPUTS
-from kerasbert.handles import is_remote
-from kerasbert.tasks.backbone_loading import load_backbone
+from kerasbert.loading.handles import is_remote
+from kerasbert.loading.backbones import load_backbone_from_flags
 from kerasbert.text.families import resolve_tokenizer_path
 from kerasbert.text.families import SAVED_FILES
 from kerasbert.text.loading import _construct
@@ -192,7 +192,7 @@ def export_hub(backbone_path, vocab_file, output_dir, lower_case=None, sequence_
     Args:
         backbone_path: a saved backbone (RUN/backbone.keras; a saved
             pretrainer or task model works too: its `.backbone`), or any
-            model handle (`kerasbert.tasks.backbone_loading`).
+            model handle (`kerasbert.loading.backbones`).
         vocab_file: the tokenizer the backbone was trained with: a WordPiece
             vocab.txt, a SentencePiece `.model` (ALBERT) or a byte-level BPE
             directory / vocab.json (RoBERTa); or a model handle / directory;
@@ -249,7 +249,7 @@ def export_hub(backbone_path, vocab_file, output_dir, lower_case=None, sequence_
                 "(give --pretrainer PATH, or --no-mlm to export without it)."
             )
 
-    backbone = load_backbone(backbone=backbone_path)
+    backbone = load_backbone_from_flags(backbone=backbone_path)
     _check_backbone_inputs(backbone, backbone_path)
     positions = getattr(backbone, "max_sequence_length", None)
     if sequence_length is None:

@@ -11,7 +11,7 @@ layout, so it can be published and loaded by the peer libraries.
                     bert_model.ckpt.*, vocab.txt); BERT
     --to tf-hub     the TF Hub preprocess/ + encoder/ pair (`export-hub`)
 
-The model is any handle (`kerasbert.tasks.backbone_loading`): a run
+The model is any handle (`kerasbert.loading.backbones`): a run
 directory, a `.keras` file, hf://, a model directory. Every target is
 written under a temporary name and renamed when complete.
 """
@@ -28,7 +28,7 @@ from kerasbert.errors import UsageError
 from kerasbert.models import BertBackbone
 from kerasbert.runs import default_vocab
 from kerasbert.serving.hub_export import export_hub
-from kerasbert.tasks.backbone_loading import load_backbone_from_handle
+from kerasbert.loading.backbones import load_backbone
 from kerasbert.text.families import BPE
 from kerasbert.text.families import SENTENCEPIECE
 from kerasbert.text.loading import load_tokenizer
@@ -72,7 +72,7 @@ def convert_model(model, to, output, vocab=None, lower_case=None, overwrite=Fals
     if to == "tf-hub":
         return os.path.dirname(export_hub(model, vocab, output, lower_case=lower_case,
                                           overwrite=overwrite)["encoder"])
-    backbone = load_backbone_from_handle(model)
+    backbone = load_backbone(model)
     tokenizer = load_tokenizer(vocab, lower_case=lower_case)
     if to == "tf1" and type(backbone) is not BertBackbone:
         raise UsageError(f"--to tf1 writes google-research/bert's BERT layout; got a "

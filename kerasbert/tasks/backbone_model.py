@@ -14,6 +14,7 @@ pretrainers and the fine-tuning tasks alike.
 import keras
 
 import kerasbert.models  # noqa: F401  (registers the backbones, so saved models load)
+from kerasbert.loading import source
 
 
 class BackboneModel(keras.Model):
@@ -41,17 +42,13 @@ class BackboneModel(keras.Model):
 
         Args:
             handle: a preset name, hf://..., kaggle://..., a model directory
-                or `.keras` file (`kerasbert.tasks.backbone_loading`).
+                or `.keras` file (`kerasbert.loading`).
             backbone_overrides: backbone arguments that keep the weights'
                 shapes (e.g. {"dropout": 0.0}).
             dtype: the backbone's (and so the model's) dtype policy.
             **kwargs: this model's own arguments (num_classes, dropout, ...).
         """
-        # lazy: backbone_loading loads saved models through kerasbert.saving,
-        # which imports every task module (this one included)
-        from kerasbert.tasks.backbone_loading import load_backbone_from_handle
-
-        backbone = load_backbone_from_handle(handle, dtype=dtype, **(backbone_overrides or {}))
+        backbone = source.load_backbone(handle, dtype=dtype, **(backbone_overrides or {}))
         return cls(backbone, **kwargs)
 
     @property

@@ -1,24 +1,25 @@
 """The task type registry: one `TaskType` per kind of fine-tuning task, and
 everything that differs between kinds in one entry.
 
-    entry            examples & labels      model             metrics           serving module
-    classification   text, class            TextClassifier    evaluate_classes  ClassificationServing
-    pair             text pair, class       TextClassifier    evaluate_classes  ClassificationServing
-    regression       text, number           TextClassifier    evaluate_scores   ClassificationServing
-    tagging          words, tag             TokenClassifier   evaluate_tags     TaggingServing
-    qa               squad, span            QuestionAnswerer  evaluate_spans    QuestionAnsweringServing
-    multiple_choice  choices, choice        MultipleChoice    evaluate_choices  MultipleChoiceServing
+    entry            examples & labels      model             metrics
+    classification   text, class            TextClassifier    evaluate_classes
+    pair             text pair, class       TextClassifier    evaluate_classes
+    regression       text, number           TextClassifier    evaluate_scores
+    tagging          words, tag             TokenClassifier   evaluate_tags
+    qa               squad, span            QuestionAnswerer  evaluate_spans
+    multiple_choice  choices, choice        MultipleChoice    evaluate_choices
 
 The data facts (`TaskFormat`) live in the data layer
 (`kerasbert.data.finetuning.task_formats`); this entry adds the model, the
-metrics, the serving module and the defaults. Fine-tuning, evaluation and
-export look the entry up by the run's task type name and never compare
-names. To add a task type, write one file with its `TaskType` (and its model
-or serving module if they are new) and `register` it; see ARCHITECTURE.md.
+metrics and the defaults; its serving class is registered against its name
+in the serving layer (`kerasbert.serving.task_servings`). Fine-tuning,
+evaluation and export look the entry up by the run's task type name and
+never compare names. To add a task type, write one file with its `TaskType`
+(and its model or serving module if they are new), `register` it and
+`register_serving` its serving class; see ARCHITECTURE.md.
 """
 
 import dataclasses
-import importlib
 
 from kerasbert.data.finetuning.task_formats import TaskFormat
 from kerasbert.data.finetuning.task_formats import register_format
@@ -44,8 +45,6 @@ class TaskType:
             task model on an encoder backbone.
         evaluate: `(task, data, features, outputs, options) -> {name: float}`
             (kerasbert.tasks.task_evaluation).
-        serving: "module:Class" of its `TaskServing` (the serving layer sits
-            above this one, so it is named, not imported).
         main_metric: the metric that ranks models of this type.
         gpt: a GPT backbone fine-tunes it (GPT-1's extract-token classifier).
         confusion_matrix: fine-tuning plots the validation confusion matrix.
@@ -55,7 +54,6 @@ class TaskType:
     format: TaskFormat
     build: object
     evaluate: object
-    serving: str
     main_metric: str
     gpt: bool = False
     confusion_matrix: bool = False
@@ -91,10 +89,6 @@ class TaskType:
             except (ValueError, KeyError):
                 pass
         return self.main_metric
-
-    def serving_class(self):
-        module, name = self.serving.split(":")
-        return getattr(importlib.import_module(module), name)
 
 
 def _classifier(task_type, backbone, features, dropout):
@@ -136,21 +130,18 @@ def names():
     return tuple(_TASK_TYPES)
 
 
-_SERVING = "kerasbert.serving"
+_EVALUATE = task_evaluation
 for _entry in (
-    TaskType(task_format("classification"), _classifier, task_evaluation.evaluate_classes,
-             f"{_SERVING}.classification_serving:ClassificationServing", "accuracy",
+    TaskType(task_format("classification"), _classifier, _EVALUATE.evaluate_classes,
+             "accuracy", gpt=True, confusion_matrix=True),
+    TaskType(task_format("pair"), _classifier, _EVALUATE.evaluate_classes, "accuracy",
              gpt=True, confusion_matrix=True),
-    TaskType(task_format("pair"), _classifier, task_evaluation.evaluate_classes,
-             f"{_SERVING}.classification_serving:ClassificationServing", "accuracy",
-             gpt=True, confusion_matrix=True),
-    TaskType(task_format("regression"), _classifier, task_evaluation.evaluate_scores,
-             f"{_SERVING}.classification_serving:ClassificationServing", "pearson", gpt=True),
-    TaskType(task_format("tagging"), _tagger, task_evaluation.evaluate_tags,
-             f"{_SERVING}.tagging_serving:TaggingServing", "f1"),
-    TaskType(task_format("qa"), _answerer, task_evaluation.evaluate_spans,
-             f"{_SERVING}.qa_serving:QuestionAnsweringServing", "f1", needs_examples=True),
-    TaskType(task_format("multiple_choice"), _chooser, task_evaluation.evaluate_choices,
-             f"{_SERVING}.multiple_choice_serving:MultipleChoiceServing", "accuracy"),
+    TaskType(task_format("regression"), _classifier, _EVALUATE.evaluate_scores, "pearson",
+             gpt=True),
+    TaskType(task_format("tagging"), _tagger, _EVALUATE.evaluate_tags, "f1"),
+    TaskType(task_format("qa"), _answerer, _EVALUATE.evaluate_spans, "f1",
+             needs_examples=True),
+    TaskType(task_format("multiple_choice"), _chooser, _EVALUATE.evaluate_choices,
+             "accuracy"),
 ):
     register(_entry)

@@ -19,7 +19,8 @@ import json
 import os
 import shutil
 
-from kerasbert import handles
+from kerasbert.loading import handles
+from kerasbert.loading.source import resolve
 from kerasbert.errors import UsageError
 from kerasbert.text.families import BPE
 from kerasbert.text.families import BYTES
@@ -71,8 +72,13 @@ def load_tokenizer(path, lower_case=None):
         a `WordPieceTokenizer`, `SentencePieceTokenizer` or
         `BytePairTokenizer` (`Gpt1Tokenizer` for GPT-1's files). Invalid files raise `UsageError` naming them.
     """
-    path = handles.local_path(path) if handles.is_remote(path) else os.fspath(path)
-    if os.path.isdir(path):
+    path = os.fspath(path)
+    if handles.is_remote(path) or os.path.isdir(path):
+        source = resolve(path)
+        if source.is_published:
+            kind, files, source_lower = tokenizer_source(source)
+            return _construct(kind, files, source_lower if lower_case is None else lower_case)
+        path = source.path
         config = _run_config(path)
         if config is not None and "pretrain" in config:
             vocab, lower = pretraining_vocab(path, config)
@@ -82,10 +88,6 @@ def load_tokenizer(path, lower_case=None):
             if lower_case is None or lower_case == tokenizer.lower_case:
                 return tokenizer
             return _construct(tokenizer_kind(tokenizer), tokenizer_files(tokenizer), lower_case)
-        source = tokenizer_source(path)
-        if source is not None:
-            kind, files, source_lower = source
-            return _construct(kind, files, source_lower if lower_case is None else lower_case)
     kind, files = resolve_tokenizer_path(path)
     return _construct(kind, files, lower_case)
 

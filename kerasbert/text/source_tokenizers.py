@@ -14,8 +14,9 @@
     kerasbert run                 what its config.json's "tokenizer"     the same entry
                                     names
 
-`tokenizer_source(directory)` returns (kind, files, lower_case or None);
-`kerasbert.text.load_tokenizer` uses it for directories and hub handles.
+`tokenizer_source(source)` returns (kind, files, lower_case or None) for a
+resolved `kerasbert.loading.source.Source`; `kerasbert.text.load_tokenizer`
+uses it for model directories and hub handles.
 """
 
 import hashlib
@@ -26,6 +27,10 @@ from kerasbert.errors import UsageError
 from kerasbert.io_utils import atomic_write_text
 from kerasbert.io_utils import cache_dir
 from kerasbert.io_utils import json_or_none
+from kerasbert.loading.source import HF
+from kerasbert.loading.source import KERAS_HUB
+from kerasbert.loading.source import TF1
+from kerasbert.loading.source import TF_HUB
 from kerasbert.text.families import BPE
 from kerasbert.text.families import BPE_MERGES
 from kerasbert.text.families import GPT1_BPE
@@ -41,29 +46,28 @@ KERAS_HUB_ASSETS = {"vocabulary.txt": WORDPIECE, "vocabulary.spm": SENTENCEPIECE
                     "vocabulary.json": BPE}
 
 
-def tokenizer_source(directory):
-    """(kind, files, lower_case) of a model directory (see the module
-    docstring); lower_case is None where the source does not say. None when
-    the directory is none of those layouts (a plain tokenizer directory)."""
-    config = json_or_none(os.path.join(directory, "config.json")) or {}
-    if "model_type" in config:
+def tokenizer_source(source):
+    """(kind, files, lower_case) of a published model (a resolved
+    `kerasbert.loading.source.Source`; see the module docstring); lower_case
+    is None where the source does not say. None for a source that is no
+    published layout (a preset, a `.keras` file, a run or tokenizer folder)."""
+    directory = source.path
+    if source.kind == HF:
         in_dir = [os.path.join(directory, n) for n in HF_TOKENIZER_FILES]
         if not any(os.path.isfile(f) for f in in_dir) and os.path.isfile(
                 os.path.join(directory, "tokenizer.json")):
             kind, files = files_from_tokenizer_json(os.path.join(directory, "tokenizer.json"))
         else:
             kind, files = resolve_tokenizer_path(directory)
-        return kind, files, _hf_lower_case(directory)
-    if "registered_name" in config:
+        return kind, files, _hf_lower_case(directory, source.model_type)
+    if source.kind == KERAS_HUB:
         return _keras_hub(directory)
-    if "tokenizer" in config or ("vocab" in config and "task_type" in config):
-        return None  # a kerasbert run: load_saved_tokenizer reads it
-    if os.path.isfile(os.path.join(directory, "bert_config.json")):
+    if source.kind == TF1:
         kind, files = resolve_tokenizer_path(os.path.join(directory, "vocab.txt"))
         name = os.path.basename(os.path.normpath(directory)).lower()
         cased = name.startswith("cased") or "_cased" in name or "-cased" in name
         return kind, files, not cased
-    if os.path.isfile(os.path.join(directory, "saved_model.pb")):
+    if source.kind == TF_HUB:
         return _tf_hub(directory)
     return None
 
@@ -109,14 +113,13 @@ def files_from_tokenizer_json(path):
 HF_DEFAULT_LOWER_CASE = {"big_bird": False}
 
 
-def _hf_lower_case(directory):
+def _hf_lower_case(directory, model_type):
     settings = json_or_none(os.path.join(directory, "tokenizer_config.json")) or {}
     if "do_lower_case" in settings:
         return bool(settings["do_lower_case"])
     normalizer = (json_or_none(os.path.join(directory, "tokenizer.json")) or {}).get("normalizer") or {}
     if "lowercase" in normalizer:
         return bool(normalizer["lowercase"])
-    model_type = (json_or_none(os.path.join(directory, "config.json")) or {}).get("model_type")
     return HF_DEFAULT_LOWER_CASE.get(model_type)
 
 

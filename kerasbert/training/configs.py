@@ -8,7 +8,7 @@ import dataclasses
 import math
 import os
 
-from kerasbert import handles
+from kerasbert.loading import handles
 from kerasbert import runs
 from kerasbert.convert.bert_config import bert_config_to_kwargs
 from kerasbert.errors import UsageError

@@ -38,7 +38,7 @@ from kerasbert.saving import load_model
 from kerasbert.tasks import BertPretrainer
 from kerasbert.tasks.distiller import Distiller
 from kerasbert.tasks.distiller import init_student_from_teacher
-from kerasbert.tasks.fill_mask import load_masked_lm_from_handle
+from kerasbert.loading.masked_lm import load_masked_lm_from_handle
 from kerasbert.text.vocabulary import load_vocab
 from kerasbert.training.loop import data_errors_as_usage_errors
 from kerasbert.training.pretrain import build_backbone

@@ -45,7 +45,7 @@ from kerasbert.plotting import new_figure
 from kerasbert.plotting import save_figure_atomically
 from kerasbert import runs
 from kerasbert.tasks import task_types
-from kerasbert.tasks.backbone_loading import load_backbone as load
+from kerasbert.loading.backbones import load_backbone_from_flags as load
 from kerasbert.text import load_tokenizer
 from kerasbert.text import tokenizer_files
 from kerasbert.training import recipes
@@ -58,7 +58,7 @@ from kerasbert.training.strategies import split_cpu
 
 
 def load_backbone(config, tokenizer):
-    """The backbone to fine-tune (kerasbert.tasks.backbone_loading), checked
+    """The backbone to fine-tune (kerasbert.loading.backbones), checked
     against the tokenizer's vocabulary."""
 
     vocab_size = tokenizer.vocabulary_size

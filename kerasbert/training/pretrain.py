@@ -26,14 +26,11 @@ import keras
 import numpy as np
 import tensorflow as tf
 
-from kerasbert import handles
+from kerasbert.loading import handles
 from kerasbert.convert.hf_heads import discriminator_head_from_hf
 from kerasbert.convert.hf_heads import pretraining_heads_from_hf
 from kerasbert.convert.hf_heads import set_discriminator_head
 from kerasbert.convert.hf_heads import set_pretraining_heads
-from kerasbert.convert.sources import HF
-from kerasbert.convert.sources import detect_layout
-from kerasbert.convert.sources import hf_model_type
 from kerasbert.data import pretraining_dataset
 from kerasbert.data import reader
 from kerasbert.data.metadata import read_metadata
@@ -47,7 +44,9 @@ from kerasbert.saving import load_model
 from kerasbert.tasks import BertPretrainer
 from kerasbert.tasks import CausalLM
 from kerasbert.tasks import ElectraPretrainer
-from kerasbert.tasks.backbone_loading import load_backbone_from_handle
+from kerasbert.loading.backbones import load_backbone
+from kerasbert.loading.source import HF
+from kerasbert.loading.source import resolve
 from kerasbert.models import presets
 from kerasbert.models.vocabulary_growth import grow_vocabulary
 from kerasbert.text.families import added_special_count
@@ -126,12 +125,12 @@ def build_backbone(config, vocab_size, sequence_length, added_tokens=0):
         # A preset builds an architecture; a handle (hf://, a model
         # directory, ...) continues pretraining from published weights.
         overrides["vocabulary_size"] = vocab_size
-        backbone = load_backbone_from_handle(config.preset, **overrides)
+        backbone = load_backbone(config.preset, **overrides)
     except UsageError:
         if not added_tokens or presets.is_preset(config.preset):
             raise
         overrides["vocabulary_size"] = published
-        backbone = load_backbone_from_handle(config.preset, **overrides)
+        backbone = load_backbone(config.preset, **overrides)
     except (ValueError, TypeError) as err:
         raise UsageError(str(err)) from None
     if backbone.vocabulary_size == published != vocab_size:
@@ -217,8 +216,10 @@ def _init_from(source, pretrainer):
     matches, else the backbone only (e.g. phase 2 with other heads)."""
 
 
-    if handles.is_remote(source) or detect_layout(source) is not None:
-        published = load_backbone_from_handle(source)
+    found = (resolve(source) if handles.is_remote(source) or os.path.isdir(source)
+             else None)
+    if found is not None and found.is_published:
+        published = load_backbone(found)
         try:
             pretrainer.backbone.set_weights(published.get_weights())
         except ValueError as err:
@@ -226,13 +227,12 @@ def _init_from(source, pretrainer):
                              f"match --preset's architecture ({err}); --preset {source} builds "
                              "the architecture from it.") from None
         written = None
-        path = handles.local_path(source)
-        if detect_layout(path) == HF and hasattr(pretrainer, "masked_lm_head"):
-            heads = pretraining_heads_from_hf(path, hf_model_type(path))
+        if found.kind == HF and hasattr(pretrainer, "masked_lm_head"):
+            heads = pretraining_heads_from_hf(found.path, found.model_type)
             written = heads and set_pretraining_heads(pretrainer, heads, source)
-        elif detect_layout(path) == HF and hasattr(pretrainer, "rtd_head"):
+        elif found.kind == HF and hasattr(pretrainer, "rtd_head"):
             # ELECTRA: the discriminator's head; the generator starts fresh.
-            head = discriminator_head_from_hf(path)
+            head = discriminator_head_from_hf(found.path)
             written = head and set_discriminator_head(pretrainer, head, source)
         if not written:
             return f"{source} (backbone; the pretraining heads start fresh)"

@@ -61,9 +61,9 @@ def _greedy(t, ids, steps):
 
 
 def test_generate_from_the_published_directory_is_gpt1s_greedy_continuation(gpt1_dir):
-    from kerasbert.tasks.generation import encode_prompt
-    from kerasbert.tasks.generation import generate_text
-    from kerasbert.tasks.generation import load_generator
+    from kerasbert.loading.generation import encode_prompt
+    from kerasbert.loading.generation import generate_text
+    from kerasbert.loading.generation import load_generator
 
     root, t, reference = gpt1_dir
     lm, tokenizer, _ = load_generator(str(root))
@@ -101,8 +101,8 @@ def test_grown_vocabulary_keeps_every_published_row(gpt1_dir):
 
 
 def test_cli_generates_fine_tunes_exports_and_serves_gpt1_in_fresh_processes(gpt1_dir, tmp_path):
-    from kerasbert.tasks.generation import generate_text
-    from kerasbert.tasks.generation import load_generator
+    from kerasbert.loading.generation import generate_text
+    from kerasbert.loading.generation import load_generator
 
     root, _, _ = gpt1_dir
     elsewhere = tmp_path / "elsewhere"

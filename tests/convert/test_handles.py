@@ -18,7 +18,7 @@ import pytest
 from peer_fixtures import assert_close, hub_inputs, ours_inputs, padded_batch, randomize
 from test_hf_checkpoint import hf_config, hf_tensors, write_hf
 
-from kerasbert import handles
+from kerasbert.loading import handles
 from kerasbert.errors import UsageError
 from kerasbert.models import Backbone
 from kerasbert.models import BertBackbone
@@ -146,7 +146,7 @@ def test_kaggle_handles_read_the_kagglehub_cache(tmp_path, monkeypatch):
 
 def test_google_research_bert_directories(tmp_path):
     from kerasbert.convert import save_bert_checkpoint
-    from kerasbert.tasks.backbone_loading import load_backbone
+    from kerasbert.loading.backbones import load_backbone_from_flags
 
     source = randomize(BertBackbone(vocabulary_size=V, **TINY), seed=5)
     folder = tmp_path / "cased_L-2_H-16_A-2"
@@ -157,7 +157,7 @@ def test_google_research_bert_directories(tmp_path):
     expected = _outputs(source, inputs)
     assert_close(expected, _outputs(Backbone.from_preset(str(folder)), inputs))
     # --init-checkpoint DIR is the same handle.
-    assert_close(expected, _outputs(load_backbone(init_checkpoint=str(folder)), inputs))
+    assert_close(expected, _outputs(load_backbone_from_flags(init_checkpoint=str(folder)), inputs))
     assert load_tokenizer(str(folder)).lower_case is False  # "cased_..." by name
 
 

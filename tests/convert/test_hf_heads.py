@@ -14,8 +14,8 @@ import numpy as np
 from test_hf_checkpoint import H, V, hf_config, hf_tensors, write_hf
 
 from kerasbert.convert.hf_heads import pretraining_heads_from_hf
-from kerasbert.tasks.fill_mask import load_masked_lm_from_handle
-from kerasbert.tasks.fill_mask import fill_mask
+from kerasbert.loading.masked_lm import load_masked_lm_from_handle
+from kerasbert.loading.masked_lm import fill_mask
 from kerasbert.text import load_tokenizer
 
 WORDS = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]"] + [f"w{i}" for i in range(V - 5)]

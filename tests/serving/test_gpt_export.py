@@ -51,7 +51,7 @@ def generation_run(tmp_path_factory):
 
 def greedy_margins(lm, tokenizer, prompt, max_new_tokens):
     """The top-2 logit margin of each greedy step of Python's `generate`."""
-    from kerasbert.tasks.generation import encode_prompt
+    from kerasbert.loading.generation import encode_prompt
     from kerasbert.testing import top2_margin
 
     ids = encode_prompt(tokenizer, prompt)
@@ -68,7 +68,7 @@ def greedy_margins(lm, tokenizer, prompt, max_new_tokens):
 
 
 def test_generation_export_matches_python_generate_in_a_fresh_process(generation_run, tmp_path):
-    from kerasbert.tasks.generation import generate_text
+    from kerasbert.loading.generation import generate_text
 
     run, lm, tokenizer = generation_run
     expected = [generate_text(lm, tokenizer, p, max_new_tokens=5) for p in PROMPTS]

@@ -128,9 +128,9 @@ def test_run_writes_the_discriminator(quick_run):
     for a, b in zip(backbone.get_weights(), pretrainer.backbone.get_weights()):
         np.testing.assert_array_equal(a, b)
     # `finetune --backbone RUN/pretrainer.keras` also gets the discriminator.
-    from kerasbert.tasks.backbone_loading import load_backbone
+    from kerasbert.loading.backbones import load_backbone_from_flags
 
-    from_pretrainer = load_backbone(backbone=str(run / "pretrainer.keras"))
+    from_pretrainer = load_backbone_from_flags(backbone=str(run / "pretrainer.keras"))
     assert type(from_pretrainer) is ElectraBackbone and from_pretrainer.hidden_dim == 32
 
     assert [r["step"] for r in rows] == list(range(50, QUICK_STEPS + 1, 50))

@@ -14,6 +14,7 @@ import pretrain_data as pd
 from kerasbert.data.finetuning import task_formats
 from kerasbert.data.finetuning.task_formats import TASK_TYPES
 from kerasbert.errors import UsageError
+from kerasbert.serving import task_servings
 from kerasbert.tasks import task_types
 from kerasbert.testing.files import write_csv
 
@@ -23,6 +24,8 @@ TOY_TASK_FILE = '''
 import numpy as np
 
 from kerasbert.data.finetuning.task_formats import TaskFormat
+from kerasbert.serving.classification_serving import ClassificationServing
+from kerasbert.serving.task_servings import register_serving
 from kerasbert.tasks import task_types
 from kerasbert.tasks.text_classifier import TextClassifier
 
@@ -39,8 +42,8 @@ def evaluate(task, data, features, outputs, options):
 
 ORDINAL = task_types.register(task_types.TaskType(
     TaskFormat("ordinal", example="text", label="class"), build, evaluate,
-    serving="kerasbert.serving.classification_serving:ClassificationServing",
     main_metric="mean_class_distance"))
+register_serving("ordinal", ClassificationServing)
 '''
 
 RATING = {"the cat": "low", "a dog": "low", "the small bird": "mid"}
@@ -61,7 +64,7 @@ def test_every_built_in_type_is_complete(name):
     entry = task_types.get(name)
     assert entry.name == name and entry.format is task_formats.task_format(name)
     assert callable(entry.build) and callable(entry.evaluate)
-    serving = entry.serving_class()
+    serving = task_servings.serving_class(name)
     assert callable(serving.for_run) and callable(serving.export_info)
     assert entry.main_metric
 
@@ -84,6 +87,7 @@ def test_a_new_task_type_is_one_file(tmp_path, monkeypatch):
     # The registries are process-wide: the toy type leaves with the test.
     monkeypatch.setattr(task_types, "_TASK_TYPES", dict(task_types._TASK_TYPES))
     monkeypatch.setattr(task_formats, "_FORMATS", dict(task_formats._FORMATS))
+    monkeypatch.setattr(task_servings, "_SERVINGS", dict(task_servings._SERVINGS))
     toy_file = tmp_path / "toy_task.py"
     toy_file.write_text(TOY_TASK_FILE, encoding="utf-8")
     spec = importlib.util.spec_from_file_location("toy_task", toy_file)

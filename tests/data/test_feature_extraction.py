@@ -10,7 +10,7 @@ import pytest
 
 from kerasbert.cli import main
 from kerasbert.models import BertBackbone
-from kerasbert.tasks.feature_extraction import extract_features, parse_line
+from kerasbert.data.feature_extraction import extract_features, parse_line
 from kerasbert.text import WordPieceTokenizer
 from kerasbert.text.packer import BertPacker
 

@@ -20,10 +20,11 @@ import os
 
 import tensorflow as tf
 
-from kerasbert import handles
 from kerasbert import runs
-from kerasbert.convert.sources import detect_layout
 from kerasbert.errors import UsageError
+from kerasbert.loading import source
+from kerasbert.loading.backbones import load_backbone
+from kerasbert.loading.backbones import resolve
 from kerasbert.models.backbone import Backbone
 from kerasbert.saving import load_model
 from kerasbert.tasks.causal_lm import CausalLM
@@ -33,22 +34,13 @@ from kerasbert.text.loading import load_tokenizer
 def load_generator(model, vocab=None, lower_case=None):
     """(CausalLM, tokenizer, path or handle of what was loaded) for a run
     directory, a .keras file or a model handle (see the module docstring)."""
-    if os.path.isdir(model) and any(os.path.isfile(os.path.join(model, name))
-                                    for name in runs.MODEL_FILES):
-        run = runs.open_run(model)
-        path = run.model_file()
-    elif os.path.isfile(model) and model.endswith(".keras"):
-        if vocab is None:
-            raise UsageError(f"--model {model} is a .keras file: pass --vocab.")
-        run, path = None, model
-    elif handles.is_remote(model) or (os.path.isdir(model) and detect_layout(model)) or (
-            not os.path.exists(model)):
-        return _published_generator(model, vocab, lower_case)
-    elif os.path.isdir(model):
-        runs.open_run(model).model_file()  # the run's own error: no model file in it
-    else:
-        raise UsageError(f"--model {model}: not a run directory, a .keras file or a model "
-                         "handle.")
+    found = resolve(model)
+    if found.kind == source.KERAS and vocab is None:
+        raise UsageError(f"--model {model} is a .keras file: pass --vocab.")
+    if found.kind not in (source.KERAS, source.DIRECTORY):
+        return _published_generator(found, vocab, lower_case)
+    run = runs.open_run(found.path) if found.kind == source.DIRECTORY else None
+    path = run.model_file() if run is not None else found.path
     loaded = load_model(path)
     backbone = loaded if isinstance(loaded, Backbone) else getattr(loaded, "backbone", None)
     lm = loaded if isinstance(loaded, CausalLM) else _causal_lm(backbone, path, loaded)
@@ -58,17 +50,14 @@ def load_generator(model, vocab=None, lower_case=None):
     return lm, tokenizer, path
 
 
-def _published_generator(handle, vocab, lower_case):
+def _published_generator(found, vocab, lower_case):
     """A GPT checkpoint from a handle (hf://openai-community/openai-gpt, a
     Hugging Face directory, ...) with the tokenizer it was published with."""
-    # lazy: backbone_loading registers the hub sources (tasks -> tasks)
-    from kerasbert.tasks.backbone_loading import load_backbone_from_handle
-
-    backbone = load_backbone_from_handle(handle)
-    lm = _causal_lm(backbone, handle, backbone)
-    tokenizer = load_tokenizer(vocab if vocab is not None else handle, lower_case=lower_case)
+    backbone = load_backbone(found)
+    lm = _causal_lm(backbone, found.handle, backbone)
+    tokenizer = load_tokenizer(vocab if vocab is not None else found.path, lower_case=lower_case)
     _check_vocabulary(tokenizer, backbone)
-    return lm, tokenizer, handle
+    return lm, tokenizer, found.handle
 
 
 def _causal_lm(backbone, source, loaded):

@@ -1,8 +1,8 @@
-"""Loading the backbone a command works on, in one place.
+"""The backbone a handle stands for, in one place.
 
 Everywhere a model is named (`--preset`, `--backbone`, `pretrain
 --init-from`, `distill --teacher`, `Backbone.from_preset`, the tasks'
-`from_preset`), the name is a handle:
+`from_preset`), the name is a handle (`kerasbert.loading.source`):
 
     bert_base                     a built-in preset (architecture, random weights)
     hf://OWNER/NAME[@REVISION]    the Hugging Face Hub (cached by huggingface_hub)
@@ -13,17 +13,22 @@ Everywhere a model is named (`--preset`, `--backbone`, `pretrain
                                   kerasbert run directory (pretrain/finetune)
     FILE.keras                    a saved backbone, pretrainer or task model
 
-`load_backbone_from_handle` resolves one; `load_backbone` adds the CLI's
-flag rules. Flags: `kerasbert.commands._args.add_backbone_arguments`.
+`load_backbone` resolves one (the package root installs it as the door
+`Backbone.from_preset` uses); `load_backbone_from_flags` adds the CLI's flag
+rules. Flags: `kerasbert.commands._args.add_backbone_arguments`.
 """
 
 import os
 import sys
 
-from kerasbert import handles
 from kerasbert import runs
-from kerasbert.convert import sources
+from kerasbert.convert.bert_config import kwargs_to_bert_config
+from kerasbert.convert.tf1_checkpoint import load_bert_checkpoint
 from kerasbert.errors import UsageError
+from kerasbert.loading import handles
+from kerasbert.loading import source as source_module
+from kerasbert.loading.published import apply_overrides
+from kerasbert.loading.published import load_published
 from kerasbert.models import presets
 from kerasbert.models.vocabulary_growth import grow_vocabulary
 from kerasbert.saving import load_model
@@ -32,46 +37,41 @@ from kerasbert.saving import load_model
 RUN_MODELS = (runs.BACKBONE, runs.MODEL, runs.PRETRAINER)
 
 
-def describe_handles():
-    return ("a built-in preset, hf://OWNER/NAME[@REVISION], kaggle://OWNER/MODEL/keras/VARIANT"
-            f"[/VERSION], a .keras file, a kerasbert run directory, or {sources.describe_layouts()}")
-
-
-def local_source(handle):
-    """(local path, kind) of a handle that is not a preset name; kind is
-    one of `sources`' layouts, "run" or "keras". Downloads hub handles."""
-    handle = os.fspath(handle)
-    if not handles.is_remote(handle) and not os.path.exists(handle) and os.sep not in handle:
+def resolve(handle):
+    """`source.resolve` with the preset registry: an unknown bare name is
+    an error listing the close preset names, not a missing file."""
+    handle = os.fspath(handle) if not isinstance(handle, source_module.Source) else handle
+    if (isinstance(handle, str) and not handles.is_remote(handle) and not os.path.exists(handle)
+            and os.sep not in handle):
         presets.get_preset(handle)  # an unknown name: the error lists the close ones
-    path = handles.local_path(handle)
-    if os.path.isfile(path):
-        if path.endswith(".keras"):
-            return path, "keras"
-        raise UsageError(f"{handle}: a file that is not a .keras model; a handle is "
-                         f"{describe_handles()}.")
-    layout = sources.detect_layout(path)
-    if layout is not None:
-        return path, layout
-    if any(os.path.isfile(os.path.join(path, name)) for name in RUN_MODELS):
-        return path, "run"
-    if handles.is_remote(handle) and not _has_weights(path):
-        raise UsageError(f"{handle}: no config.json with safetensors weights. kerasbert never "
-                         "unpickles, so repositories with only pytorch_model.bin are refused: "
-                         "use a revision that has model.safetensors (the Hub's conversion bot "
-                         "opens one as refs/pr/N: hf://OWNER/NAME@refs/pr/N), or convert it "
-                         "yourself with the safetensors library.")
-    raise UsageError(f"{handle}: not {describe_handles()}.")
+    found = source_module.resolve(handle, presets.is_preset)
+    if found.kind == source_module.DIRECTORY and not _run_model(found.path):
+        if handles.is_remote(found.handle) and not _has_weights(found.path):
+            raise UsageError(f"{found.handle}: no config.json with safetensors weights. kerasbert "
+                             "never unpickles, so repositories with only pytorch_model.bin are "
+                             "refused: use a revision that has model.safetensors (the Hub's "
+                             "conversion bot opens one as refs/pr/N: hf://OWNER/NAME@refs/pr/N), "
+                             "or convert it yourself with the safetensors library.")
+        raise UsageError(f"{found.handle}: not {source_module.describe_handles()}.")
+    return found
+
+
+def _run_model(directory):
+    """The model file a run directory holds, preferred first, or None."""
+    return next((os.path.join(directory, name) for name in RUN_MODELS
+                 if os.path.isfile(os.path.join(directory, name))), None)
 
 
 def _has_weights(path):
     return any(name.endswith((".safetensors", ".h5")) for name in os.listdir(path))
 
 
-def load_backbone_from_handle(handle, dtype=None, **overrides):
+def load_backbone(handle, dtype=None, **overrides):
     """The backbone `handle` stands for (see the module docstring).
 
     Args:
-        handle: a preset name, hub handle, directory or `.keras` file.
+        handle: a preset name, hub handle, directory, `.keras` file or a
+            resolved `Source`.
         dtype: a dtype policy ("mixed_float16", ...).
         **overrides: constructor arguments on top of the source's; on
             weights only those that keep the shapes (dropout, attention).
@@ -81,24 +81,18 @@ def load_backbone_from_handle(handle, dtype=None, **overrides):
             a hub handle that is not cached, a family we do not have, an
             override that contradicts the weights.
     """
-    if presets.is_preset(handle):
-        backbone = presets.build_backbone(handle, overrides)
-        return sources.apply_overrides(backbone, handle, dtype) if dtype else backbone
-    path, kind = local_source(handle)
-    if kind in ("keras", "run"):
-        backbone = _saved_backbone(path, kind)
-        return sources.apply_overrides(backbone, handle, dtype, overrides)
-    return sources.load_published(path, kind, dtype=dtype, **overrides)
+    found = resolve(handle)
+    if found.kind == source_module.PRESET:
+        backbone = presets.build_backbone(found.handle, overrides)
+        return apply_overrides(backbone, found.handle, dtype) if dtype else backbone
+    if found.is_published:
+        return load_published(found, dtype=dtype, **overrides)
+    backbone = _saved_backbone(found)
+    return apply_overrides(backbone, found.handle, dtype, overrides)
 
 
-presets.register_source(load_backbone_from_handle)
-
-
-
-def _saved_backbone(path, kind):
-    if kind == "run":
-        path = next(os.path.join(path, name) for name in RUN_MODELS
-                    if os.path.isfile(os.path.join(path, name)))
+def _saved_backbone(found):
+    path = found.path if found.kind == source_module.KERAS else _run_model(found.path)
     try:
         model = load_model(path)
     except UsageError as err:
@@ -112,8 +106,8 @@ def _saved_backbone(path, kind):
     return inner
 
 
-def load_backbone(backbone=None, preset=None, init_checkpoint=None, bert_config=None,
-                  vocabulary_size=None, added_tokens=0):
+def load_backbone_from_flags(backbone=None, preset=None, init_checkpoint=None, bert_config=None,
+                             vocabulary_size=None, added_tokens=0):
     """The backbone named by the CLI's flags.
 
     Args:
@@ -131,7 +125,7 @@ def load_backbone(backbone=None, preset=None, init_checkpoint=None, bert_config=
             (`grow_vocabulary`), as the GPT paper fine-tunes.
 
     Raises:
-        UsageError: conflicting flags and everything `load_backbone_from_handle` raises.
+        UsageError: conflicting flags and everything `load_backbone` raises.
     """
     loaded = _load_flags(backbone, preset, init_checkpoint, bert_config, vocabulary_size)
     if not vocabulary_size or loaded.vocabulary_size == vocabulary_size:
@@ -175,8 +169,6 @@ def _load_flags(backbone, preset, init_checkpoint, bert_config, vocabulary_size)
         print(f"warning: --preset {preset} is an architecture with RANDOM weights (give a "
               "published checkpoint: --preset hf://..., a directory, ...).", file=sys.stderr)
         return presets.build_backbone(preset, overrides)
-    from kerasbert.convert.bert_config import kwargs_to_bert_config  # lazy: tensorflow
-
     return _tf1_checkpoint(init_checkpoint,
                            bert_config or kwargs_to_bert_config(
                                presets.build_backbone(preset, overrides)))
@@ -184,15 +176,12 @@ def _load_flags(backbone, preset, init_checkpoint, bert_config, vocabulary_size)
 
 def _flag(flag, handle, overrides):
     try:
-        return load_backbone_from_handle(handle, **overrides)
+        return load_backbone(handle, **overrides)
     except (UsageError, ValueError) as err:
         raise UsageError(f"{flag} {err}") from None
 
 
 def _tf1_checkpoint(init_checkpoint, config):
-    # lazy: tensorflow (the TF1 checkpoint reader; usage errors come first)
-    from kerasbert.convert.tf1_checkpoint import load_bert_checkpoint
-
     try:
         return load_bert_checkpoint(init_checkpoint, config)
     except (ValueError, KeyError, FileNotFoundError) as err:

@@ -14,13 +14,13 @@ import numpy as np
 from keras import ops
 
 from kerasbert import runs
-from kerasbert.convert import sources
 from kerasbert.convert.hf_heads import pretraining_heads_from_hf
 from kerasbert.convert.hf_heads import set_pretraining_heads
 from kerasbert.errors import UsageError
-from kerasbert.models import presets
+from kerasbert.loading import source
+from kerasbert.loading.backbones import resolve
+from kerasbert.loading.published import load_published
 from kerasbert.saving import load_model
-from kerasbert.tasks import backbone_loading
 from kerasbert.tasks.bert_pretrainer import BertPretrainer
 from kerasbert.text.loading import segment_layout
 
@@ -36,27 +36,27 @@ def load_masked_lm_from_handle(handle):
             fine-tuned model, a built-in preset: random weights predict
             nothing).
     """
-    if presets.is_preset(handle):
+    found = resolve(handle)
+    if found.kind == source.PRESET:
         raise UsageError(f"{handle} is an architecture with random weights: give a published "
                          "masked-LM checkpoint or a pretraining run.")
-    path, kind = backbone_loading.local_source(handle)
-    if kind in ("keras", "run"):
-        if kind == "run" and os.path.isfile(os.path.join(path, runs.PRETRAINER)):
+    if found.kind in (source.KERAS, source.DIRECTORY):
+        path = found.path
+        if found.kind == source.DIRECTORY and os.path.isfile(os.path.join(path, runs.PRETRAINER)):
             path = os.path.join(path, runs.PRETRAINER)
         model = load_model(path) if path.endswith(".keras") else None
         if getattr(model, "masked_lm_head", None) is None:
             raise UsageError(f"{handle}: no masked-LM head (give a pretraining run or its "
                              "pretrainer.keras).")
         return model
-    if kind != sources.HF:
-        raise UsageError(f"{handle}: a {kind} source; published masked-LM heads are read from "
-                         "Hugging Face checkpoints and kerasbert pretraining runs.")
-    model_type = sources.hf_model_type(path)
-    heads = pretraining_heads_from_hf(path, model_type)
+    if found.kind != source.HF:
+        raise UsageError(f"{handle}: a {found.kind} source; published masked-LM heads are read "
+                         "from Hugging Face checkpoints and kerasbert pretraining runs.")
+    heads = pretraining_heads_from_hf(found.path, found.model_type)
     if heads is None:
         raise UsageError(f"{handle}: the checkpoint has no masked-LM head (a bare "
-                         f"{model_type} encoder); use a *ForMaskedLM / *ForPreTraining one.")
-    pretrainer = BertPretrainer(sources.load_published(path, kind), objectives=("mlm",))
+                         f"{found.model_type} encoder); use a *ForMaskedLM / *ForPreTraining one.")
+    pretrainer = BertPretrainer(load_published(found), objectives=("mlm",))
     set_pretraining_heads(pretrainer, heads, handle)
     return pretrainer
 

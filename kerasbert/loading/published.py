@@ -1,0 +1,106 @@
+"""Our backbone from published weights in a peer's layout.
+
+    kind        loader
+    hf          kerasbert.convert.hf_checkpoint.from_hf_directory
+    keras_hub   kerasbert.convert.keras_hub_preset.from_keras_hub_preset
+    tf1         kerasbert.convert.tf1_checkpoint.load_bert_checkpoint
+    tf_hub      kerasbert.convert.tf_hub_encoder.from_tf_hub_encoder
+
+The kind comes from the resolved `Source` (`kerasbert.loading.source`);
+run directories and `.keras` files are ours and load in
+`kerasbert.loading.backbones`.
+"""
+
+import os
+
+from kerasbert.convert.hf_checkpoint import from_hf_directory
+from kerasbert.convert.keras_hub import FAMILIES
+from kerasbert.convert.keras_hub_preset import from_keras_hub_preset
+from kerasbert.convert.tf1_checkpoint import load_bert_checkpoint
+from kerasbert.convert.tf_hub_encoder import from_tf_hub_encoder
+from kerasbert.errors import UsageError
+from kerasbert.layers.initializers import loads_checkpoint
+from kerasbert.loading.source import HF
+from kerasbert.loading.source import KERAS_HUB
+from kerasbert.loading.source import TF1
+from kerasbert.loading.source import TF1_CONFIG
+from kerasbert.loading.source import TF_HUB
+from kerasbert.loading.source import describe_layouts
+
+#: Arguments that fix the shapes of the weights: an override of one of them
+#: that differs from the source is an error, never a silent rebuild.
+SHAPE_ARGUMENTS = ("vocabulary_size", "num_layers", "num_heads", "hidden_dim", "intermediate_dim",
+                   "max_sequence_length", "num_segments", "embedding_dim", "num_groups",
+                   "num_inner_repetitions")
+
+
+def load_published(source, dtype=None, **overrides):
+    """Our backbone with the weights of a published source.
+
+    Args:
+        source: a resolved `Source` whose kind is one of `PUBLISHED`.
+        dtype: a dtype policy for the backbone.
+        **overrides: constructor arguments applied on top of the source's
+            configuration (dropout, attention); one that contradicts the
+            weights' shapes is an error naming both values.
+
+    Raises:
+        UsageError: missing or bad files, a family we do not have, a
+            contradicting override.
+    """
+    path = source.path
+    if source.kind == HF:
+        return from_hf_directory(path, dtype=dtype, **overrides)
+    if source.kind == KERAS_HUB:
+        backbone = _from_keras_hub_preset(source)
+    elif source.kind == TF1:
+        try:
+            backbone = load_bert_checkpoint(path, source.file(TF1_CONFIG))
+        except (ValueError, KeyError, FileNotFoundError) as err:
+            raise UsageError(f"{path}: {err}") from None
+    elif source.kind == TF_HUB:
+        backbone = from_tf_hub_encoder(path)
+    else:
+        raise UsageError(f"{source.handle}: not {describe_layouts()}.")
+    return apply_overrides(backbone, path, dtype, overrides)
+
+
+def _from_keras_hub_preset(source):
+    path = source.path
+    name = source.config.get("registered_name", "").split(">")[-1]
+    if name not in FAMILIES:
+        raise UsageError(f"{path}: a keras-hub {name or 'model'}; this loader reads "
+                         f"{', '.join(sorted(FAMILIES))}.")
+    if not os.path.isfile(os.path.join(path, "model.weights.h5")):
+        raise UsageError(f"{path}: no model.weights.h5 (keras-hub preset without weights).")
+    return from_keras_hub_preset(path)
+
+
+@loads_checkpoint
+def apply_overrides(backbone, source, dtype=None, overrides=None):
+    """`backbone` rebuilt with `overrides` and `dtype` and the same weights
+    (returned as is when there are none).
+
+    Raises:
+        UsageError: an override of a shape argument (`SHAPE_ARGUMENTS`) that
+            differs from the source, or one the family does not take.
+    """
+    config = backbone.get_config()
+    # Values the source already has change nothing (e.g. the vocabulary
+    # size of a matching tokenizer).
+    overrides = {k: v for k, v in (overrides or {}).items() if config.get(k, object()) != v}
+    if not overrides and dtype is None:
+        return backbone
+    for key, value in overrides.items():
+        if key in SHAPE_ARGUMENTS and key in config and config[key] != value:
+            raise UsageError(f"{key}={value} contradicts the weights' {key}={config[key]} "
+                             f"({source}).")
+    unknown = sorted(set(overrides) - set(type(backbone).config_names()))
+    if unknown:
+        raise UsageError(f"{', '.join(unknown)}: not arguments of {type(backbone).__name__}.")
+    config.update(overrides)
+    if dtype is not None:
+        config["dtype"] = dtype
+    rebuilt = type(backbone).from_config(config)
+    rebuilt.set_weights(backbone.get_weights())
+    return rebuilt
