@@ -34,7 +34,9 @@ from kerasbert.text.loading import load_tokenizer
 def load_generator(model, vocab=None, lower_case=None):
     """(CausalLM, tokenizer, path or handle of what was loaded) for a run
     directory, a .keras file or a model handle (see the module docstring)."""
-    found = resolve(model)
+    # An existing directory that is no published layout is a run: its own
+    # checks name what is missing (resolve would only say "not a handle").
+    found = source.resolve(model) if os.path.isdir(model) else resolve(model)
     if found.kind == source.KERAS and vocab is None:
         raise UsageError(f"--model {model} is a .keras file: pass --vocab.")
     if found.kind not in (source.KERAS, source.DIRECTORY):
