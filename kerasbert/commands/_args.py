@@ -104,7 +104,8 @@ TOKENIZER_HELP = ("Tokenizer files: a WordPiece vocab.txt (BERT), a SentencePiec
 
 
 def add_tokenizer_arguments(parser, dest="do_lower_case", help=TOKENIZER_HELP, required=True):
-    """--vocab FILES_OR_MODEL [--no-lower-case]; `dest` holds False for
+    """--vocab FILES_OR_MODEL [--no-lower-case] [--special-tokens-in-strings
+    (`add_special_tokens_argument`)]; `dest` holds False for
     cased, True for uncased, None for "as the source says" (a model
     directory's or hub handle's own setting; uncased for plain files).
     --do-lower-case, google-research/bert's flag, is accepted and hidden.
@@ -116,6 +117,23 @@ def add_tokenizer_arguments(parser, dest="do_lower_case", help=TOKENIZER_HELP, r
                         "strip accents (uncased). Byte-level BPE is always cased.")
     parser.add_argument("--do-lower-case", dest=dest, action="store_true", default=None,
                         help=argparse.SUPPRESS)
+    add_special_tokens_argument(parser)
+    return parser
+
+
+SPECIAL_TOKENS_HELP = (
+    "Match special-token strings typed in the text ([CLS], [SEP], [MASK], <mask>, ...) as one "
+    "id each, as the Hugging Face tokenizers library does (with the source's lstrip/rstrip "
+    "flags). Default off: text is text, so a served model's client cannot inject control "
+    "tokens ('[SEP]' becomes '[', 'sep', ']'). A run keeps the setting; its export uses it.")
+
+
+def add_special_tokens_argument(parser, help=SPECIAL_TOKENS_HELP):
+    """--special-tokens-in-strings / --no-special-tokens-in-strings into
+    `args.special_tokens_in_strings` (None when not given: the run's or
+    source's setting, else off)."""
+    parser.add_argument("--special-tokens-in-strings", action=argparse.BooleanOptionalAction,
+                        default=None, help=help)
     return parser
 
 

@@ -166,7 +166,8 @@ def _write_splits(args):
 
     from kerasbert.text import load_tokenizer, tokenizer_files  # lazy: tensorflow
 
-    tokenizer = load_tokenizer(args.vocab, lower_case=args.do_lower_case)
+    tokenizer = load_tokenizer(args.vocab, lower_case=args.do_lower_case,
+                               special_tokens_in_strings=args.special_tokens_in_strings)
     # Features record the sha256 of the vocabulary file (vocab.json for BPE).
     vocab_file = tokenizer_files(tokenizer)[0]
     columns = columns_from_args(args) or None

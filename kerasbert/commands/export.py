@@ -3,6 +3,9 @@
 import os
 
 from kerasbert import runs
+from kerasbert.commands._args import add_embedding_arguments
+from kerasbert.commands._args import add_special_tokens_argument
+from kerasbert.commands._args import check_pooling_flag
 from kerasbert.errors import UsageError
 from kerasbert.io_utils import output_lock
 
@@ -13,14 +16,19 @@ DESCRIPTION = (
     "tokenizer files (vocab.txt, sentencepiece.model or vocab.json + merges.txt), "
     "assets.extra/tf_serving_warmup_requests, assets.extra/ops.json). serving_default takes "
     "raw strings and returns decoded results; serve_token_ids takes the three int32 inputs. "
-    "The export is written under a temporary name and renamed when complete.")
+    "The export is written under a temporary name and renamed when complete. --task "
+    "embedding exports a sentence encoder instead: text -> embedding [B, D].")
 
 
 def add_arguments(parser):
     """Adds every export flag to an argparse parser; returns it."""
     parser.add_argument("--model", required=True, metavar="FT",
                         help="A `kerasbert finetune` output directory, or a GPT `kerasbert "
-                        "pretrain` run (exported as a text-generation model).")
+                        "pretrain` run (exported as a text-generation model); with --task "
+                        "embedding, a sentence-transformers folder or any model handle.")
+    parser.add_argument("--task", choices=("embedding",), default=None,
+                        help="embedding: strings -> sentence vectors (`embedding` float32 "
+                        "[B, D]) of --model (default: the fine-tuned run's own task).")
     parser.add_argument("--output", required=True, metavar="export/NAME",
                         help="The model's base directory; the version goes in OUTPUT/<version>/.")
     parser.add_argument("--version", type=int, default=None,
@@ -39,6 +47,12 @@ def add_arguments(parser):
     graph.add_argument("--jit-compile", action="store_true",
                        help="XLA-compile the model function behind the in-graph tokenizer "
                        "(compiled once per batch shape on first use).")
+    add_special_tokens_argument(
+        parser, help="Override the fine-tuned run's setting (kept in its config.json) for "
+        "special-token strings in the served text: on, '[SEP]' typed by a client is the "
+        "separator token, as the tokenizers library reads it; off, it is text. "
+        "Default: the run's setting.")
+    add_embedding_arguments(parser)
     return parser
 
 
@@ -51,6 +65,10 @@ def graph_options(args):
 
 
 def run(args):
+    if args.task == "embedding":
+        return _export_embedding(args)
+    if args.pooling is not None or args.normalize is not None or args.vocab is not None:
+        raise UsageError("--pooling, --normalize and --vocab apply to --task embedding.")
     if not os.path.isdir(args.model):
         raise UsageError(f"--model {args.model}: no such directory.")
     generation = runs.open_run(args.model).is_generation
@@ -60,12 +78,16 @@ def run(args):
 
     # A GPT pretraining run: prompt in, greedy completion out.
     if generation:
+        if args.special_tokens_in_strings is not None:
+            raise UsageError("--special-tokens-in-strings applies to fine-tuned task models; a "
+                             "generation export takes its pretraining run's tokenizer as it is.")
         if args.jit_compile or args.padding != "longest":
             raise UsageError("--padding and --jit-compile apply to fine-tuned task models, "
                              "not to text generation.")
         export, extra = export_generation_run, {}
     else:
-        export, extra = export_finetuned, {"graph": graph_options(args)}
+        export, extra = export_finetuned, {"graph": graph_options(args),
+                                           "special_tokens_in_strings": args.special_tokens_in_strings}
     # The lock serialises version numbering: two exports without --version
     # into the same OUTPUT get different versions, never the same one.
     with output_lock(args.output, kind="folder", flag="--output"):
@@ -78,3 +100,20 @@ def run(args):
     if result.get("batching_file"):
         print(f"wrote TF Serving batching parameters to {result['batching_file']} "
               "(--enable_batching --batching_parameters_file; see export/README.md)")
+
+
+def _export_embedding(args):
+    pooling = check_pooling_flag(args.pooling)
+    # lazy: tensorflow
+    from kerasbert.serving.embedding_serving import export_embedding
+
+    with output_lock(args.output, kind="folder", flag="--output"):
+        result = export_embedding(args.model, args.output, version=args.version,
+                                  sequence_length=args.sequence_length, overwrite=args.overwrite,
+                                  model_name=args.model_name, graph=graph_options(args),
+                                  pooling=pooling, normalize=args.normalize, vocab=args.vocab,
+                                  lower_case=args.do_lower_case,
+                                  special_tokens_in_strings=args.special_tokens_in_strings)
+    print(f"exported {result['task_type']} model to {result['path']} "
+          f"(signatures: {', '.join(result['signatures'])}; "
+          f"custom ops: {', '.join(result['custom_ops']) or 'none'})")

@@ -42,10 +42,12 @@ def _search(args, config):
 
     with output_lock(args.output_dir, kind="folder", flag="--output-dir"):
         result = run_search(config, args.search or [], restarts=args.restarts,
-                            parallel=args.parallel_trials, resume=args.resume)
+                            parallel=args.parallel_trials, resume=args.resume,
+                            extend=args.extend)
     best = result["best"]
     print(f"searched {len(result['trials'])} trial(s); kept trial {best['trial']} "
           f"({best['values']}, seed {best['seed']}): dev {result['metric']} {best['score']}")
+    print(f"best learning rate: {result['optimum']['summary']}")
     print_outputs(result["outputs"])
 
 
@@ -85,6 +87,10 @@ def add_arguments(parser):
         help="--search: trials run at once, in separate processes (one GPU each, or none).")
     add("--resume", action="store_true",
         help="--search: continue the search in --output-dir (finished trials are kept).")
+    add("--no-extend", dest="extend", action="store_false",
+        help="--search: the grid only. By default, when the best learning rate is the "
+        "grid's highest or lowest, one more trial runs one step past that edge (the grid's "
+        "own spacing) and search.json says where the optimum lies.")
     add("--early-stopping", type=int, default=None, metavar="PATIENCE",
         help="Stop after PATIENCE epochs without a better dev metric (the best epoch's "
         "weights are kept either way).")

@@ -4,6 +4,7 @@ fine-tuning values `finetune` defaults to for it."""
 
 from kerasbert.commands._args import add_preset_arguments
 from kerasbert.training.recipes import default_recipe
+from kerasbert.training.recipes import is_published_checkpoint
 
 NAME = "info"
 HELP = "Print the architecture and size of a preset or of a model handle."
@@ -19,7 +20,7 @@ def run(args):
           f"{' (architecture, random weights)' if builtin else ''}")
     print(backbone.describe())
     recipe = default_recipe(presets.family_of(type(backbone)), backbone.num_layers,
-                            backbone.hidden_dim)
+                            backbone.hidden_dim, is_published_checkpoint(args.preset))
     print("fine-tuning defaults (kerasbert finetune, for the flags not given):")
     print(recipe.describe())
 

@@ -16,4 +16,5 @@ from kerasbert.layers.pooler import ClsPooler
 from kerasbert.layers.pre_norm_branch import PreNormBranch
 from kerasbert.layers.reversible_sequence import ReversibleSequence
 from kerasbert.layers.sentence_head import NextSentenceHead
+from kerasbert.layers.sentence_pooling import SentencePooling
 from kerasbert.layers.transformer_block import TransformerEncoderBlock

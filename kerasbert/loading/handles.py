@@ -21,12 +21,15 @@ from kerasbert.errors import UsageError
 HF_SCHEME = "hf://"
 KAGGLE_SCHEME = "kaggle://"
 
-#: What a Hugging Face snapshot fetches: configuration, safetensors weights
-#: and tokenizer files. Never `*.bin` (pickles are not loaded, so not fetched).
+#: What a Hugging Face snapshot fetches: configuration, safetensors weights,
+#: tokenizer files and a sentence-transformers model's pooling files
+#: (`kerasbert.loading.sentence_transformers`). Never `*.bin` (pickles are not
+#: loaded, so not fetched).
 HF_PATTERNS = (
     "config.json", "*.safetensors", "model.safetensors.index.json", "tokenizer.json",
     "tokenizer_config.json", "special_tokens_map.json", "vocab.txt", "vocab.json",
     "merges.txt", "spiece.model", "sentencepiece.bpe.model", "generation_config.json",
+    "modules.json", "sentence_bert_config.json", "*Pooling/config.json",
 )
 
 

@@ -109,7 +109,7 @@ def _version_dir(output, version, overwrite):
 
 
 def export_finetuned(model_dir, output, version=None, sequence_length=None, overwrite=False,
-                     model_name=None, graph=None):
+                     model_name=None, graph=None, special_tokens_in_strings=None):
     """Exports a `kerasbert finetune` output directory for TF Serving.
 
     Args:
@@ -118,6 +118,8 @@ def export_finetuned(model_dir, output, version=None, sequence_length=None, over
         output, version, overwrite, model_name, graph: as `export_model`.
         sequence_length: packed length in the graph; default the one the
             model was fine-tuned with (at most its positions).
+        special_tokens_in_strings: override the run's setting (kept in its
+            config.json's tokenizer description); None keeps it.
 
     Returns:
         dict: path, version, task_type, signatures, custom_ops.
@@ -126,7 +128,7 @@ def export_finetuned(model_dir, output, version=None, sequence_length=None, over
     config = run.config
     _version_dir(output, version, overwrite)  # fail before loading anything
     model = run.load_model(runs.MODEL)
-    tokenizer = run.tokenizer()
+    tokenizer = run.tokenizer(special_tokens_in_strings=special_tokens_in_strings)
     return export_model(
         model, tokenizer, config["task_type"], output,
         label_names=config.get("label_names"),
@@ -191,6 +193,7 @@ def export_model(model, tokenizer, task_type, output, label_names=None, sequence
         info = {
             "task": task, "task_type": task_type, "label_names": label_names,
             "seq_length": sequence_length, "lower_case": tokenizer.lower_case,
+            "special_tokens_in_strings": tokenizer.special_tokens_in_strings,
             # The family tells a client how the graph packs (RoBERTa: no type ids).
             "tokenizer": {"type": tokenizer_kind(tokenizer),
                           "assets": [os.path.basename(p) for p in tokenizer_files(tokenizer)]},

@@ -65,6 +65,7 @@ from kerasbert.loading.backbones import load_backbone_from_flags
 from kerasbert.text.families import resolve_tokenizer_path
 from kerasbert.text.families import SAVED_FILES
 from kerasbert.text.loading import _construct
+from kerasbert.text.loading import tokenizer_settings
 from kerasbert.text.loading import load_tokenizer
 from kerasbert.text.loading import tokenizer_files
 from kerasbert.text.loading import tokenizer_kind
@@ -126,7 +127,7 @@ def _check_backbone_inputs(backbone, path):
         )
 
 
-def _load_tokenizer(vocab_path, lower_case, directory):
+def _load_tokenizer(vocab_path, lower_case, directory, special_tokens_in_strings=None):
     """The tokenizer over copies of its files in `directory`, under the
     fixed names of kerasbert.text.families.SAVED_FILES (vocab.txt as the TF
     Hub BERT models carry; sentencepiece.model; vocab.json + merges.txt):
@@ -134,7 +135,8 @@ def _load_tokenizer(vocab_path, lower_case, directory):
 
     try:
         # A model directory or hub handle names its files and its casing.
-        found = load_tokenizer(vocab_path, lower_case=lower_case)
+        found = load_tokenizer(vocab_path, lower_case=lower_case,
+                               special_tokens_in_strings=special_tokens_in_strings)
     except UsageError as err:
         raise UsageError(f"--vocab {err}") from None
     kind, files = tokenizer_kind(found), tokenizer_files(found)
@@ -142,7 +144,7 @@ def _load_tokenizer(vocab_path, lower_case, directory):
     for source, copy in zip(files, copies):
         shutil.copyfile(source, copy)
     try:
-        return _construct(kind, copies, found.lower_case)
+        return _construct(kind, copies, found.lower_case, **tokenizer_settings(found))
     except UsageError as err:
         # Name the user's file, not our copy.
         message = str(err)
@@ -184,7 +186,8 @@ def _describe_backbone(backbone, encoder_dir):
 
 
 def export_hub(backbone_path, vocab_file, output_dir, lower_case=None, sequence_length=None,
-               pretrainer_path=None, include_mlm=True, overwrite=False):
+               pretrainer_path=None, include_mlm=True, overwrite=False,
+               special_tokens_in_strings=None):
     """Writes `output_dir/preprocess` and `output_dir/encoder` (see the
     module docstring) atomically: both or neither, and an earlier
     `output_dir` stays as it was until the new one is complete.
@@ -207,6 +210,9 @@ def export_hub(backbone_path, vocab_file, output_dir, lower_case=None, sequence_
             default: pretrainer.keras next to `backbone_path`.
         include_mlm: False writes no `.mlm` (and needs no pretrainer).
         overwrite: replace an existing `output_dir`.
+        special_tokens_in_strings: the preprocessor matches special-token
+            strings in its input text (`kerasbert.text.special_strings`);
+            None: the tokenizer source's setting, else off.
 
     Returns:
         {"preprocess": path, "encoder": path}.
@@ -266,7 +272,7 @@ def export_hub(backbone_path, vocab_file, output_dir, lower_case=None, sequence_
 
 
     with tempfile.TemporaryDirectory() as scratch:
-        tokenizer = _load_tokenizer(vocab_file, lower_case, scratch)
+        tokenizer = _load_tokenizer(vocab_file, lower_case, scratch, special_tokens_in_strings)
         _check_vocabulary_size(tokenizer, backbone, vocab_file)
         try:
             with io_utils.atomic_directory(output_dir, overwrite=overwrite) as tmp:

@@ -13,6 +13,7 @@ __getattr__, __dir__, __all__ = lazy_exports(__name__, {
     "distiller": ("Distiller",),
     "task": ("Task",),
     "text_classifier": ("TextClassifier",),
+    "sentence_encoder": ("SentenceEncoder", "load_sentence_tokenizer", "sentence_model_of"),
     "token_classifier": ("TokenClassifier", "first_subtoken_weights", "decode_word_labels"),
     "question_answerer": ("QuestionAnswerer",),
     "multiple_choice": ("MultipleChoice",),

@@ -40,7 +40,9 @@ from kerasbert.text.families import load_bpe_vocab
 from kerasbert.text.families import WORD_START as _WORD_START
 from kerasbert.text.families import special_ids
 from kerasbert.text.families import word_starts
+from kerasbert.text.special_strings import default_added_tokens
 from kerasbert.text.subword_tokenizer import SubwordTokenizer
+from kerasbert.text.subword_tokenizer import regex_split_with_offsets
 
 WORD_START = _WORD_START[BPE]  # "Ġ": the byte-level form of a leading space.
 
@@ -121,7 +123,8 @@ class BytePairTokenizer(BpeFiles, SubwordTokenizer):
 
     Cased, no normalization (`lower_case` is False). Text that looks like a
     special token ("<mask>") is tokenized as text: user input cannot inject
-    special tokens. A "word" (for `tokenize` and whole-word masking) starts
+    special tokens, unless `special_tokens_in_strings`
+    (`kerasbert.text.special_strings`). A "word" (for `tokenize` and whole-word masking) starts
     at a piece beginning with "Ġ" (a leading space) or at the text start.
 
     All ops are TensorFlow ops: eager, `tf.data.Dataset.map`, `tf.function`
@@ -135,6 +138,12 @@ class BytePairTokenizer(BpeFiles, SubwordTokenizer):
         trim_offsets: `tokenize_with_offsets` leaves leading/trailing spaces
             ("Ġ") out of a piece's span, as `RobertaTokenizerFast` does
             (trim_offsets=True), so an answer span has no leading space.
+        special_tokens_in_strings: match the special tokens in text, as the
+            `tokenizers` library does (default False: text is text).
+        added_tokens: the `AddedToken`s the source registers (a
+            tokenizer.json's added_tokens); None: <s> <pad> </s> <unk>
+            <mask> (<mask> with lstrip), as transformers' RobertaTokenizer
+            registers them.
 
     Example:
 
@@ -146,7 +155,8 @@ class BytePairTokenizer(BpeFiles, SubwordTokenizer):
 
     lower_case = False
 
-    def __init__(self, vocabulary_file, merges_file, trim_offsets=True, name=None):
+    def __init__(self, vocabulary_file, merges_file, trim_offsets=True,
+                 special_tokens_in_strings=False, added_tokens=None, name=None):
         super().__init__(name=name)
         vocabulary_file = os.fspath(vocabulary_file)
         merges_file = os.fspath(merges_file)
@@ -178,6 +188,10 @@ class BytePairTokenizer(BpeFiles, SubwordTokenizer):
         byte_strings = tf.constant([bytes([b]) for b in range(256)], tf.string)
         self.byte_to_char = lookup_table(byte_strings, tf.constant(byte_chars), "", dtype=tf.string)
         self.char_to_byte = lookup_table(tf.constant(byte_chars), byte_strings, "", dtype=tf.string)
+        # No normalizer: a `normalized` added token is matched in the raw text.
+        self._set_added_tokens(
+            default_added_tokens(BPE, self._vocab) if added_tokens is None else added_tokens,
+            special_tokens_in_strings, vocabulary_file)
 
     # --- the pipeline -------------------------------------------------------
     # No tensor-dependent Python control flow below: AutoGraph is skipped
@@ -187,11 +201,8 @@ class BytePairTokenizer(BpeFiles, SubwordTokenizer):
     def _pretokenize(self, batch):
         """[B] texts -> pre-tokens (flat strings [W]), their byte starts
         [W] and the number of pre-tokens per text [B] (int64)."""
-        import tensorflow_text as tf_text
-
-        parts, starts, _ = tf_text.regex_split_with_offsets(
-            batch, _PRETOKEN_RE, _PRETOKEN_RE
-        )
+        # NUL-safe: a NUL is a symbol like \x01 to GPT-2's pattern.
+        parts, starts, _ = regex_split_with_offsets(batch, _PRETOKEN_RE, _PRETOKEN_RE)
         words, word_starts, group_rows = _group_whitespace(parts, starts)
         counts = _count(group_rows, tf.shape(batch, out_type=tf.int64)[0])
         return words, word_starts, counts
@@ -242,7 +253,7 @@ class BytePairTokenizer(BpeFiles, SubwordTokenizer):
 
     # --- tokenization -------------------------------------------------------
 
-    def _pieces(self, batch):
+    def _text_pieces(self, batch):
         ids, _, _ = self._encode(batch)
         return ids
 
@@ -254,7 +265,7 @@ class BytePairTokenizer(BpeFiles, SubwordTokenizer):
         return tf.strings.reduce_join(tokens.with_flat_values(raw), axis=-1)
 
     @tf.autograph.experimental.do_not_convert
-    def tokenize_with_offsets(self, texts):
+    def _text_offsets(self, batch):
         """Text -> BPE ids with CODE-POINT offsets into the original text.
 
         A piece that covers only some bytes of a character (an emoji split
@@ -264,15 +275,13 @@ class BytePairTokenizer(BpeFiles, SubwordTokenizer):
         `RobertaTokenizerFast`; a piece of spaces only gets an empty span.
 
         Args:
-            texts: a string scalar, or a 1-D string tensor/list of B texts.
+            batch: string [B].
 
         Returns:
             (ids, starts, ends): int32 ids and int64 offsets, `tf.RaggedTensor`s
-            [B, (pieces)] (dense [pieces] for a scalar input); `ends` are
-            exclusive and `text[start:end]` (Python `str`) is the piece's
-            text. `ids` equal `tokenize_ids(texts)`.
+            [B, (pieces)]; `ends` are exclusive and `text[start:end]`
+            (Python `str`) is the piece's text.
         """
-        batch, scalar = self._as_batch(texts)
         ids, start_bytes, lengths = self._encode(batch)
         start_bytes, lengths = start_bytes.flat_values, lengths.flat_values
         end_bytes = start_bytes + lengths
@@ -304,8 +313,6 @@ class BytePairTokenizer(BpeFiles, SubwordTokenizer):
         start_char = tf.where(start_bytes < end_bytes, start_char, end_char)
         starts = ids.with_flat_values(start_char - first_char)
         ends = ids.with_flat_values(end_char - first_char)
-        if scalar:
-            return ids[0], starts[0], ends[0]
         return ids, starts, ends
 
 

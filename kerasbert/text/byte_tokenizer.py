@@ -38,8 +38,14 @@ class ByteTokenizer(SubwordTokenizer):
     family = BYTES  # what `kerasbert.text.families` knows it by
     lower_case = False
 
-    def __init__(self, name=None):
+    def __init__(self, special_tokens_in_strings=False, name=None):
         super().__init__(name=name)
+        if special_tokens_in_strings:
+            raise ValueError(
+                "special_tokens_in_strings does not apply to the byte vocabulary: its "
+                "<pad> and </s> are ids no text spells (every string is its UTF-8 bytes).")
+        self.special_tokens_in_strings = False
+        self.added_tokens = ()
         tokens = byte_vocabulary()
         for attr, value in special_ids(BYTES, tokens, BYTES).items():
             setattr(self, attr, value)
@@ -54,7 +60,7 @@ class ByteTokenizer(SubwordTokenizer):
     # --- tokenization -------------------------------------------------------
 
     @tf.autograph.experimental.do_not_convert
-    def _pieces(self, batch):
+    def _text_pieces(self, batch):
         chars = tf.strings.bytes_split(batch)  # [B, (bytes)] one-byte strings
         values = tf.io.decode_raw(chars.flat_values, tf.uint8, fixed_length=1)
         ids = tf.cast(tf.reshape(values, [-1]), tf.int32) + BYTE_OFFSET
@@ -69,16 +75,16 @@ class ByteTokenizer(SubwordTokenizer):
             tf.gather(self._byte_strings, ids - BYTE_OFFSET), axis=-1)
 
     @tf.autograph.experimental.do_not_convert
-    def tokenize_with_offsets(self, texts):
+    def _text_offsets(self, batch):
         """Text -> byte ids with CHARACTER offsets into the text: every byte
         of a character spans that character (`text[start:end]`).
 
         Returns:
-            (ids, starts, ends) as `SentencePieceTokenizer.tokenize_with_offsets`.
+            (ids, starts, ends) as `SubwordTokenizer.tokenize_with_offsets`.
         """
         def with_byte_offsets(joined):
-            ids = self._pieces(joined)
+            ids = self._text_pieces(joined)
             starts = tf.cast(tf.ragged.range(ids.row_lengths()), tf.int64)
             return ids, starts, starts + 1
 
-        return self._with_char_offsets(texts, lambda chars: chars, with_byte_offsets)
+        return self._with_char_offsets(batch, lambda chars: chars, with_byte_offsets)

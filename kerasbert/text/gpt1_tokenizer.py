@@ -41,17 +41,15 @@ from kerasbert.text.families import SPECIAL_TOKENS
 from kerasbert.text.families import WORD_END
 from kerasbert.text.families import load_bpe_vocab
 from kerasbert.text.families import with_added_specials
+from kerasbert.text.special_strings import default_added_tokens
 from kerasbert.text.subword_tokenizer import SubwordTokenizer
+from kerasbert.text.tokenizer import CJK as _CJK
+from kerasbert.text.tokenizer import PUNCTUATION as _PUNCT
 from kerasbert.text.tokenizer import bert_normalize
 
 # Unicode White_Space: BertPreTokenizer splits on Rust's char::is_whitespace.
 _WS = (r"\t\n\x{B}\f\r \x{85}\x{A0}\x{1680}\x{2000}-\x{200A}\x{2028}\x{2029}"
        r"\x{202F}\x{205F}\x{3000}")
-# BERT's punctuation: Unicode P* and every ASCII non-alphanumeric symbol.
-_PUNCT = r"\p{P}$+<=>^`|~"
-# The CJK Unified Ideographs blocks BERT splits into single characters.
-_CJK = (r"\x{4E00}-\x{9FFF}\x{3400}-\x{4DBF}\x{20000}-\x{2A6DF}\x{2A700}-\x{2B73F}"
-        r"\x{2B740}-\x{2B81F}\x{2B820}-\x{2CEAF}\x{F900}-\x{FAFF}\x{2F800}-\x{2FA1F}")
 _SPLIT_RE = rf"[{_WS}]|[{_PUNCT}{_CJK}]"
 _KEEP_RE = rf"[{_PUNCT}{_CJK}]"
 
@@ -60,13 +58,21 @@ class Gpt1Tokenizer(BpeFiles, SubwordTokenizer):
     """GPT-1's lower-cased BPE with "</w>" word ends, with the interface of
     `WordPieceTokenizer`.
 
-    Text like "<mask>" is text: user input cannot inject special tokens. A
-    word ends at a piece ending in "</w>", so a word starts at the piece
-    after one (or at a text's first piece).
+    Text like "<mask>" is text: user input cannot inject special tokens,
+    unless `special_tokens_in_strings` (`kerasbert.text.special_strings`;
+    only the special tokens of the published vocabulary, `<unk>`, since
+    those appended here are no strings of the source). A word ends at a
+    piece ending in "</w>", so a word starts at the piece after one (or at
+    a text's first piece).
 
     Args:
         vocabulary_file: GPT-1's `vocab.json` ({token: id}).
         merges_file: its `merges.txt`.
+        special_tokens_in_strings: match the special tokens in text, as the
+            `tokenizers` library does (default False: text is text).
+        added_tokens: the `AddedToken`s the source registers (a
+            tokenizer.json's added_tokens); None: the published
+            vocabulary's `<unk>`, as transformers' OpenAIGPTTokenizer.
 
     Attributes:
         published_size: ids the vocabulary file holds (40478 for GPT-1).
@@ -82,7 +88,8 @@ class Gpt1Tokenizer(BpeFiles, SubwordTokenizer):
 
     lower_case = True
 
-    def __init__(self, vocabulary_file, merges_file, name=None):
+    def __init__(self, vocabulary_file, merges_file, special_tokens_in_strings=False,
+                 added_tokens=None, name=None):
         super().__init__(name=name)
         vocabulary_file = os.fspath(vocabulary_file)
         merges_file = os.fspath(merges_file)
@@ -110,6 +117,11 @@ class Gpt1Tokenizer(BpeFiles, SubwordTokenizer):
         self._word_end = tf.constant([t.endswith(WORD_END) or t in specials for t in tokens])
         self.token_table = lookup_table(self._tokens, tf.range(len(tokens)), self.unk_id)
         self.merge_table = merge_rank_table(self._merges)
+        self._set_added_tokens(
+            default_added_tokens(GPT1_BPE, published) if added_tokens is None else added_tokens,
+            special_tokens_in_strings, vocabulary_file,
+            normalize=lambda strings: [s.decode("utf-8") for s in bert_normalize(
+                tf.constant(strings, tf.string), lower_case=True).numpy()])
 
     # --- the pipeline -------------------------------------------------------
 
@@ -155,9 +167,16 @@ class Gpt1Tokenizer(BpeFiles, SubwordTokenizer):
         return (by_text(tf.cast(ids, tf.int32)), by_text(lengths.with_flat_values(starts)),
                 by_text(lengths.with_flat_values(starts + lengths.flat_values)))
 
-    def _pieces(self, batch):
-        ids, _, _ = self._encode(bert_normalize(batch, lower_case=True))
-        return ids
+    def _in_normalized(self, normalized, offsets):
+        """Pieces of normalized text, cut first at the `normalized` added
+        tokens; (ids, start bytes, end bytes), or ids alone."""
+        if self._normalized_pattern is None:
+            return self._encode(normalized) if offsets else self._encode(normalized)[0]
+        inner = self._encode if offsets else (lambda s: self._encode(s)[0])
+        return self._split_tokenize(normalized, self._normalized_pattern, inner, offsets=offsets)
+
+    def _text_pieces(self, batch):
+        return self._in_normalized(bert_normalize(batch, lower_case=True), offsets=False)
 
     def _join_pieces(self, ids):
         # "</w>" ends a word: it becomes the space between words.
@@ -169,14 +188,15 @@ class Gpt1Tokenizer(BpeFiles, SubwordTokenizer):
         # a special token); a text's first piece is handled by `starts_word`.
         return tf.gather(self._word_end, tf.concat([flat[:1], flat[:-1]], 0))
 
-    def tokenize_with_offsets(self, texts):
+    def _text_offsets(self, batch):
         """Text -> ids with CHARACTER offsets into the original text (see
-        `WordPieceTokenizer.tokenize_with_offsets`; a piece's span leaves
-        its "</w>" out).
+        `WordPieceTokenizer._text_offsets`; a piece's span leaves its
+        "</w>" out).
 
         Returns:
             (ids, starts, ends): int32 ids and int64 offsets, ragged
-            [B, (pieces)] (dense [pieces] for a scalar input).
+            [B, (pieces)].
         """
         return self._with_char_offsets(
-            texts, lambda chars: bert_normalize(chars, lower_case=True), self._encode)
+            batch, lambda chars: bert_normalize(chars, lower_case=True),
+            lambda joined: self._in_normalized(joined, offsets=True))

@@ -29,11 +29,27 @@ from kerasbert.text.families import SAVED_FILES
 from kerasbert.text.families import SENTENCEPIECE
 from kerasbert.text.families import WORDPIECE
 from kerasbert.text.families import resolve_tokenizer_path
+from kerasbert.text.source_tokenizers import tokenizer_options
 from kerasbert.text.source_tokenizers import tokenizer_source
 
 
 
-def _construct(kind, files, lower_case):
+#: The constructor options each family takes (`tokenizer_settings`); an
+#: option that does not apply to a family is not passed to it.
+_OPTIONS = {
+    WORDPIECE: ("special_tokens_in_strings", "added_tokens", "max_chars_per_word",
+                "normalization"),
+    SENTENCEPIECE: ("special_tokens_in_strings", "added_tokens", "tokenizers_unigram"),
+    BPE: ("special_tokens_in_strings", "added_tokens"),
+    GPT1_BPE: ("special_tokens_in_strings", "added_tokens"),
+    BYTES: ("special_tokens_in_strings",),
+}
+
+
+def _construct(kind, files, lower_case, **options):
+    """The tokenizer of `kind` over `files`; `options` are constructor
+    options (`_OPTIONS`; None values and those that do not apply to the
+    family are left out)."""
     # lazy: tensorflow (path checks and run-directory descriptions use this
     # module without it)
     from kerasbert.text.byte_pair_tokenizer import BytePairTokenizer
@@ -42,21 +58,22 @@ def _construct(kind, files, lower_case):
     from kerasbert.text.sentencepiece_tokenizer import SentencePieceTokenizer
     from kerasbert.text.tokenizer import WordPieceTokenizer
 
+    options = {k: v for k, v in options.items() if v is not None and k in _OPTIONS[kind]}
     try:
         if kind == BYTES:
-            return ByteTokenizer()
+            return ByteTokenizer(**options)
         if kind == BPE:
             # Byte-level BPE is cased by construction: lower_case does not apply.
-            return BytePairTokenizer(*files)
+            return BytePairTokenizer(*files, **options)
         if kind == GPT1_BPE:
-            return Gpt1Tokenizer(*files)  # lower-cased by construction
+            return Gpt1Tokenizer(*files, **options)  # lower-cased by construction
         cls = SentencePieceTokenizer if kind == SENTENCEPIECE else WordPieceTokenizer
-        return cls(files[0], lower_case=True if lower_case is None else lower_case)
+        return cls(files[0], lower_case=True if lower_case is None else lower_case, **options)
     except (ValueError, FileNotFoundError, UnicodeDecodeError) as error:
-        raise UsageError(f"{files[0]}: {error}") from None
+        raise UsageError(f"{files[0] if files else kind}: {error}") from None
 
 
-def load_tokenizer(path, lower_case=None):
+def load_tokenizer(path, lower_case=None, special_tokens_in_strings=None):
     """The tokenizer a path or model handle stands for.
 
     Args:
@@ -67,6 +84,11 @@ def load_tokenizer(path, lower_case=None):
         lower_case: WordPiece / SentencePiece casing; None takes the
             source's setting (uncased where it has none). Ignored for
             byte-level BPE, which is always cased.
+        special_tokens_in_strings: match special-token strings in text as
+            the `tokenizers` library does (`kerasbert.text.special_strings`);
+            None takes a run directory's setting, else False (text is text).
+            True makes a published tokenizer's ids those of `tokenizers`
+            reading its tokenizer.json.
 
     Returns:
         a `WordPieceTokenizer`, `SentencePieceTokenizer` or
@@ -77,19 +99,22 @@ def load_tokenizer(path, lower_case=None):
         source = resolve(path)
         if source.is_published:
             kind, files, source_lower = tokenizer_source(source)
-            return _construct(kind, files, source_lower if lower_case is None else lower_case)
+            options = tokenizer_options(source, kind)
+            if special_tokens_in_strings is not None:
+                options["special_tokens_in_strings"] = special_tokens_in_strings
+            return _construct(kind, files, source_lower if lower_case is None else lower_case,
+                              **options)
         path = source.path
         config = _run_config(path)
         if config is not None and "pretrain" in config:
             vocab, lower = pretraining_vocab(path, config)
-            return load_tokenizer(vocab, lower_case=lower if lower_case is None else lower_case)
+            return load_tokenizer(vocab, lower_case=lower if lower_case is None else lower_case,
+                                  special_tokens_in_strings=special_tokens_in_strings)
         if config is not None:
-            tokenizer = load_saved_tokenizer(path, config)
-            if lower_case is None or lower_case == tokenizer.lower_case:
-                return tokenizer
-            return _construct(tokenizer_kind(tokenizer), tokenizer_files(tokenizer), lower_case)
+            return load_saved_tokenizer(path, config, lower_case=lower_case,
+                                        special_tokens_in_strings=special_tokens_in_strings)
     kind, files = resolve_tokenizer_path(path)
-    return _construct(kind, files, lower_case)
+    return _construct(kind, files, lower_case, special_tokens_in_strings=special_tokens_in_strings)
 
 
 def _run_config(directory):
@@ -143,11 +168,28 @@ def tokenizer_files(tokenizer):
     return [tokenizer.vocab_file]
 
 
+def tokenizer_settings(tokenizer):
+    """The constructor options a tokenizer was made with (`_OPTIONS`), as
+    JSON-able values: what a run's config.json keeps so that the same
+    tokenizer comes back (in Python and in every export)."""
+    settings = {}
+    for option in _OPTIONS[tokenizer_kind(tokenizer)]:
+        if hasattr(tokenizer, option):
+            value = getattr(tokenizer, option)
+            settings[option] = ([t.to_json() for t in value] if option == "added_tokens"
+                                else value)
+    return settings
+
+
 def describe_tokenizer(tokenizer):
     """A JSON-able description, as config.json keeps it:
-    {"type": kind, "files": names under `SAVED_FILES`, "lower_case": bool}."""
+    {"type": kind, "files": names under `SAVED_FILES`, "lower_case": bool,
+    and `tokenizer_settings`: "special_tokens_in_strings", "added_tokens",
+    "max_chars_per_word" and "normalization" (WordPiece),
+    "tokenizers_unigram" (SentencePiece)}."""
     kind = tokenizer_kind(tokenizer)
-    return {"type": kind, "files": list(SAVED_FILES[kind]), "lower_case": bool(tokenizer.lower_case)}
+    return {"type": kind, "files": list(SAVED_FILES[kind]), "lower_case": bool(tokenizer.lower_case),
+            **tokenizer_settings(tokenizer)}
 
 
 def save_tokenizer_files(tokenizer, directory):
@@ -167,11 +209,15 @@ def saved_tokenizer_files(directory, config):
     return [os.path.join(directory, name) for name in names]
 
 
-def load_saved_tokenizer(directory, config):
-    """The tokenizer of a fine-tuning directory, from its config.json dict.
+def load_saved_tokenizer(directory, config, lower_case=None, special_tokens_in_strings=None):
+    """The tokenizer of a fine-tuning directory, from its config.json dict,
+    with the settings its description keeps (`describe_tokenizer`);
+    `lower_case` / `special_tokens_in_strings` other than None override
+    them.
 
     Directories written before config.json had a "tokenizer" entry hold a
-    WordPiece vocabulary named by "vocab".
+    WordPiece vocabulary named by "vocab"; descriptions without the
+    settings take the constructors' defaults.
     """
     description = config.get("tokenizer") or {"type": WORDPIECE, "files": [config["vocab"]]}
     files = saved_tokenizer_files(directory, config)
@@ -180,8 +226,12 @@ def load_saved_tokenizer(directory, config):
             raise UsageError(f"{directory}: missing {os.path.basename(path)}.")
     if description["type"] not in SAVED_FILES:
         raise UsageError(f"{directory}/config.json: unknown tokenizer type {description['type']!r}.")
-    lower_case = description.get("lower_case", config.get("lower_case", True))
-    return _construct(description["type"], files, lower_case)
+    if lower_case is None:
+        lower_case = description.get("lower_case", config.get("lower_case", True))
+    options = {k: description.get(k) for k in _OPTIONS[description["type"]]}
+    if special_tokens_in_strings is not None:
+        options["special_tokens_in_strings"] = special_tokens_in_strings
+    return _construct(description["type"], files, lower_case, **options)
 
 
 # --- packing ------------------------------------------------------------------

@@ -18,7 +18,9 @@ from kerasbert.text.families import SENTENCEPIECE
 from kerasbert.text.families import WORD_START as _WORD_START
 from kerasbert.text.families import special_ids
 from kerasbert.text.families import word_starts
+from kerasbert.text.special_strings import default_added_tokens
 from kerasbert.text.subword_tokenizer import SubwordTokenizer
+from kerasbert.text.subword_tokenizer import lower_case as lower
 
 # SentencePiece marks a piece that begins after whitespace (a new word).
 WORD_START = _WORD_START[SENTENCEPIECE]
@@ -53,7 +55,7 @@ class _SharedSentencepieceModel(resource.TrackableResource):
 
 
 def _lower(texts, lower_case):
-    return tf.strings.lower(texts, encoding="utf-8") if lower_case else texts
+    return lower(texts) if lower_case else texts
 
 
 class SentencePieceTokenizer(SubwordTokenizer):
@@ -63,7 +65,8 @@ class SentencePieceTokenizer(SubwordTokenizer):
     before SentencePiece, which then applies the normalisation stored in the
     model (NFKC and whitespace clean-up for models from
     `train_sentencepiece`). Text like "[MASK]" is text: control symbols never
-    come out of the op, so user input cannot inject special tokens.
+    come out of the op, so user input cannot inject special tokens, unless
+    `special_tokens_in_strings` (`kerasbert.text.special_strings`).
 
     Special ids are looked up by their pieces ("<pad>", "<unk>", "[CLS]",
     "[SEP]", "[MASK]"; ids 0-4 in ALBERT's and `train_sentencepiece`'s
@@ -75,6 +78,22 @@ class SentencePieceTokenizer(SubwordTokenizer):
     Args:
         model_file: path of a SentencePiece `.model` (serialized ModelProto).
         lower_case: lower-case before SentencePiece (ALBERT uncased).
+        special_tokens_in_strings: match the special tokens in text, as the
+            `tokenizers` library does (default False: text is text).
+        added_tokens: the `AddedToken`s the source registers (a
+            tokenizer.json's added_tokens); None: <pad> <unk> [CLS] [SEP]
+            [MASK] ([MASK] with lstrip), as transformers' AlbertTokenizer
+            registers them.
+        tokenizers_unigram: the model is a `tokenizers` Unigram model
+            rebuilt from its tokenizer.json
+            (`hf_tokenizer_files.unigram_model_proto`), and tokenizes as the
+            `tokenizers` library does: whitespace as its Replace(" {2,}", " ")
+            and Metaspace steps leave it (a text ending in whitespace ends
+            with a "▁" piece), and, with `special_tokens_in_strings`, the
+            special pieces are ordinary pieces of the Unigram lattice (text
+            that normalizes to "[MASK]", e.g. fullwidth "［MASK］", is
+            [MASK]). False: SentencePiece's own (whitespace at the ends
+            dropped, runs collapsed; control pieces never come from text).
 
     Example:
 
@@ -85,7 +104,8 @@ class SentencePieceTokenizer(SubwordTokenizer):
 
     family = SENTENCEPIECE  # what `kerasbert.text.families` knows it by
 
-    def __init__(self, model_file, lower_case=True, name=None):
+    def __init__(self, model_file, lower_case=True, special_tokens_in_strings=False,
+                 added_tokens=None, tokenizers_unigram=False, name=None):
         super().__init__(name=name)
         import tensorflow_text as tf_text
 
@@ -96,6 +116,12 @@ class SentencePieceTokenizer(SubwordTokenizer):
             proto = f.read()
         self._model_path = model_file
         self.lower_case = bool(lower_case)
+        self.tokenizers_unigram = bool(tokenizers_unigram)
+        if self.tokenizers_unigram:
+            # Every space reaches the op; `_metaspace_keep` then drops the
+            # "▁" pieces tokenizers' collapsing would not have made.
+            proto, self._dummy_prefix = _as_tokenizers_unigram(
+                proto, model_file, bool(special_tokens_in_strings))
         try:
             self._sp = tf_text.SentencepieceTokenizer(model=proto, out_type=tf.int32)
             self._sp._model_resource = _SharedSentencepieceModel(proto)
@@ -111,7 +137,13 @@ class SentencePieceTokenizer(SubwordTokenizer):
             setattr(self, attr, value)
         # Tracked, so an exported SavedModel carries assets/<model file name>.
         self.model_asset = tf.saved_model.Asset(model_file)
-        self._set_vocabulary(self._vocab, word_starts(SENTENCEPIECE, self._vocab))
+        starts = word_starts(SENTENCEPIECE, self._vocab)
+        self._set_vocabulary(self._vocab, starts)
+        self._metaspace_start = tf.constant(starts, tf.bool)
+        self._space_id = self._vocab.index(WORD_START) if WORD_START in self._vocab else -1
+        self._set_added_tokens(
+            default_added_tokens(SENTENCEPIECE, self._vocab) if added_tokens is None
+            else added_tokens, special_tokens_in_strings, model_file)
 
     # --- vocabulary ---------------------------------------------------------
 
@@ -121,8 +153,32 @@ class SentencePieceTokenizer(SubwordTokenizer):
 
     # --- tokenization -------------------------------------------------------
 
-    def _pieces(self, batch):
-        return self._sp.tokenize(_lower(batch, self.lower_case))
+    def _text_pieces(self, batch):
+        ids = self._sp.tokenize(_lower(batch, self.lower_case))
+        if not self.tokenizers_unigram:
+            return ids
+        return tf.ragged.boolean_mask(ids, self._metaspace_keep(ids))
+
+    @tf.autograph.experimental.do_not_convert
+    def _metaspace_keep(self, ids):
+        """Which pieces tokenizers' whitespace handling makes too: with
+        every space kept, a run of N spaces gives N - 1 lone "▁" pieces
+        before the "▁word" that follows (tokenizers collapses the run to
+        one space first), and a text starting with a space a "▁" before
+        it (tokenizers prepends no "▁" to a text that has one). A lone
+        "▁" followed by a "▁"-piece is what collapsing removes; one at the
+        end of a text stays (tokenizers keeps a final space as "▁"). And a
+        text that normalizes to nothing ("\x07") gets SentencePiece's dummy
+        "▁" alone, where tokenizers gives no piece."""
+        flat = ids.flat_values
+        rows = ids.value_rowids()
+        next_ids = tf.concat([flat[1:], [0]], 0)
+        same_row = tf.concat([tf.equal(rows[1:], rows[:-1]), [False]], 0)
+        space = tf.equal(flat, self._space_id)
+        drop = space & same_row & tf.gather(self._metaspace_start, next_ids)
+        if self._dummy_prefix:
+            drop |= space & tf.equal(tf.gather(ids.row_lengths(), rows), 1)
+        return ids.with_flat_values(tf.logical_not(drop))
 
     def _lookup(self, tokens):
         return self._sp.string_to_id(tokens)
@@ -132,7 +188,7 @@ class SentencePieceTokenizer(SubwordTokenizer):
         return self._sp.detokenize(ids)
 
     @tf.autograph.experimental.do_not_convert
-    def tokenize_with_offsets(self, texts):
+    def _text_offsets(self, batch):
         """Text -> SentencePiece ids with CHARACTER offsets into the ORIGINAL
         text.
 
@@ -146,12 +202,40 @@ class SentencePieceTokenizer(SubwordTokenizer):
         the whitespace before them ("▁word" starts at the space).
 
         Args:
-            texts: a string scalar, or a 1-D string tensor/list of B texts.
+            batch: string [B].
 
         Returns:
-            (ids, starts, ends): int32 `tf.RaggedTensor`s [B, (pieces)] (or
-            dense [pieces] for a scalar input); `starts`/`ends` are int64 code
-            point offsets, `ends` exclusive. `ids` equal `tokenize_ids(texts)`.
+            (ids, starts, ends): int32 `tf.RaggedTensor`s [B, (pieces)];
+            `starts`/`ends` are int64 code point offsets, `ends` exclusive.
         """
-        return self._with_char_offsets(texts, lambda chars: _lower(chars, self.lower_case),
-                                       self._sp.tokenize_with_offsets)
+        def with_byte_offsets(joined):
+            ids, starts, ends = self._sp.tokenize_with_offsets(joined)
+            if not self.tokenizers_unigram:
+                return ids, starts, ends
+            keep = self._metaspace_keep(ids)
+            return tuple(tf.ragged.boolean_mask(t, keep) for t in (ids, starts, ends))
+
+        return self._with_char_offsets(batch, lambda chars: _lower(chars, self.lower_case),
+                                       with_byte_offsets)
+
+
+def _as_tokenizers_unigram(proto, source, special_pieces):
+    """The serialized model for `tokenizers_unigram`: `remove_extra_whitespaces`
+    off (every space becomes a "▁"); with `special_pieces` its control
+    pieces made ordinary ones (tokenizers' Unigram lattice holds every
+    piece of its vocabulary). Returns (serialized model, whether it adds
+    the dummy "▁" prefix)."""
+    from sentencepiece import sentencepiece_model_pb2  # lazy: only rebuilt models need it
+
+    model = sentencepiece_model_pb2.ModelProto()
+    try:
+        model.ParseFromString(proto)
+    except Exception as error:  # noqa: BLE001 - protobuf's DecodeError, named below
+        raise ValueError(f"{source} is not a SentencePiece model: {error}") from None
+    model.normalizer_spec.remove_extra_whitespaces = False
+    if special_pieces:
+        types = sentencepiece_model_pb2.ModelProto.SentencePiece
+        for piece in model.pieces:
+            if piece.type == types.CONTROL:
+                piece.type = types.NORMAL
+    return model.SerializeToString(), model.normalizer_spec.add_dummy_prefix

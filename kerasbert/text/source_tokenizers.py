@@ -24,6 +24,7 @@ import json
 import os
 
 from kerasbert.errors import UsageError
+from kerasbert.io_utils import atomic_file
 from kerasbert.io_utils import atomic_write_text
 from kerasbert.io_utils import cache_dir
 from kerasbert.io_utils import json_or_none
@@ -38,8 +39,10 @@ from kerasbert.text.families import WORD_END
 from kerasbert.text.families import HF_TOKENIZER_FILES
 from kerasbert.text.families import SAVED_FILES
 from kerasbert.text.families import SENTENCEPIECE
+from kerasbert.text.families import SPECIAL_TOKENS
 from kerasbert.text.families import WORDPIECE
 from kerasbert.text.families import resolve_tokenizer_path
+from kerasbert.text import hf_tokenizer_files
 
 #: keras-hub's asset file name -> tokenizer family.
 KERAS_HUB_ASSETS = {"vocabulary.txt": WORDPIECE, "vocabulary.spm": SENTENCEPIECE,
@@ -75,20 +78,20 @@ def tokenizer_source(source):
 def files_from_tokenizer_json(path):
     """(kind, files) for a directory whose only tokenizer file is the
     `tokenizers` library's tokenizer.json: its WordPiece vocabulary (or
-    byte-level / GPT-1 BPE vocabulary and merges) written once, atomically, under
-    the kerasbert cache (KERASBERT_CACHE, default ~/.cache/kerasbert),
-    keyed by the file's hash. A Unigram (SentencePiece) model cannot be
-    rebuilt from it: that is an error naming what to provide."""
+    byte-level / GPT-1 BPE vocabulary and merges, or a SentencePiece model
+    rebuilt from a Unigram model: `hf_tokenizer_files.unigram_model_proto`)
+    written once, atomically, under the kerasbert cache (KERASBERT_CACHE,
+    default ~/.cache/kerasbert), keyed by the file's hash."""
     with open(path, "rb") as f:
         raw = f.read()
     try:
         model = json.loads(raw)["model"]
-        kind = {"WordPiece": WORDPIECE, "BPE": BPE}.get(model.get("type"))
+        kind = {"WordPiece": WORDPIECE, "BPE": BPE, "Unigram": SENTENCEPIECE}.get(model.get("type"))
     except (ValueError, KeyError, TypeError, AttributeError):
         raise UsageError(f"{path}: not a tokenizers library tokenizer.json.") from None
     if kind is None:
-        raise UsageError(f"{path}: a {model.get('type')} model; give its SentencePiece "
-                         "spiece.model (a tokenizer.json alone cannot rebuild it).")
+        raise UsageError(f"{path}: a {model.get('type')} model, which kerasbert does not "
+                         "read (WordPiece, BPE, Unigram).")
     if kind == BPE and model.get("end_of_word_suffix") == WORD_END:
         kind = GPT1_BPE  # GPT-1's character-level BPE
     folder = cache_dir("tokenizers", hashlib.sha256(raw).hexdigest()[:20])
@@ -96,10 +99,14 @@ def files_from_tokenizer_json(path):
     files = tuple(os.path.join(folder, name) for name in names)
     if not all(os.path.isfile(f) for f in files):
         os.makedirs(folder, exist_ok=True)
-        tokens = sorted(model["vocab"].items(), key=lambda item: item[1])
-        if [i for _, i in tokens] != list(range(len(tokens))):
-            raise UsageError(f"{path}: the vocabulary's ids are not 0..N-1.")
-        if kind == WORDPIECE:
+        _, tokens = hf_tokenizer_files.model_vocabulary(path)
+        tokens = [(t, i) for i, t in enumerate(tokens)]
+        if kind == SENTENCEPIECE:  # a SentencePiece model of the same pieces and scores
+            proto = hf_tokenizer_files.unigram_model_proto(
+                path, special_tokens=SPECIAL_TOKENS[SENTENCEPIECE].values())
+            with atomic_file(files[0]) as tmp, open(tmp, "wb") as f:
+                f.write(proto)
+        elif kind == WORDPIECE:
             atomic_write_text(files[0], "".join(t + "\n" for t, _ in tokens))
         else:  # vocab.json + merges.txt, byte-level or GPT-1's
             atomic_write_text(files[0], json.dumps(dict(tokens), ensure_ascii=False))
@@ -114,13 +121,28 @@ HF_DEFAULT_LOWER_CASE = {"big_bird": False}
 
 
 def _hf_lower_case(directory, model_type):
-    settings = json_or_none(os.path.join(directory, "tokenizer_config.json")) or {}
-    if "do_lower_case" in settings:
-        return bool(settings["do_lower_case"])
-    normalizer = (json_or_none(os.path.join(directory, "tokenizer.json")) or {}).get("normalizer") or {}
-    if "lowercase" in normalizer:
-        return bool(normalizer["lowercase"])
-    return HF_DEFAULT_LOWER_CASE.get(model_type)
+    lower = hf_tokenizer_files.lower_case(
+        os.path.join(directory, hf_tokenizer_files.TOKENIZER_JSON),
+        os.path.join(directory, hf_tokenizer_files.TOKENIZER_CONFIG))
+    return HF_DEFAULT_LOWER_CASE.get(model_type) if lower is None else lower
+
+
+def tokenizer_options(source, kind):
+    """The tokenizer constructor options a published source states
+    (`hf_tokenizer_files`): a Hugging Face tokenizer's longest word and
+    added tokens, google-research/bert's longest word of 200 characters,
+    keras-hub's WordPiece pipeline and special-token setting."""
+    directory = source.path
+    if source.kind == HF:
+        from_json = not any(os.path.isfile(os.path.join(directory, n)) for n in HF_TOKENIZER_FILES)
+        return hf_tokenizer_files.tokenizer_options(
+            kind, os.path.join(directory, hf_tokenizer_files.TOKENIZER_JSON),
+            os.path.join(directory, hf_tokenizer_files.TOKENIZER_CONFIG), from_json)
+    if source.kind == TF1 and kind == WORDPIECE:
+        return {"max_chars_per_word": hf_tokenizer_files.GOOGLE_BERT_MAX_CHARS}
+    if source.kind == KERAS_HUB:
+        return hf_tokenizer_files.keras_hub_options(kind, os.path.join(directory, "tokenizer.json"))
+    return {}
 
 
 def _keras_hub(directory):
@@ -132,8 +154,9 @@ def _keras_hub(directory):
             if not all(os.path.isfile(f) for f in files):
                 raise UsageError(f"{directory}: keras-hub preset without {files[-1]}.")
             settings = (json_or_none(os.path.join(directory, "tokenizer.json")) or {}).get("config", {})
-            lower = settings.get("lowercase")
-            return kind, files, None if lower is None else bool(lower)
+            # keras-hub's tokenizers lower-case only when their config says so
+            # (its SentencePiece tokenizer never does).
+            return kind, files, bool(settings.get("lowercase", False))
     raise UsageError(f"{directory}: a keras-hub preset without tokenizer assets "
                      f"(assets/tokenizer/{' | '.join(KERAS_HUB_ASSETS)}).")
 

@@ -5,9 +5,11 @@ pre-tokenization and WordPiece), preceded by our own `bert_normalize`.
 Measured on the multilingual sample (2 CPU cores, batched tf.data):
 FastBertTokenizer ~5 MB/s end to end vs ~1.1 MB/s for `BertTokenizer`
 (regex pre-tokenizer); HF `tokenizers` ~1 MB/s. Ids are identical to HF's
-BertWordPieceTokenizer on that sample (tests/text/test_hf_parity.py); the
+BertWordPieceTokenizer on that sample and on an adversarial one (long words,
+special-token strings, control characters; tests/text/test_hf_parity.py); the
 op's built-in lower-casing is NOT used because it applies NFKC (599 of
-16,405 lines differed with it).
+16,405 lines differed with it), and its word limit counts bytes, not
+characters (`_collapse_long_words` counts them).
 """
 
 import os
@@ -18,7 +20,9 @@ from kerasbert.text.families import WORDPIECE
 from kerasbert.text.families import SUFFIX_INDICATOR
 from kerasbert.text.families import special_ids
 from kerasbert.text.families import word_starts
+from kerasbert.text.special_strings import default_added_tokens
 from kerasbert.text.subword_tokenizer import SubwordTokenizer
+from kerasbert.text.subword_tokenizer import lower_case as lower
 from kerasbert.text.vocabulary import load_vocab
 
 
@@ -28,6 +32,26 @@ from kerasbert.text.vocabulary import load_vocab
 # newline and carriage return, which are whitespace. Cc spelled out as ranges
 # so \t \n \r can be left alone.
 _CONTROL_RE = r"[\x{0}-\x{8}\x{B}\x{C}\x{E}-\x{1F}\x{7F}-\x{9F}\p{Cf}\p{Co}\x{FFFD}]"
+
+# BERT's punctuation (RE2 class content): Unicode P* and every ASCII
+# non-alphanumeric symbol; each is a word of its own.
+PUNCTUATION = r"\p{P}$+<=>^`|~"
+# The CJK Unified Ideographs blocks BERT splits into single characters.
+CJK = (r"\x{4E00}-\x{9FFF}\x{3400}-\x{4DBF}\x{20000}-\x{2A6DF}\x{2A700}-\x{2B73F}"
+       r"\x{2B740}-\x{2B81F}\x{2B820}-\x{2CEAF}\x{F900}-\x{FAFF}\x{2F800}-\x{2FA1F}")
+
+# keras-hub's WordPiece pre-tokenization (keras_hub.tokenizers.WordPieceTokenizer
+# with split_on_cjk, as its BertTokenizer runs it): RE2's ASCII \s, control
+# and format characters delimit; ASCII symbols, Unicode punctuation and CJK
+# ideographs are words of their own. Its op keeps words of at most 100 bytes.
+_KERAS_HUB_PUNCTUATION = r"[!-/]|[:-@]|[\[-`]|[{-~]|[\p{P}]"
+_KERAS_HUB_SPLIT = rf"\s|\p{{Cc}}|\p{{Cf}}|{_KERAS_HUB_PUNCTUATION}|[{CJK}]"
+_KERAS_HUB_KEEP = rf"{_KERAS_HUB_PUNCTUATION}|[{CJK}]"
+KERAS_HUB_MAX_BYTES = 100
+#: `normalization` values: BERT's (google-research/bert, HF `tokenizers`),
+#: and keras-hub's WordPiece tokenizer's, without or with its accent
+#: stripping.
+NORMALIZATIONS = ("bert", "keras_hub", "keras_hub_strip_accents")
 
 # Unicode Zs except the ASCII space, spelled out: \p{Zs} would also match
 # (and rewrite) every ordinary space, 1.6x slower.
@@ -59,10 +83,17 @@ def bert_normalize(texts, lower_case):
     # BERT; the tensorflow-text op alone would keep NBSP inside a word.
     texts = tf.strings.regex_replace(texts, _SPACE_RE, " ")
     if lower_case:
-        texts = tf.strings.lower(texts, encoding="utf-8")
+        texts = lower(texts)  # character by character, as `tokenizers`
         texts = tf_text.normalize_utf8(texts, "NFD")
         texts = tf.strings.regex_replace(texts, r"\p{Mn}", "")
     return texts
+
+
+def _strip_accents(texts):
+    """NFD, combining marks (Mn) removed: keras-hub's strip_accents."""
+    import tensorflow_text as tf_text
+
+    return tf.strings.regex_replace(tf_text.normalize_utf8(texts, "NFD"), r"\p{Mn}", "")
 
 
 class WordPieceTokenizer(SubwordTokenizer):
@@ -71,10 +102,13 @@ class WordPieceTokenizer(SubwordTokenizer):
     Text is normalized as BERT does: control characters dropped, whitespace
     unified, every CJK ideograph split into its own word, punctuation split
     off; with `lower_case=True` also lower case, NFD and accents (combining
-    marks) removed (`bert_normalize`). Words longer than
-    `max_bytes_per_word` UTF-8 bytes, or that cannot be split into
-    vocabulary pieces, become one `[UNK]`. Text like "[MASK]" is text
-    ("[", "mask", "]"), as in BERT: user input cannot inject special tokens.
+    marks) removed (`bert_normalize`). A word of more than
+    `max_chars_per_word` characters (of the normalized text, as BERT and
+    the `tokenizers` library count them), or one that cannot be split into
+    vocabulary pieces, becomes one `[UNK]`.
+
+    Text like "[MASK]" is text ("[", "mask", "]"), as in BERT, unless
+    `special_tokens_in_strings` (`kerasbert.text.special_strings`).
 
     Special ids are looked up by their strings in the vocabulary, so both the
     original Google layout (`[PAD]`=0, `[UNK]`=100, `[CLS]`=101, `[SEP]`=102,
@@ -88,10 +122,23 @@ class WordPieceTokenizer(SubwordTokenizer):
     Args:
         vocab_file: path of a `vocab.txt`, one token per line.
         lower_case: BERT "uncased" normalization.
-        max_bytes_per_word: longer words become `[UNK]`. BERT counts
-            characters (HF `tokenizers`: 100, google-research/bert: 200);
-            the op counts UTF-8 bytes, so 400 = 100 characters of any script
-            (a Thai word of 40 characters is 120 bytes).
+        max_chars_per_word: longer words become `[UNK]` (the `tokenizers`
+            library and transformers' BertTokenizer: 100, google-research/bert:
+            200; a tokenizer.json states its own). None: no limit.
+        special_tokens_in_strings: match the special tokens in text, as the
+            `tokenizers` library does (default False: text is text).
+        added_tokens: the `AddedToken`s the source registers (a
+            tokenizer.json's added_tokens); None: [PAD] [UNK] [CLS] [SEP]
+            [MASK], as transformers' BertTokenizer registers them.
+        normalization: "bert" (above), or "keras_hub" /
+            "keras_hub_strip_accents": the text as keras-hub's WordPiece
+            tokenizer (its BertTokenizer) reads it, for a keras-hub preset's
+            vocabulary: no control-character clean-up, words split at ASCII
+            whitespace, control / format characters, punctuation and CJK
+            ideographs, lower case by NFKC case folding of each word, words
+            over 100 bytes `[UNK]` (`max_chars_per_word` does not apply).
+            Offsets of a word whose case folding changes its length span
+            the whole word.
 
     Example:
 
@@ -102,7 +149,9 @@ class WordPieceTokenizer(SubwordTokenizer):
 
     family = WORDPIECE  # what `kerasbert.text.families` knows it by
 
-    def __init__(self, vocab_file, lower_case=True, max_bytes_per_word=400, name=None):
+    def __init__(self, vocab_file, lower_case=True, max_chars_per_word=100,
+                 special_tokens_in_strings=False, added_tokens=None, normalization="bert",
+                 name=None):
         super().__init__(name=name)
         import tensorflow_text as tf_text
 
@@ -110,33 +159,79 @@ class WordPieceTokenizer(SubwordTokenizer):
         self._vocab = load_vocab(vocab_file)
         self._vocab_path = vocab_file
         self.lower_case = bool(lower_case)
+        if max_chars_per_word is not None and (
+                isinstance(max_chars_per_word, bool) or not isinstance(max_chars_per_word, int)
+                or max_chars_per_word < 1):
+            raise ValueError(f"max_chars_per_word must be a positive integer or None, got "
+                             f"{max_chars_per_word!r}.")
+        if normalization not in NORMALIZATIONS:
+            raise ValueError(f"normalization must be one of {', '.join(NORMALIZATIONS)}, got "
+                             f"{normalization!r}.")
+        self.normalization = normalization
+        self._keras_hub = normalization != "bert"
+        # keras-hub's limit is its op's 100 bytes.
+        self.max_chars_per_word = None if self._keras_hub else max_chars_per_word
         for attr, value in special_ids(WORDPIECE, self._vocab, vocab_file).items():
             setattr(self, attr, value)
 
         # Tracked, so an exported SavedModel carries assets/<vocab file name>.
         self.vocab_asset = tf.saved_model.Asset(vocab_file)
-        self._fast = tf_text.FastBertTokenizer(
-            vocab=self._vocab,
-            token_out_type=tf.int32,
-            unknown_token="[UNK]",
-            suffix_indicator=SUFFIX_INDICATOR,
-            max_bytes_per_word=max_bytes_per_word,
-            # Normalization is ours (bert_normalize); the op then only
-            # cleans whitespace, splits words/punctuation/CJK and WordPieces.
-            lower_case_nfd_strip_accents=False,
-            support_detokenization=True,
-        )
+        if self._keras_hub:
+            self._fast = tf_text.FastWordpieceTokenizer(
+                vocab=self._vocab, token_out_type=tf.int32, unknown_token="[UNK]",
+                suffix_indicator=SUFFIX_INDICATOR, max_bytes_per_word=KERAS_HUB_MAX_BYTES,
+                no_pretokenization=True, support_detokenization=True)
+        else:
+            self._fast = self._fast_bert(tf_text)
         # Word boundaries come back from the pieces: a word starts at every
         # piece that is not a "##" suffix (as whole-word masking in the
         # original create_pretraining_data.py decides it).
         # "##" alone is a normal token (never produced as a suffix piece).
-        self._set_vocabulary(self._vocab, word_starts(WORDPIECE, self._vocab))
+        starts = word_starts(WORDPIECE, self._vocab)
+        self._set_vocabulary(self._vocab, starts)
+        self._is_suffix = tf.constant([not s for s in starts], tf.bool)
+        # Characters of the text each piece stands for ("##" left out; 0 for
+        # [UNK], whose word is [UNK] already): a word's characters are the
+        # sum over its pieces, with no offsets needed.
+        self._piece_chars = tf.constant(
+            [0 if t == "[UNK]" else len(t) - (0 if s else len(SUFFIX_INDICATOR))
+             for t, s in zip(self._vocab, starts)], tf.int32)
         self.token_table = tf.lookup.StaticHashTable(
             tf.lookup.KeyValueTensorInitializer(
                 self._tokens, tf.range(len(self._vocab), dtype=tf.int32)
             ),
             default_value=self.unk_id,
         )
+        self._set_added_tokens(
+            default_added_tokens(WORDPIECE, self._vocab) if added_tokens is None else added_tokens,
+            special_tokens_in_strings, vocab_file, normalize=self._normalize_strings)
+
+    def _fast_bert(self, tf_text):
+        return tf_text.FastBertTokenizer(
+            vocab=self._vocab,
+            token_out_type=tf.int32,
+            unknown_token="[UNK]",
+            suffix_indicator=SUFFIX_INDICATOR,
+            # The op counts UTF-8 bytes; a word of N characters has at most
+            # 4N, so the op passes every word we may keep and
+            # `_collapse_long_words` counts the characters.
+            max_bytes_per_word=_UNLIMITED_BYTES if self.max_chars_per_word is None
+            else 4 * self.max_chars_per_word,
+            # Normalization is ours (bert_normalize); the op then only
+            # cleans whitespace, splits words/punctuation/CJK and WordPieces.
+            lower_case_nfd_strip_accents=False,
+            support_detokenization=True,
+        )
+
+    def _normalize_strings(self, strings):
+        return [s.decode("utf-8") for s in
+                self._normalize(tf.constant(strings, tf.string)).numpy()]
+
+    def _normalize(self, texts):
+        """The text normalization before the words are split (string [N])."""
+        if not self._keras_hub:
+            return bert_normalize(texts, self.lower_case)
+        return _strip_accents(texts) if self.normalization.endswith("strip_accents") else texts
 
     # --- vocabulary ---------------------------------------------------------
 
@@ -146,15 +241,46 @@ class WordPieceTokenizer(SubwordTokenizer):
 
     # --- tokenization -------------------------------------------------------
 
-    def _pieces(self, batch):
-        return self._fast.tokenize(bert_normalize(batch, self.lower_case))
+    @tf.autograph.experimental.do_not_convert
+    def _wordpiece(self, normalized):
+        """Normalized [N] -> (ids, start bytes, end bytes) [N, (pieces)]:
+        the op's pieces, words over `max_chars_per_word` characters as one
+        [UNK] spanning the word."""
+        ids, starts, ends = self._fast.tokenize_with_offsets(normalized)
+        if self.max_chars_per_word is None:
+            return ids, starts, ends
+        return _collapse_long_words(ids, self._piece_chars, self._is_suffix,
+                                    self.max_chars_per_word, self.unk_id, starts, ends)
+
+    @tf.autograph.experimental.do_not_convert
+    def _wordpiece_ids(self, normalized):
+        """`_wordpiece`'s ids, without offsets."""
+        ids = self._fast.tokenize(normalized)
+        if self.max_chars_per_word is None:
+            return ids
+        return _collapse_long_words(ids, self._piece_chars, self._is_suffix,
+                                    self.max_chars_per_word, self.unk_id)
+
+    def _in_normalized(self, normalized, offsets):
+        """The pieces of normalized text, cut first at the added tokens
+        matched in normalized text (`normalized=True` ones)."""
+        if self._keras_hub:
+            pieces = lambda t: self._keras_hub_pieces(t, offsets)
+        else:
+            pieces = self._wordpiece if offsets else self._wordpiece_ids
+        if self._normalized_pattern is None:
+            return pieces(normalized)
+        return self._split_tokenize(normalized, self._normalized_pattern, pieces, offsets=offsets)
+
+    def _text_pieces(self, batch):
+        return self._in_normalized(self._normalize(batch), offsets=False)
 
     def _join_pieces(self, ids):
         # "##" pieces join their word; words are separated by spaces.
         return self._fast.detokenize(ids)
 
     @tf.autograph.experimental.do_not_convert
-    def tokenize_with_offsets(self, texts):
+    def _text_offsets(self, batch):
         """Text -> WordPiece ids with CHARACTER offsets into the ORIGINAL text.
 
         Normalization (lower case, NFD, accent stripping, dropped control
@@ -167,17 +293,87 @@ class WordPieceTokenizer(SubwordTokenizer):
         accents and case included. A token that starts inside one
         character's normalization (a Hangul syllable decomposed into jamo and
         split between pieces) maps to that whole character, so neighbouring
-        pieces can share a character.
-
-        Args:
-            texts: a string scalar, or a 1-D string tensor/list of B texts.
-
-        Returns:
-            (ids, starts, ends): int32 `tf.RaggedTensor`s [B, (pieces)] (or
-            dense [pieces] for a scalar input); `starts`/`ends` are int64 code
-            point offsets, `ends` exclusive. `ids` equal `tokenize_ids(texts)`
-            (normalizing character by character gives the same text).
+        pieces can share a character. A word over `max_chars_per_word`
+        characters is one [UNK] spanning the whole word.
         """
-        return self._with_char_offsets(
-            texts, lambda chars: bert_normalize(chars, self.lower_case),
-            self._fast.tokenize_with_offsets)
+        return self._with_char_offsets(batch, self._normalize,
+                                       lambda joined: self._in_normalized(joined, offsets=True))
+
+    @tf.autograph.experimental.do_not_convert
+    def _keras_hub_pieces(self, texts, offsets):
+        """keras-hub's words of `texts` [N] (normalized), case-folded when
+        lower-casing, then WordPiece: ids [N, (pieces)], with `offsets`
+        also start / end bytes into `texts` (a word whose case folding
+        changed its length: the word's span for each of its pieces)."""
+        import tensorflow_text as tf_text
+
+        # The ops keras-hub runs, so that the ids are its ids.
+        words, starts, ends = tf_text.regex_split_with_offsets(texts, _KERAS_HUB_SPLIT,
+                                                               _KERAS_HUB_KEEP)
+        flat = words.flat_values
+        folded = tf_text.case_fold_utf8(flat) if self.lower_case else flat
+        if not offsets:
+            return words.with_flat_values(self._fast.tokenize(folded)).merge_dims(1, 2)
+        ids, piece_starts, piece_ends = self._fast.tokenize_with_offsets(folded)
+        word_start, word_end = starts.flat_values, ends.flat_values
+        same = tf.equal(tf.strings.length(folded), tf.strings.length(flat))
+        of_piece = ids.value_rowids()
+        base = tf.gather(word_start, of_piece)
+        exact = tf.gather(same, of_piece)
+        piece_starts = tf.where(exact, base + piece_starts.flat_values, base)
+        piece_ends = tf.where(exact, base + piece_ends.flat_values,
+                              tf.gather(word_end, of_piece))
+        by_text = lambda t: words.with_flat_values(ids.with_flat_values(t)).merge_dims(1, 2)
+        return by_text(ids.flat_values), by_text(piece_starts), by_text(piece_ends)
+
+
+# Effectively no byte limit for the op (its argument is an int32).
+_UNLIMITED_BYTES = 2**31 - 1
+
+
+def _collapse_long_words(ids, piece_chars, is_suffix, max_chars, unk_id, starts=None,
+                         ends=None):
+    """Every word of more than `max_chars` characters -> one `unk_id`.
+
+    A word is a piece that is no "##" suffix and the suffixes after it; its
+    characters are the sum of its pieces' (`piece_chars`), which spell the
+    normalized word exactly.
+
+    Args:
+        ids: int32 `tf.RaggedTensor` [N, (pieces)].
+        piece_chars: int32 [V], characters per id.
+        is_suffix: bool [V], per id.
+        max_chars: int.
+        unk_id: int.
+        starts, ends: optional offsets, same shape as `ids`; an [UNK]
+            spans its whole word.
+
+    Returns:
+        ids, or (ids, starts, ends) with `starts` / `ends`, same structure,
+        long words collapsed.
+    """
+    flat = ids.flat_values
+    rows = ids.value_rowids()
+    position = tf.range(tf.shape(flat, out_type=tf.int64)[0])
+    first_in_row = tf.equal(position, tf.gather(ids.row_starts(), rows))
+    begins = tf.logical_not(tf.gather(is_suffix, flat)) | first_in_row
+    word = tf.cumsum(tf.cast(begins, tf.int64)) - 1
+    num_words = tf.reduce_sum(tf.cast(begins, tf.int64))
+    chars = tf.math.unsorted_segment_sum(tf.gather(piece_chars, flat), word, num_words)
+    long = chars > max_chars
+
+    def collapse():
+        collapsed = tf.gather(long, word)
+        keep = ids.with_flat_values(begins | tf.logical_not(collapsed))
+        new_ids = tf.where(collapsed, tf.constant(unk_id, flat.dtype), flat)
+        new_ids = tf.ragged.boolean_mask(ids.with_flat_values(new_ids), keep)
+        if starts is None:
+            return new_ids
+        word_end = tf.math.unsorted_segment_max(ends.flat_values, word, num_words)
+        new_ends = tf.where(collapsed, tf.gather(word_end, word), ends.flat_values)
+        return (new_ids, tf.ragged.boolean_mask(starts, keep),
+                tf.ragged.boolean_mask(ends.with_flat_values(new_ends), keep))
+
+    # Most batches have no word that long: they skip the masking.
+    unchanged = ids if starts is None else (ids, starts, ends)
+    return tf.cond(tf.reduce_any(long), collapse, lambda: unchanged)

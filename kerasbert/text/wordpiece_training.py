@@ -20,7 +20,8 @@ from kerasbert.text.vocabulary import SPECIAL_TOKENS
 _JOINER = "##"
 _BATCH_LINES = 2048
 # Words longer than this are dropped from the counts (the learner's default);
-# such words become [UNK] anyway (max_bytes_per_word=100 in the tokenizer).
+# such rare long words are split into pieces of shorter ones, or [UNK] past
+# the tokenizer's max_chars_per_word (100 characters).
 _MAX_TOKEN_LENGTH = 50
 
 

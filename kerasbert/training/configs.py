@@ -108,6 +108,8 @@ class FinetuneConfig:
     max_answer_length: int = 30
     null_score_diff_threshold: float = 0.0
     lower_case: bool = None  # None: the tokenizer source's casing (else uncased)
+    # None: off (text is text); True: special-token strings are matched (special_strings)
+    special_tokens_in_strings: bool = None
     dropout: float = 0.1
     lm_weight: float = 0.5  # GPT: weight of the auxiliary LM loss (GPT-1: 0.5)
     strategy: str = "auto"

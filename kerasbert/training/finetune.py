@@ -83,7 +83,8 @@ def describe_model(config):
     if not has_dev:
         raise UsageError("--search scores every trial on validation data: give --validation "
                          "(a file or a split), or a task that has a validation split.")
-    tokenizer = load_tokenizer(config.vocab, lower_case=config.lower_case)
+    tokenizer = load_tokenizer(config.vocab, lower_case=config.lower_case,
+                               special_tokens_in_strings=config.special_tokens_in_strings)
     backbone = load_backbone(config, tokenizer)
     if config.features:
         task_type = read_features(config.features, "train",
@@ -103,8 +104,9 @@ def resolve_hyperparameters(config, backbone):
     range, and returns the description config.json keeps."""
     family = presets.family_of(type(backbone))
     given = {flag: getattr(config, flag) for flag in recipes.FIELDS}
+    published = recipes.is_published_checkpoint(config.preset or config.init_checkpoint)
     values, recipe, taken = recipes.resolve(given, family, backbone.num_layers,
-                                            backbone.hidden_dim, config.recipe)
+                                            backbone.hidden_dim, config.recipe, published)
     for flag, value in values.items():
         setattr(config, flag, value)
     given_flags = [flag for flag in recipes.FIELDS if given[flag] is not None]
@@ -219,7 +221,8 @@ def run_finetuning(config):
         raise UsageError("kerasbert finetune runs on one host (model.fit): use --strategy "
                          "auto, cpu, mirrored or tpu.")
     strategy = resolve_strategy(config.strategy)
-    tokenizer = load_tokenizer(config.vocab, lower_case=config.lower_case)
+    tokenizer = load_tokenizer(config.vocab, lower_case=config.lower_case,
+                               special_tokens_in_strings=config.special_tokens_in_strings)
 
     train_data, train = task_features(config, tokenizer, "train")
     task_type = task_types.get(train.task_type)

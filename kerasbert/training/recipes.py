@@ -4,12 +4,14 @@ TensorFlow loads, `info` shows them).
 
 Two kinds of entries:
 
-* `default_recipe(family, num_layers, hidden_dim)`: what `finetune` uses
-  for a flag the user did not give, by family and size. Narrow models want
-  larger learning rates (Turc et al., 2019, "Well-Read Students Learn
-  Better": the 24 Small-BERTs were fine-tuned with rates up to 3e-4, and
-  the best rate grows as the width shrinks; for H <= 512 our own
-  measurement, bench/finetune_bench.py, found 1e-3 best); BERT-Base/Large
+* `default_recipe(family, num_layers, hidden_dim, published)`: what
+  `finetune` uses for a flag the user did not give, by family and size.
+  Narrow models want larger learning rates (Turc et al., 2019, "Well-Read
+  Students Learn Better": the 24 Small-BERTs were fine-tuned with rates up
+  to 3e-4, and the best rate grows as the width shrinks; for H <= 512 our
+  own measurement, bench/finetune_bench.py, found 1e-3 best on models
+  pretrained here for 600-1,000 steps, and 3e-4 on a published checkpoint,
+  `is_published_checkpoint`: its published row, 3 epochs); BERT-Base/Large
   use the BERT paper's range; RoBERTa, ALBERT, ELECTRA and GPT-1 use their papers'.
 * `RECIPES`: named recipes from the papers for the task kinds of the zoo
   (`finetune --recipe NAME`), each with the grid `--search` runs by default.
@@ -35,8 +37,12 @@ the recipe keeps its rates, batches and warm-up share and trains 3 epochs.
 """
 
 import dataclasses
+import os
 
 from kerasbert.errors import UsageError
+from kerasbert.loading import handles
+from kerasbert.loading.source import PUBLISHED
+from kerasbert.loading.source import detect_layout
 
 #: The flags a recipe sets, in the order they are printed.
 FIELDS = ("learning_rate", "batch_size", "epochs", "warmup_ratio", "weight_decay",
@@ -50,6 +56,12 @@ BERT_GRID = {"learning_rate": (5e-5, 4e-5, 3e-5, 2e-5), "batch_size": (16, 32),
 #: bert_tiny, bert_mini and bert_small pretrained by `kerasbert pretrain`.
 SMALL_BERT_GRID = {"learning_rate": (1e-3, 3e-4, 1e-4, 5e-5, 3e-5),
                    "batch_size": (8, 16, 32, 64, 128), "epochs": (4,)}
+#: Narrow BERTs as published (pretrained far longer than the bench's): the
+#: Small-BERT rates, ours (1e-3) and the BERT paper's middle (3e-5), 1-3-10
+#: spaced, at the batch and epochs bench/finetune_bench.py's published section
+#: measured them with (the step past an edge comes from `--search` itself).
+PUBLISHED_SMALL_GRID = {"learning_rate": (1e-3, 3e-4, 1e-4, 3e-5), "batch_size": (32,),
+                        "epochs": (3,)}
 
 
 @dataclasses.dataclass(frozen=True)
@@ -126,11 +138,44 @@ _BERT_LIKE = ("bert", "distil_bert")
 _ROBERTA_LIKE = ("roberta", "big_bird")
 
 
+#: The published-checkpoint row of narrow BERTs (H <= 512): (rate, why).
+#: Measured 2026-11-27 (bench/README.md): on all-MiniLM-L6-v2, 3 epochs, the
+#: search's best was 3e-4 on stdlib-area (0.849; 1e-3 0.828, 1e-4 0.811) and
+#: 1e-3 = 1e-4 on return-or-raise (0.837; 3e-4 0.829, one dev sentence less);
+#: both optima inside the rates tried (3e-3 and 3e-5 fell to 0.47-0.70). 3e-4
+#: is within 0.8 points of the best on both; 1e-3, the row of models
+#: pretrained here, was 2.1 points short on stdlib-area.
+_PUBLISHED_SMALL = (3e-4, "a published BERT of Small-BERT width (H <= 512): measured in "
+                    "bench/finetune_bench.py's published section on all-MiniLM-L6-v2, where 3e-4 "
+                    "was within 1 point of the search's best on both tasks (1e-3, the row of "
+                    "models pretrained here, 2.1 points short on one)")
+_SMALL_PUBLISHED = ("Small-BERT (Turc et al., 2019; google-research/bert README): rates up "
+                    "to 3e-4, on published checkpoints; measured by bench/finetune_bench.py's "
+                    "published section")
+
+
+def is_published_checkpoint(handle):
+    """True when `handle` names weights someone published: a hub handle
+    (hf://, kaggle://) or a Hugging Face, keras-hub, google-research/bert or
+    TF Hub directory (`kerasbert.loading.source`'s layouts). False for a
+    built-in preset (random weights), a `.keras` file and a kerasbert run
+    (pretrained here, for as long as the run went). File checks only, no
+    download and no TensorFlow: `info` and `finetune` ask before anything
+    loads.
+    """
+    if not handle:
+        return False
+    handle = os.fspath(handle)
+    if handles.is_remote(handle):
+        return True
+    return os.path.isdir(handle) and detect_layout(handle)[0] in PUBLISHED
+
+
 def _by_width(rows, hidden_dim):
     return next(row for row in rows if row[0] is None or hidden_dim <= row[0])
 
 
-def default_recipe(family, num_layers, hidden_dim):
+def default_recipe(family, num_layers, hidden_dim, published=False):
     """The values `finetune` uses for the flags a user leaves out.
 
     Args:
@@ -138,6 +183,11 @@ def default_recipe(family, num_layers, hidden_dim):
             "electra", "distil_bert", "big_bird", "gpt", "reformer":
             `kerasbert.models.presets.family_of`).
         num_layers, hidden_dim: the backbone's size.
+        published: the weights are a published checkpoint
+            (`is_published_checkpoint`), not pretrained here: narrow BERTs
+            take the published row (the papers' rows of the wider models and
+            of the other families were measured on published checkpoints
+            already).
 
     Returns:
         a `Recipe` named "default" whose `why` names the size row.
@@ -161,6 +211,10 @@ def default_recipe(family, num_layers, hidden_dim):
                       source=_ALBERT, why=f"ALBERT's GLUE rates, middle ({size})")
     bound, rate, why = _by_width(_BERT_BY_WIDTH, hidden_dim)
     small = bound is not None and bound <= 512
+    if published and small and family in _BERT_LIKE:
+        rate, why = _PUBLISHED_SMALL
+        return Recipe("default", rate, 32, 3, source=_SMALL_PUBLISHED,
+                      grid=PUBLISHED_SMALL_GRID, why=f"{why} ({size})")
     source = _SMALL if small else _BERT
     if family == "reformer":
         # The Reformer paper publishes language-model training only.
@@ -229,20 +283,21 @@ def rate_warning(family, learning_rate):
             "learn (too low) or diverge (too high).")
 
 
-def resolve(given, family, num_layers, hidden_dim, recipe=None):
+def resolve(given, family, num_layers, hidden_dim, recipe=None, published=False):
     """(values, recipe, chosen): the flags to train with.
 
     Args:
         given: {flag: value or None} from the command line (None: not given).
         family, num_layers, hidden_dim: the backbone's.
         recipe: a `--recipe` name, or None for `default_recipe`.
+        published: the weights are a published checkpoint (`default_recipe`).
 
     Returns:
         ({flag: value} for every flag of `FIELDS`, the `Recipe` the missing
         values came from, the flags taken from it).
     """
     chosen_recipe = (get_recipe(recipe, family, num_layers, hidden_dim) if recipe
-                     else default_recipe(family, num_layers, hidden_dim))
+                     else default_recipe(family, num_layers, hidden_dim, published))
     defaults = chosen_recipe.values()
     values, taken = {}, []
     for flag in FIELDS:

@@ -18,6 +18,13 @@ keeps the model that scores best on the dev set. Here:
     parallel   --parallel-trials N runs N trial processes at once, each with
                its share of the CPU threads and its own GPU, or none: never
                two on one GPU.
+    the edge   when the best learning rate is the grid's highest or lowest,
+               the optimum may lie outside it: the search runs one more rate,
+               one step past that edge with the grid's own spacing (3e-3 past
+               1e-3, 3e-4; rounded to one significant digit), at the best
+               trial's batch size and epochs, then stops (`extend=False`,
+               `--no-extend`: the grid only). search.json's "optimum" says where
+               the best rate lies: inside the rates tried, or at an edge.
     result     the best trial's run becomes OUT's (model.keras, config.json
                with a "search" entry, tokenizer files, metrics.json), with
                OUT/search.json (every trial: values, score, kept epoch, wall
@@ -37,6 +44,7 @@ from kerasbert.errors import UsageError
 from kerasbert.io_utils import atomic_write_text
 from kerasbert.training.recipes import RECIPES
 from kerasbert.training.recipes import default_recipe
+from kerasbert.training.recipes import is_published_checkpoint
 
 #: `--search` keys -> FinetuneConfig fields
 KEYS = {"lr": "learning_rate", "learning_rate": "learning_rate", "batch": "batch_size",
@@ -78,8 +86,9 @@ def full_grid(given, config, family, num_layers, hidden_dim):
     """{field: values} of every dimension: `given`, else the recipe's grid,
     else the run's own single value; a flag given on the command line fixes
     its dimension unless `--search` names it."""
+    published = is_published_checkpoint(config.preset or config.init_checkpoint)
     recipe = (RECIPES[config.recipe] if config.recipe
-              else default_recipe(family, num_layers, hidden_dim))
+              else default_recipe(family, num_layers, hidden_dim, published))
     grid = {}
     for field in ("learning_rate", "batch_size", "epochs"):
         if field in given:
@@ -89,6 +98,63 @@ def full_grid(given, config, family, num_layers, hidden_dim):
         else:
             grid[field] = tuple(recipe.grid.get(field, (getattr(recipe, field),)))
     return grid
+
+
+def edge_extension(rates, best_rate):
+    """The learning rate one step past the edge of `rates` that `best_rate`
+    lies on, with the grid's own spacing (the ratio of that edge to its
+    neighbour: 3e-3 past 1e-3 and 3e-4, 1e-5 below 3e-5 and 1e-4), rounded
+    to one significant digit like the papers' grids (the exact step where
+    rounding would land back inside a finely spaced grid); None when the
+    best rate lies inside the grid, the grid has one rate, or the step would
+    leave (0, 1)."""
+    rates = sorted(set(rates))
+    if len(rates) < 2 or best_rate not in (rates[0], rates[-1]):
+        return None
+    upper = best_rate == rates[-1]
+    exact = rates[-1] ** 2 / rates[-2] if upper else rates[0] ** 2 / rates[1]
+    rounded = float(f"{exact:.0e}")
+    step = rounded if (rounded > rates[-1] if upper else rounded < rates[0]) else exact
+    return step if 0.0 < step < 1.0 else None
+
+
+def _best(records):
+    """The best finished record (ties: the earliest trial)."""
+    return max(records, key=lambda r: (r["score"], -int(r["trial"])))
+
+
+def locate_optimum(records, grid_rates, extended=None):
+    """Where the best learning rate lies: {"learning_rate", "position"
+    ("inside": rates on both sides scored lower; "edge": the highest or
+    lowest rate tried, so the optimum may lie beyond it; "single": one rate
+    tried), "side" ("upper"/"lower" at an edge), "grid", "extended" (the
+    rate tried one step past the grid's edge, or None), "tried",
+    "summary" (one line for people)}."""
+    done = [r for r in records if r["score"] is not None]
+    best = _best(done)
+    rate = best["values"].get("learning_rate")
+    tried = sorted({r["values"].get("learning_rate") for r in done})
+    side = None
+    if len(tried) < 2:
+        position, summary = "single", f"one learning rate, {rate:g}, was tried: not searched"
+    elif rate in (tried[0], tried[-1]):
+        position, side = "edge", "upper" if rate == tried[-1] else "lower"
+        if extended is not None and rate == extended:
+            summary = (f"{rate:g}, one step past the grid's {side} edge, beat every rate of "
+                       "the grid: the optimum may lie further out (the search stops after "
+                       "one step)")
+        else:
+            summary = (f"{rate:g} is the {side} edge of the rates tried: the optimum may lie "
+                       "beyond it" + (f" (the step past it, {extended:g}, did not finish)"
+                                     if extended is not None else ""))
+    else:
+        position = "inside"
+        summary = (f"{rate:g} lies inside the rates tried ({', '.join(f'{r:g}' for r in tried)})"
+                   + (f"; one step past the grid's edge, {extended:g}, scored lower"
+                      if extended is not None else ""))
+    return {"learning_rate": rate, "position": position, "side": side,
+            "grid": sorted(grid_rates), "extended": extended, "tried": tried,
+            "summary": summary}
 
 
 def _hyperparameters(grid, restarts):
@@ -102,7 +168,7 @@ def _hyperparameters(grid, restarts):
     return hp
 
 
-def _oracle(directory, grid, restarts, metric, resume):
+def _oracle(directory, grid, restarts, metric, resume, extra=()):
     import keras_tuner  # lazy: the search's bookkeeping only
 
     class GridOracle(keras_tuner.Oracle):
@@ -129,14 +195,20 @@ def _oracle(directory, grid, restarts, metric, resume):
     names = list(grid) + (["restart"] if restarts > 1 else [])
     dimensions = list(grid.values()) + ([tuple(range(restarts))] if restarts > 1 else [])
     combinations = [dict(zip(names, values)) for values in itertools.product(*dimensions)]
+    combinations += list(extra)  # the step past the grid's edge, after the grid
+    space = {field: tuple(dict.fromkeys([*values, *(c[field] for c in extra)]))
+             for field, values in grid.items()}
     oracle = GridOracle(combinations, objective=keras_tuner.Objective(metric, direction="max"),
                         max_trials=len(combinations),
-                        hyperparameters=_hyperparameters(grid, restarts),
+                        hyperparameters=_hyperparameters(space, restarts),
                         max_consecutive_failed_trials=len(combinations))
     oracle._display.verbose = 0  # our own lines say what runs
     oracle._set_project_dir(directory, SEARCH_DIR)
     if resume:
         oracle.reload()
+        # The saved space is the one the search started with: a rate past
+        # the grid's edge joins it here.
+        oracle.hyperparameters = _hyperparameters(space, restarts)
     return oracle, len(combinations)
 
 
@@ -217,10 +289,15 @@ def _finish(oracle, trial, record, returncode, metric):
         trial.status = keras_tuner.engine.trial.TrialStatus.FAILED
         trial.message = f"exit {returncode}; see {record['folder']}/trial.log"
     oracle.end_trial(trial)
+    # KerasTuner saves its state inside end_trial while the trial is still
+    # listed as running, and a reload retries whatever is listed so: saved
+    # again, a reloaded oracle (--resume, the step past the edge) does not run
+    # a finished trial a second time.
+    oracle.save()
     return record
 
 
-def run_search(config, grid_items, restarts=1, parallel=1, resume=False):
+def run_search(config, grid_items, restarts=1, parallel=1, resume=False, extend=True):
     """Runs the search and makes its best trial the run at config.output_dir.
 
     Args:
@@ -229,10 +306,13 @@ def run_search(config, grid_items, restarts=1, parallel=1, resume=False):
         restarts: seeds per setting (`--restarts`).
         parallel: trial processes at once (`--parallel-trials`).
         resume: continue the search in config.output_dir (`--resume`).
+        extend: when the best learning rate is an edge of the grid, try one
+            step past it (`edge_extension`) before stopping (`--no-extend`:
+            False).
 
     Returns:
         {"best": the best trial's record, "trials": every record, "metric",
-        "grid", "outputs": {name: path}}.
+        "grid", "optimum": `locate_optimum`'s answer, "outputs": {name: path}}.
     """
     # lazy: tensorflow (the search process itself only reads the model's size)
     from kerasbert.models import presets
@@ -259,6 +339,35 @@ def run_search(config, grid_items, restarts=1, parallel=1, resume=False):
           + ", ".join(f"{k}={','.join(f'{v:g}' for v in vals)}" for k, vals in grid.items())
           + (f" x {restarts} seeds" if restarts > 1 else "")
           + f", scored by dev {metric}; {len(records)} finished before", flush=True)
+    _run_trials(oracle, config, output_dir, parallel, restarts, metric, records, grid)
+    extended = None
+    base = [r for r in records.values() if r["score"] is not None
+            and r["values"].get("learning_rate") in grid["learning_rate"]]
+    if extend and base:
+        edge_best = _best(base)
+        extended = edge_extension(grid["learning_rate"], edge_best["values"]["learning_rate"])
+    if extended is not None:
+        # One step past the edge, at the best trial's other values (the
+        # question is where the optimum lies along the rate, not a new grid).
+        values = dict(edge_best["values"], learning_rate=extended)
+        extra = [dict(values, restart=r) if restarts > 1 else values for r in range(restarts)]
+        print(f"search: the best rate, {edge_best['values']['learning_rate']:g}, is the "
+              f"grid's edge; one step past it: {extended:g}", flush=True)
+        oracle, _ = _oracle(output_dir, grid, restarts, metric, True, extra)
+        _run_trials(oracle, config, output_dir, parallel, restarts, metric, records, grid)
+    done = [r for r in records.values() if r["score"] is not None]
+    if not done:
+        raise UsageError(f"every trial failed; see {output_dir}/{TRIALS_DIR}/*/trial.log.")
+    best = _best(done)
+    optimum = locate_optimum(done, grid["learning_rate"], extended)
+    table = _write_table(output_dir, records, grid, restarts, metric, best, optimum)
+    outputs = _adopt(best, output_dir, table)
+    return {"best": best, "trials": list(records.values()), "metric": metric, "grid": grid,
+            "optimum": optimum, "outputs": outputs}
+
+
+def _run_trials(oracle, config, output_dir, parallel, restarts, metric, records, grid):
+    """Runs the oracle's trials until it stops; `records` gains each one."""
     running = {}  # slot -> (process, trial, record)
     stopped = False
     while running or not stopped:
@@ -286,14 +395,6 @@ def run_search(config, grid_items, restarts=1, parallel=1, resume=False):
             _write_table(output_dir, records, grid, restarts, metric)
         if running:
             time.sleep(0.5)
-    done = [r for r in records.values() if r["score"] is not None]
-    if not done:
-        raise UsageError(f"every trial failed; see {output_dir}/{TRIALS_DIR}/*/trial.log.")
-    best = max(done, key=lambda r: (r["score"], -int(r["trial"])))
-    table = _write_table(output_dir, records, grid, restarts, metric, best)
-    outputs = _adopt(best, output_dir, table)
-    return {"best": best, "trials": list(records.values()), "metric": metric, "grid": grid,
-            "outputs": outputs}
 
 
 def _previous_records(output_dir):
@@ -305,10 +406,11 @@ def _previous_records(output_dir):
         return {}
 
 
-def _write_table(output_dir, records, grid, restarts, metric, best=None):
+def _write_table(output_dir, records, grid, restarts, metric, best=None, optimum=None):
     table = {"metric": metric, "grid": {k: list(v) for k, v in grid.items()},
              "restarts": restarts, "best_trial": best["trial"] if best else None,
-             "trials": sorted(records.values(), key=lambda r: r["trial"])}
+             "optimum": optimum,
+             "trials": sorted(records.values(), key=lambda r: int(r["trial"]))}
     atomic_write_text(os.path.join(output_dir, SEARCH_JSON), json.dumps(table, indent=2))
     return table
 
@@ -331,7 +433,8 @@ def _adopt(best, output_dir, table):
         config = json.load(f)
     config["search"] = {"metric": table["metric"], "best_trial": best["trial"],
                         "values": best["values"], "seed": best["seed"],
-                        "score": best["score"], "table": SEARCH_JSON}
+                        "score": best["score"], "optimum": table["optimum"],
+                        "table": SEARCH_JSON}
     atomic_write_text(config_path, json.dumps(config, indent=2))
     outputs[SEARCH_JSON] = os.path.join(output_dir, SEARCH_JSON)
     outputs[SEARCH_PLOT] = plot_search(table, os.path.join(output_dir, SEARCH_PLOT))

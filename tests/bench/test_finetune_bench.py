@@ -3,6 +3,8 @@ task, one search trial); accuracies and timings are never asserted."""
 
 import math
 
+import pytest
+
 from bench_loader import load_bench
 
 
@@ -15,3 +17,18 @@ def test_quick_run_fine_tunes_three_ways(tmp_path):
         assert 0.0 <= row[key] <= 1.0 and math.isfinite(row[f"{key}_seconds"])
     assert row["default_values"]["learning_rate"] == 1e-3 and row["search_trials"] == 1
     assert (tmp_path / "finetune.json").exists()
+
+
+@pytest.mark.slow
+def test_quick_published_section(published_minilm, tmp_path):
+    """--published-only --quick: the real checkpoint, one search trial at
+    its default's rate, which is also the default's score (the same run)."""
+    bench = load_bench("finetune_bench")
+    results = bench.main(["--quick", "--published-only", "--published-dir", str(published_minilm)])
+    assert results["rows"] == []
+    section = results["published"]
+    assert (section["num_layers"], section["hidden_dim"]) == (6, 384)
+    [row] = section["rows"]
+    assert row["task"] == "stdlib-area" and row["search_trials"] == 1
+    assert row["default"] == row["search"] and row["default_from"] == "search trial 0"
+    assert row["optimum"]["position"] == "single"

@@ -84,3 +84,20 @@ def test_from_preset_needs_no_entry_point_and_no_task_import(tmp_path):
                           capture_output=True, text=True, timeout=300)
     assert done.returncode == 0, done.stderr[-2000:]
     assert done.stdout.split()[-2:] == ["BertBackbone", "50"]
+
+
+def test_hub_snapshots_fetch_every_file_a_loader_reads():
+    # A sentence-transformers repository as published: weights, tokenizer
+    # and pooling files come down; pickles never do.
+    import fnmatch
+
+    from kerasbert.loading.handles import HF_PATTERNS
+
+    def fetched(name):
+        return any(fnmatch.fnmatch(name, pattern) for pattern in HF_PATTERNS)
+
+    for name in ("config.json", "model.safetensors", "tokenizer.json", "tokenizer_config.json",
+                 "vocab.txt", "modules.json", "sentence_bert_config.json",
+                 "1_Pooling/config.json"):
+        assert fetched(name), name
+    assert not fetched("pytorch_model.bin") and not fetched("2_Dense/pytorch_model.bin")

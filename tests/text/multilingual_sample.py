@@ -33,9 +33,11 @@ EMOJI_LINES = (
     "¡Qué bueno! 😂🤣 jajaja ❤️🔥",
     "Tab\tseparated\u00a0nbsp and zero\u200bwidth and soft\u00adhyphen",
 )
-# Lines that show where we knowingly differ from HF `tokenizers` (see
-# tests/text/test_hf_parity.py for the causes).
-DIVERGENT_LINES = (
+# Lines where tokenizers once differed from HF `tokenizers`: a special-token
+# string in text (equal with special_tokens_in_strings on) and a word of 101-400
+# bytes (HF's limit counts characters, and so does ours). The adversarial
+# sample (adversarial_sample.py) has many more of both.
+EDGE_LINES = (
     "Fill in the [MASK] token, then [SEP] and [CLS].",
     "A 120-letter word: " + "pneumonoultramicroscopicsilicovolcanoconiosis" * 2
     + "supercalifragilisticexpialidocious",
@@ -73,7 +75,7 @@ def multilingual_lines(min_lines=10_000, faker_per_locale=150):
     lines, seen = [], set()
     sources = (
         _babel_lines(), _faker_lines(faker_per_locale), iter(EMOJI_LINES),
-        iter(DIVERGENT_LINES),
+        iter(EDGE_LINES),
     )
     for source in sources:
         for line in source:

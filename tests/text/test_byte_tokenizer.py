@@ -49,7 +49,8 @@ def test_family_facts():
     kind, files, tokens = read_vocabulary("bytes")
     assert (kind, files, len(tokens), tokens[:3]) == (BYTES, (), 258, ["<pad>", "</s>", "<0x00>"])
     description = describe_tokenizer(load_tokenizer("bytes"))
-    assert description == {"type": "bytes", "files": [], "lower_case": False}
+    assert description == {"type": "bytes", "files": [], "lower_case": False,
+                           "special_tokens_in_strings": False}
     specials = load_tokenizer("bytes").get_special_tokens_dict()
     assert "mask_id" not in specials and int(specials["vocab_size"]) == 258
 

@@ -9,6 +9,7 @@ import json
 import pytest
 import tensorflow as tf
 
+import adversarial_sample
 import multilingual_sample as corpus
 from kerasbert.text import Gpt1Tokenizer
 from kerasbert.text import load_tokenizer
@@ -142,3 +143,23 @@ def test_bad_files_name_the_problem(tmp_path, gpt1_dir):
     (tmp_path / "merges.txt").write_text("#version: 0.2\na b c\n", encoding="utf-8")
     with pytest.raises(ValueError, match="line 2: a merge rule is two tokens"):
         Gpt1Tokenizer(tmp_path / "vocab.json", tmp_path / "merges.txt")
+
+
+@pytest.mark.parametrize("on", [True, False], ids=["specials_on", "specials_off"])
+def test_adversarial_sample_in_both_settings(lines, gpt1_dir, reference, on):
+    """Long words, special-token strings, control characters, empty lines:
+    the ids and offsets of `tokenizers` with its special-token matching on
+    (the published <unk> only: ours appended are no strings of the source)
+    or off (encode_special_tokens)."""
+    texts = adversarial_sample.adversarial_lines(lines=lines)
+    ours = load_tokenizer(str(gpt1_dir), special_tokens_in_strings=on)
+    reference.encode_special_tokens = not on
+    try:
+        expected = reference.encode_batch(texts)
+    finally:
+        reference.encode_special_tokens = False
+    ids, starts, ends = ours.tokenize_with_offsets(texts)
+    assert ids.to_list() == [e.ids for e in expected]
+    spans = [list(zip(s, e)) for s, e in zip(starts.to_list(), ends.to_list())]
+    assert spans == [[tuple(o) for o in e.offsets] for e in expected]
+    assert (ours.tokenize_ids("<unk>").numpy().tolist() == [ours.unk_id]) is on

@@ -1,9 +1,12 @@
 """Token ids identical to HF `tokenizers`' BertWordPieceTokenizer.
 
 Same vocabulary (built by our builder from the sample), same casing, on a
-real multilingual sample of >10,000 lines (tests/text/multilingual_sample.py, offline).
-Every line that differs is listed below with its cause; a new divergence,
-or a listed one that disappears, fails the test.
+real multilingual sample of >10,000 lines (tests/text/multilingual_sample.py,
+offline) and on the adversarial sample (tests/text/adversarial_sample.py:
+words of 90-500 characters in every script, special-token strings, control
+characters, empty lines). Every line is equal, with the special-token switch
+in both settings: on, as `tokenizers` matches [CLS] [SEP] [PAD] [UNK] [MASK]
+in text; off, as `tokenizers` with its own switch off (encode_special_tokens).
 """
 
 import itertools
@@ -13,21 +16,10 @@ import pytest
 from kerasbert.text import WordPieceTokenizer
 from kerasbert.text import build_wordpiece_vocab
 from kerasbert.text import write_vocab
+import adversarial_sample
 import multilingual_sample as corpus
 
 tokenizers = pytest.importorskip("tokenizers")
-
-KNOWN_DIVERGENCES = {
-    # HF registers [PAD] [UNK] [CLS] [SEP] [MASK] as added tokens and matches
-    # them verbatim in the raw text; BERT's own tokenizer (and ours) treats
-    # text as text: "[", "mask", "]". We keep BERT's behaviour so user text
-    # can never inject control tokens.
-    corpus.DIVERGENT_LINES[0]: "special-token strings in text",
-    # HF turns words over 100 characters into [UNK]; tensorflow-text limits
-    # UTF-8 bytes (ours: 400, i.e. 100 characters of any script), so a
-    # 101-400 byte ASCII word is still split into pieces here.
-    corpus.DIVERGENT_LINES[1]: "word over 100 characters but under 400 bytes",
-}
 
 
 @pytest.fixture(scope="module")
@@ -54,21 +46,27 @@ def test_ids_match_hf_tokenizers(sample, lower_case):
         str(vocab_file), lowercase=lower_case, strip_accents=lower_case,
         clean_text=True, handle_chinese_chars=True,
     )
-    encodings = hf.encode_batch(lines, add_special_tokens=False)
-    expected = [e.ids for e in encodings]
-    ours = WordPieceTokenizer(vocab_file, lower_case=lower_case)
-    got = ours.tokenize_ids(lines).to_list()
-    # Word grouping (whole-word masking relies on it) matches HF's word ids.
-    words = ours.tokenize(lines)
-    assert words.merge_dims(-2, -1).to_list() == got
-    got_sizes = words.row_lengths(axis=2).to_list()
+    samples = {"multilingual": lines, "adversarial": adversarial_sample.adversarial_lines()}
+    for on in (True, False):
+        ours = WordPieceTokenizer(vocab_file, lower_case=lower_case, special_tokens_in_strings=on)
+        hf._tokenizer.encode_special_tokens = not on
+        for name, sample in samples.items():
+            encodings = hf.encode_batch(sample, add_special_tokens=False)
+            got = ours.tokenize_ids(sample).to_list()
+            # Word grouping (whole-word masking relies on it) matches HF's word ids.
+            words = ours.tokenize(sample)
+            assert words.merge_dims(-2, -1).to_list() == got
+            got_sizes = words.row_lengths(axis=2).to_list()
+            differing = {line for line, a, b in zip(sample, got, encodings) if list(a) != b.ids}
+            hf_sizes = [[len(list(g)) for _, g in itertools.groupby(e.word_ids)]
+                        for e in encodings]
+            differing |= {line for line, a, b in zip(sample, got_sizes, hf_sizes) if list(a) != b}
+            print(f"specials {'on' if on else 'off'} {name}: "
+                  f"{len(sample) - len(differing)}/{len(sample)} lines equal")
+            assert not differing, sorted(differing)[:10]
 
     assert len(lines) >= 10_000
-    differing = {line for line, a, b in zip(lines, got, expected) if list(a) != b}
-    hf_sizes = [[len(list(g)) for _, g in itertools.groupby(e.word_ids)] for e in encodings]
-    differing |= {line for line, a, b in zip(lines, got_sizes, hf_sizes) if list(a) != b}
-    assert differing == set(KNOWN_DIVERGENCES), sorted(differing ^ set(KNOWN_DIVERGENCES))[:10]
     # The sample is not trivially all-[UNK] or all whole words.
-    flat = [i for row in got for i in row]
+    flat = [i for row in ours.tokenize_ids(lines).to_list() for i in row]
     assert ours.unk_id in flat
     assert sum(vocab[i].startswith("##") for i in flat) > 1000

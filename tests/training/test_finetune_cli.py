@@ -265,8 +265,10 @@ def test_albert_sentencepiece_finetune_export_predict(setup, tmp_path, capsys):
     args[args.index("--epochs") + 1] = "1"
     assert main(args) == 0
     config = json.load(open(out / "config.json"))
-    assert config["tokenizer"] == {"type": "sentencepiece", "files": ["sentencepiece.model"],
-                                   "lower_case": True}
+    described = {k: config["tokenizer"][k] for k in ("type", "files", "lower_case",
+                                                     "special_tokens_in_strings")}
+    assert described == {"type": "sentencepiece", "files": ["sentencepiece.model"],
+                         "lower_case": True, "special_tokens_in_strings": False}
     assert (out / "sentencepiece.model").read_bytes() == open(spm, "rb").read()
 
     exported = tmp_path / "export"

@@ -108,3 +108,44 @@ def test_every_recipe_is_what_the_readme_says():
         grid = "; ".join(f"{k}: {', '.join(f'{x:g}' for x in v)}"
                          for k, v in recipe.grid.items()) or "—"
         assert re.sub(r"\s+", " ", row["grid"]) == grid, name
+
+
+def test_published_checkpoints_are_told_from_runs_and_presets(tmp_path):
+    published = recipes.is_published_checkpoint
+    assert published("hf://sentence-transformers/all-MiniLM-L6-v2")
+    assert published("kaggle://keras/bert/keras/bert_tiny_en_uncased/2")
+    assert not published("bert_tiny") and not published(None)
+    hf, keras_hub, run = ('{"model_type": "bert"}', '{"registered_name": "keras_hub>BertBackbone"}',
+                          '{"task_type": "classification", "vocab": "vocab.txt"}')
+    for name, files in {"hf": {"config.json": hf, "model.safetensors": ""},
+                        "keras_hub": {"config.json": keras_hub, "model.weights.h5": ""},
+                        "tf1": {"bert_config.json": "{}", "bert_model.ckpt.index": ""},
+                        "tf_hub": {"saved_model.pb": ""},
+                        "run": {"config.json": "{}", "backbone.keras": ""},
+                        "finetuned": {"config.json": run, "model.keras": "", "vocab.txt": ""},
+                        "empty": {}}.items():
+        folder = tmp_path / name
+        folder.mkdir()
+        for file, text in files.items():
+            (folder / file).write_text(text)
+        assert published(str(folder)) == (name not in ("run", "finetuned", "empty")), name
+    (tmp_path / "b.keras").write_text("")
+    assert not published(str(tmp_path / "b.keras"))
+
+
+def test_published_narrow_berts_take_their_own_row():
+    """The row measured on a published checkpoint (bench/finetune_bench.py's
+    published section): narrow BERT-like models only; the wider rows and the
+    other families' are the papers', measured on published checkpoints."""
+    row = recipes.default_recipe("bert", 6, 384, published=True)
+    assert "published" in row.why and "6 layers x 384" in row.why
+    assert row.learning_rate in row.grid["learning_rate"]
+    assert recipes.default_recipe("distil_bert", 4, 256, published=True) == \
+        recipes.default_recipe("bert", 4, 256, published=True)
+    for family, layers, hidden in (("bert", 12, 768), ("roberta", 12, 768),
+                                   ("electra", 12, 256), ("albert", 12, 768)):
+        assert recipes.default_recipe(family, layers, hidden, published=True) == \
+            recipes.default_recipe(family, layers, hidden), family
+    values, recipe, _ = recipes.resolve(dict.fromkeys(recipes.FIELDS), "bert", 6, 384,
+                                        published=True)
+    assert recipe == row and values["learning_rate"] == row.learning_rate

@@ -42,7 +42,9 @@ def files(tmp_path_factory):
 def _args(files, out, *grid):
     return ("finetune", "--backbone", files / "b.keras", "--vocab", files / "vocab.txt",
             "--task", f"csv:{files / 'train.csv'}", "--validation", files / "valid.csv",
-            "--output-dir", out, "--max-seq-length", "24", "--no-progress", "--search", *grid)
+            "--output-dir", out, "--max-seq-length", "24", "--no-progress",
+            # the grid only: the step past its edge is test_search_edge.py's
+            "--no-extend", "--search", *grid)
 
 
 def test_grid_keys_and_precedence():

@@ -1,0 +1,101 @@
+"""A keras-hub preset's tokenizer is keras-hub's: `load_tokenizer(PRESET)`
+gives the ids of the keras-hub tokenizer that `save_to_preset` wrote the
+preset with, through keras-hub's TensorFlow path (as in tf.data and its
+exports), on the multilingual and the adversarial sample, in the preset's
+own special-token setting, in Python and in a SavedModel. The peer files
+are written by keras-hub (the vocabularies by tokenizers' and
+sentencepiece's trainers)."""
+
+import json
+
+import pytest
+import tensorflow as tf
+
+from kerasbert.text import load_tokenizer
+from test_source_tokenizer_parity import _check_saved_model
+from test_source_tokenizer_parity import _report
+from test_source_tokenizer_parity import adversarial  # noqa: F401  (fixture)
+from test_source_tokenizer_parity import albert_directory  # noqa: F401  (fixture)
+from test_source_tokenizer_parity import lines  # noqa: F401  (fixture)
+from test_source_tokenizer_parity import roberta_directory  # noqa: F401  (fixture)
+
+tokenizers = pytest.importorskip("tokenizers")
+keras_hub = pytest.importorskip("keras_hub")
+
+
+def _keras_hub_preset(directory, tokenizer, backbone):
+    """A keras-hub preset's tokenizer files as keras-hub's save_to_preset
+    writes them (tokenizer.json with its config, assets/tokenizer/), and
+    the config.json marker of a preset of `backbone`."""
+    tokenizer.save_to_preset(str(directory))
+    (directory / "config.json").write_text(json.dumps(
+        {"registered_name": f"keras_hub>{backbone}"}))
+    return directory
+
+
+def _keras_hub_ids(tokenizer, texts):
+    """keras-hub's ids through its TensorFlow path (as in tf.data and its
+    exports; eagerly keras-hub runs a pure-Python path)."""
+    return tf.function(lambda t: tokenizer(t))(tf.constant(texts)).to_list()
+
+
+@pytest.mark.parametrize("lower_case", [True, False], ids=["uncased", "cased"])
+def test_keras_hub_bert_presets(tmp_path, lines, adversarial, lower_case):
+    """keras-hub's BertTokenizer reads text its own way (no control-character
+    clean-up, NFKC case folding, 100-byte words, its four special tokens):
+    a keras-hub preset loads with that pipeline and the preset's own
+    special_tokens_in_strings, and gives keras-hub's ids on every line."""
+    trained = tokenizers.BertWordPieceTokenizer(lowercase=True, strip_accents=True)
+    trained.train_from_iterator(lines[::3], vocab_size=6000, min_frequency=1,
+                                show_progress=False,
+                                special_tokens=["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]"])
+    trained.save_model(str(tmp_path))
+    for on in (False, True):
+        peer = keras_hub.models.BertTokenizer(vocabulary=str(tmp_path / "vocab.txt"),
+                                              lowercase=lower_case,
+                                              special_tokens_in_strings=on)
+        directory = _keras_hub_preset(tmp_path / f"preset_{on}", peer, "BertBackbone")
+        ours = load_tokenizer(str(directory))  # the preset's own setting
+        assert ours.normalization == "keras_hub" and ours.special_tokens_in_strings is on
+        for name, texts in (("multilingual", lines), ("adversarial", adversarial)):
+            got, expected = ours.tokenize_ids(texts).to_list(), _keras_hub_ids(peer, texts)
+            assert _report("keras-hub bert", on, name, got, expected) == len(texts), [
+                line for line, a, b in zip(texts, got, expected) if a != b][:5]
+        ids, starts, ends = ours.tokenize_with_offsets(adversarial)
+        assert ids.to_list() == _keras_hub_ids(peer, adversarial)
+        assert ours.detokenize(ours.tokenize_ids(["hello, world"])).numpy()[0] == b"hello , world"
+        if lower_case:
+            _check_saved_model(directory, adversarial, tmp_path / f"saved_{on}")
+
+
+def test_keras_hub_albert_and_roberta_presets(tmp_path, lines, adversarial, albert_directory,
+                                              roberta_directory):
+    """keras-hub's SentencePiece tokenizer (no lower-casing, no special
+    tokens in text) and byte-level BPE (its four special tokens matched
+    always: ours with the switch on). keras-hub's BPE drops the text after
+    a NUL character (tensorflow-text's regex split reads C strings), ours
+    keeps it: those lines may differ. keras-hub's BPE takes minutes on the
+    long words, so it sees the adversarial lines of up to 80 characters
+    (special-token strings, control characters, empty lines); our BPE's long
+    words are compared with `tokenizers` above."""
+    albert = keras_hub.models.AlbertTokenizer(
+        proto=str(albert_directory[0] / "model" / "spiece.model"))
+    directory = _keras_hub_preset(tmp_path / "albert", albert, "AlbertBackbone")
+    ours = load_tokenizer(str(directory))
+    assert ours.lower_case is False
+    for name, texts in (("multilingual", lines), ("adversarial", adversarial)):
+        got, expected = ours.tokenize_ids(texts).to_list(), _keras_hub_ids(albert, texts)
+        assert _report("keras-hub albert", False, name, got, expected) == len(texts)
+
+    files = roberta_directory[0] / "model"
+    roberta = keras_hub.models.RobertaTokenizer(vocabulary=str(files / "vocab.json"),
+                                                merges=str(files / "merges.txt"))
+    directory = _keras_hub_preset(tmp_path / "roberta", roberta, "RobertaBackbone")
+    ours = load_tokenizer(str(directory), special_tokens_in_strings=True)
+    short = [line for line in adversarial if len(line) <= 80]
+    for name, texts in (("multilingual", lines[::4]), ("adversarial, short lines", short)):
+        got, expected = ours.tokenize_ids(texts).to_list(), _keras_hub_ids(roberta, texts)
+        _report("keras-hub roberta", True, name, got, expected)
+        differing = [line for line, a, b in zip(texts, got, expected) if a != b]
+        assert all("\x00" in line for line in differing), differing[:3]
+        assert len(differing) <= sum("\x00" in line for line in texts)
