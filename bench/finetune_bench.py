@@ -5,7 +5,7 @@ here, fine-tuned three ways, in one run:
     old       the fixed values every model used before (2e-5, batch 32,
               3 epochs), the last epoch kept
     default   no hyperparameter flags: the model's size default
-              (`kerasbert/training/recipes.py`), the best epoch kept
+              (`kerasbert/optimizers/recipes.py`), the best epoch kept
     search    `--search` over 1e-3 and the Small-BERT rates (3e-4, 1e-4, 5e-5, 3e-5)
               at the default batch size and epochs, best trial kept
 
@@ -283,8 +283,8 @@ def run_published(args, root, tasks):
     from kerasbert.testing.published import DEFAULT
     from kerasbert.testing.published import PACKAGES
     from kerasbert.testing.published import published_checkpoint
-    from kerasbert.training.recipes import default_recipe
-    from kerasbert.training.recipes import is_published_checkpoint
+    from kerasbert.optimizers.recipes import default_recipe
+    from kerasbert.optimizers.recipes import is_published_checkpoint
 
     directory = args.published_dir or published_checkpoint(DEFAULT)
     backbone = Backbone.from_preset(directory)

@@ -11,6 +11,7 @@ registers every kerasbert class with Keras first; see kerasbert.saving).
 import importlib
 
 from kerasbert.loading import source as _source
+from kerasbert import export_door as _export_door
 from kerasbert.version import __version__
 
 _SUBPACKAGES = (
@@ -50,7 +51,16 @@ def _load_backbone(handle, dtype=None, **overrides):
     return load_backbone(handle, dtype=dtype, **overrides)
 
 
+def _export_task(model, output, **options):
+    # lazy: TensorFlow and the serving modules
+    from kerasbert.serving.exporter import export_task
+
+    return export_task(model, output, **options)
+
+
 # The package root is the one place that knows every layer: it opens the
-# door through which the models layer (`Backbone.from_preset`) reaches the
-# loaders of published weights above it, without importing upwards.
+# doors through which the models layer (`Backbone.from_preset`) reaches the
+# loaders of published weights above it, and the tasks layer
+# (`Task.export`) the serving layer, without importing upwards.
 _source.install_backbone_loader(_load_backbone)
+_export_door.install_exporter(_export_task)

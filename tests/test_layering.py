@@ -39,11 +39,11 @@ PACKAGE = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__)
 SETUP = os.path.join(os.path.dirname(PACKAGE), "setup.py")
 
 LAYERS = (
-    ("errors", "io_utils", "kernels", "metrics", "version", "plotting"),
+    ("errors", "io_utils", "kernels", "metrics", "version", "plotting", "export_door"),
     ("layers", "text", "optimizers",
      "loading.handles", "loading.source", "loading.sentence_transformers"),
     ("models", "data"),
-    ("convert",),
+    ("convert", "preprocessing"),
     ("tasks",),
     ("saving", "runs"),
     ("loading",),

@@ -10,7 +10,7 @@ from kerasbert.commands._args import TOKENIZER_HELP
 from kerasbert.commands._report import print_metrics
 from kerasbert.commands._report import print_outputs
 from kerasbert.io_utils import output_lock
-from kerasbert.training.recipes import RECIPES
+from kerasbert.optimizers.recipes import RECIPES
 
 NAME = "finetune"
 HELP = "Fine-tune a backbone on a task (GLUE, SQuAD, CoNLL-2003, SWAG, local CSV/TSV/JSONL)."

@@ -3,8 +3,8 @@ weights (any handle: hf://, kaggle://, a directory, a .keras file), and the
 fine-tuning values `finetune` defaults to for it."""
 
 from kerasbert.commands._args import add_preset_arguments
-from kerasbert.training.recipes import default_recipe
-from kerasbert.training.recipes import is_published_checkpoint
+from kerasbert.optimizers.recipes import default_recipe
+from kerasbert.optimizers.recipes import is_published_checkpoint
 
 NAME = "info"
 HELP = "Print the architecture and size of a preset or of a model handle."

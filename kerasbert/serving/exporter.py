@@ -129,14 +129,58 @@ def export_finetuned(model_dir, output, version=None, sequence_length=None, over
     _version_dir(output, version, overwrite)  # fail before loading anything
     model = run.load_model(runs.MODEL)
     tokenizer = run.tokenizer(special_tokens_in_strings=special_tokens_in_strings)
-    return export_model(
-        model, tokenizer, config["task_type"], output,
-        label_names=config.get("label_names"),
-        sequence_length=sequence_length or config["max_seq_length"],
-        qa_options=config.get("qa"), version=version, overwrite=overwrite,
-        model_name=model_name, task=config.get("task"),
-        source=describe_source(run.path(runs.MODEL)), graph=graph,
-    )
+    # The run's config.json is the record of how it was trained (a model
+    # saved before task models carried a preprocessor has none, and a flag
+    # here may override the tokenizer's switch): the preprocessor is rebuilt
+    # from it, then the export is `Task.export`'s.
+    model.preprocessor = run_preprocessor(model, tokenizer, config)
+    return export_task(model, output, version=version, overwrite=overwrite,
+                       model_name=model_name, graph=graph,
+                       sequence_length=sequence_length or config["max_seq_length"],
+                       task=config.get("task"), source=describe_source(run.path(runs.MODEL)))
+
+
+def run_preprocessor(model, tokenizer, config):
+    """The preprocessor a fine-tuning run's config.json describes."""
+    cls = model.preprocessor_class
+    options = {name: value for name, value in (config.get("qa") or {}).items()
+               if name in cls.options}
+    if config["task_type"] == "qa" and "version_2_with_negative" not in options:
+        options["version_2_with_negative"] = "v2" in str(config.get("task", ""))
+    arguments = {**model.preprocessor_arguments(), "task_type": config["task_type"], **options}
+    return cls(tokenizer, config["max_seq_length"], config.get("label_names"), **arguments)
+
+
+def export_task(model, output, version=None, overwrite=False, model_name=None, graph=None,
+                sequence_length=None, task=None, source=None):
+    """`Task.export`: a task model with its preprocessor (tokenizer, packed
+    length, label names, QA options) -> a TF Serving version directory, as
+    `export_model` writes it.
+
+    Args:
+        model: a `kerasbert.tasks` model whose `preprocessor` is set.
+        output, version, overwrite, model_name, graph: as `export_model`.
+        sequence_length: packed length in the graph (default the
+            preprocessor's).
+        task: what export.json records as the task (default "").
+        source: what export.json records of the model's origin (default
+            its class).
+
+    Returns:
+        dict: path, version, task_type, signatures, custom_ops.
+    """
+    preprocessor = model.preprocessor
+    label_names = preprocessor.label_names
+    size = model.num_label_names()
+    if label_names is None and size:
+        label_names = [str(i) for i in range(size)]
+    qa_options = preprocessor.qa_options() if hasattr(preprocessor, "qa_options") else None
+    return export_model(model, preprocessor.tokenizer, preprocessor.task_type, output,
+                        label_names=label_names,
+                        sequence_length=sequence_length or preprocessor.sequence_length,
+                        qa_options=qa_options, version=version, overwrite=overwrite,
+                        model_name=model_name, task=task, graph=graph,
+                        source=source or {"model": type(model).__name__})
 
 
 def export_model(model, tokenizer, task_type, output, label_names=None, sequence_length=128,

@@ -4,7 +4,7 @@
 decoded answer, computed in the graph exactly as the Python evaluation
 pipeline does it: windows as `kerasbert.data.finetuning.qa.convert_qa`
 (`is_training=False`) builds them, spans as
-`kerasbert.tasks.qa_decoding.decode_answers` picks them.
+`kerasbert.preprocessing.qa_decoding.decode_answers` picks them.
 
 Shapes below: B examples, P context pieces of the whole batch, W windows of
 the whole batch (every example has at least one), T = sequence_length,

@@ -24,6 +24,7 @@ from kerasbert.serving.graph_options import check_options
 from kerasbert.serving.graph_options import model_function
 from kerasbert.serving.graph_options import restore_length
 from kerasbert.serving.graph_options import trim_padding
+from kerasbert.preprocessing.task_preprocessor import clean_text  # noqa: F401 (served as trained)
 from kerasbert.text import make_packer
 
 MODEL_INPUTS = ("input_word_ids", "input_mask", "input_type_ids")
@@ -37,15 +38,6 @@ EDGE_TEXTS = (
     "naïve café — 東京タワー 😀 \u200b\u200czero\u200dwidth\x07\x1b",
     b"invalid \xff\xfe UTF-8 \xc3(",
 )
-
-
-def clean_text(texts):
-    """Makes any bytes valid UTF-8: invalid sequences become U+FFFD, which
-    the tokenizer then drops. Character offsets in the outputs index this
-    cleaned text (identical to the input whenever the input is valid)."""
-    return tf.strings.unicode_transcode(
-        texts, "UTF-8", "UTF-8", errors="replace", replacement_char=0xFFFD
-    )
 
 
 def check_ids_in_range(ids, size, name, what):

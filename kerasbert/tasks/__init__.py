@@ -1,22 +1,32 @@
 """Pretrainers and fine-tuning task models.
 
-Names load on first use, so importing the package does not pull in Keras.
+Importing the package registers every task class with Keras (and, through
+them, the backbones, optimizers, schedules and preprocessors a task model
+holds), so `keras.saving.load_model("model.keras")` works after
+`import kerasbert.tasks`, as after `import keras_hub`. `import kerasbert`
+alone stays free of Keras (the CLI's `--help` is instant).
 """
 
-from kerasbert.io_utils import lazy_exports
+from kerasbert.tasks.bert_pretrainer import BertPretrainer
+from kerasbert.tasks.causal_lm import CausalLM
+from kerasbert.tasks.distiller import Distiller
+from kerasbert.tasks.electra_pretrainer import ElectraPretrainer
+from kerasbert.tasks.gpt_classifier import GptClassifier
+from kerasbert.tasks.multiple_choice import MultipleChoice
+from kerasbert.tasks.pearson_correlation import StreamingPearsonCorrelation
+from kerasbert.tasks.question_answerer import QuestionAnswerer
+from kerasbert.tasks.sentence_encoder import SentenceEncoder
+from kerasbert.tasks.sentence_encoder import load_sentence_tokenizer
+from kerasbert.tasks.sentence_encoder import sentence_model_of
+from kerasbert.tasks.task import Task
+from kerasbert.tasks.text_classifier import TextClassifier
+from kerasbert.tasks.token_classifier import TokenClassifier
+from kerasbert.tasks.token_classifier import decode_word_labels
+from kerasbert.tasks.token_classifier import first_subtoken_weights
 
-__getattr__, __dir__, __all__ = lazy_exports(__name__, {
-    "bert_pretrainer": ("BertPretrainer",),
-    "electra_pretrainer": ("ElectraPretrainer",),
-    "causal_lm": ("CausalLM",),
-    "gpt_classifier": ("GptClassifier",),
-    "distiller": ("Distiller",),
-    "task": ("Task",),
-    "text_classifier": ("TextClassifier",),
-    "sentence_encoder": ("SentenceEncoder", "load_sentence_tokenizer", "sentence_model_of"),
-    "token_classifier": ("TokenClassifier", "first_subtoken_weights", "decode_word_labels"),
-    "question_answerer": ("QuestionAnswerer",),
-    "multiple_choice": ("MultipleChoice",),
-    "pearson_correlation": ("StreamingPearsonCorrelation",),
-    "qa_decoding": ("SpanPrediction", "decode_answer", "decode_answers", "window_spans"),
-})
+__all__ = [
+    "BertPretrainer", "CausalLM", "Distiller", "ElectraPretrainer", "GptClassifier",
+    "MultipleChoice", "QuestionAnswerer", "SentenceEncoder", "StreamingPearsonCorrelation",
+    "Task", "TextClassifier", "TokenClassifier", "decode_word_labels",
+    "first_subtoken_weights", "load_sentence_tokenizer", "sentence_model_of",
+]

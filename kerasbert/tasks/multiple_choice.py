@@ -3,6 +3,7 @@
 import keras
 from keras import ops
 
+from kerasbert.preprocessing.multiple_choice_preprocessor import MultipleChoicePreprocessor
 from kerasbert.tasks.task import BACKBONE_INPUTS
 from kerasbert.tasks.task import Task
 from kerasbert.tasks.task import head_initializer
@@ -38,6 +39,11 @@ class MultipleChoice(Task):
     metrics `SparseCategoricalAccuracy(name="accuracy")`; AdamW as in
     `Task.compile`.
     """
+
+    preprocessor_class = MultipleChoicePreprocessor
+
+    def preprocessor_arguments(self):
+        return {"num_choices": self.num_choices}
 
     def __init__(self, backbone, num_choices, dropout=0.1, dtype=None, **kwargs):
         super().__init__(backbone, dropout=dropout, dtype=dtype, **kwargs)

@@ -3,6 +3,7 @@
 import keras
 from keras import ops
 
+from kerasbert.preprocessing.question_answerer_preprocessor import QuestionAnswererPreprocessor
 from kerasbert.tasks.task import Task
 from kerasbert.tasks.task import head_initializer
 
@@ -24,7 +25,7 @@ class QuestionAnswerer(Task):
 
     Decode spans (n-best search, `max_answer_length`, the v2.0 null-score
     threshold, best span over the windows of one example, answer text
-    from character offsets) with `kerasbert.tasks.qa_decoding`.
+    from character offsets) with `kerasbert.preprocessing.qa_decoding`.
 
     Args:
         backbone: a `kerasbert.models.Backbone`.
@@ -48,6 +49,8 @@ class QuestionAnswerer(Task):
     `Task.compile`. Logs: `loss`, `start_logits_loss`, `end_logits_loss`,
     `start_logits_accuracy`, `end_logits_accuracy`.
     """
+
+    preprocessor_class = QuestionAnswererPreprocessor
 
     def __init__(self, backbone, dropout=0.1, dtype=None, **kwargs):
         super().__init__(backbone, dropout=dropout, dtype=dtype, **kwargs)

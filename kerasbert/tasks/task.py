@@ -20,10 +20,15 @@ dropout and a small head. This module holds what every task shares:
   loss and metrics.
 """
 
+import contextlib
+
 import keras
 from keras import ops
 
+from kerasbert.errors import UsageError
 from kerasbert.optimizers.optimization import create_optimizer
+from kerasbert.tasks.task_presets import build_from_preset
+from kerasbert import export_door
 from kerasbert.tasks.backbone_model import BackboneModel
 
 BACKBONE_INPUTS = ("input_word_ids", "input_mask", "input_type_ids")
@@ -116,22 +121,40 @@ def fine_tuning_optimizer(
 
 
 class Task(BackboneModel):
-    """Base class of the fine-tuning task models: a backbone and a head.
+    """Base class of the fine-tuning task models: a backbone and a head,
+    and (when built from a handle, a run directory or a tokenizer) the
+    preprocessor that lets `fit`, `evaluate`, `predict`, `save` and
+    `export` work on raw text.
 
     Subclasses build their head layers (with `dtype=self.head_dtype`) in
     `__init__` after calling `super().__init__(backbone, ...)`, implement
     `call`, `default_loss()` and `default_metrics()` (and optionally
-    `default_weighted_metrics()`), and list their own constructor
-    arguments in `get_config` (the backbone and dropout are handled here).
+    `default_weighted_metrics()`), list their own constructor arguments
+    in `get_config` (the backbone, dropout and preprocessor are handled
+    here), and name their `preprocessor_class`
+    (`kerasbert.preprocessing`).
 
     Args:
         backbone: a `kerasbert.models.Backbone` (BertBackbone, ...).
         dropout: float. Dropout applied to the backbone output before the
             head (0.1, as in BERT fine-tuning).
+        preprocessor: a `kerasbert.preprocessing.TaskPreprocessor` (the
+            tokenizer, packed length and label names), or None: the model
+            then takes token-id dicts only.
         dtype: defaults to the backbone's dtype policy.
+
+    With a preprocessor, `fit`, `evaluate` and `predict` take raw inputs
+    (lists or arrays of strings, or `tf.data` datasets of strings: see the
+    task's preprocessor class) as well as token-id dicts; tokenization runs
+    in the `tf.data` pipeline, never in the compiled step.
     """
 
-    def __init__(self, backbone, dropout=0.1, dtype=None, **kwargs):
+    #: the `TaskPreprocessor` subclass of this task (None: token ids only).
+    preprocessor_class = None
+    #: the constructor argument that `from_preset(label_names=...)` sizes.
+    label_argument = None
+
+    def __init__(self, backbone, dropout=0.1, preprocessor=None, dtype=None, **kwargs):
         if not 0.0 <= float(dropout) < 1.0:
             raise ValueError(f"dropout must be in [0, 1), got {dropout!r}.")
         super().__init__(backbone, dtype=dtype, **kwargs)
@@ -139,10 +162,159 @@ class Task(BackboneModel):
         self.output_dropout = keras.layers.Dropout(
             self.dropout, dtype=backbone.dtype_policy, name="output_dropout"
         )
+        self.preprocessor = preprocessor
+        self._recipe_compile = None
 
     def encode(self, inputs, training=False):
         """The backbone's output dict for a feature dict."""
         return self.backbone(backbone_inputs(inputs), training=training)
+
+    # --- built from a handle ------------------------------------------------
+
+    @classmethod
+    def from_preset(cls, handle, *, tokenizer=None, sequence_length=None, label_names=None,
+                    compile=True, backbone_overrides=None, dtype=None, **kwargs):
+        """This task on the backbone and tokenizer a handle stands for,
+        compiled with the recipe of its family and size.
+
+            model = TextClassifier.from_preset(DIR, num_classes=3)
+            model.fit(x=texts, y=labels, epochs=3)
+
+        Args:
+            handle: a preset name, hf://..., kaggle://..., a published or
+                kerasbert run directory, or a `.keras` file
+                (`kerasbert.loading`).
+            tokenizer: a `kerasbert.text` tokenizer or a path
+                (`load_tokenizer`); default: the handle's own (a built-in
+                preset name has none: then the model takes token ids only).
+            sequence_length: the packed length T (default: the task
+                type's, at most the backbone's positions).
+            label_names: class or tag names in id order; they set the
+                number of outputs when it is not given.
+            compile: compile with the recipe's optimizer, schedule, loss
+                and metrics (`kerasbert.optimizers.recipes`); the
+                schedule's length is set by the first `fit`.
+            backbone_overrides: backbone arguments that keep the weights'
+                shapes (e.g. {"dropout": 0.0}).
+            dtype: the backbone's (and so the model's) dtype policy.
+            **kwargs: this task's own arguments (num_classes, dropout, ...)
+                and its preprocessor's `options` (QA: doc_stride,
+                max_query_length, ...).
+        """
+        return build_from_preset(cls, handle, tokenizer=tokenizer,
+                                 sequence_length=sequence_length, label_names=label_names,
+                                 compile=compile, backbone_overrides=backbone_overrides,
+                                 dtype=dtype, **kwargs)
+
+    def preprocessor_arguments(self):
+        """Arguments this task gives its preprocessor (task type, sizes)."""
+        return {}
+
+    def num_label_names(self):
+        """How many label names the head has room for (None: no names)."""
+        return None
+
+    # --- raw text in fit / evaluate / predict -------------------------------
+
+    def _raw(self, x):
+        """Whether `x` is raw input (then it needs the preprocessor)."""
+        if self.preprocessor is not None:
+            return self.preprocessor.is_raw(x)
+        if not isinstance(x, dict) and _looks_like_text(x):
+            raise UsageError(
+                f"This {type(self).__name__} has no preprocessor, so it takes token-id dicts "
+                "only: build it with from_preset(handle) (or tokenizer=...), or load a .keras "
+                "file saved with one.")
+        return False
+
+    def _raw_dataset(self, x, y=None, sample_weight=None, batch_size=None, shuffle=False,
+                     seed=None):
+        return self.preprocessor.dataset(x, y, sample_weight, batch_size=batch_size,
+                                         shuffle=shuffle, seed=seed,
+                                         num_labels=self.num_label_names())
+
+    def fit(self, x=None, y=None, batch_size=None, epochs=1, *, validation_data=None,
+            shuffle=True, sample_weight=None, seed=None, **kwargs):
+        """`keras.Model.fit`, and on raw inputs too (see the class).
+
+        Raw inputs are batched by `batch_size` (the recipe's, 32, when not
+        given) and shuffled every epoch when `shuffle` (by `seed`, else
+        TensorFlow's global seed: `keras.utils.set_random_seed` makes it
+        repeatable); `validation_data` may be raw as `(x, y)`. A model
+        compiled by `from_preset` sets its schedule's length (warm-up, then
+        linear decay to 0) from the epochs and batches here, on the first
+        call.
+        """
+        if self._raw(x):
+            if kwargs.get("validation_split"):
+                raise UsageError("validation_split does not apply to raw text: give "
+                                 "validation_data=(x, y).")
+            batch_size = batch_size or self._default_batch_size()
+            x = self._raw_dataset(x, y, sample_weight, batch_size, shuffle, seed)
+            y = sample_weight = batch_size = None
+            shuffle = False  # the dataset shuffles itself
+        if validation_data is not None:
+            validation_data = self._raw_validation(validation_data, batch_size)
+        self._size_recipe_schedule(x, y, batch_size, epochs, kwargs.get("steps_per_epoch"))
+        return super().fit(x, y, batch_size=batch_size, epochs=epochs,
+                           validation_data=validation_data, shuffle=shuffle,
+                           sample_weight=sample_weight, **kwargs)
+
+    def _raw_validation(self, data, batch_size):
+        if isinstance(data, tuple) and data and self._raw(data[0]):
+            x, y = data[0], data[1] if len(data) > 1 else None
+            return self._raw_dataset(x, y, None, batch_size or self._default_batch_size())
+        if not isinstance(data, tuple) and self._raw(data):
+            return self._raw_dataset(data, batch_size=batch_size or self._default_batch_size())
+        return data
+
+    def evaluate(self, x=None, y=None, batch_size=None, *, sample_weight=None, **kwargs):
+        """`keras.Model.evaluate`, and on raw inputs with their labels."""
+        if self._raw(x):
+            x = self._raw_dataset(x, y, sample_weight, batch_size or self._default_batch_size())
+            y = sample_weight = batch_size = None
+        return super().evaluate(x, y, batch_size=batch_size, sample_weight=sample_weight,
+                                **kwargs)
+
+    def predict(self, x, batch_size=None, verbose="auto", steps=None, callbacks=None):
+        """`keras.Model.predict`; on raw inputs, the preprocessor decodes the
+        outputs (probabilities, spans, per-word tags: see its class)."""
+        if not self._raw(x):
+            return super().predict(x, batch_size=batch_size, verbose=verbose, steps=steps,
+                                   callbacks=callbacks)
+        dataset, context = self.preprocessor.predict_dataset(
+            x, batch_size or self._default_batch_size())
+        outputs = super().predict(dataset, verbose=verbose, steps=steps, callbacks=callbacks)
+        return self.preprocessor.postprocess(outputs, context)
+
+    def _default_batch_size(self):
+        return (self._recipe_compile or {}).get("batch_size", 32)
+
+    # --- export ----------------------------------------------------------------
+
+    def export(self, filepath, format="tf_serving", verbose=True, **kwargs):
+        """Writes a TF Serving SavedModel that takes raw text (the same as
+        `kerasbert export`: tokenizer and packer in the graph, decoded
+        labels / spans / tags out, warm-up requests, versions).
+
+        Args:
+            filepath: the model's base directory (`export/NAME`); the
+                version directory goes under it.
+            format: "tf_serving" (ours, needs the preprocessor), or a
+                `keras.Model.export` format for token-id inputs.
+            **kwargs: `kerasbert.serving.export_model` options: version,
+                overwrite, model_name, graph, sequence_length.
+
+        Returns:
+            dict: path, version, task_type, signatures, custom_ops.
+        """
+        if format != "tf_serving":
+            return super().export(filepath, format=format, verbose=verbose, **kwargs)
+        if self.preprocessor is None:
+            raise UsageError(f"This {type(self).__name__} has no preprocessor (no tokenizer) "
+                             "to put in the graph: build it with from_preset(handle) or "
+                             "tokenizer=..., or use format='tf_saved_model' for token ids.")
+        return export_door.export(self, filepath, **kwargs)
 
     # --- training setup ---------------------------------------------------
 
@@ -193,6 +365,8 @@ class Task(BackboneModel):
             **kwargs: `keras.Model.compile` arguments (run_eagerly,
                 jit_compile, steps_per_execution, loss_weights, ...).
         """
+        # A compile by the user replaces the recipe's (and its sizing by fit).
+        self._recipe_compile = None
         if isinstance(optimizer, str) and optimizer == "auto":
             optimizer = fine_tuning_optimizer(
                 learning_rate=learning_rate,
@@ -216,7 +390,71 @@ class Task(BackboneModel):
             **kwargs,
         )
 
+    def compile_with_recipe(self, recipe):
+        """Compiles with a recipe's rate, warm-up share, weight decay and
+        layer-wise decay (`kerasbert.optimizers.recipes.Recipe`); the first
+        `fit` then sizes the schedule (warm-up share of all its updates,
+        linear decay to 0 at the end) and takes the recipe's batch size for
+        raw inputs. A later `compile()` replaces all of it."""
+        arguments = dict(learning_rate=recipe.learning_rate, warmup_ratio=recipe.warmup_ratio,
+                         weight_decay=recipe.weight_decay, layer_decay=recipe.layerwise_lr_decay)
+        self.compile(**arguments)
+        self._recipe_compile = dict(arguments, batch_size=recipe.batch_size)
+
+    def _size_recipe_schedule(self, x, y, batch_size, epochs, steps_per_epoch):
+        """Recompiles a recipe-compiled model whose optimizer has not stepped
+        with the schedule's length, once the batches per epoch are known."""
+        recipe = self._recipe_compile
+        if not recipe or self.optimizer is None or int(self.optimizer.iterations.numpy()) > 0:
+            return
+        steps = steps_per_epoch or _batches_per_epoch(x, y, batch_size)
+        if not steps:
+            return
+        arguments = {k: v for k, v in recipe.items() if k != "batch_size"}
+        # Under a tf.distribute strategy the new optimizer's slots must be
+        # made in its scope, as the first compile's were.
+        strategy = getattr(self, "distribute_strategy", None)
+        with strategy.scope() if strategy is not None else contextlib.nullcontext():
+            self.compile(**arguments, num_train_steps=int(steps) * int(epochs))
+        self._recipe_compile = recipe
+
     # --- config -----------------------------------------------------------
 
     def get_config(self):
-        return {**super().get_config(), "dropout": self.dropout}
+        config = {**super().get_config(), "dropout": self.dropout}
+        if self.preprocessor is not None:
+            config["preprocessor"] = keras.saving.serialize_keras_object(self.preprocessor)
+        return config
+
+    @classmethod
+    def from_config(cls, config):
+        config = dict(config)
+        if isinstance(config.get("preprocessor"), dict):
+            config["preprocessor"] = keras.saving.deserialize_keras_object(config["preprocessor"])
+        return super().from_config(config)
+
+
+def _looks_like_text(x):
+    """Strings where token ids were expected (no TensorFlow needed)."""
+    while isinstance(x, (list, tuple)) and x:
+        x = x[0]
+    if isinstance(x, (str, bytes)):
+        return True
+    dtype = getattr(x, "dtype", None)
+    return dtype is not None and (getattr(dtype, "kind", "") in "USO" or str(dtype) == "<dtype: 'string'>")
+
+
+def _batches_per_epoch(x, y, batch_size):
+    """Batches in one pass over `x` (a finite dataset, or arrays), or None."""
+    import tensorflow as tf  # lazy: only for datasets
+
+    if isinstance(x, tf.data.Dataset):
+        count = int(x.cardinality())
+        return count if count > 0 else None
+    if isinstance(x, dict) and x:
+        x = next(iter(x.values()))
+    length = getattr(x, "shape", None)
+    if length is None or not length:
+        return None
+    return -(-int(length[0]) // int(batch_size or 32))
+

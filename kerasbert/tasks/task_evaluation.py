@@ -17,7 +17,7 @@ one a task type uses.
 import numpy as np
 
 from kerasbert import metrics
-from kerasbert.tasks.qa_decoding import decode_answers
+from kerasbert.preprocessing.qa_decoding import decode_answers
 from kerasbert.tasks.token_classifier import decode_word_labels
 
 

@@ -41,8 +41,9 @@ class TaskType:
 
     Attributes:
         format: its data facts (`TaskFormat`: example and label kinds).
-        build: `(task_type, backbone, features, dropout) -> keras.Model`, the
-            task model on an encoder backbone.
+        build: `(task_type, backbone, data, dropout) -> keras.Model`, the
+            task model on an encoder backbone, sized by the `TaskData` or
+            `TaskFeatures` `data` (label names, choices).
         evaluate: `(task, data, features, outputs, options) -> {name: float}`
             (kerasbert.tasks.task_evaluation).
         main_metric: the metric that ranks models of this type.
@@ -104,8 +105,7 @@ def _answerer(task_type, backbone, features, dropout):
 
 
 def _chooser(task_type, backbone, features, dropout):
-    return MultipleChoice(backbone, num_choices=features.x["input_word_ids"].shape[1],
-                          dropout=dropout)
+    return MultipleChoice(backbone, num_choices=features.num_labels, dropout=dropout)
 
 
 _TASK_TYPES = {}

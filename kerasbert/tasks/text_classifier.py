@@ -3,6 +3,7 @@
 import keras
 from keras import ops
 
+from kerasbert.preprocessing.text_classifier_preprocessor import TextClassifierPreprocessor
 from kerasbert.tasks.pearson_correlation import StreamingPearsonCorrelation
 from kerasbert.tasks.task import Task
 from kerasbert.tasks.task import head_initializer
@@ -69,6 +70,9 @@ class TextClassifier(Task):
             and `StreamingPearsonCorrelation(name="pearson")`.
     """
 
+    preprocessor_class = TextClassifierPreprocessor
+    label_argument = "num_classes"
+
     def __init__(self, backbone, num_classes, dropout=0.1, dtype=None, **kwargs):
         super().__init__(backbone, dropout=dropout, dtype=dtype, **kwargs)
         num_classes = int(num_classes)
@@ -90,6 +94,12 @@ class TextClassifier(Task):
     @property
     def is_regression(self):
         return self.num_classes == 1
+
+    def preprocessor_arguments(self):
+        return {"task_type": "regression"} if self.is_regression else {}
+
+    def num_label_names(self):
+        return None if self.is_regression else self.num_classes
 
     def call(self, inputs, training=False):
         pooled = self.encode(inputs, training=training)["pooled_output"]

@@ -5,6 +5,7 @@ import keras
 import numpy as np
 from keras import ops
 
+from kerasbert.preprocessing.token_classifier_preprocessor import TokenClassifierPreprocessor
 from kerasbert.tasks.task import Task
 from kerasbert.tasks.task import head_initializer
 
@@ -109,6 +110,12 @@ class TokenClassifier(Task):
     """
 
     decode = staticmethod(decode_word_labels)
+
+    preprocessor_class = TokenClassifierPreprocessor
+    label_argument = "num_labels"
+
+    def num_label_names(self):
+        return self.num_labels
 
     def __init__(self, backbone, num_labels, dropout=0.1, dtype=None, **kwargs):
         super().__init__(backbone, dropout=dropout, dtype=dtype, **kwargs)

@@ -89,9 +89,11 @@ def bert_tensors(vocabulary_size, hidden=16, layers=2, intermediate=32, position
 
 def write_sentence_model(directory, pooling=("mean",), normalize=True, max_seq_length=16,
                          do_lower_case=False, hidden=16, layers=2, heads=2, positions=24,
-                         seed=0):
+                         seed=0, sentence_files=True):
     """A tiny sentence-transformers BERT folder; returns (directory,
-    {transformers name: float32 array}, config.json's dict)."""
+    {transformers name: float32 array}, config.json's dict). Without
+    `sentence_files`, a plain Hugging Face BERT folder (as `transformers`
+    saves one, with vocab.txt and tokenizer_config.json)."""
     from safetensors.numpy import save_file
 
     os.makedirs(directory, exist_ok=True)
@@ -110,7 +112,8 @@ def write_sentence_model(directory, pooling=("mean",), normalize=True, max_seq_l
     with open(os.path.join(directory, "tokenizer_config.json"), "w", encoding="utf-8") as f:
         json.dump({"do_lower_case": True, "tokenizer_class": "BertTokenizer",
                    "model_max_length": positions}, f)
-    write_sentence_files(directory, pooling, normalize, max_seq_length, do_lower_case, hidden)
+    if sentence_files:
+        write_sentence_files(directory, pooling, normalize, max_seq_length, do_lower_case, hidden)
     return str(directory), tensors, config
 
 

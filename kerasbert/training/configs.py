@@ -16,7 +16,7 @@ from kerasbert.io_utils import check_output_kind
 from kerasbert.optimizers.hyperparameters import check_finite
 from kerasbert.optimizers.hyperparameters import check_learning_rate
 from kerasbert.text.families import resolve_tokenizer_path
-from kerasbert.training.recipes import get_recipe
+from kerasbert.optimizers.recipes import get_recipe
 
 PRECISIONS = ("float32", "mixed_bfloat16", "mixed_float16")
 
@@ -93,7 +93,7 @@ class FinetuneConfig:
     validation: str = None
     features: str = None
     # None: the recipe's value (`recipe`, else the model's size default:
-    # kerasbert.training.recipes), resolved once the backbone is loaded.
+    # kerasbert.optimizers.recipes), resolved once the backbone is loaded.
     epochs: int = None
     batch_size: int = None
     learning_rate: float = None
@@ -110,6 +110,7 @@ class FinetuneConfig:
     lower_case: bool = None  # None: the tokenizer source's casing (else uncased)
     # None: off (text is text); True: special-token strings are matched (special_strings)
     special_tokens_in_strings: bool = None
+    truncate_at_nul: bool = None  # None: off (no text is dropped); True: as keras-hub
     dropout: float = 0.1
     lm_weight: float = 0.5  # GPT: weight of the auxiliary LM loss (GPT-1: 0.5)
     strategy: str = "auto"

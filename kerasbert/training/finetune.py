@@ -46,9 +46,10 @@ from kerasbert.plotting import save_figure_atomically
 from kerasbert import runs
 from kerasbert.tasks import task_types
 from kerasbert.loading.backbones import load_backbone_from_flags as load
+from kerasbert.text import ids_settings
 from kerasbert.text import load_tokenizer
 from kerasbert.text import tokenizer_files
-from kerasbert.training import recipes
+from kerasbert.optimizers import recipes
 from kerasbert.training.best_epoch import BestEpoch
 from kerasbert.training.configs import FinetuneConfig
 from kerasbert.training.strategies import resolve_strategy
@@ -84,11 +85,13 @@ def describe_model(config):
         raise UsageError("--search scores every trial on validation data: give --validation "
                          "(a file or a split), or a task that has a validation split.")
     tokenizer = load_tokenizer(config.vocab, lower_case=config.lower_case,
-                               special_tokens_in_strings=config.special_tokens_in_strings)
+                               special_tokens_in_strings=config.special_tokens_in_strings,
+                               truncate_at_nul=config.truncate_at_nul)
     backbone = load_backbone(config, tokenizer)
     if config.features:
         task_type = read_features(config.features, "train",
-                                  vocab_file=_fingerprinted_file(tokenizer)).task_type
+                                  vocab_file=_fingerprinted_file(tokenizer),
+                                  tokenizer_settings=ids_settings(tokenizer)).task_type
     else:
         task_type = load_task(config.task, "train", task_type=config.task_type,
                               columns=config.columns or None).task_type
@@ -99,7 +102,7 @@ def describe_model(config):
 
 def resolve_hyperparameters(config, backbone):
     """Fills the fine-tuning flags the user left out from `--recipe` or the
-    backbone's size default (`kerasbert.training.recipes`), prints what was
+    backbone's size default (`kerasbert.optimizers.recipes`), prints what was
     chosen and why, warns about a learning rate far outside the family's
     range, and returns the description config.json keeps."""
     family = presets.family_of(type(backbone))
@@ -140,7 +143,8 @@ def task_features(config, tokenizer, split, label_names=None, spec=None):
     """(TaskData or None, TaskFeatures) of one split."""
 
     if config.features:
-        return None, read_features(config.features, split, vocab_file=_fingerprinted_file(tokenizer))
+        return None, read_features(config.features, split, vocab_file=_fingerprinted_file(tokenizer),
+                                   tokenizer_settings=ids_settings(tokenizer))
     data = load_task(spec or config.task, split, task_type=config.task_type,
                      columns=config.columns or None, label_names=label_names)
     # The converter options the task type takes (QA's windowing), from the run's flags.
@@ -148,6 +152,38 @@ def task_features(config, tokenizer, split, label_names=None, spec=None):
                if hasattr(config, name)}
     features = convert_examples(data, tokenizer, config.sequence_length, **options)
     return data, features
+
+
+def training_data(config, tokenizer):
+    """(TaskData or None, TaskData or TaskFeatures) of the training split:
+    the raw examples (the model's preprocessor tokenizes them while it
+    trains), or with --features the cached features (then no examples)."""
+    if config.features:
+        train = read_features(config.features, "train", vocab_file=_fingerprinted_file(tokenizer),
+                              tokenizer_settings=ids_settings(tokenizer))
+        if train.y is None:
+            raise UsageError(f"{config.features}: the training features have no labels.")
+        return None, train
+    data = load_task(config.task, "train", task_type=config.task_type,
+                     columns=config.columns or None)
+    if not data.has_labels:
+        raise UsageError(f"{config.task}: the training data has no labels.")
+    return data, data
+
+
+def _preprocessor(model, tokenizer, task_type, train, sequence_length, config):
+    """The task model's preprocessor for this run: its tokenizer, packed
+    length, label names and (QA) windowing flags."""
+    options = {name: getattr(config, name) for name in model.preprocessor_class.options
+               if hasattr(config, name)}
+    if task_type.format.example == "squad":
+        options.update(max_answer_length=config.max_answer_length,
+                       null_score_diff_threshold=config.null_score_diff_threshold)
+    arguments = {**model.preprocessor_arguments(), **options}
+    if task_type.name in model.preprocessor_class.task_types and "task_type" not in arguments:
+        arguments["task_type"] = task_type.name
+    return model.preprocessor_class(tokenizer, sequence_length or task_type.format.sequence_length,
+                                    train.label_names, **arguments)
 
 
 def _fingerprinted_file(tokenizer):
@@ -222,12 +258,11 @@ def run_finetuning(config):
                          "auto, cpu, mirrored or tpu.")
     strategy = resolve_strategy(config.strategy)
     tokenizer = load_tokenizer(config.vocab, lower_case=config.lower_case,
-                               special_tokens_in_strings=config.special_tokens_in_strings)
+                               special_tokens_in_strings=config.special_tokens_in_strings,
+                               truncate_at_nul=config.truncate_at_nul)
 
-    train_data, train = task_features(config, tokenizer, "train")
+    train_data, train = training_data(config, tokenizer)
     task_type = task_types.get(train.task_type)
-    if train.y is None:
-        raise UsageError(f"{config.task}: the training data has no labels.")
     spec, split = (None, None)
     if config.features:
         # No validation split: train without; a listed one that is corrupt
@@ -235,7 +270,8 @@ def run_finetuning(config):
         valid_data, valid = None, None
         if has_split(config.features, "validation"):
             valid = read_features(config.features, "validation",
-                                  vocab_file=_fingerprinted_file(tokenizer))
+                                  vocab_file=_fingerprinted_file(tokenizer),
+                                  tokenizer_settings=ids_settings(tokenizer))
     else:
         spec, split = _split_spec(config.task, config.validation)
         valid_data, valid = (task_features(config, tokenizer, split, train.label_names, spec)
@@ -248,20 +284,29 @@ def run_finetuning(config):
         raise UsageError("--early-stopping needs validation data (--validation, or a task "
                          "with a validation split).")
 
+    sequence_length = train.sequence_length if train_data is None else config.sequence_length
     with strategy.scope():
         backbone = load_backbone(config, tokenizer)
-        check_max_seq_length(train.sequence_length, backbone)
+        check_max_seq_length(sequence_length or task_type.format.sequence_length, backbone)
         recipe = resolve_hyperparameters(config, backbone)
         model = task_type.build_model(backbone, train, config.dropout,
                                       extract_id=tokenizer.mask_id, lm_weight=config.lm_weight)
-        steps_per_epoch = math.ceil(len(train.x["input_word_ids"]) / config.batch_size)
-        model.compile(learning_rate=config.learning_rate,
-                      num_train_steps=steps_per_epoch * config.epochs,
-                      warmup_ratio=config.warmup_ratio, weight_decay=config.weight_decay,
-                      layer_decay=config.layerwise_lr_decay)
+        model.preprocessor = _preprocessor(model, tokenizer, task_type, train, sequence_length,
+                                           config)
+        # The same compile and fit as a Python user's (kerasbert.tasks.Task):
+        # fit sizes the schedule from the batches of the first epoch.
+        model.compile_with_recipe(recipes.Recipe(
+            "run", config.learning_rate, config.batch_size, config.epochs,
+            warmup_ratio=config.warmup_ratio, weight_decay=config.weight_decay,
+            layerwise_lr_decay=config.layerwise_lr_decay))
     options = dict(max_answer_length=config.max_answer_length,
                    null_score_diff_threshold=config.null_score_diff_threshold)
-    train_ds = make_dataset(train, config.batch_size, shuffle=True, seed=config.seed)
+    if train_data is None:  # --features: token ids made by create-finetuning-data
+        train_x, train_y = make_dataset(train, config.batch_size, shuffle=True, seed=config.seed), None
+    else:  # raw examples: tokenized by the model's preprocessor in tf.data
+        train_x, train_y = model.preprocessor.inputs_of(train_data)
+        if train_y is None:
+            raise UsageError(f"{config.task}: the training data has no labels.")
     valid_ds = make_dataset(valid, config.batch_size) if valid is not None else None
     callbacks = []
     if valid is not None:
@@ -271,18 +316,19 @@ def run_finetuning(config):
                                        predict_outputs(model, valid, config.batch_size), options),
             task_type.selection_metric(config.task), patience=config.early_stopping)
         callbacks.append(selection)
-    history = model.fit(train_ds, validation_data=valid_ds, epochs=config.epochs,
-                        shuffle=False,  # the dataset shuffles itself, by --seed
+    history = model.fit(train_x, train_y, batch_size=None if train_data is None else config.batch_size,
+                        epochs=config.epochs,
+                        validation_data=valid_ds, seed=config.seed,
                         callbacks=callbacks, verbose=1 if config.progress else 0).history
     task_config = {
         "task": config.task, "task_type": task_type.name, "label_names": train.label_names,
-        "max_seq_length": train.sequence_length, "lower_case": tokenizer.lower_case,
+        "max_seq_length": model.preprocessor.sequence_length, "lower_case": tokenizer.lower_case,
         "columns": config.columns, "model_class": type(model).__name__,
         "qa": dict(options, doc_stride=config.doc_stride, max_query_length=config.max_query_length,
                    version_2_with_negative=_has_unanswerable(config.task, train_data, valid_data)),
         "finetune": dataclasses.asdict(config), "backbone": backbone.get_config(),
         "recipe": recipe,
-        "train_stats": train.stats,
+        "train_stats": getattr(train, "stats", {"num_examples": len(train_data or ())}),
     }
     # The folder appears only now: a run that fails earlier leaves nothing.
     saved = runs.save_run(config.output_dir, {runs.MODEL: model}, tokenizer, task_config)

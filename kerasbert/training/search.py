@@ -42,9 +42,9 @@ import time
 
 from kerasbert.errors import UsageError
 from kerasbert.io_utils import atomic_write_text
-from kerasbert.training.recipes import RECIPES
-from kerasbert.training.recipes import default_recipe
-from kerasbert.training.recipes import is_published_checkpoint
+from kerasbert.optimizers.recipes import RECIPES
+from kerasbert.optimizers.recipes import default_recipe
+from kerasbert.optimizers.recipes import is_published_checkpoint
 
 #: `--search` keys -> FinetuneConfig fields
 KEYS = {"lr": "learning_rate", "learning_rate": "learning_rate", "batch": "batch_size",

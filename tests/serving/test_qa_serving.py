@@ -67,7 +67,7 @@ def _python_pipeline(model, tokenizer, pairs, **options):
     """The evaluation pipeline of fine-tuning: a list of `SpanPrediction`."""
     from kerasbert.data.finetuning.examples import TaskData
     from kerasbert.data.finetuning.qa import convert_qa
-    from kerasbert.tasks.qa_decoding import decode_answers
+    from kerasbert.preprocessing.qa_decoding import decode_answers
 
     examples = [{"id": str(i), "question": q, "context": c} for i, (q, c) in enumerate(pairs)]
     features = convert_qa(TaskData(examples, "qa"), tokenizer, SEQ_LENGTH, DOC_STRIDE, MAX_QUERY,

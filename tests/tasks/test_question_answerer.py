@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 
 from kerasbert.tasks import QuestionAnswerer
-from kerasbert.tasks import decode_answers
+from kerasbert.preprocessing import decode_answers
 from kerasbert.testing import TestCase
 from kerasbert.testing import decided
 

@@ -19,7 +19,7 @@ from reliability.console import kerasbert  # noqa: E402
 from reliability.console import ok  # noqa: E402
 from serving_fixtures import run_fresh  # noqa: E402
 
-from kerasbert.training.recipes import default_recipe  # noqa: E402
+from kerasbert.optimizers.recipes import default_recipe  # noqa: E402
 
 GOOD = ["a wonderful film with great acting", "the story was lovely and warm",
         "i enjoyed every minute of it", "a bright and funny movie"]

@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 
 from kerasbert.errors import UsageError
-from kerasbert.training import recipes
+from kerasbert.optimizers import recipes
 
 README = Path(__file__).resolve().parents[2] / "README.md"
 

@@ -61,6 +61,16 @@ class TaskFeatures:
     def __len__(self):
         return int(len(self.x["input_word_ids"]))
 
+    @property
+    def num_labels(self):
+        """As `TaskData.num_labels`: classes (tags), 1 for regression, the
+        choices of a multiple-choice row ([N, C, T]), None for qa."""
+        if self.task_type == "regression":
+            return 1
+        if self.x["input_word_ids"].ndim == 3:
+            return int(self.x["input_word_ids"].shape[1])
+        return len(self.label_names) if self.label_names is not None else None
+
     def select(self, index):
         """A new TaskFeatures holding the rows `index` (array/slice)."""
         def take(value):

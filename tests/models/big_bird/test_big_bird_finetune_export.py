@@ -100,7 +100,7 @@ def exported(tmp_path_factory):
     from kerasbert.data.finetuning.examples import TaskData
     from kerasbert.models import BigBirdBackbone
     from kerasbert.serving.exporter import export_finetuned
-    from kerasbert.tasks.qa_decoding import decode_answers
+    from kerasbert.preprocessing.qa_decoding import decode_answers
     from kerasbert.text import load_tokenizer
 
     root = tmp_path_factory.mktemp("big_bird")

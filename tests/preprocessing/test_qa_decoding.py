@@ -5,9 +5,9 @@ n-best de-duplication, answer text from character offsets."""
 import numpy as np
 import pytest
 
-from kerasbert.tasks.qa_decoding import decode_answer
-from kerasbert.tasks.qa_decoding import decode_answers
-from kerasbert.tasks.qa_decoding import window_spans
+from kerasbert.preprocessing.qa_decoding import decode_answer
+from kerasbert.preprocessing.qa_decoding import decode_answers
+from kerasbert.preprocessing.qa_decoding import window_spans
 
 CONTEXT = "the quick brown fox jumps"
 # Window: [CLS] q [SEP] the quick brown fox jumps [SEP] [PAD]
