@@ -24,7 +24,6 @@ setup(
         "tensorflow-text~=2.20.0",
         "keras>=3.15",
         "keras-hub~=0.32.0",
-        "keras-nlp~=0.32.0",
         "tensorflow-datasets~=4.9",
         # Writes the TF Serving warm-up records (PredictionLog protos).
         "tensorflow-serving-api~=2.20.0",
@@ -35,6 +34,13 @@ setup(
         "kagglehub",
         # `finetune --search`: the dev-set search over learning rate x batch x epochs.
         "keras-tuner~=1.4",
+        # Task metrics (seqeval entity F1, sklearn's MCC/F1, scipy's
+        # Spearman), the figures runs write, progress bars of the writers.
+        "seqeval",
+        "scikit-learn",
+        "scipy",
+        "matplotlib",
+        "tqdm",
     ],
     extras_require={
         # `create-pretraining-data --runner direct|flink|spark|dataflow`: 145 MB
@@ -46,6 +52,9 @@ setup(
         "test": [
             "apache-beam~=2.77.0",
             "pytest",
+            # Property-based tests of the untrusted-checkpoint reader
+            # (tests/reliability/test_untrusted_checkpoints.py).
+            "hypothesis",
             # `make test` runs the suite on both cores (whole files per worker).
             "pytest-xdist",
             "tf-models-official~=2.20.0",
