@@ -50,7 +50,9 @@ class QuestionAnswererPreprocessor(TaskPreprocessor):
     (`{"text": ..., "answer_start": ...}`, a list of them, or None for a
     question without an answer). `predict` returns one dict per question:
     `answer`, `start_char`, `end_char` (code points in the context, end
-    exclusive; -1 for no answer), `score`, `no_answer`.
+    exclusive; -1 for no answer), `score`, `null_score` (the [CLS] score),
+    `score_diff` (null_score - score, what the SQuAD v2.0 threshold
+    compares), `no_answer`.
 
     The windowing runs in Python over NumPy (its tokenization batched
     through tensorflow-text) before the `tf.data` pipeline; one example
@@ -148,7 +150,8 @@ class QuestionAnswererPreprocessor(TaskPreprocessor):
             null_score_diff_threshold=self.null_score_diff_threshold,
             version_2_with_negative=self.version_2_with_negative)
         return [{"answer": p.text, "start_char": p.start_char, "end_char": p.end_char,
-                 "score": p.score, "no_answer": p.text == ""} for p in predictions]
+                 "score": p.score, "null_score": p.null_score, "score_diff": p.score_diff,
+                 "no_answer": p.text == ""} for p in predictions]
 
     def get_config(self):
         return {**super().get_config(), **self.qa_options()}

@@ -250,11 +250,17 @@ class Task(BackboneModel):
                 raise UsageError("validation_split does not apply to raw text: give "
                                  "validation_data=(x, y).")
             batch_size = batch_size or self._default_batch_size()
+            if seed is None and self._across_workers():
+                # Each worker runs the whole pipeline and keeps its shard of
+                # every batch: they must all shuffle alike.
+                seed = 0
             x = self._raw_dataset(x, y, sample_weight, batch_size, shuffle, seed)
-            y = sample_weight = batch_size = None
-            shuffle = False  # the dataset shuffles itself
+            y = sample_weight = None
         if validation_data is not None:
             validation_data = self._raw_validation(validation_data, batch_size)
+        if _is_dataset(x):
+            # It batches and shuffles itself (Keras warns when told to shuffle it).
+            batch_size, shuffle = None, False
         self._size_recipe_schedule(x, y, batch_size, epochs, kwargs.get("steps_per_epoch"))
         return super().fit(x, y, batch_size=batch_size, epochs=epochs,
                            validation_data=validation_data, shuffle=shuffle,
@@ -289,6 +295,46 @@ class Task(BackboneModel):
 
     def _default_batch_size(self):
         return (self._recipe_compile or {}).get("batch_size", 32)
+
+    # --- under MultiWorkerMirroredStrategy ------------------------------------
+    # Keras 3.15's TensorFlow trainer cannot `fit` under MWMS by itself
+    # (keras-team/keras#20329, tensorflow/tensorflow#72388); these fix it.
+
+    def _across_workers(self):
+        """Whether this model runs under MultiWorkerMirroredStrategy with
+        several workers (Keras' own test, TensorFlow backend only)."""
+        if keras.backend.backend() != "tensorflow":
+            return False
+        import tensorflow as tf  # lazy: only under the TensorFlow backend
+
+        strategy = self.distribute_strategy
+        return (isinstance(strategy, tf.distribute.MultiWorkerMirroredStrategy)
+                and strategy.extended._in_multi_worker_mode())
+
+    def _maybe_symbolic_build(self, iterator=None, data_batch=None):
+        # Keras MEAN-reduces the first batch across the replicas only to learn
+        # its shapes; across workers that reduce refuses a dict of features.
+        # One local replica's batch has the same shapes and dtypes.
+        if iterator is not None and self._across_workers():
+            for _, _, batches in iterator:
+                batch = next(batches)
+                break
+            local = self.distribute_strategy.experimental_local_results
+            data_batch, iterator = keras.tree.map_structure(lambda v: local(v)[0], batch), None
+        return super()._maybe_symbolic_build(iterator=iterator, data_batch=data_batch)
+
+    def train_step(self, *args, **kwargs):
+        return self._worker_logs(super().train_step(*args, **kwargs))
+
+    def test_step(self, *args, **kwargs):
+        return self._worker_logs(super().test_step(*args, **kwargs))
+
+    def _worker_logs(self, logs):
+        # Across workers Keras reduces each step's logs with MEAN over axis 0,
+        # which a scalar loss or metric lacks: give each value that axis.
+        if not self._across_workers():
+            return logs
+        return keras.tree.map_structure(lambda v: ops.expand_dims(v, 0), logs)
 
     # --- export ----------------------------------------------------------------
 
@@ -442,6 +488,11 @@ def _looks_like_text(x):
         return True
     dtype = getattr(x, "dtype", None)
     return dtype is not None and (getattr(dtype, "kind", "") in "USO" or str(dtype) == "<dtype: 'string'>")
+
+
+def _is_dataset(x):
+    """A `tf.data.Dataset` (without importing TensorFlow for other inputs)."""
+    return type(x).__module__.startswith("tensorflow.") and hasattr(x, "element_spec")
 
 
 def _batches_per_epoch(x, y, batch_size):

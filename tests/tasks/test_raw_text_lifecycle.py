@@ -95,6 +95,12 @@ result = {}
 for name in CASES:
     model = keras.saving.load_model(f"{train_dir}/{name}.keras")
     result[name] = plain(model.predict(PREDICT[name], verbose=0))
+# A saved task is a handle too: its backbone and tokenizer start a new task.
+tagger = kerasbert.tasks.TokenClassifier.from_preset(f"{train_dir}/classification.keras",
+                                                     label_names=["O", "X", "Y"])
+result["from_preset"] = {"tokenizer": tagger.preprocessor.tokenizer.vocabulary_size,
+                         "classes": tagger.num_labels,
+                         "words": plain(tagger.predict([["the", "cat"]], verbose=0))}
 json.dump(result, open("loaded.json", "w"))
 """
 
@@ -163,6 +169,13 @@ def _close(a, b, atol):
         assert abs(a - b) <= atol or (np.isnan(a) and np.isnan(b)), (a, b)
     else:
         assert a == b
+
+
+def test_a_saved_task_is_a_handle(lifecycle):
+    _, loaded, _ = lifecycle
+    started = loaded["from_preset"]
+    assert started["tokenizer"] == 35 and started["classes"] == 3
+    assert np.asarray(started["words"][0]).shape == (2, 3)
 
 
 @pytest.mark.parametrize("name", NAMES)

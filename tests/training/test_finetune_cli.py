@@ -95,7 +95,9 @@ def test_cached_features_train_like_raw_text(setup, tmp_path, capsys):
     assert main(finetune_args(setup, cached, "--features", str(features), "--epochs", "2")) == 0
     raw_history = json.load(open(raw / "metrics.json"))["history"]
     cached_history = json.load(open(cached / "metrics.json"))["history"]
-    np.testing.assert_allclose(cached_history["loss"], raw_history["loss"], rtol=1e-6)
+    # One path: `finetune` fits raw text through the model's preprocessor, and the
+    # same seed shuffles the examples as the features' order: the same run.
+    assert cached_history["loss"] == raw_history["loss"]
 
 
 @pytest.mark.parametrize("problem, expected", [
