@@ -1,0 +1,21 @@
+"""bench/raw_text_bench.py runs end to end (--quick: bert_tiny, a few steps
+each way); steps/s are recorded, never asserted."""
+
+import math
+
+from bench_loader import load_bench
+
+
+def test_quick_run_times_strings_and_features(tmp_path):
+    bench = load_bench("raw_text_bench")
+    payload = bench.main(["--quick", "--work-dir", str(tmp_path), "--json",
+                          str(tmp_path / "raw_text.json")])
+    [result] = payload["results"]
+    assert result["size"] == "bert_tiny"
+    rows = {row["contender"]: row for row in result["rows"]}
+    assert {"strings", "features"} <= set(rows)
+    for row in rows.values():
+        assert math.isfinite(row["ratio"]) and row["ratio"] > 0
+        assert row["steps_per_s"] > 0 and row["cpu_ms_per_step"] > 0
+    assert rows["features"]["ratio"] == 1.0
+    assert (tmp_path / "raw_text.json").exists()
