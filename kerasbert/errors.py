@@ -12,3 +12,10 @@ class TaskDataError(UsageError, ValueError):
     prints the message and exits non-zero, no traceback) and a `ValueError`
     (for library callers). The message names the file / example, field and
     value."""
+
+
+class CheckpointError(UsageError, ValueError):
+    """A model file that cannot be trusted or read: a config value no model
+    can have, a JSON file or header past the limits, a weight file whose
+    tensors contradict its config or each other. The message names the
+    file and the field or tensor."""

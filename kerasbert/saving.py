@@ -41,6 +41,10 @@ from kerasbert.models.reformer import reformer_backbone
 from kerasbert.models.roberta import roberta_backbone
 from kerasbert.optimizers import bert_optimizers
 from kerasbert.optimizers import schedules
+from kerasbert.preprocessing import multiple_choice_preprocessor
+from kerasbert.preprocessing import question_answerer_preprocessor
+from kerasbert.preprocessing import text_classifier_preprocessor
+from kerasbert.preprocessing import token_classifier_preprocessor
 from kerasbert.tasks import bert_pretrainer
 from kerasbert.tasks import causal_lm
 from kerasbert.tasks import distiller
@@ -84,6 +88,10 @@ SERIALIZABLE_MODULES = (
     roberta_backbone,
     bert_optimizers,
     schedules,
+    multiple_choice_preprocessor,
+    question_answerer_preprocessor,
+    text_classifier_preprocessor,
+    token_classifier_preprocessor,
     bert_pretrainer,
     causal_lm,
     distiller,

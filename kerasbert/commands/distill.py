@@ -35,6 +35,7 @@ def _teacher_layers(text):
 
 def config_from_args(args):
     # lazy: numpy (--help stays light)
+    from kerasbert.models.backbone import check_overrides
     from kerasbert.models.presets import parse_overrides
     from kerasbert.training.configs import DistillConfig
 
@@ -42,6 +43,7 @@ def config_from_args(args):
     fields["overrides"] = parse_overrides(args.set)
     config = DistillConfig(**fields)
     config.validate()  # flags are checked before TensorFlow loads
+    check_overrides(config.preset, config.overrides)  # every --set value, any family
     return config
 
 

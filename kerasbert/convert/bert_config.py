@@ -5,10 +5,12 @@ num_hidden_layers, ...) are translated to ours (vocabulary_size, hidden_dim,
 num_layers, ...).
 """
 
-import json
 import os
 import warnings
 
+from kerasbert.convert.hf_layout import check_hf_config
+from kerasbert.loading.source import NotJsonError
+from kerasbert.loading.source import read_json_file
 
 _ACT_FROM_CONFIG = {
     # HF and this project read "gelu" as the exact (erf) form. NOTE: the last
@@ -33,16 +35,16 @@ _REQUIRED_CONFIG = (
 
 
 def _read_config(config_dict_or_json_path):
-    """Returns (dict, description of where it came from)."""
+    """Returns (dict, description of where it came from); a file is read
+    within the JSON limits of `kerasbert.loading.source.read_json_file`."""
     if isinstance(config_dict_or_json_path, dict):
         return dict(config_dict_or_json_path), "the bert config dict"
     path = os.fspath(config_dict_or_json_path)
     if not os.path.isfile(path):
         raise FileNotFoundError(f"BERT config file {path!r} not found.")
     try:
-        with open(path, encoding="utf-8") as f:
-            config = json.load(f)
-    except json.JSONDecodeError as error:
+        config = read_json_file(path)
+    except NotJsonError as error:
         raise ValueError(f"BERT config {path!r} is not valid JSON: {error}") from None
     if not isinstance(config, dict):
         raise ValueError(f"BERT config {path!r} must hold a JSON object.")
@@ -68,8 +70,9 @@ def bert_config_to_kwargs(config_dict_or_json_path):
     missing = [k for k in _REQUIRED_CONFIG if k not in config]
     if missing:
         raise ValueError(f"BERT config {where} lacks required field(s) {missing}.")
+    check_hf_config(config, f"BERT config {where}")  # types and ranges, field by field
     act = config.get("hidden_act", "gelu")
-    if act not in _ACT_FROM_CONFIG:
+    if not isinstance(act, str) or act not in _ACT_FROM_CONFIG:
         raise ValueError(
             f"BERT config {where}: unsupported hidden_act {act!r}; supported: "
             f"{sorted(_ACT_FROM_CONFIG)}."

@@ -7,12 +7,16 @@ config.json maps to our arguments and how its tensors map to the canonical
 dict (`hf_layout.py`); the loading itself is the same for every family.
 """
 
-import json
 import os
+import re
 
 from kerasbert.convert.albert_weights import set_albert_weights
 from kerasbert.convert.bert_weights import set_bert_weights
 from kerasbert.convert.hf_layout import Tensors
+from kerasbert.convert.hf_layout import check_canonical_shapes
+from kerasbert.convert.hf_layout import check_hf_config
+from kerasbert.convert.hf_layout import hf_names
+from kerasbert.convert.hf_layout import shape_mismatch
 from kerasbert.convert.hf_layout import albert_config_from_hf
 from kerasbert.convert.hf_layout import albert_weights_from_hf
 from kerasbert.convert.hf_layout import activation_from_hf
@@ -27,10 +31,15 @@ from kerasbert.convert.hf_layout import gpt_config_from_hf
 from kerasbert.convert.hf_layout import gpt_weights_from_hf
 from kerasbert.convert.reformer_weights import lm_head_from_hf
 from kerasbert.convert.reformer_weights import reformer_config_from_hf
+from kerasbert.convert.reformer_weights import expected_shapes as reformer_expected_shapes
 from kerasbert.convert.reformer_weights import set_reformer_weights
+from kerasbert.convert.reformer_weights import stored_layers
 from kerasbert.convert.roberta_weights import roberta_weights_from_hf
 from kerasbert.convert.safetensors_files import CheckpointError
+from kerasbert.convert.safetensors_files import INDEX_FILE
+from kerasbert.convert.safetensors_files import SINGLE_FILE
 from kerasbert.convert.safetensors_files import read_checkpoint_directory
+from kerasbert.loading.source import read_json_file
 from kerasbert.models import AlbertBackbone
 from kerasbert.models import BertBackbone
 from kerasbert.models import BigBirdBackbone
@@ -40,6 +49,9 @@ from kerasbert.models import GptBackbone
 from kerasbert.models import ReformerBackbone
 from kerasbert.models import RobertaBackbone
 from kerasbert.layers.initializers import loads_checkpoint
+from kerasbert.models.backbone import ConfigError
+from kerasbert.models.backbone import check_memory
+from kerasbert.models.backbone import validate_config
 
 CONFIG_FILE = "config.json"
 
@@ -89,25 +101,108 @@ FAMILIES = {
 
 
 def read_hf_config(directory):
-    """The directory's config.json (a clear error if missing or bad)."""
+    """The directory's config.json (a clear error if missing, bad, or past
+    the JSON limits of `kerasbert.loading.source.read_json_file`)."""
     path = os.path.join(directory, CONFIG_FILE)
     try:
-        with open(path, encoding="utf-8") as f:
-            config = json.load(f)
+        config = read_json_file(path)
     except FileNotFoundError:
         raise CheckpointError(f"{directory}: no {CONFIG_FILE} (not a Hugging Face model "
                               "directory).") from None
-    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as err:
-        raise CheckpointError(f"{path}: not readable JSON ({err}).") from None
+    except OSError as err:
+        raise CheckpointError(f"{path}: not readable ({err.strerror}).") from None
     if not isinstance(config, dict) or "model_type" not in config:
         raise CheckpointError(f"{path}: no \"model_type\" (not a Hugging Face config).")
     return config
+
+
+#: A checkpoint may lack a pooler and a LayerNorm that our backbone has
+#: (masked-LM checkpoints, GPT's un-normalised embedding): the parameters
+#: config.json declares may exceed the values stored by about that much, and
+#: by this share for rounding between families; never by more.
+_COUNT_SLACK = 0.1
+
+
+def _weights_file(directory):
+    return (SINGLE_FILE if os.path.isfile(os.path.join(directory, SINGLE_FILE))
+            else f"the shards of {INDEX_FILE}")
+
+
+def _translated(err, names):
+    """A ConfigError's message with our argument names replaced by the
+    config.json fields they come from."""
+    return re.sub(r"\b([a-z_]+)=", lambda m: f"{names.get(m[1], m[1])}=", str(err))
+
+
+def _arguments(config, directory):
+    """config.json -> the family's constructor arguments, every field
+    checked for type and range first (`check_hf_config`), then the values
+    together (`validate_config` with the family's rules). Nothing is read
+    from the weights and nothing is built."""
+    model_type = config["model_type"]
+    family = FAMILIES.get(model_type) if isinstance(model_type, str) else None
+    if family is None:
+        raise CheckpointError(f"{directory}: model_type {model_type!r}; this loader "
+                              f"reads {', '.join(sorted(FAMILIES))}.")
+    cls, config_from_hf = family[:2]
+    check_hf_config(config, os.path.join(directory, CONFIG_FILE))
+    try:
+        kwargs = config_from_hf(config, directory)
+    except CheckpointError:
+        raise
+    except (TypeError, ValueError, KeyError, IndexError) as err:
+        raise CheckpointError(f"{directory}/{CONFIG_FILE}: {err}") from None
+    try:
+        validate_config(kwargs, cls)
+    except ConfigError as err:
+        raise CheckpointError(f"{directory}/{CONFIG_FILE}: "
+                              f"{_translated(err, hf_names(model_type))}") from None
+    return cls, kwargs
+
+
+def _check_declared_size(cls, kwargs, stored, names, directory):
+    """Refuses a config.json that declares more parameters than the weight
+    files store (a published checkpoint stores its weights), before the
+    model is built: the load never takes more memory than the files plus
+    the model they hold."""
+    declared = cls.estimate_parameters(kwargs)
+    values = sum(tensor.size for tensor in stored.values())
+    hidden = kwargs["hidden_dim"]
+    width = kwargs.get("embedding_dim") or hidden
+    if declared > (1 + _COUNT_SLACK) * values + hidden * hidden + hidden + 2 * width:
+        sizes = ", ".join(f"{names.get(k, k)}={kwargs[k]}" for k in
+                          ("vocabulary_size", "num_layers", "hidden_dim", "intermediate_dim",
+                           "max_sequence_length") if k in kwargs)
+        raise CheckpointError(
+            f"{directory}: config.json ({sizes}) declares a {cls.__name__} of {declared:,} "
+            f"parameters but {_weights_file(directory)} stores {values:,} values; a "
+            "published checkpoint stores its weights, so this config does not describe them.")
+
+
+def _check_reformer_shapes(tensors, kwargs, names, directory):
+    layers = stored_layers(tensors)
+    if layers != kwargs["num_layers"]:
+        raise CheckpointError(f"{directory}: config.json says attn_layers of "
+                              f"{kwargs['num_layers']} layers; {_weights_file(directory)} holds "
+                              f"{layers}.")
+    for name, (shape, fields) in reformer_expected_shapes(kwargs).items():
+        if tensors.has(name) and tuple(tensors.get(name).shape) != tuple(shape):
+            raise shape_mismatch(directory, _weights_file(directory), names, kwargs,
+                                 tensors.prefix + name, shape, fields, tensors.get(name).shape)
 
 
 @loads_checkpoint
 def from_hf_directory(directory, dtype=None, **overrides):
     """Our backbone, with the checkpoint's weights, from a Hugging Face
     model directory (e.g. a `snapshot_download` of bert-base-uncased).
+
+    Nothing in the directory is trusted: before any model is built,
+    config.json is parsed within limits and every architecture value is
+    checked (type, range, the family's rules), the safetensors headers are
+    checked (`safetensors_files`), the parameters the config declares must
+    be stored in the weight files and fit the memory budget, and every
+    tensor's shape must be the one the config gives it. Each refusal is
+    one `CheckpointError` naming the file, the field and the values.
 
     Args:
         directory: holds config.json and model.safetensors (or a sharded
@@ -122,12 +217,9 @@ def from_hf_directory(directory, dtype=None, **overrides):
     """
     directory = os.fspath(directory)
     config = read_hf_config(directory)
-    family = FAMILIES.get(config["model_type"])
-    if family is None:
-        raise CheckpointError(f"{directory}: model_type {config['model_type']!r}; this loader "
-                              f"reads {', '.join(sorted(FAMILIES))}.")
-    cls, config_from_hf, weights_from_hf, set_weights = family
-    kwargs = config_from_hf(config, directory)
+    cls, kwargs = _arguments(config, directory)
+    _, _, weights_from_hf, set_weights = FAMILIES[config["model_type"]]
+    names = hf_names(config["model_type"])
     for key, value in overrides.items():
         if key in ("vocabulary_size", "num_layers", "num_heads", "hidden_dim",
                    "intermediate_dim", "max_sequence_length", "num_segments") \
@@ -135,9 +227,22 @@ def from_hf_directory(directory, dtype=None, **overrides):
             raise CheckpointError(f"{key}={value} contradicts the checkpoint's {key}="
                                   f"{kwargs[key]} ({directory}).")
     kwargs.update(overrides)
-    tensors = Tensors(read_checkpoint_directory(directory), directory)
+    validate_config(kwargs, cls)  # the overrides, with the family's rules
+    stored = read_checkpoint_directory(directory)
+    _check_declared_size(cls, kwargs, stored, names, directory)
+    check_memory(cls, kwargs, f"{directory}: ")
+    tensors = Tensors(stored, directory)
+    if cls is ReformerBackbone:
+        _check_reformer_shapes(tensors, kwargs, names, directory)
+    try:
+        weights = weights_from_hf(tensors, kwargs)
+    except CheckpointError:
+        raise
+    except ValueError as err:  # e.g. a fused GPT projection that does not split in three
+        raise CheckpointError(f"{directory}: {err}") from None
+    if cls is not ReformerBackbone:
+        check_canonical_shapes(weights, kwargs, names, directory, _weights_file(directory))
     backbone = cls(**kwargs, dtype=dtype)
-    weights = weights_from_hf(tensors, kwargs)
     if not backbone.tied_lm_head:
         # An untied LM head lives in CausalLM, which takes it from here
         # (not a tracked weight of the backbone).

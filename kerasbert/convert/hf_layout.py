@@ -11,8 +11,11 @@ Older checkpoints name LayerNorm parameters gamma/beta instead of
 weight/bias; both are read.
 """
 
+import math
+
 import numpy as np
 
+from kerasbert.convert.bert_weights import LAYER_KEYS
 from kerasbert.convert.safetensors_files import CheckpointError
 from kerasbert.convert.safetensors_files import StoredTensor
 
@@ -162,6 +165,172 @@ def bert_weights_from_hf(tensors):
         weights["pooler_kernel"], weights["pooler_bias"] = tensors.linear("pooler.dense")
     weights["layers"] = encoder_layers(tensors)
     return weights
+
+
+#: The numeric fields of the families' config.json files, checked for type
+#: and range before anything reads them (`check_hf_config`): kind ("int",
+#: "rate" in [0, 1), "positive" finite float, "ints" a list of ints,
+#: "buckets" an int or a list of ints) and the least value.
+HF_FIELDS = {
+    # BERT, RoBERTa, ELECTRA, BigBird, ALBERT
+    "vocab_size": ("int", 1), "hidden_size": ("int", 1), "num_hidden_layers": ("int", 1),
+    "num_attention_heads": ("int", 1), "intermediate_size": ("int", 1),
+    "max_position_embeddings": ("int", 1), "type_vocab_size": ("int", 0),
+    "embedding_size": ("int", 1), "num_hidden_groups": ("int", 1), "inner_group_num": ("int", 1),
+    "block_size": ("int", 1), "num_random_blocks": ("int", 0),
+    "hidden_dropout_prob": ("rate", 0), "attention_probs_dropout_prob": ("rate", 0),
+    "layer_norm_eps": ("positive", 0), "initializer_range": ("positive", 0),
+    # DistilBERT ("hidden_dim" is its feed-forward width)
+    "n_layers": ("int", 1), "n_heads": ("int", 1), "dim": ("int", 1), "hidden_dim": ("int", 1),
+    "dropout": ("rate", 0), "attention_dropout": ("rate", 0),
+    # GPT-1
+    "n_layer": ("int", 1), "n_head": ("int", 1), "n_embd": ("int", 1), "n_positions": ("int", 1),
+    "resid_pdrop": ("rate", 0), "attn_pdrop": ("rate", 0), "embd_pdrop": ("rate", 0),
+    "layer_norm_epsilon": ("positive", 0),
+    # Reformer
+    "feed_forward_size": ("int", 1), "attention_head_size": ("int", 1), "num_hashes": ("int", 1),
+    "lsh_attn_chunk_length": ("int", 1), "local_attn_chunk_length": ("int", 1),
+    "lsh_num_chunks_before": ("int", 0), "lsh_num_chunks_after": ("int", 0),
+    "local_num_chunks_before": ("int", 0), "local_num_chunks_after": ("int", 0),
+    "axial_pos_shape": ("ints", 1), "axial_pos_embds_dim": ("ints", 1),
+    "num_buckets": ("buckets", 1), "lsh_attention_probs_dropout_prob": ("rate", 0),
+    "local_attention_probs_dropout_prob": ("rate", 0),
+}
+
+#: Our argument -> the config.json field it comes from, per model_type
+#: where it differs from BERT's names (for messages about a config.json).
+HF_NAMES = {
+    "bert": {"vocabulary_size": "vocab_size", "num_layers": "num_hidden_layers",
+             "num_heads": "num_attention_heads", "hidden_dim": "hidden_size",
+             "intermediate_dim": "intermediate_size",
+             "max_sequence_length": "max_position_embeddings", "num_segments": "type_vocab_size",
+             "embedding_dim": "embedding_size", "num_groups": "num_hidden_groups",
+             "num_inner_repetitions": "inner_group_num", "dropout": "hidden_dropout_prob",
+             "layer_norm_epsilon": "layer_norm_eps"},
+    "distilbert": {"vocabulary_size": "vocab_size", "num_layers": "n_layers",
+                   "num_heads": "n_heads", "hidden_dim": "dim", "intermediate_dim": "hidden_dim",
+                   "max_sequence_length": "max_position_embeddings"},
+    "openai-gpt": {"vocabulary_size": "vocab_size", "num_layers": "n_layer",
+                   "num_heads": "n_head", "hidden_dim": "n_embd",
+                   "max_sequence_length": "n_positions"},
+    "reformer": {"vocabulary_size": "vocab_size", "num_layers": "attn_layers",
+                 "num_heads": "num_attention_heads", "hidden_dim": "hidden_size",
+                 "intermediate_dim": "feed_forward_size", "head_dim": "attention_head_size",
+                 "max_sequence_length": "axial_pos_shape", "axial_shape": "axial_pos_shape",
+                 "axial_dims": "axial_pos_embds_dim", "lsh_chunk_length": "lsh_attn_chunk_length",
+                 "local_chunk_length": "local_attn_chunk_length",
+                 "num_chunks_before": "lsh_num_chunks_before",
+                 "num_chunks_after": "lsh_num_chunks_after"},
+}
+
+
+def hf_names(model_type):
+    """{our argument: config.json field} of a model_type (BERT's names for
+    the families that share them)."""
+    return HF_NAMES.get(model_type, HF_NAMES["bert"])
+
+
+def _bad_value(kind, value, least):
+    def is_int(v):
+        return isinstance(v, int) and not isinstance(v, bool)
+
+    if kind == "int":
+        return not (is_int(value) and value >= least)
+    if kind == "ints":
+        return not (isinstance(value, list) and value and all(
+            is_int(v) and v >= least for v in value))
+    if kind == "buckets":
+        return not (is_int(value) and value >= least) and not (
+            isinstance(value, list) and value and all(is_int(v) and v >= least for v in value))
+    number = isinstance(value, (int, float)) and not isinstance(value, bool)
+    if kind == "rate":
+        return not (number and 0 <= value < 1)
+    return not (number and math.isfinite(value) and value > 0)  # "positive"
+
+
+_EXPECTED = {"int": "an integer >= {least}", "ints": "a list of integers >= {least}",
+             "buckets": "an integer >= {least} or a list of them",
+             "rate": "a number in [0, 1)", "positive": "a finite number > 0"}
+
+
+def check_hf_config(config, where):
+    """Refuses a config field of the wrong type or out of range
+    (`HF_FIELDS`) before any value is used, naming `where` (the file), the
+    field and the value; `attn_layers` must be a list of names."""
+    for key, (kind, least) in HF_FIELDS.items():
+        if key in config and _bad_value(kind, config[key], least):
+            raise CheckpointError(f"{where}: {key}={config[key]!r}: must be "
+                                  f"{_EXPECTED[kind].format(least=least)}.")
+    layers = config.get("attn_layers", [])
+    if not isinstance(layers, list) or not all(isinstance(k, str) for k in layers):
+        raise CheckpointError(f"{where}: attn_layers={layers!r}: must be a list of attention "
+                              "names (\"lsh\", \"local\").")
+
+
+def canonical_shapes(kwargs):
+    """({top-level key: (shape, arguments that size it)}, {layer key: ...})
+    of the canonical dict (`bert_weights.py`) a backbone of `kwargs`
+    takes, from the arguments alone (nothing built)."""
+    hidden, inner = kwargs["hidden_dim"], kwargs["intermediate_dim"]
+    width_key = "embedding_dim" if kwargs.get("embedding_dim") else "hidden_dim"
+    width = kwargs.get("embedding_dim") or hidden
+    top = {
+        "word_embeddings": ((kwargs["vocabulary_size"], width), ("vocabulary_size", width_key)),
+        "position_embeddings": ((kwargs["max_sequence_length"], width),
+                                ("max_sequence_length", width_key)),
+        "embeddings_ln_gamma": ((width,), (width_key,)),
+        "embeddings_ln_beta": ((width,), (width_key,)),
+        "embedding_projection_kernel": ((width, hidden), (width_key, "hidden_dim")),
+        "embedding_projection_bias": ((hidden,), ("hidden_dim",)),
+        "pooler_kernel": ((hidden, hidden), ("hidden_dim",)),
+        "pooler_bias": ((hidden,), ("hidden_dim",)),
+    }
+    if "num_segments" in kwargs:
+        top["type_embeddings"] = ((kwargs["num_segments"], width), ("num_segments", width_key))
+    layer = {key: (((hidden, hidden) if key.endswith("kernel") else (hidden,)), ("hidden_dim",))
+             for key in LAYER_KEYS}
+    layer["intermediate_kernel"] = ((hidden, inner), ("hidden_dim", "intermediate_dim"))
+    layer["intermediate_bias"] = ((inner,), ("intermediate_dim",))
+    layer["output_kernel"] = ((inner, hidden), ("intermediate_dim", "hidden_dim"))
+    return top, layer
+
+
+def shape_mismatch(source, weights_file, names, kwargs, label, expected, fields, actual):
+    """The error for a tensor whose shape is not the one config.json gives
+    it, naming both."""
+    said = ", ".join(f"{names.get(f, f)}={kwargs.get(f)}" for f in dict.fromkeys(fields))
+    return CheckpointError(f"{source}: config.json says {said}, so {label} should be "
+                           f"{tuple(expected)}; {weights_file} holds {tuple(actual)}.")
+
+
+def check_canonical_shapes(weights, kwargs, names, source, weights_file):
+    """Compares a canonical dict read from a checkpoint (shapes only: its
+    values are still on disk) with the shapes `kwargs` give it, before any
+    model is built.
+
+    Raises:
+        CheckpointError: naming the config.json fields, the tensor and both
+            shapes, or the layer counts.
+    """
+    top, layer = canonical_shapes(kwargs)
+    checks = [(key, weights.get(key), top[key]) for key in top]
+    if "layers" in weights:
+        if len(weights["layers"]) != kwargs["num_layers"]:
+            raise CheckpointError(
+                f"{source}: config.json says {names.get('num_layers')}={kwargs['num_layers']}; "
+                f"{weights_file} holds {len(weights['layers'])} layers.")
+        blocks = weights["layers"]
+    else:  # ALBERT: groups of distinct blocks
+        blocks = [block for group in weights["groups"] for block in group]
+    for i, block in enumerate(blocks):
+        checks += [(f"layer {i} {key}", block.get(key), layer[key]) for key in layer]
+    for key, value, (shape, fields) in checks:
+        if value is not None and tuple(value.shape) != tuple(shape):
+            actual = value.shape
+            if getattr(value, "transposed", False):  # a torch Linear: name both as stored
+                shape, actual = tuple(shape)[::-1], value.stored_shape
+            raise shape_mismatch(source, weights_file, names, kwargs,
+                                 getattr(value, "name", None) or key, shape, fields, actual)
 
 
 #: Hugging Face `hidden_act` -> ours ("gelu" is the erf form there too).

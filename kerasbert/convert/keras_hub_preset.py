@@ -24,12 +24,18 @@ import types
 
 import numpy as np
 
+from kerasbert import models
 from kerasbert.convert.keras_hub import from_keras_hub
+from kerasbert.errors import CheckpointError
 from kerasbert.errors import UsageError
 from kerasbert.io_utils import atomic_write_text
 from kerasbert.io_utils import cache_dir
 from kerasbert.io_utils import json_or_none
 from kerasbert.layers.initializers import loads_checkpoint
+from kerasbert.loading.source import read_json_file
+from kerasbert.models.backbone import ConfigError
+from kerasbert.models.backbone import check_memory
+from kerasbert.models.backbone import validate_config
 
 #: constructor arguments that are sizes, and the tiny value the probe uses
 _TINY = {"vocabulary_size": 8, "vocab_size": 8, "hidden_dim": 4, "intermediate_dim": 4,
@@ -159,6 +165,56 @@ def preset_layout(cls, config):
     return layout
 
 
+def _check_declared_size(path, class_name, config, h5file):
+    """Before the tiny probe (which has the preset's layer count) or our
+    model is built: the preset's sizes are values a model can have (our
+    family's `validate_config`), the parameters they declare are stored in
+    model.weights.h5 (a published preset stores its weights) and fit the
+    memory budget.
+
+    Raises:
+        CheckpointError: naming the file, the value or both counts.
+    """
+    ours = getattr(models, class_name, None)
+    if ours is None:
+        return  # not a family of ours: `from_keras_hub` names the ones it converts
+    # keras-hub's ELECTRA says vocab_size; every other name is ours.
+    config = {("vocabulary_size" if k == "vocab_size" else k): v for k, v in config.items()}
+    arguments = {k: v for k, v in config.items() if k in ours.config_names() and k != "dtype"}
+    missing = [k for k in ("vocabulary_size", "num_layers", "num_heads", "hidden_dim",
+                           "intermediate_dim") if k not in arguments]
+    if missing:
+        raise CheckpointError(f"{path}/config.json: {class_name} without {missing[0]!r}.")
+    arguments = {**ours.default_config(), **arguments}
+    arguments.pop("dtype", None)
+    try:
+        validate_config(arguments, ours)
+    except ConfigError as err:
+        raise CheckpointError(f"{path}/config.json: {err}") from None
+    values = _stored_values(h5file)
+    declared = ours.estimate_parameters(arguments)
+    hidden = arguments["hidden_dim"]
+    width = arguments.get("embedding_dim") or hidden
+    if declared > 1.1 * values + hidden * hidden + hidden + 2 * width:
+        raise CheckpointError(
+            f"{path}: config.json declares a {class_name} of {declared:,} parameters "
+            f"(vocabulary_size={arguments['vocabulary_size']}, num_layers="
+            f"{arguments['num_layers']}, hidden_dim={hidden}) but model.weights.h5 stores "
+            f"{values:,} values; a published preset stores its weights, so this config does "
+            "not describe them.")
+    check_memory(ours, arguments, f"{path}: ")
+
+
+def _stored_values(h5file):
+    """How many values the datasets of an HDF5 file hold (metadata only)."""
+    import h5py  # lazy: keras' HDF5 reader
+
+    sizes = []
+    h5file.visititems(lambda _, obj: sizes.append(obj.size)
+                      if isinstance(obj, h5py.Dataset) else None)
+    return sum(sizes)
+
+
 @loads_checkpoint
 def from_keras_hub_preset(path):
     """Our backbone from a keras-hub preset directory (config.json +
@@ -172,15 +228,25 @@ def from_keras_hub_preset(path):
     import keras  # lazy: keras
     import keras_hub  # lazy: the peer's classes give the file's structure
 
-    with open(os.path.join(path, "config.json"), encoding="utf-8") as f:
-        spec = json.load(f)
-    class_name = spec.get("registered_name", "").split(">")[-1]
-    cls = getattr(keras_hub.models, class_name, None)
+    spec = read_json_file(os.path.join(path, "config.json"))
+    name = spec.get("registered_name") if isinstance(spec, dict) else None
+    class_name = name.split(">")[-1] if isinstance(name, str) else ""
+    cls = getattr(keras_hub.models, class_name, None) if class_name.isidentifier() else None
     if cls is None:
-        raise UsageError(f"{path}: keras-hub has no {class_name!r}.")
-    config = spec["config"]
-    layout = preset_layout(cls, config)
-    with h5py.File(os.path.join(path, "model.weights.h5"), "r") as h5file:
+        raise UsageError(f"{path}: keras-hub has no {class_name or name!r}.")
+    config = spec.get("config")
+    if not isinstance(config, dict):
+        raise UsageError(f"{path}/config.json: \"config\" is not an object of {class_name}'s "
+                         "arguments.")
+    weights_path = os.path.join(path, "model.weights.h5")
+    try:
+        h5file = h5py.File(weights_path, "r")
+    except OSError as err:
+        raise UsageError(f"{weights_path}: not a readable HDF5 weights file ({err}).") from None
+    with h5file:
+        _check_declared_size(path, class_name, config, h5file)
+        # The tiny probe has the preset's structure: checked sizes first.
+        layout = preset_layout(cls, config)
         missing = [name for name in _datasets_named(layout) if name not in h5file]
         if missing:
             raise UsageError(f"{path}/model.weights.h5 has no {missing[0]} (not the weights of "

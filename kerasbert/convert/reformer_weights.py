@@ -19,6 +19,7 @@ import numpy as np
 from kerasbert.convert.bert_weights import _assign
 from kerasbert.convert.safetensors_files import CheckpointError
 from kerasbert.models.reformer import ReformerBackbone
+from kerasbert.models.reformer.reformer_backbone import layer_kinds
 
 _HEAD = "lm_head.decoder"
 _IGNORED_SUFFIXES = ("mask_value_float16", "mask_value_float32")
@@ -107,6 +108,50 @@ def tensor_map(backbone):
             (f"{base}feed_forward.output.dense.bias", g.inner.output_dense.bias, None),
         ]
     return entries
+
+
+def expected_shapes(kwargs):
+    """{checkpoint name without "reformer.": (shape, the arguments that size
+    it)} of every tensor `tensor_map` fills, from the arguments alone
+    (nothing built): what a checkpoint of this config.json must hold."""
+    hidden, inner = kwargs["hidden_dim"], kwargs["intermediate_dim"]
+    heads = kwargs["num_heads"] * (kwargs.get("head_dim") or hidden // kwargs["num_heads"])
+    width = ("num_heads", "head_dim", "hidden_dim")
+    (rows, cols), (row_dim, col_dim) = kwargs["axial_shape"], kwargs["axial_dims"]
+    shapes = {
+        "embeddings.word_embeddings.weight": ((kwargs["vocabulary_size"], hidden),
+                                              ("vocabulary_size", "hidden_dim")),
+        "embeddings.position_embeddings.weights.0": ((rows, 1, row_dim),
+                                                     ("axial_shape", "axial_dims")),
+        "embeddings.position_embeddings.weights.1": ((1, cols, col_dim),
+                                                     ("axial_shape", "axial_dims")),
+        "encoder.layer_norm.weight": ((2 * hidden,), ("hidden_dim",)),
+        "encoder.layer_norm.bias": ((2 * hidden,), ("hidden_dim",)),
+    }
+    for i, kind in enumerate(layer_kinds(kwargs["attention_layers"], kwargs["num_layers"])):
+        base = f"encoder.layers.{i}."
+        for name in (("query_key", "value") if kind == "lsh" else ("query", "key", "value")):
+            shapes[f"{base}attention.self_attention.{name}.weight"] = ((heads, hidden), width)
+        shapes[f"{base}attention.output.dense.weight"] = ((hidden, heads), width)
+        for norm in ("attention.layer_norm", "feed_forward.layer_norm"):
+            shapes[f"{base}{norm}.weight"] = shapes[f"{base}{norm}.bias"] = (
+                (hidden,), ("hidden_dim",))
+        shapes[f"{base}feed_forward.dense.dense.weight"] = ((inner, hidden),
+                                                            ("intermediate_dim", "hidden_dim"))
+        shapes[f"{base}feed_forward.dense.dense.bias"] = ((inner,), ("intermediate_dim",))
+        shapes[f"{base}feed_forward.output.dense.weight"] = ((hidden, inner),
+                                                             ("hidden_dim", "intermediate_dim"))
+        shapes[f"{base}feed_forward.output.dense.bias"] = ((hidden,), ("hidden_dim",))
+    return shapes
+
+
+def stored_layers(tensors):
+    """How many encoder layers a Reformer checkpoint (`hf_layout.Tensors`)
+    holds."""
+    count = 0
+    while tensors.has(f"encoder.layers.{count}.attention.layer_norm.weight"):
+        count += 1
+    return count
 
 
 def _is_ignored(name):

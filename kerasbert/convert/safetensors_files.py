@@ -8,18 +8,29 @@ relative to the end of the header. A checkpoint too large for one file is
 sharded: `model.safetensors.index.json` maps each name to its shard
 ("weight_map").
 
-Bad files (truncated, a header that is not JSON, offsets outside the file, a
-dtype this reader does not know) raise `CheckpointError` naming the file and
-the tensor.
+The file comes from a stranger, so the header is checked as the format
+requires before any tensor is read: JSON of bounded size and depth
+(`kerasbert.loading.source.parse_json`), each entry a known dtype, a shape
+of non-negative integers and a [begin, end] pair whose length is exactly
+dtype width x element count, and the entries, sorted by offset, tiling the
+data section: the first at 0, each beginning where the previous ends (no
+overlap: two names can never share bytes; no gap), the last at the end of
+the file. Anything else (truncated, not JSON, offsets outside the file or
+over another tensor, a dtype this reader does not know) raises
+`CheckpointError` naming the file and the tensor.
 """
 
 import json
+import math
 import os
 import struct
 
 import numpy as np
 
-from kerasbert.errors import UsageError
+from kerasbert.errors import CheckpointError
+from kerasbert.loading.source import MAX_JSON_BYTES
+from kerasbert.loading.source import parse_json
+from kerasbert.loading.source import read_json_file
 
 SINGLE_FILE = "model.safetensors"
 INDEX_FILE = "model.safetensors.index.json"
@@ -29,12 +40,9 @@ _DTYPES = {
     "I64": np.int64, "I32": np.int32, "I16": np.int16, "I8": np.int8,
     "U8": np.uint8, "BOOL": np.bool_,
 }
-# Header JSON larger than this is not a weight file (the format caps it too).
-_MAX_HEADER = 100 * 1024 * 1024
-
-
-class CheckpointError(UsageError, ValueError):
-    """An unreadable checkpoint file; the message names file and tensor."""
+# Header JSON larger than this is not the weights of a model of ours (the
+# format itself caps it at 100 MB; a BERT-large header is about 40 kB).
+_MAX_HEADER = MAX_JSON_BYTES
 
 
 def _bfloat16_to_float32(raw):
@@ -122,47 +130,97 @@ class StoredTensor(np.lib.mixins.NDArrayOperatorsMixin):
         return self.read().astype(dtype)
 
 
-def read_safetensors(path):
-    """{name: StoredTensor} of one safetensors file (bfloat16 reads as
-    float32). The header is checked here, the data is read on use."""
+def _is_int(value):
+    return isinstance(value, int) and not isinstance(value, bool)
+
+
+def _entry(path, name, info):
+    """(dtype, shape, begin, end) of one header entry, checked for type."""
+    if not isinstance(info, dict):
+        raise CheckpointError(f"{path}: tensor {name!r} has a malformed header entry {info!r}.")
+    dtype, shape, offsets = info.get("dtype"), info.get("shape"), info.get("data_offsets")
+    if dtype != "BF16" and dtype not in _DTYPES:
+        raise CheckpointError(f"{path}: tensor {name!r} has dtype {dtype!r}, which this "
+                              "reader does not know.")
+    if not isinstance(shape, list) or not all(_is_int(d) and d >= 0 for d in shape):
+        raise CheckpointError(f"{path}: tensor {name!r} has shape {shape!r}; a shape is a "
+                              "list of integers >= 0.")
+    if (not isinstance(offsets, list) or len(offsets) != 2
+            or not all(_is_int(x) for x in offsets) or not 0 <= offsets[0] <= offsets[1]):
+        raise CheckpointError(f"{path}: tensor {name!r} has data_offsets {offsets!r}; they are "
+                              "[begin, end] with 0 <= begin <= end.")
+    return dtype, shape, offsets[0], offsets[1]
+
+
+def read_header(path):
+    """(header entries {name: (dtype, shape, begin, end)}, where the data
+    starts) of one safetensors file, checked as the module docstring says."""
     size = os.path.getsize(path)
     with open(path, "rb") as f:
         head = f.read(8)
         if len(head) != 8:
             raise CheckpointError(f"{path}: {size} bytes, too short for a safetensors file.")
         (length,) = struct.unpack("<Q", head)
-        if length > min(_MAX_HEADER, size - 8):
+        if length > size - 8:
             raise CheckpointError(f"{path}: header length {length} does not fit in the "
                                   f"file's {size} bytes (truncated, or not safetensors).")
-        try:
-            header = json.loads(f.read(length).decode("utf-8"))
-        except (UnicodeDecodeError, json.JSONDecodeError) as err:
-            raise CheckpointError(f"{path}: the header is not JSON ({err}).") from None
+        if length > _MAX_HEADER:
+            raise CheckpointError(f"{path}: a header of {length:,} bytes; this reader takes "
+                                  f"at most {_MAX_HEADER:,}.")
+        raw = f.read(length)
+    header = parse_json(raw, f"{path} (safetensors header)")
     if not isinstance(header, dict):
         raise CheckpointError(f"{path}: the header is not a JSON object.")
-    data_size, start = size - 8 - length, 8 + length
-    tensors = {}
+    metadata = header.pop("__metadata__", None)
+    if metadata is not None and not (isinstance(metadata, dict) and all(
+            isinstance(v, str) for v in metadata.values())):
+        raise CheckpointError(f"{path}: \"__metadata__\" is not an object of strings.")
+    data_size = size - 8 - length
+    entries = {}
     for name, info in header.items():
-        if name == "__metadata__":
-            continue
-        try:
-            dtype, shape = info["dtype"], [int(d) for d in info["shape"]]
-            begin, end = (int(x) for x in info["data_offsets"])
-        except (KeyError, TypeError, ValueError):
-            raise CheckpointError(f"{path}: tensor {name!r} has a malformed header entry "
-                                  f"{info!r}.") from None
-        if not 0 <= begin <= end <= data_size:
+        dtype, shape, begin, end = _entry(path, name, info)
+        if end > data_size:
             raise CheckpointError(f"{path}: tensor {name!r} spans bytes {begin}..{end} but the "
                                   f"file holds {data_size} (truncated?).")
-        if dtype != "BF16" and dtype not in _DTYPES:
-            raise CheckpointError(f"{path}: tensor {name!r} has dtype {dtype}, which this "
-                                  f"reader does not know.")
         width = 2 if dtype == "BF16" else np.dtype(_DTYPES[dtype]).itemsize
-        if end - begin != width * int(np.prod(shape, dtype=np.int64)):
-            raise CheckpointError(f"{path}: tensor {name!r} has {(end - begin) // width} values "
-                                  f"for shape {shape}.")
-        tensors[name] = StoredTensor(path, name, start + begin, end - begin, dtype, shape)
-    return tensors
+        count = math.prod(shape)  # Python integers: no overflow
+        if end - begin != width * count:
+            raise CheckpointError(f"{path}: tensor {name!r} has {end - begin} bytes; shape "
+                                  f"{shape} of {dtype} needs {width * count}.")
+        entries[name] = (dtype, shape, begin, end)
+    _check_tiling(path, entries, data_size)
+    return entries, 8 + length
+
+
+def _check_tiling(path, entries, data_size):
+    """The tensors' byte ranges, sorted, cover the data section exactly:
+    an overlap anywhere is named first (two names reading the same bytes
+    is the hostile case), then a gap, then bytes past the last tensor."""
+    position, previous, gap = 0, None, None
+    for begin, end, name in sorted((e[2], e[3], n) for n, e in entries.items()):
+        if begin < position:
+            raise CheckpointError(f"{path}: tensor {name!r} (bytes {begin}..{end}) overlaps "
+                                  f"tensor {previous!r} (bytes ..{position}); no two tensors "
+                                  "may share bytes.")
+        if begin > position and gap is None:
+            gap = (position, begin, name)
+        position, previous = end, name
+    if gap is not None:
+        raise CheckpointError(f"{path}: bytes {gap[0]}..{gap[1]} of the data, before tensor "
+                              f"{gap[2]!r}, belong to no tensor.")
+    if position != data_size:
+        raise CheckpointError(f"{path}: the tensors end at byte {position} of the data but "
+                              f"the file holds {data_size}; bytes {position}..{data_size} "
+                              "belong to no tensor.")
+
+
+def read_safetensors(path):
+    """{name: StoredTensor} of one safetensors file (bfloat16 reads as
+    float32). The header is checked here (`read_header`), the data is read
+    on use."""
+    entries, start = read_header(path)
+    return {name: StoredTensor(path, name, start + begin, end - begin, dtype, shape)
+            for name, (dtype, shape, begin, end) in entries.items()}
 
 
 def read_checkpoint_directory(directory):
@@ -176,16 +234,25 @@ def read_checkpoint_directory(directory):
         raise CheckpointError(f"{directory}: no {SINGLE_FILE} and no {INDEX_FILE} (only "
                               "safetensors weights are read; convert .bin files first).")
     try:
-        with open(index, encoding="utf-8") as f:
-            weight_map = json.load(f)["weight_map"]
-    except (OSError, json.JSONDecodeError, KeyError, TypeError) as err:
-        raise CheckpointError(f"{index}: not a safetensors index ({err}).") from None
+        weight_map = read_json_file(index)
+    except OSError as err:
+        raise CheckpointError(f"{index}: not readable ({err.strerror}).") from None
+    weight_map = weight_map.get("weight_map") if isinstance(weight_map, dict) else None
+    if not isinstance(weight_map, dict) or not all(
+            isinstance(shard, str) for shard in weight_map.values()):
+        raise CheckpointError(f"{index}: not a safetensors index (no \"weight_map\" object of "
+                              "tensor name -> shard file).")
     tensors = {}
     for shard in sorted(set(weight_map.values())):
         path = os.path.join(directory, shard)
-        if os.path.basename(shard) != shard or not os.path.isfile(path):
+        if os.path.basename(shard) != shard or shard in ("", ".", "..") or not os.path.isfile(path):
             raise CheckpointError(f"{index}: shard {shard!r} is missing from {directory}.")
-        tensors.update(read_safetensors(path))
+        stored = read_safetensors(path)
+        twice = sorted(set(stored) & set(tensors))
+        if twice:
+            raise CheckpointError(f"{index}: tensor {twice[0]!r} is stored in two shards "
+                                  f"({tensors[twice[0]].path} and {path}).")
+        tensors.update(stored)
     missing = sorted(set(weight_map) - set(tensors))
     if missing:
         raise CheckpointError(f"{index}: {len(missing)} tensor(s) named in the index are in no "

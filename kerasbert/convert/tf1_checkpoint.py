@@ -28,6 +28,7 @@ Only BERT's per-layer names are read: ALBERT's shared-layer checkpoints
 """
 
 import json
+import math
 import os
 import uuid
 
@@ -229,6 +230,23 @@ class _Checkpoint:
         return out
 
 
+def _check_declared_size(kwargs, ckpt):
+    """Before the model is built: the parameters the config declares must
+    be stored in the checkpoint (within a pooler's worth) and fit the
+    memory budget. Raises ValueError naming the values."""
+    from kerasbert.models import BertBackbone  # lazy: keras
+    from kerasbert.models.backbone import check_memory
+
+    declared = BertBackbone.estimate_parameters(kwargs)
+    values = sum(math.prod(shape) for shape in ckpt.shapes.values())
+    hidden = kwargs["hidden_dim"]
+    if declared > 1.1 * values + hidden * hidden + 3 * hidden:
+        raise ValueError(f"the config declares {declared:,} parameters but TF1 checkpoint "
+                         f"{ckpt.prefix!r} stores {values:,} values; a published checkpoint "
+                         "stores its weights, so the config does not describe them.")
+    check_memory(BertBackbone, kwargs)
+
+
 @loads_checkpoint
 def load_bert_checkpoint(ckpt_prefix, bert_config_json, dtype=None):
     """Builds a `BertBackbone` from an original BERT checkpoint.
@@ -252,7 +270,13 @@ def load_bert_checkpoint(ckpt_prefix, bert_config_json, dtype=None):
 
     kwargs = bert_config_to_kwargs(bert_config_json)
     ckpt = _Checkpoint(ckpt_prefix)
-    expected = expected_shapes(kwargs)
+    stored_layers = 0
+    while _layer_name(stored_layers, "query_kernel") in ckpt.shapes:
+        stored_layers += 1
+    # Names are listed up to the first layer the checkpoint lacks (a config
+    # of 10^9 layers would otherwise exhaust memory listing them).
+    expected = expected_shapes(
+        {**kwargs, "num_layers": min(kwargs["num_layers"], stored_layers + 1)})
     hint = ""
     mapping = _TOP_NAMES["embedding_projection_kernel"]
     if mapping in ckpt.shapes and mapping not in expected:
@@ -261,6 +285,7 @@ def load_bert_checkpoint(ckpt_prefix, bert_config_json, dtype=None):
             "embedding_size in the config."
         )
     ckpt.require(expected, hint=f" Is the config from the same model?{hint}")
+    _check_declared_size(kwargs, ckpt)
     weights = tf1_to_canonical(ckpt.read(expected), kwargs["num_layers"])
     backbone = BertBackbone(**kwargs, dtype=dtype)
     return set_bert_weights(backbone, weights)

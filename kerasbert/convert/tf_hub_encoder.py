@@ -14,7 +14,6 @@ The variables are read from the restored object (`tf.saved_model.load`),
 never by running its functions.
 """
 
-import json
 import os
 import re
 
@@ -23,10 +22,15 @@ import numpy as np
 
 from kerasbert.convert.bert_weights import LAYER_KEYS
 from kerasbert.convert.bert_weights import set_bert_weights
+from kerasbert.errors import CheckpointError
 from kerasbert.errors import UsageError
+from kerasbert.loading.source import read_json_file
 from kerasbert.models import Backbone
 from kerasbert.models import BertBackbone
 from kerasbert.layers.initializers import loads_checkpoint
+from kerasbert.models.backbone import ConfigError
+from kerasbert.models.backbone import check_memory
+from kerasbert.models.backbone import validate_config
 
 #: Written by our export-hub beside the warm-up records: {"class_name", "config"}.
 BACKBONE_FILE = os.path.join("assets.extra", "kerasbert_backbone.json")
@@ -95,13 +99,16 @@ def from_tf_hub_encoder(path, dtype=None):
 
 
 def _from_our_export(path, described, tensors, dtype):
-    with open(described, encoding="utf-8") as f:
-        spec = json.load(f)
+    spec = read_json_file(described)
     classes = {cls.__name__: cls for cls in _subclasses(Backbone)}
-    cls = classes.get(spec.get("class_name"))
+    name = spec.get("class_name") if isinstance(spec, dict) else None
+    cls = classes.get(name) if isinstance(name, str) else None
     if cls is None:
-        raise UsageError(f"{described}: unknown backbone class {spec.get('class_name')!r}.")
+        raise UsageError(f"{described}: unknown backbone class {name!r}.")
+    if not isinstance(spec.get("config"), dict):
+        raise UsageError(f"{described}: \"config\" is not an object of {name}'s arguments.")
     config = dict(spec["config"])
+    _check_declared_size(described, cls, config, tensors)
     if dtype is not None:
         config["dtype"] = dtype
     backbone = cls.from_config(config)
@@ -120,6 +127,30 @@ def _from_our_export(path, described, tensors, dtype):
         raise UsageError(f"{path}: the SavedModel lacks {len(missing)} variables of "
                          f"{cls.__name__} (e.g. {', '.join(missing[:3])}).")
     return backbone
+
+
+def _check_declared_size(described, cls, config, tensors):
+    """Before the backbone is built from the file's description: its values
+    are ones a model can have, and the parameters they declare are stored
+    in the SavedModel's variables and fit the memory budget."""
+    arguments = {k: v for k, v in config.items() if k in cls.config_names() and k != "dtype"}
+    arguments = {**cls.default_config(), **arguments}
+    arguments.pop("dtype", None)
+    try:
+        validate_config(arguments, cls)
+    except ConfigError as err:
+        raise CheckpointError(f"{described}: {err}") from None
+    if not all(k in arguments for k in ("vocabulary_size", "num_layers", "num_heads",
+                                        "hidden_dim", "intermediate_dim")):
+        return  # the constructor names what is missing
+    declared = cls.estimate_parameters(arguments)
+    values = sum(int(np.size(value)) for value in tensors.values())
+    hidden = arguments["hidden_dim"]
+    if declared > 1.1 * values + hidden * hidden + 3 * hidden:
+        raise CheckpointError(f"{described}: declares a {cls.__name__} of {declared:,} "
+                              f"parameters but the SavedModel stores {values:,} values; it "
+                              "does not describe these weights.")
+    check_memory(cls, arguments, f"{described}: ")
 
 
 def _subclasses(cls):

@@ -20,16 +20,22 @@ rules. Flags: `kerasbert.commands._args.add_backbone_arguments`.
 
 import os
 import sys
+import zipfile
 
 from kerasbert import runs
 from kerasbert.convert.bert_config import kwargs_to_bert_config
 from kerasbert.convert.tf1_checkpoint import load_bert_checkpoint
+from kerasbert.errors import CheckpointError
 from kerasbert.errors import UsageError
 from kerasbert.loading import handles
 from kerasbert.loading import source as source_module
 from kerasbert.loading.published import apply_overrides
 from kerasbert.loading.published import load_published
 from kerasbert.models import presets
+from kerasbert.models.backbone import Backbone
+from kerasbert.models.backbone import ConfigError
+from kerasbert.models.backbone import check_memory
+from kerasbert.models.backbone import validate_config
 from kerasbert.models.vocabulary_growth import grow_vocabulary
 from kerasbert.saving import load_model
 
@@ -93,6 +99,7 @@ def load_backbone(handle, dtype=None, **overrides):
 
 def _saved_backbone(found):
     path = found.path if found.kind == source_module.KERAS else _run_model(found.path)
+    check_keras_archive(path)
     try:
         model = load_model(path)
     except UsageError as err:
@@ -104,6 +111,80 @@ def _saved_backbone(found):
         raise UsageError(f"{path} is a {type(model).__name__} without encoder_outputs "
                          "(expected a backbone, or a model with a .backbone).")
     return inner
+
+
+def _backbone_classes():
+    """{registered name: class} of every backbone family ("kerasbert>BertBackbone")."""
+    found, todo = {}, [Backbone]
+    while todo:
+        cls = todo.pop()
+        todo += cls.__subclasses__()
+        found[f"kerasbert>{cls.__name__}"] = cls
+    return found
+
+
+def _backbone_configs(node, classes):
+    """(class, constructor arguments) of every backbone serialized in a
+    .keras file's config (a pretrainer holds one, ELECTRA's two); the JSON
+    is at most `MAX_JSON_DEPTH` deep, so is this recursion."""
+    if isinstance(node, dict):
+        cls = classes.get(node.get("registered_name"))
+        if cls is not None and cls is not Backbone and isinstance(node.get("config"), dict):
+            yield cls, node["config"]
+        for value in node.values():
+            yield from _backbone_configs(value, classes)
+    elif isinstance(node, list):
+        for value in node:
+            yield from _backbone_configs(value, classes)
+
+
+def check_keras_archive(path):
+    """A .keras file nobody vouches for, checked before Keras builds
+    anything from it: its config.json within the JSON limits (size read
+    from the archive's directory, then depth), every backbone's arguments
+    values a model can have, and their parameters stored in
+    model.weights.h5 (at 2 bytes or more each) and within the memory budget.
+
+    Raises:
+        UsageError: naming the file and the value.
+    """
+    try:
+        with zipfile.ZipFile(path) as archive:
+            members = {info.filename: info for info in archive.infolist()}
+            config_info = members.get("config.json")
+            if config_info is None:
+                raise UsageError(f"{path}: no config.json inside (not a Keras 3 .keras file).")
+            if config_info.file_size > source_module.MAX_JSON_BYTES:
+                raise CheckpointError(f"{path}: a config.json of {config_info.file_size:,} "
+                                      "bytes; a model config is a few kilobytes.")
+            with archive.open(config_info) as f:
+                raw = f.read(source_module.MAX_JSON_BYTES + 1)
+    except (zipfile.BadZipFile, EOFError, OSError, RuntimeError) as err:
+        raise UsageError(f"{path}: not a readable .keras file ({err}).") from None
+    config = source_module.parse_json(raw, f"{path} (config.json)")
+    weights = members.get("model.weights.h5")
+    stored_bytes = weights.file_size if weights is not None else 0
+    for cls, arguments in _backbone_configs(config, _backbone_classes()):
+        arguments = {k: v for k, v in arguments.items()
+                     if k in cls.config_names() and k != "dtype"}
+        arguments = {**cls.default_config(), **arguments}
+        arguments.pop("dtype", None)
+        try:
+            validate_config(arguments, cls)
+        except ConfigError as err:
+            raise CheckpointError(f"{path}: {cls.__name__} {err}") from None
+        if not all(k in arguments for k in ("vocabulary_size", "num_layers", "num_heads",
+                                            "hidden_dim", "intermediate_dim")):
+            continue  # Keras refuses it when it builds it
+        declared = cls.estimate_parameters(arguments)
+        hidden = arguments["hidden_dim"]
+        if 2 * declared > 1.1 * stored_bytes + 4 * (hidden * hidden + 3 * hidden) + 2**20:
+            raise CheckpointError(
+                f"{path}: its {cls.__name__} declares {declared:,} parameters "
+                f"(vocabulary_size={arguments['vocabulary_size']}, num_layers="
+                f"{arguments['num_layers']}, hidden_dim={hidden}) but model.weights.h5 holds "
+                f"{stored_bytes:,} bytes; the file does not hold the model it describes.")
+        check_memory(cls, arguments, f"{path}: ")
 
 
 def load_backbone_from_flags(backbone=None, preset=None, init_checkpoint=None, bert_config=None,

@@ -26,6 +26,7 @@ from kerasbert.loading.source import TF1
 from kerasbert.loading.source import TF1_CONFIG
 from kerasbert.loading.source import TF_HUB
 from kerasbert.loading.source import describe_layouts
+from kerasbert.models.backbone import validate_config
 
 #: Arguments that fix the shapes of the weights: an override of one of them
 #: that differs from the source is an error, never a silent rebuild.
@@ -67,7 +68,8 @@ def load_published(source, dtype=None, **overrides):
 
 def _from_keras_hub_preset(source):
     path = source.path
-    name = source.config.get("registered_name", "").split(">")[-1]
+    registered = source.config.get("registered_name")
+    name = registered.split(">")[-1] if isinstance(registered, str) else ""
     if name not in FAMILIES:
         raise UsageError(f"{path}: a keras-hub {name or 'model'}; this loader reads "
                          f"{', '.join(sorted(FAMILIES))}.")
@@ -99,6 +101,8 @@ def apply_overrides(backbone, source, dtype=None, overrides=None):
     if unknown:
         raise UsageError(f"{', '.join(unknown)}: not arguments of {type(backbone).__name__}.")
     config.update(overrides)
+    # The same checks as a preset's --set values, the family's rules included.
+    validate_config(config, type(backbone))
     if dtype is not None:
         config["dtype"] = dtype
     rebuilt = type(backbone).from_config(config)

@@ -103,14 +103,25 @@ def is_sentence_model(directory):
     return os.path.isfile(os.path.join(os.fspath(directory), MODULES_FILE))
 
 
+# These files are a few hundred bytes; a larger one is not a module list.
+_MAX_JSON_BYTES = 2**20
+
+
 def _read_json(path, expect=dict):
     try:
         with open(path, encoding="utf-8") as f:
-            value = json.load(f)
+            text = f.read(_MAX_JSON_BYTES + 1)
+        if len(text) > _MAX_JSON_BYTES:
+            raise UsageError(f"{path}: more than {_MAX_JSON_BYTES:,} characters; not a "
+                             "sentence-transformers file.")
+        value = json.loads(text)
     except FileNotFoundError:
         raise UsageError(f"{path}: missing (a sentence-transformers folder needs it).") from None
-    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as error:
+    except (OSError, UnicodeDecodeError, ValueError) as error:  # JSONDecodeError too
         raise UsageError(f"{path}: not a readable JSON file ({error}).") from None
+    except RecursionError:
+        raise UsageError(f"{path}: JSON nested too deeply to be a sentence-transformers "
+                         "file.") from None
     if not isinstance(value, expect):
         raise UsageError(f"{path}: expected a JSON {'object' if expect is dict else 'list'}, "
                          f"got {type(value).__name__}.")

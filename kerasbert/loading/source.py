@@ -28,10 +28,13 @@ into this module, never up.
 """
 
 import dataclasses
+import itertools
+import json
 import os
+import re
 
+from kerasbert.errors import CheckpointError
 from kerasbert.errors import UsageError
-from kerasbert.io_utils import json_or_none
 from kerasbert.loading import handles
 from kerasbert.loading.sentence_transformers import read_sentence_model
 
@@ -47,6 +50,100 @@ DIRECTORY = "directory"
 PUBLISHED = (HF, KERAS_HUB, TF1, TF_HUB)
 
 TF1_CONFIG = "bert_config.json"
+
+#: What a checkpoint's JSON may be (config.json, bert_config.json, a
+#: keras-hub config, a safetensors index): a model config is kilobytes and a
+#: few levels deep. Past these limits the file is refused before the parser
+#: runs (Python's parser recurses once per level: 100,000 levels overflow it).
+MAX_JSON_BYTES = 16 * 2**20
+MAX_JSON_DEPTH = 64
+
+
+class NotJsonError(CheckpointError):
+    """A file that is not UTF-8 JSON at all (a syntax error), as opposed to
+    JSON past the limits."""
+
+
+# A JSON string literal, escapes included, removed before brackets are
+# counted; an unterminated one runs to the end (so every match succeeds and
+# the scan stays linear on hostile text; the parser refuses it later).
+_JSON_STRING = re.compile(rb'"(?:[^"\\]|\\.)*+(?:"|\\?\Z)', re.S)
+_NOT_BRACKETS = bytes(b for b in range(256) if b not in b"[]{}")
+_STEP = {ord("["): 1, ord("{"): 1, ord("]"): -1, ord("}"): -1}
+
+
+def json_depth(raw):
+    """How deeply the arrays and objects of the JSON text `raw` (bytes)
+    nest, counted without parsing (brackets inside strings do not count)."""
+    brackets = _JSON_STRING.sub(b"", raw).translate(None, _NOT_BRACKETS)
+    return max(itertools.accumulate(map(_STEP.__getitem__, brackets)), default=0)
+
+
+def _refuse_constant(name):
+    raise ValueError(f"{name} is not a JSON number")
+
+
+def _unique_keys(pairs):
+    seen = {}
+    for key, value in pairs:
+        if key in seen:
+            raise ValueError(f"the key {key!r} appears twice")
+        seen[key] = value
+    return seen
+
+
+def parse_json(raw, where, max_depth=MAX_JSON_DEPTH):
+    """The JSON value of `raw` (bytes) from a file nobody vouches for.
+
+    Refused, naming `where`: nesting deeper than `max_depth` (checked before
+    the parser runs), a key repeated in one object (which value counts is
+    the reader's guess), NaN or Infinity, and text that is not UTF-8 JSON
+    (`NotJsonError`).
+    """
+    depth = json_depth(raw)
+    if depth > max_depth:
+        raise CheckpointError(f"{where}: JSON nested {depth} levels deep; a model file "
+                              f"needs at most {max_depth}.")
+    try:
+        text = raw.decode("utf-8")
+    except UnicodeDecodeError as err:
+        raise NotJsonError(f"{where}: not UTF-8 text ({err.reason} at byte {err.start}).") \
+            from None
+    try:
+        return json.loads(text, object_pairs_hook=_unique_keys,
+                          parse_constant=_refuse_constant)
+    except json.JSONDecodeError as err:
+        raise NotJsonError(f"{where}: not JSON ({err}).") from None
+    except (ValueError, RecursionError) as err:  # a repeated key, NaN, a 5,000-digit number
+        raise CheckpointError(f"{where}: {err}.") from None
+
+
+def read_json_file(path, max_bytes=MAX_JSON_BYTES):
+    """`parse_json` of the file at `path`, refused past `max_bytes`
+    without reading further.
+
+    Raises:
+        CheckpointError (`NotJsonError` for a syntax error), OSError of
+        the file itself (missing, unreadable).
+    """
+    with open(path, "rb") as f:
+        raw = f.read(max_bytes + 1)
+    if len(raw) > max_bytes:
+        raise CheckpointError(f"{path}: more than {max_bytes:,} bytes of JSON; a model "
+                              "config is a few kilobytes.")
+    return parse_json(raw, path)
+
+
+def _config_or_none(path):
+    """A directory's config file parsed, or None when it is missing or not
+    JSON (then the directory is something else); JSON past the limits is an
+    error."""
+    if not os.path.isfile(path):
+        return None
+    try:
+        return read_json_file(path)
+    except NotJsonError:
+        return None
 
 
 @dataclasses.dataclass(frozen=True)
@@ -100,13 +197,13 @@ def describe_handles():
 def detect_layout(path):
     """(kind, parsed config) of a local directory: `HF`, `KERAS_HUB`, `TF1`,
     `TF_HUB`, or `DIRECTORY` when it is none of them."""
-    config = json_or_none(os.path.join(path, "config.json"))
+    config = _config_or_none(os.path.join(path, "config.json"))
     if isinstance(config, dict) and "model_type" in config:
         return HF, config
     if isinstance(config, dict) and "registered_name" in config:
         return KERAS_HUB, config
     if os.path.isfile(os.path.join(path, TF1_CONFIG)):
-        return TF1, json_or_none(os.path.join(path, TF1_CONFIG))
+        return TF1, _config_or_none(os.path.join(path, TF1_CONFIG))
     if os.path.isfile(os.path.join(path, "saved_model.pb")):
         return TF_HUB, None
     return DIRECTORY, config if isinstance(config, dict) else None

@@ -2,6 +2,8 @@
 
 import inspect
 import math
+import os
+import re
 
 import keras
 
@@ -11,6 +13,7 @@ from kerasbert.layers import ClsPooler
 from kerasbert.layers import TransformerEncoderBlock
 from kerasbert.layers import causal_attention_bias
 from kerasbert.layers import padding_mask_to_attention_bias
+from kerasbert.layers.activations import activation_names
 from kerasbert.models.presets import get_preset
 from kerasbert.models.presets import is_preset
 from kerasbert.models.presets import load_from_source
@@ -24,13 +27,21 @@ class ConfigError(UsageError, ValueError):
 
 
 # Integer sizes and the least value each may take (a key a family lacks is
-# skipped; None is allowed where the constructor's default is None).
+# skipped; None is allowed where the constructor's default is None). The
+# Reformer's names are its own, so one table serves every family and an
+# override is checked the same way whatever it is applied to.
 _INT_MINIMUMS = {
     "vocabulary_size": 1, "num_layers": 1, "num_heads": 1, "hidden_dim": 1,
     "intermediate_dim": 1, "max_sequence_length": 1, "embedding_dim": 1,
     "num_groups": 1, "num_inner_repetitions": 1, "block_size": 1,
     "num_segments": 0, "num_random_blocks": 0,
+    # the Reformer's
+    "head_dim": 1, "num_hashes": 1, "lsh_chunk_length": 1, "local_chunk_length": 1,
+    "num_chunks_before": 0, "num_chunks_after": 0, "feed_forward_chunk_size": 0,
 }
+_RATES = ("dropout", "attention_dropout")
+_BOOLEANS = ("causal", "recompute")
+ATTENTION_KINDS = ("full", "bigbird")
 
 
 def _check_int(key, value, least):
@@ -51,12 +62,16 @@ def _check_positive(key, value):
         raise ConfigError(f"{key}={value!r}: must be a finite number > 0.")
 
 
-def validate_config(config):
+def validate_config(config, cls=None):
     """Refuses, before any layer is built, a config no model can have.
 
     Args:
         config: a backbone's constructor arguments (any family: keys it
-            does not use are absent and skipped).
+            does not use are absent and skipped), or overrides alone (each
+            value is checked by its key).
+        cls: the backbone class, whose `check_config` adds the family's
+            rules between values (the Reformer's buckets and axial shape,
+            ALBERT's groups).
 
     Raises:
         ConfigError: naming the first bad key and its value.
@@ -64,16 +79,102 @@ def validate_config(config):
     for key, least in _INT_MINIMUMS.items():
         if key in config:
             _check_int(key, config[key], least)
-    if "dropout" in config:
-        _check_rate("dropout", config["dropout"])
+    for key in _RATES:
+        if key in config:
+            _check_rate(key, config[key])
     for key in ("layer_norm_epsilon", "initializer_range"):
         if key in config:
             _check_positive(key, config[key])
+    for key in _BOOLEANS:
+        if key in config and not isinstance(config[key], bool):
+            raise ConfigError(f"{key}={config[key]!r}: must be true or false.")
+    if "activation" in config and config["activation"] not in activation_names():
+        raise ConfigError(f"activation={config['activation']!r}: Unknown activation; "
+                          f"expected one of {', '.join(activation_names())}.")
+    if "attention" in config and config["attention"] not in ATTENTION_KINDS:
+        raise ConfigError(f"attention={config['attention']!r}: must be one of "
+                          f"{', '.join(ATTENTION_KINDS)}.")
     hidden, heads = config.get("hidden_dim"), config.get("num_heads")
     # An explicit head width (the Reformer's head_dim) frees hidden_dim.
     if hidden is not None and heads is not None and hidden % heads and not config.get("head_dim"):
         raise ConfigError(f"hidden_dim={hidden} is not divisible by num_heads={heads}: "
                           "each head gets hidden_dim / num_heads features.")
+    if cls is not None:
+        cls.check_config(config)
+
+
+def check_overrides(name, overrides):
+    """`--set` overrides checked before any work (a command calls this
+    before it creates anything): on a preset name, everything `from_preset`
+    checks, nothing built; on a handle to weights, each value by its key
+    (the family's rules between values run when the weights are read).
+
+    Raises:
+        UsageError: naming the key and the value.
+    """
+    try:
+        if is_preset(name):
+            get_preset(name)["backbone_class"].preset_config(name, **overrides)
+        else:
+            validate_config(overrides)
+    except (ValueError, TypeError) as err:
+        raise UsageError(str(err)) from None
+
+
+#: Overrides whose type may differ from the preset's (the Reformer's
+#: factorised bucket pair for an int): `check_config` checks them; every
+#: other override must have its preset value's type, then `validate_config`.
+CHECKED_KEYS = frozenset({"num_buckets", "axial_shape", "axial_dims", "attention_layers",
+                          "head_dim"})
+
+
+#: Where the memory budget comes from: bytes, or with a K/M/G/T suffix.
+MEMORY_BUDGET_VARIABLE = "KERASBERT_MEMORY_BUDGET"
+_UNITS = {"": 1, "K": 2**10, "M": 2**20, "G": 2**30, "T": 2**40}
+
+
+def memory_budget():
+    """(bytes a model's weights may take, where that number comes from):
+    $KERASBERT_MEMORY_BUDGET when set, else this machine's memory (or its
+    container's limit, when lower)."""
+    text = os.environ.get(MEMORY_BUDGET_VARIABLE, "").strip()
+    if text:
+        match = re.fullmatch(r"(\d+(?:\.\d*)?)\s*([KMGT]?)i?B?", text, re.IGNORECASE)
+        value = float(match[1]) * _UNITS[match[2].upper()] if match else 0
+        if value < 1:
+            raise ConfigError(f"{MEMORY_BUDGET_VARIABLE}={text!r}: expected a size in bytes, "
+                              "e.g. 8G or 500M.")
+        return int(value), f"${MEMORY_BUDGET_VARIABLE}"
+    total = os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
+    try:
+        with open("/sys/fs/cgroup/memory.max", encoding="ascii") as f:
+            limit = f.read().strip()
+        if limit.isdigit():
+            total = min(total, int(limit))
+    except OSError:
+        pass
+    return total, f"this machine's memory; set ${MEMORY_BUDGET_VARIABLE} to change it"
+
+
+def check_memory(cls, config, where=""):
+    """Refuses a config whose weights alone (float32) exceed `memory_budget`,
+    before anything is allocated.
+
+    Raises:
+        ConfigError: naming the sizes, the parameter count and the budget.
+    """
+    count = cls.estimate_parameters(config)
+    budget, source = memory_budget()
+    if 4 * count > budget:
+        sizes = ", ".join(f"{k}={config[k]}" for k in _SIZE_KEYS if config.get(k) is not None)
+        raise ConfigError(f"{where}{sizes}: {count:,} parameters, {4 * count / 2**30:,.1f} GiB "
+                          f"of float32 weights, more than the memory budget of "
+                          f"{budget / 2**30:,.1f} GiB ({source}).")
+    return count
+
+
+_SIZE_KEYS = ("vocabulary_size", "num_layers", "hidden_dim", "intermediate_dim",
+              "max_sequence_length", "embedding_dim", "num_segments")
 
 
 class Backbone(keras.Model):
@@ -155,22 +256,38 @@ class Backbone(keras.Model):
                 raise ValueError(f"{name} holds a {type(backbone).__name__}, not a "
                                  f"{cls.__name__}.")
             return backbone
-        preset = get_preset(name)
-        preset_cls = preset["backbone_class"]
+        preset_cls = get_preset(name)["backbone_class"]
         if not issubclass(preset_cls, cls):
             raise ValueError(
                 f"Preset {name!r} is a {preset_cls.__name__}, not a "
                 f"{cls.__name__}."
             )
-        valid = preset_cls.config_names()
+        return preset_cls(**preset_cls.preset_config(name, **overrides))
+
+    @classmethod
+    def preset_config(cls, name, **overrides):
+        """The constructor arguments of preset `name` with `overrides`,
+        every value checked as `from_preset` checks them, nothing built:
+        known names, the preset's types, `validate_config` with the
+        family's rules, and the weights within `memory_budget`.
+
+        Raises:
+            ValueError (a `ConfigError` for a value no model can have).
+        """
+        preset = get_preset(name)
+        valid = cls.config_names()
         unknown = sorted(set(overrides) - set(valid))
         if unknown:
             raise ValueError(
                 f"Unknown override(s) {', '.join(unknown)} for "
-                f"{preset_cls.__name__}; valid: {', '.join(valid)}."
+                f"{cls.__name__}; valid: {', '.join(valid)}."
             )
         for key, value in overrides.items():
             expected = preset["config"].get(key)
+            if key in CHECKED_KEYS:
+                continue  # validate_config names what it must be
+            if isinstance(expected, bool) and not isinstance(value, bool):
+                raise ValueError(f"Override {key}={value!r} must be true or false.")
             if isinstance(expected, (int, float)) and not isinstance(
                 value, (int, float)
             ):
@@ -182,9 +299,33 @@ class Backbone(keras.Model):
                 raise ValueError(
                     f"Override {key}={value!r} must be an integer."
                 )
-        config = {**preset_cls.default_config(), **preset["config"], **overrides}
-        validate_config(config)
-        return preset_cls(**{**preset["config"], **overrides})
+        config = {**cls.default_config(), **preset["config"], **overrides}
+        validate_config(config, cls)
+        check_memory(cls, config)
+        return {**preset["config"], **overrides}
+
+    @classmethod
+    def check_config(cls, config):
+        """The family's rules between values, beyond `validate_config`'s
+        (a family overrides it). Raises ConfigError."""
+
+    @classmethod
+    def estimate_parameters(cls, config):
+        """The parameter count of `config`, computed without building
+        anything (an upper bound within one pooler and one LayerNorm of
+        `count_params()`: families without them are counted as BERT).
+        Python integers, so absurd sizes do not overflow."""
+        hidden, inner = config["hidden_dim"], config["intermediate_dim"]
+        width = config.get("embedding_dim") or hidden
+        embeddings = (config["vocabulary_size"] + config.get("max_sequence_length", 512)
+                      + (config.get("num_segments") or 0)) * width + 2 * width
+        if width != hidden:
+            embeddings += width * hidden + hidden
+        # ALBERT's layers share num_groups x num_inner_repetitions blocks.
+        blocks = (config["num_groups"] * config.get("num_inner_repetitions", 1)
+                  if "num_groups" in config else config["num_layers"])
+        block = 4 * hidden * hidden + 2 * hidden * inner + 9 * hidden + inner
+        return embeddings + blocks * block + hidden * hidden + hidden
 
     @classmethod
     def default_config(cls):

@@ -3,6 +3,7 @@
 import keras
 
 from kerasbert.models.backbone import Backbone
+from kerasbert.models.backbone import ConfigError
 
 
 @keras.saving.register_keras_serializable(package="kerasbert")
@@ -37,6 +38,14 @@ class AlbertBackbone(Backbone):
             ("gelu_approximate", HF's "gelu_new"); keras-hub and Model
             Garden use the same.
     """
+
+    @classmethod
+    def check_config(cls, config):
+        """Each group serves the same number of layers."""
+        layers, groups = config.get("num_layers"), config.get("num_groups", 1)
+        if layers is not None and groups and layers % groups:
+            raise ConfigError(f"num_layers={layers} is not divisible by num_groups={groups}: "
+                              "each group serves the same number of layers.")
 
     def __init__(self, vocabulary_size, num_layers, num_heads, hidden_dim, intermediate_dim,
                  embedding_dim=128, num_groups=1, num_inner_repetitions=1,

@@ -145,6 +145,50 @@ class ReformerBackbone(Backbone):
                           dtype=dtype, **kwargs)
         self._record_config(config)
 
+    @classmethod
+    def check_config(cls, config):
+        """The Reformer's rules between values (`validate_config` has
+        checked each size alone): attention kinds, LSH buckets, the axial
+        position table."""
+        kinds = config.get("attention_layers", ("local", "lsh"))
+        if isinstance(kinds, str) or not isinstance(kinds, (list, tuple)):
+            raise ConfigError(f"attention_layers={kinds!r}: a list of "
+                              f"{' / '.join(ATTENTION_KINDS)}.")
+        layer_kinds(kinds, 1)
+        buckets = config.get("num_buckets", 64)
+        factors = [buckets] if not isinstance(buckets, (list, tuple)) else list(buckets)
+        if (not 1 <= len(factors) <= 2 or any(
+                isinstance(f, bool) or not isinstance(f, int) or f < 1 or (f != 1 and f % 2)
+                for f in factors)):
+            raise ConfigError(f"num_buckets={buckets!r}: an even integer >= 2 (or 1), or a "
+                              "pair of them (buckets come in +/- rotation pairs).")
+        axial_shape, axial_dims = config.get("axial_shape"), config.get("axial_dims")
+        for key, value in (("axial_shape", axial_shape), ("axial_dims", axial_dims)):
+            if value is not None and (not isinstance(value, (list, tuple)) or any(
+                    isinstance(v, bool) or not isinstance(v, int) or v < 1 for v in value)):
+                raise ConfigError(f"{key}={value!r}: a pair of integers >= 1.")
+        _check_axial(list(axial_shape) if axial_shape else None,
+                     list(axial_dims) if axial_dims else None,
+                     config.get("max_sequence_length", 4096), config.get("hidden_dim"))
+
+    @classmethod
+    def estimate_parameters(cls, config):
+        hidden, inner = config["hidden_dim"], config["intermediate_dim"]
+        heads = config["num_heads"] * (config.get("head_dim") or hidden // config["num_heads"])
+        if config.get("axial_shape"):
+            (rows, cols), (row_dim, col_dim) = config["axial_shape"], config["axial_dims"]
+            positions = rows * row_dim + cols * col_dim
+        else:
+            positions = config.get("max_sequence_length", 4096) * hidden
+        kinds = layer_kinds(config.get("attention_layers", ("local", "lsh")),
+                            config["num_layers"])
+        lsh = kinds.count("lsh")
+        attention = (len(kinds) * (3 * hidden * heads + 2 * hidden)  # (q, k,) v, out, LayerNorm
+                     + (len(kinds) - lsh) * hidden * heads)  # local: separate q and k
+        feed_forward = len(kinds) * (2 * hidden * inner + inner + 3 * hidden)
+        return (config["vocabulary_size"] * hidden + positions + attention + feed_forward
+                + 4 * hidden)
+
     @property
     def output_dim(self):
         return 2 * self.hidden_dim

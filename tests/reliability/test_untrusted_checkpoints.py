@@ -1,0 +1,586 @@
+"""A published checkpoint is a file from a stranger (issue 37, item 1).
+
+Whatever a checkpoint directory holds, loading it either gives the weights
+its files store or ends in one line naming the file, the field and the
+values (exit code 2 at the command line), never a traceback, never a model
+larger than the files, never anything written:
+
+* property-based tests (Hypothesis: a bounded number of examples,
+  derandomized, with a deadline) mutate the safetensors header and the
+  config.json of a real tiny checkpoint this module writes, and of the real
+  published all-MiniLM-L6-v2 (`published_minilm`, tests/conftest.py), and
+  assert exactly that; the header mutations are also read by the format's
+  own reader (the `safetensors` package): what it refuses we refuse, and
+  what we accept it reads as we do;
+* the cases of the issue run through the installed `kerasbert` script in
+  fresh processes: exit code, the one `error:` line, the process's peak
+  memory and what is left on disk.
+"""
+
+import concurrent.futures
+import datetime
+import json
+import os
+import shutil
+import struct
+import subprocess
+import tempfile
+
+import numpy as np
+import pytest
+from hypothesis import HealthCheck
+from hypothesis import event
+from hypothesis import given
+from hypothesis import settings
+from hypothesis import strategies as st
+
+from kerasbert.convert.hf_writer import write_hf_directory
+from kerasbert.convert.safetensors_files import read_safetensors
+from kerasbert.errors import UsageError
+from kerasbert.loading.backbones import load_backbone
+from kerasbert.models import BertBackbone
+from reliability.console import KERASBERT
+from reliability.console import env
+from reliability.console import one_line_error
+
+# Bounded, reproducible, in the default suite: the same examples every run.
+PROPERTY = settings(max_examples=100, derandomize=True, database=None,
+                    deadline=datetime.timedelta(seconds=30),
+                    suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
+# Memory a load may take beyond the files and the model they hold: the
+# interpreter's own growth on a first Keras build (graph functions, caches).
+# A model the config merely claims (50,000,000 rows x 8 = 1.6 GB here,
+# 7 GB for the issue's case) is far beyond it.
+SLACK_BYTES = 512 * 2**20
+
+SPECIALS = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]"]
+
+
+# --- the checkpoints --------------------------------------------------------
+
+
+@pytest.fixture(scope="module")
+def workspace(tmp_path_factory):
+    return tmp_path_factory.mktemp("untrusted")
+
+
+@pytest.fixture(scope="module")
+def tiny(workspace):
+    """(directory, config dict, reference weights) of a real tiny BERT in
+    the Hugging Face layout, written by our writer (which the safetensors
+    library reads: tests/convert/test_hf_checkpoint.py)."""
+    backbone = BertBackbone(vocabulary_size=40, num_layers=2, num_heads=2, hidden_dim=8,
+                            intermediate_dim=16, max_sequence_length=16)
+    vocab = workspace / "vocab.txt"
+    vocab.write_text("\n".join(SPECIALS + [f"w{i}" for i in range(35)]) + "\n")
+    directory = workspace / "original"
+    directory.mkdir()
+    write_hf_directory(backbone, str(directory), tokenizer_files=(str(vocab),))
+    config = json.loads((directory / "config.json").read_text())
+    reference = load_backbone(str(directory)).get_weights()
+    return directory, config, reference
+
+
+def copy_checkpoint(source, workspace, link=()):
+    """A fresh copy of a checkpoint directory (files named in `link` are
+    symlinked: the published weights are 90 MB)."""
+    target = tempfile.mkdtemp(dir=workspace)
+    for name in os.listdir(source):
+        if name in link:
+            os.symlink(os.path.join(source, name), os.path.join(target, name))
+        elif os.path.isfile(os.path.join(source, name)):
+            shutil.copyfile(os.path.join(source, name), os.path.join(target, name))
+    return target
+
+
+def read_parts(path):
+    """(header dict, header length, data bytes) of a safetensors file."""
+    with open(path, "rb") as f:
+        (length,) = struct.unpack("<Q", f.read(8))
+        header = json.loads(f.read(length))
+        return header, length, f.read()
+
+
+def write_parts(path, header, data, length_delta=0):
+    """A safetensors file of `header` (a dict, or raw bytes) and `data`,
+    its length field off by `length_delta`."""
+    raw = header if isinstance(header, bytes) else json.dumps(header).encode()
+    raw += b" " * (-len(raw) % 8)
+    if os.path.islink(path):
+        os.unlink(path)
+    with open(path, "wb") as f:
+        f.write(struct.pack("<Q", max(0, len(raw) + length_delta)))
+        f.write(raw)
+        f.write(data)
+
+
+def assert_one_line(err, *fragments):
+    message = str(err)
+    assert message and "\n" not in message, message
+    for fragment in fragments:
+        assert fragment in message, f"{fragment!r} not in {message!r}"
+    return message
+
+
+# --- peak memory of this process --------------------------------------------
+
+
+def reset_peak_memory():
+    """Resets the kernel's peak-RSS mark of this process; False where the
+    kernel does not let us (then memory is not asserted)."""
+    try:
+        with open("/proc/self/clear_refs", "w") as f:
+            f.write("5")
+    except OSError:
+        return False
+    return True
+
+
+def memory_kb(field):
+    with open("/proc/self/status") as f:
+        for line in f:
+            if line.startswith(field + ":"):
+                return int(line.split()[1])
+    raise AssertionError(field)
+
+
+class PeakMemory:
+    """`with PeakMemory() as peak: ...` then `peak.growth` = the most bytes
+    the body held above what the process held when it started."""
+
+    def __enter__(self):
+        self.enabled = reset_peak_memory()
+        self.start = memory_kb("VmRSS")
+        return self
+
+    def __exit__(self, *exc):
+        self.growth = (memory_kb("VmHWM") - self.start) * 1024 if self.enabled else 0
+        return False
+
+
+def file_bytes(directory):
+    return sum(os.path.getsize(os.path.join(directory, n)) for n in os.listdir(directory))
+
+
+# --- what a load must do ----------------------------------------------------
+
+
+def load_or_refuse(directory):
+    """The backbone of `directory`, or None after a one-line UsageError
+    naming the directory. Any other exception fails the test."""
+    try:
+        backbone = load_backbone(str(directory))
+    except UsageError as err:
+        assert_one_line(err, str(directory))
+        event("refused")
+        return None
+    event("loaded")
+    return backbone
+
+
+def assert_same_weights(backbone, reference):
+    weights = backbone.get_weights()
+    assert len(weights) == len(reference)
+    for ours, theirs in zip(weights, reference):
+        np.testing.assert_array_equal(ours, theirs)
+
+
+# --- safetensors headers ----------------------------------------------------
+
+#: JSON values an attacker may put anywhere.
+HOSTILE = st.one_of(
+    st.none(), st.booleans(), st.integers(-2**70, 2**70),
+    st.floats(allow_nan=False, allow_infinity=False), st.text(max_size=6),
+    st.lists(st.integers(-3, 2**40), max_size=4),
+    st.dictionaries(st.text(max_size=3), st.integers(-3, 3), max_size=2))
+
+HEADER_MUTATIONS = st.one_of(
+    # key.weight reads the bytes of query.weight (the issue's case), and kin
+    st.tuples(st.just("alias"), st.integers(0, 99), st.integers(0, 99)),
+    # two tensors trade places: a valid file with other weights
+    st.tuples(st.just("swap"), st.integers(0, 99), st.integers(0, 99)),
+    st.tuples(st.just("shift"), st.integers(0, 99), st.integers(0, 1), st.integers(-300, 300)),
+    st.tuples(st.just("shape"), st.integers(0, 99),
+              st.lists(st.integers(-2, 64), max_size=3)),
+    st.tuples(st.just("dtype"), st.integers(0, 99),
+              st.sampled_from(["F32", "I32", "F16", "I8", "U8", "F64", "I64", "Q7", ""])),
+    st.tuples(st.just("field"), st.integers(0, 99),
+              st.sampled_from(["dtype", "shape", "data_offsets"]), HOSTILE),
+    st.tuples(st.just("delete"), st.integers(0, 99)),
+    st.tuples(st.just("twin"), st.integers(0, 99)),  # a second name for the same bytes
+    st.tuples(st.just("metadata"), HOSTILE),
+    st.tuples(st.just("nest"), st.integers(65, 100_000)),  # a value nested this deep
+    st.tuples(st.just("length"), st.integers(-24, 24)),
+    st.tuples(st.just("truncate"), st.integers(1, 600)),
+    st.tuples(st.just("append"), st.binary(min_size=1, max_size=16)),
+)
+
+
+def mutate_header(path, mutation):
+    """Rewrites the safetensors file at `path` with one mutation."""
+    header, _, data = read_parts(path)
+    names = sorted(k for k in header if k != "__metadata__")
+    kind, args = mutation[0], list(mutation[1:])
+    pick = lambda i: names[i % len(names)]  # noqa: E731
+    delta = 0
+    if kind == "alias":
+        header[pick(args[1])]["data_offsets"] = list(header[pick(args[0])]["data_offsets"])
+    elif kind == "swap":
+        a, b = header[pick(args[0])], header[pick(args[1])]
+        a["data_offsets"], b["data_offsets"] = b["data_offsets"], a["data_offsets"]
+    elif kind == "shift":
+        header[pick(args[0])]["data_offsets"][args[1]] += args[2]
+    elif kind == "shape":
+        header[pick(args[0])]["shape"] = args[1]
+    elif kind == "dtype":
+        header[pick(args[0])]["dtype"] = args[1]
+    elif kind == "field":
+        header[pick(args[0])][args[1]] = args[2]
+    elif kind == "delete":
+        del header[pick(args[0])]
+    elif kind == "twin":
+        header[pick(args[0]) + ".twin"] = dict(header[pick(args[0])])
+    elif kind == "metadata":
+        header["__metadata__"] = args[0]
+    elif kind == "nest":
+        raw = json.dumps(header).encode()
+        header = raw[:-1] + b', "deep": ' + b"[" * args[0] + b"]" * args[0] + b"}"
+    elif kind == "length":
+        delta = args[0]
+    elif kind == "truncate":
+        data = data[:-args[0]]
+    elif kind == "append":
+        data = data + args[0]
+    write_parts(path, header, data, delta)
+
+
+def read_by_the_format(path):
+    """{name: array} as the `safetensors` package reads the file, or None
+    when it refuses it."""
+    from safetensors.numpy import load_file
+
+    try:
+        return load_file(path)
+    except Exception:  # noqa: BLE001 - any refusal of the reference reader
+        return None
+
+
+@PROPERTY
+@given(mutation=HEADER_MUTATIONS)
+def test_a_mutated_header_loads_what_the_format_says_or_is_refused(tiny, workspace, mutation):
+    source, _, reference = tiny
+    directory = copy_checkpoint(source, workspace)
+    path = os.path.join(directory, "model.safetensors")
+    original = read_by_the_format(str(source / "model.safetensors"))
+    mutate_header(path, mutation)
+    theirs = read_by_the_format(path)
+    try:
+        ours = read_safetensors(path)
+    except UsageError as err:
+        assert_one_line(err, path)
+        ours = None
+    if ours is not None:
+        # Never more lenient than the format's reader, and the same bytes.
+        assert theirs is not None, f"{mutation}: the safetensors package refuses this file"
+        assert set(ours) == set(theirs)
+        for name, tensor in ours.items():
+            np.testing.assert_array_equal(np.asarray(tensor), theirs[name])
+    with PeakMemory() as peak:
+        backbone = load_or_refuse(directory)
+    assert peak.growth <= file_bytes(directory) + 4 * sum(w.size for w in reference) + SLACK_BYTES
+    if ours is None:
+        assert backbone is None  # a file the reader refuses never loads
+    elif backbone is not None and set(theirs) == set(original) and all(
+            np.array_equal(theirs[n], original[n]) for n in original):
+        # Every name reads its original bytes: the original weights.
+        assert_same_weights(backbone, reference)
+    shutil.rmtree(directory)
+
+
+def test_key_weights_pointing_at_the_query_bytes_are_refused_like_the_format_does(tiny,
+                                                                                  workspace):
+    """The issue's case: the header's key.weight points at query.weight's
+    bytes. It used to load, fine-tune and save a model whose key weights
+    equal its query weights."""
+    source, _, _ = tiny
+    directory = copy_checkpoint(source, workspace)
+    path = os.path.join(directory, "model.safetensors")
+    header, _, data = read_parts(path)
+    query, key = ("encoder.layer.0.attention.self.query.weight",
+                  "encoder.layer.0.attention.self.key.weight")
+    header[key]["data_offsets"] = list(header[query]["data_offsets"])
+    write_parts(path, header, data)
+    assert read_by_the_format(path) is None
+    with pytest.raises(UsageError) as err:
+        load_backbone(directory)
+    assert_one_line(err.value, "model.safetensors", "overlaps", query, key)
+
+
+# --- config.json ------------------------------------------------------------
+
+CONFIG_VALUES = st.one_of(
+    HOSTILE, st.integers(-3, 70), st.integers(10**6, 10**15),
+    st.sampled_from([0, -1, 1.5, "8", "abc", [8], {"x": 1}, 1e300, True, "gelu", "relu",
+                     "tanh", "bigbird", 0.5, 1.0]))
+
+CONFIG_MUTATIONS = st.one_of(
+    st.tuples(st.just("set"), st.sampled_from([
+        "vocab_size", "hidden_size", "num_hidden_layers", "num_attention_heads",
+        "intermediate_size", "max_position_embeddings", "type_vocab_size",
+        "hidden_dropout_prob", "attention_probs_dropout_prob", "layer_norm_eps",
+        "initializer_range", "hidden_act", "embedding_size", "pad_token_id",
+        "architectures"]), CONFIG_VALUES),
+    st.tuples(st.just("model_type"), st.one_of(st.none(), st.integers(), st.lists(st.text()),
+                                               st.sampled_from(["", "gpt9", "__class__"]))),
+    st.tuples(st.just("delete"), st.sampled_from([
+        "vocab_size", "hidden_size", "num_hidden_layers", "num_attention_heads",
+        "intermediate_size", "max_position_embeddings", "type_vocab_size", "hidden_act",
+        "layer_norm_eps", "architectures"])),
+    st.tuples(st.just("nest"), st.integers(65, 100_000)),
+    st.tuples(st.just("duplicate"), st.sampled_from(["vocab_size", "hidden_size"])),
+    st.tuples(st.just("text"), st.sampled_from(
+        [b"", b"{", b"[]", b"null", b"\xff\xfe", b'{"model_type": "bert", "vocab_size": NaN}',
+         b'{"model_type": "bert", "vocab_size": 1' + b"0" * 5000 + b"}"])),
+)
+
+
+def mutate_config(path, config, mutation):
+    config = dict(config)
+    kind = mutation[0]
+    if kind == "set":
+        config[mutation[1]] = mutation[2]
+    elif kind == "model_type":
+        config["model_type"] = mutation[1]
+    elif kind == "delete":
+        config.pop(mutation[1], None)
+    if kind == "nest":
+        raw = (json.dumps(config)[:-1] + ', "deep": ' + "[" * mutation[1] + "]" * mutation[1]
+               + "}").encode()
+    elif kind == "duplicate":
+        raw = (json.dumps(config)[:-1] + f', "{mutation[1]}": 50000000}}').encode()
+    elif kind == "text":
+        raw = mutation[1]
+    else:
+        raw = json.dumps(config).encode()
+    with open(path, "wb") as f:
+        f.write(raw)
+
+
+def check_config_mutation(directory, reference, mutation):
+    with PeakMemory() as peak:
+        backbone = load_or_refuse(directory)
+    stored = file_bytes(directory)
+    # The files, plus the model they hold: never the model a config claims.
+    assert peak.growth <= stored + 4 * sum(w.size for w in reference) + SLACK_BYTES, (
+        mutation, peak.growth)
+    if backbone is not None:
+        # What loads holds exactly the weights the files store.
+        assert_same_weights(backbone, reference)
+    return backbone
+
+
+@PROPERTY
+@given(mutation=CONFIG_MUTATIONS)
+def test_a_mutated_config_loads_the_same_weights_or_is_refused(tiny, workspace, mutation):
+    source, config, reference = tiny
+    directory = copy_checkpoint(source, workspace)
+    mutate_config(os.path.join(directory, "config.json"), config, mutation)
+    check_config_mutation(directory, reference, mutation)
+    shutil.rmtree(directory)
+
+
+@pytest.mark.parametrize("field, value, fragments", [
+    ("vocab_size", 50_000_000, ["vocab_size=50000000", "model.safetensors stores"]),
+    ("num_attention_heads", 0, ["num_attention_heads=0"]),
+    ("num_attention_heads", 3, ["hidden_size=8 is not divisible by num_attention_heads=3"]),
+    ("hidden_size", "abc", ["hidden_size='abc'"]),
+    ("num_hidden_layers", 1_000_000_000, ["num_hidden_layers=1000000000"]),
+    ("vocab_size", 41, ["vocab_size=41", "(41, 8)", "(40, 8)"]),
+    ("intermediate_size", 12, ["intermediate_size=12", "(16, 8)"]),
+    ("num_hidden_layers", 1, ["num_hidden_layers=1", "holds 2 layers"]),
+])
+def test_each_config_case_of_the_issue_is_one_line(tiny, workspace, field, value, fragments):
+    source, config, reference = tiny
+    directory = copy_checkpoint(source, workspace)
+    with open(os.path.join(directory, "config.json"), "w") as f:
+        json.dump({**config, field: value}, f)
+    with PeakMemory() as peak, pytest.raises(UsageError) as err:
+        load_backbone(directory)
+    assert_one_line(err.value, directory, *fragments)
+    assert peak.growth <= file_bytes(directory) + SLACK_BYTES
+
+
+# --- the real published checkpoint ------------------------------------------
+
+MINILM_LINKED = ("model.safetensors", "tokenizer.json", "vocab.txt")
+
+
+@pytest.fixture(scope="module")
+def minilm(published_minilm):
+    """(directory, config, reference weights) of all-MiniLM-L6-v2 as published."""
+    config = json.loads((published_minilm / "config.json").read_text())
+    return published_minilm, config, load_backbone(str(published_minilm)).get_weights()
+
+
+@settings(PROPERTY, max_examples=25)
+@given(mutation=CONFIG_MUTATIONS)
+def test_the_published_config_mutated_loads_its_weights_or_is_refused(minilm, workspace,
+                                                                      mutation):
+    source, config, reference = minilm
+    directory = copy_checkpoint(source, workspace, link=MINILM_LINKED)
+    mutate_config(os.path.join(directory, "config.json"), config, mutation)
+    check_config_mutation(directory, reference, mutation)
+    shutil.rmtree(directory)
+
+
+@pytest.mark.parametrize("field, value, fragments", [
+    ("vocab_size", 50_000_000, ["vocab_size=50000000", "22,"]),
+    ("num_attention_heads", 0, ["num_attention_heads=0"]),
+    ("num_attention_heads", 5, ["hidden_size=384 is not divisible by num_attention_heads=5"]),
+    ("hidden_size", "384", ["hidden_size='384'"]),
+    ("num_hidden_layers", 7, ["num_hidden_layers=7", "holds 6 layers"]),
+    ("max_position_embeddings", 513, ["max_position_embeddings=513", "(512, 384)"]),
+])
+def test_the_published_checkpoint_with_a_lying_config_is_refused(minilm, workspace, field,
+                                                                 value, fragments):
+    source, config, _ = minilm
+    directory = copy_checkpoint(source, workspace, link=MINILM_LINKED)
+    with open(os.path.join(directory, "config.json"), "w") as f:
+        json.dump({**config, field: value}, f)
+    with PeakMemory() as peak, pytest.raises(UsageError) as err:
+        load_backbone(directory)
+    assert_one_line(err.value, directory, *fragments)
+    # Refused before the model is built: not even the 90 MB the file holds.
+    assert peak.growth <= SLACK_BYTES
+
+
+def test_the_published_header_with_aliased_tensors_is_refused(minilm, workspace):
+    source, _, _ = minilm
+    directory = copy_checkpoint(source, workspace, link=MINILM_LINKED)
+    path = os.path.join(directory, "model.safetensors")
+    header, _, data = read_parts(path)
+    query, key = ("encoder.layer.3.attention.self.query.weight",
+                  "encoder.layer.3.attention.self.key.weight")
+    header[key]["data_offsets"] = list(header[query]["data_offsets"])
+    write_parts(path, header, data)
+    assert read_by_the_format(path) is None
+    with pytest.raises(UsageError) as err:
+        load_backbone(directory)
+    assert_one_line(err.value, "overlaps", query, key)
+
+
+# --- as a user runs it: the installed console script ------------------------
+
+
+def run_console(args, cwd, logs):
+    """(CompletedProcess, peak RSS in bytes) of `kerasbert ARGS` in a fresh
+    process started in `cwd`; its output goes to files in `logs`."""
+    with open(os.path.join(logs, "stdout"), "w+") as out, \
+            open(os.path.join(logs, "stderr"), "w+") as err:
+        process = subprocess.Popen([KERASBERT, *map(str, args)], cwd=str(cwd), env=env(),
+                                   stdout=out, stderr=err)
+        _, status, usage = os.wait4(process.pid, 0)
+        process.returncode = os.waitstatus_to_exitcode(status)
+        out.seek(0)
+        err.seek(0)
+        result = subprocess.CompletedProcess(args, process.returncode, out.read(), err.read())
+    return result, usage.ru_maxrss * 1024
+
+
+def tree(folder):
+    """{relative path: (size, mtime)} of everything under `folder`."""
+    found = {}
+    for root, dirs, files in os.walk(folder):
+        for name in dirs + files:
+            path = os.path.join(root, name)
+            stat = os.lstat(path)
+            found[os.path.relpath(path, folder)] = (stat.st_size, stat.st_mtime_ns)
+    return found
+
+
+@pytest.fixture(scope="module")
+def console_cases(tiny, workspace):
+    """Each case of the issue as a folder a user has: a checkpoint directory
+    `ckpt` spoiled one way, a CSV task and a vocabulary."""
+    source, config, _ = tiny
+    cases = {}
+
+    def case(name, config_text=None, header=None):
+        folder = workspace / f"console_{name}"
+        folder.mkdir()
+        shutil.copytree(source, folder / "ckpt")
+        if config_text is not None:
+            (folder / "ckpt" / "config.json").write_bytes(config_text)
+        if header is not None:
+            path = str(folder / "ckpt" / "model.safetensors")
+            parsed, _, data = read_parts(path)
+            write_parts(path, header(parsed), data)
+        (folder / "reviews.csv").write_text("text,label\nw1 w2,pos\nw3 w4,neg\nw5,pos\nw6,neg\n")
+        shutil.copyfile(source / "vocab.txt", folder / "vocab.txt")
+        cases[name] = folder
+
+    def with_config(**changes):
+        return json.dumps({**config, **changes}).encode()
+
+    def alias(header):
+        header["encoder.layer.0.attention.self.key.weight"]["data_offsets"] = list(
+            header["encoder.layer.0.attention.self.query.weight"]["data_offsets"])
+        return header
+
+    case("huge_vocab", with_config(vocab_size=50_000_000))
+    case("huge_width", with_config(hidden_size=2**20))
+    case("zero_heads", with_config(num_attention_heads=0))
+    case("text_width", with_config(hidden_size="abc"))
+    case("deep_config", b'{"model_type": "bert", "x": ' + b"[" * 100_000 + b"]" * 100_000 + b"}")
+    case("deep_header", header=lambda h: (json.dumps(h)[:-1] + ', "x": ' + "[" * 100_000
+                                          + "]" * 100_000 + "}").encode())
+    case("aliased", header=alias)
+    case("reformer")
+    case("reformer_info")
+    return cases
+
+
+CONSOLE = {
+    # name: (arguments, fragments of the error line)
+    "huge_vocab": (["info", "--preset", "ckpt"], ["vocab_size=50000000", "model.safetensors"]),
+    "huge_width": (["info", "--preset", "ckpt"], ["hidden_size=1048576", "model.safetensors"]),
+    "zero_heads": (["info", "--preset", "ckpt"], ["num_attention_heads=0"]),
+    "text_width": (["info", "--preset", "ckpt"], ["hidden_size='abc'"]),
+    "deep_config": (["info", "--preset", "ckpt"], ["config.json", "nested 100001 levels"]),
+    "deep_header": (["info", "--preset", "ckpt"], ["model.safetensors", "nested 100001 levels"]),
+    "aliased": (["finetune", "--task", "csv:reviews.csv", "--preset", "ckpt", "--output-dir",
+                 "ft", "--epochs", "1"], ["model.safetensors", "overlaps"]),
+    "reformer": (["pretrain", "--preset", "reformer_tiny", "--set", "num_hashes=0", "--vocab",
+                  "vocab.txt", "--data", "reviews.csv", "--output-dir", "run", "--steps", "1"],
+                 ["num_hashes=0"]),
+    "reformer_info": (["info", "--preset", "reformer_tiny", "--set", "lsh_chunk_length=0"],
+                      ["lsh_chunk_length=0"]),
+}
+
+
+@pytest.fixture(scope="module")
+def console_results(console_cases, workspace):
+    """{case: (what its folder held before, CompletedProcess, peak RSS)},
+    two fresh processes at a time (each spends most of its time importing
+    TensorFlow)."""
+    def run(name):
+        folder = console_cases[name]
+        logs = workspace / f"logs_{name}"
+        logs.mkdir()
+        before = tree(folder)
+        return name, (before, *run_console(CONSOLE[name][0], folder, str(logs)))
+
+    with concurrent.futures.ThreadPoolExecutor(max_workers=2) as pool:
+        return dict(pool.map(run, sorted(CONSOLE)))
+
+
+@pytest.mark.parametrize("name", sorted(CONSOLE))
+def test_the_console_script_exits_2_with_one_line_and_writes_nothing(console_cases,
+                                                                    console_results, name):
+    before, result, peak = console_results[name]
+    one_line_error(result, *CONSOLE[name][1])
+    # No run folder, no lock, no temporary: nothing added or changed.
+    assert tree(console_cases[name]) == before
+    # Refused before any model is built: what importing TensorFlow takes
+    # (about 0.9 GB), where `vocab_size` 50,000,000 used to peak at 7.2 GB.
+    assert peak < 2 * 2**30, peak
