@@ -21,8 +21,13 @@ One run does, on one corpus and one vocabulary:
     masking) vs Model Garden's BertPretrainDataLoader on the shards our
     writer made from the whole corpus (bench/reader_bench.py's measure()).
  4. tokenizer: MB/s of our WordPieceTokenizer (batched tf.data) vs HF
-    `tokenizers` on the corpus's lines with the same vocabulary, ids
-    compared on every line (bench/tokenizer_bench.py's measure()).
+    `tokenizers` on the corpus's lines with the same vocabulary, in both
+    settings of the special-token switch (off: "[MASK]" in text is text, HF
+    with encode_special_tokens; on: both match special-token strings), ids
+    compared on every line; with --tokenizer-baseline REF also our
+    tokenizer as of git REF (its package extracted beside the cache and
+    imported under another name), measured in the same interleaved passes:
+    the speed of a change against the code before it.
 
 Prints one table (ours, peer, ours/peer) and the environment; --json OUT
 writes everything (atomically). --quick: tiny sizes, a smoke test whose
@@ -50,7 +55,6 @@ os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
 
 import beam_section  # noqa: E402
 import reader_bench  # noqa: E402
-import tokenizer_bench  # noqa: E402
 
 DEFAULTS = dict(corpus_mb=20.0, slice_mb=2.0, dupe_factor=10, workers=2, vocab_size=30522,
                 num_shards=4, tokenizer_mb=8.0, tokenizer_repeats=3, reader_batches=300,
@@ -88,6 +92,11 @@ def parse_args(argv):
     p.add_argument("--tokenizer-mb", type=float,
                    help="MB of corpus lines for the tokenizer rows (default 8)")
     p.add_argument("--tokenizer-repeats", type=int, help="default 3")
+    p.add_argument("--tokenizer-baseline", metavar="GIT_REF",
+                   help="also measure our tokenizer as of this git commit (e.g. f4c7c22^), "
+                   "interleaved with today's: the ratio today / then")
+    p.add_argument("--tokenizer-only", action="store_true",
+                   help="only the tokenizer rows (no writer, reader or Beam runs)")
     p.add_argument("--reader-batches", type=int, help="batches per reader run (default 300)")
     p.add_argument("--reader-repeats", type=int, help="default 3")
     p.add_argument("--batch-size", type=int, help="reader batch size (default 32)")
@@ -121,6 +130,8 @@ def parse_args(argv):
             p.error(f"--{name.replace('_', '-')} must be >= 1, got {getattr(args, name)}")
     if args.beam_only and args.no_beam:
         p.error("--beam-only and --no-beam leave nothing to run")
+    if args.beam_only and args.tokenizer_only:
+        p.error("--beam-only and --tokenizer-only exclude each other")
     if 4 * args.slice_mb > args.corpus_mb:
         p.error(f"4 x --slice-mb ({4 * args.slice_mb:g}) exceeds --corpus-mb {args.corpus_mb:g}")
     return args
@@ -383,6 +394,147 @@ def tokenizer_lines(corpus, megabytes):
     return lines
 
 
+def baseline_text_module(ref, work_dir):
+    """kerasbert.text as of git `ref`: the package extracted (`git archive`)
+    under work_dir, renamed kerasbert_baseline (its imports rewritten) so
+    that it imports beside today's. Returns the module."""
+    import importlib
+
+    try:
+        sha = subprocess.run(["git", "-C", str(_common.REPO_ROOT), "rev-parse", "--verify",
+                              f"{ref}^{{commit}}"], check=True, capture_output=True,
+                             text=True).stdout.strip()
+    except (OSError, subprocess.CalledProcessError) as error:
+        raise BenchError(f"--tokenizer-baseline {ref}: not a commit of this repository "
+                         f"({getattr(error, 'stderr', error)!s:.200})") from None
+    root = pathlib.Path(work_dir) / f"baseline-{sha[:12]}"
+    package = root / "kerasbert_baseline"
+    if not package.is_dir():
+        tmp = pathlib.Path(tempfile.mkdtemp(prefix=".baseline.", dir=work_dir))
+        try:
+            archive = subprocess.run(["git", "-C", str(_common.REPO_ROOT), "archive", sha,
+                                      "kerasbert"], check=True, capture_output=True).stdout
+            subprocess.run(["tar", "-x", "-C", str(tmp)], input=archive, check=True)
+            for path in (tmp / "kerasbert").rglob("*.py"):
+                text = path.read_text(encoding="utf-8")
+                path.write_text(re.sub(r"\bkerasbert(?=[.\s]|$)", "kerasbert_baseline", text,
+                                       flags=re.M), encoding="utf-8")
+            (tmp / "kerasbert").rename(tmp / "kerasbert_baseline")
+            os.replace(tmp, root)
+        finally:
+            if tmp.exists():
+                shutil.rmtree(tmp)
+    sys.path.insert(0, str(root))
+    return importlib.import_module("kerasbert_baseline.text")
+
+
+def measure_tokenizers(lines, vocab_file, repeats, baseline=None, batch_size=1024):
+    """MB/s of our WordPieceTokenizer (uncased, batched tf.data) with the
+    special-token switch off and on, of HF `tokenizers` in the same two
+    settings (encode_special_tokens on / off), and of `baseline` (a
+    kerasbert.text module of another commit, its default tokenizer) when
+    given: `repeats` interleaved passes each, median. Ids are compared on
+    every line: ours off with HF off, ours on with HF on, the baseline with
+    ours off.
+
+    Returns a dict: megabytes, lines, and per contender ("ours", "hf",
+    "ours_on", "hf_on", "baseline") its median MB/s ("<name>_mb_s") and
+    rates; identical / identical_on / identical_baseline (line counts) and
+    up to 10 differing lines each."""
+    import tensorflow as tf
+    import tokenizers
+
+    from kerasbert.text import WordPieceTokenizer
+
+    megabytes = sum(len(line.encode("utf-8")) + 1 for line in lines) / MB
+    batches = [lines[i:i + batch_size] for i in range(0, len(lines), batch_size)]
+
+    def ours(tokenizer):
+        return (tf.data.Dataset.from_tensor_slices(tf.constant(lines)).batch(batch_size)
+                .map(tokenizer.tokenize_ids, num_parallel_calls=tf.data.AUTOTUNE)
+                .prefetch(tf.data.AUTOTUNE))
+
+    def hf(match_specials):
+        peer = tokenizers.BertWordPieceTokenizer(str(vocab_file), lowercase=True,
+                                                 strip_accents=True)
+        peer._tokenizer.encode_special_tokens = not match_specials
+        return peer
+
+    datasets = {"ours": ours(WordPieceTokenizer(vocab_file, lower_case=True)),
+                "ours_on": ours(WordPieceTokenizer(vocab_file, lower_case=True,
+                                                   special_tokens_in_strings=True))}
+    if baseline is not None:
+        datasets["baseline"] = ours(baseline.WordPieceTokenizer(str(vocab_file),
+                                                                lower_case=True))
+    peers = {"hf": hf(False), "hf_on": hf(True)}
+
+    ids = {name: [row for batch in dataset for row in batch.to_list()]
+           for name, dataset in datasets.items()}
+    ids.update({name: [e.ids for b in batches
+                       for e in peer.encode_batch(b, add_special_tokens=False)]
+                for name, peer in peers.items()})
+
+    def timed(loop):
+        def rate():
+            start = time.perf_counter()
+            loop()
+            return megabytes / (time.perf_counter() - start)
+        return rate
+
+    runs = {name: timed(lambda d=dataset: [None for _ in d]) for name, dataset in datasets.items()}
+    runs.update({name: timed(lambda p=peer: [p.encode_batch(b, add_special_tokens=False)
+                                             for b in batches])
+                 for name, peer in peers.items()})
+    rates = _common.interleaved(runs, repeats)
+    # A pass starts a new iterator, which optimizes the map function's graph
+    # anew: its fixed cost (once per epoch in training), measured alone as
+    # the time to the first batch of a one-batch pass.
+    first = {name: [] for name in datasets}
+    for _ in range(repeats):
+        for name, dataset in datasets.items():
+            start = time.perf_counter()
+            next(iter(dataset.take(1)))
+            first[name].append(time.perf_counter() - start)
+    result = {"megabytes": megabytes, "lines": len(lines), "batch_size": batch_size,
+              "repeats": repeats,
+              "first_batch_s": {name: _common.median(v) for name, v in first.items()}}
+    for name, values in rates.items():
+        result[f"{name}_mb_s"] = _common.median(values)
+        result[f"{name}_mb_s_all"] = values
+    for suffix, a, b in (("", "ours", "hf"), ("_on", "ours_on", "hf_on"),
+                         ("_baseline", "baseline", "ours")):
+        if a in ids:
+            differing = [i for i, (x, y) in enumerate(zip(ids[a], ids[b])) if list(x) != list(y)]
+            result[f"identical{suffix}"] = len(lines) - len(differing)
+            result[f"differing{suffix}"] = [(i, lines[i]) for i in differing[:10]]
+    return result
+
+
+def tokenizer_section(corpus, vocab, work, args, log):
+    """The tokenizer rows' measurement (fails where ours and HF differ)."""
+    log("tokenizers:")
+    baseline = (baseline_text_module(args.tokenizer_baseline, work)
+                if args.tokenizer_baseline else None)
+    lines = tokenizer_lines(corpus, args.tokenizer_mb)
+    tok = measure_tokenizers(lines, vocab, args.tokenizer_repeats, baseline)
+    log("  first batch of a new iterator (its set-up): " + ", ".join(
+        f"{name} {seconds * 1000:.0f} ms" for name, seconds in tok["first_batch_s"].items()))
+    log(f"  switch off: ours {tok['ours_mb_s']:.2f} MB/s  HF {tok['hf_mb_s']:.2f} MB/s  "
+        f"identical ids {tok['identical']:,}/{tok['lines']:,}")
+    log(f"  switch on:  ours {tok['ours_on_mb_s']:.2f} MB/s  HF {tok['hf_on_mb_s']:.2f} MB/s  "
+        f"identical ids {tok['identical_on']:,}/{tok['lines']:,}")
+    if baseline is not None:
+        log(f"  ours as of {args.tokenizer_baseline}: {tok['baseline_mb_s']:.2f} MB/s, "
+            f"identical ids to today's {tok['identical_baseline']:,}/{tok['lines']:,}")
+    for suffix in ("", "_on"):
+        if tok[f"identical{suffix}"] != tok["lines"]:
+            raise BenchError(f"token ids differ from HF on "
+                             f"{tok['lines'] - tok[f'identical{suffix}']} lines (switch "
+                             f"{'on' if suffix else 'off'}), e.g. {tok[f'differing{suffix}'][:3]}")
+    tok["baseline_ref"] = args.tokenizer_baseline
+    return tok
+
+
 # ---------------------------------------------------------------- report
 
 
@@ -445,9 +597,25 @@ def build_rows(results, args):
                      _common.median(r[reader_bench.OURS]), peer, "ex/s"))
     rows.append(_row("reader", "examples/s, ours dynamic masking",
                      _common.median(r[reader_bench.OURS_DYNAMIC]), peer, "ex/s"))
-    t = results["tokenizer"]
-    rows.append(_row("tokenizer", f"MB/s, {t['lines']:,} lines ({t['megabytes']:.1f} MB)",
-                     t["ours_mb_s"], t["hf_mb_s"], "MB/s"))
+    return rows + tokenizer_rows(results["tokenizer"], every=False)
+
+
+def tokenizer_rows(t, every=True):
+    """The tokenizer's table rows: switch off against HF; with `every`
+    (--tokenizer-only) also switch on, and ours against the baseline
+    commit (a full run prints those in a note under the table)."""
+    rows = [_row("tokenizer", f"MB/s, {t['lines']:,} lines ({t['megabytes']:.1f} MB)",
+                 t["ours_mb_s"], t["hf_mb_s"], "MB/s")]
+    if not every:
+        return rows
+    rows.append(_row("tokenizer", "MB/s, special-token strings matched", t["ours_on_mb_s"],
+                     t["hf_on_mb_s"], "MB/s"))
+    if t.get("baseline_ref"):
+        ref = t["baseline_ref"]
+        rows.append(_row("tokenizer", f"MB/s, off, peer = ours at {ref}",
+                         t["ours_mb_s"], t["baseline_mb_s"], "MB/s"))
+        rows.append(_row("tokenizer", f"MB/s, on, peer = ours at {ref}",
+                         t["ours_on_mb_s"], t["baseline_mb_s"], "MB/s"))
     return rows
 
 
@@ -467,6 +635,10 @@ def format_table(rows, env, meta):
     if not meta["tokenizer"]:  # --beam-only
         lines = ["kerasbert pretraining-data writer: Apache Beam (DirectRunner) vs the local "
                  "writer (--beam-only)"]
+    elif meta["args"]["tokenizer_only"]:
+        lines = [f"kerasbert tokenizer vs HF tokenizers (--tokenizer-only)  [corpus "
+                 f"{meta['corpus']['megabytes']:.1f} MB real text, vocab {meta['vocab_size']:,}, "
+                 "uncased, tf.data batches of 1024]"]
     else:
         lines = [
             f"kerasbert data pipeline vs peers  [corpus {meta['corpus']['megabytes']:.1f} MB "
@@ -485,7 +657,7 @@ def format_table(rows, env, meta):
         lines.append(f"{r['section']:<10} {r['row']:<40} {_fmt(r['ours'], unit):>10} "
                      f"{_fmt(r['peer'], unit):>10} {ratio:>10}  {r['better']:<6}")
     lines.append("")
-    if meta["tokenizer"]:
+    if meta["tokenizer"] and not meta["args"]["tokenizer_only"]:
         lines.append("writer MB/s = input MB / wall time of a fresh process (start-up and TF "
                      "import included); peak RSS/PSS = peak of the process tree's summed "
                      "RSS/PSS (MB = 2^20 B; RSS counts pages shared by forked processes once "
@@ -507,8 +679,26 @@ def format_table(rows, env, meta):
                      f"per-core rate, linear scaling assumed: {hours}.")
     t = meta["tokenizer"]
     if t:
-        lines.append(f"tokenizer ids identical on {t['identical']:,}/{t['lines']:,} lines "
-                     "(every line; special-token strings are text in both).")
+        if not meta["args"]["tokenizer_only"]:
+            lines.append(f"tokenizer, special-token strings matched: ours {t['ours_on_mb_s']:.2f} "
+                         f"MB/s, HF {t['hf_on_mb_s']:.2f} MB/s "
+                         f"({t['ours_on_mb_s'] / t['hf_on_mb_s']:.2f}x)"
+                         + (f"; ours at {t['baseline_ref']}: {t['baseline_mb_s']:.2f} MB/s "
+                            f"(today / then: off {t['ours_mb_s'] / t['baseline_mb_s']:.2f}x, on "
+                            f"{t['ours_on_mb_s'] / t['baseline_mb_s']:.2f}x)"
+                            if t.get("baseline_ref") else "") + ".")
+        lines.append(f"tokenizer ids identical on {t['identical']:,}/{t['lines']:,} lines with "
+                     f"the switch off (special-token strings are text in both) and on "
+                     f"{t['identical_on']:,}/{t['lines']:,} with it on (matched in both); "
+                     f"median of {t['repeats']} interleaved passes.")
+        lines.append("tokenizer MB/s = a whole pass on a new iterator (as an epoch); its fixed "
+                     "set-up, the first batch of a one-batch pass: " + ", ".join(
+                         f"{name} {seconds * 1000:.0f} ms"
+                         for name, seconds in t["first_batch_s"].items()) + ".")
+        if t.get("baseline_ref"):
+            lines.append(f"tokenizer baseline: kerasbert.text as of {t['baseline_ref']} (its "
+                         f"default: switch off), ids identical to today's off on "
+                         f"{t['identical_baseline']:,}/{t['lines']:,} lines.")
     lines.append(
         "env: " + " ".join(f"{k}={env.get(k)}" for k in (
             "tensorflow", "tensorflow_text", "tf_models_official", "tokenizers", "python",
@@ -545,14 +735,7 @@ def peer_sections(work, corpus, vocab, args, log):
     for name, values in reader.items():
         log(f"  {name:24s} {_common.median(values):10.0f} examples/s")
 
-    log("tokenizers:")
-    lines = tokenizer_lines(corpus, args.tokenizer_mb)
-    tok = tokenizer_bench.measure(lines, vocab, True, 1024, args.tokenizer_repeats)
-    log(f"  ours {tok['ours_mb_s']:.2f} MB/s  HF {tok['hf_mb_s']:.2f} MB/s  identical ids "
-        f"{tok['identical']:,}/{tok['lines']:,}")
-    if tok["identical"] != tok["lines"]:
-        raise BenchError(f"token ids differ from HF on {tok['lines'] - tok['identical']} "
-                         f"lines, e.g. {tok['differing'][:3]}")
+    tok = tokenizer_section(corpus, vocab, work, args, log)
     return {"writer": writer, "reader": reader, "tokenizer": tok}, inputs
 
 
@@ -563,16 +746,20 @@ def run(args, log=print):
     vocab, vocab_size = prepare_vocab(corpus, work, args.vocab_size, log)
     env = environment(args)
 
-    results, inputs = ({}, {}) if args.beam_only else peer_sections(
-        work, corpus, vocab, args, log)
-    if not args.no_beam:
+    if args.tokenizer_only:
+        results, inputs = {"tokenizer": tokenizer_section(corpus, vocab, work, args, log)}, {}
+    else:
+        results, inputs = ({}, {}) if args.beam_only else peer_sections(
+            work, corpus, vocab, args, log)
+    if not args.no_beam and not args.tokenizer_only:
         log(f"beam (DirectRunner, {args.workers} worker processes) vs local "
             f"(--workers {args.workers}), resampled built-in corpus, dupe "
             f"{args.beam_dupe_factor}:")
         results["beam"] = beam_section.measure(work, vocab, args, log)
         results["beam"]["extrapolated_16gb_hours"] = beam_section.extrapolate(results["beam"])
     env["loadavg_end"] = _common.loadavg()
-    rows = [] if args.beam_only else build_rows(results, args)
+    rows = ([] if args.beam_only else tokenizer_rows(results["tokenizer"]) if args.tokenizer_only
+            else build_rows(results, args))
     if "beam" in results:
         rows += beam_section.rows(results["beam"], _row)
     meta = {"corpus": corpus_info, "vocab_size": vocab_size, "dupe_factor": args.dupe_factor,

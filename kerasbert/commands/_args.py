@@ -105,7 +105,8 @@ TOKENIZER_HELP = ("Tokenizer files: a WordPiece vocab.txt (BERT), a SentencePiec
 
 def add_tokenizer_arguments(parser, dest="do_lower_case", help=TOKENIZER_HELP, required=True):
     """--vocab FILES_OR_MODEL [--no-lower-case] [--special-tokens-in-strings
-    (`add_special_tokens_argument`)]; `dest` holds False for
+    (`add_special_tokens_argument`)] [--truncate-at-nul
+    (`add_truncate_at_nul_argument`)]; `dest` holds False for
     cased, True for uncased, None for "as the source says" (a model
     directory's or hub handle's own setting; uncased for plain files).
     --do-lower-case, google-research/bert's flag, is accepted and hidden.
@@ -118,6 +119,21 @@ def add_tokenizer_arguments(parser, dest="do_lower_case", help=TOKENIZER_HELP, r
     parser.add_argument("--do-lower-case", dest=dest, action="store_true", default=None,
                         help=argparse.SUPPRESS)
     add_special_tokens_argument(parser)
+    add_truncate_at_nul_argument(parser)
+    return parser
+
+
+TRUNCATE_AT_NUL_HELP = (
+    "Drop the text after a NUL character, as keras-hub's tokenizers do (their tensorflow-text "
+    "regex split reads C strings): gives a keras-hub preset's exact ids. Default off: no text "
+    "is dropped. A run keeps the setting; its export uses it.")
+
+
+def add_truncate_at_nul_argument(parser, help=TRUNCATE_AT_NUL_HELP):
+    """--truncate-at-nul / --no-truncate-at-nul into `args.truncate_at_nul`
+    (None when not given: the run's setting, else off)."""
+    parser.add_argument("--truncate-at-nul", action=argparse.BooleanOptionalAction,
+                        default=None, help=help)
     return parser
 
 

@@ -164,10 +164,11 @@ def _write_splits(args):
                 "to replace them."
             )
 
-    from kerasbert.text import load_tokenizer, tokenizer_files  # lazy: tensorflow
+    from kerasbert.text import ids_settings, load_tokenizer, tokenizer_files  # lazy: tensorflow
 
     tokenizer = load_tokenizer(args.vocab, lower_case=args.do_lower_case,
-                               special_tokens_in_strings=args.special_tokens_in_strings)
+                               special_tokens_in_strings=args.special_tokens_in_strings,
+                               truncate_at_nul=args.truncate_at_nul)
     # Features record the sha256 of the vocabulary file (vocab.json for BPE).
     vocab_file = tokenizer_files(tokenizer)[0]
     columns = columns_from_args(args) or None
@@ -194,7 +195,7 @@ def _write_splits(args):
     for name, record, features in converted:
         write_features(args.output_dir, name, features, vocab_file, lower_case=tokenizer.lower_case,
                        task=args.task, num_shards=args.num_shards, overwrite=args.overwrite,
-                       options=record)
+                       options=record, tokenizer_settings=ids_settings(tokenizer))
         stats = ", ".join(f"{k} {v}" for k, v in sorted(features.stats.items())
                           if k not in ("num_examples", "num_features"))
         shards = min(args.num_shards, max(1, len(features)))

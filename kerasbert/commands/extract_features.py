@@ -91,7 +91,8 @@ def run(args):
 
     vocab = args.vocab or default_vocab(args.preset, args.backbone, args.init_checkpoint)
     tokenizer = load_tokenizer(vocab, lower_case=args.do_lower_case,
-                               special_tokens_in_strings=args.special_tokens_in_strings)
+                               special_tokens_in_strings=args.special_tokens_in_strings,
+                               truncate_at_nul=args.truncate_at_nul)
     stats = {}
     with atomic_file(args.output) as tmp, open(tmp, "w", encoding="utf-8") as out:
         for record in extract_features(backbone, tokenizer, _read_lines(args.input), layers,

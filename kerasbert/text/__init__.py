@@ -17,7 +17,7 @@ __getattr__, __dir__, __all__ = lazy_exports(__name__, {
     "loading": (
         "load_tokenizer", "make_packer", "segment_layout", "SegmentLayout", "tokenizer_files",
         "tokenizer_kind", "describe_tokenizer", "load_saved_tokenizer", "save_tokenizer_files",
-        "tokenizer_settings",
+        "tokenizer_settings", "ids_settings",
     ),
     "special_strings": ("AddedToken",),
     "bpe_training": ("train_bpe",),

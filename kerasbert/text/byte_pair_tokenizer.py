@@ -144,6 +144,10 @@ class BytePairTokenizer(BpeFiles, SubwordTokenizer):
             tokenizer.json's added_tokens); None: <s> <pad> </s> <unk>
             <mask> (<mask> with lstrip), as transformers' RobertaTokenizer
             registers them.
+        truncate_at_nul: drop the text after a NUL character, as keras-hub's
+            byte-level BPE does (its tensorflow-text regex split reads C
+            strings): on, a keras-hub preset's ids are keras-hub's; default
+            False: no text is dropped.
 
     Example:
 
@@ -156,7 +160,8 @@ class BytePairTokenizer(BpeFiles, SubwordTokenizer):
     lower_case = False
 
     def __init__(self, vocabulary_file, merges_file, trim_offsets=True,
-                 special_tokens_in_strings=False, added_tokens=None, name=None):
+                 special_tokens_in_strings=False, added_tokens=None, truncate_at_nul=False,
+                 name=None):
         super().__init__(name=name)
         vocabulary_file = os.fspath(vocabulary_file)
         merges_file = os.fspath(merges_file)
@@ -165,6 +170,7 @@ class BytePairTokenizer(BpeFiles, SubwordTokenizer):
         self._vocab_path = vocabulary_file
         self._merges_path = merges_file
         self.trim_offsets = bool(trim_offsets)
+        self.truncate_at_nul = bool(truncate_at_nul)
         index = {token: i for i, token in enumerate(self._vocab)}
         for attr, value in special_ids(BPE, self._vocab, vocabulary_file).items():
             setattr(self, attr, value)

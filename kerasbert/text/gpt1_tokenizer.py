@@ -43,6 +43,7 @@ from kerasbert.text.families import load_bpe_vocab
 from kerasbert.text.families import with_added_specials
 from kerasbert.text.special_strings import default_added_tokens
 from kerasbert.text.subword_tokenizer import SubwordTokenizer
+from kerasbert.text.subword_tokenizer import regex_split_op
 from kerasbert.text.tokenizer import CJK as _CJK
 from kerasbert.text.tokenizer import PUNCTUATION as _PUNCT
 from kerasbert.text.tokenizer import bert_normalize
@@ -73,6 +74,8 @@ class Gpt1Tokenizer(BpeFiles, SubwordTokenizer):
         added_tokens: the `AddedToken`s the source registers (a
             tokenizer.json's added_tokens); None: the published
             vocabulary's `<unk>`, as transformers' OpenAIGPTTokenizer.
+        truncate_at_nul: drop the text after a NUL character (default
+            False: no text is dropped; `SubwordTokenizer`).
 
     Attributes:
         published_size: ids the vocabulary file holds (40478 for GPT-1).
@@ -89,8 +92,9 @@ class Gpt1Tokenizer(BpeFiles, SubwordTokenizer):
     lower_case = True
 
     def __init__(self, vocabulary_file, merges_file, special_tokens_in_strings=False,
-                 added_tokens=None, name=None):
+                 added_tokens=None, truncate_at_nul=False, name=None):
         super().__init__(name=name)
+        self.truncate_at_nul = bool(truncate_at_nul)
         vocabulary_file = os.fspath(vocabulary_file)
         merges_file = os.fspath(merges_file)
         published = load_bpe_vocab(vocabulary_file)
@@ -129,9 +133,8 @@ class Gpt1Tokenizer(BpeFiles, SubwordTokenizer):
     def _words(self, batch):
         """Normalized [B] texts -> words (flat [W]), their byte starts [W]
         and words per text [B] (int64)."""
-        import tensorflow_text as tf_text
-
-        words, starts, _ = tf_text.regex_split_with_offsets(batch, _SPLIT_RE, _KEEP_RE)
+        # NUL-free: BERT's normalization removed it.
+        words, starts, _ = regex_split_op(batch, _SPLIT_RE, _KEEP_RE)
         return words.flat_values, starts.flat_values, words.row_lengths()
 
     @tf.function(input_signature=[tf.TensorSpec([None], tf.string)], autograph=False)

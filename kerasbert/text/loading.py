@@ -38,10 +38,11 @@ from kerasbert.text.source_tokenizers import tokenizer_source
 #: option that does not apply to a family is not passed to it.
 _OPTIONS = {
     WORDPIECE: ("special_tokens_in_strings", "added_tokens", "max_chars_per_word",
-                "normalization"),
-    SENTENCEPIECE: ("special_tokens_in_strings", "added_tokens", "tokenizers_unigram"),
-    BPE: ("special_tokens_in_strings", "added_tokens"),
-    GPT1_BPE: ("special_tokens_in_strings", "added_tokens"),
+                "normalization", "truncate_at_nul"),
+    SENTENCEPIECE: ("special_tokens_in_strings", "added_tokens", "tokenizers_unigram",
+                    "truncate_at_nul"),
+    BPE: ("special_tokens_in_strings", "added_tokens", "truncate_at_nul"),
+    GPT1_BPE: ("special_tokens_in_strings", "added_tokens", "truncate_at_nul"),
     BYTES: ("special_tokens_in_strings",),
 }
 
@@ -73,7 +74,7 @@ def _construct(kind, files, lower_case, **options):
         raise UsageError(f"{files[0] if files else kind}: {error}") from None
 
 
-def load_tokenizer(path, lower_case=None, special_tokens_in_strings=None):
+def load_tokenizer(path, lower_case=None, special_tokens_in_strings=None, truncate_at_nul=None):
     """The tokenizer a path or model handle stands for.
 
     Args:
@@ -89,19 +90,25 @@ def load_tokenizer(path, lower_case=None, special_tokens_in_strings=None):
             None takes a run directory's setting, else False (text is text).
             True makes a published tokenizer's ids those of `tokenizers`
             reading its tokenizer.json.
+        truncate_at_nul: drop the text after a NUL character, as keras-hub's
+            tokenizers do (their tensorflow-text regex split reads C
+            strings); None takes a run directory's setting, else False (no
+            text is dropped, also for a keras-hub preset). True makes a
+            keras-hub preset's ids keras-hub's on every text.
 
     Returns:
         a `WordPieceTokenizer`, `SentencePieceTokenizer` or
         `BytePairTokenizer` (`Gpt1Tokenizer` for GPT-1's files). Invalid files raise `UsageError` naming them.
     """
     path = os.fspath(path)
+    switches = {"special_tokens_in_strings": special_tokens_in_strings,
+                "truncate_at_nul": truncate_at_nul}
+    given = {k: v for k, v in switches.items() if v is not None}
     if handles.is_remote(path) or os.path.isdir(path):
         source = resolve(path)
         if source.is_published:
             kind, files, source_lower = tokenizer_source(source)
-            options = tokenizer_options(source, kind)
-            if special_tokens_in_strings is not None:
-                options["special_tokens_in_strings"] = special_tokens_in_strings
+            options = {**tokenizer_options(source, kind), **given}
             return _construct(kind, files, source_lower if lower_case is None else lower_case,
                               **options)
         path = source.path
@@ -109,12 +116,11 @@ def load_tokenizer(path, lower_case=None, special_tokens_in_strings=None):
         if config is not None and "pretrain" in config:
             vocab, lower = pretraining_vocab(path, config)
             return load_tokenizer(vocab, lower_case=lower if lower_case is None else lower_case,
-                                  special_tokens_in_strings=special_tokens_in_strings)
+                                  **switches)
         if config is not None:
-            return load_saved_tokenizer(path, config, lower_case=lower_case,
-                                        special_tokens_in_strings=special_tokens_in_strings)
+            return load_saved_tokenizer(path, config, lower_case=lower_case, **switches)
     kind, files = resolve_tokenizer_path(path)
-    return _construct(kind, files, lower_case, special_tokens_in_strings=special_tokens_in_strings)
+    return _construct(kind, files, lower_case, **switches)
 
 
 def _run_config(directory):
@@ -186,10 +192,22 @@ def describe_tokenizer(tokenizer):
     {"type": kind, "files": names under `SAVED_FILES`, "lower_case": bool,
     and `tokenizer_settings`: "special_tokens_in_strings", "added_tokens",
     "max_chars_per_word" and "normalization" (WordPiece),
-    "tokenizers_unigram" (SentencePiece)}."""
+    "tokenizers_unigram" (SentencePiece), "truncate_at_nul"}."""
     kind = tokenizer_kind(tokenizer)
     return {"type": kind, "files": list(SAVED_FILES[kind]), "lower_case": bool(tokenizer.lower_case),
             **tokenizer_settings(tokenizer)}
+
+
+def ids_settings(tokenizer):
+    """Everything of a tokenizer that decides the ids a text gets, besides
+    its files: `describe_tokenizer` without the file names ({"type",
+    "lower_case", "special_tokens_in_strings", "truncate_at_nul",
+    "max_chars_per_word", ...}), JSON-able. Pre-tokenized features record
+    it (`create-finetuning-data`), and `finetune --features` compares it
+    with the run's tokenizer."""
+    description = describe_tokenizer(tokenizer)
+    description.pop("files")
+    return description
 
 
 def save_tokenizer_files(tokenizer, directory):
@@ -209,11 +227,12 @@ def saved_tokenizer_files(directory, config):
     return [os.path.join(directory, name) for name in names]
 
 
-def load_saved_tokenizer(directory, config, lower_case=None, special_tokens_in_strings=None):
+def load_saved_tokenizer(directory, config, lower_case=None, special_tokens_in_strings=None,
+                         truncate_at_nul=None):
     """The tokenizer of a fine-tuning directory, from its config.json dict,
     with the settings its description keeps (`describe_tokenizer`);
-    `lower_case` / `special_tokens_in_strings` other than None override
-    them.
+    `lower_case` / `special_tokens_in_strings` / `truncate_at_nul` other
+    than None override them.
 
     Directories written before config.json had a "tokenizer" entry hold a
     WordPiece vocabulary named by "vocab"; descriptions without the
@@ -229,8 +248,10 @@ def load_saved_tokenizer(directory, config, lower_case=None, special_tokens_in_s
     if lower_case is None:
         lower_case = description.get("lower_case", config.get("lower_case", True))
     options = {k: description.get(k) for k in _OPTIONS[description["type"]]}
-    if special_tokens_in_strings is not None:
-        options["special_tokens_in_strings"] = special_tokens_in_strings
+    for name, value in (("special_tokens_in_strings", special_tokens_in_strings),
+                        ("truncate_at_nul", truncate_at_nul)):
+        if value is not None:
+            options[name] = value
     return _construct(description["type"], files, lower_case, **options)
 
 

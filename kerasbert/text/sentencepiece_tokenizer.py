@@ -94,6 +94,8 @@ class SentencePieceTokenizer(SubwordTokenizer):
             that normalizes to "[MASK]", e.g. fullwidth "［MASK］", is
             [MASK]). False: SentencePiece's own (whitespace at the ends
             dropped, runs collapsed; control pieces never come from text).
+        truncate_at_nul: drop the text after a NUL character (keras-hub's
+            byte-level BPE does; its SentencePiece tokenizer does not).
 
     Example:
 
@@ -105,7 +107,7 @@ class SentencePieceTokenizer(SubwordTokenizer):
     family = SENTENCEPIECE  # what `kerasbert.text.families` knows it by
 
     def __init__(self, model_file, lower_case=True, special_tokens_in_strings=False,
-                 added_tokens=None, tokenizers_unigram=False, name=None):
+                 added_tokens=None, tokenizers_unigram=False, truncate_at_nul=False, name=None):
         super().__init__(name=name)
         import tensorflow_text as tf_text
 
@@ -117,6 +119,7 @@ class SentencePieceTokenizer(SubwordTokenizer):
         self._model_path = model_file
         self.lower_case = bool(lower_case)
         self.tokenizers_unigram = bool(tokenizers_unigram)
+        self.truncate_at_nul = bool(truncate_at_nul)
         if self.tokenizers_unigram:
             # Every space reaches the op; `_metaspace_keep` then drops the
             # "▁" pieces tokenizers' collapsing would not have made.

@@ -7,6 +7,11 @@ ids are the same, and live here once. A subclass sets up its op and calls
 `_set_vocabulary` and `_set_added_tokens`, then defines `_text_pieces(batch)`
 and `_text_offsets(batch)` (and `_join_pieces`).
 
+`truncate_at_nul` (off by default) drops the text after a NUL character
+before anything else, as keras-hub's byte-level BPE does (its
+tensorflow-text regex split reads C strings): on, a keras-hub preset's ids
+are keras-hub's on every text; off, no text is dropped.
+
 Special-token strings (`kerasbert.text.special_strings`) are handled here
 once for every family: with `special_tokens_in_strings` (or for non-special
 added tokens) each text is split at the matches, the text between them is
@@ -28,8 +33,11 @@ class SubwordTokenizer(tf.Module):
     """Base class: a vocabulary, and text -> int32 pieces in TensorFlow ops.
 
     Subclasses set the special ids `pad_id`, `unk_id`, `cls_id`, `sep_id`,
-    `mask_id` and `lower_case`.
+    `mask_id` and `lower_case`, and `truncate_at_nul` where they take it.
     """
+
+    #: Drop the text after a NUL character (keras-hub's byte-level BPE).
+    truncate_at_nul = False
 
     def _set_vocabulary(self, tokens, word_start):
         """tokens: the vocabulary in id order; word_start: per token, whether
@@ -104,8 +112,15 @@ class SubwordTokenizer(tf.Module):
         ends) [B, (pieces)], CHARACTER offsets (`tokenize_with_offsets`)."""
         raise NotImplementedError(f"{type(self).__name__} must define _text_offsets().")
 
+    def _input(self, batch):
+        """The texts the tokenizer reads: with `truncate_at_nul`, each cut
+        at its first NUL character (offsets into the cut text are offsets
+        into the original)."""
+        return cut_at_nul(batch) if self.truncate_at_nul else batch
+
     def _pieces(self, batch):
         """string [B] -> int32 `tf.RaggedTensor` [B, (pieces)]."""
+        batch = self._input(batch)
         if getattr(self, "_raw_pattern", None) is None:
             return self._text_pieces(batch)
         return self._split_tokenize(batch, self._raw_pattern, self._text_pieces)
@@ -129,68 +144,95 @@ class SubwordTokenizer(tf.Module):
             offsets into `texts`; a match's span is its token's content,
             without the whitespace lstrip / rstrip took.
         """
-        # Most texts hold no match: one regex pass finds those that do, and
-        # only they are split (the split's many small ops cost more than the
-        # tokenizer; a batch without a match skips them).
-        rows = tf.where(tf.strings.regex_full_match(texts, f"(?s).*(?:{pattern}).*"))[:, 0]
-        plain = inner(texts)
-        # The split is one function call in the branch: a graph's untaken
-        # branch still steps through each of its ops (halving throughput
-        # with the split's ops inline).
-        split = self._segments_function(pattern, inner, offsets, char_offsets)
-        return tf.cond(tf.size(rows) > 0,
-                       lambda: replace_rows(plain, rows, split(tf.gather(texts, rows))),
-                       lambda: plain)
+        # Only the texts holding a match are cut (cutting takes many small
+        # ops), and most batches hold none: one search over the batch joined
+        # (a match in a text is one there) skips the cutting and the
+        # assembling. The text segments are tokenized in the same call as
+        # the batch, so the graph holds one copy of the tokenizer (a tf.data
+        # iterator optimizes its map function's graph anew, at about half a
+        # millisecond a node).
+        search = f"(?s).*(?:{pattern}).*"
+        any_match = tf.strings.regex_full_match(tf.strings.reduce_join(texts, separator="\n"),
+                                                search)
 
-    def _segments_function(self, pattern, inner, offsets, char_offsets):
-        """`_tokenize_segments` as a graph function of the texts [M], made
-        once per use (kept outside the module's tracked attributes)."""
-        cache = self.__dict__.get("_segment_functions")
-        if cache is None:
-            cache = {}
-            object.__setattr__(self, "_segment_functions", cache)
-        key = (pattern, inner.__qualname__, offsets, char_offsets)
-        if key not in cache:
-            cache[key] = tf.function(
-                lambda texts: self._tokenize_segments(texts, pattern, inner, offsets,
-                                                      char_offsets),
-                input_signature=[tf.TensorSpec([None], tf.string)], autograph=False,
-                experimental_attributes={"_noinline": True})
-        return cache[key]
+        def cut():
+            rows = tf.where(tf.strings.regex_full_match(texts, search))[:, 0]
+            matched = tf.gather(texts, rows)
+            return (rows, matched) + tuple(self._split_segments(matched, pattern))
 
-    def _tokenize_segments(self, texts, pattern, inner, offsets, char_offsets):
-        """`_split_tokenize` of a batch that holds matches."""
-        segments, seg_starts, counts, match_ids, lead, trail = self._split_segments(texts, pattern)
+        def nothing():
+            return tuple(tf.zeros([0], dtype) for dtype in (
+                tf.int64, tf.string, tf.string, tf.int64, tf.int64, tf.int32, tf.int64, tf.int64))
+
+        rows, matched, segments, seg_starts, counts, match_ids, lead, trail = tf.cond(
+            any_match, cut, nothing)
         is_match = match_ids >= 0
         text_part = tf.where(is_match, tf.zeros_like(segments), segments)
-        one = tf.cast(is_match, tf.int64)
-        match_rows = tf.RaggedTensor.from_row_lengths(
-            tf.boolean_mask(match_ids, is_match), one, validate=False)
+        out = inner(tf.concat([texts, text_part], 0))
+        out = out if offsets else (out,)
+        assembled = lambda: self._assemble(texts, out, rows, matched, segments, seg_starts,
+                                           counts, match_ids, lead, trail, char_offsets)
+        # Without a match, `out` holds the batch's rows alone.
+        return tf.cond(any_match, assembled, lambda: out if offsets else out[0])
 
-        def by_text(per_segment):
-            return tf.RaggedTensor.from_row_lengths(per_segment, counts,
-                                                    validate=False).merge_dims(1, 2)
+    @staticmethod
+    def _assemble(texts, out, rows, matched, segments, seg_starts, counts, match_ids, lead,
+                  trail, char_offsets):
+        """`_split_tokenize`'s result from `out`, the tokenized rows of the
+        batch [N] and then of the text segments [S] of the matched texts
+        (`_split_segments`' results): ids [N, (pieces)], or (ids, starts,
+        ends) where `out` holds offsets."""
+        is_match = match_ids >= 0
+        offsets = len(out) == 3
+        # Flat arithmetic (ragged slicing, concatenation and merging cost a
+        # hundred graph nodes each). Rows [0, N) of `out` are the batch's
+        # texts, rows [N, N + S) the text segments; the sources are the
+        # values of `out`, then one per segment (a match's). An output row
+        # is a run of chunks of sources: a plain text's pieces, or each of a
+        # matched text's segments (its pieces, or its match).
+        splits = out[0].row_splits
+        n = tf.size(texts, out_type=tf.int64)
+        seg_first = splits[n:-1]
+        seg_pieces = splits[n + 1:] - seg_first
+        seg_count = tf.size(seg_first, out_type=tf.int64)
+        # (a dummy last entry: a batch whose joined text matched across two
+        # texts has no segment)
+        seg_start = tf.concat([tf.where(is_match, splits[-1] + tf.range(seg_count), seg_first),
+                               [0]], 0)
+        seg_length = tf.concat([tf.where(is_match, tf.ones_like(seg_pieces), seg_pieces), [0]], 0)
+        chunks = tf.tensor_scatter_nd_update(tf.ones([n], tf.int64), rows[:, None], counts)
+        chunk_row = row_ids(tf.concat([[0], tf.cumsum(chunks)], 0))
+        is_segment = tf.gather(tf.scatter_nd(rows[:, None], tf.ones_like(rows), n[None]) > 0,
+                               chunk_row)
+        segment = tf.maximum(tf.cumsum(tf.cast(is_segment, tf.int64)) - 1, 0)
+        chunk_start = tf.where(is_segment, tf.gather(seg_start, segment),
+                               tf.gather(splits, chunk_row))
+        chunk_length = tf.where(is_segment, tf.gather(seg_length, segment),
+                                tf.gather(splits[1:] - splits[:-1], chunk_row))
+        out_splits = tf.concat([[0], tf.cumsum(tf.math.unsorted_segment_sum(
+            chunk_length, chunk_row, n))], 0)
+        _, source = tf.raw_ops.RaggedRange(starts=chunk_start, limits=chunk_start + chunk_length,
+                                           deltas=tf.constant(1, tf.int64), Tsplits=tf.int64)
+
+        def assemble(values, per_segment):
+            flat = tf.gather(tf.concat([values, per_segment], 0), source)
+            return tf.RaggedTensor.from_row_splits(flat, out_splits, validate=False)
 
         if not offsets:
-            return by_text(tf.concat([inner(text_part), match_rows], axis=1))
-        ids, starts, ends = inner(text_part)
+            return assemble(out[0].flat_values, match_ids)
         seg_ends = seg_starts + tf.cast(tf.strings.length(segments, unit="BYTE"), tf.int64)
         content = tf.stack([seg_starts + lead, seg_ends - trail], axis=-1)
         if char_offsets:
-            rows = tf.repeat(tf.range(tf.shape(counts, out_type=tf.int64)[0]), counts)
-            seg_starts = byte_to_char(texts, rows, seg_starts)
-            content = byte_to_char(texts, tf.repeat(rows, 2), tf.reshape(content, [-1]))
+            text_of = tf.repeat(tf.range(tf.shape(counts, out_type=tf.int64)[0]), counts)
+            seg_starts = byte_to_char(matched, text_of, seg_starts)
+            content = byte_to_char(matched, tf.repeat(text_of, 2), tf.reshape(content, [-1]))
             content = tf.reshape(content, [-1, 2])
-        piece_base = tf.gather(seg_starts, ids.value_rowids())
-        match_starts = tf.RaggedTensor.from_row_lengths(
-            tf.boolean_mask(content[:, 0], is_match), one, validate=False)
-        match_ends = tf.RaggedTensor.from_row_lengths(
-            tf.boolean_mask(content[:, 1], is_match), one, validate=False)
-        starts = starts.with_flat_values(starts.flat_values + piece_base)
-        ends = ends.with_flat_values(ends.flat_values + piece_base)
-        return (by_text(tf.concat([ids, match_rows], axis=1)),
-                by_text(tf.concat([starts, match_starts], axis=1)),
-                by_text(tf.concat([ends, match_ends], axis=1)))
+        # A segment's pieces count from the segment's start.
+        base = tf.concat([tf.zeros([splits[n]], tf.int64),
+                          tf.gather(seg_starts, row_ids(splits[n:] - splits[n]))], 0)
+        return (assemble(out[0].flat_values, match_ids),
+                assemble(out[1].flat_values + base, content[:, 0]),
+                assemble(out[2].flat_values + base, content[:, 1]))
 
     def _split_segments(self, texts, pattern):
         """Texts [N] cut at the matches of `pattern`.
@@ -202,7 +244,7 @@ class SubwordTokenizer(tf.Module):
             whitespace bytes lstrip / rstrip took before / after a match's
             content [S] (int64).
         """
-        parts, starts, _ = regex_split_with_offsets(texts, pattern, pattern)
+        parts, starts, _ = regex_split_with_offsets(texts, pattern, pattern, check=False)
         segments, starts = parts.flat_values, starts.flat_values
         counts = parts.row_lengths()
         where = tf.where(tf.strings.regex_full_match(segments, pattern))
@@ -214,18 +256,17 @@ class SubwordTokenizer(tf.Module):
         # The content is the match itself, else the match without the
         # whitespace a token's lstrip / rstrip took (a content may itself
         # begin or end with whitespace: the exact form is tried first).
-        ids = tf.fill(tf.shape(matches), tf.constant(-1, tf.int32))
-        lead = tf.zeros(tf.shape(matches), tf.int64)
-        trail = tf.zeros(tf.shape(matches), tf.int64)
-        for form, form_lead, form_trail in (
-                (matches, 0, 0), (left, size(matches) - size(left), 0),
-                (right, 0, size(matches) - size(right)),
-                (both, size(matches) - size(left), size(left) - size(both))):
-            found = self._added_id_of(form)
-            new = (ids < 0) & (found >= 0)
-            ids = tf.where(new, found, ids)
-            lead = tf.where(new, form_lead + tf.zeros_like(lead), lead)
-            trail = tf.where(new, form_trail + tf.zeros_like(trail), trail)
+        forms = tf.stack([matches, left, right, both], axis=1)  # [M, 4]
+        equal = tf.equal(forms[:, :, None], self._added_keys[None, None, :])  # [M, 4, K]
+        hit = tf.reduce_any(equal, axis=2)
+        form = tf.argmax(tf.cast(hit, tf.int32), axis=1, output_type=tf.int32)  # first hit
+        key = tf.argmax(tf.cast(tf.gather(equal, form, batch_dims=1), tf.int32), axis=1)
+        ids = tf.where(tf.reduce_any(hit, axis=1), tf.gather(self._added_values, key), -1)
+        # lstrip took the whitespace before the content in forms 1 and 3
+        # (left, both); rstrip that after it in forms 2 and 3 (right, both).
+        lead = tf.where((form == 1) | (form == 3), size(matches) - size(left), 0)
+        trail = tf.where(form == 2, size(matches) - size(right),
+                         tf.where(form == 3, size(left) - size(both), 0))
         shape = tf.shape(segments, out_type=tf.int64)
         ids = tf.tensor_scatter_nd_update(tf.fill(shape, tf.constant(-1, tf.int32)), where, ids)
         lead = tf.scatter_nd(where, lead, shape)
@@ -235,13 +276,6 @@ class SubwordTokenizer(tf.Module):
             segments, starts, counts, ids, lead, trail = _merge_text_segments(
                 segments, starts, parts.value_rowids(), counts, ids, lead, trail)
         return segments, starts, counts, ids, lead, trail
-
-    def _added_id_of(self, strings):
-        """strings [M] -> the added token id of each, -1 for none."""
-        equal = tf.equal(strings[:, None], self._added_keys[None, :])
-        found = tf.reduce_any(equal, axis=1)
-        index = tf.argmax(tf.cast(equal, tf.int32), axis=1)
-        return tf.where(found, tf.gather(self._added_values, index), -1)
 
     def _single_word_check(self, texts, parts, starts, ids, lead, trail):
         """ids with the matches of `single_word` tokens that touch a word
@@ -419,6 +453,7 @@ class SubwordTokenizer(tf.Module):
             `ids` equal `tokenize_ids(texts)`.
         """
         batch, scalar = self._as_batch(texts)
+        batch = self._input(batch)
         if getattr(self, "_raw_pattern", None) is None:
             ids, starts, ends = self._text_offsets(batch)
         else:
@@ -478,7 +513,34 @@ class SubwordTokenizer(tf.Module):
         return self._join_pieces(tf.cast(ids, tf.int32))
 
 
-def lower_case(texts):
+#: A text of printable ASCII, tab, newline and carriage return only: what
+#: every normalization of the zoo leaves alone but for ASCII lower-casing
+#: (no control or format character, no space separator, no capital sigma,
+#: nothing NFD changes, no combining mark).
+PLAIN_ASCII = r"[\t\n\r\x20-\x7e]*"
+
+
+def by_rows(texts, plain, other):
+    """`texts` with its plain-ASCII rows (`PLAIN_ASCII`) through `plain` and
+    the others through `other`, in their order: the cheap path for most
+    text of most corpora, the full one where it changes something. Both
+    functions map string [M] -> string [M].
+
+    Args:
+        texts: string tensor, any shape.
+
+    Returns:
+        string tensor, same shape.
+    """
+    flat = tf.reshape(texts, [-1])
+    is_plain = tf.cast(tf.strings.regex_full_match(flat, PLAIN_ASCII), tf.int32)
+    other_rows, plain_rows = tf.dynamic_partition(flat, is_plain, 2)
+    positions = tf.dynamic_partition(tf.range(tf.size(flat)), is_plain, 2)
+    out = tf.dynamic_stitch(positions, [other(other_rows), plain(plain_rows)])
+    return tf.reshape(out, tf.shape(texts))
+
+
+def lower_case(texts, nul_free=False):
     """Unicode lower case, character by character, as the `tokenizers`
     library (Rust's `char::to_lowercase`) does it.
 
@@ -486,47 +548,56 @@ def lower_case(texts):
     context rule of the root locale), and lower-casing one character at a
     time (the offset mapping) into "σ": "Σ" becomes "σ" first so that both
     agree. It also stops at a NUL character (a C-string bug): a batch
-    holding one is lower-cased between its NULs.
+    holding one is lower-cased between its NULs. Plain-ASCII texts
+    (`PLAIN_ASCII`, most of most corpora) skip both steps.
 
     Args:
         texts: string [N].
+        nul_free: the texts hold no NUL (BERT's normalization removed it):
+            no NUL check.
 
     Returns:
         string [N].
     """
+    return by_rows(texts, tf.strings.lower, lambda rows: lower_case_unicode(rows, nul_free))
+
+
+def lower_case_unicode(texts, nul_free=False):
+    """`lower_case` without the plain-ASCII shortcut (for texts known to
+    need the full path)."""
     texts = tf.strings.regex_replace(texts, "\u03a3", "\u03c3")
+    if nul_free:
+        return tf.strings.lower(texts, encoding="utf-8")
 
     def between_nuls():
         # Separators given as op attributes are C strings too: the NULs go
-        # back as tensor values.
-        parts = tf.strings.split(texts, sep="\x00")
-        flat = tf.strings.lower(parts.flat_values, encoding="utf-8")
-        last = tf.equal(tf.range(tf.size(flat, out_type=tf.int64)) + 1,
-                        tf.gather(parts.row_limits(), parts.value_rowids()))
-        flat = tf.strings.join([flat, tf.where(last, "", tf.constant("\x00"))])
-        return tf.strings.reduce_join(parts.with_flat_values(flat), axis=-1)
+        # back as tensor values. The op's own outputs, no ragged tensor (few
+        # graph nodes: a tf.data iterator optimizes them anew).
+        indices, parts, _ = tf.raw_ops.StringSplitV2(input=texts, sep=tf.constant("\x00"))
+        rows = indices[:, 0]
+        last = tf.not_equal(rows, tf.concat([rows[1:], [-1]], 0))
+        parts = tf.strings.join([tf.strings.lower(parts, encoding="utf-8"),
+                                 tf.where(last, "", tf.constant("\x00"))])
+        return tf.strings.unsorted_segment_join(parts, rows, tf.size(texts, out_type=tf.int64))
 
     nul = tf.reduce_any(tf.strings.regex_full_match(texts, "(?s).*\\x00.*"))
     return tf.cond(nul, between_nuls, lambda: tf.strings.lower(texts, encoding="utf-8"))
 
 
-def replace_rows(base, rows, new):
-    """`base` with its rows `rows` replaced by those of `new`.
+def cut_at_nul(texts):
+    """Each text up to its first NUL character (string [N] -> [N]).
 
-    Args:
-        base: `tf.RaggedTensor` [N, ...], or a tuple of them.
-        rows: int64 [L], distinct.
-        new: `tf.RaggedTensor` [L, ...] (a tuple where `base` is one).
+    The pattern spells NUL as an escape: an op attribute is a C string."""
+    return tf.strings.regex_replace(texts, r"(?s)\x00.*", "")
 
-    Returns:
-        the same structure as `base`.
-    """
-    if isinstance(base, tuple):
-        return tuple(replace_rows(b, rows, n) for b, n in zip(base, new))
-    count = base.nrows()
-    index = tf.tensor_scatter_nd_update(tf.range(count), rows[:, None],
-                                        count + tf.range(tf.size(rows, out_type=tf.int64)))
-    return tf.gather(tf.concat([base, new], axis=0), index)
+
+def row_ids(splits):
+    """Row splits [R + 1] -> the row of each value [splits[-1]] (int64),
+    in four graph nodes (`RaggedTensor.value_rowids` takes some seventy)."""
+    values = tf.range(splits[-1])
+    # tf.searchsorted's own reshaping is most of its graph: the op itself.
+    return tf.raw_ops.UpperBound(sorted_inputs=splits[None], values=values[None],
+                                 out_type=tf.int64)[0] - 1
 
 
 def byte_to_char(texts, rows, positions):
@@ -569,30 +640,62 @@ def _merge_text_segments(segments, starts, rows, counts, ids, lead, trail):
             tf.gather(lead, first), tf.gather(trail, first))
 
 
-def regex_split_with_offsets(texts, delim_pattern, keep_pattern):
+def regex_split_op(texts, delim_pattern, keep_pattern):
+    """tensorflow-text's RegexSplitWithOffsets op, its ragged results built
+    unchecked (tensorflow-text's wrapper checks the op's row splits with
+    some hundred graph nodes, which every tf.data iterator optimizes anew).
+    Reads each text up to its first NUL, as the op does
+    (`regex_split_with_offsets` reads past it).
+
+    Args:
+        texts: string [N].
+        delim_pattern, keep_pattern: RE2 patterns, as the wrapper takes them.
+
+    Returns:
+        (pieces, start bytes, end bytes), `tf.RaggedTensor`s [N, (pieces)].
+    """
+    from tensorflow_text.python.ops.regex_split_ops import gen_regex_split_ops
+
+    pieces, starts, ends, splits = gen_regex_split_ops.regex_split_with_offsets(
+        texts, f"({delim_pattern})", f"({keep_pattern})")
+    return tuple(tf.RaggedTensor.from_row_splits(values, splits, validate=False)
+                 for values in (pieces, starts, ends))
+
+
+def regex_split_with_offsets(texts, delim_pattern, keep_pattern, check=True):
     """`tensorflow_text.regex_split_with_offsets`, also for texts holding
     NUL characters: the op stops reading a text at its first NUL (a C-string
-    bug), so the split runs on a copy with NUL as \x01 (one byte for one,
-    offsets unchanged; neither is whitespace, a letter or a number) and the
-    pieces holding \x01 are cut from the original texts again.
+    bug), so a batch holding one is split as a copy with NUL as \x01 (one
+    byte for one, offsets unchanged; neither is whitespace, a letter or a
+    number) and the pieces holding \x01 are cut from the original texts
+    again.
 
     Args:
         texts: string [N].
         delim_pattern, keep_pattern: RE2 patterns, as the op takes them;
             \x00 and \x01 must play the same part in them.
+        check: look for a NUL first, and split a batch without one with
+            the op alone (False: always the detour; fewer graph nodes, for
+            the few texts that hold a special-token string).
 
     Returns:
         (pieces, start bytes, end bytes), `tf.RaggedTensor`s [N, (pieces)].
     """
-    import tensorflow_text as tf_text
+    def nul_safe():
+        safe = tf.strings.regex_replace(texts, r"\x00", "\x01")
+        parts, starts, ends = regex_split_op(safe, delim_pattern, keep_pattern)
+        flat = parts.flat_values
+        redo = tf.where(tf.strings.regex_full_match(flat, "(?s).*\x01.*"))[:, 0]
+        rows = tf.gather(row_ids(parts.row_splits), redo)
+        begin = tf.gather(starts.flat_values, redo)
+        cut = tf.strings.substr(tf.gather(texts, rows), begin,
+                                tf.gather(ends.flat_values, redo) - begin, unit="BYTE")
+        flat = tf.tensor_scatter_nd_update(flat, redo[:, None], cut)
+        return parts.with_flat_values(flat), starts, ends
 
-    safe = tf.strings.regex_replace(texts, r"\x00", "\x01")
-    parts, starts, ends = tf_text.regex_split_with_offsets(safe, delim_pattern, keep_pattern)
-    flat = parts.flat_values
-    redo = tf.where(tf.strings.regex_full_match(flat, "(?s).*\x01.*"))[:, 0]
-    rows = tf.gather(parts.value_rowids(), redo)
-    begin = tf.gather(starts.flat_values, redo)
-    cut = tf.strings.substr(tf.gather(texts, rows), begin,
-                            tf.gather(ends.flat_values, redo) - begin, unit="BYTE")
-    flat = tf.tensor_scatter_nd_update(flat, redo[:, None], cut)
-    return parts.with_flat_values(flat), starts, ends
+    # Most batches hold no NUL: they take the op alone (the detour costs a
+    # pass over every piece).
+    if not check:
+        return nul_safe()
+    nul = tf.reduce_any(tf.strings.regex_full_match(texts, r"(?s).*\x00.*"))
+    return tf.cond(nul, nul_safe, lambda: regex_split_op(texts, delim_pattern, keep_pattern))

@@ -22,7 +22,9 @@ from kerasbert.text.families import special_ids
 from kerasbert.text.families import word_starts
 from kerasbert.text.special_strings import default_added_tokens
 from kerasbert.text.subword_tokenizer import SubwordTokenizer
-from kerasbert.text.subword_tokenizer import lower_case as lower
+from kerasbert.text.subword_tokenizer import by_rows
+from kerasbert.text.subword_tokenizer import lower_case_unicode
+from kerasbert.text.subword_tokenizer import regex_split_with_offsets
 from kerasbert.text.vocabulary import load_vocab
 
 
@@ -76,6 +78,13 @@ def bert_normalize(texts, lower_case):
     Returns:
         string tensor, same shape.
     """
+    # Plain-ASCII texts (most of most corpora) are only lower-cased: every
+    # other step leaves them as they are (`by_rows`).
+    return by_rows(texts, tf.strings.lower if lower_case else tf.identity,
+                   lambda rows: _bert_normalize_unicode(rows, lower_case))
+
+
+def _bert_normalize_unicode(texts, lower_case):
     import tensorflow_text as tf_text
 
     texts = tf.strings.regex_replace(texts, _CONTROL_RE, "")
@@ -83,7 +92,8 @@ def bert_normalize(texts, lower_case):
     # BERT; the tensorflow-text op alone would keep NBSP inside a word.
     texts = tf.strings.regex_replace(texts, _SPACE_RE, " ")
     if lower_case:
-        texts = lower(texts)  # character by character, as `tokenizers`
+        # Character by character, as `tokenizers`; the NULs are gone.
+        texts = lower_case_unicode(texts, nul_free=True)
         texts = tf_text.normalize_utf8(texts, "NFD")
         texts = tf.strings.regex_replace(texts, r"\p{Mn}", "")
     return texts
@@ -139,6 +149,9 @@ class WordPieceTokenizer(SubwordTokenizer):
             over 100 bytes `[UNK]` (`max_chars_per_word` does not apply).
             Offsets of a word whose case folding changes its length span
             the whole word.
+        truncate_at_nul: drop the text after a NUL character, as keras-hub's
+            tokenizers do (their tensorflow-text regex split reads C
+            strings); default False: no text is dropped.
 
     Example:
 
@@ -151,7 +164,7 @@ class WordPieceTokenizer(SubwordTokenizer):
 
     def __init__(self, vocab_file, lower_case=True, max_chars_per_word=100,
                  special_tokens_in_strings=False, added_tokens=None, normalization="bert",
-                 name=None):
+                 truncate_at_nul=False, name=None):
         super().__init__(name=name)
         import tensorflow_text as tf_text
 
@@ -168,6 +181,7 @@ class WordPieceTokenizer(SubwordTokenizer):
             raise ValueError(f"normalization must be one of {', '.join(NORMALIZATIONS)}, got "
                              f"{normalization!r}.")
         self.normalization = normalization
+        self.truncate_at_nul = bool(truncate_at_nul)
         self._keras_hub = normalization != "bert"
         # keras-hub's limit is its op's 100 bytes.
         self.max_chars_per_word = None if self._keras_hub else max_chars_per_word
@@ -249,7 +263,7 @@ class WordPieceTokenizer(SubwordTokenizer):
         ids, starts, ends = self._fast.tokenize_with_offsets(normalized)
         if self.max_chars_per_word is None:
             return ids, starts, ends
-        return _collapse_long_words(ids, self._piece_chars, self._is_suffix,
+        return _collapse_long_words(normalized, ids, self._piece_chars, self._is_suffix,
                                     self.max_chars_per_word, self.unk_id, starts, ends)
 
     @tf.autograph.experimental.do_not_convert
@@ -258,7 +272,7 @@ class WordPieceTokenizer(SubwordTokenizer):
         ids = self._fast.tokenize(normalized)
         if self.max_chars_per_word is None:
             return ids
-        return _collapse_long_words(ids, self._piece_chars, self._is_suffix,
+        return _collapse_long_words(normalized, ids, self._piece_chars, self._is_suffix,
                                     self.max_chars_per_word, self.unk_id)
 
     def _in_normalized(self, normalized, offsets):
@@ -307,9 +321,10 @@ class WordPieceTokenizer(SubwordTokenizer):
         changed its length: the word's span for each of its pieces)."""
         import tensorflow_text as tf_text
 
-        # The ops keras-hub runs, so that the ids are its ids.
-        words, starts, ends = tf_text.regex_split_with_offsets(texts, _KERAS_HUB_SPLIT,
-                                                               _KERAS_HUB_KEEP)
+        # The ops keras-hub runs, so that the ids are its ids; the split reads
+        # past a NUL (a delimiter, as \x01 is), which keras-hub's does not:
+        # `truncate_at_nul` cut the text there already when asked to.
+        words, starts, ends = regex_split_with_offsets(texts, _KERAS_HUB_SPLIT, _KERAS_HUB_KEEP)
         flat = words.flat_values
         folded = tf_text.case_fold_utf8(flat) if self.lower_case else flat
         if not offsets:
@@ -331,7 +346,7 @@ class WordPieceTokenizer(SubwordTokenizer):
 _UNLIMITED_BYTES = 2**31 - 1
 
 
-def _collapse_long_words(ids, piece_chars, is_suffix, max_chars, unk_id, starts=None,
+def _collapse_long_words(texts, ids, piece_chars, is_suffix, max_chars, unk_id, starts=None,
                          ends=None):
     """Every word of more than `max_chars` characters -> one `unk_id`.
 
@@ -340,6 +355,11 @@ def _collapse_long_words(ids, piece_chars, is_suffix, max_chars, unk_id, starts=
     normalized word exactly.
 
     Args:
+        texts: string [N], the normalized texts the pieces come from: a
+            batch where none holds more than `max_chars` characters between
+            whitespace (tab, newline, form feed, return, space: no word
+            reaches across them) has no word that long, and skips the rest
+            (most batches).
         ids: int32 `tf.RaggedTensor` [N, (pieces)].
         piece_chars: int32 [V], characters per id.
         is_suffix: bool [V], per id.
@@ -352,28 +372,41 @@ def _collapse_long_words(ids, piece_chars, is_suffix, max_chars, unk_id, starts=
         ids, or (ids, starts, ends) with `starts` / `ends`, same structure,
         long words collapsed.
     """
-    flat = ids.flat_values
-    rows = ids.value_rowids()
-    position = tf.range(tf.shape(flat, out_type=tf.int64)[0])
-    first_in_row = tf.equal(position, tf.gather(ids.row_starts(), rows))
-    begins = tf.logical_not(tf.gather(is_suffix, flat)) | first_in_row
-    word = tf.cumsum(tf.cast(begins, tf.int64)) - 1
-    num_words = tf.reduce_sum(tf.cast(begins, tf.int64))
-    chars = tf.math.unsorted_segment_sum(tf.gather(piece_chars, flat), word, num_words)
-    long = chars > max_chars
-
     def collapse():
-        collapsed = tf.gather(long, word)
-        keep = ids.with_flat_values(begins | tf.logical_not(collapsed))
-        new_ids = tf.where(collapsed, tf.constant(unk_id, flat.dtype), flat)
-        new_ids = tf.ragged.boolean_mask(ids.with_flat_values(new_ids), keep)
+        # Plain tensor ops on the flat pieces and the row splits: few graph
+        # nodes (every tf.data iterator optimizes its map function anew, at
+        # about half a millisecond a node).
+        flat = ids.flat_values
+        splits = ids.row_splits
+        size = tf.size(flat, out_type=splits.dtype)
+        # A text's first piece starts a word whatever it is (a stray "##x").
+        first = tf.scatter_nd(splits[:-1, None], tf.ones_like(splits[:-1], tf.int32),
+                              [size + 1])[:-1] > 0
+        begins = tf.logical_not(tf.gather(is_suffix, flat)) | first
+        word = tf.cumsum(tf.cast(begins, tf.int64)) - 1
+        chars = tf.math.unsorted_segment_sum(tf.gather(piece_chars, flat), word, size)
+        collapsed = tf.gather(chars > max_chars, word)
+        keep = begins | tf.logical_not(collapsed)
+        kept_before = tf.concat([[0], tf.cumsum(tf.cast(keep, splits.dtype))], 0)
+        new_splits = tf.gather(kept_before, splits)
+
+        def kept(values):
+            return tf.RaggedTensor.from_row_splits(tf.boolean_mask(values, keep), new_splits,
+                                                   validate=False)
+
+        new_ids = kept(tf.where(collapsed, tf.constant(unk_id, flat.dtype), flat))
         if starts is None:
             return new_ids
-        word_end = tf.math.unsorted_segment_max(ends.flat_values, word, num_words)
-        new_ends = tf.where(collapsed, tf.gather(word_end, word), ends.flat_values)
-        return (new_ids, tf.ragged.boolean_mask(starts, keep),
-                tf.ragged.boolean_mask(ends.with_flat_values(new_ends), keep))
+        word_end = tf.math.unsorted_segment_max(ends.flat_values, word, size)
+        return (new_ids, kept(starts.flat_values),
+                kept(tf.where(collapsed, tf.gather(word_end, word), ends.flat_values)))
 
-    # Most batches have no word that long: they skip the masking.
+    # Only a text of more than max_chars bytes can hold such a run. RE2
+    # counts to 1000 at most: a longer limit checks for runs of 1000 (more
+    # batches take the collapse, which then finds nothing to do).
+    run = min(max_chars + 1, 1000)
+    longer = tf.boolean_mask(texts, tf.strings.length(texts) > max_chars)
+    maybe_long = tf.reduce_any(tf.strings.regex_full_match(
+        longer, f"(?s).*[^\\t\\n\\f\\r ]{{{run}}}.*"))
     unchanged = ids if starts is None else (ids, starts, ends)
-    return tf.cond(tf.reduce_any(long), collapse, lambda: unchanged)
+    return tf.cond(maybe_long, collapse, lambda: unchanged)

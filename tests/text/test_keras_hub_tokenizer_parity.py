@@ -4,7 +4,15 @@ preset with, through keras-hub's TensorFlow path (as in tf.data and its
 exports), on the multilingual and the adversarial sample, in the preset's
 own special-token setting, in Python and in a SavedModel. The peer files
 are written by keras-hub (the vocabularies by tokenizers' and
-sentencepiece's trainers)."""
+sentencepiece's trainers).
+
+keras-hub's WordPiece and byte-level BPE tokenizers drop the text after a
+NUL character (their tensorflow-text regex split reads C strings); ours
+keep it unless `truncate_at_nul`. Both settings are compared on every line:
+on, with keras-hub's ids; off, with the ids of the same pipeline reading
+the whole text (keras-hub's WordPiece on the text with each NUL as \x01,
+another control character it drops the same way; `tokenizers`' byte-level
+BPE on the same vocabulary, merges and special tokens)."""
 
 import json
 
@@ -13,6 +21,7 @@ import tensorflow as tf
 
 from kerasbert.text import load_tokenizer
 from test_source_tokenizer_parity import _check_saved_model
+from test_source_tokenizer_parity import _hf_ids
 from test_source_tokenizer_parity import _report
 from test_source_tokenizer_parity import adversarial  # noqa: F401  (fixture)
 from test_source_tokenizer_parity import albert_directory  # noqa: F401  (fixture)
@@ -55,17 +64,31 @@ def test_keras_hub_bert_presets(tmp_path, lines, adversarial, lower_case):
                                               lowercase=lower_case,
                                               special_tokens_in_strings=on)
         directory = _keras_hub_preset(tmp_path / f"preset_{on}", peer, "BertBackbone")
-        ours = load_tokenizer(str(directory))  # the preset's own setting
-        assert ours.normalization == "keras_hub" and ours.special_tokens_in_strings is on
-        for name, texts in (("multilingual", lines), ("adversarial", adversarial)):
-            got, expected = ours.tokenize_ids(texts).to_list(), _keras_hub_ids(peer, texts)
-            assert _report("keras-hub bert", on, name, got, expected) == len(texts), [
-                line for line, a, b in zip(texts, got, expected) if a != b][:5]
-        ids, starts, ends = ours.tokenize_with_offsets(adversarial)
-        assert ids.to_list() == _keras_hub_ids(peer, adversarial)
+        for truncate in (True, False):
+            # The preset's own special-token setting.
+            ours = load_tokenizer(str(directory), truncate_at_nul=truncate)
+            assert ours.normalization == "keras_hub" and ours.special_tokens_in_strings is on
+            assert ours.truncate_at_nul is truncate
+            for name, texts in (("multilingual", lines), ("adversarial", adversarial)):
+                got = ours.tokenize_ids(texts).to_list()
+                expected = _keras_hub_ids(peer, texts if truncate else _nul_as_soh(texts))
+                assert _report(f"keras-hub bert, truncate_at_nul={truncate}", on, name, got,
+                               expected) == len(texts), [
+                    line for line, a, b in zip(texts, got, expected) if a != b][:5]
+            ids, starts, ends = ours.tokenize_with_offsets(adversarial)
+            assert ids.to_list() == ours.tokenize_ids(adversarial).to_list()
         assert ours.detokenize(ours.tokenize_ids(["hello, world"])).numpy()[0] == b"hello , world"
         if lower_case:
-            _check_saved_model(directory, adversarial, tmp_path / f"saved_{on}")
+            _check_saved_model(directory, adversarial, tmp_path / f"saved_{on}",
+                               truncate_at_nul=True)
+    # The sample tests something: text after a NUL.
+    assert sum("\x00" in line.rstrip("\x00") for line in adversarial) > 10
+
+
+def _nul_as_soh(texts):
+    """The texts with each NUL as \x01 (a control character keras-hub's
+    WordPiece split drops as it would a NUL it read)."""
+    return [text.replace("\x00", "\x01") for text in texts]
 
 
 def test_keras_hub_albert_and_roberta_presets(tmp_path, lines, adversarial, albert_directory,
@@ -73,11 +96,14 @@ def test_keras_hub_albert_and_roberta_presets(tmp_path, lines, adversarial, albe
     """keras-hub's SentencePiece tokenizer (no lower-casing, no special
     tokens in text) and byte-level BPE (its four special tokens matched
     always: ours with the switch on). keras-hub's BPE drops the text after
-    a NUL character (tensorflow-text's regex split reads C strings), ours
-    keeps it: those lines may differ. keras-hub's BPE takes minutes on the
-    long words, so it sees the adversarial lines of up to 80 characters
-    (special-token strings, control characters, empty lines); our BPE's long
-    words are compared with `tokenizers` above."""
+    a NUL character (tensorflow-text's regex split reads C strings): ours
+    with `truncate_at_nul` gives keras-hub's ids on every line, without it
+    the ids of `tokenizers`' byte-level BPE on the same vocabulary, merges
+    and special tokens on every line, in Python and in a SavedModel.
+    keras-hub's BPE takes minutes on the long words, so it sees the
+    adversarial lines of up to 80 characters (special-token strings,
+    control characters, empty lines); our BPE's long words are compared
+    with `tokenizers` in test_source_tokenizer_parity.py."""
     albert = keras_hub.models.AlbertTokenizer(
         proto=str(albert_directory[0] / "model" / "spiece.model"))
     directory = _keras_hub_preset(tmp_path / "albert", albert, "AlbertBackbone")
@@ -91,11 +117,22 @@ def test_keras_hub_albert_and_roberta_presets(tmp_path, lines, adversarial, albe
     roberta = keras_hub.models.RobertaTokenizer(vocabulary=str(files / "vocab.json"),
                                                 merges=str(files / "merges.txt"))
     directory = _keras_hub_preset(tmp_path / "roberta", roberta, "RobertaBackbone")
-    ours = load_tokenizer(str(directory), special_tokens_in_strings=True)
+    # The same files in tokenizers, with the special tokens keras-hub matches.
+    reference = tokenizers.ByteLevelBPETokenizer(str(files / "vocab.json"),
+                                                 str(files / "merges.txt"))
+    reference.add_special_tokens(["<s>", "</s>", "<pad>", "<mask>"])
     short = [line for line in adversarial if len(line) <= 80]
-    for name, texts in (("multilingual", lines[::4]), ("adversarial, short lines", short)):
-        got, expected = ours.tokenize_ids(texts).to_list(), _keras_hub_ids(roberta, texts)
-        _report("keras-hub roberta", True, name, got, expected)
-        differing = [line for line, a, b in zip(texts, got, expected) if a != b]
-        assert all("\x00" in line for line in differing), differing[:3]
-        assert len(differing) <= sum("\x00" in line for line in texts)
+    assert sum("\x00" in line.rstrip("\x00") for line in short) > 5  # text after a NUL
+    for truncate in (True, False):
+        ours = load_tokenizer(str(directory), special_tokens_in_strings=True,
+                              truncate_at_nul=truncate)
+        assert ours.truncate_at_nul is truncate
+        for name, texts in (("multilingual", lines[::4]), ("adversarial, short lines", short)):
+            got = ours.tokenize_ids(texts).to_list()
+            expected = (_keras_hub_ids(roberta, texts) if truncate
+                        else _hf_ids(reference._tokenizer, texts, True))
+            assert _report(f"keras-hub roberta, truncate_at_nul={truncate}", True, name, got,
+                           expected) == len(texts), [
+                line for line, a, b in zip(texts, got, expected) if a != b][:5]
+        _check_saved_model(directory, short, tmp_path / f"saved_{truncate}", settings=(True,),
+                           truncate_at_nul=truncate)

@@ -3,7 +3,8 @@
 Layout of an output folder:
 
     DIR/metadata.json                 task type, label names, sequence_length,
-                                      vocab sha256, per-split counts/stats/files
+                                      vocab sha256, the tokenizer's settings,
+                                      per-split counts/stats/files
     DIR/<split>-00000-of-0000N.tfrecord
 
 Every file is written under a temporary name and renamed when complete,
@@ -27,7 +28,12 @@ from kerasbert.data.finetuning.examples import TaskDataError
 from kerasbert.data.finetuning.features import TaskFeatures
 from kerasbert.data.metadata import read_metadata, vocab_fingerprint, write_metadata
 
-_COMPARED = ("task_type", "label_names", "max_seq_length", "num_choices", "vocab_sha256", "lower_case")
+_COMPARED = ("task_type", "label_names", "max_seq_length", "num_choices", "vocab_sha256", "lower_case",
+             "tokenizer_settings")
+# The command-line flag that sets a recorded tokenizer setting (named in errors).
+_SETTING_FLAGS = {"lower_case": "--[no-]lower-case",
+                  "special_tokens_in_strings": "--[no-]special-tokens-in-strings",
+                  "truncate_at_nul": "--[no-]truncate-at-nul"}
 
 
 def _value(features, slot, key):
@@ -48,11 +54,14 @@ def _shard_bounds(num_features, num_shards):
 
 
 def write_features(directory, split, features, vocab_file, lower_case=True, task=None,
-                   num_shards=1, overwrite=False, options=None):
+                   num_shards=1, overwrite=False, options=None, tokenizer_settings=None):
     """Writes one split of converted features as TFRecord shards.
 
     Splits written to the same folder must agree on task type, label names,
-    sequence_length and vocabulary. Returns the updated metadata dict.
+    sequence_length, vocabulary and `tokenizer_settings` (the tokenizer's
+    `kerasbert.text.ids_settings`: special_tokens_in_strings, max chars
+    per word, truncate_at_nul, ..., recorded in metadata.json for
+    `read_features` to check). Returns the updated metadata dict.
     """
     import tensorflow as tf
 
@@ -65,6 +74,7 @@ def write_features(directory, split, features, vocab_file, lower_case=True, task
         "task_type": features.task_type, "label_names": features.label_names,
         "max_seq_length": int(features.sequence_length), "num_choices": _num_choices(features),
         "vocab_sha256": sha, "lower_case": bool(lower_case),
+        "tokenizer_settings": dict(tokenizer_settings) if tokenizer_settings else None,
     }
     if meta:
         if meta.get("schema_version") != schema.SCHEMA_VERSION or "splits" not in meta:
@@ -215,15 +225,19 @@ def _read_batches(directory, split, batch_size):
         yield {name: value.numpy() for name, value in batch.items()}
 
 
-def read_features(directory, split, vocab_file=None):
+def read_features(directory, split, vocab_file=None, tokenizer_settings=None):
     """Reads one split back as `TaskFeatures` (same arrays and dtypes as the
     conversion made). With `vocab_file`, checks it is the vocabulary the
-    files were made with."""
+    files were made with; with `tokenizer_settings` (the reading run's
+    `kerasbert.text.ids_settings`), that the features were made with the
+    same settings (`check_tokenizer_settings`)."""
     meta, info, _ = _split_meta(directory, split)
     if vocab_file is not None and vocab_fingerprint(vocab_file)[0] != meta["vocab_sha256"]:
         raise TaskDataError(
             f"{directory} was made with another vocabulary than {vocab_file} (sha256 differs)."
         )
+    if tokenizer_settings is not None:
+        check_tokenizer_settings(meta, tokenizer_settings, directory)
     task_type = meta["task_type"]
     spec = schema.features_for(task_type, info["labelled"])
     parts = {name: [] for name in spec}
@@ -255,6 +269,32 @@ def read_features(directory, split, vocab_file=None):
         else:
             getattr(out, slot)[key] = values
     return out
+
+
+def check_tokenizer_settings(meta, settings, directory):
+    """Raises `TaskDataError` (one line naming the setting, both values and
+    the flag) where features were made by a tokenizer whose settings differ
+    from `settings` (a run's `kerasbert.text.ids_settings`): the same text
+    would get other ids. Features written before the settings were recorded
+    are checked on their casing only."""
+    recorded = dict(meta.get("tokenizer_settings") or {})
+    recorded.setdefault("lower_case", meta.get("lower_case"))
+    for key in sorted(set(recorded) | set(settings)):
+        if key not in recorded or recorded[key] == settings.get(key):
+            continue
+        flag = _SETTING_FLAGS.get(key)
+        how = (f"run create-finetuning-data again with {flag} as this run, or give this run "
+               f"{flag} as the features" if flag else
+               "run create-finetuning-data again with this run's tokenizer")
+        raise TaskDataError(
+            f"{directory} was made with a tokenizer whose {key} is {_short(recorded[key])}, but "
+            f"this run's is {_short(settings.get(key))}: the same text would get other ids; "
+            f"{how}.")
+
+
+def _short(value, limit=80):
+    text = repr(value)
+    return text if len(text) <= limit else text[:limit - 3] + "..."
 
 
 def _check_token_ids(batches, meta, directory, split):
