@@ -114,11 +114,12 @@ class TaskPreprocessor(keras.layers.Layer):
         kwargs.setdefault("trainable", False)
         super().__init__(**kwargs)
         task_type = task_type or self.task_types[0]
-        if task_type not in self.task_types:
-            raise ValueError(f"{type(self).__name__} packs {', '.join(self.task_types)} tasks, "
-                             f"not {task_type!r}.")
+        # Any registered task type whose examples are of this kind (a new
+        # type of text classification needs no preprocessor of its own).
+        if task_format(task_type).example != task_format(self.task_types[0]).example:
+            raise ValueError(f"{type(self).__name__} packs {task_format(self.task_types[0]).example} "
+                             f"examples, not those of {task_type!r}.")
         self.task_type = task_type
-        self.format = task_format(task_type)
         self.sequence_length = int(sequence_length or self.format.sequence_length)
         # Plain strings: Keras' TensorFlow tracking would wrap lists and dicts.
         self._names_json = json.dumps(None if label_names is None
@@ -133,6 +134,11 @@ class TaskPreprocessor(keras.layers.Layer):
         self.built = True
 
     # --- what it holds -----------------------------------------------------
+
+    @property
+    def format(self):
+        """The task type's data facts (`TaskFormat`)."""
+        return task_format(self.task_type)
 
     @property
     def tokenizer(self):

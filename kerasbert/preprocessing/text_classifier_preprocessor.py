@@ -4,6 +4,7 @@ import keras
 import numpy as np
 import tensorflow as tf
 
+from kerasbert.data.finetuning.task_formats import task_format
 from kerasbert.errors import UsageError
 from kerasbert.preprocessing.task_preprocessor import TaskPreprocessor
 from kerasbert.preprocessing.task_preprocessor import clean_text
@@ -48,14 +49,14 @@ class TextClassifierPreprocessor(TaskPreprocessor):
         self._arity_known = task_type is not None
 
     def _tuple_is_x(self):
-        return self.task_type == "pair"
+        return self.format.text_pair
 
     def _decide(self, pair):
-        if pair == (self.task_type == "pair"):
+        if pair == self.format.text_pair:
             self._arity_known = True
             return
-        if self._arity_known or self.task_type == "regression":
-            kind = "pairs (texts_a, texts_b)" if self.task_type == "pair" else "single texts"
+        if self._arity_known or self.format.float_labels:
+            kind = "pairs (texts_a, texts_b)" if self.format.text_pair else "single texts"
             raise UsageError(f"This {self.task_type} model takes {kind}; got "
                              f"{'pairs' if pair else 'single texts'}.")
         self.task_type, self._arity_known = ("pair" if pair else "classification"), True
@@ -64,7 +65,7 @@ class TextClassifierPreprocessor(TaskPreprocessor):
         first = spec[0] if isinstance(spec, tuple) and len(spec) in (2, 3) else spec
         if isinstance(first, tuple):
             self._decide(True)
-        elif isinstance(spec, tuple) and len(spec) == 2 and self.task_type == "pair":
+        elif isinstance(spec, tuple) and len(spec) == 2 and self.format.text_pair:
             self._decide(True)
         else:
             self._decide(False)
@@ -84,7 +85,7 @@ class TextClassifierPreprocessor(TaskPreprocessor):
 
     def inputs_of(self, data):
         a = [e["text_a"] for e in data.examples]
-        x = (a, [e["text_b"] for e in data.examples]) if data.task_type == "pair" else a
+        x = (a, [e["text_b"] for e in data.examples]) if task_format(data.task_type).text_pair else a
         labels = [e.get("label") for e in data.examples]
         return x, None if all(label is None for label in labels) else labels
 
@@ -94,7 +95,7 @@ class TextClassifierPreprocessor(TaskPreprocessor):
         if y is not None:
             if len(y) != int(a.shape[0]):
                 raise UsageError(f"{len(y)} labels for {int(a.shape[0])} texts.")
-            if self.task_type == "regression":
+            if self.format.float_labels:
                 y = np.asarray(y, np.float32)
             else:
                 y = self.label_ids(y, num_labels)
@@ -111,12 +112,12 @@ class TextClassifierPreprocessor(TaskPreprocessor):
             b = tokenizer.tokenize_ids(clean_text(b))
         features = self.packer(a, b)
         if y is not None:
-            y = tf.cast(y, tf.float32) if self.task_type == "regression" else self.graph_label_ids(y)
+            y = tf.cast(y, tf.float32) if self.format.float_labels else self.graph_label_ids(y)
         return keras.utils.pack_x_y_sample_weight(features, y, sample_weight)
 
     def postprocess(self, outputs, x):
         outputs = np.asarray(outputs, np.float32)
-        if self.task_type == "regression":
+        if self.format.float_labels:
             return outputs[:, 0]
         shifted = outputs - outputs.max(axis=-1, keepdims=True)
         exp = np.exp(shifted)
