@@ -31,7 +31,6 @@ both failures (kerasbert/tasks/task.py, "under MultiWorkerMirroredStrategy").
 
 import json
 import os
-import socket
 import subprocess
 import sys
 import tempfile
@@ -40,6 +39,9 @@ import time
 
 import numpy as np
 import pytest
+
+from kerasbert.testing.ports import PORT_TAKEN
+from kerasbert.testing.ports import free_ports
 
 from kerasbert.testing.sentence_models import write_sentence_model
 
@@ -225,27 +227,12 @@ def test_mirrored_token_classifier_fits_words_with_string_tags(published, tmp_pa
         np.testing.assert_allclose(np.sum(per_word, -1), 1.0, atol=1e-6)
 
 
-def _free_ports(n):
-    sockets = [socket.socket() for _ in range(n)]
-    for s in sockets:
-        s.bind(("127.0.0.1", 0))
-    ports = [s.getsockname()[1] for s in sockets]
-    for s in sockets:
-        s.close()
-    return ports
-
-
-# A worker whose port was taken between `_free_ports` and its gRPC server's
-# bind (tests/training/test_multi_worker.py): the cluster never formed.
-PORT_TAKEN = ("Address already in use", "Could not start gRPC server")
-
-
 def _run_workers(script, folder, *args, workers=2, attempts=3, timeout=400):
     """One process per worker of a TF_CONFIG cluster on fresh local ports;
     when one fails the others are stopped (they would wait for it), and
     all start over on other ports when a port was taken."""
     for attempt in range(attempts):
-        cluster = {"worker": [f"127.0.0.1:{p}" for p in _free_ports(workers)]}
+        cluster = {"worker": [f"127.0.0.1:{p}" for p in free_ports(workers)]}
         procs, logs = [], []
         for index in range(workers):
             env = dict(os.environ, TF_CPP_MIN_LOG_LEVEL="2",

@@ -4,7 +4,6 @@ run directory."""
 
 import json
 import os
-import socket
 import subprocess
 import sys
 import tempfile
@@ -13,26 +12,13 @@ import time
 import pretrain_data as pd
 import pytest
 
+from kerasbert.testing.ports import PORT_TAKEN
+from kerasbert.testing.ports import free_ports
+
 
 @pytest.fixture(scope="module")
 def data(tmp_path_factory):
     return pd.make_data(str(tmp_path_factory.mktemp("mw-data")))
-
-
-def free_ports(n):
-    sockets = [socket.socket() for _ in range(n)]
-    for s in sockets:
-        s.bind(("127.0.0.1", 0))
-    ports = [s.getsockname()[1] for s in sockets]
-    for s in sockets:
-        s.close()
-    return ports
-
-
-# What a worker prints when its port was taken between `free_ports` closing
-# it and the worker's gRPC server binding it (another process may grab a
-# free port in that window: rare, but not impossible on a busy machine).
-PORT_TAKEN = ("Address already in use", "Could not start gRPC server")
 
 
 def run_workers(args, attempts=3, timeout=400):
