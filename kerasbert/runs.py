@@ -151,19 +151,18 @@ class Run:
 
         return load_model(self.path(name) if name else self.model_file(), compile=compile)
 
-    def tokenizer(self, vocab=None, lower_case=None, special_tokens_in_strings=None):
+    def tokenizer(self, vocab=None, lower_case=None, **switches):
         """`vocab` when given; else a fine-tuning run's saved tokenizer files
         (with the settings its config.json keeps), or the vocabulary a
-        pretraining run was trained with. `special_tokens_in_strings` other
-        than None overrides the saved setting."""
+        pretraining run was trained with. `switches`
+        (`kerasbert.text.loading.SWITCHES`) other than None override the
+        saved settings."""
         if vocab is not None:
-            return load_tokenizer(vocab, lower_case=lower_case,
-                                  special_tokens_in_strings=special_tokens_in_strings)
+            return load_tokenizer(vocab, lower_case=lower_case, **switches)
         if self.is_pretraining:
             return self._pretraining_tokenizer()
         if self.config and ("tokenizer" in self.config or "vocab" in self.config):
-            return load_saved_tokenizer(self.directory, self.config,
-                                        special_tokens_in_strings=special_tokens_in_strings)
+            return load_saved_tokenizer(self.directory, self.config, **switches)
         raise UsageError(f"{self.directory}: no config.json naming the tokenizer; pass --vocab.")
 
     def _pretraining_tokenizer(self):

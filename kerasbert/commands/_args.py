@@ -14,6 +14,7 @@ import argparse
 
 from kerasbert.data.finetuning.task_formats import TASK_TYPES
 from kerasbert.errors import UsageError
+from kerasbert.text.loading import SWITCHES
 
 # flag -> (column key of load_task's `columns`, help).
 COLUMN_FLAGS = (
@@ -118,9 +119,24 @@ def add_tokenizer_arguments(parser, dest="do_lower_case", help=TOKENIZER_HELP, r
                         "strip accents (uncased). Byte-level BPE is always cased.")
     parser.add_argument("--do-lower-case", dest=dest, action="store_true", default=None,
                         help=argparse.SUPPRESS)
-    add_special_tokens_argument(parser)
-    add_truncate_at_nul_argument(parser)
+    add_tokenizer_switches(parser)
     return parser
+
+
+def add_tokenizer_switches(parser, special_tokens_help=None, truncate_at_nul_help=None):
+    """Both tokenizer switches (`add_special_tokens_argument`,
+    `add_truncate_at_nul_argument`); `tokenizer_switches(args)` reads
+    them back. A `*_help` replaces a flag's default help."""
+    add_special_tokens_argument(parser, special_tokens_help or SPECIAL_TOKENS_HELP)
+    add_truncate_at_nul_argument(parser, truncate_at_nul_help or TRUNCATE_AT_NUL_HELP)
+    return parser
+
+
+def tokenizer_switches(args):
+    """{switch: bool} for the tokenizer switches given on the command line
+    (`kerasbert.text.loading.SWITCHES`); one left out keeps the run's or
+    the source's setting."""
+    return {name: getattr(args, name) for name in SWITCHES if getattr(args, name, None) is not None}
 
 
 TRUNCATE_AT_NUL_HELP = (

@@ -15,6 +15,7 @@ import os
 
 from kerasbert.commands._args import add_task_arguments
 from kerasbert.commands._args import add_tokenizer_arguments
+from kerasbert.commands._args import tokenizer_switches
 from kerasbert.commands._args import columns_from_args
 from kerasbert.commands._args import comma_list
 from kerasbert.data.finetuning.task_formats import task_format
@@ -167,8 +168,7 @@ def _write_splits(args):
     from kerasbert.text import ids_settings, load_tokenizer, tokenizer_files  # lazy: tensorflow
 
     tokenizer = load_tokenizer(args.vocab, lower_case=args.do_lower_case,
-                               special_tokens_in_strings=args.special_tokens_in_strings,
-                               truncate_at_nul=args.truncate_at_nul)
+                               **tokenizer_switches(args))
     # Features record the sha256 of the vocabulary file (vocab.json for BPE).
     vocab_file = tokenizer_files(tokenizer)[0]
     columns = columns_from_args(args) or None

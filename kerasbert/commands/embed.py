@@ -19,7 +19,8 @@ complete. TensorFlow is imported only when the command runs.
 import os
 
 from kerasbert.commands._args import add_embedding_arguments
-from kerasbert.commands._args import add_special_tokens_argument
+from kerasbert.commands._args import add_tokenizer_switches
+from kerasbert.commands._args import tokenizer_switches
 from kerasbert.commands._args import check_pooling_flag
 from kerasbert.errors import UsageError
 from kerasbert.io_utils import atomic_file
@@ -48,7 +49,7 @@ def add_arguments(parser):
                         "are truncated (default: the folder's max_seq_length, else 128).")
     parser.add_argument("--batch-size", type=int, default=32)
     add_embedding_arguments(parser)
-    add_special_tokens_argument(parser)
+    add_tokenizer_switches(parser)
     return parser
 
 
@@ -85,7 +86,7 @@ def run(args):
     model = SentenceEncoder.from_preset(args.model, pooling=pooling, normalize=args.normalize)
     tokenizer = load_sentence_tokenizer(args.model, vocab=args.vocab,
                                         lower_case=args.do_lower_case,
-                                        special_tokens_in_strings=args.special_tokens_in_strings)
+                                        **tokenizer_switches(args))
     sequence_length = args.sequence_length or model.sequence_length or 128
     chunks = model.embed(texts(args.input), tokenizer, sequence_length=sequence_length,
                          batch_size=args.batch_size)

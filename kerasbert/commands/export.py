@@ -4,7 +4,8 @@ import os
 
 from kerasbert import runs
 from kerasbert.commands._args import add_embedding_arguments
-from kerasbert.commands._args import add_special_tokens_argument
+from kerasbert.commands._args import add_tokenizer_switches
+from kerasbert.commands._args import tokenizer_switches
 from kerasbert.commands._args import check_pooling_flag
 from kerasbert.errors import UsageError
 from kerasbert.io_utils import output_lock
@@ -47,11 +48,14 @@ def add_arguments(parser):
     graph.add_argument("--jit-compile", action="store_true",
                        help="XLA-compile the model function behind the in-graph tokenizer "
                        "(compiled once per batch shape on first use).")
-    add_special_tokens_argument(
-        parser, help="Override the fine-tuned run's setting (kept in its config.json) for "
-        "special-token strings in the served text: on, '[SEP]' typed by a client is the "
-        "separator token, as the tokenizers library reads it; off, it is text. "
-        "Default: the run's setting.")
+    add_tokenizer_switches(
+        parser, special_tokens_help="Override the fine-tuned run's setting (kept in its "
+        "config.json) for special-token strings in the served text: on, '[SEP]' typed by a "
+        "client is the separator token, as the tokenizers library reads it; off, it is text. "
+        "Default: the run's setting (--task embedding: the source's).",
+        truncate_at_nul_help="Override the run's setting for a NUL character in the served "
+        "text: on, the text after it is dropped (keras-hub's ids); off, it is kept. "
+        "Default: the run's setting (--task embedding: off).")
     add_embedding_arguments(parser)
     return parser
 
@@ -78,16 +82,17 @@ def run(args):
 
     # A GPT pretraining run: prompt in, greedy completion out.
     if generation:
-        if args.special_tokens_in_strings is not None:
-            raise UsageError("--special-tokens-in-strings applies to fine-tuned task models; a "
-                             "generation export takes its pretraining run's tokenizer as it is.")
+        if tokenizer_switches(args):
+            raise UsageError("--special-tokens-in-strings and --truncate-at-nul apply to "
+                             "fine-tuned task models; a generation export takes its pretraining "
+                             "run's tokenizer as it is.")
         if args.jit_compile or args.padding != "longest":
             raise UsageError("--padding and --jit-compile apply to fine-tuned task models, "
                              "not to text generation.")
         export, extra = export_generation_run, {}
     else:
         export, extra = export_finetuned, {"graph": graph_options(args),
-                                           "special_tokens_in_strings": args.special_tokens_in_strings}
+                                           "tokenizer_switches": tokenizer_switches(args)}
     # The lock serialises version numbering: two exports without --version
     # into the same OUTPUT get different versions, never the same one.
     with output_lock(args.output, kind="folder", flag="--output"):
@@ -113,7 +118,7 @@ def _export_embedding(args):
                                   model_name=args.model_name, graph=graph_options(args),
                                   pooling=pooling, normalize=args.normalize, vocab=args.vocab,
                                   lower_case=args.do_lower_case,
-                                  special_tokens_in_strings=args.special_tokens_in_strings)
+                                  tokenizer_switches=tokenizer_switches(args))
     print(f"exported {result['task_type']} model to {result['path']} "
           f"(signatures: {', '.join(result['signatures'])}; "
           f"custom ops: {', '.join(result['custom_ops']) or 'none'})")

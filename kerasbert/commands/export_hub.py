@@ -1,6 +1,7 @@
 """`kerasbert export-hub`: TF Hub-format preprocessor + encoder SavedModels."""
 
-from kerasbert.commands._args import add_special_tokens_argument
+from kerasbert.commands._args import add_tokenizer_switches
+from kerasbert.commands._args import tokenizer_switches
 from kerasbert.io_utils import output_lock
 
 NAME = "export-hub"
@@ -22,7 +23,7 @@ def run(args):
             args.backbone, args.vocab, args.output, lower_case=False if args.cased else None,
             sequence_length=args.sequence_length, pretrainer_path=args.pretrainer,
             include_mlm=not args.no_mlm, overwrite=args.overwrite,
-            special_tokens_in_strings=args.special_tokens_in_strings,
+            tokenizer_switches=tokenizer_switches(args),
         )
     for name, path in paths.items():
         print(f"wrote {name}: {path}")
@@ -45,7 +46,7 @@ def add_arguments(parser):
     parser.add_argument("--cased", action="store_true",
                         help="Cased tokenization (default: the tokenizer source's setting, "
                         "else lower case and strip accents).")
-    add_special_tokens_argument(parser)
+    add_tokenizer_switches(parser)
     parser.add_argument("--seq-length", dest="sequence_length", type=int, default=128, metavar="T",
                         help="Length the preprocessor pads to; bert_pack_inputs' default "
                         "(default 128).")

@@ -19,6 +19,7 @@ import re
 from kerasbert.errors import UsageError
 from kerasbert.commands._args import add_backbone_arguments
 from kerasbert.commands._args import add_tokenizer_arguments
+from kerasbert.commands._args import tokenizer_switches
 from kerasbert.commands._args import TOKENIZER_HELP
 from kerasbert.commands._args import load_backbone_from_args
 from kerasbert.io_utils import atomic_file
@@ -91,8 +92,7 @@ def run(args):
 
     vocab = args.vocab or default_vocab(args.preset, args.backbone, args.init_checkpoint)
     tokenizer = load_tokenizer(vocab, lower_case=args.do_lower_case,
-                               special_tokens_in_strings=args.special_tokens_in_strings,
-                               truncate_at_nul=args.truncate_at_nul)
+                               **tokenizer_switches(args))
     stats = {}
     with atomic_file(args.output) as tmp, open(tmp, "w", encoding="utf-8") as out:
         for record in extract_features(backbone, tokenizer, _read_lines(args.input), layers,

@@ -70,7 +70,7 @@ def describe_handle(handle):
 
 def export_embedding(handle, output, version=None, sequence_length=None, overwrite=False,
                      model_name=None, graph=None, pooling=None, normalize=None, vocab=None,
-                     lower_case=None, special_tokens_in_strings=None):
+                     lower_case=None, tokenizer_switches=None):
     """Exports the sentence encoder a handle stands for to TF Serving.
 
     Args:
@@ -82,8 +82,9 @@ def export_embedding(handle, output, version=None, sequence_length=None, overwri
         sequence_length: packed length in the graph; default the folder's
             `max_seq_length`, else 128 (at most the backbone's positions).
         pooling, normalize: replace the folder's (None: keep them).
-        vocab, lower_case, special_tokens_in_strings: the tokenizer
-            (`load_sentence_tokenizer`).
+        vocab, lower_case: the tokenizer (`load_sentence_tokenizer`);
+        tokenizer_switches: {switch: bool} over the source's settings
+            (`kerasbert.text.loading.SWITCHES`).
 
     Returns:
         dict: path, version, task_type, signatures, custom_ops.
@@ -91,7 +92,7 @@ def export_embedding(handle, output, version=None, sequence_length=None, overwri
     exporter._version_dir(output, version, overwrite)  # before loading anything
     model = SentenceEncoder.from_preset(handle, pooling=pooling, normalize=normalize)
     tokenizer = load_sentence_tokenizer(handle, vocab=vocab, lower_case=lower_case,
-                                        special_tokens_in_strings=special_tokens_in_strings)
+                                        **(tokenizer_switches or {}))
     if model.backbone.vocabulary_size < tokenizer.vocabulary_size:
         raise UsageError(f"The tokenizer has {tokenizer.vocabulary_size} tokens but the "
                          f"backbone's embedding has {model.backbone.vocabulary_size} rows.")

@@ -37,6 +37,7 @@ from kerasbert.tasks import task_types
 from kerasbert.serving.warmup import write_warmup
 from kerasbert.text import tokenizer_files
 from kerasbert.text import tokenizer_kind
+from kerasbert.text.loading import SWITCHES
 
 SIGNATURES = ("serving_default", "serve_token_ids")
 
@@ -109,7 +110,7 @@ def _version_dir(output, version, overwrite):
 
 
 def export_finetuned(model_dir, output, version=None, sequence_length=None, overwrite=False,
-                     model_name=None, graph=None, special_tokens_in_strings=None):
+                     model_name=None, graph=None, tokenizer_switches=None):
     """Exports a `kerasbert finetune` output directory for TF Serving.
 
     Args:
@@ -118,8 +119,9 @@ def export_finetuned(model_dir, output, version=None, sequence_length=None, over
         output, version, overwrite, model_name, graph: as `export_model`.
         sequence_length: packed length in the graph; default the one the
             model was fine-tuned with (at most its positions).
-        special_tokens_in_strings: override the run's setting (kept in its
-            config.json's tokenizer description); None keeps it.
+        tokenizer_switches: {switch: bool} over the run's settings (kept in
+            its config.json's tokenizer description; `kerasbert.text.
+            loading.SWITCHES`); a switch left out or None keeps the run's.
 
     Returns:
         dict: path, version, task_type, signatures, custom_ops.
@@ -128,7 +130,7 @@ def export_finetuned(model_dir, output, version=None, sequence_length=None, over
     config = run.config
     _version_dir(output, version, overwrite)  # fail before loading anything
     model = run.load_model(runs.MODEL)
-    tokenizer = run.tokenizer(special_tokens_in_strings=special_tokens_in_strings)
+    tokenizer = run.tokenizer(**(tokenizer_switches or {}))
     # The run's config.json is the record of how it was trained (a model
     # saved before task models carried a preprocessor has none, and a flag
     # here may override the tokenizer's switch): the preprocessor is rebuilt
@@ -237,7 +239,8 @@ def export_model(model, tokenizer, task_type, output, label_names=None, sequence
         info = {
             "task": task, "task_type": task_type, "label_names": label_names,
             "seq_length": sequence_length, "lower_case": tokenizer.lower_case,
-            "special_tokens_in_strings": tokenizer.special_tokens_in_strings,
+            # The switches a client's text meets (`kerasbert.text.loading.SWITCHES`).
+            **{name: bool(getattr(tokenizer, name, False)) for name in SWITCHES},
             # The family tells a client how the graph packs (RoBERTa: no type ids).
             "tokenizer": {"type": tokenizer_kind(tokenizer),
                           "assets": [os.path.basename(p) for p in tokenizer_files(tokenizer)]},

@@ -127,7 +127,7 @@ def _check_backbone_inputs(backbone, path):
         )
 
 
-def _load_tokenizer(vocab_path, lower_case, directory, special_tokens_in_strings=None):
+def _load_tokenizer(vocab_path, lower_case, directory, switches=None):
     """The tokenizer over copies of its files in `directory`, under the
     fixed names of kerasbert.text.families.SAVED_FILES (vocab.txt as the TF
     Hub BERT models carry; sentencepiece.model; vocab.json + merges.txt):
@@ -135,8 +135,7 @@ def _load_tokenizer(vocab_path, lower_case, directory, special_tokens_in_strings
 
     try:
         # A model directory or hub handle names its files and its casing.
-        found = load_tokenizer(vocab_path, lower_case=lower_case,
-                               special_tokens_in_strings=special_tokens_in_strings)
+        found = load_tokenizer(vocab_path, lower_case=lower_case, **(switches or {}))
     except UsageError as err:
         raise UsageError(f"--vocab {err}") from None
     kind, files = tokenizer_kind(found), tokenizer_files(found)
@@ -187,7 +186,7 @@ def _describe_backbone(backbone, encoder_dir):
 
 def export_hub(backbone_path, vocab_file, output_dir, lower_case=None, sequence_length=None,
                pretrainer_path=None, include_mlm=True, overwrite=False,
-               special_tokens_in_strings=None):
+               tokenizer_switches=None):
     """Writes `output_dir/preprocess` and `output_dir/encoder` (see the
     module docstring) atomically: both or neither, and an earlier
     `output_dir` stays as it was until the new one is complete.
@@ -210,9 +209,10 @@ def export_hub(backbone_path, vocab_file, output_dir, lower_case=None, sequence_
             default: pretrainer.keras next to `backbone_path`.
         include_mlm: False writes no `.mlm` (and needs no pretrainer).
         overwrite: replace an existing `output_dir`.
-        special_tokens_in_strings: the preprocessor matches special-token
-            strings in its input text (`kerasbert.text.special_strings`);
-            None: the tokenizer source's setting, else off.
+        tokenizer_switches: {switch: bool} over the tokenizer source's
+            settings (`kerasbert.text.loading.SWITCHES`: special-token
+            strings matched in the input text, text after a NUL dropped);
+            a switch left out or None: the source's setting, else off.
 
     Returns:
         {"preprocess": path, "encoder": path}.
@@ -272,7 +272,7 @@ def export_hub(backbone_path, vocab_file, output_dir, lower_case=None, sequence_
 
 
     with tempfile.TemporaryDirectory() as scratch:
-        tokenizer = _load_tokenizer(vocab_file, lower_case, scratch, special_tokens_in_strings)
+        tokenizer = _load_tokenizer(vocab_file, lower_case, scratch, tokenizer_switches)
         _check_vocabulary_size(tokenizer, backbone, vocab_file)
         try:
             with io_utils.atomic_directory(output_dir, overwrite=overwrite) as tmp:

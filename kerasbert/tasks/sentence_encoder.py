@@ -40,7 +40,7 @@ def sentence_model_of(handle):
     return read_sentence_model(path) if path and os.path.isdir(path) else None
 
 
-def load_sentence_tokenizer(handle, vocab=None, lower_case=None, special_tokens_in_strings=None):
+def load_sentence_tokenizer(handle, vocab=None, lower_case=None, **switches):
     """The tokenizer of a sentence encoder's handle.
 
     Args:
@@ -49,15 +49,14 @@ def load_sentence_tokenizer(handle, vocab=None, lower_case=None, special_tokens_
         lower_case: None follows the source: its tokenizer's own setting,
             lower-cased when a sentence-transformers folder says
             `do_lower_case` (sentence_bert_config.json).
-        special_tokens_in_strings: as `kerasbert.text.load_tokenizer` (None:
-            the source's setting).
+        switches: `special_tokens_in_strings`, `truncate_at_nul`, as
+            `kerasbert.text.load_tokenizer` (None: the source's setting).
     """
     folder = sentence_model_of(handle)
     if lower_case is None and folder is not None and folder.do_lower_case:
         lower_case = True
     path = vocab or (folder.encoder_path if folder is not None else handle)
-    return load_tokenizer(path, lower_case=lower_case,
-                          special_tokens_in_strings=special_tokens_in_strings)
+    return load_tokenizer(path, lower_case=lower_case, **switches)
 
 
 @keras.saving.register_keras_serializable(package="kerasbert")

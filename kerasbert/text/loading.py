@@ -34,6 +34,11 @@ from kerasbert.text.source_tokenizers import tokenizer_source
 
 
 
+#: The tokenizer switches a command may set over what a source or a run
+#: says (`load_tokenizer` / `load_saved_tokenizer` keywords; None keeps the
+#: saved setting): `--special-tokens-in-strings`, `--truncate-at-nul`.
+SWITCHES = ("special_tokens_in_strings", "truncate_at_nul")
+
 #: The constructor options each family takes (`tokenizer_settings`); an
 #: option that does not apply to a family is not passed to it.
 _OPTIONS = {
@@ -248,8 +253,7 @@ def load_saved_tokenizer(directory, config, lower_case=None, special_tokens_in_s
     if lower_case is None:
         lower_case = description.get("lower_case", config.get("lower_case", True))
     options = {k: description.get(k) for k in _OPTIONS[description["type"]]}
-    for name, value in (("special_tokens_in_strings", special_tokens_in_strings),
-                        ("truncate_at_nul", truncate_at_nul)):
+    for name, value in zip(SWITCHES, (special_tokens_in_strings, truncate_at_nul)):
         if value is not None:
             options[name] = value
     return _construct(description["type"], files, lower_case, **options)
