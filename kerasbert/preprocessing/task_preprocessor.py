@@ -286,6 +286,10 @@ class TaskPreprocessor(keras.layers.Layer):
         """Learns what it can from a dataset's element spec (a pair task
         from tuples of texts) before mapping it."""
 
+    # TensorFlow ops with Python control flow on static values only: no
+    # AutoGraph conversion (it costs seconds per dataset built, and more in
+    # every export).
+    @tf.autograph.experimental.do_not_convert
     def _preprocess_element(self, *element):
         # A dataset of pairs without labels yields (texts_a, texts_b): x.
         if self._tuple_is_x() and not isinstance(element[0], tuple):

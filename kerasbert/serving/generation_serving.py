@@ -136,7 +136,8 @@ class GenerationServing(tf.Module):
             return self.generate(prompt, max_new_tokens)
 
         return {"serving_default": tf.function(
-            serving_default, input_signature=self.input_specs()).get_concrete_function()}
+            serving_default, input_signature=self.input_specs(),
+            autograph=False).get_concrete_function()}
 
     def warmup_requests(self):
         """(signature, inputs) pairs: ordinary prompts, zero new tokens and
