@@ -50,7 +50,7 @@ from kerasbert.models import ReformerBackbone
 from kerasbert.models import RobertaBackbone
 from kerasbert.layers.initializers import loads_checkpoint
 from kerasbert.models.backbone import ConfigError
-from kerasbert.models.backbone import check_memory
+from kerasbert.models.backbone import check_stored_parameters
 from kerasbert.models.backbone import validate_config
 
 CONFIG_FILE = "config.json"
@@ -116,13 +116,6 @@ def read_hf_config(directory):
     return config
 
 
-#: A checkpoint may lack a pooler and a LayerNorm that our backbone has
-#: (masked-LM checkpoints, GPT's un-normalised embedding): the parameters
-#: config.json declares may exceed the values stored by about that much, and
-#: by this share for rounding between families; never by more.
-_COUNT_SLACK = 0.1
-
-
 def _weights_file(directory):
     return (SINGLE_FILE if os.path.isfile(os.path.join(directory, SINGLE_FILE))
             else f"the shards of {INDEX_FILE}")
@@ -158,25 +151,6 @@ def _arguments(config, directory):
         raise CheckpointError(f"{directory}/{CONFIG_FILE}: "
                               f"{_translated(err, hf_names(model_type))}") from None
     return cls, kwargs
-
-
-def _check_declared_size(cls, kwargs, stored, names, directory):
-    """Refuses a config.json that declares more parameters than the weight
-    files store (a published checkpoint stores its weights), before the
-    model is built: the load never takes more memory than the files plus
-    the model they hold."""
-    declared = cls.estimate_parameters(kwargs)
-    values = sum(tensor.size for tensor in stored.values())
-    hidden = kwargs["hidden_dim"]
-    width = kwargs.get("embedding_dim") or hidden
-    if declared > (1 + _COUNT_SLACK) * values + hidden * hidden + hidden + 2 * width:
-        sizes = ", ".join(f"{names.get(k, k)}={kwargs[k]}" for k in
-                          ("vocabulary_size", "num_layers", "hidden_dim", "intermediate_dim",
-                           "max_sequence_length") if k in kwargs)
-        raise CheckpointError(
-            f"{directory}: config.json ({sizes}) declares a {cls.__name__} of {declared:,} "
-            f"parameters but {_weights_file(directory)} stores {values:,} values; a "
-            "published checkpoint stores its weights, so this config does not describe them.")
 
 
 def _check_reformer_shapes(tensors, kwargs, names, directory):
@@ -229,8 +203,9 @@ def from_hf_directory(directory, dtype=None, **overrides):
     kwargs.update(overrides)
     validate_config(kwargs, cls)  # the overrides, with the family's rules
     stored = read_checkpoint_directory(directory)
-    _check_declared_size(cls, kwargs, stored, names, directory)
-    check_memory(cls, kwargs, f"{directory}: ")
+    check_stored_parameters(cls, kwargs, sum(tensor.size for tensor in stored.values()),
+                            f"{directory}/config.json: ", f"{_weights_file(directory)} stores",
+                            names)
     tensors = Tensors(stored, directory)
     if cls is ReformerBackbone:
         _check_reformer_shapes(tensors, kwargs, names, directory)

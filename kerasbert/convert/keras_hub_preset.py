@@ -33,8 +33,8 @@ from kerasbert.io_utils import cache_dir
 from kerasbert.io_utils import json_or_none
 from kerasbert.layers.initializers import loads_checkpoint
 from kerasbert.loading.source import read_json_file
-from kerasbert.models.backbone import ConfigError
-from kerasbert.models.backbone import check_memory
+from kerasbert.models.backbone import check_stored_parameters
+from kerasbert.models.backbone import stored_config_arguments
 from kerasbert.models.backbone import validate_config
 
 #: constructor arguments that are sizes, and the tiny value the probe uses
@@ -180,29 +180,13 @@ def _check_declared_size(path, class_name, config, h5file):
         return  # not a family of ours: `from_keras_hub` names the ones it converts
     # keras-hub's ELECTRA says vocab_size; every other name is ours.
     config = {("vocabulary_size" if k == "vocab_size" else k): v for k, v in config.items()}
-    arguments = {k: v for k, v in config.items() if k in ours.config_names() and k != "dtype"}
     missing = [k for k in ("vocabulary_size", "num_layers", "num_heads", "hidden_dim",
-                           "intermediate_dim") if k not in arguments]
+                           "intermediate_dim") if k not in config]
     if missing:
         raise CheckpointError(f"{path}/config.json: {class_name} without {missing[0]!r}.")
-    arguments = {**ours.default_config(), **arguments}
-    arguments.pop("dtype", None)
-    try:
-        validate_config(arguments, ours)
-    except ConfigError as err:
-        raise CheckpointError(f"{path}/config.json: {err}") from None
-    values = _stored_values(h5file)
-    declared = ours.estimate_parameters(arguments)
-    hidden = arguments["hidden_dim"]
-    width = arguments.get("embedding_dim") or hidden
-    if declared > 1.1 * values + hidden * hidden + hidden + 2 * width:
-        raise CheckpointError(
-            f"{path}: config.json declares a {class_name} of {declared:,} parameters "
-            f"(vocabulary_size={arguments['vocabulary_size']}, num_layers="
-            f"{arguments['num_layers']}, hidden_dim={hidden}) but model.weights.h5 stores "
-            f"{values:,} values; a published preset stores its weights, so this config does "
-            "not describe them.")
-    check_memory(ours, arguments, f"{path}: ")
+    arguments = stored_config_arguments(ours, config, f"{path}/config.json: ")
+    check_stored_parameters(ours, arguments, _stored_values(h5file), f"{path}/config.json: ",
+                            "model.weights.h5 stores")
 
 
 def _stored_values(h5file):

@@ -232,19 +232,14 @@ class _Checkpoint:
 
 def _check_declared_size(kwargs, ckpt):
     """Before the model is built: the parameters the config declares must
-    be stored in the checkpoint (within a pooler's worth) and fit the
-    memory budget. Raises ValueError naming the values."""
+    be stored in the checkpoint and fit the memory budget
+    (`check_stored_parameters`)."""
     from kerasbert.models import BertBackbone  # lazy: keras
-    from kerasbert.models.backbone import check_memory
+    from kerasbert.models.backbone import check_stored_parameters
 
-    declared = BertBackbone.estimate_parameters(kwargs)
-    values = sum(math.prod(shape) for shape in ckpt.shapes.values())
-    hidden = kwargs["hidden_dim"]
-    if declared > 1.1 * values + hidden * hidden + 3 * hidden:
-        raise ValueError(f"the config declares {declared:,} parameters but TF1 checkpoint "
-                         f"{ckpt.prefix!r} stores {values:,} values; a published checkpoint "
-                         "stores its weights, so the config does not describe them.")
-    check_memory(BertBackbone, kwargs)
+    check_stored_parameters(BertBackbone, kwargs,
+                            sum(math.prod(shape) for shape in ckpt.shapes.values()),
+                            "bert_config.json: ", f"TF1 checkpoint {ckpt.prefix!r} stores")
 
 
 @loads_checkpoint

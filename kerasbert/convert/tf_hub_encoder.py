@@ -22,15 +22,13 @@ import numpy as np
 
 from kerasbert.convert.bert_weights import LAYER_KEYS
 from kerasbert.convert.bert_weights import set_bert_weights
-from kerasbert.errors import CheckpointError
 from kerasbert.errors import UsageError
 from kerasbert.loading.source import read_json_file
 from kerasbert.models import Backbone
 from kerasbert.models import BertBackbone
 from kerasbert.layers.initializers import loads_checkpoint
-from kerasbert.models.backbone import ConfigError
-from kerasbert.models.backbone import check_memory
-from kerasbert.models.backbone import validate_config
+from kerasbert.models.backbone import check_stored_parameters
+from kerasbert.models.backbone import stored_config_arguments
 
 #: Written by our export-hub beside the warm-up records: {"class_name", "config"}.
 BACKBONE_FILE = os.path.join("assets.extra", "kerasbert_backbone.json")
@@ -133,24 +131,10 @@ def _check_declared_size(described, cls, config, tensors):
     """Before the backbone is built from the file's description: its values
     are ones a model can have, and the parameters they declare are stored
     in the SavedModel's variables and fit the memory budget."""
-    arguments = {k: v for k, v in config.items() if k in cls.config_names() and k != "dtype"}
-    arguments = {**cls.default_config(), **arguments}
-    arguments.pop("dtype", None)
-    try:
-        validate_config(arguments, cls)
-    except ConfigError as err:
-        raise CheckpointError(f"{described}: {err}") from None
-    if not all(k in arguments for k in ("vocabulary_size", "num_layers", "num_heads",
-                                        "hidden_dim", "intermediate_dim")):
-        return  # the constructor names what is missing
-    declared = cls.estimate_parameters(arguments)
-    values = sum(int(np.size(value)) for value in tensors.values())
-    hidden = arguments["hidden_dim"]
-    if declared > 1.1 * values + hidden * hidden + 3 * hidden:
-        raise CheckpointError(f"{described}: declares a {cls.__name__} of {declared:,} "
-                              f"parameters but the SavedModel stores {values:,} values; it "
-                              "does not describe these weights.")
-    check_memory(cls, arguments, f"{described}: ")
+    arguments = stored_config_arguments(cls, config, f"{described}: ")
+    if arguments is not None:  # else the constructor names what is missing
+        check_stored_parameters(cls, arguments, sum(int(np.size(v)) for v in tensors.values()),
+                                f"{described}: ", "the SavedModel stores")
 
 
 def _subclasses(cls):

@@ -33,9 +33,8 @@ from kerasbert.loading.published import apply_overrides
 from kerasbert.loading.published import load_published
 from kerasbert.models import presets
 from kerasbert.models.backbone import Backbone
-from kerasbert.models.backbone import ConfigError
-from kerasbert.models.backbone import check_memory
-from kerasbert.models.backbone import validate_config
+from kerasbert.models.backbone import check_stored_parameters
+from kerasbert.models.backbone import stored_config_arguments
 from kerasbert.models.vocabulary_growth import grow_vocabulary
 from kerasbert.saving import load_model
 
@@ -165,26 +164,12 @@ def check_keras_archive(path):
     weights = members.get("model.weights.h5")
     stored_bytes = weights.file_size if weights is not None else 0
     for cls, arguments in _backbone_configs(config, _backbone_classes()):
-        arguments = {k: v for k, v in arguments.items()
-                     if k in cls.config_names() and k != "dtype"}
-        arguments = {**cls.default_config(), **arguments}
-        arguments.pop("dtype", None)
-        try:
-            validate_config(arguments, cls)
-        except ConfigError as err:
-            raise CheckpointError(f"{path}: {cls.__name__} {err}") from None
-        if not all(k in arguments for k in ("vocabulary_size", "num_layers", "num_heads",
-                                            "hidden_dim", "intermediate_dim")):
+        arguments = stored_config_arguments(cls, arguments, f"{path}: {cls.__name__} ")
+        if arguments is None:
             continue  # Keras refuses it when it builds it
-        declared = cls.estimate_parameters(arguments)
-        hidden = arguments["hidden_dim"]
-        if 2 * declared > 1.1 * stored_bytes + 4 * (hidden * hidden + 3 * hidden) + 2**20:
-            raise CheckpointError(
-                f"{path}: its {cls.__name__} declares {declared:,} parameters "
-                f"(vocabulary_size={arguments['vocabulary_size']}, num_layers="
-                f"{arguments['num_layers']}, hidden_dim={hidden}) but model.weights.h5 holds "
-                f"{stored_bytes:,} bytes; the file does not hold the model it describes.")
-        check_memory(cls, arguments, f"{path}: ")
+        # Float16 is the narrowest dtype a weight is stored in.
+        check_stored_parameters(cls, arguments, stored_bytes // 2, f"{path}: ",
+                                f"model.weights.h5's {stored_bytes:,} bytes hold at most")
 
 
 def load_backbone_from_flags(backbone=None, preset=None, init_checkpoint=None, bert_config=None,

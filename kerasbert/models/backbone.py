@@ -7,6 +7,7 @@ import re
 
 import keras
 
+from kerasbert.errors import CheckpointError
 from kerasbert.errors import UsageError
 from kerasbert.layers import BertEmbeddings
 from kerasbert.layers import ClsPooler
@@ -175,6 +176,76 @@ def check_memory(cls, config, where=""):
 
 _SIZE_KEYS = ("vocabulary_size", "num_layers", "hidden_dim", "intermediate_dim",
               "max_sequence_length", "embedding_dim", "num_segments")
+
+#: The sizes without which no parameter count can be declared.
+_ESSENTIAL_SIZES = ("vocabulary_size", "num_layers", "num_heads", "hidden_dim",
+                    "intermediate_dim")
+
+
+def stored_config_arguments(cls, config, where=""):
+    """A checkpoint's stored backbone config as `cls`'s constructor
+    arguments: its keys that `cls` takes over `cls`'s defaults, no dtype,
+    validated (`validate_config`) before anything is built.
+
+    Returns:
+        The arguments; None when one of the sizes a parameter count needs
+        is missing (the constructor names it when the model is built).
+
+    Raises:
+        CheckpointError: `where` + the first bad key and its value.
+    """
+    arguments = {k: v for k, v in config.items() if k in cls.config_names() and k != "dtype"}
+    arguments = {**cls.default_config(), **arguments}
+    arguments.pop("dtype", None)
+    try:
+        validate_config(arguments, cls)
+    except ConfigError as err:
+        raise CheckpointError(f"{where}{err}") from None
+    if not all(k in arguments for k in _ESSENTIAL_SIZES):
+        return None
+    return arguments
+
+
+def check_stored_parameters(cls, arguments, stored_values, where, stored_in, names=None):
+    """Refuses a config that declares more parameters than its weight files
+    store (a published checkpoint stores its weights), then one past the
+    memory budget (`check_memory`): a load never takes more memory than the
+    files plus the model they hold.
+
+    The slack, 10% plus a hidden x hidden matrix with its vectors and two
+    embedding rows, covers what a checkpoint may lack that our backbone
+    has (masked-LM checkpoints without a pooler, GPT's un-normalised
+    embedding without a LayerNorm) and rounding between families.
+
+    Args:
+        stored_values: how many values the weight files hold.
+        where: what the message starts with (the file), e.g. "DIR: ".
+        stored_in: the weight files and a verb, as the message names them
+            before the count ("model.safetensors stores").
+        names: {our key: the file's key} for the sizes the message lists.
+
+    Returns:
+        The declared parameter count.
+
+    Raises:
+        CheckpointError: naming the sizes and both counts.
+    """
+    declared = cls.estimate_parameters(arguments)
+    hidden = arguments["hidden_dim"]
+    width = arguments.get("embedding_dim") or hidden
+    if declared > 1.1 * stored_values + hidden * (hidden + 3) + 2 * width:
+        names = names or {}
+        sizes = ", ".join(f"{names.get(k, k)}={arguments[k]}" for k in _SIZE_KEYS
+                          if arguments.get(k) is not None)
+        raise CheckpointError(
+            f"{where}{sizes}: declares a {cls.__name__} of {declared:,} parameters but "
+            f"{stored_in} {stored_values:,} values; a published checkpoint stores its "
+            "weights, so this config does not describe them.")
+    try:
+        check_memory(cls, arguments, where)
+    except ConfigError as err:
+        raise CheckpointError(str(err)) from None
+    return declared
 
 
 class Backbone(keras.Model):

@@ -289,7 +289,8 @@ def with_backbone_config(**changes):
 
 
 @pytest.mark.parametrize("name, change, fragment", [
-    ("huge_vocab", with_backbone_config(vocabulary_size=50_000_000), "declares 400,"),
+    ("huge_vocab", with_backbone_config(vocabulary_size=50_000_000),
+     "declares a BertBackbone of 400,"),
     ("heads", with_backbone_config(num_heads=0), "num_heads=0"),
     ("reformer_rule", with_backbone_config(hidden_dim=9), "hidden_dim=9 is not divisible"),
     ("deep", lambda spec: b'{"a": ' + b"[" * 100_000 + b"]" * 100_000 + b"}",
