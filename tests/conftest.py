@@ -9,11 +9,18 @@ left: another worker count or file order would build other models).
 
 import os
 import pathlib
+import tempfile
 
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
 
 import keras  # noqa: E402
 import pytest  # noqa: E402
+from hypothesis import configuration  # noqa: E402
+
+# Hypothesis keeps its caches (and would keep an example database) in the
+# working directory; a test run leaves the checkout as it found it.
+configuration.set_hypothesis_home_dir(
+    pathlib.Path(tempfile.gettempdir()) / "kerasbert-tests-hypothesis")
 
 SEED = int(os.environ.get("KERASBERT_TEST_SEED", "1234"))
 
