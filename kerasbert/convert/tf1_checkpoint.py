@@ -39,6 +39,7 @@ from kerasbert.convert.bert_config import kwargs_to_bert_config
 from kerasbert.convert.bert_weights import LAYER_KEYS
 from kerasbert.convert.bert_weights import get_bert_weights
 from kerasbert.convert.bert_weights import set_bert_weights
+from kerasbert.errors import CheckpointError
 from kerasbert.layers.initializers import loads_checkpoint
 
 # --------------------------------------------------------------------------
@@ -268,6 +269,12 @@ def load_bert_checkpoint(ckpt_prefix, bert_config_json, dtype=None):
     stored_layers = 0
     while _layer_name(stored_layers, "query_kernel") in ckpt.shapes:
         stored_layers += 1
+    if 0 < kwargs["num_layers"] < stored_layers:
+        # Loading the first N layers of a deeper model would give a model
+        # the config does not describe, silently.
+        raise CheckpointError(
+            f"the config says num_hidden_layers={kwargs['num_layers']} but TF1 checkpoint "
+            f"{ckpt.prefix!r} holds {stored_layers} layers: the config is not this model's.")
     # Names are listed up to the first layer the checkpoint lacks (a config
     # of 10^9 layers would otherwise exhaust memory listing them).
     expected = expected_shapes(

@@ -190,6 +190,11 @@ def test_a_bert_config_declaring_more_than_the_checkpoint_holds_is_refused(tf1_c
     config.write_text(json.dumps({**BERT_CONFIG, "num_hidden_layers": 10**9}))
     with pytest.raises(ValueError, match="lacks 16 variable"):  # listed up to layer 2 only
         load_bert_checkpoint(str(tf1_checkpoint / "bert_model.ckpt"), str(config))
+    # Fewer layers than stored: not the first N layers of it, silently.
+    config.write_text(json.dumps({**BERT_CONFIG, "num_hidden_layers": 1}))
+    with pytest.raises(UsageError, match="num_hidden_layers=1 but TF1 checkpoint .* holds 2 "
+                       "layers"):
+        load_bert_checkpoint(str(tf1_checkpoint / "bert_model.ckpt"), str(config))
     config.write_text('{"vocab_size": ' + "[" * 100_000 + "]" * 100_000 + "}")
     with pytest.raises(ValueError, match="nested 100001 levels"):
         load_bert_checkpoint(str(tf1_checkpoint / "bert_model.ckpt"), str(config))
