@@ -222,11 +222,13 @@ class _Checkpoint:
         for name in names:
             try:
                 out[name] = np.asarray(self._reader.get_tensor(name), "float32")
-            except tf.errors.OpError as error:
+            except (tf.errors.OpError, IndexError) as error:
+                # A truncated shard is an IndexError ("Read less bytes than
+                # requested") from TensorFlow's reader.
                 raise ValueError(
                     f"Cannot read {name!r} from TF1 checkpoint "
                     f"{self.prefix!r} (missing or corrupt .data-* shard?): "
-                    f"{error.message}"
+                    f"{getattr(error, 'message', error)}"
                 ) from None
         return out
 

@@ -68,7 +68,8 @@ def _restored_variables(path):
         pass
     try:
         restored = tf.saved_model.load(path)
-    except (OSError, ValueError, tf.errors.OpError) as err:
+    except (OSError, ValueError, IndexError, tf.errors.OpError) as err:
+        # IndexError: TensorFlow's reader on truncated variables.
         raise UsageError(f"{path}: not a loadable SavedModel ({str(err).splitlines()[0]}).") \
             from None
     variables = getattr(restored, "variables", None)

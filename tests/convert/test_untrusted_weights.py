@@ -190,6 +190,16 @@ def test_a_bert_config_declaring_more_than_the_checkpoint_holds_is_refused(tf1_c
     config.write_text(json.dumps({**BERT_CONFIG, "num_hidden_layers": 10**9}))
     with pytest.raises(ValueError, match="lacks 16 variable"):  # listed up to layer 2 only
         load_bert_checkpoint(str(tf1_checkpoint / "bert_model.ckpt"), str(config))
+    # A truncated data shard is one line too.
+    truncated = tmp_path / "truncated"
+    truncated.mkdir()
+    for name in os.listdir(tf1_checkpoint):
+        data = (tf1_checkpoint / name).read_bytes()
+        (truncated / name).write_bytes(data[:len(data) // 2] if ".data-" in name else data)
+    with pytest.raises(ValueError, match="corrupt .data-. shard") as err:
+        load_bert_checkpoint(str(truncated / "bert_model.ckpt"),
+                             str(tf1_checkpoint / "bert_config.json"))
+    assert "\n" not in str(err.value)
     # Fewer layers than stored: not the first N layers of it, silently.
     config.write_text(json.dumps({**BERT_CONFIG, "num_hidden_layers": 1}))
     with pytest.raises(UsageError, match="num_hidden_layers=1 but TF1 checkpoint .* holds 2 "
@@ -312,6 +322,70 @@ def test_a_keras_file_with_a_lying_config_is_refused_before_keras_builds_it(kera
 
 def test_the_keras_file_itself_loads(keras_file):
     assert load_backbone(str(keras_file)).vocabulary_size == 30
+
+
+# --- TF Hub encoders (export-hub's SavedModel) -------------------------------------
+
+
+@pytest.fixture(scope="module")
+def hub_encoder(keras_file, tmp_path_factory):
+    """OUTPUT/encoder of `export-hub` for the tiny .keras backbone."""
+    from kerasbert.serving.hub_export import export_hub
+    from kerasbert.testing.files import write_vocabulary
+
+    root = tmp_path_factory.mktemp("hub")
+    vocab = write_vocabulary(str(root), ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]"]
+                             + [f"w{i}" for i in range(25)])
+    return export_hub(str(keras_file), vocab, str(root / "out"), include_mlm=False)["encoder"]
+
+
+def spoiled_copy(source, target, name, change):
+    """A copy of a SavedModel directory with the file `name` changed:
+    `change(bytes) -> bytes`."""
+    import shutil
+
+    shutil.copytree(source, target)
+    path = os.path.join(target, name)
+    with open(path, "rb") as f:
+        data = f.read()
+    with open(path, "wb") as f:
+        f.write(change(data))
+    return str(target)
+
+
+def described(**changes):
+    def change(data):
+        spec = json.loads(data)
+        spec["config"].update(changes)
+        return json.dumps(spec).encode()
+    return change
+
+
+DESCRIPTION = os.path.join("assets.extra", "kerasbert_backbone.json")
+VARIABLES = os.path.join("variables", "variables.data-00000-of-00001")
+
+
+@pytest.mark.parametrize("name, file, change, fragment", [
+    ("huge_vocab", DESCRIPTION, described(vocabulary_size=50_000_000),
+     "declares a BertBackbone of 400,"),
+    ("heads", DESCRIPTION, described(num_heads=0), "num_heads=0"),
+    ("layers", DESCRIPTION, described(num_layers=3), "declares a BertBackbone of 2,272"),
+    ("width", DESCRIPTION, described(intermediate_dim=17), "has shape"),
+    ("deep", DESCRIPTION, lambda data: b'{"a": ' + b"[" * 100_000 + b"]" * 100_000 + b"}",
+     "nested 100001 levels"),
+    ("truncated", VARIABLES, lambda data: data[:len(data) // 2], "not a loadable SavedModel"),
+    ("zeroed", "saved_model.pb", lambda data: bytes(len(data)), "not a loadable SavedModel"),
+])
+def test_a_spoiled_tf_hub_encoder_is_one_line(hub_encoder, tmp_path, name, file, change,
+                                              fragment):
+    directory = spoiled_copy(hub_encoder, tmp_path / name, file, change)
+    with pytest.raises(UsageError) as err:
+        load_backbone(directory)
+    assert fragment in str(err.value) and "\n" not in str(err.value), str(err.value)
+
+
+def test_the_tf_hub_encoder_itself_loads(hub_encoder):
+    assert load_backbone(hub_encoder).vocabulary_size == 30
 
 
 # --- pytorch weights ----------------------------------------------------------------
