@@ -26,6 +26,7 @@ from kerasbert.layers import local_attention
 from kerasbert.layers import lsh_attention
 from kerasbert.layers import masked_lm_head
 from kerasbert.layers import pooler
+from kerasbert.layers import position_embedding
 from kerasbert.layers import pre_norm_branch
 from kerasbert.layers import reversible_sequence
 from kerasbert.layers import sentence_head
@@ -73,6 +74,7 @@ SERIALIZABLE_MODULES = (
     lsh_attention,
     masked_lm_head,
     pooler,
+    position_embedding,
     pre_norm_branch,
     reversible_sequence,
     sentence_head,

@@ -13,6 +13,7 @@ from kerasbert.layers.local_attention import LocalSelfAttention
 from kerasbert.layers.lsh_attention import LSHSelfAttention
 from kerasbert.layers.masked_lm_head import MaskedLMHead
 from kerasbert.layers.pooler import ClsPooler
+from kerasbert.layers.position_embedding import PositionEmbedding
 from kerasbert.layers.pre_norm_branch import PreNormBranch
 from kerasbert.layers.reversible_sequence import ReversibleSequence
 from kerasbert.layers.sentence_head import NextSentenceHead

@@ -1,10 +1,10 @@
 """Token + learned position + segment embeddings, LayerNorm, dropout."""
 
 import keras
-from keras_hub.layers import PositionEmbedding
 
 from kerasbert.layers.axial_position_embedding import AxialPositionEmbedding
 from kerasbert.layers.initializers import bert_initializer
+from kerasbert.layers.position_embedding import PositionEmbedding
 
 
 @keras.saving.register_keras_serializable(package="kerasbert")
