@@ -28,6 +28,15 @@ One run does, on one corpus and one vocabulary:
     tokenizer as of git REF (its package extracted beside the cache and
     imported under another name), measured in the same interleaved passes:
     the speed of a change against the code before it.
+ 5. unigram (--unigram-only): tokens/s of our SentencePieceTokenizer with
+    exact_unigram (our own Unigram lattice, the libraries' ids on every
+    line) vs its default (tensorflow-text's op and its Viterbi) on the
+    multilingual sample of tests/text, for an spiece.model (3,000 pieces
+    trained by sentencepiece on a third of the sample, cased) and the
+    Unigram tokenizer.json `tokenizers` converts from it: eager calls and a
+    tf.data map, batches of 32; ids checked against the sentencepiece and
+    `tokenizers` libraries on every line (the special-token switch off for
+    the first, on for the second: as each library reads "[MASK]").
 
 Prints one table (ours, peer, ours/peer) and the environment; --json OUT
 writes everything (atomically). --quick: tiny sizes, a smoke test whose
@@ -59,11 +68,11 @@ import reader_bench  # noqa: E402
 DEFAULTS = dict(corpus_mb=20.0, slice_mb=2.0, dupe_factor=10, workers=2, vocab_size=30522,
                 num_shards=4, tokenizer_mb=8.0, tokenizer_repeats=3, reader_batches=300,
                 reader_repeats=3, batch_size=32, beam_mb=1024.0, beam_files=32,
-                beam_dupe_factor=1, beam_shards=16)
+                beam_dupe_factor=1, beam_shards=16, unigram_repeats=3)
 QUICK = dict(corpus_mb=0.4, slice_mb=0.05, dupe_factor=1, workers=2, vocab_size=2000,
              num_shards=2, tokenizer_mb=0.1, tokenizer_repeats=1, reader_batches=5,
              reader_repeats=1, batch_size=8, beam_mb=0.4, beam_files=4, beam_dupe_factor=1,
-             beam_shards=2)
+             beam_shards=2, unigram_repeats=1)
 # Options shared by both writers (the original script's defaults).
 WRITER_OPTIONS = dict(max_seq_length=128, max_predictions_per_seq=20, masked_lm_prob=0.15,
                       short_seq_prob=0.1, random_seed=12345)
@@ -114,6 +123,9 @@ def parse_args(argv):
     p.add_argument("--no-beam", action="store_true", help="skip the Beam section")
     p.add_argument("--beam-only", action="store_true",
                    help="only the Beam section (no peer writer, reader or tokenizer runs)")
+    p.add_argument("--unigram-only", action="store_true",
+                   help="only the unigram section: exact_unigram vs the op's Viterbi")
+    p.add_argument("--unigram-repeats", type=int, help="unigram section: default 3")
     p.add_argument("--quick", action="store_true",
                    help="tiny sizes, one repeat: a smoke test, not a measurement")
     args = p.parse_args(argv)
@@ -125,13 +137,13 @@ def parse_args(argv):
             p.error(f"--{name.replace('_', '-')} must be > 0, got {getattr(args, name)}")
     for name in ("dupe_factor", "workers", "num_shards", "vocab_size", "tokenizer_repeats",
                  "reader_batches", "reader_repeats", "batch_size", "beam_files",
-                 "beam_dupe_factor", "beam_shards"):
+                 "beam_dupe_factor", "beam_shards", "unigram_repeats"):
         if getattr(args, name) < 1:
             p.error(f"--{name.replace('_', '-')} must be >= 1, got {getattr(args, name)}")
     if args.beam_only and args.no_beam:
         p.error("--beam-only and --no-beam leave nothing to run")
-    if args.beam_only and args.tokenizer_only:
-        p.error("--beam-only and --tokenizer-only exclude each other")
+    if sum((args.beam_only, args.tokenizer_only, args.unigram_only)) > 1:
+        p.error("--beam-only, --tokenizer-only and --unigram-only exclude each other")
     if 4 * args.slice_mb > args.corpus_mb:
         p.error(f"4 x --slice-mb ({4 * args.slice_mb:g}) exceeds --corpus-mb {args.corpus_mb:g}")
     return args
@@ -535,6 +547,116 @@ def tokenizer_section(corpus, vocab, work, args, log):
     return tok
 
 
+# ---------------------------------------------------------------- unigram
+
+UNIGRAM_BATCH = 32
+
+
+def unigram_models(work, lines, log):
+    """(spiece.model directory, tokenizer.json directory) of the sample:
+    sentencepiece's trainer on every third line (3,000 pieces, cased, as
+    tests/text/test_source_tokenizer_parity.py), `tokenizers`' converter."""
+    root = work / "unigram"
+    model, json_only = root / "model", root / "json_only"
+    if (json_only / "tokenizer.json").exists():
+        return model, json_only
+    import sentencepiece.sentencepiece_model_pb2 as model_pb2
+    from tokenizers import AddedToken
+
+    from kerasbert.text import train_sentencepiece
+
+    log("unigram: training the sample's spiece.model ...")
+    model.mkdir(parents=True, exist_ok=True)
+    (root / "corpus.txt").write_text("\n".join(lines[::3]) + "\n", encoding="utf-8")
+    train_sentencepiece([str(root / "corpus.txt")], 3000, str(model / "spiece"),
+                        lower_case=False)
+    sys.modules.setdefault("sentencepiece_model_pb2", model_pb2)  # the converter's import
+    from tokenizers.implementations import SentencePieceUnigramTokenizer
+
+    converted = SentencePieceUnigramTokenizer.from_spm(str(model / "spiece.model"))
+    converted.add_special_tokens(["<pad>", "<unk>", "[CLS]", "[SEP]",
+                                  AddedToken("[MASK]", lstrip=True)])
+    tmp = root / ".json_only"
+    tmp.mkdir(exist_ok=True)
+    converted.save(str(tmp / "tokenizer.json"))
+    for directory in (model, tmp):
+        (directory / "config.json").write_text(json.dumps({"model_type": "big_bird"}))
+    os.replace(tmp, json_only)
+    return model, json_only
+
+
+def measure_unigram(work, repeats, quick, log):
+    """tokens/s of exact_unigram and of the default (the op) per model
+    file, eager and in a tf.data map (batches of 32), interleaved passes,
+    median; ids of exact_unigram against the library on every line."""
+    import sentencepiece
+    import tensorflow as tf
+    import tokenizers
+
+    import multilingual_sample
+    from kerasbert.text import load_tokenizer
+
+    lines = multilingual_sample.multilingual_lines(min_lines=3000, faker_per_locale=40)
+    model, json_only = unigram_models(work, lines, log)
+    if quick:
+        lines = lines[::25]
+    os.environ["KERASBERT_CACHE"] = str(work / "unigram" / "cache")
+    library = sentencepiece.SentencePieceProcessor(model_file=str(model / "spiece.model"))
+    reference = tokenizers.Tokenizer.from_file(str(json_only / "tokenizer.json"))
+    expected = {"spiece.model": [library.encode(line) for line in lines],
+                "tokenizer.json": [e.ids for e in reference.encode_batch(
+                    lines, add_special_tokens=False)]}
+    batches = [lines[i:i + UNIGRAM_BATCH] for i in range(0, len(lines), UNIGRAM_BATCH)]
+    runs, result = {}, {"lines": len(lines), "batch_size": UNIGRAM_BATCH, "repeats": repeats}
+    # The special-token switch as each library reads such strings by default:
+    # text for sentencepiece, matched for tokenizers.
+    for name, directory, on in (("spiece.model", model, False),
+                                ("tokenizer.json", json_only, True)):
+        for exact in (True, False):
+            tokenizer = load_tokenizer(str(directory), exact_unigram=exact,
+                                       special_tokens_in_strings=on)
+            key = f"{name} {'exact' if exact else 'op'}"
+            ids = tokenizer.tokenize_ids(lines).to_list()
+            result[f"{key} tokens"] = tokens = sum(map(len, ids))
+            result[f"{key} identical"] = sum(a == b for a, b in zip(ids, expected[name]))
+            dataset = (tf.data.Dataset.from_tensor_slices(lines).batch(UNIGRAM_BATCH)
+                       .map(tokenizer.tokenize_ids, num_parallel_calls=tf.data.AUTOTUNE)
+                       .prefetch(tf.data.AUTOTUNE))
+
+            def eager(t=tokenizer, n=tokens):
+                start = time.perf_counter()
+                for batch in batches:
+                    t.tokenize_ids(batch)
+                return n / (time.perf_counter() - start)
+
+            def mapped(d=dataset, n=tokens):
+                start = time.perf_counter()
+                for _ in d:
+                    pass
+                return n / (time.perf_counter() - start)
+
+            eager(), mapped()  # traced, warmed
+            runs[f"{key} eager"], runs[f"{key} tf.data"] = eager, mapped
+    for name, rates in _common.interleaved(runs, repeats).items():
+        result[f"{name} tokens/s"] = _common.median(rates)
+        result[f"{name} tokens/s all"] = rates
+    for name in expected:
+        log(f"  {name}: exact_unigram ids identical to the library on "
+            f"{result[f'{name} exact identical']:,}/{len(lines):,} lines, the op's on "
+            f"{result[f'{name} op identical']:,}")
+        if result[f"{name} exact identical"] != len(lines):
+            raise BenchError(f"exact_unigram differs from the library on "
+                             f"{len(lines) - result[f'{name} exact identical']} lines ({name})")
+    return result
+
+
+def unigram_rows(u):
+    """ours = exact_unigram, peer = the default (the op's Viterbi)."""
+    return [_row("unigram", f"tokens/s, {name}, {mode} (batch {u['batch_size']})",
+                 u[f"{name} exact {mode} tokens/s"], u[f"{name} op {mode} tokens/s"], "tok/s")
+            for name in ("spiece.model", "tokenizer.json") for mode in ("eager", "tf.data")]
+
+
 # ---------------------------------------------------------------- report
 
 
@@ -709,6 +831,28 @@ def format_table(rows, env, meta):
     return "\n".join(lines)
 
 
+def format_unigram_table(rows, env, u):
+    lines = [f"kerasbert SentencePieceTokenizer: exact_unigram (ours) vs the op's Viterbi (peer, "
+             f"the default)  [multilingual sample, {u['lines']:,} lines, {u['repeats']} "
+             "interleaved passes, median]"]
+    header = f"{'section':<10} {'row':<46} {'ours':>10} {'peer':>10} {'ours/peer':>10}"
+    lines += [header, "-" * len(header)]
+    for r in rows:
+        lines.append(f"{r['section']:<10} {r['row']:<46} {r['ours']:>10,.0f} {r['peer']:>10,.0f} "
+                     f"{r['ratio']:>9.2f}x")
+    lines.append("")
+    for name in ("spiece.model", "tokenizer.json"):
+        lines.append(f"{name}: ids identical to the library (sentencepiece / tokenizers) on "
+                     f"{u[f'{name} exact identical']:,}/{u['lines']:,} lines with exact_unigram, "
+                     f"{u[f'{name} op identical']:,} with the op.")
+    lines.append("env: " + " ".join(f"{k}={env.get(k)}" for k in (
+        "tensorflow", "tensorflow_text", "tokenizers", "python", "cpu_count"))
+        + f" loadavg(start/end)={env['loadavg_start']}/{env.get('loadavg_end')}")
+    if env.get("note"):
+        lines.append(f"note: {env['note']}")
+    return "\n".join(lines)
+
+
 def peer_sections(work, corpus, vocab, args, log):
     """The writer, reader and tokenizer sections: (results, slices)."""
     inputs = {}
@@ -742,6 +886,21 @@ def peer_sections(work, corpus, vocab, args, log):
 def run(args, log=print):
     work = pathlib.Path(args.work_dir) / ("quick" if args.quick else "default")
     work.mkdir(parents=True, exist_ok=True)
+    if args.unigram_only:
+        env = environment(args)
+        log(f"unigram (exact_unigram vs the op's Viterbi, batches of {UNIGRAM_BATCH}):")
+        results = {"unigram": measure_unigram(work, args.unigram_repeats, args.quick, log)}
+        env["loadavg_end"] = _common.loadavg()
+        rows = unigram_rows(results["unigram"])
+        table = format_unigram_table(rows, env, results["unigram"])
+        log("")
+        log(table)
+        payload = {"env": env, "meta": {"args": vars(args)}, "rows": rows, "results": results,
+                   "table": table}
+        if args.json:
+            _common.write_json(args.json, payload)
+            log(f"wrote {args.json}")
+        return payload
     corpus, corpus_info = prepare_corpus(work, args.corpus_mb, log)
     vocab, vocab_size = prepare_vocab(corpus, work, args.vocab_size, log)
     env = environment(args)

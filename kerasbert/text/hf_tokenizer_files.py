@@ -26,6 +26,7 @@ tokenizer.json (keras-hub's tokenizer config).
 import base64
 import json
 import os
+import struct
 
 from kerasbert.errors import UsageError
 from kerasbert.text.families import BPE
@@ -225,6 +226,64 @@ def keras_hub_options(kind, tokenizer_json):
 
 # --- Unigram -> SentencePiece ---------------------------------------------------
 
+#: The NormalizerSpec name of a SentencePiece model rebuilt from a Unigram
+#: tokenizer.json: it tokenizes as `tokenizers` does (`SentencePieceTokenizer`
+#: with exact_unigram); with this suffix its Metaspace does not split words.
+TOKENIZER_JSON_MODEL = "tokenizer_json"
+UNSPLIT = ":unsplit"
+#: A field of ModelProto's extension range (200 and up) that holds the
+#: model's float64 scores where a tokenizer.json's score is no float32
+#: (`tokenizers` adds them in float64); SentencePiece and the op ignore it.
+FLOAT64_SCORES_FIELD = 7342
+
+
+def _varint(value):
+    out = bytearray()
+    while True:
+        byte, value = value & 0x7F, value >> 7
+        out.append(byte | (0x80 if value else 0))
+        if not value:
+            return bytes(out)
+
+
+def float64_scores(proto):
+    """The float64 scores a serialized ModelProto keeps in
+    `FLOAT64_SCORES_FIELD`, or None (its top-level fields read in the
+    protocol buffer wire format)."""
+    position = 0
+
+    def varint():
+        nonlocal position
+        value = shift = 0
+        while True:
+            byte = proto[position]
+            position += 1
+            value |= (byte & 0x7F) << shift
+            shift += 7
+            if byte < 0x80:
+                return value
+
+    try:
+        while position < len(proto):
+            key = varint()
+            field, wire = key >> 3, key & 7
+            if wire == 0:
+                varint()
+            elif wire == 1:
+                position += 8
+            elif wire == 5:
+                position += 4
+            elif wire == 2:
+                size = varint()
+                if field == FLOAT64_SCORES_FIELD:
+                    return list(struct.unpack_from(f"<{size // 8}d", proto, position))
+                position += size
+            else:
+                return None
+    except (IndexError, struct.error):
+        return None
+    return None
+
 
 def unigram_pipeline(tokenizer_json):
     """What a Unigram tokenizer.json's normalizer and pre-tokenizer do, in
@@ -234,8 +293,9 @@ def unigram_pipeline(tokenizer_json):
 
     Understood: a normalizer of Precompiled (SentencePiece's own charsmap),
     Replace(" {2,}", " ") and Lowercase steps; a Metaspace pre-tokenizer
-    ("▁", prepend_scheme "always" / "never"), alone (every space is kept,
-    a final one as "▁": `tokenizers_unigram`) or after WhitespaceSplit.
+    ("▁", prepend_scheme "always" / "never", words split at "▁" or not:
+    "split"), alone (every space is kept, a final one as "▁":
+    `tokenizers_unigram`) or after WhitespaceSplit.
 
     Raises:
         UsageError: any other step, naming it and the file.
@@ -244,7 +304,7 @@ def unigram_pipeline(tokenizer_json):
     normalizer = data.get("normalizer") or {}
     steps = normalizer.get("normalizers") if normalizer.get("type") == "Sequence" else (
         [normalizer] if normalizer else [])
-    result = {"charsmap": b"", "lower_case": False, "add_dummy_prefix": True}
+    result = {"charsmap": b"", "lower_case": False, "add_dummy_prefix": True, "split": True}
     collapses = False
     for step in steps:
         kind = step.get("type")
@@ -274,6 +334,7 @@ def unigram_pipeline(tokenizer_json):
                          f"{metaspace.get('replacement')!r} and prepend_scheme {scheme!r} is "
                          "not understood here (\"▁\", always / never); give the spiece.model.")
     result["add_dummy_prefix"] = scheme == "always"
+    result["split"] = bool(metaspace.get("split", True))
     whitespace_split = kinds[0] == "WhitespaceSplit"
     if not whitespace_split and not collapses:
         raise UsageError(f"{tokenizer_json}: a Metaspace pipeline without Replace(' {{2,}}', "
@@ -340,9 +401,15 @@ def unigram_model_proto(tokenizer_json, special_tokens=()):
     for name in ("bos_id", "eos_id", "pad_id"):
         setattr(proto.trainer_spec, name, -1)
     spec = proto.normalizer_spec
-    spec.name = "tokenizer_json"
+    spec.name = TOKENIZER_JSON_MODEL + ("" if pipeline["split"] else UNSPLIT)
     spec.precompiled_charsmap = pipeline["charsmap"]
     spec.add_dummy_prefix = pipeline["add_dummy_prefix"]
     spec.remove_extra_whitespaces = True
     spec.escape_whitespaces = True
-    return proto.SerializeToString()
+    serialized = proto.SerializeToString()
+    scores = [float(score) for _, score in vocab]
+    if any(entry.score != score for entry, score in zip(proto.pieces, scores)):
+        payload = struct.pack(f"<{len(scores)}d", *scores)
+        serialized += (_varint(FLOAT64_SCORES_FIELD << 3 | 2) + _varint(len(payload))
+                       + payload)
+    return serialized

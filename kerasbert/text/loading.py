@@ -36,8 +36,9 @@ from kerasbert.text.source_tokenizers import tokenizer_source
 
 #: The tokenizer switches a command may set over what a source or a run
 #: says (`load_tokenizer` / `load_saved_tokenizer` keywords; None keeps the
-#: saved setting): `--special-tokens-in-strings`, `--truncate-at-nul`.
-SWITCHES = ("special_tokens_in_strings", "truncate_at_nul")
+#: saved setting): `--special-tokens-in-strings`, `--truncate-at-nul`,
+#: `--exact-unigram`.
+SWITCHES = ("special_tokens_in_strings", "truncate_at_nul", "exact_unigram")
 
 #: The constructor options each family takes (`tokenizer_settings`); an
 #: option that does not apply to a family is not passed to it.
@@ -45,7 +46,7 @@ _OPTIONS = {
     WORDPIECE: ("special_tokens_in_strings", "added_tokens", "max_chars_per_word",
                 "normalization", "truncate_at_nul"),
     SENTENCEPIECE: ("special_tokens_in_strings", "added_tokens", "tokenizers_unigram",
-                    "truncate_at_nul"),
+                    "truncate_at_nul", "exact_unigram"),
     BPE: ("special_tokens_in_strings", "added_tokens", "truncate_at_nul"),
     GPT1_BPE: ("special_tokens_in_strings", "added_tokens", "truncate_at_nul"),
     BYTES: ("special_tokens_in_strings",),
@@ -79,7 +80,8 @@ def _construct(kind, files, lower_case, **options):
         raise UsageError(f"{files[0] if files else kind}: {error}") from None
 
 
-def load_tokenizer(path, lower_case=None, special_tokens_in_strings=None, truncate_at_nul=None):
+def load_tokenizer(path, lower_case=None, special_tokens_in_strings=None, truncate_at_nul=None,
+                   exact_unigram=None):
     """The tokenizer a path or model handle stands for.
 
     Args:
@@ -100,6 +102,12 @@ def load_tokenizer(path, lower_case=None, special_tokens_in_strings=None, trunca
             strings); None takes a run directory's setting, else False (no
             text is dropped, also for a keras-hub preset). True makes a
             keras-hub preset's ids keras-hub's on every text.
+        exact_unigram: a SentencePiece (Unigram) tokenizer gives the ids of
+            the library its files come from on every text (the
+            `sentencepiece` library for a `.model`, `tokenizers` for a
+            tokenizer.json), through kerasbert's own Unigram lattice; None
+            takes a run directory's setting, else False (the op's Viterbi,
+            faster; `SentencePieceTokenizer`). Ignored by other families.
 
     Returns:
         a `WordPieceTokenizer`, `SentencePieceTokenizer` or
@@ -107,7 +115,7 @@ def load_tokenizer(path, lower_case=None, special_tokens_in_strings=None, trunca
     """
     path = os.fspath(path)
     switches = {"special_tokens_in_strings": special_tokens_in_strings,
-                "truncate_at_nul": truncate_at_nul}
+                "truncate_at_nul": truncate_at_nul, "exact_unigram": exact_unigram}
     given = {k: v for k, v in switches.items() if v is not None}
     if handles.is_remote(path) or os.path.isdir(path):
         source = resolve(path)
@@ -118,7 +126,8 @@ def load_tokenizer(path, lower_case=None, special_tokens_in_strings=None, trunca
                               **options)
         path = source.path
         config = _run_config(path)
-        if config is not None and "pretrain" in config:
+        if config is not None and "pretrain" in config and "tokenizer" not in config:
+            # a pretraining run older than the tokenizer copy it now keeps
             vocab, lower = pretraining_vocab(path, config)
             return load_tokenizer(vocab, lower_case=lower if lower_case is None else lower_case,
                                   **switches)
@@ -197,7 +206,7 @@ def describe_tokenizer(tokenizer):
     {"type": kind, "files": names under `SAVED_FILES`, "lower_case": bool,
     and `tokenizer_settings`: "special_tokens_in_strings", "added_tokens",
     "max_chars_per_word" and "normalization" (WordPiece),
-    "tokenizers_unigram" (SentencePiece), "truncate_at_nul"}."""
+    "tokenizers_unigram" and "exact_unigram" (SentencePiece), "truncate_at_nul"}."""
     kind = tokenizer_kind(tokenizer)
     return {"type": kind, "files": list(SAVED_FILES[kind]), "lower_case": bool(tokenizer.lower_case),
             **tokenizer_settings(tokenizer)}
@@ -233,11 +242,11 @@ def saved_tokenizer_files(directory, config):
 
 
 def load_saved_tokenizer(directory, config, lower_case=None, special_tokens_in_strings=None,
-                         truncate_at_nul=None):
+                         truncate_at_nul=None, exact_unigram=None):
     """The tokenizer of a fine-tuning directory, from its config.json dict,
     with the settings its description keeps (`describe_tokenizer`);
-    `lower_case` / `special_tokens_in_strings` / `truncate_at_nul` other
-    than None override them.
+    `lower_case` / `special_tokens_in_strings` / `truncate_at_nul` /
+    `exact_unigram` other than None override them.
 
     Directories written before config.json had a "tokenizer" entry hold a
     WordPiece vocabulary named by "vocab"; descriptions without the
@@ -253,7 +262,7 @@ def load_saved_tokenizer(directory, config, lower_case=None, special_tokens_in_s
     if lower_case is None:
         lower_case = description.get("lower_case", config.get("lower_case", True))
     options = {k: description.get(k) for k in _OPTIONS[description["type"]]}
-    for name, value in zip(SWITCHES, (special_tokens_in_strings, truncate_at_nul)):
+    for name, value in zip(SWITCHES, (special_tokens_in_strings, truncate_at_nul, exact_unigram)):
         if value is not None:
             options[name] = value
     return _construct(description["type"], files, lower_case, **options)

@@ -111,6 +111,7 @@ class FinetuneConfig:
     # None: off (text is text); True: special-token strings are matched (special_strings)
     special_tokens_in_strings: bool = None
     truncate_at_nul: bool = None  # None: off (no text is dropped); True: as keras-hub
+    exact_unigram: bool = None  # None: off (the op's Viterbi); True: the library's ids
     dropout: float = 0.1
     lm_weight: float = 0.5  # GPT: weight of the auxiliary LM loss (GPT-1: 0.5)
     strategy: str = "auto"

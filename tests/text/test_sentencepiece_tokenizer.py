@@ -109,6 +109,29 @@ class TestTokenizer:
             SAMPLES[0].lower()
         )
 
+    def test_exact_unigram(self, trained, tokenizer, tmp_path):
+        """exact_unigram: our own lattice gives the library's ids and the
+        same words and offsets; the tokenizer's description keeps the
+        switch, and a run's tokenizer comes back with it."""
+        from kerasbert.text import describe_tokenizer
+        from kerasbert.text import load_saved_tokenizer
+        from kerasbert.text import save_tokenizer_files
+
+        sp = spm.SentencePieceProcessor(model_file=trained[2])
+        exact = SentencePieceTokenizer(trained[2], exact_unigram=True)
+        assert exact.tokenize_ids(SAMPLES).to_list() == [sp.encode(t.lower()) for t in SAMPLES]
+        assert exact.tokenize(SAMPLES).to_list() == tokenizer.tokenize(SAMPLES).to_list()
+        for a, b in zip(exact.tokenize_with_offsets(SAMPLES),
+                        tokenizer.tokenize_with_offsets(SAMPLES)):
+            assert a.to_list() == b.to_list()
+        assert describe_tokenizer(exact)["exact_unigram"] is True
+        assert describe_tokenizer(tokenizer)["exact_unigram"] is False
+        description = save_tokenizer_files(exact, str(tmp_path))
+        again = load_saved_tokenizer(str(tmp_path), {"tokenizer": description})
+        assert again.exact_unigram
+        assert not load_saved_tokenizer(str(tmp_path), {"tokenizer": description},
+                                        exact_unigram=False).exact_unigram
+
     def test_cased(self, trained):
         cased = SentencePieceTokenizer(trained[2], lower_case=False)
         sp = spm.SentencePieceProcessor(model_file=trained[2])
@@ -197,15 +220,20 @@ class TestTokenizer:
     def test_saved_model_in_fresh_process(self, tokenizer, trained, tmp_path):
         module = tf.Module()
         module.tokenizer = tokenizer
+        # exact_unigram's lattice too: tables and loops of core TensorFlow ops.
+        module.exact = exact = SentencePieceTokenizer(trained[2], exact_unigram=True)
 
         @tf.function(input_signature=[tf.TensorSpec([None], tf.string)])
         def tokenize(texts):
             ids, starts, ends = tokenizer.tokenize_with_offsets(texts)
+            exact_ids, exact_starts, _ = exact.tokenize_with_offsets(texts)
             return {
                 "ids": ids.to_tensor(-1),
                 "starts": starts.to_tensor(-1),
                 "ends": ends.to_tensor(-1),
                 "text": tokenizer.detokenize(ids),
+                "exact_ids": exact_ids.to_tensor(-1),
+                "exact_starts": exact_starts.to_tensor(-1),
             }
 
         module.tokenize = tokenize

@@ -1,10 +1,13 @@
-"""`--truncate-at-nul` on the commands that take a tokenizer they did not
-train: `export` (over a fine-tuned run's setting), `export --task
-embedding`, `export-hub` and `embed` (over the source's). On, a text with a
-NUL character gets what the text before the NUL gets (keras-hub's ids); off
-(every default here), the rest of the text still counts. Checked on what
-the SavedModels serve and on the vectors `embed` writes, and on the
-setting each export records."""
+"""The tokenizer switches on the commands that take a tokenizer they did
+not train: `export` (over a fine-tuned run's setting), `export --task
+embedding`, `export-hub` and `embed` (over the source's).
+
+`--truncate-at-nul`: on, a text with a NUL character gets what the text
+before the NUL gets (keras-hub's ids); off (every default here), the rest
+of the text still counts. Checked on what the SavedModels serve and on the
+vectors `embed` writes, and on the setting each export records.
+`--exact-unigram` reaches a SentencePiece run's export (its ids are
+tests/text's)."""
 
 import json
 import os
@@ -81,6 +84,17 @@ def test_export_hub_preprocessor_takes_the_switch(tmp_path):
     np.testing.assert_array_equal(ids[0], ids[1])
 
 
+def test_exact_unigram_overrides_a_sentencepiece_runs_setting(tmp_path):
+    ft = make_finetuned_dir(str(tmp_path / "ft"), "classification", sequence_length=16,
+                            family="AlbertBackbone", tokenizer="sentencepiece")
+    assert cli.main(["export", "--model", ft, "--output", str(tmp_path / "out"),
+                     "--exact-unigram"]) in (0, None)
+    info = export_json(str(tmp_path / "out" / "1"))
+    assert info["exact_unigram"] is True and info["truncate_at_nul"] is False
+    cut, with_nul = served(str(tmp_path / "out" / "1"), "probabilities")
+    assert np.isfinite(cut).all() and not np.array_equal(cut, with_nul)
+
+
 def test_only_the_switches_given_override():
     import argparse
 
@@ -89,7 +103,7 @@ def test_only_the_switches_given_override():
 
     parser = export.add_arguments(argparse.ArgumentParser())
     given = parser.parse_args(["--model", "m", "--output", "o", "--truncate-at-nul",
-                               "--no-special-tokens-in-strings"])
-    assert tokenizer_switches(given) == {"truncate_at_nul": True,
+                               "--no-special-tokens-in-strings", "--exact-unigram"])
+    assert tokenizer_switches(given) == {"truncate_at_nul": True, "exact_unigram": True,
                                          "special_tokens_in_strings": False}
     assert tokenizer_switches(parser.parse_args(["--model", "m", "--output", "o"])) == {}
