@@ -17,4 +17,5 @@ __getattr__, __dir__, __all__ = lazy_exports(__name__, {
     "question_answerer_preprocessor": ("QuestionAnswererPreprocessor",),
     "multiple_choice_preprocessor": ("MultipleChoicePreprocessor",),
     "qa_decoding": ("SpanPrediction", "decode_answer", "decode_answers", "window_spans"),
+    "qa_windows": ("QAWindows", "answer_char_spans"),
 })

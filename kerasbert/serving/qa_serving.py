@@ -11,24 +11,20 @@ the whole batch (every example has at least one), T = sequence_length,
 L = min(max_answer_length, T), K = most windows one piece can be in.
 
 How it is vectorised:
-- every example's windows are regular: they start `stride = min(max_doc,
-  doc_stride)` pieces apart and all but the last hold `max_doc = T -
-  len(question) - 3` pieces (- 4 with RoBERTa's `<s> q </s></s> ctx </s>`:
-  the tokenizer's `kerasbert.text.SegmentLayout`, shared with
-  `convert_qa`), so window counts, starts and lengths are closed
-  forms of the piece counts, and a piece lies in at most K consecutive
-  windows;
+- the windows are `kerasbert.preprocessing.qa_windows.QAWindows`' (the
+  same graph ops cut them for training in `tf.data`): closed forms of the
+  piece counts, one [W, T] batch for all the examples' windows;
 - all windows of the batch go through the model as one [W, T] batch;
   `example_index` [W] maps them back;
 - span search scores every (start, start + k), k < L, as a [W, T, L] tensor;
   the best span of an example is the best of its windows' best spans.
 """
 
-import math
-
 import numpy as np
 import tensorflow as tf
 
+from kerasbert.preprocessing.qa_windows import QAWindows
+from kerasbert.preprocessing.qa_windows import first_argmax as _first_argmax
 from kerasbert.serving.graph_options import restore_length
 from kerasbert.serving.task_serving import EDGE_TEXTS
 from kerasbert.serving.task_serving import LONG_TEXT
@@ -42,45 +38,6 @@ from kerasbert.text import segment_layout
 #: span score) stands in for it, and `score_diff` is the highest float32.
 NO_SPAN_SCORE = float(np.finfo(np.float32).min)
 NO_SPAN_SCORE_DIFF = float(np.finfo(np.float32).max)
-
-
-def _first_argmax(values, axis):
-    """Index of the FIRST maximum along `axis` (tf.argmax does not promise
-    which one on ties; the Python decoder keeps the earliest).
-
-    Args:
-        values: float [..., N] (N along `axis`, here the last axis).
-
-    Returns:
-        (max [...], int64 index [...]); index 0 when every value is -inf.
-    """
-    best = tf.reduce_max(values, axis=axis)
-    size = tf.shape(values, out_type=tf.int64)[axis]
-    position = tf.range(size)
-    hit = tf.equal(values, tf.expand_dims(best, axis))
-    index = tf.reduce_min(tf.where(hit, position, size), axis=axis)
-    return best, tf.minimum(index, tf.maximum(size - 1, 0))
-
-
-def _max_context_score(position, window_start, window_length):
-    """BERT's `_check_is_max_context` score of a piece in a window:
-    min(pieces left, pieces right) + 0.01 * window length.
-
-    Computed in float64 with the same operations as `qa._max_context`, so
-    the comparisons (and float rounding on ties between a full window and
-    a shorter last one) are the Python pipeline's, bit for bit.
-
-    Args:
-        position, window_start, window_length: int64, same shape.
-
-    Returns:
-        float64, same shape.
-    """
-    left = position - window_start
-    right = window_start + window_length - 1 - position
-    return tf.cast(tf.minimum(left, right), tf.float64) + 0.01 * tf.cast(
-        window_length, tf.float64
-    )
 
 
 class QuestionAnsweringServing(TaskServing):
@@ -150,159 +107,19 @@ class QuestionAnsweringServing(TaskServing):
         self.null_score_diff_threshold = float(null_score_diff_threshold)
         self.version_2 = bool(version_2)
         self.windows_per_call = int(windows_per_call)
-        if min(self.doc_stride, self.max_query_length, self.max_answer_length) < 1:
-            raise ValueError(
-                "doc_stride, max_query_length and max_answer_length must be positive, got "
-                f"{doc_stride}, {max_query_length}, {max_answer_length}."
-            )
-        # Room for at least one context piece after the longest question.
-        shortest = self.max_query_length + self.layout.special_tokens() + 1
-        if self.sequence_length < shortest:
-            raise ValueError(
-                f"sequence_length {self.sequence_length} leaves no room for the context after a "
-                f"question of up to {self.max_query_length} pieces; use at least "
-                f"{shortest}."
-            )
-        # A piece is in at most ceil(max_doc / stride) windows, and max_doc /
-        # stride <= max(1, max_doc(empty question) / doc_stride).
-        longest_doc = self.sequence_length - self.layout.special_tokens()
-        self.max_windows_per_piece = max(1, math.ceil(longest_doc / self.doc_stride))
+        if self.max_answer_length < 1:
+            raise ValueError(f"max_answer_length must be positive, got {max_answer_length}.")
+        # The windows, as training cuts them (raises on a bad stride or length).
+        self.windower = QAWindows(self.layout, self.sequence_length, self.doc_stride,
+                                  self.max_query_length)
+        self.max_windows_per_piece = self.windower.max_windows_per_piece
 
     # --- windows ------------------------------------------------------------
 
-    def _window_layout(self, query_length, num_pieces):
-        """Per example: window room, stride and count (`qa._doc_spans`).
-
-        Args:
-            query_length, num_pieces: int64 [B].
-
-        Returns:
-            (max_doc, stride, num_windows), int64 [B]. An empty context
-            still gets one (empty) window.
-        """
-        # T - offset of the context - its final separator (qa.convert_qa).
-        max_doc = self.sequence_length - self.layout.second_offset(query_length) - 1
-        stride = tf.minimum(max_doc, self.doc_stride)
-        extra = tf.maximum(num_pieces - max_doc, 0)
-        num_windows = 1 + (extra + stride - 1) // stride
-        return max_doc, stride, num_windows
-
-    def _best_window_per_piece(self, pieces, max_doc, stride, num_windows, first_window):
-        """The window each context piece has its max context in
-        (`qa._max_context`: the best score, the earliest window on ties).
-
-        Args:
-            pieces: ragged [B, (P)] context pieces (only the layout is used).
-            max_doc, stride, num_windows: int64 [B].
-            first_window: int64 [B], the global index of each example's
-                first window.
-
-        Returns:
-            int64 [P], a global window index per piece.
-        """
-        example = pieces.value_rowids()  # [P]
-        position = tf.range(tf.shape(pieces.flat_values, out_type=tf.int64)[0])
-        position -= tf.gather(pieces.row_starts(), example)  # in its context
-        step = tf.gather(stride, example)
-        # Candidates [P, K], earliest first: the last window starting at or
-        # before the piece, and the K - 1 windows before it.
-        last = tf.minimum(position // step, tf.gather(num_windows, example) - 1)
-        k = tf.range(self.max_windows_per_piece, dtype=tf.int64)
-        window = last[:, tf.newaxis] - (self.max_windows_per_piece - 1) + k
-        start = window * step[:, tf.newaxis]
-        length = tf.minimum(
-            tf.gather(pieces.row_lengths(), example)[:, tf.newaxis] - start,
-            tf.gather(max_doc, example)[:, tf.newaxis],
-        )
-        position = position[:, tf.newaxis]
-        inside = (window >= 0) & (position < start + length)
-        score = tf.where(
-            inside, _max_context_score(position, start, length), tf.constant(-np.inf, tf.float64)
-        )
-        _, best = _first_argmax(score, axis=1)
-        chosen = tf.gather(window, best[:, tf.newaxis], batch_dims=1)[:, 0]
-        return tf.gather(first_window, example) + chosen
-
     def _features(self, question_ids, context_ids, context_starts, context_ends):
-        """Windows of every example -> model inputs and decoding extras.
-
-        Args:
-            question_ids: int32 ragged [B, (Q)], already cut to
-                max_query_length.
-            context_ids: int32 ragged [B, (P)].
-            context_starts, context_ends: int64 ragged [B, (P)] code point
-                offsets.
-
-        Returns:
-            a dict: input_word_ids / input_mask / input_type_ids int32
-            [W, T]; example_index int64 [W]; num_windows int64 [B];
-            start_char / end_char int64 [W, T] (-1 off context);
-            in_context, is_max_context bool [W, T].
-        """
-        t = self.sequence_length
-        query_length = question_ids.row_lengths()
-        num_pieces = context_ids.row_lengths()
-        max_doc, stride, num_windows = self._window_layout(query_length, num_pieces)
-        windows = tf.ragged.range(num_windows)  # [B, (windows)]
-        example = windows.value_rowids()  # [W]
-        first_window = windows.row_starts()
-        best_window = self._best_window_per_piece(
-            context_ids, max_doc, stride, num_windows, first_window
-        )
-
-        def per_window(values):  # [B] -> [W, 1]
-            return tf.gather(values, example)[:, tf.newaxis]
-
-        local = windows.flat_values[:, tf.newaxis]  # window index in its example
-        global_window = tf.range(tf.shape(example, out_type=tf.int64)[0])[:, tf.newaxis]
-        q_len = per_window(query_length)
-        start = local * per_window(stride)
-        length = tf.minimum(per_window(num_pieces) - start, per_window(max_doc))
-        offset = self.layout.second_offset(q_len)  # [CLS] question [SEP](s)
-        position = tf.range(t, dtype=tf.int64)[tf.newaxis, :]  # [1, T]
-
-        is_question = (position >= 1) & (position <= q_len)
-        in_context = (position >= offset) & (position < offset + length)
-        is_sep = ((position > q_len) & (position < offset)) | (position == offset + length)
-        # Flat indices into the ragged values; the extra last element stands
-        # in off the span, so gathers never go out of range (even for P = 0).
-        question_index = tf.where(
-            is_question,
-            per_window(question_ids.row_starts()) + position - 1,
-            tf.shape(question_ids.flat_values, out_type=tf.int64)[0],
-        )
-        piece_index = tf.where(
-            in_context,
-            per_window(context_ids.row_starts()) + start + position - offset,
-            tf.shape(context_ids.flat_values, out_type=tf.int64)[0],
-        )
-
-        def take(ragged, index, fill):
-            values = tf.concat([ragged.flat_values, tf.constant([fill], ragged.dtype)], 0)
-            return tf.gather(values, index)
-
-        layout = self.layout
-        pad = layout.pad_id
-        ids = tf.where(is_question, take(question_ids, question_index, pad), pad)
-        ids = tf.where(in_context, take(context_ids, piece_index, pad), ids)
-        ids = tf.where(is_sep, layout.sep_id, ids)
-        ids = tf.where(position == 0, layout.start_id, ids)
-        best_window = tf.concat([best_window, [-1]], 0)
-        return {
-            "input_word_ids": tf.cast(ids, tf.int32),
-            "input_mask": tf.cast(position <= offset + length, tf.int32),
-            "input_type_ids": layout.second_type_id * tf.cast(
-                (position >= offset) & (position <= offset + length), tf.int32
-            ),
-            "example_index": example,
-            "num_windows": num_windows,
-            "start_char": take(context_starts, piece_index, -1),
-            "end_char": take(context_ends, piece_index, -1),
-            "in_context": in_context,
-            "is_max_context": in_context & tf.equal(
-                tf.gather(best_window, piece_index), global_window
-            ),
-        }
+        """Windows of every example -> model inputs and decoding extras
+        (`QAWindows.windows`)."""
+        return self.windower.windows(question_ids, context_ids, context_starts, context_ends)
 
     def _run_model(self, features):
         """The model over [W, T] windows, `windows_per_call` at a time.
@@ -425,10 +242,8 @@ class QuestionAnsweringServing(TaskServing):
         """{"question": string [B], "context": string [B]} -> the outputs
         listed in the class docstring."""
         contexts = clean_text(inputs["context"])
-        questions = self.tokenizer.tokenize_ids(clean_text(inputs["question"]))
-        questions = questions[:, : self.max_query_length]
-        ids, starts, ends = self.tokenizer.tokenize_with_offsets(contexts)
-        features = self._features(questions, ids, starts, ends)
+        pieces = self.windower.tokenize(self.tokenizer, inputs["question"], contexts)
+        features = self._features(*pieces)
         outputs = self._run_model(
             {name: features[name] for name in ("input_word_ids", "input_mask", "input_type_ids")}
         )

@@ -164,6 +164,7 @@ class Task(BackboneModel):
         )
         self.preprocessor = preprocessor
         self._recipe_compile = None
+        self._repeated_input = False  # fit's raw dataset repeats (`_one_iterator`)
 
     def encode(self, inputs, training=False):
         """The backbone's output dict for a feature dict."""
@@ -258,13 +259,38 @@ class Task(BackboneModel):
             y = sample_weight = None
         if validation_data is not None:
             validation_data = self._raw_validation(validation_data, batch_size)
+            if _is_dataset(validation_data):
+                validation_data = self._one_iterator(validation_data, epochs, kwargs,
+                                                     "validation_steps")
         if _is_dataset(x):
             # It batches and shuffles itself (Keras warns when told to shuffle it).
             batch_size, shuffle = None, False
+            x = self._one_iterator(x, epochs, kwargs, "steps_per_epoch")
         self._size_recipe_schedule(x, y, batch_size, epochs, kwargs.get("steps_per_epoch"))
-        return super().fit(x, y, batch_size=batch_size, epochs=epochs,
-                           validation_data=validation_data, shuffle=shuffle,
-                           sample_weight=sample_weight, **kwargs)
+        try:
+            return super().fit(x, y, batch_size=batch_size, epochs=epochs,
+                               validation_data=validation_data, shuffle=shuffle,
+                               sample_weight=sample_weight, **kwargs)
+        finally:
+            self._repeated_input = False
+
+    def _one_iterator(self, dataset, epochs, kwargs, steps):
+        """A dataset of known length repeated, its batches per epoch given
+        as `kwargs[steps]`: Keras then keeps one iterator for every epoch
+        instead of starting one (two, for a dataset of known length) per
+        epoch, which for raw text costs the tokenizer's graph (QA: and the
+        windows') each time, a few tenths of a second. Each pass is one
+        epoch of the same batches; a seeded `shuffle` gives pass k the
+        order its k-th iterator gives, so raw text and its cached features
+        still train alike. Left as it is when the caller gave
+        `kwargs[steps]` or one epoch runs."""
+        count = int(dataset.cardinality())
+        if kwargs.get(steps) is not None or count <= 0 \
+                or int(epochs) - int(kwargs.get("initial_epoch", 0)) < 2:
+            return dataset
+        kwargs[steps] = count
+        self._repeated_input = True
+        return dataset.repeat()
 
     def _raw_validation(self, data, batch_size):
         if isinstance(data, tuple) and data and self._raw(data[0]):
@@ -312,6 +338,14 @@ class Task(BackboneModel):
                 and strategy.extended._in_multi_worker_mode())
 
     def _maybe_symbolic_build(self, iterator=None, data_batch=None):
+        if iterator is not None and getattr(self, "_repeated_input", False) \
+                and self._distribute_strategy is not None:
+            # Under a strategy Keras builds from the first batch of the
+            # epoch iterator, whose one iterator lives on over a repeated
+            # dataset (`_one_iterator`): training would start at its second
+            # batch. A fresh iterator's first batch builds it instead, as
+            # when every epoch starts its own.
+            iterator = [(0, 0, iter(iterator._get_iterator()))]
         # Keras MEAN-reduces the first batch across the replicas only to learn
         # its shapes; across workers that reduce refuses a dict of features.
         # One local replica's batch has the same shapes and dtypes.
@@ -387,6 +421,7 @@ class Task(BackboneModel):
         warmup_steps=None,
         weight_decay=0.01,
         layer_decay=None,
+        clipnorm=1.0,
         **kwargs,
     ):
         """Configures the model for `fit` with fine-tuning defaults.
@@ -408,6 +443,10 @@ class Task(BackboneModel):
             warmup_steps: explicit warm-up length; overrides warmup_ratio.
             weight_decay: 0.01.
             layer_decay: float in (0, 1] or None: layer-wise LR decay.
+            clipnorm: clip the gradient by its global norm (1.0; None: no
+                clipping). Under a `tf.distribute` strategy the norm is that
+                of the all-reduced gradient, so N replicas clip as one device
+                (`kerasbert.optimizers.tensorflow_paths`).
             **kwargs: `keras.Model.compile` arguments (run_eagerly,
                 jit_compile, steps_per_execution, loss_weights, ...).
         """
@@ -421,6 +460,7 @@ class Task(BackboneModel):
                 warmup_steps=warmup_steps,
                 weight_decay=weight_decay,
                 layer_decay=layer_decay,
+                clipnorm=clipnorm,
             )
         if isinstance(loss, str) and loss == "auto":
             loss = self.default_loss()

@@ -8,11 +8,13 @@ tf.data by its preprocessor, as the pretraining tests run their strategies.
    tags) fit, predict from strings, save a `.keras` file that loads and
    predicts the same; with dropout off, the 2-replica run gives the same
    losses and weights as one device (the replicas' gradients are combined
-   right), and every variable, the optimizer's too (the first fit recompiles
-   to size the recipe's schedule), is a MirroredVariable.
+   right), also with global-norm clipping active at every step (the norm
+   of the all-reduced gradient, not each replica's), and every variable,
+   the optimizer's too (the first fit recompiles to size the recipe's
+   schedule), is a MirroredVariable.
 2. MultiWorkerMirroredStrategy, 2 worker processes on 127.0.0.1 (TF_CONFIG,
-   free ports, restarted on other ports when one was taken, as
-   tests/training/test_multi_worker.py does): each builds the model in the
+   free ports, restarted on other ports when one was taken:
+   `kerasbert.testing.workers.run_workers`): each builds the model in the
    strategy's scope and fits on the same strings. Keras hands the dataset
    to `strategy.experimental_distribute_dataset`, which rebatches each
    global batch of 8 into the replicas' 4 and, since a dataset made from
@@ -33,17 +35,13 @@ import json
 import os
 import subprocess
 import sys
-import tempfile
 import textwrap
-import time
 
 import numpy as np
 import pytest
 
-from kerasbert.testing.ports import PORT_TAKEN
-from kerasbert.testing.ports import free_ports
-
 from kerasbert.testing.sentence_models import write_sentence_model
+from kerasbert.testing.workers import run_workers
 
 COMMON = """
 import json, os, sys, time
@@ -64,6 +62,7 @@ def kinds(variables):
 
 MIRRORED = COMMON + """
 START = time.time()
+import os
 from kerasbert.training.strategies import split_cpu
 split_cpu(2)  # before TensorFlow initialises its devices
 import keras
@@ -108,6 +107,26 @@ if case == "classifier":
                             "weights_gap": max(float(np.max(np.abs(a - b))) for a, b in
                                                zip(model.get_weights(), one.get_weights()))}
     mark("one-device fit")
+    # Global-norm clipping active at every step (clipnorm 1e-3): the norm is
+    # the all-reduced gradient's, so 2 replicas still train as one device;
+    # Keras' own clipping (KERASBERT_TF_OPTIMIZER_PATHS=0) clips each
+    # replica's half-batch gradient by its own norm.
+    def clipped(scope, paths="1"):
+        os.environ["KERASBERT_TF_OPTIMIZER_PATHS"] = paths
+        keras.utils.set_random_seed(0)
+        with scope:
+            m = TextClassifier.from_preset(directory, num_classes=2, **NO_DROPOUT)
+            m.compile(learning_rate=1e-2, warmup_steps=0, clipnorm=1e-3)
+        m.fit(TEXTS, LABELS, batch_size=8, epochs=1, shuffle=False, verbose=0)
+        return m.get_weights()
+
+    def gap(a, b):
+        return max(float(np.max(np.abs(u - v))) for u, v in zip(a, b))
+
+    two, one = clipped(strategy.scope()), clipped(tf.distribute.get_strategy().scope())
+    result["clipped"] = {"gap": gap(two, one),
+                         "keras_gap": gap(clipped(strategy.scope(), "0"), one)}
+    mark("clipped fits")
 else:
     keras.utils.set_random_seed(0)
     with strategy.scope():
@@ -217,6 +236,9 @@ def test_mirrored_text_classifier_fits_predicts_and_saves_from_strings(published
     assert one["replicas"] == 1
     np.testing.assert_allclose(result["loss"], one["loss"], rtol=1e-5)
     assert one["weights_gap"] < 1e-5
+    # With clipping active too: Keras alone would differ by far more.
+    clipped = result["clipped"]
+    assert clipped["gap"] < 1e-6 and clipped["keras_gap"] > 100 * max(clipped["gap"], 1e-7)
 
 
 def test_mirrored_token_classifier_fits_words_with_string_tags(published, tmp_path):
@@ -227,47 +249,9 @@ def test_mirrored_token_classifier_fits_words_with_string_tags(published, tmp_pa
         np.testing.assert_allclose(np.sum(per_word, -1), 1.0, atol=1e-6)
 
 
-def _run_workers(script, folder, *args, workers=2, attempts=3, timeout=400):
-    """One process per worker of a TF_CONFIG cluster on fresh local ports;
-    when one fails the others are stopped (they would wait for it), and
-    all start over on other ports when a port was taken."""
-    for attempt in range(attempts):
-        cluster = {"worker": [f"127.0.0.1:{p}" for p in free_ports(workers)]}
-        procs, logs = [], []
-        for index in range(workers):
-            env = dict(os.environ, TF_CPP_MIN_LOG_LEVEL="2",
-                       TF_CONFIG=json.dumps({"cluster": cluster,
-                                             "task": {"type": "worker", "index": index}}))
-            err = tempfile.TemporaryFile("w+")
-            logs.append(err)
-            procs.append(subprocess.Popen([sys.executable, script, *map(str, args)], env=env,
-                                          cwd=folder, stdout=subprocess.DEVNULL, stderr=err,
-                                          text=True))
-        deadline = time.time() + timeout
-        while any(p.poll() is None for p in procs) and time.time() < deadline:
-            if any(p.poll() not in (None, 0) for p in procs):
-                break
-            time.sleep(0.2)
-        for p in procs:
-            if p.poll() is None:
-                p.kill()
-            p.wait()
-        errors = []
-        for err in logs:
-            err.seek(0)
-            errors.append(err.read())
-            err.close()
-        failed = [e for p, e in zip(procs, errors) if p.returncode != 0]
-        if not failed:
-            return
-        taken = any(marker in e for e in failed for marker in PORT_TAKEN)
-        if not taken or attempt == attempts - 1:
-            raise AssertionError(failed[0][-4000:])
-
-
 def test_multi_worker_two_processes_fit_the_same_model_from_strings(published, tmp_path):
     script = _script(tmp_path, "worker.py", WORKER)
-    _run_workers(script, tmp_path, published)
+    run_workers([sys.executable, script, published], tmp_path)
     results = [json.loads((tmp_path / f"worker-{i}.json").read_text()) for i in range(2)]
     chief, other = results
     assert chief["chief"] and not other["chief"]

@@ -96,3 +96,50 @@ def test_from_tokenizer_and_bad_length(tmp_path):
     assert out["input_word_ids"].numpy().tolist() == [[2, 5, 3, 5, 3]]
     with pytest.raises(ValueError, match="sequence_length"):
         BertPacker(1, CLS, SEP, PAD)
+
+
+def _combine_segments_reference(packer, a, b, length):
+    """tensorflow-text's `combine_segments` + `pad_model_inputs` on the
+    same kept lengths: the packer's ids before it used dense ops."""
+    import tensorflow_text as tf_text
+
+    def keep(segment, lengths):
+        return tf.ragged.boolean_mask(
+            segment, tf.ragged.range(segment.row_lengths()) < lengths[:, tf.newaxis])
+
+    if b is None:
+        segments = [keep(a, tf.fill([a.nrows()], tf.cast(length - 2, tf.int64)))]
+    else:
+        keep_a, keep_b = pair_lengths(a.row_lengths(), b.row_lengths(),
+                                      length - 2 - packer.pair_separators)
+        b = keep(b, keep_b)
+        if packer.pair_separators == 2:
+            b = tf.concat([tf.fill([b.nrows(), 1], packer.sep_id), b], axis=1)
+        segments = [keep(a, keep_a), b]
+    ids, types = tf_text.combine_segments(segments, start_of_sequence_id=packer.cls_id,
+                                          end_of_segment_id=packer.sep_id)
+    word_ids, mask = tf_text.pad_model_inputs(ids, length, pad_value=packer.pad_id)
+    types, _ = tf_text.pad_model_inputs(types * packer.second_type_id, length, pad_value=0)
+    return {"input_word_ids": word_ids.numpy().tolist(), "input_mask": mask.numpy().tolist(),
+            "input_type_ids": types.numpy().tolist()}
+
+
+@pytest.mark.parametrize("roberta", [False, True])
+def test_dense_packing_equals_combine_segments(roberta):
+    """Random lengths (empty segments, exact fits, long ones), single and
+    pairs, T as an int and as a tensor: the ids of tensorflow-text's ops."""
+    from kerasbert.text.roberta_packer import RobertaPacker
+
+    rng = np.random.default_rng(0)
+    kind = RobertaPacker if roberta else BertPacker
+    for length in (4, 5, 9, 16):
+        packer = kind(length, 0 if roberta else CLS, 2 if roberta else SEP, 1 if roberta else PAD)
+        a = rag([list(rng.integers(5, 99, n)) for n in rng.integers(0, 20, 40)])
+        b = rag([list(rng.integers(5, 99, n)) for n in rng.integers(0, 20, 40)])
+        for second in (None, b):
+            expected = _combine_segments_reference(packer, a, second, length)
+            assert as_lists(packer(a, second)) == expected
+            traced = tf.function(lambda x, y, t: packer(x, y, sequence_length=t))
+            assert as_lists(traced(a, second, tf.constant(length))) == expected
+    empty = BertPacker(6, CLS, SEP, PAD)(rag([[1]])[:0], rag([[1]])[:0])
+    assert empty["input_word_ids"].shape == (0, 6)

@@ -242,6 +242,38 @@ def test_mirrored_strategy_on_two_logical_cpus(setup, tmp_path):
     assert 0.0 <= metrics["validation"]["accuracy"] <= 1.0
 
 
+def test_multi_worker_strategy_two_console_script_processes(setup, tmp_path):
+    """`kerasbert finetune --strategy multi_worker`: two installed console
+    scripts with TF_CONFIG train one model (model.fit over
+    MultiWorkerMirroredStrategy); only the chief writes --output-dir."""
+    import sys
+
+    from kerasbert.testing.workers import run_workers
+
+    out = tmp_path / "ft"
+    train = write_classification(tmp_path / "train.csv", 64, 2)
+    valid = write_classification(tmp_path / "valid.csv", 16, 3)
+    args = finetune_args(setup, out, "--task", f"csv:{train}", "--validation", valid,
+                         "--strategy", "multi_worker")
+    args[args.index("--epochs") + 1] = "2"
+    script = os.path.join(os.path.dirname(sys.executable), "kerasbert")
+    scratch = tmp_path / "tmp"  # where the other worker writes its copy
+    scratch.mkdir()
+    outputs = run_workers([script, *args], tmp_path,
+                          env={"PYTHONPATH": pd.REPO, "TMPDIR": str(scratch)})
+    assert "fine-tuned a classification model" in outputs[0]
+    assert "fine-tuned" not in outputs[1]  # the other worker stays quiet
+    assert sorted(os.listdir(out)) == sorted([
+        "config.json", "confusion_matrix.png", "metrics.json", "model.keras",
+        "training_curve.png", "vocab.txt"])
+    assert not [p for p in scratch.iterdir() if p.name.startswith("kerasbert-finetune")]
+    config = json.load(open(out / "config.json"))
+    assert config["finetune"]["strategy"] == "multi_worker"
+    metrics = json.load(open(out / "metrics.json"))
+    assert len(metrics["history"]["loss"]) == 2 and np.isfinite(metrics["history"]["loss"]).all()
+    assert 0.0 <= metrics["validation"]["accuracy"] <= 1.0
+
+
 def test_albert_sentencepiece_finetune_export_predict(setup, tmp_path, capsys):
     """`--vocab` a SentencePiece .model: finetune copies it into FT,
     `export` puts it in the SavedModel's assets, `predict` serves it."""
