@@ -222,6 +222,14 @@ def _reversible_layers_tf(functions, x1, x2, weights):
 
     @tf.custom_gradient
     def stack(x1, x2, *flat_weights):
+        if tf.executing_eagerly():
+            # Eagerly, tf.custom_gradient runs this forward pass while the
+            # caller's tape records: every op of every layer would be taped
+            # with its activations (memory growing with depth, as without
+            # recomputation). Inputs cut from the tape keep it out; the
+            # gradient is `grad`'s either way.
+            x1, x2 = tf.stop_gradient(x1), tf.stop_gradient(x2)
+            flat_weights = [tf.stop_gradient(w) for w in flat_weights]
         per_layer = unflatten(flat_weights)
         outputs = []
         for (f, g), (f_w, g_w) in zip(functions, per_layer):

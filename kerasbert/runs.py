@@ -24,6 +24,7 @@ import dataclasses
 import json
 import os
 
+from kerasbert.data.finetuning.load import parse_task_spec
 from kerasbert.errors import UsageError
 from kerasbert.io_utils import atomic_file
 from kerasbert.io_utils import atomic_write_json
@@ -159,8 +160,8 @@ class Run:
         saved settings."""
         if vocab is not None:
             return load_tokenizer(vocab, lower_case=lower_case, **switches)
-        if self.is_pretraining:
-            return self._pretraining_tokenizer()
+        if self.is_pretraining and "tokenizer" not in self.config:
+            return self._pretraining_tokenizer()  # written before runs kept a copy
         if self.config and ("tokenizer" in self.config or "vocab" in self.config):
             return load_saved_tokenizer(self.directory, self.config, **switches)
         raise UsageError(f"{self.directory}: no config.json naming the tokenizer; pass --vocab.")
@@ -193,6 +194,36 @@ def open_finetuned(directory, flag="--model"):
         if not os.path.isfile(name):
             raise UsageError(f"{flag} {directory}: missing {os.path.basename(name)}.")
     return run
+
+
+def file_spec(spec):
+    """(kind, path) of a local-file task spec; None for a TFDS name,
+    --features or anything else."""
+    try:
+        kind, path = parse_task_spec(spec)
+    except Exception:  # noqa: BLE001 - not a spec this run can keep as a file
+        return None
+    return None if kind == "tfds" else (kind, path)
+
+
+def portable_spec(spec, run_dir):
+    """A task spec as a run keeps it: a local file's path relative to the
+    run directory (read from any working directory, and still right when
+    the run and its data move together); a TFDS name unchanged."""
+    found = file_spec(spec) if spec else None
+    if found is None:
+        return spec
+    kind, path = found
+    return f"{kind}:{os.path.relpath(os.path.abspath(path), os.path.abspath(run_dir))}"
+
+
+def located_spec(spec, run_dir):
+    """`portable_spec`'s inverse: the spec with its file found from here."""
+    found = file_spec(spec) if spec else None
+    if found is None or os.path.isabs(found[1]):
+        return spec
+    kind, path = found
+    return f"{kind}:{os.path.normpath(os.path.join(run_dir, path))}"
 
 
 def beside(path, name):

@@ -125,7 +125,7 @@ def test_commands_report_a_refused_model_in_one_line(tmp_path, capsys, command):
     train.write_text("sentence,label\nthe cat runs,a\nthe dog runs,b\n", encoding="utf-8")
     argv = {
         "export": ["export", "--model", ft, "--output", str(tmp_path / "export")],
-        "evaluate": ["evaluate", "--model", ft, "--split", vocab],
+        "evaluate": ["evaluate", "--model", ft, "--task", f"csv:{train}", "--split", str(train)],
         "pretrain --init-from": pretrain_data.pretrain_args(
             *pretrain_data.make_data(str(tmp_path / "data")), str(tmp_path / "run"),
             "--init-from", os.path.join(ft, "model.keras"), steps=1),

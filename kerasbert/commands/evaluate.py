@@ -13,7 +13,8 @@ def run(args):
 
     metrics = run_evaluation(args.model, task=args.task, split=args.split,
                              batch_size=args.batch_size)
-    print(f"{args.model} on {args.task or 'its task'} ({args.split}):")
+    print(f"{args.model} on {args.task or 'its task'} "
+          f"({args.split or 'its own validation data'}):")
     print_metrics(metrics)
     path = runs.write_json(args.model, runs.EVALUATION,
                            {"task": args.task, "split": args.split, "metrics": metrics})
@@ -23,6 +24,8 @@ def run(args):
 def add_arguments(parser):
     parser.add_argument("--model", required=True, help="The finetune --output-dir.")
     parser.add_argument("--task", default=None, help="Default: the task it was fine-tuned on.")
-    parser.add_argument("--split", default="validation", help="TFDS split name or a file.")
+    parser.add_argument("--split", default=None,
+                        help="TFDS split name or a file (default: the validation data the "
+                        "model was fine-tuned with).")
     parser.add_argument("--batch-size", type=int, default=32)
     return parser

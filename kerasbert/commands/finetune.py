@@ -2,6 +2,8 @@
 kerasbert.training.finetune). The task/column and model-source flags are
 shared with other commands (commands/_args.py)."""
 
+import contextlib
+
 from kerasbert.commands._args import add_backbone_arguments
 from kerasbert.commands._args import add_task_arguments
 from kerasbert.commands._args import add_tokenizer_arguments
@@ -18,6 +20,10 @@ SHOW_DEFAULTS = True  # --help shows each flag's default
 
 
 def run(args):
+    if args.search:  # a bad grid is refused at once, before TensorFlow loads
+        from kerasbert.training.search import parse_grid  # lazy: light
+
+        parse_grid(args.search)
     from kerasbert.training.configs import FinetuneConfig  # lazy: numpy (--help stays light)
 
     fields = {k: v for k, v in vars(args).items() if k in FinetuneConfig.__dataclass_fields__}
@@ -28,8 +34,16 @@ def run(args):
 
     if args.search is not None or args.resume:
         return _search(args, config)
-    with output_lock(args.output_dir, kind="folder", flag="--output-dir"):
+    from kerasbert.training.strategies import chief_from_environment  # lazy: tensorflow
+
+    # Only the chief writes the run directory, so only it holds the lock
+    # (the other workers of a --strategy multi_worker cluster share it).
+    lock = (output_lock(args.output_dir, kind="folder", flag="--output-dir")
+            if chief_from_environment() else contextlib.nullcontext())
+    with lock:
         result = run_finetuning(config)
+    if not result.get("is_chief", True):
+        return
     print(f"fine-tuned a {result['task_type']} model on {args.task}")
     if result["metrics"]:
         print("validation metrics:")
@@ -81,12 +95,15 @@ def add_arguments(parser):
         help="Run the paper's dev-set search (KerasTuner grid) and keep the best trial: "
         "alone, the recipe's grid; or e.g. lr=1e-4,3e-4 batch=16,32 epochs=3,5. Needs "
         "validation data. Writes search.json and search.png.")
-    add("--restarts", type=int, default=1,
-        help="--search: random seeds per setting (the paper restarts small datasets).")
+    add("--restarts", type=int, default=None,
+        help="--search: random seeds per setting (the paper restarts small datasets; "
+        "default 1, or with --resume the search's own).")
     add("--parallel-trials", type=int, default=1,
         help="--search: trials run at once, in separate processes (one GPU each, or none).")
     add("--resume", action="store_true",
-        help="--search: continue the search in --output-dir (finished trials are kept).")
+        help="--search: continue the search in --output-dir exactly: its grid, seeds and "
+        "trial list (search.json); finished trials are kept. A different --search grid is "
+        "refused.")
     add("--no-extend", dest="extend", action="store_false",
         help="--search: the grid only. By default, when the best learning rate is the "
         "grid's highest or lowest, one more trial runs one step past that edge (the grid's "
@@ -103,7 +120,9 @@ def add_arguments(parser):
     add("--lm-weight", type=float, default=0.5,
         help="GPT backbones: weight of the auxiliary language-model loss (GPT-1: 0.5; "
         "0 for the classification loss alone).")
-    add("--strategy", default="auto", choices=("auto", "cpu", "mirrored", "tpu"))
+    add("--strategy", default="auto", choices=("auto", "cpu", "mirrored", "multi_worker", "tpu"),
+        help="multi_worker: MultiWorkerMirroredStrategy over the cluster in TF_CONFIG (one "
+        "process per worker, same flags); the chief writes --output-dir.")
     add("--logical-cpus", type=int, default=0)
     add("--seed", type=int, default=12345)
     add("--no-progress", dest="progress", action="store_false")

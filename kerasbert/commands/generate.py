@@ -25,7 +25,9 @@ def add_arguments(parser):
     add("--vocab", default=None,
         help="Tokenizer files (default: the ones the run names in config.json, or the "
         "checkpoint's own).")
-    add("--max-new-tokens", type=int, default=32)
+    add("--max-new-tokens", type=int, default=None,
+        help="Tokens to add at most (default 32; fewer than the model's positions, and "
+        "generation also stops when the prompt and its completion fill them).")
     add("--strategy", choices=("greedy", "top_k", "top_p"), default="greedy")
     add("--top-k", type=int, default=50, help="Candidates for --strategy top_k.")
     add("--top-p", type=float, default=0.9, help="Probability mass for --strategy top_p.")
@@ -44,9 +46,16 @@ def run(args):
         check_sampling(args.strategy, args.top_k, args.top_p, args.temperature)
     except ValueError as err:
         raise UsageError(str(err)) from None
-    if args.max_new_tokens < 1:
+    if args.max_new_tokens is not None and args.max_new_tokens < 1:
         raise UsageError(f"--max-new-tokens must be >= 1, got {args.max_new_tokens}.")
     lm, tokenizer, _ = load_generator(args.model, args.vocab)
+    positions = int(lm.backbone.max_sequence_length)
+    if args.max_new_tokens is None:
+        args.max_new_tokens = min(32, positions - 1)
+    elif args.max_new_tokens > positions - 1:
+        raise UsageError(f"--max-new-tokens {args.max_new_tokens} is more than the model's "
+                         f"{positions} positions leave after a prompt's first token (at most "
+                         f"{positions - 1}).")
     for prompt in args.prompt:
         try:
             completion = generate_text(

@@ -256,12 +256,10 @@ def write_hf_directory(backbone, directory, tokenizer_files=(), lower_case=True,
         UsageError: a family this writer does not have, or a factorised
             embedding.
     """
-    writer = WRITERS.get(type(backbone))
-    factorised = getattr(backbone, "embedding_dim", None) not in (None, backbone.hidden_dim)
-    if writer is None or (factorised and type(backbone) not in (ElectraBackbone, AlbertBackbone)):
+    if not hf_holds(backbone):
         raise UsageError(f"--to hf writes {', '.join(c.__name__ for c in WRITERS)} (without a "
-                         f"factorised embedding) today; got a {type(backbone).__name__}. Use "
-                         "--to keras-hub or tf-hub.")
+                         f"factorised embedding) today; got a {type(backbone).__name__}.")
+    writer = WRITERS[type(backbone)]
     to_tensors, to_config, _ = writer
     read = get_albert_weights if type(backbone) is AlbertBackbone else get_bert_weights
     write_safetensors(os.path.join(directory, SINGLE_FILE), to_tensors(read(backbone)))
@@ -278,6 +276,14 @@ def write_hf_directory(backbone, directory, tokenizer_files=(), lower_case=True,
     if writer[2] not in ("bpe", "gpt1_bpe") and tokenizer_files:
         with open(os.path.join(directory, "tokenizer_config.json"), "w", encoding="utf-8") as f:
             json.dump({"do_lower_case": bool(lower_case)}, f)
+
+
+def hf_holds(backbone):
+    """Whether `write_hf_directory` writes this backbone (its family, and a
+    factorised embedding only where the family has one)."""
+    factorised = getattr(backbone, "embedding_dim", None) not in (None, backbone.hidden_dim)
+    return type(backbone) in WRITERS and (
+        not factorised or type(backbone) in (ElectraBackbone, AlbertBackbone))
 
 
 def tokenizer_kind_for(backbone):

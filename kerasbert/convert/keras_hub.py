@@ -47,6 +47,11 @@ def from_keras_hub(backbone):
     return converters[0](backbone)
 
 
+def has_keras_hub_family(backbone):
+    """Whether `to_keras_hub` converts this backbone's family."""
+    return _converters(backbone, "kerasbert") is not None
+
+
 def to_keras_hub(backbone):
     """Converts one of our backbones into keras-hub's of the same family."""
     converters = _converters(backbone, "kerasbert")

@@ -52,14 +52,37 @@ def describe_source(model_file):
     """What export.json records of the exported model: the run folder's name
     and the model file's SHA-256. Never an absolute path: it would say
     nothing on the serving machine and leak the exporting machine's layout."""
-    import hashlib
+    run = os.path.basename(os.path.dirname(os.path.abspath(model_file)))
+    return {"run": run, "file": os.path.basename(model_file), "sha256": _sha256(model_file)}
+
+
+def _sha256(path):
+    import hashlib  # lazy: export only
 
     digest = hashlib.sha256()
-    with open(model_file, "rb") as f:
+    with open(path, "rb") as f:
         for block in iter(lambda: f.read(1 << 20), b""):
             digest.update(block)
-    run = os.path.basename(os.path.dirname(os.path.abspath(model_file)))
-    return {"run": run, "file": os.path.basename(model_file), "sha256": digest.hexdigest()}
+    return digest.hexdigest()
+
+
+def describe_task(config, run_dir):
+    """(what export.json records as the task, its training file or None): a
+    TFDS name as it is; a local file by its name (`csv:train.csv`), with
+    the file's name and SHA-256 when it is still there. Never a path of the
+    exporting machine."""
+    spec = config.get("task")
+    located = runs.located_spec(config.get("task_source") or spec, run_dir)
+    found = runs.file_spec(located) if located else None
+    if found is None:
+        prefix, sep, rest = (spec or "").partition(":")
+        if sep and prefix == "features":  # create-finetuning-data's folder, by its name
+            return f"features:{os.path.basename(os.path.normpath(rest))}", None
+        return spec, None
+    kind, path = found
+    name = os.path.basename(os.path.normpath(path))
+    info = ({"name": name, "sha256": _sha256(path)} if os.path.isfile(path) else None)
+    return f"{kind}:{name}", info
 
 
 def next_version(output):
@@ -136,10 +159,14 @@ def export_finetuned(model_dir, output, version=None, sequence_length=None, over
     # here may override the tokenizer's switch): the preprocessor is rebuilt
     # from it, then the export is `Task.export`'s.
     model.preprocessor = run_preprocessor(model, tokenizer, config)
+    task, task_file = describe_task(config, run.directory)
+    source = describe_source(run.path(runs.MODEL))
+    if task_file is not None:
+        source["task_file"] = task_file
     return export_task(model, output, version=version, overwrite=overwrite,
                        model_name=model_name, graph=graph,
                        sequence_length=sequence_length or config["max_seq_length"],
-                       task=config.get("task"), source=describe_source(run.path(runs.MODEL)))
+                       task=task, source=source)
 
 
 def run_preprocessor(model, tokenizer, config):

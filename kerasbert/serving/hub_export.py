@@ -84,13 +84,14 @@ def _comparable_config(model):
     return config
 
 
-def load_pretrainer_for(backbone, pretrainer_path):
+def load_pretrainer_for(backbone, pretrainer_path, required=True):
     """Loads a saved `BertPretrainer` and gives its backbone `backbone`'s
     weights, so its MLM head decodes with them (it is tied to
     `pretrainer.backbone`'s token embedding).
 
     Returns:
-        the pretrainer.
+        the pretrainer; None when the file has no masked-LM head (a causal
+        LM's run) and `required` is False.
 
     Raises:
         UsageError: unreadable file, not a pretrainer, or an architecture
@@ -98,6 +99,8 @@ def load_pretrainer_for(backbone, pretrainer_path):
     """
 
     pretrainer = load_model(pretrainer_path, compile=False)
+    if getattr(pretrainer, "masked_lm_head", None) is None and not required:
+        return None
     if getattr(pretrainer, "masked_lm_head", None) is None:
         raise UsageError(
             f"{pretrainer_path} is a {type(pretrainer).__name__}, not a pretrainer with a "
@@ -238,6 +241,7 @@ def export_hub(backbone_path, vocab_file, output_dir, lower_case=None, sequence_
         raise UsageError(f"--seq-length must be at least 2, got {sequence_length}.")
     if os.path.exists(output_dir) and not overwrite:
         raise UsageError(f"{output_dir} already exists (pass --overwrite to replace it).")
+    chosen = pretrainer_path is not None
     if include_mlm:
         if pretrainer_path is None:
             pretrainer_path = (runs.run_path(backbone_path, runs.PRETRAINER)
@@ -267,12 +271,19 @@ def export_hub(backbone_path, vocab_file, output_dir, lower_case=None, sequence_
         )
     head = None
     if include_mlm:
-        pretrainer = load_pretrainer_for(backbone, pretrainer_path)
-        backbone, head = pretrainer.backbone, pretrainer.masked_lm_head
+        pretrainer = load_pretrainer_for(backbone, pretrainer_path, required=chosen)
+        if pretrainer is None:  # the run's own pretrainer predicts no masked tokens
+            print(f"note: {pretrainer_path} has no masked-LM head: the encoder is exported "
+                  "without .mlm.", file=sys.stderr)
+        else:
+            backbone, head = pretrainer.backbone, pretrainer.masked_lm_head
 
 
     with tempfile.TemporaryDirectory() as scratch:
         tokenizer = _load_tokenizer(vocab_file, lower_case, scratch, tokenizer_switches)
+        if not tokenizer_files(tokenizer):
+            raise UsageError(f"The TF Hub preprocess/encoder pair reads a vocabulary file; "
+                             f"{vocab_file}'s {tokenizer_kind(tokenizer)} tokenizer has none.")
         _check_vocabulary_size(tokenizer, backbone, vocab_file)
         try:
             with io_utils.atomic_directory(output_dir, overwrite=overwrite) as tmp:

@@ -163,14 +163,16 @@ class TrainingCheckpoint:
         if iterator is not None:
             self._objects["iterator"] = iterator
         self.checkpoint = tf.train.Checkpoint(**self._objects)
+        # The chief's folder is made by the first save: a run refused before
+        # its first step leaves no empty checkpoints/ behind.
         self._write_dir = directory if is_chief else tempfile.mkdtemp(prefix="kerasbert-worker-")
-        os.makedirs(self._write_dir, exist_ok=True)
         self.max_to_keep = max_to_keep
 
     def save(self):
         """Writes ckpt-<step> and its manifest; returns its prefix (chief)
         or None."""
         step = int(self.step.numpy())
+        os.makedirs(self._write_dir, exist_ok=True)
         prefix = self.checkpoint.write(os.path.join(self._write_dir, f"ckpt-{step}"))
         if not self.is_chief:
             shutil.rmtree(self._write_dir, ignore_errors=True)

@@ -21,10 +21,13 @@ Fine-tuning directory:
     FT/confusion_matrix.png     classification tasks
 """
 
+import atexit
 import dataclasses
 import math
 import os
+import shutil
 import sys
+import tempfile
 
 import numpy as np
 
@@ -49,11 +52,14 @@ from kerasbert.loading.backbones import load_backbone_from_flags as load
 from kerasbert.text import ids_settings
 from kerasbert.text import load_tokenizer
 from kerasbert.text import tokenizer_files
+from kerasbert.text.loading import SWITCHES
 from kerasbert.optimizers import recipes
 from kerasbert.training.best_epoch import BestEpoch
+from kerasbert.training.loop import progress_verbosity
 from kerasbert.training.configs import FinetuneConfig
 from kerasbert.training.strategies import resolve_strategy
 from kerasbert.training.strategies import split_cpu
+from kerasbert.training.strategies import worker_info
 
 # --- pieces -----------------------------------------------------------------
 
@@ -85,13 +91,14 @@ def describe_model(config):
         raise UsageError("--search scores every trial on validation data: give --validation "
                          "(a file or a split), or a task that has a validation split.")
     tokenizer = load_tokenizer(config.vocab, lower_case=config.lower_case,
-                               special_tokens_in_strings=config.special_tokens_in_strings,
-                               truncate_at_nul=config.truncate_at_nul)
+                               **{name: getattr(config, name) for name in SWITCHES})
     backbone = load_backbone(config, tokenizer)
     if config.features:
-        task_type = read_features(config.features, "train",
-                                  vocab_file=_fingerprinted_file(tokenizer),
-                                  tokenizer_settings=ids_settings(tokenizer)).task_type
+        features = read_features(config.features, "train",
+                                 vocab_file=_fingerprinted_file(tokenizer),
+                                 tokenizer_settings=ids_settings(tokenizer))
+        check_features_length(config, features)
+        task_type = features.task_type
     else:
         task_type = load_task(config.task, "train", task_type=config.task_type,
                               columns=config.columns or None).task_type
@@ -125,9 +132,10 @@ def resolve_hyperparameters(config, backbone):
             "from_recipe": taken, "values": values}
 
 
-def _split_spec(task, validation):
+def _split_spec(task, validation, flag="--validation"):
     """(spec, split) of the validation data: a file given with --validation
-    (same kind as the task), a split name, or the task's validation split."""
+    (same kind as the task), a split name, or the task's validation split;
+    `flag` is the option a missing file is named by."""
 
     kind, _ = parse_task_spec(task)
     if validation is None:
@@ -135,7 +143,7 @@ def _split_spec(task, validation):
     if os.path.exists(validation):
         return (validation if kind == "tfds" else f"{kind}:{validation}"), "validation"
     if kind != "tfds":
-        raise UsageError(f"--validation {validation}: file not found.")
+        raise UsageError(f"{flag} {validation}: file not found.")
     return task, validation
 
 
@@ -154,6 +162,17 @@ def task_features(config, tokenizer, split, label_names=None, spec=None):
     return data, features
 
 
+def check_features_length(config, features):
+    """--features are token ids packed to one length: a --max-seq-length
+    other than theirs cannot be honoured, and is refused (not ignored)."""
+    if config.sequence_length is not None and config.sequence_length != features.sequence_length:
+        raise UsageError(
+            f"--max-seq-length {config.sequence_length} differs from the length of the "
+            f"--features {config.features} ({features.sequence_length} tokens): leave it out, "
+            f"or make the features again with create-finetuning-data --max-seq-length "
+            f"{config.sequence_length}.")
+
+
 def training_data(config, tokenizer):
     """(TaskData or None, TaskData or TaskFeatures) of the training split:
     the raw examples (the model's preprocessor tokenizes them while it
@@ -163,6 +182,7 @@ def training_data(config, tokenizer):
                               tokenizer_settings=ids_settings(tokenizer))
         if train.y is None:
             raise UsageError(f"{config.features}: the training features have no labels.")
+        check_features_length(config, train)
         return None, train
     data = load_task(config.task, "train", task_type=config.task_type,
                      columns=config.columns or None)
@@ -253,13 +273,18 @@ def run_finetuning(config):
 
     split_cpu(config.logical_cpus)
     keras.utils.set_random_seed(config.seed)
-    if config.strategy == "multi_worker":
-        raise UsageError("kerasbert finetune runs on one host (model.fit): use --strategy "
-                         "auto, cpu, mirrored or tpu.")
     strategy = resolve_strategy(config.strategy)
+    # --strategy multi_worker (TF_CONFIG): every worker trains and saves (its
+    # variables are read collectively), but only the chief writes
+    # --output-dir; the others write into a scratch folder, removed when
+    # the run ends, as pretrain's workers do.
+    is_chief = worker_info(strategy)[0]
+    if not is_chief:
+        scratch = tempfile.mkdtemp(prefix="kerasbert-finetune-worker-")
+        atexit.register(shutil.rmtree, scratch, ignore_errors=True)
+        config = dataclasses.replace(config, output_dir=scratch)
     tokenizer = load_tokenizer(config.vocab, lower_case=config.lower_case,
-                               special_tokens_in_strings=config.special_tokens_in_strings,
-                               truncate_at_nul=config.truncate_at_nul)
+                               **{name: getattr(config, name) for name in SWITCHES})
 
     train_data, train = training_data(config, tokenizer)
     task_type = task_types.get(train.task_type)
@@ -319,9 +344,13 @@ def run_finetuning(config):
     history = model.fit(train_x, train_y, batch_size=None if train_data is None else config.batch_size,
                         epochs=config.epochs,
                         validation_data=valid_ds, seed=config.seed,
-                        callbacks=callbacks, verbose=1 if config.progress else 0).history
+                        callbacks=callbacks, verbose=progress_verbosity(config.progress)).history
     task_config = {
         "task": config.task, "task_type": task_type.name, "label_names": train.label_names,
+        # The data's files relative to the run (`evaluate` reads them from anywhere).
+        "task_source": runs.portable_spec(config.task, config.output_dir),
+        "validation_source": ({"spec": runs.portable_spec(spec, config.output_dir),
+                               "split": split} if spec else None),
         "max_seq_length": model.preprocessor.sequence_length, "lower_case": tokenizer.lower_case,
         "columns": config.columns, "model_class": type(model).__name__,
         "qa": dict(options, doc_stride=config.doc_stride, max_query_length=config.max_query_length,
@@ -350,27 +379,43 @@ def run_finetuning(config):
     outputs["training_curve"] = runs.run_path(config.output_dir, runs.CURVE)
     plot_curves(history, outputs["training_curve"])
     outputs["config"] = saved[runs.CONFIG]
+    if not is_chief:
+        shutil.rmtree(config.output_dir, ignore_errors=True)
     return {"metrics": result_metrics, "outputs": outputs, "history": history,
-            "task_type": task_type.name}
+            "task_type": task_type.name, "is_chief": is_chief}
 
 
-def run_evaluation(model_dir, task=None, split="validation", batch_size=32, columns=None):
-    """Metrics of a fine-tuned model (FT dir) on a split or a file."""
+def run_evaluation(model_dir, task=None, split=None, batch_size=32, columns=None):
+    """Metrics of a fine-tuned model (FT dir) on a split or a file: by
+    default the run's own validation data (the file or split it was
+    fine-tuned with, found from any working directory)."""
 
     run = runs.open_finetuned(model_dir)
     saved = run.config
-    model = run.load_model(runs.MODEL)
     tokenizer = run.tokenizer()
-    run_config = FinetuneConfig(task=task or saved["task"], output_dir=model_dir,
+    # A run keeps its files' paths relative to itself (older runs: as given).
+    own_task = (runs.located_spec(saved["task_source"], model_dir)
+                if saved.get("task_source") else saved["task"])
+    run_config = FinetuneConfig(task=task or own_task, output_dir=model_dir,
                                 vocab=tokenizer_files(tokenizer)[0],
                                 backbone=None, task_type=saved["task_type"],
                                 columns=columns or saved.get("columns") or {},
                                 sequence_length=saved["max_seq_length"],
                                 doc_stride=saved["qa"]["doc_stride"],
                                 max_query_length=saved["qa"]["max_query_length"])
-    spec, split_name = _split_spec(run_config.task, split)
+    source = saved.get("validation_source")
+    is_file = parse_task_spec(run_config.task)[0] != "tfds"
+    if task is None and split is None and source:
+        spec, split_name = runs.located_spec(source["spec"], model_dir), source["split"]
+    elif split is None and is_file:
+        # --task FILE: the file is the data; none given: the run kept none
+        spec, split_name = (task, "validation") if task is not None else (None, None)
+    else:
+        spec, split_name = _split_spec(run_config.task, split or "validation", flag="--split")
     if spec is None:
-        raise UsageError(f"--split {split}: give a file of the task's format.")
+        raise UsageError(f"{model_dir} was fine-tuned without validation data: give --split "
+                         "FILE (a file of the task's format) or --task.")
+    model = run.load_model(runs.MODEL)
     data, features = task_features(run_config, tokenizer, split_name, saved["label_names"], spec)
     predictions = predict_outputs(model, features, batch_size)
     evaluate = task_types.get(saved["task_type"]).evaluate

@@ -37,6 +37,7 @@ reference; ELECTRA's and the causal LM's follow it too):
 
 import contextlib
 import re
+import sys
 
 import keras
 import tensorflow as tf
@@ -45,6 +46,19 @@ from kerasbert.data import integrity
 from kerasbert.errors import UsageError
 
 _SUM = tf.distribute.ReduceOp.SUM
+
+
+def progress_verbosity(progress=True):
+    """How a run shows its progress, as Keras' `verbose` counts (the one
+    place every run decides it): 0 nothing; 1 a bar redrawn in place at
+    every step, on a terminal; 2 one line per epoch (`pretrain`: per logged
+    step) when stdout is a file or a pipe. Keras alone would redraw the bar
+    into a log file (its Progbar takes every POSIX stdout for a terminal):
+    hundreds of carriage-return lines an epoch."""
+    if not progress:
+        return 0
+    isatty = getattr(sys.stdout, "isatty", None)
+    return 1 if isatty is not None and isatty() else 2
 
 
 @contextlib.contextmanager

@@ -51,10 +51,12 @@ from kerasbert.models import presets
 from kerasbert.models.vocabulary_growth import grow_vocabulary
 from kerasbert.text.families import added_special_count
 from kerasbert.text.families import read_vocabulary
+from kerasbert.text.loading import load_tokenizer
 from kerasbert.training.checkpoints import list_checkpoints
 from kerasbert.training.checkpoints import read_manifest
 from kerasbert.training.checkpoints import TrainingCheckpoint
 from kerasbert.training.loop import data_errors_as_usage_errors
+from kerasbert.training.loop import progress_verbosity
 from kerasbert.training.loop import TrainStep
 from kerasbert.training.strategies import resolve_strategy
 from kerasbert.training.strategies import split_cpu
@@ -278,8 +280,8 @@ def _check_run_dir(config, is_chief):
     if config.resume and not existing:
         print(f"--resume: no checkpoint in {ckpt_dir} yet; starting from step 0.",
               file=sys.stderr)
-    if is_chief:
-        os.makedirs(ckpt_dir, exist_ok=True)
+    # The folder is made by the first checkpoint (TrainingCheckpoint.save): a
+    # run refused before its first step leaves nothing.
     return ckpt_dir
 
 
@@ -449,6 +451,9 @@ def run_pretraining(config):
 
     kind, files, tokens = read_vocabulary(config.vocab)
     vocab_size = len(tokens)
+    # The run keeps a copy of its tokenizer (save_run below): it is usable
+    # from any directory, whatever path --vocab was given as.
+    tokenizer = load_tokenizer(config.vocab, lower_case=(meta or {}).get("lower_case"))
     with strategy.scope():
         backbone = build_backbone(config, vocab_size, sequence_length,
                                   added_tokens=added_special_count(kind, files, tokens))
@@ -497,6 +502,10 @@ def run_pretraining(config):
     if started_from and is_chief:
         print(f"{'Resumed' if config.resume else 'Initialised'} from {started_from}")
     start_step = int(step_var.numpy())
+    if config.resume and start_step > config.steps:
+        raise UsageError(f"--resume: {config.output_dir} is already at step {start_step}, past "
+                         f"--steps {config.steps}: nothing to train (--steps counts from the "
+                         f"run's start; give more than {start_step} to train further).")
 
     # The data's seed and the step it started at: kept across exact
     # resumes; a resume that cannot continue the saved input position
@@ -538,7 +547,7 @@ def run_pretraining(config):
                        "max_predictions_per_seq": num_predictions, "workers": num_workers,
                        "shards": shards, "seed": data_seed, "start_step": data_start_step}
     if is_chief:
-        runs.write_json(config.output_dir, runs.CONFIG, {
+        runs.save_run(config.output_dir, {}, tokenizer=tokenizer, config={
             "pretrain": {k: v for k, v in dataclasses.asdict(config).items()},
             "objectives": list(objectives),
             "warmup_steps": warmup_steps,
@@ -564,8 +573,8 @@ def run_pretraining(config):
                                     for k, (old, new) in changes.items()},
                         "data": "restarted", "reason": restart, "data_seed": data_seed})
     tensorboard = runs.TensorBoardLog(config.output_dir, enabled=is_chief)
-    show = is_chief and config.progress
-    bar = _progress_bar(config.steps, start_step, show)
+    verbosity = progress_verbosity(is_chief and config.progress)
+    bar = _progress_bar(config.steps, start_step, verbosity == 1)
     sequences_per_step = config.batch_size * config.accumulation_steps
 
     last = {}
@@ -596,6 +605,11 @@ def run_pretraining(config):
                 history.append(row)
                 tensorboard.write(step, {k: v for k, v in row.items() if k != "step"})
                 last = row
+                if verbosity == 2:  # stdout is a file: one line per logged step, no bar
+                    print(f"step {step}/{config.steps}: " + ", ".join(
+                        f"{label} {row[name]:.3f}" for label, name
+                        in pretrainer.progress_metrics.items() if name in row)
+                        + f", {row['sequences_per_second']:.1f} seq/s", flush=True)
                 window, window_start = [], time.perf_counter()
             if bar is not None:
                 bar.update(1)

@@ -11,7 +11,10 @@ keeps the model that scores best on the dev set. Here:
     oracle     a KerasTuner `Oracle` walking the grid hands out the trials and
                keeps their state in OUT/search/ (oracle.json, trial_*/trial.json),
                so a killed search resumes where it stopped (--resume): finished
-               trials are not run again, the one cut off is.
+               trials are not run again, the one cut off is. OUT/search.json
+               holds the grid, the seeds and the trial list from the start:
+               --resume continues exactly those (alone, or with the same
+               --search), and refuses another grid naming both.
     a trial    one fine-tuning run in its own process (`python -m
                kerasbert.training.search`), written to OUT/trials/trial_N/,
                scored with the task's own metric of its best epoch.
@@ -34,6 +37,7 @@ keeps the model that scores best on the dev set. Here:
 import dataclasses
 import itertools
 import json
+import math
 import os
 import shutil
 import subprocess
@@ -62,24 +66,44 @@ def parse_grid(items):
     "batch_size": (16, 32)}; [] -> {} (the recipe's grid).
 
     Raises:
-        UsageError: an unknown key, a bad or repeated value.
+        UsageError: an unknown or repeated key (`lr` and `learning_rate` are
+            one key), a value that is not a finite number > 0 (NaN and
+            infinity included: every trial would fail), a repeated value.
     """
-    grid = {}
+    grid, given = {}, {}
     for item in items or ():
         key, _, values = item.partition("=")
         field = KEYS.get(key.strip())
         if field is None or not values:
             raise UsageError(f"--search {item!r}: expected KEY=V1,V2,... with KEY one of "
                              "lr, batch, epochs.")
+        if field in given:
+            raise UsageError(f"--search gives {field} twice ({given[field]!r} and {item!r}): "
+                             "give each key once, with all its values.")
+        given[field] = item
         try:
             parsed = tuple(_TYPES[field](v) for v in values.split(","))
         except ValueError:
             raise UsageError(f"--search {item!r}: {values!r} are not "
                              f"{_TYPES[field].__name__}s.") from None
-        if len(set(parsed)) != len(parsed) or any(v <= 0 for v in parsed):
-            raise UsageError(f"--search {item!r}: values must be distinct and > 0.")
+        bad = [v for v in parsed if not (math.isfinite(v) and v > 0)]
+        if bad:
+            raise UsageError(f"--search {item!r}: {bad[0]!r} is not a finite number > 0.")
+        repeated = sorted({v for v in parsed if parsed.count(v) > 1})
+        if repeated:
+            raise UsageError(f"--search {item!r}: {repeated[0]!r} is given more than once "
+                             "(values must be distinct).")
         grid[field] = parsed
     return grid
+
+
+def describe_grid(grid, restarts=1):
+    """`lr=1e-4,3e-4 batch=16 epochs=3` (x N seeds): a grid as --search
+    takes it."""
+    names = {"learning_rate": "lr", "batch_size": "batch", "epochs": "epochs"}
+    text = " ".join(f"{names.get(k, k)}={','.join(f'{v:g}' for v in vals)}"
+                    for k, vals in grid.items())
+    return text + (f" x {restarts} seeds" if restarts > 1 else "")
 
 
 def full_grid(given, config, family, num_layers, hidden_dim):
@@ -201,7 +225,9 @@ def _oracle(directory, grid, restarts, metric, resume, extra=()):
     oracle = GridOracle(combinations, objective=keras_tuner.Objective(metric, direction="max"),
                         max_trials=len(combinations),
                         hyperparameters=_hyperparameters(space, restarts),
-                        max_consecutive_failed_trials=len(combinations))
+                        # never reached: a search whose every trial fails
+                        # ends in run_search's one line, not KerasTuner's error
+                        max_consecutive_failed_trials=len(combinations) + 1)
     oracle._display.verbose = 0  # our own lines say what runs
     oracle._set_project_dir(directory, SEARCH_DIR)
     if resume:
@@ -297,15 +323,19 @@ def _finish(oracle, trial, record, returncode, metric):
     return record
 
 
-def run_search(config, grid_items, restarts=1, parallel=1, resume=False, extend=True):
+def run_search(config, grid_items, restarts=None, parallel=1, resume=False, extend=True):
     """Runs the search and makes its best trial the run at config.output_dir.
 
     Args:
         config: a validated `FinetuneConfig` (the flags every trial shares).
-        grid_items: `--search`'s KEY=VALUES items ([] for the recipe's grid).
-        restarts: seeds per setting (`--restarts`).
+        grid_items: `--search`'s KEY=VALUES items ([] for the recipe's grid;
+            with `resume`, the grid the search stored).
+        restarts: seeds per setting (`--restarts`; None: 1, or with
+            `resume` the stored number).
         parallel: trial processes at once (`--parallel-trials`).
-        resume: continue the search in config.output_dir (`--resume`).
+        resume: continue the search in config.output_dir (`--resume`): the
+            grid, seeds and trial list stored in search.json, exactly; a
+            different `--search` grid or `--restarts` is refused.
         extend: when the best learning rate is an edge of the grid, try one
             step past it (`edge_extension`) before stopping (`--no-extend`:
             False).
@@ -319,7 +349,8 @@ def run_search(config, grid_items, restarts=1, parallel=1, resume=False, extend=
     from kerasbert.tasks import task_types
     from kerasbert.training.finetune import describe_model
 
-    if restarts < 1 or parallel < 1:
+    given = parse_grid(grid_items)  # before any work: a bad grid writes nothing
+    if (restarts is not None and restarts < 1) or parallel < 1:
         raise UsageError("--restarts and --parallel-trials must be >= 1.")
     output_dir = os.path.abspath(config.output_dir)
     state = os.path.join(output_dir, SEARCH_DIR)
@@ -329,17 +360,29 @@ def run_search(config, grid_items, restarts=1, parallel=1, resume=False, extend=
                          "to start over.")
     if resume and not os.path.isdir(state):
         raise UsageError(f"--resume: no search in {output_dir} to continue.")
+    stored = _stored_search(output_dir) if resume else None
     backbone_class, num_layers, hidden_dim, task_type_name = describe_model(config)
     family = presets.family_of(backbone_class)
-    grid = full_grid(parse_grid(grid_items), config, family, num_layers, hidden_dim)
+    if stored is not None:
+        grid, restarts, config = _continue_stored(stored, given, restarts, config, output_dir,
+                                                  family, num_layers, hidden_dim)
+    else:
+        grid = full_grid(given, config, family, num_layers, hidden_dim)
+        restarts = restarts or 1
     metric = task_types.get(task_type_name).selection_metric(config.task)
-    oracle, total = _oracle(output_dir, grid, restarts, metric, resume)
+    header = {"metric": metric, "grid": {k: list(v) for k, v in grid.items()},
+              "restarts": restarts, "seed": config.seed,
+              "trial_list": _trial_list(grid, restarts, config.seed)}
     records = _previous_records(output_dir) if resume else {}
-    print(f"search: {total} trial(s) over "
-          + ", ".join(f"{k}={','.join(f'{v:g}' for v in vals)}" for k, vals in grid.items())
-          + (f" x {restarts} seeds" if restarts > 1 else "")
-          + f", scored by dev {metric}; {len(records)} finished before", flush=True)
-    _run_trials(oracle, config, output_dir, parallel, restarts, metric, records, grid)
+    # The grid, seeds and trial list are on disk before the search state and
+    # the first trial: a search killed at any point resumes exactly
+    # (--resume alone).
+    os.makedirs(output_dir, exist_ok=True)
+    _write_table(output_dir, records, header)
+    oracle, total = _oracle(output_dir, grid, restarts, metric, resume)
+    print(f"search: {total} trial(s) over {describe_grid(grid, restarts)}, scored by dev "
+          f"{metric}; {len(records)} finished before", flush=True)
+    _run_trials(oracle, config, output_dir, parallel, records, header)
     extended = None
     base = [r for r in records.values() if r["score"] is not None
             and r["values"].get("learning_rate") in grid["learning_rate"]]
@@ -353,21 +396,24 @@ def run_search(config, grid_items, restarts=1, parallel=1, resume=False, extend=
         extra = [dict(values, restart=r) if restarts > 1 else values for r in range(restarts)]
         print(f"search: the best rate, {edge_best['values']['learning_rate']:g}, is the "
               f"grid's edge; one step past it: {extended:g}", flush=True)
+        header["trial_list"] += [dict(values, seed=config.seed + 1000 * r)
+                                 for r in range(restarts)]
         oracle, _ = _oracle(output_dir, grid, restarts, metric, True, extra)
-        _run_trials(oracle, config, output_dir, parallel, restarts, metric, records, grid)
+        _run_trials(oracle, config, output_dir, parallel, records, header)
     done = [r for r in records.values() if r["score"] is not None]
     if not done:
-        raise UsageError(f"every trial failed; see {output_dir}/{TRIALS_DIR}/*/trial.log.")
+        raise UsageError(_every_trial_failed(records))
     best = _best(done)
     optimum = locate_optimum(done, grid["learning_rate"], extended)
-    table = _write_table(output_dir, records, grid, restarts, metric, best, optimum)
+    table = _write_table(output_dir, records, header, best, optimum)
     outputs = _adopt(best, output_dir, table)
     return {"best": best, "trials": list(records.values()), "metric": metric, "grid": grid,
             "optimum": optimum, "outputs": outputs}
 
 
-def _run_trials(oracle, config, output_dir, parallel, restarts, metric, records, grid):
+def _run_trials(oracle, config, output_dir, parallel, records, header):
     """Runs the oracle's trials until it stops; `records` gains each one."""
+    restarts, metric = header["restarts"], header["metric"]
     running = {}  # slot -> (process, trial, record)
     stopped = False
     while running or not stopped:
@@ -392,7 +438,7 @@ def _run_trials(oracle, config, output_dir, parallel, restarts, metric, records,
             print(f"  trial {record['trial']}: dev {metric} {record['score']} "
                   f"({record['status'].lower()}, {record['seconds']} s)", flush=True)
             del running[slot]
-            _write_table(output_dir, records, grid, restarts, metric)
+            _write_table(output_dir, records, header)
         if running:
             time.sleep(0.5)
 
@@ -406,9 +452,74 @@ def _previous_records(output_dir):
         return {}
 
 
-def _write_table(output_dir, records, grid, restarts, metric, best=None, optimum=None):
-    table = {"metric": metric, "grid": {k: list(v) for k, v in grid.items()},
-             "restarts": restarts, "best_trial": best["trial"] if best else None,
+def _stored_search(output_dir):
+    """search.json's grid, restarts and seed ({"grid", "restarts", "seed"}),
+    or None for a search written before they were stored."""
+    path = os.path.join(output_dir, SEARCH_JSON)
+    try:
+        with open(path, encoding="utf-8") as f:
+            table = json.load(f)
+        grid = {field: tuple(_TYPES[field](v) for v in table["grid"][field])
+                for field in ("learning_rate", "batch_size", "epochs")}
+        return {"grid": grid, "restarts": int(table["restarts"]), "seed": table.get("seed")}
+    except (OSError, ValueError, KeyError, TypeError):
+        return None
+
+
+def _continue_stored(stored, given, restarts, config, output_dir, family, num_layers,
+                     hidden_dim):
+    """(grid, restarts, config) of a resumed search: the stored ones. A
+    `--search` grid (or a grid flag such as --epochs), or `--restarts`,
+    other than the stored is refused naming both (the search would mix
+    trials of two grids)."""
+    grid = stored["grid"]
+    named = [f for f in grid if f in given or getattr(config, f) is not None]
+    if named:
+        asked = full_grid(given, config, family, num_layers, hidden_dim)
+        if any(asked[f] != grid[f] for f in named):
+            raise UsageError(
+                f"--resume: the search in {output_dir} runs {describe_grid(grid)} "
+                f"({SEARCH_JSON}); this command asks for "
+                f"{describe_grid({f: asked[f] for f in named})}: give --resume alone to "
+                "continue it, or another --output-dir for a new search.")
+    if restarts is not None and restarts != stored["restarts"]:
+        raise UsageError(f"--resume: the search in {output_dir} runs {stored['restarts']} "
+                         f"seed(s) per setting ({SEARCH_JSON}); --restarts asks for "
+                         f"{restarts}: leave --restarts out to continue it.")
+    if stored["seed"] is not None and stored["seed"] != config.seed:
+        config = dataclasses.replace(config, seed=int(stored["seed"]))
+    return grid, stored["restarts"], config
+
+
+def _trial_list(grid, restarts, seed):
+    """Every trial of the grid in the order they run: its values and seed."""
+    return [dict(zip(grid, values), seed=seed + 1000 * restart)
+            for values in itertools.product(*grid.values()) for restart in range(restarts)]
+
+
+def _every_trial_failed(records):
+    """One line: the first trial's error (the last `error:` line of its log,
+    else its last line)."""
+    first = min(records.values(), key=lambda r: int(r["trial"]), default=None)
+    if first is None:
+        return "the search ran no trial."
+    log = os.path.join(first["folder"], "trial.log")
+    try:
+        with open(log, encoding="utf-8", errors="replace") as f:
+            lines = [line.strip() for line in f if line.strip()]
+    except OSError:
+        lines = []
+    errors = [line for line in lines if line.startswith("error: ")]
+    cause = (errors[-1][len("error: "):] if errors else lines[-1] if lines
+             else f"exit without output")
+    if len(cause) > 300:
+        cause = cause[:297] + "..."
+    return (f"every trial failed; the first, trial {first['trial']} ({first['values']}): "
+            f"{cause} (log: {log})")
+
+
+def _write_table(output_dir, records, header, best=None, optimum=None):
+    table = {**header, "best_trial": best["trial"] if best else None,
              "optimum": optimum,
              "trials": sorted(records.values(), key=lambda r: int(r["trial"]))}
     atomic_write_text(os.path.join(output_dir, SEARCH_JSON), json.dumps(table, indent=2))

@@ -54,6 +54,18 @@ def one_line_error(result, *fragments):
     return errors[0]
 
 
+def tree(folder):
+    """{relative path: (size, mtime)} of everything under `folder`: equal
+    before and after a refused command when it wrote nothing."""
+    found = {}
+    for root, dirs, files in os.walk(folder):
+        for name in dirs + files:
+            path = os.path.join(root, name)
+            stat = os.lstat(path)
+            found[os.path.relpath(path, folder)] = (stat.st_size, stat.st_mtime_ns)
+    return found
+
+
 def start(*args, cwd, **env_extra):
     """`kerasbert ARGS` started in the background (its own process group)."""
     return subprocess.Popen([KERASBERT, *map(str, args)], cwd=str(cwd), env=env(**env_extra),

@@ -13,8 +13,11 @@ as it did when `export` of a fine-tuned model failed in every new process.
 """
 
 import csv
+import hashlib
 import json
 import os
+import re
+import shutil
 import random
 import subprocess
 import sys
@@ -22,7 +25,7 @@ import textwrap
 
 import pytest
 
-from reliability.console import TINY_BERT, kerasbert, ok
+from reliability.console import TINY_BERT, kerasbert, ok, one_line_error, tree
 
 SUBJECTS = ("the cat", "a dog", "the small bird", "the old man", "my sister", "our teacher")
 ANIMALS = SUBJECTS[:3]
@@ -142,18 +145,24 @@ def test_pretrain_resumes_in_a_new_process(pretrained):
 @pytest.fixture(scope="module")
 def finetuned(world, pretrained):
     """`finetune` of every task type from the pretrained backbone, each in a
-    new process; returns {task type: FT dir relative to work/}."""
+    new process; returns {task type: FT dir relative to work/}. The
+    classifier shows its progress (stdout is a pipe, as a log file):
+    world["root"]/finetune.log keeps what it printed."""
     out = {}
     for task_type in TASK_TYPES:
         extra = {"regression": ["--task-type", "regression"],
                  "qa": ["--max-query-length", "8", "--doc-stride", "8"]}.get(task_type, [])
         spec = world["specs"][task_type]
         ft = f"out/ft-{task_type}"
-        ok(kerasbert("finetune", "--task", spec, "--validation", spec.partition(":")[2],
-                     *extra, "--backbone", "out/run/backbone.keras",
-                     "--vocab", "out/vocab.txt", "--output-dir", ft, "--epochs", "1",
-                     "--batch-size", "8", "--learning-rate", "1e-3",
-                     "--max-seq-length", "32", "--no-progress", cwd=world["work"]))
+        progress = [] if task_type == "classification" else ["--no-progress"]
+        stdout = ok(kerasbert("finetune", "--task", spec, "--validation",
+                              spec.partition(":")[2], *extra, "--backbone",
+                              "out/run/backbone.keras", "--vocab", "out/vocab.txt",
+                              "--output-dir", ft, "--epochs", "1", "--batch-size", "8",
+                              "--learning-rate", "1e-3", "--max-seq-length", "32", *progress,
+                              cwd=world["work"]))
+        if task_type == "classification":
+            (world["root"] / "finetune.log").write_text(stdout)
         out[task_type] = ft
     return out
 
@@ -235,3 +244,103 @@ def test_exports_serve_raw_text_without_kerasbert(world, exported):
     assert answer["answer"][0] == "the cat sees the river ."[start:end]
     choice = served["multiple_choice"]["probabilities"][0]
     assert len(choice) == 3 and sum(choice) == pytest.approx(1.0, abs=1e-5)
+
+
+# --- runs that travel, and the refusals around them (issue 37, items 4-5) ----
+
+
+def test_progress_in_a_log_file_is_one_line_per_epoch(world, finetuned):
+    """stdout is not a terminal: Keras' one-line-per-epoch output
+    (verbose=2), not a progress bar redrawn at every step with `\\r`."""
+    log = (world["root"] / "finetune.log").read_text()
+    assert "\r" not in log and "\b" not in log
+    epochs = [line for line in log.splitlines() if re.match(r"\d+/\d+ - \d+s", line)]
+    assert len(epochs) == 1, log  # --epochs 1 (3 steps of 8 rows)
+
+
+def test_a_run_travels_to_another_directory(world, pretrained, finetuned, exported):
+    """Made with relative paths in work/, used from elsewhere/: the
+    pretraining run keeps its tokenizer (convert finds it), evaluate reads
+    the run's own validation file, export.json names files by name and
+    hash, never by a path of this machine."""
+    elsewhere = world["root"] / "elsewhere"
+    elsewhere.mkdir()
+    run = json.loads((pretrained / "run" / "config.json").read_text())
+    assert run["pretrain"]["vocab"] == "out/vocab.txt" and run["tokenizer"]["type"] == "wordpiece"
+    assert (pretrained / "run" / "vocab.txt").read_text() == (pretrained / "vocab.txt").read_text()
+    ok(kerasbert("convert", "--model", "../work/out/run", "--to", "hf", "--output", "hf",
+                 cwd=elsewhere))
+    assert (elsewhere / "hf" / "vocab.txt").read_text() == (pretrained / "vocab.txt").read_text()
+
+    ft = "../work/" + finetuned["classification"]
+    stdout = ok(kerasbert("evaluate", "--model", ft, "--batch-size", "8", cwd=elsewhere))
+    assert "its own validation data" in stdout
+    metrics = json.loads((elsewhere / ft / "metrics.json").read_text())["validation"]
+    evaluation = json.loads((elsewhere / ft / "evaluation.json").read_text())["metrics"]
+    assert evaluation["accuracy"] == pytest.approx(metrics["accuracy"], abs=1e-6)
+
+    for task_type, version in exported.items():
+        text = (version / "assets.extra" / "export.json").read_text()
+        assert str(world["root"]) not in text, text
+        info = json.loads(text)
+        name = os.path.basename(world["specs"][task_type].partition(":")[2])
+        assert info["task"] == world["specs"][task_type].partition(":")[0] + ":" + name
+        digest = hashlib.sha256((world["data"] / name).read_bytes()).hexdigest()
+        assert info["source"]["task_file"] == {"name": name, "sha256": digest}
+
+
+def test_errors_name_only_the_commands_own_flags(world, pretrained, finetuned):
+    """evaluate on a run without validation data names --split (not
+    finetune's --validation); convert --to tf-hub of a lone .keras file
+    needs no --pretrainer / --no-mlm (flags of export-hub, not convert)."""
+    work = world["work"]
+    bare = work / "out" / "ft-bare"
+    shutil.copytree(work / finetuned["classification"], bare)
+    config = json.loads((bare / "config.json").read_text())
+    config["validation_source"] = None  # as fine-tuned without --validation
+    (bare / "config.json").write_text(json.dumps(config))
+    before = tree(bare)
+    line = one_line_error(kerasbert("evaluate", "--model", "out/ft-bare", cwd=work),
+                          "fine-tuned without validation data", "--split")
+    assert "--validation" not in line and tree(bare) == before
+
+    lone = world["root"] / "lone"
+    lone.mkdir()
+    shutil.copy(pretrained / "run" / "backbone.keras", lone / "encoder.keras")
+    result = kerasbert("convert", "--model", "lone/encoder.keras", "--vocab",
+                       "work/out/vocab.txt", "--to", "tf-hub", "--output", "hub",
+                       cwd=world["root"])
+    ok(result)
+    assert "without its .mlm" in result.stderr and "--no-mlm" not in result.stderr
+    assert (world["root"] / "hub" / "encoder" / "saved_model.pb").is_file()
+
+
+def test_pretrain_and_finetune_refusals_leave_nothing(world, pretrained):
+    """A usage error in pretrain leaves no run folder (no empty
+    checkpoints/); --resume --steps below the run's step is refused, the run
+    untouched; finetune --features with another --max-seq-length than the
+    features' is refused, not ignored."""
+    work = world["work"]
+    common = ["pretrain", "--preset", "bert_tiny", "--vocab", "out/vocab.txt",
+              "--data", "out/shards", "--batch-size", "8", "--no-progress", *TINY_BERT]
+    one_line_error(kerasbert(*common, "--output-dir", "out/refused", "--steps", "2",
+                             "--set", "vocabulary_size=5", cwd=work),
+                   "vocabulary_size=5 differs from --vocab")
+    assert not (work / "out" / "refused").exists()
+
+    run = pretrained / "run"
+    before = tree(run)
+    one_line_error(kerasbert(*common, "--output-dir", "out/run", "--steps", "3", "--resume",
+                             cwd=work),
+                   "already at step 6, past --steps 3")
+    assert tree(run) == before
+
+    ok(kerasbert("create-finetuning-data", "--task", world["specs"]["classification"],
+                 "--vocab", "out/vocab.txt", "--max-seq-length", "32", "--output-dir",
+                 "out/features", cwd=work))
+    one_line_error(kerasbert("finetune", "--features", "out/features", "--max-seq-length", "24",
+                             "--backbone", "out/run/backbone.keras", "--vocab", "out/vocab.txt",
+                             "--output-dir", "out/ft-features", cwd=work),
+                   "--max-seq-length 24 differs from the length of the --features",
+                   "(32 tokens)")
+    assert not (work / "out" / "ft-features").exists()

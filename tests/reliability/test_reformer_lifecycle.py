@@ -22,7 +22,7 @@ import textwrap
 
 import pytest
 
-from reliability.console import kerasbert, ok
+from reliability.console import kerasbert, ok, one_line_error, tree
 
 LENGTH = 16384
 WORDS = ("river", "stone", "garden", "lamp", "violin", "harbour", "orchard", "ledger")
@@ -150,3 +150,25 @@ def test_long_document_classifier_finetunes_exports_and_serves(world, pretrained
     assert set(served["label"]) <= {"music", "water"}
     for row in served["probabilities"]:
         assert sum(row) == pytest.approx(1.0, abs=1e-5)
+
+
+def test_generation_length_and_conversion_refusals_are_one_line(world, pretrained):
+    """--max-new-tokens is bounded by the model's positions; --to hf of this
+    byte-level Reformer suggests no target that fails (none writes it: the
+    TF Hub pair needs a vocabulary file, and says so in one line)."""
+    elsewhere, before = world["root"], tree(pretrained)
+    for tokens in (LENGTH, 10**12):
+        one_line_error(kerasbert("generate", "--model", "work/run", "--prompt", "the river",
+                                 "--max-new-tokens", tokens, cwd=elsewhere),
+                       f"--max-new-tokens {tokens}", f"{LENGTH} positions",
+                       f"at most {LENGTH - 1}")
+    line = one_line_error(kerasbert("convert", "--model", "work/run", "--to", "hf",
+                                    "--output", "hf", cwd=elsewhere),
+                          "--to hf writes no ReformerBackbone",
+                          "no other --to target writes a ReformerBackbone with a bytes tokenizer")
+    assert "keras-hub" not in line and "tf1" not in line and "tf-hub" not in line
+    one_line_error(kerasbert("convert", "--model", "work/run", "--to", "tf-hub", "--output",
+                             "hub", cwd=elsewhere),
+                   "reads a vocabulary file", "bytes tokenizer has none")
+    assert not (elsewhere / "hf").exists() and not (elsewhere / "hub").exists()
+    assert tree(pretrained) == before

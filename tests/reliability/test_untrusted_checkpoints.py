@@ -42,6 +42,7 @@ from kerasbert.models import BertBackbone
 from reliability.console import KERASBERT
 from reliability.console import env
 from reliability.console import one_line_error
+from reliability.console import tree
 
 # Bounded, reproducible, in the default suite: the same examples every run.
 PROPERTY = settings(max_examples=100, derandomize=True, database=None,
@@ -485,17 +486,6 @@ def run_console(args, cwd, logs):
         err.seek(0)
         result = subprocess.CompletedProcess(args, process.returncode, out.read(), err.read())
     return result, usage.ru_maxrss * 1024
-
-
-def tree(folder):
-    """{relative path: (size, mtime)} of everything under `folder`."""
-    found = {}
-    for root, dirs, files in os.walk(folder):
-        for name in dirs + files:
-            path = os.path.join(root, name)
-            stat = os.lstat(path)
-            found[os.path.relpath(path, folder)] = (stat.st_size, stat.st_mtime_ns)
-    return found
 
 
 @pytest.fixture(scope="module")

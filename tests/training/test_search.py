@@ -17,6 +17,7 @@ from reliability.console import env
 from reliability.console import kerasbert
 from reliability.console import ok
 from reliability.console import one_line_error
+from reliability.console import tree
 from test_finetune_cli import write_classification
 
 from kerasbert.errors import UsageError
@@ -51,7 +52,8 @@ def test_grid_keys_and_precedence():
     assert parse_grid(["lr=1e-4,3e-4", "batch=16,32", "epochs=3"]) == {
         "learning_rate": (1e-4, 3e-4), "batch_size": (16, 32), "epochs": (3,)}
     assert parse_grid([]) == {}
-    for bad in (["rate=1"], ["lr=a"], ["batch=16,16"], ["epochs=0"], ["lr"]):
+    for bad in (["rate=1"], ["lr=a"], ["batch=16,16"], ["epochs=0"], ["lr"], ["lr=nan"],
+                ["lr=inf"], ["lr=-inf"], ["lr=1e-4", "lr=3e-4"], ["batch=8", "batch_size=16"]):
         with pytest.raises(UsageError):
             parse_grid(bad)
     config = FinetuneConfig(task="t", output_dir="o", epochs=5)
@@ -92,8 +94,11 @@ def test_a_two_trial_search_keeps_the_best_trials_weights(files, tmp_path):
 
 
 def test_a_killed_search_resumes_without_repeating_finished_trials(files, tmp_path):
+    """... and keeps its word: `--resume` alone continues the grid and seed
+    search.json stored (not the recipe's 25 trials, not the default seed);
+    another grid is refused naming both, the folder untouched."""
     out = tmp_path / "out"
-    args = _args(files, out, "lr=3e-3,1e-3,1e-5", "batch=16", "epochs=1")
+    args = (*_args(files, out, "lr=3e-3,1e-3,1e-5", "batch=16", "epochs=1"), "--seed", "7")
     search = subprocess.Popen([KERASBERT, *map(str, args)], cwd=tmp_path, env=env(),
                               stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
                               start_new_session=True)
@@ -112,10 +117,49 @@ def test_a_killed_search_resumes_without_repeating_finished_trials(files, tmp_pa
     one_line_error(kerasbert(*args, cwd=tmp_path), "--resume continues it")
     done = out / "trials" / f"trial_{first[0]['trial']}"
     stamp = (done / "metrics.json").stat().st_mtime_ns
+    before = tree(out)
+    one_line_error(kerasbert(*_args(files, out, "lr=1e-4,1e-3", "batch=16", "epochs=1"),
+                             "--resume", cwd=tmp_path),
+                   "runs lr=0.003,0.001,1e-05 batch=16 epochs=1", "asks for lr=0.0001,0.001")
+    assert tree(out) == before
     time.sleep(1)
-    ok(kerasbert(*_args(files, out, "lr=3e-3,1e-3,1e-5", "batch=16", "epochs=1"),
-                 "--resume", cwd=tmp_path, timeout=600))
+    resume_alone = [a for a in _args(files, out) if a != "--search"]
+    stdout = ok(kerasbert(*resume_alone, "--resume", cwd=tmp_path, timeout=600))
+    assert "search: 3 trial(s) over lr=0.003,0.001,1e-05 batch=16 epochs=1" in stdout, stdout
     table = json.loads(table_file.read_text())
     assert sorted(t["trial"] for t in table["trials"]) == ["0", "1", "2"]
+    assert table["seed"] == 7 and {t["seed"] for t in table["trials"]} == {7}
+    assert [t["learning_rate"] for t in table["trial_list"]] == [3e-3, 1e-3, 1e-5]
     assert (done / "metrics.json").stat().st_mtime_ns == stamp  # not run again
     assert sorted(t["values"]["learning_rate"] for t in table["trials"]) == [1e-5, 1e-3, 3e-3]
+
+
+@pytest.mark.parametrize("grid, fragments", [
+    (["lr=nan"], ["'lr=nan'", "nan is not a finite number > 0"]),
+    (["lr=1e-4,inf"], ["inf is not a finite number > 0"]),
+    (["lr=1e-4,3e-4,1e-4"], ["0.0001 is given more than once"]),
+    (["lr=1e-4", "learning_rate=3e-4"], ["gives learning_rate twice", "'lr=1e-4'"]),
+    (["batch=16", "batch=32"], ["gives batch_size twice"]),
+])
+def test_a_bad_grid_is_refused_before_any_work(files, tmp_path, grid, fragments):
+    """Non-finite, repeated values and repeated keys: one line, exit 2,
+    nothing written (not trials that all fail, not a silently dropped key)."""
+    result = kerasbert(*_args(files, tmp_path / "out", *grid), cwd=tmp_path)
+    one_line_error(result, *fragments)
+    assert os.listdir(tmp_path) == []
+
+
+def test_a_search_whose_every_trial_fails_exits_2_with_the_first_trials_error(files,
+                                                                              tmp_path):
+    """(Each trial asks for more positions than the backbone has.) Today's
+    KerasTuner RuntimeError traceback becomes one line naming trial 0's
+    own error; no model is kept."""
+    out = tmp_path / "out"
+    result = kerasbert(*_args(files, out, "lr=1e-3,3e-3", "batch=16", "epochs=1"),
+                       "--max-seq-length", "100", cwd=tmp_path, timeout=600)
+    one_line_error(result, "every trial failed; the first, trial 0",
+                   "max_seq_length 100 is above the backbone's 64 positions",
+                   "trials/trial_0/trial.log")
+    table = json.loads((out / "search.json").read_text())
+    assert [t["status"] for t in table["trials"]] == ["FAILED", "FAILED"]
+    assert not (out / "model.keras").exists() and not (out / "config.json").exists()

@@ -141,3 +141,39 @@ def test_an_inside_optimum_or_no_extend_runs_the_grid_only(stub_search, tmp_path
     assert _rates(kept_edge) == [1e-4, 3e-4, 1e-3]
     assert (kept_edge["optimum"]["position"], kept_edge["optimum"]["extended"]) == ("edge", None)
     assert "may lie beyond" in kept_edge["optimum"]["summary"]
+
+
+def test_a_resumed_search_keeps_its_stored_grid_seeds_and_trial_list(stub_search, tmp_path):
+    """--resume alone continues the grid search.json stored (not the
+    recipe's); another grid or seed count is refused naming both; the
+    stored seed is kept whatever --seed says now."""
+    from kerasbert.errors import UsageError
+
+    first = stub_search(tmp_path, (1e-4, 3e-4), 3e-4, extend=False)
+    out = tmp_path / "out"
+    table = json.loads((out / "search.json").read_text())
+    assert table["grid"] == {"learning_rate": [1e-4, 3e-4], "batch_size": [16],
+                             "epochs": [2]}
+    assert table["seed"] == 12345 and table["restarts"] == 1
+    assert table["trial_list"] == [
+        {"learning_rate": 1e-4, "batch_size": 16, "epochs": 2, "seed": 12345},
+        {"learning_rate": 3e-4, "batch_size": 16, "epochs": 2, "seed": 12345}]
+    # --resume alone: the stored grid, nothing run again (not the recipe's 25 trials).
+    config = FinetuneConfig(task="csv:train.csv", output_dir=str(out), backbone="b.keras",
+                            vocab="vocab.txt", seed=7)
+    again = search.run_search(config, [], resume=True, extend=False)
+    assert _rates(again) == _rates(first) and again["grid"]["learning_rate"] == (1e-4, 3e-4)
+    assert json.loads((out / "search.json").read_text())["seed"] == 12345
+    before = (out / "search.json").read_text()
+    for items, restarts, fragments in (
+            (["lr=1e-3,3e-4"], None, ["lr=0.0001,0.0003 batch=16 epochs=2", "lr=0.001,0.0003"]),
+            (["epochs=3"], None, ["epochs=2", "asks for epochs=3"]),
+            ([], 2, ["1 seed(s)", "--restarts asks for 2"])):
+        with pytest.raises(UsageError) as refused:
+            search.run_search(config, items, restarts=restarts, resume=True, extend=False)
+        assert all(f in str(refused.value) for f in fragments), str(refused.value)
+        assert (out / "search.json").read_text() == before
+    # The same grid given again is the same search.
+    same = search.run_search(config, ["lr=1e-4,3e-4", "batch=16", "epochs=2"], resume=True,
+                             extend=False)
+    assert _rates(same) == _rates(first)
