@@ -100,11 +100,13 @@ class QuestionAnswererPreprocessor(TaskPreprocessor):
 
     Tokenizing and windowing run in a parallel `tf.data` map over chunks of
     examples; one example becomes one or more windows (`unbatch`), so a
-    batch holds `batch_size` windows, not questions. With `shuffle` the
-    examples are shuffled every epoch by the seed and each keeps its
-    windows together; the windows of lists with answers are counted first
-    (one tokenizing pass, once per `fit`), which sizes the epoch and the
-    recipe's schedule.
+    batch holds `batch_size` windows, not questions. The windows of lists
+    with answers are counted first (one tokenizing pass, once per `fit`),
+    which sizes the epoch and the recipe's schedule; with `shuffle` they are
+    cut once, kept in memory and shuffled every epoch by the seed, as the
+    `--features` path shuffles its windows, so both train on the same
+    batches. Lists without answers shuffle the examples (each keeps its
+    windows together); a `tf.data` dataset is taken in its own order.
 
     Args:
         doc_stride, max_query_length: windowing (128, 64).
@@ -301,11 +303,11 @@ class QuestionAnswererPreprocessor(TaskPreprocessor):
             columns = self._columns(x, y)
             labels = y is not None
             examples = tf.data.Dataset.from_tensor_slices(columns)
-            if shuffle:
-                examples = examples.shuffle(len(columns["index"]), seed=seed,
-                                            reshuffle_each_iteration=True)
             if labels:
                 num_windows = self.count_windows(columns["question"], columns["context"])
+            elif shuffle:
+                examples = examples.shuffle(len(columns["index"]), seed=seed,
+                                            reshuffle_each_iteration=True)
 
         def split(chunk):
             features = {name: chunk[name] for name in MODEL_INPUTS}
@@ -314,6 +316,11 @@ class QuestionAnswererPreprocessor(TaskPreprocessor):
             return features, {name: chunk[name] for name in LABELS}
 
         windows = self._windows(examples, batch_size, labels).map(split).unbatch()
+        if shuffle and num_windows is not None:
+            # Every window of the set, shuffled by the seed: the order of
+            # `make_dataset` over the same windows as --features.
+            windows = windows.cache().shuffle(num_windows, seed=seed,
+                                              reshuffle_each_iteration=True)
         dataset = windows.batch(batch_size)
         if num_windows is not None:
             dataset = dataset.apply(tf.data.experimental.assert_cardinality(

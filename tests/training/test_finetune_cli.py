@@ -85,14 +85,23 @@ def test_classification_learns_and_writes_outputs(setup, tmp_path):
     assert evaluation["metrics"]["accuracy"] == metrics["accuracy"]
 
 
-def test_cached_features_train_like_raw_text(setup, tmp_path, capsys):
+@pytest.mark.parametrize("kind", ["classification", "qa"])
+def test_cached_features_train_like_raw_text(setup, tmp_path, capsys, kind):
+    if kind == "qa":  # several windows per question: they are shuffled, not the questions
+        task = f"squad_json:{squad_json(tmp_path / 'train.json', 40, 0)}"
+        length = ["--max-seq-length", "16", "--max-query-length", "6", "--doc-stride", "4"]
+    else:
+        task, length = f"csv:{setup['train']}", ["--max-seq-length", "24"]
     features = tmp_path / "features"
-    assert main(["create-finetuning-data", "--task", f"csv:{setup['train']}",
-                 "--vocab", setup["vocab"], "--max-seq-length", "24",
+    assert main(["create-finetuning-data", "--task", task, "--vocab", setup["vocab"], *length,
                  "--splits", "train", "--output-dir", str(features)]) == 0
+    if kind == "qa":
+        assert json.load(open(features / "metadata.json"))["splits"]["train"]["num_features"] > 40
     raw, cached = tmp_path / "raw", tmp_path / "cached"
-    assert main(finetune_args(setup, raw, "--task", f"csv:{setup['train']}", "--epochs", "2")) == 0
-    assert main(finetune_args(setup, cached, "--features", str(features), "--epochs", "2")) == 0
+    for out, data in ((raw, ["--task", task, *length[2:]]), (cached, ["--features", str(features)])):
+        args = finetune_args(setup, out, *data, "--epochs", "2")
+        args[args.index("--max-seq-length") + 1] = length[1]
+        assert main(args) == 0
     raw_history = json.load(open(raw / "metrics.json"))["history"]
     cached_history = json.load(open(cached / "metrics.json"))["history"]
     # One path: `finetune` fits raw text through the model's preprocessor, and the
