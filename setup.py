@@ -47,6 +47,16 @@ setup(
         # more in the environment (3.7% of the install), so an extra; the
         # test extra includes it (`make test` tests the Beam path).
         "beam": ["apache-beam~=2.77.0"],
+        # `--runner dataflow`: Beam's Google Cloud extra (Cloud Storage, the
+        # Dataflow client). Beam's gcp extra wants google-auth-httplib2<0.3,
+        # which constraints.txt pins at 0.4.4: install it without that pin
+        # (README, "Pretraining data at corpus scale").
+        "dataflow": ["apache-beam[gcp]~=2.77.0"],
+        # `--runner flink|spark` (Beam's portable runners): the Python side
+        # needs only the SDK; the job server is Beam's Java/Docker program
+        # and the workers run the SDK container or beam/boot.sh.
+        "flink": ["apache-beam~=2.77.0"],
+        "spark": ["apache-beam~=2.77.0"],
         # Peers used for checkpoint conversion and parity tests.
         "interop": ["tf-models-official~=2.20.0", "tf-keras~=2.20.0"],
         "test": [

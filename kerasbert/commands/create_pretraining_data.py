@@ -40,8 +40,10 @@ def add_arguments(parser):
         "--vocab", required=True,
         help="Tokenizer files: a WordPiece vocab.txt (BERT), a SentencePiece .model "
         "(ALBERT), or a directory with vocab.json + merges.txt (byte-level BPE, RoBERTa; "
-        "--objective none).")
-    parser.add_argument("--output-dir", required=True, help="Folder for shards + metadata.json.")
+        "--objective none). A Beam --runner also reads it from gs://, s3:// and hdfs://.")
+    parser.add_argument("--output-dir", required=True,
+                        help="Folder for shards + metadata.json (a Beam --runner also writes "
+                        "to gs://, s3:// and hdfs://).")
     parser.add_argument("--max-seq-length", dest="sequence_length", type=int, default=128)
     parser.add_argument("--max-predictions-per-seq", type=int, default=20)
     parser.add_argument("--masked-lm-prob", type=float, default=0.15)
@@ -69,11 +71,15 @@ def add_arguments(parser):
                         default="auto",
                         help="Text file layout; auto detects plain paragraphs.")
     parser.add_argument(
-        "--runner", choices=("local", "direct", "flink", "spark", "dataflow"), default="local",
-        help="local (default): this machine, --workers processes. direct|flink|spark|dataflow: "
-        "an Apache Beam pipeline running the same code (the same records); the runner's own "
-        "options follow a lone --, e.g. `-- --project=P --region=R --temp_location=gs://B/tmp`. "
-        "With direct, --workers sets the worker processes.")
+        "--runner", choices=("local", "direct", "portable", "flink", "spark", "dataflow"),
+        default="local",
+        help="local (default): this machine, --workers processes. "
+        "direct|portable|flink|spark|dataflow: an Apache Beam pipeline running the same code "
+        "(the same records); the runner's own options follow a lone --, e.g. "
+        "`-- --project=P --region=R --temp_location=gs://B/tmp`. With direct, --workers sets "
+        "the worker processes. The workers of portable, flink, spark and dataflow start bare: "
+        "the pipeline stages a wheel of this kerasbert (--extra_package) and carries the "
+        "tokenizer's files by value (README: Pretraining data at corpus scale).")
     parser.add_argument("pipeline_args", nargs="*", metavar="-- PIPELINE_OPTION",
                         help="Options of the Beam runner, after --.")
     parser.add_argument("--overwrite", action="store_true",

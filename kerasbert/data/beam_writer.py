@@ -1,7 +1,7 @@
 """Pretraining data at corpus scale: the local writer's chunks on Apache Beam.
 
-`create-pretraining-data --runner direct|flink|spark|dataflow` runs this
-pipeline. It executes the same unit of work as `--runner local`
+`create-pretraining-data --runner direct|portable|flink|spark|dataflow`
+runs this pipeline. It executes the same unit of work as `--runner local`
 (kerasbert.data.chunks: chunk boundaries and seeds depend only on each
 input's content), so both write the same multiset of tf.train.Examples
 byte for byte; only their order differs.
@@ -29,6 +29,13 @@ folder, which no reader looks at and the next writer removes; earlier
 output is untouched until the commit. Shard bytes depend only on the
 inputs and settings, not on the runner or the number of workers.
 
+Workers of every runner but `direct` start bare (other machines or
+containers): the pipeline stages a wheel of this kerasbert
+(--extra_package) and carries the tokenizer's files by value; inputs,
+--vocab and --output-dir may be on any Beam file system (gs://, s3://,
+hdfs://). See kerasbert.data.beam_shipping and beam/ (the boot script of a
+PROCESS environment, the SDK container's Dockerfile).
+
 A source is a whole file: a Beam run parallelises over input files (the
 usual sharded corpus; split one huge file first, e.g. `split -n l/64`) and
 over TFDS example ranges. Memory: a worker holds one chunk and at most
@@ -45,7 +52,9 @@ import io
 import json
 import os
 import re
+import shutil
 import struct
+import tempfile
 import time
 import uuid
 
@@ -53,9 +62,13 @@ import apache_beam as beam
 from apache_beam.io.filesystems import CompressionTypes
 from apache_beam.io.filesystems import FileSystems
 from apache_beam.options.pipeline_options import PipelineOptions
+from apache_beam.options.pipeline_options import PortableOptions
 from apache_beam.transforms.window import GlobalWindows
 
 from kerasbert.data import metadata as meta_lib
+from kerasbert.data import beam_shipping
+from kerasbert.data.beam_shipping import TokenizerFiles
+from kerasbert.data.beam_shipping import build_wheel
 from kerasbert.data.chunks import CHUNK_DOCS
 from kerasbert.data.chunks import ChunkMaker
 from kerasbert.data.chunks import input_chunks
@@ -70,17 +83,25 @@ from kerasbert.errors import UsageError
 
 BEAM_RUNNERS = {
     "direct": "DirectRunner",
+    "portable": "PortableRunner",
     "flink": "FlinkRunner",
     "spark": "SparkRunner",
     "dataflow": "DataflowRunner",
 }
-# Options a runner cannot do without (Beam would otherwise start an embedded
-# cluster by downloading a job server, or fail late on the service).
+# Options a runner cannot do without, one of each group (Beam would otherwise
+# start an embedded cluster by downloading a job server, or fail late on the
+# service).
 REQUIRED_OPTIONS = {
-    "flink": ("flink_master",),
-    "spark": ("spark_master_url",),
-    "dataflow": ("project", "region", "temp_location"),
+    "portable": (("job_endpoint",),),
+    "flink": (("flink_master", "job_endpoint"),),
+    "spark": (("spark_master_url", "job_endpoint"),),
+    "dataflow": (("project",), ("region",), ("temp_location",)),
 }
+# Runners whose workers start bare: the pipeline stages kerasbert (a wheel)
+# and carries the tokenizer by value (kerasbert.data.beam_shipping).
+SHIPPING_RUNNERS = ("portable", "flink", "spark", "dataflow")
+# Where the portable runners start their SDK workers (--environment_type).
+ENVIRONMENT_TYPES = ("DOCKER", "PROCESS", "EXTERNAL", "LOOPBACK")
 TFDS_RANGE = 64 * CHUNK_DOCS  # Examples per TFDS source (a multiple of CHUNK_DOCS).
 FLUSH_BYTES = 64 << 20  # Records a worker holds before writing pieces.
 PIECE_READ_BYTES = 1 << 20  # Read block per piece while merging a shard.
@@ -101,23 +122,77 @@ def _option_given(args, name):
     return any(a == f"--{name}" or a.startswith(f"--{name}=") for a in args)
 
 
-def pipeline_options(runner, workers, pipeline_args):
+def _option_value(args, name):
+    for i, a in enumerate(args):
+        if a.startswith(f"--{name}="):
+            return a.split("=", 1)[1]
+        if a == f"--{name}" and i + 1 < len(args):
+            return args[i + 1]
+    return None
+
+
+def _check_environment(runner, args):
+    """UsageError for an SDK worker environment a portable runner cannot
+    start (Beam would fail late, with a traceback)."""
+    portable = PipelineOptions(args).view_as(PortableOptions)
+    kind = portable.environment_type or "DOCKER"
+    if kind not in ENVIRONMENT_TYPES:
+        raise UsageError(f"--environment_type={kind}: expected one of "
+                         f"{', '.join(ENVIRONMENT_TYPES)} (--runner {runner}).")
+    config = portable.environment_config
+    if kind == "PROCESS":
+        example = "--environment_config='{\"command\": \"/opt/kerasbert/beam/boot.sh\"}'"
+        if config:
+            try:
+                command = json.loads(config).get("command")
+            except (ValueError, AttributeError):
+                raise UsageError(f"--environment_config for PROCESS is JSON naming the worker's "
+                                 f"boot command, e.g. {example}; got {config!r}.") from None
+        else:
+            command = portable.lookup_environment_option("process_command")
+        if not command:
+            raise UsageError(f"--environment_type=PROCESS needs the worker's boot command: "
+                             f"{example}.")
+    if kind == "EXTERNAL" and not config and not portable.lookup_environment_option(
+            "external_service_address"):
+        raise UsageError("--environment_type=EXTERNAL needs the worker pool's address: "
+                         "--environment_config=HOST:PORT.")
+    if kind == "LOOPBACK" and config:
+        raise UsageError("--environment_type=LOOPBACK takes no --environment_config.")
+    return kind
+
+
+def pipeline_options(runner, workers, pipeline_args, staging_dir=None):
     """Beam PipelineOptions for --runner; UsageError naming a missing
-    package or option of that runner."""
+    package or option of that runner. For a runner whose workers start bare
+    (SHIPPING_RUNNERS) a wheel of kerasbert is written into `staging_dir`
+    and staged with --extra_package (except for LOOPBACK workers, which are
+    this process)."""
     args = list(pipeline_args)
     if _option_given(args, "runner"):
-        raise UsageError("give the runner as --runner (direct, flink, spark, dataflow), "
-                         "not as a pipeline option.")
-    for name in REQUIRED_OPTIONS.get(runner, ()):
-        if not _option_given(args, name):
+        raise UsageError("give the runner as --runner (direct, portable, flink, spark, "
+                         "dataflow), not as a pipeline option.")
+    for group in REQUIRED_OPTIONS.get(runner, ()):
+        if not any(_option_given(args, name) for name in group):
+            named = " or ".join(f"--{name}=..." for name in group)
             raise UsageError(
-                f"--runner {runner} needs the pipeline option --{name}=... "
-                f"(pass it after the other flags: -- --{name}=VALUE).")
+                f"--runner {runner} needs the pipeline option {named} "
+                f"(pass it after the other flags: -- --{group[0]}=VALUE).")
     if runner == "dataflow":
         if not _installed("google.cloud.storage"):  # apache-beam[gcp]
             raise UsageError(
                 "--runner dataflow needs apache-beam's Google Cloud extra, which is not "
-                "installed: pip install 'apache-beam[gcp]'.")
+                "installed: pip install 'kerasbert[dataflow]' (apache-beam[gcp]).")
+    environment = None
+    if runner in ("portable", "flink", "spark"):
+        environment = _check_environment(runner, args)
+        if runner == "flink" and _option_value(args, "flink_master") in ("[local]", "[auto]") \
+                and not _option_given(args, "environment_type"):
+            environment = "LOOPBACK"  # Beam's default for an embedded Flink
+    if runner in SHIPPING_RUNNERS and environment != "LOOPBACK":
+        if staging_dir is None:
+            raise ValueError(f"--runner {runner} stages kerasbert: give a staging_dir")
+        args.append(f"--extra_package={build_wheel(staging_dir)}")
     if runner == "direct":
         if not _option_given(args, "direct_num_workers"):
             args.append(f"--direct_num_workers={workers}")
@@ -258,10 +333,16 @@ class MakePieces(beam.DoFn):
     """Sources -> piece files of keyed, framed records, per shard.
 
     Main output: (shard, (piece path, count)); tagged "documents": the
-    number of documents of each source."""
+    number of documents of each source.
 
-    def __init__(self, config, text_field, input_format, temp_dir, num_shards):
-        self.config = config
+    The tokenizer comes by value (`tokenizer`, a beam_shipping.TokenizerFiles):
+    each worker writes its files into a temporary folder of its own, so
+    no worker reads the driver's --vocab path (config["vocab_file"] is not
+    sent)."""
+
+    def __init__(self, config, tokenizer, text_field, input_format, temp_dir, num_shards):
+        self.config = dict(config, vocab_file=None)
+        self.tokenizer = tokenizer
         self.text_field, self.input_format = text_field, input_format
         self.temp_dir, self.num_shards = temp_dir, num_shards
 
@@ -272,7 +353,14 @@ class MakePieces(beam.DoFn):
         with contextlib.suppress(RuntimeError):  # TF already running here
             tf.config.threading.set_intra_op_parallelism_threads(1)
             tf.config.threading.set_inter_op_parallelism_threads(1)
-        self.maker = ChunkMaker(self.config)
+        self.tokenizer_dir = tempfile.mkdtemp(prefix="kerasbert-tokenizer-")
+        vocab = self.tokenizer.write(self.tokenizer_dir)
+        self.maker = ChunkMaker(dict(self.config, vocab_file=vocab))
+
+    def teardown(self):
+        folder = getattr(self, "tokenizer_dir", None)
+        if folder:
+            shutil.rmtree(folder, ignore_errors=True)
 
     def start_bundle(self):
         self.buffers = [[] for _ in range(self.num_shards)]
@@ -345,11 +433,12 @@ def _write_json(value, path):
     _write_file(path, json.dumps(value).encode("utf-8"))
 
 
-def build_pipeline(pipeline, run, sources, temp_dir, names):
-    """Adds the pipeline's transforms to `pipeline` (see the module doc)."""
+def build_pipeline(pipeline, run, sources, temp_dir, names, tokenizer):
+    """Adds the pipeline's transforms to `pipeline` (see the module doc);
+    `tokenizer`: the run's TokenizerFiles."""
     o = run.options
-    make = MakePieces(run.config, o["text_field"], o["input_format"], temp_dir,
-                                 len(names))
+    make = MakePieces(run.config, tokenizer, o["text_field"], o["input_format"], temp_dir,
+                      len(names))
     made = (
         pipeline
         | "Sources" >> beam.Create(sources)
@@ -385,10 +474,40 @@ def _worker_error(err):
 
 def write(run, output_dir, *, overwrite=False, pipeline_args=(), progress=True):
     """Runs the pipeline for a pretraining_run.Run; commits the shards and writes
-    metadata.json. Returns the metadata dict."""
+    metadata.json. Returns the metadata dict.
+
+    run.config["vocab_file"] is read here, on the driver, once: the workers
+    get the tokenizer's files by value (beam_shipping.TokenizerFiles)."""
+    with tempfile.TemporaryDirectory(prefix="kerasbert-staging-") as staging:
+        return _write(run, output_dir, staging, overwrite, pipeline_args)
+
+
+def driver_copy(vocab, pipeline_args=()):
+    """beam_shipping.driver_copy with Beam's file systems configured by the
+    pipeline options first (--hdfs_host, --s3_region_name, ...): the
+    driver reads --vocab and lists --input before the pipeline exists."""
+    FileSystems.set_options(PipelineOptions(list(pipeline_args)))
+    return beam_shipping.driver_copy(vocab)
+
+
+def _beam_pipeline(options):
+    """beam.Pipeline(options); Beam's own checks of the options (a runner's
+    missing or conflicting options) as one-line UsageErrors."""
+    try:
+        return beam.Pipeline(options=options)
+    except ValueError as err:
+        lines = [line.strip() for line in str(err).splitlines() if line.strip()]
+        if len(lines) > 1 and lines[0].lower().startswith("pipeline has validation"):
+            lines = lines[1:]
+        raise UsageError(f"pipeline options: {lines[0] if lines else err}") from None
+
+
+def _write(run, output_dir, staging, overwrite, pipeline_args):
     o = run.options
     runner = o["runner"]
-    options = pipeline_options(runner, o["workers"], pipeline_args)
+    options = pipeline_options(runner, o["workers"], pipeline_args, staging_dir=staging)
+    FileSystems.set_options(options)  # --hdfs_host, --s3_region_name, ... for the driver
+    tokenizer = TokenizerFiles.read(run.config["vocab_file"])
     output_dir = output_dir.rstrip("/")
     _check_paths(runner, run.inputs, output_dir)
     sources = match_sources(run.inputs, o["text_field"])
@@ -410,9 +529,11 @@ def write(run, output_dir, *, overwrite=False, pipeline_args=(), progress=True):
     temp_dir = f"{output_dir}/.beam.tmp-{uuid.uuid4().hex}"
     started = time.time()
     try:
+        if tokenizer.size > beam_shipping.INLINE_BYTES:
+            tokenizer = tokenizer.stage(f"{temp_dir}/tokenizer")
         try:
-            with beam.Pipeline(options=options) as pipeline:
-                build_pipeline(pipeline, run, sources, temp_dir, names)
+            with _beam_pipeline(options) as pipeline:
+                build_pipeline(pipeline, run, sources, temp_dir, names, tokenizer)
         except UsageError:
             raise
         except Exception as err:

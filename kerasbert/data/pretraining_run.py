@@ -22,7 +22,7 @@ from kerasbert.text.families import special_ids
 from kerasbert.version import __version__
 
 
-RUNNERS = ("local", "direct", "flink", "spark", "dataflow")
+RUNNERS = ("local", "direct", "portable", "flink", "spark", "dataflow")
 
 
 class Run:

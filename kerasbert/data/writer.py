@@ -40,6 +40,7 @@ from kerasbert.data import metadata as meta_lib
 from kerasbert.data.chunks import ChunkMaker
 from kerasbert.data.chunks import input_chunks
 from kerasbert.data.chunks import split_framed
+from kerasbert.data.pretraining_run import RUNNERS
 from kerasbert.data.pretraining_run import Run
 from kerasbert.data.pretraining_run import check_output_dir
 from kerasbert.data.pretraining_run import check_produced
@@ -231,31 +232,38 @@ def create_pretraining_data(
     next_sentence_labels [1] unless objective="none".
 
     runner: "local" (this process and a pool of `workers`) or a Beam runner
-    ("direct", "flink", "spark", "dataflow"; kerasbert.data.beam_writer,
-    which also takes GCS/S3 paths and the runner's own `pipeline_args`).
+    ("direct", "portable", "flink", "spark", "dataflow";
+    kerasbert.data.beam_writer, which also takes inputs, vocab_file and
+    output_dir on gs://, s3://, hdfs:// and the runner's own
+    `pipeline_args`).
     Every runner writes the same multiset of records for the same inputs
     and seed. Raises UsageError on bad options or inputs, before writing
     anything.
     """
-    run = Run(
-        inputs, vocab_file, sequence_length=sequence_length,
+    settings = dict(
+        sequence_length=sequence_length,
         max_predictions_per_seq=max_predictions_per_seq, masked_lm_prob=masked_lm_prob,
         dupe_factor=dupe_factor, short_seq_prob=short_seq_prob, random_seed=random_seed,
         lower_case=lower_case, whole_word_mask=whole_word_mask, objective=objective,
         masking=masking, num_shards=num_shards, workers=workers, gzip=gzip,
         text_field=text_field, input_format=input_format, runner=runner)
-    if runner != "local":
+    if runner != "local" and runner in RUNNERS:
         if importlib.util.find_spec("apache_beam") is None:
             raise UsageError(
                 f"--runner {runner} needs the package apache-beam, which is not installed: "
                 "pip install -c constraints.txt apache-beam.")
         from kerasbert.data import beam_writer  # lazy: apache_beam
 
-        return beam_writer.write(run, output_dir, overwrite=overwrite,
-                                 pipeline_args=list(pipeline_args), progress=progress)
+        # The tokenizer is read once, here (also from gs://, s3://, ...); the
+        # pipeline's workers get its files by value.
+        with beam_writer.driver_copy(vocab_file, pipeline_args) as vocab:
+            run = Run(inputs, vocab, **settings)
+            return beam_writer.write(run, output_dir, overwrite=overwrite,
+                                     pipeline_args=list(pipeline_args), progress=progress)
+    run = Run(inputs, vocab_file, **settings)
     if pipeline_args:
         raise UsageError(f"pipeline options {' '.join(pipeline_args)} need a Beam --runner "
-                         "(direct, flink, spark, dataflow), not local.")
+                         "(direct, portable, flink, spark, dataflow), not local.")
     files = expand_inputs(inputs)
     check_inputs(files, text_field)
     check_text_files(files)  # not UTF-8, or no text: refused before anything is written
