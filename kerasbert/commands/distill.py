@@ -50,7 +50,9 @@ def config_from_args(args):
 def run(args):
     config = config_from_args(args)
     from kerasbert.training.distill import run_distillation  # lazy: tensorflow
+    from kerasbert.training.strategies import check_devices
 
+    check_devices(config.strategy, config.logical_cpus)  # mirrored without GPUs: before the lock
     try:
         with output_lock(args.output_dir, kind="folder", flag="--output-dir"):
             result = run_distillation(config)

@@ -31,10 +31,12 @@ def run(args):
     config = FinetuneConfig(**fields)
     config.validate()  # flags are checked before TensorFlow loads
     from kerasbert.training.finetune import run_finetuning  # lazy: tensorflow
+    from kerasbert.training.strategies import check_devices  # lazy: tensorflow
+    from kerasbert.training.strategies import chief_from_environment
 
+    check_devices(config.strategy, config.logical_cpus)  # mirrored without GPUs: before the lock
     if args.search is not None or args.resume:
         return _search(args, config)
-    from kerasbert.training.strategies import chief_from_environment  # lazy: tensorflow
 
     # Only the chief writes the run directory, so only it holds the lock
     # (the other workers of a --strategy multi_worker cluster share it).

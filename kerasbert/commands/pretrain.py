@@ -43,8 +43,10 @@ def run(args):
     config = _config_from_args(args)
     # lazy: tensorflow
     from kerasbert.training.pretrain import run_pretraining
+    from kerasbert.training.strategies import check_devices
     from kerasbert.training.strategies import chief_from_environment
 
+    check_devices(config.strategy, config.logical_cpus)  # mirrored without GPUs: before the lock
     # Only the chief writes the run directory, so only it holds the lock
     # (the other workers of a cluster share --output-dir).
     lock = (output_lock(args.output_dir, kind="folder", flag="--output-dir")

@@ -3,11 +3,18 @@
 import keras
 from keras import ops
 
-from kerasbert.preprocessing.multiple_choice_preprocessor import MultipleChoicePreprocessor
 from kerasbert.tasks.task import BACKBONE_INPUTS
+from kerasbert.tasks.task import LazyPreprocessorClass
 from kerasbert.tasks.task import Task
 from kerasbert.tasks.task import head_initializer
 from kerasbert.tasks.text_classifier import pre_classifier
+
+
+def _preprocessor_class():
+    # lazy: tensorflow (the preprocessor runs in tf.data; the model runs on any backend)
+    from kerasbert.preprocessing.multiple_choice_preprocessor import MultipleChoicePreprocessor
+
+    return MultipleChoicePreprocessor
 
 
 @keras.saving.register_keras_serializable(package="kerasbert")
@@ -40,7 +47,7 @@ class MultipleChoice(Task):
     `Task.compile`.
     """
 
-    preprocessor_class = MultipleChoicePreprocessor
+    preprocessor_class = LazyPreprocessorClass(_preprocessor_class)
 
     def preprocessor_arguments(self):
         return {"num_choices": self.num_choices}

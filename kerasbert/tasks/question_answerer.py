@@ -3,7 +3,7 @@
 import keras
 from keras import ops
 
-from kerasbert.preprocessing.question_answerer_preprocessor import QuestionAnswererPreprocessor
+from kerasbert.tasks.task import LazyPreprocessorClass
 from kerasbert.tasks.task import Task
 from kerasbert.tasks.task import head_initializer
 
@@ -12,6 +12,13 @@ from kerasbert.tasks.task import head_initializer
 PADDING_LOGIT = -1e4
 OUTPUT_NAMES = ("start_logits", "end_logits")
 LABEL_NAMES = ("start_positions", "end_positions")
+
+
+def _preprocessor_class():
+    # lazy: tensorflow (the preprocessor runs in tf.data; the model runs on any backend)
+    from kerasbert.preprocessing.question_answerer_preprocessor import QuestionAnswererPreprocessor
+
+    return QuestionAnswererPreprocessor
 
 
 @keras.saving.register_keras_serializable(package="kerasbert")
@@ -50,7 +57,7 @@ class QuestionAnswerer(Task):
     `start_logits_accuracy`, `end_logits_accuracy`.
     """
 
-    preprocessor_class = QuestionAnswererPreprocessor
+    preprocessor_class = LazyPreprocessorClass(_preprocessor_class)
 
     def __init__(self, backbone, dropout=0.1, dtype=None, **kwargs):
         super().__init__(backbone, dropout=dropout, dtype=dtype, **kwargs)

@@ -59,6 +59,28 @@ def backbone_inputs(inputs):
     return features
 
 
+class LazyPreprocessorClass:
+    """A task class's `preprocessor_class`, imported on first read.
+
+    The preprocessors run in `tf.data` (tensorflow-text tokenizers), the
+    task models on any Keras backend: a task module names its preprocessor
+    through this, so `import kerasbert.tasks` under JAX or PyTorch never
+    loads TensorFlow. Reading the attribute (`from_preset`, `from_config`
+    of a model saved with a preprocessor, `kerasbert finetune`, export)
+    imports the class, which registers it with Keras.
+
+        preprocessor_class = LazyPreprocessorClass(_preprocessor_class)
+
+    `load`: a function returning the class (its import marked `# lazy:`).
+    """
+
+    def __init__(self, load):
+        self._load = load
+
+    def __get__(self, instance, owner=None):
+        return self._load()
+
+
 def head_initializer(backbone):
     """Truncated normal with the backbone's `initializer_range` (0.02)."""
     return keras.initializers.TruncatedNormal(
@@ -516,6 +538,7 @@ class Task(BackboneModel):
     def from_config(cls, config):
         config = dict(config)
         if isinstance(config.get("preprocessor"), dict):
+            _ = cls.preprocessor_class  # imports the class, so Keras knows its name
             config["preprocessor"] = keras.saving.deserialize_keras_object(config["preprocessor"])
         return super().from_config(config)
 

@@ -3,10 +3,17 @@
 import keras
 from keras import ops
 
-from kerasbert.preprocessing.text_classifier_preprocessor import TextClassifierPreprocessor
 from kerasbert.tasks.pearson_correlation import StreamingPearsonCorrelation
+from kerasbert.tasks.task import LazyPreprocessorClass
 from kerasbert.tasks.task import Task
 from kerasbert.tasks.task import head_initializer
+
+
+def _preprocessor_class():
+    # lazy: tensorflow (the preprocessor runs in tf.data; the model runs on any backend)
+    from kerasbert.preprocessing.text_classifier_preprocessor import TextClassifierPreprocessor
+
+    return TextClassifierPreprocessor
 
 
 def pre_classifier(backbone, dtype):
@@ -70,7 +77,7 @@ class TextClassifier(Task):
             and `StreamingPearsonCorrelation(name="pearson")`.
     """
 
-    preprocessor_class = TextClassifierPreprocessor
+    preprocessor_class = LazyPreprocessorClass(_preprocessor_class)
     label_argument = "num_classes"
 
     def __init__(self, backbone, num_classes, dropout=0.1, dtype=None, **kwargs):

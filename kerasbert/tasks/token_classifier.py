@@ -5,9 +5,16 @@ import keras
 import numpy as np
 from keras import ops
 
-from kerasbert.preprocessing.token_classifier_preprocessor import TokenClassifierPreprocessor
+from kerasbert.tasks.task import LazyPreprocessorClass
 from kerasbert.tasks.task import Task
 from kerasbert.tasks.task import head_initializer
+
+
+def _preprocessor_class():
+    # lazy: tensorflow (the preprocessor runs in tf.data; the model runs on any backend)
+    from kerasbert.preprocessing.token_classifier_preprocessor import TokenClassifierPreprocessor
+
+    return TokenClassifierPreprocessor
 
 
 def first_subtoken_weights(word_ids):
@@ -111,7 +118,7 @@ class TokenClassifier(Task):
 
     decode = staticmethod(decode_word_labels)
 
-    preprocessor_class = TokenClassifierPreprocessor
+    preprocessor_class = LazyPreprocessorClass(_preprocessor_class)
     label_argument = "num_labels"
 
     def num_label_names(self):

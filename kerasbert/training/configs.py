@@ -16,6 +16,7 @@ from kerasbert.io_utils import check_output_kind
 from kerasbert.optimizers.hyperparameters import check_finite
 from kerasbert.optimizers.hyperparameters import check_learning_rate
 from kerasbert.text.families import resolve_tokenizer_path
+from kerasbert.training.strategy_checks import check_strategy
 from kerasbert.optimizers.recipes import get_recipe
 
 PRECISIONS = ("float32", "mixed_bfloat16", "mixed_float16")
@@ -74,6 +75,7 @@ class PretrainConfig:
         if self.resume and self.init_from:
             raise UsageError("--resume and --init-from exclude each other (resume continues this "
                              "run; init-from starts a new run from another one's weights).")
+        check_strategy(self.strategy, self.tpu)  # no TPU, no TF_CONFIG: one line, at once
         resolve_tokenizer_path(self.vocab)  # names a missing file
 
 
@@ -126,6 +128,7 @@ class FinetuneConfig:
         if not self.task:
             self.task = f"features:{self.features}"
         check_finite("--lm-weight", self.lm_weight, low_inclusive=True)
+        check_strategy(self.strategy)  # no TPU, no TF_CONFIG: one line, at once
         for name in ("epochs", "batch_size", "early_stopping"):
             value = getattr(self, name)
             if value is not None and value < 1:
@@ -223,6 +226,7 @@ class DistillConfig:
             raise UsageError("kerasbert distill trains with model.fit, which Keras 3 cannot "
                              "drive under MultiWorkerMirroredStrategy; use auto, cpu, "
                              "mirrored or tpu.")
+        check_strategy(self.strategy, self.tpu)  # no TPU: one line, at once
         for flag, path in (("--vocab", self.vocab), ("--teacher", self.teacher),
                            ("--teacher-pretrainer", self.teacher_pretrainer)):
             if flag == "--teacher" and (handles.is_remote(path) or os.path.isdir(path)):

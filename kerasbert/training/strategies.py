@@ -7,23 +7,26 @@
     resolve_strategy("cpu")           OneDeviceStrategy("/cpu:0")
     resolve_strategy("mirrored")      MirroredStrategy over every GPU, or over
                                       the logical CPU devices when there is
-                                      no GPU (see `split_cpu`)
+                                      no GPU (`split_cpu`, at least 2)
     resolve_strategy("multi_worker")  MultiWorkerMirroredStrategy from TF_CONFIG
     resolve_strategy("tpu", tpu=ADDR) TPUStrategy via TPUClusterResolver
 
 Every strategy is driven by the same custom loop (kerasbert.training.loop);
-the TPU branch differs only in how the strategy is built.
+the TPU branch differs only in how the strategy is built. A strategy the
+machine cannot build (no TPU, no TF_CONFIG, mirrored on one CPU device) is a
+one-line UsageError (`strategy_checks`), never a TensorFlow traceback.
 """
 
-import glob
 import json
 import os
 
 import tensorflow as tf
 
 from kerasbert.errors import UsageError
-
-STRATEGIES = ("auto", "cpu", "mirrored", "multi_worker", "tpu")
+from kerasbert.training.strategy_checks import check_mirrored
+from kerasbert.training.strategy_checks import check_strategy
+from kerasbert.training.strategy_checks import tpu_configured
+from kerasbert.training.strategy_checks import tpu_vm
 
 
 def split_cpu(num_devices):
@@ -43,27 +46,40 @@ def split_cpu(num_devices):
                          f"initialised ({err}).") from err
 
 
-def _tpu_vm():
-    """A TPU VM (Cloud TPU v4+, Colab's TPU runtime) shows its chips as
-    /dev/accel* (or /dev/vfio on newer ones) and sets no TPU_NAME."""
-    return bool(glob.glob("/dev/accel*")) or os.path.isdir("/dev/vfio") and bool(
-        os.environ.get("TPU_ACCELERATOR_TYPE"))
+def _configured_cpus():
+    """The logical CPU devices `split_cpu` asked for (1 when it did not),
+    read without initialising TensorFlow's devices."""
+    cpu = tf.config.list_physical_devices("CPU")[0]
+    return len(tf.config.get_logical_device_configuration(cpu) or ()) or 1
 
 
-def _tpu_configured(tpu):
-    return bool(tpu or os.environ.get("TPU_NAME") or os.environ.get("COLAB_TPU_ADDR")
-                or _tpu_vm())
+def check_devices(name, logical_cpus=None):
+    """The part of the strategy checks that needs TensorFlow's device list
+    (`strategy_checks.check_mirrored`): physical devices only, so it may run
+    before `split_cpu`. `logical_cpus`: the run's --logical-cpus (None: what
+    `split_cpu` configured)."""
+    if name == "mirrored":
+        cpus = _configured_cpus() if logical_cpus is None else logical_cpus
+        check_mirrored(len(tf.config.list_physical_devices("GPU")), cpus)
 
 
 def _tpu_strategy(tpu):
     # `tpu` is a gRPC address, a TPU name, or "local" (TPU VM); None lets the
     # resolver read TPU_NAME / COLAB_TPU_ADDR.
-    if tpu is None and _tpu_vm() and not (os.environ.get("TPU_NAME")
-                                          or os.environ.get("COLAB_TPU_ADDR")):
+    if tpu is None and tpu_vm() and not (os.environ.get("TPU_NAME")
+                                         or os.environ.get("COLAB_TPU_ADDR")):
         tpu = "local"
-    resolver = tf.distribute.cluster_resolver.TPUClusterResolver(tpu=tpu)
-    tf.config.experimental_connect_to_cluster(resolver)
-    tf.tpu.experimental.initialize_tpu_system(resolver)
+    named = tpu or os.environ.get("TPU_NAME") or os.environ.get("COLAB_TPU_ADDR") or "local"
+    try:
+        resolver = tf.distribute.cluster_resolver.TPUClusterResolver(tpu=tpu)
+        tf.config.experimental_connect_to_cluster(resolver)
+        tf.tpu.experimental.initialize_tpu_system(resolver)
+    except (ValueError, RuntimeError, OSError, tf.errors.OpError) as err:
+        # e.g. "Please provide a TPU Name", a name the Cloud TPU API does not
+        # know, a TensorFlow build without TPU kernels ("TPUs not found").
+        first = (str(err).strip().splitlines() or [type(err).__name__])[0]
+        raise UsageError(f"--strategy tpu: cannot start the TPU {named!r}: "
+                         f"{first[:300]}") from None
     return tf.distribute.TPUStrategy(resolver)
 
 
@@ -76,21 +92,14 @@ def _mirrored_strategy():
 
 
 def _multi_worker_strategy():
-    if "TF_CONFIG" not in os.environ:
-        raise UsageError("--strategy multi_worker needs the TF_CONFIG environment "
-                         "variable (cluster spec and this worker's task).")
-    try:
-        json.loads(os.environ["TF_CONFIG"])
-    except ValueError as err:
-        raise UsageError(f"TF_CONFIG is not valid JSON: {err}") from err
     return tf.distribute.MultiWorkerMirroredStrategy()
 
 
 def resolve_strategy(name="auto", tpu=None):
     """A `tf.distribute.Strategy` for a --strategy name (see module doc)."""
-    if name not in STRATEGIES:
-        raise UsageError(f"--strategy {name!r}: expected one of {', '.join(STRATEGIES)}.")
-    if name == "tpu" or (name == "auto" and _tpu_configured(tpu)):
+    check_strategy(name, tpu)
+    check_devices(name)
+    if name == "tpu" or (name == "auto" and tpu_configured(tpu)):
         return _tpu_strategy(tpu)
     if name == "multi_worker":
         return _multi_worker_strategy()
