@@ -13,17 +13,10 @@ import pytest
 from bench_loader import BENCH_DIR
 from bench_loader import load_bench
 
-HIDE_TENSORFLOW = """
-import importlib.abc, runpy, sys
+from kerasbert.testing.without_tensorflow import HIDE_TENSORFLOW
 
-class _NotInstalled(importlib.abc.MetaPathFinder):
-    def find_spec(self, name, path, target=None):
-        if name.partition(".")[0] in ("tensorflow", "tensorflow_text", "keras_hub"):
-            raise ModuleNotFoundError(f"No module named {name!r} (hidden by the test)",
-                                      name=name)
-        return None
-
-sys.meta_path.insert(0, _NotInstalled())
+RUN_HIDDEN = HIDE_TENSORFLOW + """
+import runpy
 sys.argv = sys.argv[1:]
 runpy.run_path(sys.argv[0], run_name="__main__")
 """
@@ -39,7 +32,7 @@ def test_smoke_runs_every_section_without_tensorflow(tmp_path):
     env = {k: v for k, v in os.environ.items() if k not in ("PYTHONPATH", "XLA_FLAGS")}
     env.update(KERAS_BACKEND="jax")
     done = subprocess.run(
-        [sys.executable, "-c", HIDE_TENSORFLOW, str(BENCH_DIR / "accelerator_check.py"),
+        [sys.executable, "-c", RUN_HIDDEN, str(BENCH_DIR / "accelerator_check.py"),
          "--smoke", "--out", str(out), "--peak-tflops", "0.01"],
         cwd=tmp_path, env=env, capture_output=True, text=True, timeout=600)
     assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]

@@ -13,20 +13,9 @@ import sys
 
 import numpy as np
 
-BLOCK = """
-import importlib.abc, sys
+from kerasbert.testing.without_tensorflow import HIDE_TENSORFLOW
 
-class _NotInstalled(importlib.abc.MetaPathFinder):
-    def find_spec(self, name, path, target=None):
-        if name.partition(".")[0] in ("tensorflow", "tensorflow_text", "keras_hub"):
-            raise ModuleNotFoundError(f"No module named {name!r} (hidden by the test)",
-                                      name=name)
-        return None
-
-sys.meta_path.insert(0, _NotInstalled())
-"""
-
-SCRIPT = BLOCK + """
+SCRIPT = HIDE_TENSORFLOW + """
 import json
 import keras
 import numpy as np
