@@ -37,6 +37,8 @@ setup(
         # Task metrics (seqeval entity F1, sklearn's MCC/F1, scipy's
         # Spearman), the figures runs write, progress bars of the writers.
         "seqeval",
+        # text2text's BLEU: the field's reference implementation (13a tokenization).
+        "sacrebleu~=2.6.0",
         "scikit-learn",
         "scipy",
         "matplotlib",

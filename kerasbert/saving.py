@@ -19,8 +19,10 @@ import zipfile
 from kerasbert.layers import attention
 from kerasbert.layers import axial_position_embedding
 from kerasbert.layers import block_sparse_attention
+from kerasbert.layers import character_cnn
 from kerasbert.layers import chunked_feed_forward
 from kerasbert.layers import embeddings
+from kerasbert.layers import highway
 from kerasbert.layers import initializers
 from kerasbert.layers import local_attention
 from kerasbert.layers import lsh_attention
@@ -28,33 +30,44 @@ from kerasbert.layers import masked_lm_head
 from kerasbert.layers import pooler
 from kerasbert.layers import position_embedding
 from kerasbert.layers import pre_norm_branch
+from kerasbert.layers import projected_lstm
 from kerasbert.layers import reversible_sequence
+from kerasbert.layers import scalar_mix
 from kerasbert.layers import sentence_head
 from kerasbert.layers import sentence_pooling
+from kerasbert.layers import sinusoidal_position_encoding
 from kerasbert.layers import transformer_block
+from kerasbert.layers import transformer_decoder_block
 from kerasbert.models.albert import albert_backbone
 from kerasbert.models.bert import bert_backbone
 from kerasbert.models.big_bird import big_bird_backbone
 from kerasbert.models.distil_bert import distil_bert_backbone
 from kerasbert.models.electra import electra_backbone
+from kerasbert.models.elmo import elmo_backbone
 from kerasbert.models.gpt import gpt_backbone
 from kerasbert.models.reformer import reformer_backbone
 from kerasbert.models.roberta import roberta_backbone
+from kerasbert.models.transformer import transformer_backbone
 from kerasbert.optimizers import bert_optimizers
 from kerasbert.optimizers import schedules
+from kerasbert.preprocessing import elmo_text_classifier_preprocessor
+from kerasbert.preprocessing import elmo_token_classifier_preprocessor
 from kerasbert.preprocessing import multiple_choice_preprocessor
 from kerasbert.preprocessing import question_answerer_preprocessor
+from kerasbert.preprocessing import text2text_preprocessor
 from kerasbert.preprocessing import text_classifier_preprocessor
 from kerasbert.preprocessing import token_classifier_preprocessor
 from kerasbert.tasks import bert_pretrainer
 from kerasbert.tasks import causal_lm
 from kerasbert.tasks import distiller
 from kerasbert.tasks import electra_pretrainer
+from kerasbert.tasks import elmo_pretrainer
 from kerasbert.tasks import gpt_classifier
 from kerasbert.tasks import multiple_choice
 from kerasbert.tasks import pearson_correlation
 from kerasbert.tasks import question_answerer
 from kerasbert.tasks import sentence_encoder
+from kerasbert.tasks import seq2seq_lm
 from kerasbert.tasks import text_classifier
 from kerasbert.tasks import token_classifier
 from kerasbert.errors import UsageError
@@ -67,8 +80,10 @@ SERIALIZABLE_MODULES = (
     attention,
     axial_position_embedding,
     block_sparse_attention,
+    character_cnn,
     chunked_feed_forward,
     embeddings,
+    highway,
     initializers,
     local_attention,
     lsh_attention,
@@ -76,33 +91,44 @@ SERIALIZABLE_MODULES = (
     pooler,
     position_embedding,
     pre_norm_branch,
+    projected_lstm,
     reversible_sequence,
+    scalar_mix,
     sentence_head,
     sentence_pooling,
+    sinusoidal_position_encoding,
     transformer_block,
+    transformer_decoder_block,
     albert_backbone,
     bert_backbone,
     big_bird_backbone,
     distil_bert_backbone,
     electra_backbone,
+    elmo_backbone,
     gpt_backbone,
     reformer_backbone,
     roberta_backbone,
+    transformer_backbone,
     bert_optimizers,
     schedules,
+    elmo_text_classifier_preprocessor,
+    elmo_token_classifier_preprocessor,
     multiple_choice_preprocessor,
     question_answerer_preprocessor,
+    text2text_preprocessor,
     text_classifier_preprocessor,
     token_classifier_preprocessor,
     bert_pretrainer,
     causal_lm,
     distiller,
     electra_pretrainer,
+    elmo_pretrainer,
     gpt_classifier,
     multiple_choice,
     pearson_correlation,
     question_answerer,
     sentence_encoder,
+    seq2seq_lm,
     text_classifier,
     token_classifier,
 )

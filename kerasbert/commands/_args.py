@@ -32,6 +32,9 @@ COLUMN_FLAGS = (
     ("--is-impossible-column", "is_impossible", "QA v2: true when the question has no answer."),
     ("--choices-columns", "choices", "Multiple choice: comma-separated choice columns "
      "(a,b,c), or one column holding a list."),
+    ("--source-column", "source", "text2text: the text to rewrite (e.g. the sentence to "
+     "translate)."),
+    ("--target-column", "target", "text2text: its rewriting (e.g. the translation)."),
 )
 
 
@@ -49,7 +52,9 @@ def add_task_arguments(parser, require_task=True):
     parser.add_argument(
         "--task", required=require_task, metavar="SPEC",
         help="glue/NAME (cola sst2 mrpc stsb qqp mnli qnli rte wnli), squad, squad_v2, "
-        "conll2003 (TFDS); swag:PATH, csv:PATH, tsv:PATH, jsonl:PATH, conll:PATH, "
+        "conll2003, wmt14_translate/SRC-TGT (TFDS; e.g. wmt14_translate/de-en); "
+        "builtin/reverse_words (text2text, made offline); swag:PATH, csv:PATH, tsv:PATH, "
+        "jsonl:PATH, conll:PATH, "
         "squad_json:PATH (local files, UTF-8: one with a byte that is not UTF-8 is refused, "
         "naming the file and the byte offset; a bare PATH picks the reader by extension).",
     )

@@ -102,7 +102,7 @@ def parse_splits(items, task):
 
 
 def _num_choices(features):
-    x = features.x["input_word_ids"]
+    x = next(iter(features.x.values()))  # input_word_ids (text2text: encoder_token_ids)
     return int(x.shape[1]) if x.ndim == 3 else None
 
 

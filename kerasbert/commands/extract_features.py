@@ -10,7 +10,10 @@ beside --output and renamed when complete. TensorFlow is imported only when
 the command runs.
 
 The backbone flags and loading are shared with `finetune`
-(kerasbert.loading.backbones).
+(kerasbert.loading.backbones). An ELMo biLM (`--preset elmo_original`, or
+`--preset DIR` of its options.json + weights.hdf5) needs no --vocab: it
+reads characters, and its records hold words and its layers
+(`kerasbert.data.elmo_feature_extraction`; --max-seq-length counts words).
 """
 
 import os
@@ -46,9 +49,9 @@ def add_arguments(parser):
                             "--backbone run's own files). " + TOKENIZER_HELP)
     parser.add_argument("--input", required=True,
                         help="UTF-8 text file: one text per line, or a pair as 'text_a ||| text_b'.")
-    parser.add_argument("--layers", default="-1,-2,-3,-4",
+    parser.add_argument("--layers", default=None,
                         help="encoder_outputs indices, comma-separated (-1 = top layer; default "
-                        "-1,-2,-3,-4).")
+                        "-1,-2,-3,-4; ELMo: -1,-2,-3, all of its layers).")
     parser.add_argument("--max-seq-length", dest="sequence_length", type=int, default=128,
                         help="Longer inputs are truncated (the count is reported).")
     parser.add_argument("--batch-size", type=int, default=32)
@@ -69,7 +72,7 @@ def run(args):
     # lazy: numpy
     from kerasbert.data.feature_extraction import check_layers, extract_features, parse_layers
 
-    layers = parse_layers(args.layers)
+    layers = parse_layers(args.layers or "-1,-2,-3,-4")
     # lazy: tensorflow (the tokenizers, the run directory's default --vocab)
     from kerasbert.runs import default_vocab
     from kerasbert.text.families import resolve_tokenizer_path
@@ -87,6 +90,8 @@ def run(args):
         raise UsageError(f"--max-seq-length must be at least 3, got {args.sequence_length}.")
     check_utf8_text([args.input])  # names the byte offset; refuses an input without text
     backbone = load_backbone_from_args(args)
+    if "input_char_ids" in backbone.input:  # ELMo: characters in, words out
+        return _run_elmo(args, backbone)
     num_layers = getattr(backbone, "num_layers", None) or len(backbone.output["encoder_outputs"])
     check_layers(layers, int(num_layers))
 
@@ -103,3 +108,21 @@ def run(args):
         f"to {args.output}; {stats.get('truncated', 0)} truncated to --max-seq-length "
         f"{args.sequence_length}."
     )
+
+
+def _run_elmo(args, backbone):
+    import json
+
+    # lazy: tensorflow (the character ids are made in TensorFlow ops)
+    from kerasbert.data.elmo_feature_extraction import extract_elmo_features
+    from kerasbert.data.feature_extraction import parse_layers
+
+    layers = parse_layers(args.layers or "-1,-2,-3")
+    stats = {}
+    with atomic_file(args.output) as tmp, open(tmp, "w", encoding="utf-8") as out:
+        for record in extract_elmo_features(backbone, read_lines(args.input), layers,
+                                            args.sequence_length, args.batch_size, stats=stats):
+            out.write(json.dumps(record, ensure_ascii=False) + "\n")
+    print(f"Wrote ELMo features of {stats.get('num_texts', 0)} line(s), layers "
+          f"{','.join(map(str, layers))}, to {args.output}; {stats.get('truncated', 0)} cut to "
+          f"--max-seq-length {args.sequence_length} words.")

@@ -11,6 +11,7 @@ from kerasbert.commands._args import columns_from_args
 from kerasbert.commands._args import TOKENIZER_HELP
 from kerasbert.commands._report import print_metrics
 from kerasbert.commands._report import print_outputs
+from kerasbert.errors import UsageError
 from kerasbert.io_utils import output_lock
 from kerasbert.optimizers.recipes import RECIPES
 
@@ -35,6 +36,9 @@ def run(args):
     from kerasbert.training.strategies import chief_from_environment
 
     check_devices(config.strategy, config.logical_cpus)  # mirrored without GPUs: before the lock
+    if (args.search is not None or args.resume) and config.vocab is None:
+        raise UsageError("--search and --resume run models with a tokenizer (--vocab); an ELMo "
+                         "model trains in one run.")
     if args.search is not None or args.resume:
         return _search(args, config)
 
@@ -79,6 +83,9 @@ def add_arguments(parser):
     add("--overwrite", action="store_true",
         help="Replace a model already fine-tuned into --output-dir (refused without it).")
     add("--validation", help="Validation file (same format as the task) or TFDS split name.")
+    add("--freeze-backbone", action="store_true",
+        help="Keep the backbone's weights as loaded and train only the task head (the "
+        "feature-based use; ELMo: its scalar mix of layers trains too).")
     add("--features", help="Train from create-finetuning-data output instead of raw text.")
     by_model = "default: --recipe's, else by the model's family and size (kerasbert info)"
     add("--epochs", type=int, default=None, help=by_model)

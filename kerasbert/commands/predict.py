@@ -11,7 +11,8 @@ HELP = "Run an exported SavedModel on raw text and print its decoded outputs."
 DESCRIPTION = (
     "Loads OUTPUT/<version> with tensorflow + tensorflow_text only and prints "
     "one JSON object per example. Repeat --text (and --text-b, --question, --context) for "
-    "a batch.")
+    "a batch; a text2text model takes --source (or --text) and prints its generated "
+    "target.")
 
 
 def _inputs_from_args(args, names):
@@ -19,6 +20,7 @@ def _inputs_from_args(args, names):
     given = {
         "text": args.text, "text_a": args.text, "text_b": args.text_b,
         "question": args.question, "context": args.context,
+        "source": args.source or args.text,
     }
     inputs = {}
     for name in names:
@@ -29,7 +31,8 @@ def _inputs_from_args(args, names):
             continue
         values = given.get(name)
         if not values:
-            flag = {"text_a": "--text", "text_b": "--text-b"}.get(name, f"--{name.replace('_', '-')}")
+            flag = {"text_a": "--text", "text_b": "--text-b",
+                    "source": "--source (or --text)"}.get(name, f"--{name.replace('_', '-')}")
             raise UsageError(f"This model's inputs are {', '.join(names)}: give {flag}.")
         inputs[name] = values
     sizes = {len(v) for k, v in inputs.items() if k != "choices"}
@@ -99,4 +102,6 @@ def add_arguments(parser):
     parser.add_argument("--question", action="append", help="Question (QA).")
     parser.add_argument("--context", action="append", help="Context (QA, multiple choice).")
     parser.add_argument("--choice", action="append", help="A choice (multiple choice); repeat.")
+    parser.add_argument("--source", action="append",
+                        help="Text to rewrite (text2text: translate, ...); repeat for a batch.")
     return parser

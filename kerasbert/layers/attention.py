@@ -70,6 +70,8 @@ class MultiHeadSelfAttention(keras.layers.Layer):
         num_heads: int. `hidden_dim` must divide evenly by it.
         dropout: float. Dropout on the attention probabilities.
         initializer_range: float.
+        use_bias: bool. Biases on the projections (True, BERT); False for
+            the Transformer's bias-free W^Q, W^K, W^V, W^O.
 
     Call args:
         x: float tensor [B, T, H].
@@ -87,11 +89,15 @@ class MultiHeadSelfAttention(keras.layers.Layer):
         [B, N, T or Q, T] probabilities if asked).
     """
 
-    def __init__(self, num_heads, dropout=0.1, initializer_range=0.02, **kwargs):
+    def __init__(self, num_heads, dropout=0.1, initializer_range=0.02, use_bias=True,
+                 **kwargs):
         super().__init__(**kwargs)
         self.num_heads = num_heads
         self.dropout = dropout
         self.initializer_range = initializer_range
+        # False: projections without biases (the Transformer's W^Q, W^K,
+        # W^V, W^O; Model Garden's Seq2SeqTransformer).
+        self.use_bias = bool(use_bias)
         self.dropout_layer = keras.layers.Dropout(
             dropout, dtype=self.dtype_policy, name="attention_dropout"
         )
@@ -109,12 +115,14 @@ class MultiHeadSelfAttention(keras.layers.Layer):
         init = bert_initializer(self.initializer_range)
         self.qkv_dense = keras.layers.Dense(
             3 * hidden_dim,
+            use_bias=self.use_bias,
             kernel_initializer=init,
             dtype=self.dtype_policy,
             name="qkv",
         )
         self.output_dense = keras.layers.Dense(
             hidden_dim,
+            use_bias=self.use_bias,
             kernel_initializer=init,
             dtype=self.dtype_policy,
             name="attention_output",
@@ -131,26 +139,46 @@ class MultiHeadSelfAttention(keras.layers.Layer):
         return_attention_scores=False,
         query_positions=None,
     ):
-        shape = ops.shape(x)
-        batch, length = shape[0], shape[1]
         # Split (not slice) the fused projection: the gradient of a split is
         # one concat, while each strided slice's gradient materialises a
         # zero-padded [B, T, 3H] tensor (measured: 1.5x slower backward).
         query, key, value = ops.split(self.qkv_dense(x), 3, axis=-1)
-        queries = length
         if query_positions is not None:
             # Only these rows attend (keys and values stay at every
             # position): the output equals the full layer's at those rows.
             query = ops.take_along_axis(
                 query, ops.expand_dims(ops.cast(query_positions, "int32"), -1), axis=1
             )
-            queries = ops.shape(query)[1]
+        query, key, value = (self.split_heads(t) for t in (query, key, value))
+        return self.attend(query, key, value, attention_bias, training=training,
+                           return_attention_scores=return_attention_scores)
+
+    def split_heads(self, x):
+        """[B, T, H] -> [B, T, num_heads, head_dim]."""
+        shape = ops.shape(x)
+        return ops.reshape(x, (shape[0], shape[1], self.num_heads, self.head_dim))
+
+    def project(self, x):
+        """The query, key and value heads of `x` [B, T, H], each
+        [B, T, num_heads, head_dim] (a decoder's cached step projects its new
+        token here and attends to its cache with `attend`)."""
+        return tuple(self.split_heads(t) for t in ops.split(self.qkv_dense(x), 3, axis=-1))
+
+    def attend(self, query, key, value, attention_bias=None, training=None,
+               return_attention_scores=False):
+        """Scaled dot-product attention over heads, then the output
+        projection.
+
+        Args:
+            query: [B, Q, N, D] (unscaled); key, value: [B, S, N, D].
+            attention_bias: float, broadcastable to [B, N, Q, S], or None.
+
+        Returns:
+            [B, Q, H] (and the float32 [B, N, Q, S] probabilities if asked).
+        """
+        shape = ops.shape(query)
         # Scaling the query before the product touches T*D values, not T*T.
-        query = ops.reshape(
-            query, (batch, queries, self.num_heads, self.head_dim)
-        ) * ops.cast(1.0 / math.sqrt(self.head_dim), query.dtype)
-        heads = (batch, length, self.num_heads, self.head_dim)
-        key, value = ops.reshape(key, heads), ops.reshape(value, heads)
+        query = query * ops.cast(1.0 / math.sqrt(self.head_dim), query.dtype)
         scores = ops.einsum("btnd,bsnd->bnts", query, key)
         scores = ops.cast(scores, "float32")
         if attention_bias is not None:
@@ -160,7 +188,7 @@ class MultiHeadSelfAttention(keras.layers.Layer):
             ops.cast(probs, self.compute_dtype), training=training
         )
         context = ops.einsum("bnts,bsnd->btnd", dropped, value)
-        context = ops.reshape(context, (batch, queries, self.hidden_dim))
+        context = ops.reshape(context, (shape[0], shape[1], self.hidden_dim))
         output = self.output_dense(context)
         if return_attention_scores:
             return output, probs
@@ -178,4 +206,70 @@ class MultiHeadSelfAttention(keras.layers.Layer):
                 "initializer_range": self.initializer_range,
             }
         )
+        if not self.use_bias:
+            # Configs with biases stay as they were before the option.
+            config["use_bias"] = False
         return config
+
+
+@keras.saving.register_keras_serializable(package="kerasbert")
+class MultiHeadCrossAttention(MultiHeadSelfAttention):
+    """Attention from one sequence (queries) to another (keys and values):
+    a decoder attending to the encoder's output (Vaswani et al., 2017,
+    "encoder-decoder attention").
+
+    The same computation as `MultiHeadSelfAttention` (`attend`), with two
+    projections: `query` [H, H] on the decoder states and a fused
+    `key_value` [H, 2H] (columns [key | value], head-major) on the memory,
+    which a decoding loop projects once (`project_memory`) for all steps.
+
+    Args: as `MultiHeadSelfAttention`.
+
+    Call args:
+        x: float [B, T, H], the queries' states.
+        memory: float [B, S, H], the attended sequence; or None when
+            `memory_heads` is given.
+        attention_bias: float broadcastable to [B, N, T, S] (the memory's
+            [B, 1, 1, S] padding bias), or None.
+        memory_heads: optional (key, value), each [B, S, N, D], from
+            `project_memory`.
+
+    Returns:
+        float [B, T, H].
+    """
+
+    def build(self, x_shape, memory_shape=None, attention_bias_shape=None):
+        hidden_dim = x_shape[-1]
+        if hidden_dim % self.num_heads:
+            raise ValueError(
+                f"hidden_dim {hidden_dim} is not divisible by num_heads {self.num_heads}."
+            )
+        self.hidden_dim = hidden_dim
+        self.head_dim = hidden_dim // self.num_heads
+        init = bert_initializer(self.initializer_range)
+
+        def dense(width, name):
+            return keras.layers.Dense(width, use_bias=self.use_bias, kernel_initializer=init,
+                                      dtype=self.dtype_policy, name=name)
+
+        self.query_dense = dense(hidden_dim, "query")
+        self.key_value_dense = dense(2 * hidden_dim, "key_value")
+        self.output_dense = dense(hidden_dim, "attention_output")
+        for layer in (self.query_dense, self.key_value_dense, self.output_dense):
+            layer.build(x_shape)
+        self.built = True
+
+    def project_memory(self, memory):
+        """(key, value) heads of `memory` [B, S, H], each [B, S, N, D]."""
+        key, value = ops.split(self.key_value_dense(memory), 2, axis=-1)
+        return self.split_heads(key), self.split_heads(value)
+
+    def call(self, x, memory=None, attention_bias=None, training=None, memory_heads=None,
+             return_attention_scores=False):
+        key, value = memory_heads if memory_heads is not None else self.project_memory(memory)
+        query = self.split_heads(self.query_dense(x))
+        return self.attend(query, key, value, attention_bias, training=training,
+                           return_attention_scores=return_attention_scores)
+
+    def compute_output_shape(self, x_shape, memory_shape=None, attention_bias_shape=None):
+        return x_shape

@@ -34,6 +34,12 @@ class TransformerEncoderBlock(keras.layers.Layer):
             max_sequence_length: BigBird's options (see
             `BlockSparseSelfAttention`; its `seed` is `attention_seed`);
             stored in the config only when attention is "bigbird".
+        norm_first: bool. False (BERT, the Transformer paper): LayerNorm
+            after each residual add. True (pre-LN, tensor2tensor's and
+            Model Garden's Transformer): x = x + Dropout(Attention(LN(x))),
+            x = x + Dropout(FFN(LN(x))); the stack then needs a final
+            LayerNorm of its own.
+        use_bias: bool. Biases on the attention projections (True, BERT).
 
     Call args:
         x: float tensor [B, T, H].
@@ -63,9 +69,13 @@ class TransformerEncoderBlock(keras.layers.Layer):
         num_random_blocks=3,
         attention_seed=0,
         max_sequence_length=None,
+        norm_first=False,
+        use_bias=True,
         **kwargs,
     ):
         super().__init__(**kwargs)
+        self.norm_first = bool(norm_first)
+        self.use_bias = bool(use_bias)
         if attention not in ("full", "bigbird"):
             raise ValueError(
                 f'attention must be "full" or "bigbird", got {attention!r}.'
@@ -105,6 +115,7 @@ class TransformerEncoderBlock(keras.layers.Layer):
             dtype=policy,
             name="attention",
             **sparse,
+            **({} if self.use_bias else {"use_bias": False}),
         )
         self.attention_dropout = keras.layers.Dropout(
             self.dropout, dtype=policy, name="attention_output_dropout"
@@ -145,6 +156,8 @@ class TransformerEncoderBlock(keras.layers.Layer):
              query_positions=None):
         if attention_bias is None and padding_mask is not None:
             attention_bias = padding_mask_to_attention_bias(padding_mask)
+        if self.norm_first:
+            return self._call_norm_first(x, attention_bias, training, query_positions)
         if query_positions is None:
             attended = self.attention(x, attention_bias, training=training)
         else:
@@ -162,6 +175,22 @@ class TransformerEncoderBlock(keras.layers.Layer):
         hidden = self.output_dropout(hidden, training=training)
         return self.output_layer_norm(x + hidden)
 
+    def _call_norm_first(self, x, attention_bias, training, query_positions):
+        """Pre-LN: each branch reads LayerNorm(x), the residual stream is
+        never normalised."""
+        normed = self.attention_layer_norm(x)
+        if query_positions is None:
+            attended = self.attention(normed, attention_bias, training=training)
+        else:
+            attended = self.attention(normed, attention_bias, training=training,
+                                      query_positions=query_positions)
+            x = ops.take_along_axis(
+                x, ops.expand_dims(ops.cast(query_positions, "int32"), -1), axis=1
+            )
+        x = x + self.attention_dropout(attended, training=training)
+        hidden = self.output_dense(self.intermediate_dense(self.output_layer_norm(x)))
+        return x + self.output_dropout(hidden, training=training)
+
     def compute_output_shape(self, x_shape, *args, **kwargs):
         return x_shape
 
@@ -177,6 +206,11 @@ class TransformerEncoderBlock(keras.layers.Layer):
                 "initializer_range": self.initializer_range,
             }
         )
+        # Configs of the default layout stay as they were before the options.
+        if self.norm_first:
+            config["norm_first"] = True
+        if not self.use_bias:
+            config["use_bias"] = False
         if self.attention_type != "full":
             # Full-attention configs stay as they were before the option.
             config.update(

@@ -103,10 +103,12 @@ def _saved_backbone(found):
         model = load_model(path)
     except UsageError as err:
         raise UsageError(f"{path}: {err}") from None
-    if _has_encoder_outputs(model):
+    # A backbone of ours is one whatever its outputs (an encoder-decoder
+    # TransformerBackbone has no encoder_outputs).
+    if _has_encoder_outputs(model) or isinstance(model, Backbone):
         return model
     inner = getattr(model, "backbone", None)
-    if inner is None or not _has_encoder_outputs(inner):
+    if inner is None or not (_has_encoder_outputs(inner) or isinstance(inner, Backbone)):
         raise UsageError(f"{path} is a {type(model).__name__} without encoder_outputs "
                          "(expected a backbone, or a model with a .backbone).")
     return inner

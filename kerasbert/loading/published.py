@@ -5,6 +5,7 @@
     keras_hub   kerasbert.convert.keras_hub_preset.from_keras_hub_preset
     tf1         kerasbert.convert.tf1_checkpoint.load_bert_checkpoint
     tf_hub      kerasbert.convert.tf_hub_encoder.from_tf_hub_encoder
+    elmo        kerasbert.convert.elmo_weights.load_elmo
 
 The kind comes from the resolved `Source` (`kerasbert.loading.source`);
 run directories and `.keras` files are ours and load in
@@ -13,6 +14,7 @@ run directories and `.keras` files are ours and load in
 
 import os
 
+from kerasbert.convert.elmo_weights import load_elmo
 from kerasbert.convert.hf_checkpoint import from_hf_directory
 from kerasbert.convert.keras_hub import FAMILIES
 from kerasbert.convert.keras_hub_preset import from_keras_hub_preset
@@ -20,6 +22,7 @@ from kerasbert.convert.tf1_checkpoint import load_bert_checkpoint
 from kerasbert.convert.tf_hub_encoder import from_tf_hub_encoder
 from kerasbert.errors import UsageError
 from kerasbert.layers.initializers import loads_checkpoint
+from kerasbert.loading.source import ELMO
 from kerasbert.loading.source import HF
 from kerasbert.loading.source import KERAS_HUB
 from kerasbert.loading.source import TF1
@@ -52,6 +55,8 @@ def load_published(source, dtype=None, **overrides):
     path = source.path
     if source.kind == HF:
         return from_hf_directory(path, dtype=dtype, **overrides)
+    if source.kind == ELMO:
+        return load_elmo(path, dtype=dtype, **overrides)
     if source.kind == KERAS_HUB:
         backbone = _from_keras_hub_preset(source)
     elif source.kind == TF1:

@@ -8,6 +8,7 @@ they are.
                 (model.weights.h5, tokenizer.json, assets/)
     tf1         bert_config.json + bert_model.ckpt.*            DIR
     tf_hub      saved_model.pb (a TF Hub BERT encoder)          DIR
+    elmo        *options.json + *weights.hdf5 (allenai/bilm-tf) DIR
     keras       a `.keras` file                                 FILE.keras
     directory   any other directory: a kerasbert run, or a      DIR
                 folder of tokenizer files (`kerasbert.runs`
@@ -43,11 +44,13 @@ HF = "hf"
 KERAS_HUB = "keras_hub"
 TF1 = "tf1"
 TF_HUB = "tf_hub"
+#: allenai/bilm-tf's pair: options.json + weights.hdf5 (`elmo_files`).
+ELMO = "elmo"
 KERAS = "keras"
 DIRECTORY = "directory"
 
 #: Kinds that hold published weights in a peer's layout.
-PUBLISHED = (HF, KERAS_HUB, TF1, TF_HUB)
+PUBLISHED = (HF, KERAS_HUB, TF1, TF_HUB, ELMO)
 
 TF1_CONFIG = "bert_config.json"
 
@@ -186,7 +189,8 @@ class Source:
 def describe_layouts():
     return ("a Hugging Face model directory (config.json with model_type + safetensors), a "
             "keras-hub preset directory (config.json + model.weights.h5), a google-research/bert "
-            "directory (bert_config.json + bert_model.ckpt.*) or a TF Hub BERT encoder SavedModel")
+            "directory (bert_config.json + bert_model.ckpt.*), a TF Hub BERT encoder SavedModel or an "
+            "ELMo biLM directory (*options.json + *weights.hdf5, allenai/bilm-tf)")
 
 
 def describe_handles():
@@ -196,7 +200,8 @@ def describe_handles():
 
 def detect_layout(path):
     """(kind, parsed config) of a local directory: `HF`, `KERAS_HUB`, `TF1`,
-    `TF_HUB`, or `DIRECTORY` when it is none of them."""
+    `TF_HUB`, `ELMO` (the config is its options.json), or `DIRECTORY` when it
+    is none of them."""
     config = _config_or_none(os.path.join(path, "config.json"))
     if isinstance(config, dict) and "model_type" in config:
         return HF, config
@@ -206,7 +211,31 @@ def detect_layout(path):
         return TF1, _config_or_none(os.path.join(path, TF1_CONFIG))
     if os.path.isfile(os.path.join(path, "saved_model.pb")):
         return TF_HUB, None
+    if elmo_files(path):
+        return ELMO, _config_or_none(elmo_files(path)[0])
     return DIRECTORY, config if isinstance(config, dict) else None
+
+
+def elmo_files(path):
+    """(options path, weights path) of an ELMo biLM directory: `options.json`
+    and `weights.hdf5`, or the one `*options.json` and the one
+    `*weights.hdf5` it holds (AllenNLP's names:
+    elmo_2x4096_512_2048cnn_2xhighway_options.json, ..._weights.hdf5);
+    None when it is not one."""
+    try:
+        names = sorted(os.listdir(path))
+    except OSError:
+        return None
+    options = [n for n in names if n.endswith("options.json")]
+    weights = [n for n in names if n.endswith("weights.hdf5")]
+    if "options.json" in names and "weights.hdf5" in names:
+        pair = ("options.json", "weights.hdf5")
+    elif len(options) == 1 and len(weights) == 1:
+        pair = (options[0], weights[0])
+    else:
+        return None
+    paths = tuple(os.path.join(path, name) for name in pair)
+    return paths if all(os.path.isfile(p) for p in paths) else None
 
 
 def resolve(handle, is_preset=None):

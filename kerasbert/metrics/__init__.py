@@ -10,8 +10,9 @@ and exported graphs do not depend on them.
 - squad: normalize_answer, exact_match, token_f1, squad_v1_metrics,
   squad_v2_metrics, best_null_threshold, gold_from_squad_json
 - glue: glue_metrics, glue_main_metric, glue_task_name, GLUE_METRICS
+- translation: bleu (sacreBLEU's corpus BLEU, in [0, 100])
 
-Scores are fractions (SQuAD too, not x100). Bad input raises ValueError naming
+Scores are fractions (SQuAD too, not x100); BLEU is sacreBLEU's 0-100. Bad input raises ValueError naming
 the argument and the problem.
 """
 
@@ -39,12 +40,14 @@ from kerasbert.metrics.squad import (
     token_f1,
 )
 from kerasbert.metrics.tagging import classification_report, entity_f1, tagging_metrics
+from kerasbert.metrics.translation import bleu
 
 __all__ = [
     "GLUE_MAIN_METRIC",
     "GLUE_METRICS",
     "accuracy",
     "best_null_threshold",
+    "bleu",
     "classification_report",
     "confusion_matrix",
     "correlations",

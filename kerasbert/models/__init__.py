@@ -9,6 +9,8 @@ from kerasbert.models.electra import ElectraBackbone
 from kerasbert.models.big_bird import BigBirdBackbone
 from kerasbert.models.gpt import GptBackbone
 from kerasbert.models.reformer import ReformerBackbone
+from kerasbert.models.transformer import TransformerBackbone
+from kerasbert.models.elmo import ElmoBackbone
 from kerasbert.models.attention_maps import attention_maps
 from kerasbert.models.attention_maps import plot_attention
 from kerasbert.models.presets import UnknownPresetError

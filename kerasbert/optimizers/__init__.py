@@ -9,7 +9,7 @@ Keras and TensorFlow until one is asked for.
 from kerasbert.io_utils import lazy_exports
 
 __getattr__, __dir__, __all__ = lazy_exports(__name__, {
-    "schedules": ("WarmupDecaySchedule",),
+    "schedules": ("WarmupDecaySchedule", "InverseSquareRootSchedule"),
     "bert_optimizers": (
         "AdamW", "Lamb", "BertOptimizerMixin", "DEFAULT_WEIGHT_DECAY_EXCLUSIONS",
     ),

@@ -30,10 +30,28 @@ Two kinds of entries:
     electra-glue    by size       32     3       0.1      0.0    ELECTRA (Clark et al., 2020) Table 7
     electra-squad   by size       32     2       0.1      0.0    ELECTRA Table 7
     gpt             6.25e-5       32     3       0.002    0.01   GPT (Radford et al., 2018) sec. 4.1
+    transformer     (d*4000)^-.5  32     10      0.1      0.0    Transformer (Vaswani et al., 2017)
+                                                                 sec. 5.3-5.4
 
 ELECTRA's rate by size: 3e-4 Small, 1e-4 Base, 5e-5 Large, with
 layer-wise decay 0.8 (0.9 Large). ALBERT's table gives steps, not epochs:
 the recipe keeps its rates, batches and warm-up share and trains 3 epochs.
+
+The Transformer (encoder-decoder, `Seq2SeqLM`) trains with its paper's
+optimizer, whatever the recipe: Adam(beta_1 0.9, beta_2 0.98, epsilon
+1e-9) on the inverse-square-root schedule, label smoothing 0.1, no
+clipping. Its recipe's numbers mean:
+
+    learning_rate  the schedule's PEAK, reached on the last warm-up step:
+                   lr(n) = learning_rate * min(sqrt(w / n), n / w), which is
+                   the paper's d^-0.5 * min(n^-0.5, n * w^-1.5) times the
+                   factor learning_rate * sqrt(d * w). Default: the paper's
+                   peak at this width, (d * 4000)^-0.5 (6.99e-4 for d 512).
+    warmup_ratio   w = min(4000, round(warmup_ratio * the run's steps)),
+                   at least 1: the paper's 4000 once the run has 40,000
+                   steps (at 0.1), a share of shorter runs (4000 steps of a
+                   300-step run would never reach the peak).
+    weight_decay   0 (Adam); above 0, AdamW with the same moments.
 """
 
 import dataclasses
@@ -47,6 +65,11 @@ from kerasbert.loading.source import detect_layout
 #: The flags a recipe sets, in the order they are printed.
 FIELDS = ("learning_rate", "batch_size", "epochs", "warmup_ratio", "weight_decay",
           "layerwise_lr_decay")
+
+#: What the Transformer's recipe prints for its optimizer (`Recipe.optimizer`).
+TRANSFORMER_OPTIMIZER = ("Adam(beta_1 0.9, beta_2 0.98, epsilon 1e-9) on the inverse-square-"
+                         "root schedule d^-0.5 * min(n^-0.5, n * w^-1.5), scaled so its peak "
+                         "(step w) is learning_rate; w = min(4000, warmup_ratio * steps)")
 
 #: The BERT paper's fine-tuning grid (Appendix A.3).
 BERT_GRID = {"learning_rate": (5e-5, 4e-5, 3e-5, 2e-5), "batch_size": (16, 32),
@@ -75,6 +98,9 @@ class Recipe:
         source: the paper and table the values are from.
         grid: {flag: values} `--search` tries by default.
         why: one line saying why these values apply to this model.
+        optimizer: None (the task model's fine-tuning AdamW) or a line
+            naming another one (the Transformer's), printed.
+        label_smoothing: epsilon of the loss's smoothed targets, or None.
     """
 
     name: str
@@ -87,6 +113,8 @@ class Recipe:
     source: str = ""
     grid: dict = dataclasses.field(default_factory=dict)
     why: str = ""
+    optimizer: str = None
+    label_smoothing: float = None
 
     def values(self):
         """{flag: value} of the set fields."""
@@ -97,6 +125,10 @@ class Recipe:
         grid and the source (what `finetune` and `info` print)."""
         values = self.values() if values is None else values
         rows = [f"  {f:<20} {_show(v)}" for f, v in values.items() if v is not None]
+        if self.optimizer:
+            rows.append(f"  {'optimizer':<20} {self.optimizer}")
+        if self.label_smoothing is not None:
+            rows.append(f"  {'label_smoothing':<20} {_show(self.label_smoothing)}")
         if self.grid:
             rows.append("  search grid          " + "  ".join(
                 f"{k}={','.join(f'{x:g}' for x in v)}" for k, v in self.grid.items()))
@@ -115,6 +147,18 @@ _ROBERTA = "RoBERTa (Liu et al., 2019), Table 10"
 _ALBERT = "ALBERT (Lan et al., 2020), Table 14 (steps given there; 3 epochs here)"
 _ELECTRA = "ELECTRA (Clark et al., 2020), Table 7"
 _GPT = "GPT (Radford et al., 2018), section 4.1"
+_TRANSFORMER = "Transformer (Vaswani et al., 2017), sections 5.3-5.4"
+
+#: The Transformer's training optimizer (Vaswani et al., 2017, section 5.3),
+#: which `Seq2SeqLM.compile()` builds: Adam with these moments on
+#: `schedules.InverseSquareRootSchedule(hidden_dim, warmup_steps)` (peak
+#: 512^-0.5 * 4000^-0.5 = 6.99e-4 for the base model), no weight decay, no
+#: clipping, label smoothing 0.1 in the loss. The paper batches by length
+#: (about 25000 source and 25000 target tokens a step) for 100k steps (base)
+#: or 300k (big); those stay the data pipeline's business.
+TRANSFORMER_TRAINING = {"beta_1": 0.9, "beta_2": 0.98, "epsilon": 1e-9, "warmup_steps": 4000,
+                        "label_smoothing": 0.1,
+                        "source": "Transformer (Vaswani et al., 2017), sections 5.3-5.4"}
 
 #: Width bounds of the BERT-family size rows: (largest hidden_dim, rate,
 #: why). A rate above the Small-BERT grid for the narrowest models (measured),
@@ -193,6 +237,9 @@ def default_recipe(family, num_layers, hidden_dim, published=False):
         a `Recipe` named "default" whose `why` names the size row.
     """
     size = f"{num_layers} layers x {hidden_dim}"
+    if family == "transformer":
+        return dataclasses.replace(transformer_recipe(hidden_dim), name="default",
+                                   why=f"the Transformer paper's training ({size})")
     if family == "gpt":
         return Recipe("default", 6.25e-5, 32, 3, warmup_ratio=0.002, source=_GPT,
                       why=f"GPT-1's fine-tuning values ({size})")
@@ -250,8 +297,41 @@ RECIPES = {r.name: r for r in (
 )}
 
 
+
+
+def transformer_peak(hidden_dim, warmup_steps=None):
+    """The peak of the paper's schedule, (d * w)^-0.5 (w default 4000)."""
+    return float((int(hidden_dim) * int(warmup_steps or TRANSFORMER_TRAINING["warmup_steps"]))
+                 ** -0.5)
+
+
+def transformer_recipe(hidden_dim=512):
+    """The Transformer's training recipe (module docstring) at width
+    `hidden_dim`: its peak rate is the paper's schedule's at that width."""
+    return Recipe("transformer", round(transformer_peak(hidden_dim), 8), 32, 10,
+                  warmup_ratio=0.1, weight_decay=0.0, source=_TRANSFORMER,
+                  optimizer=TRANSFORMER_OPTIMIZER,
+                  label_smoothing=TRANSFORMER_TRAINING["label_smoothing"],
+                  grid={"learning_rate": (3e-3, 1e-3, 7e-4, 3e-4)})
+
+
+RECIPES["transformer"] = transformer_recipe()  # --recipe transformer: d 512, by size in get_recipe
+
+
+def transformer_warmup_steps(num_train_steps=None, warmup_ratio=None):
+    """Warm-up length of the Transformer's schedule: the paper's 4000, or
+    `warmup_ratio` (default 0.1) of a run's `num_train_steps` when that is
+    less (at least 1). Without a run length, 4000."""
+    paper = TRANSFORMER_TRAINING["warmup_steps"]
+    if num_train_steps is None:
+        return paper
+    ratio = 0.1 if warmup_ratio is None else float(warmup_ratio)
+    return max(1, min(paper, int(round(ratio * int(num_train_steps)))))
+
+
 def get_recipe(name, family=None, num_layers=None, hidden_dim=None):
-    """The named recipe; the ELECTRA recipes take the backbone's size row.
+    """The named recipe; the ELECTRA and Transformer recipes take the
+    backbone's size row.
 
     Raises:
         UsageError: an unknown name, listing the known ones.
@@ -262,19 +342,24 @@ def get_recipe(name, family=None, num_layers=None, hidden_dim=None):
     if name.startswith("electra-") and family == "electra" and hidden_dim is not None:
         _, rate, decay, _ = _by_width(_ELECTRA_BY_WIDTH, hidden_dim)
         recipe = dataclasses.replace(recipe, learning_rate=rate, layerwise_lr_decay=decay)
+    if name == "transformer" and hidden_dim is not None:
+        recipe = transformer_recipe(hidden_dim)
     return recipe
 
 
 #: Learning rates a family is fine-tuned with in its papers, widened 3x
 #: each way; outside it `finetune` warns.
-SANE_RATES = {"gpt": (6e-6, 6e-4), "electra": (1e-5, 1e-3), "roberta": (3e-6, 1e-4),
+SANE_RATES = {"transformer": (1.6e-4, 1.7e-2),  # peaks (d * 4000)^-0.5, d 1024..8
+              "gpt": (6e-6, 6e-4), "electra": (1e-5, 1e-3), "roberta": (3e-6, 1e-4),
               "big_bird": (3e-6, 1e-4), "albert": (3e-6, 1.5e-4)}
 _BERT_RATES = (6e-6, 3e-3)
 
 
 def rate_warning(family, learning_rate):
     """A warning line when `learning_rate` is far outside what the family is
-    fine-tuned with, else None."""
+    fine-tuned with, else None (also for None: the recipe's own)."""
+    if learning_rate is None:
+        return None
     low, high = SANE_RATES.get(family, _BERT_RATES)
     if low <= learning_rate <= high:
         return None

@@ -1,4 +1,5 @@
-"""Learning-rate schedule: linear warm-up, then polynomial decay."""
+"""Learning-rate schedules: BERT's linear warm-up then polynomial decay, and
+the Transformer's inverse square root."""
 
 import keras
 from keras import ops
@@ -93,3 +94,45 @@ class WarmupDecaySchedule(keras.optimizers.schedules.LearningRateSchedule):
             "power": self.power,
             "name": self.name,
         }
+
+
+@keras.saving.register_keras_serializable(package="kerasbert")
+class InverseSquareRootSchedule(keras.optimizers.schedules.LearningRateSchedule):
+    """The Transformer's learning rate (Vaswani et al., 2017, section 5.3):
+
+        lr = scale * hidden_dim^-0.5 * min(n^-0.5, n * warmup_steps^-1.5)
+
+    with n the 1-based step number: linear warm-up over `warmup_steps`
+    steps to scale * (hidden_dim * warmup_steps)^-0.5 (7.0e-4 for the base
+    model's 512 and 4000), then decay with the inverse square root of the
+    step. The paper uses Adam with beta_1 0.9, beta_2 0.98, epsilon 1e-9.
+
+    `step` is the number of optimizer updates already applied (Keras's
+    `iterations`, 0 for the first update), so the first update uses n = 1.
+
+    Args:
+        hidden_dim: int, d_model.
+        warmup_steps: int > 0 (4000 in the paper).
+        scale: float, a factor on the whole schedule (1.0 in the paper).
+        name: optional str.
+    """
+
+    def __init__(self, hidden_dim, warmup_steps=4000, scale=1.0, name=None):
+        super().__init__()
+        if int(hidden_dim) <= 0:
+            raise ValueError(f"hidden_dim must be > 0, got {hidden_dim!r}.")
+        if warmup_steps is None or int(warmup_steps) <= 0:
+            raise ValueError(f"warmup_steps must be > 0, got {warmup_steps!r}.")
+        self.hidden_dim = int(hidden_dim)
+        self.warmup_steps = int(warmup_steps)
+        self.scale = float(scale)
+        self.name = name
+
+    def __call__(self, step):
+        n = ops.cast(step, "float32") + 1.0
+        factor = self.scale * self.hidden_dim ** -0.5
+        return factor * ops.minimum(ops.rsqrt(n), n * self.warmup_steps ** -1.5)
+
+    def get_config(self):
+        return {"hidden_dim": self.hidden_dim, "warmup_steps": self.warmup_steps,
+                "scale": self.scale, "name": self.name}

@@ -16,6 +16,7 @@ __getattr__, __dir__, __all__ = lazy_exports(__name__, {
     "token_classifier_preprocessor": ("TokenClassifierPreprocessor",),
     "question_answerer_preprocessor": ("QuestionAnswererPreprocessor",),
     "multiple_choice_preprocessor": ("MultipleChoicePreprocessor",),
+    "text2text_preprocessor": ("Text2TextPreprocessor",),
     "qa_decoding": ("SpanPrediction", "decode_answer", "decode_answers", "window_spans"),
     "qa_windows": ("QAWindows", "answer_char_spans"),
 })

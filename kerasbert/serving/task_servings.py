@@ -10,6 +10,7 @@ here, against the task type's name, and never named by strings there).
     tagging          TaggingServing
     qa               QuestionAnsweringServing
     multiple_choice  MultipleChoiceServing
+    text2text        Text2TextServing
 
 A new task type registers its `TaskType` and, here, its serving class
 (`register_serving`), in the same file (ARCHITECTURE.md, "Where to add").
@@ -20,6 +21,7 @@ from kerasbert.serving.classification_serving import ClassificationServing
 from kerasbert.serving.multiple_choice_serving import MultipleChoiceServing
 from kerasbert.serving.qa_serving import QuestionAnsweringServing
 from kerasbert.serving.tagging_serving import TaggingServing
+from kerasbert.serving.text2text_serving import Text2TextServing
 from kerasbert.tasks import task_types
 
 _SERVINGS = {}
@@ -48,5 +50,6 @@ for _name, _serving in (
     ("tagging", TaggingServing),
     ("qa", QuestionAnsweringServing),
     ("multiple_choice", MultipleChoiceServing),
+    ("text2text", Text2TextServing),
 ):
     register_serving(_name, _serving)

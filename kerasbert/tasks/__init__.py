@@ -18,6 +18,8 @@ from kerasbert.tasks.question_answerer import QuestionAnswerer
 from kerasbert.tasks.sentence_encoder import SentenceEncoder
 from kerasbert.tasks.sentence_encoder import load_sentence_tokenizer
 from kerasbert.tasks.sentence_encoder import sentence_model_of
+from kerasbert.tasks.seq2seq_lm import LabelSmoothedCrossEntropy
+from kerasbert.tasks.seq2seq_lm import Seq2SeqLM
 from kerasbert.tasks.task import Task
 from kerasbert.tasks.text_classifier import TextClassifier
 from kerasbert.tasks.token_classifier import TokenClassifier
@@ -26,7 +28,8 @@ from kerasbert.tasks.token_classifier import first_subtoken_weights
 
 __all__ = [
     "BertPretrainer", "CausalLM", "Distiller", "ElectraPretrainer", "GptClassifier",
-    "MultipleChoice", "QuestionAnswerer", "SentenceEncoder", "StreamingPearsonCorrelation",
+    "LabelSmoothedCrossEntropy", "MultipleChoice", "QuestionAnswerer", "SentenceEncoder",
+    "Seq2SeqLM", "StreamingPearsonCorrelation",
     "Task", "TextClassifier", "TokenClassifier", "decode_word_labels",
     "first_subtoken_weights", "load_sentence_tokenizer", "sentence_model_of",
 ]

@@ -45,6 +45,8 @@ def backbone_inputs(inputs):
             "A task model takes a dict with `input_word_ids`, `input_mask` "
             f"and (optionally) `input_type_ids`; got {type(inputs).__name__}."
         )
+    if "input_char_ids" in inputs:  # ELMo: characters [B, W, C] and a word mask
+        return {k: ops.cast(inputs[k], "int32") for k in ("input_char_ids", "input_mask")}
     missing = [k for k in BACKBONE_INPUTS[:2] if k not in inputs]
     if missing:
         raise KeyError(

@@ -8,6 +8,8 @@ everything that differs between kinds in one entry.
     tagging          words, tag             TokenClassifier   evaluate_tags
     qa               squad, span            QuestionAnswerer  evaluate_spans
     multiple_choice  choices, choice        MultipleChoice    evaluate_choices
+    text2text        text2text, target      Seq2SeqLM         evaluate_texts
+                                            (outputs: generate_texts, beam search)
 
 The data facts (`TaskFormat`) live in the data layer
 (`kerasbert.data.finetuning.task_formats`); this entry adds the model, the
@@ -21,16 +23,19 @@ never compare names. To add a task type, write one file with its `TaskType`
 
 import dataclasses
 
+from kerasbert.data.finetuning.dataset import make_dataset
 from kerasbert.data.finetuning.task_formats import TaskFormat
 from kerasbert.data.finetuning.task_formats import register_format
 from kerasbert.data.finetuning.task_formats import task_format
 from kerasbert.errors import UsageError
 from kerasbert.metrics.glue import glue_main_metric
 from kerasbert.models.gpt import GptBackbone
+from kerasbert.models.transformer import TransformerBackbone
 from kerasbert.tasks import task_evaluation
 from kerasbert.tasks.gpt_classifier import GptClassifier
 from kerasbert.tasks.multiple_choice import MultipleChoice
 from kerasbert.tasks.question_answerer import QuestionAnswerer
+from kerasbert.tasks.seq2seq_lm import Seq2SeqLM
 from kerasbert.tasks.text_classifier import TextClassifier
 from kerasbert.tasks.token_classifier import TokenClassifier
 
@@ -50,6 +55,9 @@ class TaskType:
         gpt: a GPT backbone fine-tunes it (GPT-1's extract-token classifier).
         confusion_matrix: fine-tuning plots the validation confusion matrix.
         needs_examples: its metrics need the raw examples, not only features.
+        predict: `(model, features, batch_size) -> outputs` for `evaluate`,
+            where one forward pass is not the answer (text2text generates);
+            None: `model.predict` on the features.
     """
 
     format: TaskFormat
@@ -59,6 +67,7 @@ class TaskType:
     gpt: bool = False
     confusion_matrix: bool = False
     needs_examples: bool = False
+    predict: object = None
 
     @property
     def name(self):
@@ -71,6 +80,12 @@ class TaskType:
     def build_model(self, backbone, features, dropout=0.1, extract_id=None, lm_weight=0.5):
         """The task model. A GPT backbone gets `GptClassifier` (extract
         token `extract_id`, auxiliary LM loss weighted `lm_weight`)."""
+        if isinstance(backbone, TransformerBackbone) != self.format.generates_text:
+            if self.format.generates_text:
+                raise UsageError(f"A {self.name} task needs an encoder-decoder backbone (e.g. "
+                                 f"--preset transformer_base), not a {type(backbone).__name__}.")
+            raise UsageError(f"An encoder-decoder {type(backbone).__name__} fine-tunes text2text "
+                             f"tasks, not {self.name}.")
         if isinstance(backbone, GptBackbone):
             if not self.gpt:
                 supported = ", ".join(t.name for t in _TASK_TYPES.values() if t.gpt)
@@ -79,6 +94,21 @@ class TaskType:
             return GptClassifier(backbone, num_classes=self.num_outputs(features),
                                  extract_id=extract_id, lm_weight=lm_weight, dropout=dropout)
         return self.build(self, backbone, features, dropout)
+
+    def predict_outputs(self, model, features, batch_size):
+        """What `evaluate` scores: `predict`'s outputs, else `model.predict`
+        on the features' batches."""
+        if self.predict is not None:
+            return self.predict(model, features, batch_size)
+        return model.predict(make_dataset(features, batch_size, labels=False), verbose=0)
+
+    def written_predictions(self, outputs):
+        """`predict_outputs`' outputs as lines of text (`evaluate
+        --predictions FILE`: one generated text per example, in order), or
+        None when the type's outputs are not text."""
+        if not self.format.generates_text:
+            return None
+        return [" ".join(str(text).splitlines()) for text in outputs["predictions"]]
 
     def selection_metric(self, task):
         """The metric that picks the best epoch or trial of `task`: a GLUE
@@ -106,6 +136,11 @@ def _answerer(task_type, backbone, features, dropout):
 
 def _chooser(task_type, backbone, features, dropout):
     return MultipleChoice(backbone, num_choices=features.num_labels, dropout=dropout)
+
+
+def _seq2seq(task_type, backbone, features, dropout):
+    # The backbone's own dropout applies; the model has no head to drop into.
+    return Seq2SeqLM(backbone)
 
 
 _TASK_TYPES = {}
@@ -143,5 +178,7 @@ for _entry in (
              needs_examples=True),
     TaskType(task_format("multiple_choice"), _chooser, _EVALUATE.evaluate_choices,
              "accuracy"),
+    TaskType(task_format("text2text"), _seq2seq, _EVALUATE.evaluate_texts, "bleu",
+             needs_examples=True, predict=_EVALUATE.generate_texts),
 ):
     register(_entry)

@@ -9,6 +9,7 @@ import math
 import os
 
 from kerasbert.loading import handles
+from kerasbert.loading.source import elmo_files
 from kerasbert import runs
 from kerasbert.convert.bert_config import bert_config_to_kwargs
 from kerasbert.errors import UsageError
@@ -79,6 +80,15 @@ class PretrainConfig:
         resolve_tokenizer_path(self.vocab)  # names a missing file
 
 
+def reads_characters(handle):
+    """Whether a --preset/--backbone handle is an ELMo biLM, which reads
+    characters and needs no --vocab: an ELMo preset (the registry is not
+    loaded yet: its names start with "elmo_") or a directory of its
+    options.json + weights.hdf5. `run_finetuning` checks the loaded model."""
+    handle = os.fspath(handle) if handle else ""
+    return handle.startswith("elmo_") or (os.path.isdir(handle) and bool(elmo_files(handle)))
+
+
 @dataclasses.dataclass
 class FinetuneConfig:
     """Every `kerasbert finetune` option (CLI flags, same names)."""
@@ -115,6 +125,9 @@ class FinetuneConfig:
     truncate_at_nul: bool = None  # None: off (no text is dropped); True: as keras-hub
     exact_unigram: bool = None  # None: off (the op's Viterbi); True: the library's ids
     dropout: float = 0.1
+    # The feature-based use: the backbone's weights stay as loaded, only the
+    # head trains (ELMo: and its scalar mix).
+    freeze_backbone: bool = False
     lm_weight: float = 0.5  # GPT: weight of the auxiliary LM loss (GPT-1: 0.5)
     strategy: str = "auto"
     logical_cpus: int = 0
@@ -147,14 +160,18 @@ class FinetuneConfig:
             raise UsageError("Give one of --backbone RUN/backbone.keras or --preset NAME_OR_HANDLE.")
         if not (self.backbone or self.preset or self.init_checkpoint):
             raise UsageError("Give --preset NAME_OR_HANDLE or --backbone RUN/backbone.keras.")
-        if self.vocab is None:
+        if self.vocab is None and not reads_characters(self.preset or self.backbone):
             self.vocab = runs.default_vocab(self.preset, self.backbone, self.init_checkpoint)
+        if self.vocab is None and self.features:
+            raise UsageError("--features are token ids; an ELMo model reads the text itself: "
+                             "give --task.")
         if self.bert_config:  # an architecture that cannot be built: refused before any work
             try:
                 bert_config_to_kwargs(self.bert_config)
             except (FileNotFoundError, ValueError) as err:
                 raise UsageError(f"--bert-config {err}") from None
-        if not handles.is_remote(self.vocab) and not os.path.isdir(self.vocab):
+        if (self.vocab is not None and not handles.is_remote(self.vocab)
+                and not os.path.isdir(self.vocab)):
             resolve_tokenizer_path(self.vocab)  # UsageError naming a missing file
         self.check_output_dir()
 

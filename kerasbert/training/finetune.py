@@ -42,6 +42,7 @@ from kerasbert.data.finetuning import read_features
 from kerasbert.data.finetuning.load import parse_task_spec
 from kerasbert.data.finetuning.task_formats import task_format
 from kerasbert.errors import UsageError
+from kerasbert.io_utils import atomic_write_text
 from kerasbert.models import presets
 from kerasbert.metrics import confusion_matrix
 from kerasbert.plotting import new_figure
@@ -57,6 +58,7 @@ from kerasbert.optimizers import recipes
 from kerasbert.training.best_epoch import BestEpoch
 from kerasbert.training.loop import progress_verbosity
 from kerasbert.training.configs import FinetuneConfig
+from kerasbert.training.elmo_finetune import run_elmo_finetuning
 from kerasbert.training.strategies import resolve_strategy
 from kerasbert.training.strategies import split_cpu
 from kerasbert.training.strategies import worker_info
@@ -225,10 +227,6 @@ def _finite(value):
     return None if isinstance(value, float) and not math.isfinite(value) else value
 
 
-def predict_outputs(model, features, batch_size):
-    return model.predict(make_dataset(features, batch_size, labels=False), verbose=0)
-
-
 def plot_curves(history, path):
     keys = [k for k in history if not k.startswith("val_") and k != "learning_rate"]
     fig = new_figure(figsize=(4.5 * len(keys), 3.4))
@@ -269,7 +267,8 @@ def plot_confusion_matrix(labels, predictions, label_names, path):
 def run_finetuning(config):
     """Fine-tunes; returns {"metrics", "outputs", "history"}."""
     config.validate()
-
+    if config.vocab is None:  # an ELMo biLM: it reads characters
+        return run_elmo_finetuning(config, resolve_hyperparameters, plot_curves, _split_spec)
 
     split_cpu(config.logical_cpus)
     keras.utils.set_random_seed(config.seed)
@@ -312,6 +311,8 @@ def run_finetuning(config):
     sequence_length = train.sequence_length if train_data is None else config.sequence_length
     with strategy.scope():
         backbone = load_backbone(config, tokenizer)
+        if config.freeze_backbone:  # the feature-based use: only the head trains
+            backbone.trainable = False
         check_max_seq_length(sequence_length or task_type.format.sequence_length, backbone)
         recipe = resolve_hyperparameters(config, backbone)
         model = task_type.build_model(backbone, train, config.dropout,
@@ -338,7 +339,8 @@ def run_finetuning(config):
         # The epoch kept is the one with the best dev metric, not the last.
         selection = BestEpoch(
             lambda: task_type.evaluate(config.task, valid_data, valid,
-                                       predict_outputs(model, valid, config.batch_size), options),
+                                       task_type.predict_outputs(model, valid, config.batch_size),
+                                       options),
             task_type.selection_metric(config.task), patience=config.early_stopping)
         callbacks.append(selection)
     history = model.fit(train_x, train_y, batch_size=None if train_data is None else config.batch_size,
@@ -365,7 +367,7 @@ def run_finetuning(config):
 
     result_metrics = {}
     if valid is not None:
-        predictions = predict_outputs(model, valid, config.batch_size)
+        predictions = task_type.predict_outputs(model, valid, config.batch_size)
         result_metrics = task_type.evaluate(config.task, valid_data, valid, predictions, options)
         result_metrics = {k: _finite(v) for k, v in result_metrics.items()}
         if task_type.confusion_matrix:
@@ -375,7 +377,7 @@ def run_finetuning(config):
     outputs["metrics"] = runs.write_json(config.output_dir, runs.METRICS, {
         "validation": result_metrics, "history": history,
         "selection": callbacks[0].summary() if callbacks else None,
-        "validation_examples": None if valid is None else int(len(valid.x["input_word_ids"]))})
+        "validation_examples": None if valid is None else len(valid)})
     outputs["training_curve"] = runs.run_path(config.output_dir, runs.CURVE)
     plot_curves(history, outputs["training_curve"])
     outputs["config"] = saved[runs.CONFIG]
@@ -385,13 +387,20 @@ def run_finetuning(config):
             "task_type": task_type.name, "is_chief": is_chief}
 
 
-def run_evaluation(model_dir, task=None, split=None, batch_size=32, columns=None):
+def run_evaluation(model_dir, task=None, split=None, batch_size=32, columns=None,
+                   predictions_file=None):
     """Metrics of a fine-tuned model (FT dir) on a split or a file: by
     default the run's own validation data (the file or split it was
-    fine-tuned with, found from any working directory)."""
+    fine-tuned with, found from any working directory). `predictions_file`:
+    a text file to write the model's outputs to, one line per example (task
+    types whose outputs are text: text2text)."""
 
     run = runs.open_finetuned(model_dir)
     saved = run.config
+    task_type = task_types.get(saved["task_type"])
+    if predictions_file is not None and not task_type.format.generates_text:
+        raise UsageError(f"--predictions writes generated text; {model_dir} is a "
+                         f"{task_type.name} model, whose outputs are not text.")
     tokenizer = run.tokenizer()
     # A run keeps its files' paths relative to itself (older runs: as given).
     own_task = (runs.located_spec(saved["task_source"], model_dir)
@@ -417,7 +426,9 @@ def run_evaluation(model_dir, task=None, split=None, batch_size=32, columns=None
                          "FILE (a file of the task's format) or --task.")
     model = run.load_model(runs.MODEL)
     data, features = task_features(run_config, tokenizer, split_name, saved["label_names"], spec)
-    predictions = predict_outputs(model, features, batch_size)
-    evaluate = task_types.get(saved["task_type"]).evaluate
-    result = evaluate(run_config.task, data, features, predictions, saved["qa"])
+    predictions = task_type.predict_outputs(model, features, batch_size)
+    result = task_type.evaluate(run_config.task, data, features, predictions, saved["qa"])
+    if predictions_file is not None:
+        lines = task_type.written_predictions(predictions)
+        atomic_write_text(predictions_file, "".join(f"{line}\n" for line in lines))
     return {k: _finite(v) for k, v in result.items()}

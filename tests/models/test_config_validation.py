@@ -116,6 +116,8 @@ def test_without_a_stated_budget_this_machines_memory_is_the_budget(monkeypatch)
 
 
 def _tiny_arguments(cls, config):
+    if "lstm_dim" in config:  # ELMo's sizes are its own
+        return {"lstm_dim": 16, "projection_dim": 8, "num_highway": 1, "filters": [[1, 8], [2, 8]]}
     small = {"vocabulary_size": 50, "num_layers": 2, "hidden_dim": 16, "intermediate_dim": 24,
              "max_sequence_length": 64, "num_heads": 2}
     if config.get("embedding_dim"):

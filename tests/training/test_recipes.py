@@ -50,7 +50,9 @@ def test_every_presets_family_has_defaults():
         preset = presets.get_preset(name)
         family = presets.family_of(preset["backbone_class"])
         config = preset["config"]
-        recipe = recipes.default_recipe(family, config["num_layers"], config["hidden_dim"])
+        # ELMo has no hidden_dim: its layers are 2 x projection_dim wide.
+        hidden = config.get("hidden_dim") or 2 * config["projection_dim"]
+        recipe = recipes.default_recipe(family, config["num_layers"], hidden)
         assert recipe.learning_rate > 0 and recipes.rate_warning(
             family, recipe.learning_rate) is None, name
 

@@ -19,6 +19,7 @@ __getattr__, __dir__, __all__ = lazy_exports(__name__, {
     "tagging": ("convert_tagging",),
     "qa": ("convert_qa", "decode_span"),
     "multiple_choice": ("convert_multiple_choice",),
+    "text2text": ("convert_text2text",),
     "dataset": ("make_dataset",),
     "records": ("write_features", "read_features", "has_split", "features_dataset"),
 })

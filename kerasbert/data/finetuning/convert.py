@@ -7,12 +7,14 @@ from kerasbert.data.finetuning.multiple_choice import convert_multiple_choice
 from kerasbert.data.finetuning.qa import convert_qa
 from kerasbert.data.finetuning.tagging import convert_tagging
 from kerasbert.data.finetuning.task_formats import task_format
+from kerasbert.data.finetuning.text2text import convert_text2text
 
 CONVERTERS = {
     "text": convert_classification,
     "words": convert_tagging,
     "squad": convert_qa,
     "choices": convert_multiple_choice,
+    "text2text": convert_text2text,
 }
 
 
@@ -22,9 +24,11 @@ def convert_examples(data, tokenizer, sequence_length=None, **options):
     Args:
         data: `TaskData` from `load_task`.
         tokenizer: `kerasbert.text.WordPieceTokenizer`.
-        sequence_length: T (default: the task type's, 384 for qa, 128 otherwise).
+        sequence_length: T (default: the task type's, 384 for qa, 64 for
+            text2text, 128 otherwise).
         **options: the ones the task type takes (qa: doc_stride,
-            max_query_length, is_training, on_bad_answer).
+            max_query_length, is_training, on_bad_answer; text2text:
+            target_length).
     """
     fmt = task_format(data.task_type)
     unknown = sorted(set(options) - set(fmt.options))

@@ -15,12 +15,14 @@ def make_dataset(features, batch_size, shuffle=False, seed=None, drop_remainder=
         labels: False, or features without labels: yields x only (predict).
         repeat: repeat forever (steps per epoch then come from the caller).
 
-    x is {"input_word_ids", "input_mask", "input_type_ids"} int32; y is the
-    features' y (a dict {"start_positions", "end_positions"} for qa).
+    x is {"input_word_ids", "input_mask", "input_type_ids"} int32 (text2text:
+    its four encoder-decoder inputs); y is the features' y (a dict
+    {"start_positions", "end_positions"} for qa).
     """
     import tensorflow as tf
 
-    x = {name: features.x[name] for name in MODEL_INPUTS}
+    names = MODEL_INPUTS if MODEL_INPUTS[0] in features.x else tuple(features.x)
+    x = {name: features.x[name] for name in names}
     if labels and features.y is not None:
         if features.sample_weight is not None:
             elements = (x, features.y, features.sample_weight)

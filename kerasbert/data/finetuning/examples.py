@@ -17,6 +17,10 @@ Every source (TFDS, local files) yields plain dicts of one shape per task:
     multiple_choice:
         {"context": str, "question": str (may be ""; SWAG's start phrase),
          "choices": [str, ...], "label": int | None}
+    text2text:
+        {"source": str, "target": str | None}
+        the text to rewrite (translate, ...) and its rewriting; target None
+        when the split has no targets (prediction).
 """
 
 import dataclasses
@@ -39,7 +43,7 @@ class TaskData:
         examples: list of example dicts (see module docstring).
         task_type: a registered task type (task_formats.py).
         label_names: class / tag names in id order (None for regression, qa,
-            multiple choice).
+            multiple choice, text2text).
         name: the task spec it was loaded from ("glue/cola", "csv:PATH", ...).
         split: the split or file it came from.
         has_labels: False when loaded for prediction from a split without

@@ -20,6 +20,10 @@ C = choices):
                           ORIGINAL context, end exclusive; -1 elsewhere),
                           token_is_max_context int32 [N, T]
     multiple_choice:      y int32 [N] (the right choice)
+    text2text:            x is the encoder-decoder's instead: encoder_token_ids,
+                          encoder_padding_mask [N, S], decoder_token_ids,
+                          decoder_padding_mask [N, T]; y int32 [N, T] (the
+                          target's pieces + [end], 0 = padding): text2text.py
 
 y (and sample_weight) are None when the examples have no labels.
 """
@@ -59,7 +63,7 @@ class TaskFeatures:
     stats: dict = dataclasses.field(default_factory=dict)
 
     def __len__(self):
-        return int(len(self.x["input_word_ids"]))
+        return int(len(next(iter(self.x.values()))))
 
     @property
     def num_labels(self):
@@ -67,8 +71,9 @@ class TaskFeatures:
         choices of a multiple-choice row ([N, C, T]), None for qa."""
         if self.task_type == "regression":
             return 1
-        if self.x["input_word_ids"].ndim == 3:
-            return int(self.x["input_word_ids"].shape[1])
+        first = next(iter(self.x.values()))
+        if first.ndim == 3:
+            return int(first.shape[1])
         return len(self.label_names) if self.label_names is not None else None
 
     def select(self, index):

@@ -16,6 +16,8 @@ object per line. Column names are configurable per task type through
     multiple_choice:  context, question (optional, e.g. SWAG's start phrase),
                       choices (a list of column names, or one column holding
                       a list), label (choice index)
+    text2text:        source, target (the text and its rewriting, e.g. a
+                      sentence and its translation)
 
 Errors name the file, the line (row) and the column.
 """
@@ -51,6 +53,8 @@ CANDIDATES = {
     "answers": ("answers",),
     "is_impossible": ("is_impossible",),
     "choices": ("choices", "endings", "options"),
+    "source": ("source", "src", "input_text"),
+    "target": ("target", "tgt", "target_text"),
 }
 
 COLUMN_KEYS = tuple(CANDIDATES)
@@ -173,6 +177,8 @@ def infer_task_type(header):
         return "tagging"
     if "context" in names and "question" in names and "answers" in names:
         return "qa"
+    if names & set(CANDIDATES["source"]) and names & set(CANDIDATES["target"]):
+        return "text2text"
     if names & set(CANDIDATES["choices"]) or {"ending0", "ending1"} <= names or {"choice0", "choice1"} <= names:
         return "multiple_choice"
     if names & set(CANDIDATES["text_pair"]):
@@ -187,7 +193,8 @@ def load_table(path, fmt, task_type=None, columns=None, label_names=None, requir
     rows = _Rows(path, fmt)
     task_type = check_task_type(task_type) if task_type else infer_task_type(rows.header)
     loader = {"text": _sentences, "words": _tagging_rows, "squad": _qa_rows,
-              "choices": _choice_rows}[task_format(task_type).example]
+              "choices": _choice_rows,
+              "text2text": _text2text_rows}[task_format(task_type).example]
     return loader(rows, task_type, columns or {}, label_names, require_labels)
 
 
@@ -487,6 +494,22 @@ def _choice_rows(rows, task_type, columns, label_names, require_labels, name=Non
         })
     return TaskData(examples, "multiple_choice", None, name or f"{rows.fmt}:{rows.path}",
                     rows.path, label_col is not None)
+
+
+def _text2text_rows(rows, task_type, columns, label_names, require_labels):
+    source_col = rows.column("source", columns, task_type=task_type)
+    target_col = rows.column("target", columns, required=require_labels, task_type=task_type)
+    examples = []
+    for where, row in rows.rows:
+        target = None
+        if target_col:
+            target = _as_text(_cell(row, target_col, where), where, target_col)
+            if require_labels and not target.strip():
+                raise TaskDataError(f"{where}: empty target (column {target_col!r}).")
+        examples.append({"source": _as_text(_cell(row, source_col, where), where, source_col),
+                         "target": target})
+    return TaskData(examples, task_type, None, f"{rows.fmt}:{rows.path}", rows.path,
+                    target_col is not None)
 
 
 def load_swag(path, require_labels=True):

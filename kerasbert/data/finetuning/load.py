@@ -4,6 +4,14 @@ Specs:
     glue/NAME            NAME in cola, sst2, mrpc, stsb, qqp, mnli, qnli, rte, wnli (TFDS)
     squad, squad_v2      SQuAD v1.1 / v2.0 (TFDS; also squad/v1.1, squad/v2.0)
     conll2003            CoNLL-2003 NER (TFDS)
+    wmt14_translate/SRC-TGT
+                         WMT 2014 sentence pairs as text2text, SRC -> TGT
+                         (TFDS config de-en, fr-en, cs-en, hi-en, ru-en, in
+                         either direction; also wmt13 ... wmt19_translate)
+    builtin/reverse_words
+                         a built-in text2text task made offline: a sentence
+                         of the built-in corpus -> its words in reverse order
+                         (kerasbert.data.default_text2text)
     swag:PATH            a SWAG-format CSV file
     csv:PATH, tsv:PATH, jsonl:PATH
                          local files of any task type (columns configurable)
@@ -15,12 +23,14 @@ the reader.
 
 import os
 
+from kerasbert.data import default_text2text
 from kerasbert.data.finetuning import file_sources, tfds_sources
 from kerasbert.data.finetuning.examples import TaskDataError, check_task_type
 
 FILE_PREFIXES = ("csv", "tsv", "jsonl", "conll", "squad_json", "swag")
 
-VALID_SPECS = tfds_sources.TFDS_TASKS + tuple(f"{p}:PATH" for p in FILE_PREFIXES)
+VALID_SPECS = (tfds_sources.TFDS_TASKS + default_text2text.TASKS
+               + tuple(f"{p}:PATH" for p in FILE_PREFIXES))
 
 _EXTENSIONS = {".csv": "csv", ".tsv": "tsv", ".jsonl": "jsonl", ".json": "squad_json",
                ".conll": "conll", ".txt": None}
@@ -44,6 +54,9 @@ def parse_task_spec(spec):
         return prefix, rest
     if spec.startswith("glue/") or spec in tfds_sources.SQUAD_TASKS or spec == "conll2003":
         return "tfds", spec
+    # Named datasets with splits (as TFDS's): the WMT sets, the built-in task.
+    if tfds_sources.is_translation(spec) or spec in default_text2text.TASKS:
+        return "tfds", spec
     if os.path.splitext(spec)[1].lower() in _EXTENSIONS and os.path.isfile(spec):
         kind = _EXTENSIONS[os.path.splitext(spec)[1].lower()]
         if kind:
@@ -61,12 +74,13 @@ def load_task(spec, split="train", *, task_type=None, columns=None, label_names=
             "validation" is validation_matched, conll2003's is "dev"). Ignored
             for files (the file is the split).
         task_type: one of classification, pair, regression, tagging, qa,
-            multiple_choice. Fixed for TFDS tasks, CoNLL, SQuAD JSON and SWAG
+            multiple_choice, text2text. Fixed for TFDS tasks, CoNLL, SQuAD JSON and SWAG
             files; inferred from the columns of CSV/TSV/JSONL files when None
             (regression must be asked for).
         columns: {key: column name} for local files; keys text, text_pair,
             label, tokens, labels, id, question, context, answers,
-            is_impossible, choices (a list of column names or one list column).
+            is_impossible, choices (a list of column names or one list column),
+            source, target.
         label_names: the class / tag names in id order. Local files infer
             them (sorted) when None; pass the training set's names when
             loading its validation or prediction data, so ids agree.
@@ -104,6 +118,10 @@ def load_task(spec, split="train", *, task_type=None, columns=None, label_names=
 
 
 def _load_tfds(name, split, require_labels):
+    if name in default_text2text.TASKS:
+        return default_text2text.load_split(name, split)
+    if tfds_sources.is_translation(name):
+        return tfds_sources.load_translation(name, split, require_labels)
     if name.startswith("glue/"):
         return tfds_sources.load_glue(name[len("glue/"):], split, require_labels)
     if name in tfds_sources.SQUAD_TASKS:

@@ -93,6 +93,13 @@ def write_features(directory, split, features, vocab_file, lower_case=True, task
         name: np.asarray(_value(features, slot, key)).reshape(len(features), -1)
         for name, (slot, key, _, _) in spec.items()
     }
+    for name, (_, _, _, shape_key) in spec.items():
+        shape = schema.shape_of(shape_key, features.task_type, features.sequence_length,
+                                mine["num_choices"])
+        if len(features) and columns[name].shape[1] != int(np.prod(shape)):
+            raise TaskDataError(
+                f"{name}: {columns[name].shape[1]} values per record, but the schema stores "
+                f"{shape} (a text2text target as long as its source, T each).")
     num_shards = max(1, min(int(num_shards), max(1, len(features))))
     names = [f"{split}-{i:05d}-of-{num_shards:05d}.tfrecord" for i in range(num_shards)]
     bounds = _shard_bounds(len(features), num_shards)
@@ -245,12 +252,14 @@ def read_features(directory, split, vocab_file=None, tokenizer_settings=None):
     for batch in _read_batches(directory, split, 4096):
         for name in spec:
             parts[name].append(batch[name])
-        count += len(batch["input_ids"])
+        count += len(batch[next(iter(spec))])
     if count != info["num_features"]:
         raise TaskDataError(
             f"{directory} split {split!r}: {count} records, metadata says {info['num_features']}."
         )
-    _check_token_ids(parts["input_ids"], meta, directory, split)
+    for name in schema.TOKEN_IDS:
+        if name in parts:
+            _check_token_ids(parts[name], meta, directory, split)
     out = TaskFeatures(task_type, {}, None, None, {}, meta["label_names"], meta["max_seq_length"],
                        dict(info["stats"]))
     for name, (slot, key, dtype, shape_key) in spec.items():

@@ -13,6 +13,10 @@ C = num_choices (multiple choice stores [C, T] per record).
                     example_index                           int64 [1]
                     token_start_char, token_end_char, token_is_max_context int64 [T]
     multiple_choice label_ids                               int64 [1]
+    text2text       encoder_token_ids, encoder_padding_mask, decoder_token_ids,
+                    decoder_padding_mask (instead of the three inputs),
+                    label_ids                               int64 [T]
+                    (the target is as long as the source: T each)
 
 Labels are absent from files written from unlabelled examples.
 """
@@ -28,6 +32,17 @@ _INPUTS = {
     "input_mask": ("x", "input_mask", "int64", "seq"),
     "segment_ids": ("x", "input_type_ids", "int64", "seq"),
 }
+# The model inputs of an example kind whose model is not an encoder (by
+# example kind; every other kind has `_INPUTS`).
+_MODEL_INPUTS = {
+    "text2text": {
+        name: ("x", name, "int64", "seq") for name in (
+            "encoder_token_ids", "encoder_padding_mask", "decoder_token_ids",
+            "decoder_padding_mask")
+    },
+}
+# Features holding token ids (checked against the vocabulary when read).
+TOKEN_IDS = ("input_ids", "encoder_token_ids", "decoder_token_ids")
 # By label kind (task_formats.py).
 _LABELS = {
     "class": {"label_ids": ("y", None, "int64", "one")},
@@ -41,6 +56,7 @@ _LABELS = {
         "start_positions": ("y", "start_positions", "int64", "one"),
         "end_positions": ("y", "end_positions", "int64", "one"),
     },
+    "target": {"label_ids": ("y", None, "int64", "seq")},
 }
 # By example kind.
 _EXTRAS = {
@@ -57,7 +73,7 @@ _EXTRAS = {
 def features_for(task_type, labelled=True):
     """{file feature: (slot, key, dtype, shape key)} for a task type."""
     fmt = task_format(task_type)
-    spec = dict(_INPUTS)
+    spec = dict(_MODEL_INPUTS.get(fmt.example, _INPUTS))
     if labelled:
         spec.update(_LABELS[fmt.label])
     spec.update(_EXTRAS.get(fmt.example, {}))

@@ -11,6 +11,7 @@ an existing one's needs no edits here beyond its entry.
     "words"        tokens, labels (one per word)              tagging.py
     "squad"        id, question, context, answers            qa.py
     "choices"      context, question, choices, label          multiple_choice.py
+    "text2text"    source, target (a string each)             text2text.py
 
     label kind     stored as (see schema.py)
     "class"        label_ids int64 [1], from label_names
@@ -18,14 +19,16 @@ an existing one's needs no edits here beyond its entry.
     "tag"          label_ids int64 [T] + label_weights, from label_names
     "span"         start_positions, end_positions int64 [1]
     "choice"       label_ids int64 [1], the index of the right choice
+    "target"       the target text: decoder inputs and labels int32 [T]
+                   (text2text.py; no label names)
 """
 
 import dataclasses
 
 from kerasbert.errors import TaskDataError
 
-EXAMPLE_KINDS = ("text", "words", "squad", "choices")
-LABEL_KINDS = ("class", "number", "tag", "span", "choice")
+EXAMPLE_KINDS = ("text", "words", "squad", "choices", "text2text")
+LABEL_KINDS = ("class", "number", "tag", "span", "choice", "target")
 
 
 @dataclasses.dataclass(frozen=True)
@@ -72,6 +75,12 @@ class TaskFormat:
         return self.label == "number"
 
     @property
+    def generates_text(self):
+        """The model writes text (a target string per example): its outputs
+        are generated, not read off one forward pass."""
+        return self.label == "target"
+
+    @property
     def per_choice(self):
         """Features are [C, T] per example (one row per choice)."""
         return self.example == "choices"
@@ -108,6 +117,9 @@ for _fmt in (
     TaskFormat("qa", "squad", "span", sequence_length=384,
                options=("doc_stride", "max_query_length", "is_training", "on_bad_answer")),
     TaskFormat("multiple_choice", "choices", "choice"),
+    # Source and target truncated to T each (64: sentences, not documents).
+    TaskFormat("text2text", "text2text", "target", sequence_length=64,
+               options=("target_length",)),
 ):
     register_format(_fmt)
 

@@ -1,4 +1,5 @@
-"""Task examples from TensorFlow Datasets: GLUE, SQuAD v1.1/v2.0, CoNLL-2003.
+"""Task examples from TensorFlow Datasets: GLUE, SQuAD v1.1/v2.0, CoNLL-2003,
+and the WMT translation sets (wmt14_translate, ...) as text2text tasks.
 
 Field names are those of the TFDS builders (tensorflow_datasets/text/glue.py,
 datasets/squad, text/conll2003); label names come from the builders' info.
@@ -31,7 +32,11 @@ SQUAD_TASKS = {
     "squad/v2.0": "squad/v2.0",
 }
 
-TFDS_TASKS = tuple(f"glue/{name}" for name in GLUE_TASKS) + ("squad", "squad_v2", "conll2003")
+# The WMT builders of TFDS: configs "xx-en", features {"xx": text, "en": text}.
+TRANSLATION_DATASETS = tuple(f"wmt{year}_translate" for year in range(13, 20))
+
+TFDS_TASKS = (tuple(f"glue/{name}" for name in GLUE_TASKS) + ("squad", "squad_v2", "conll2003")
+              + ("wmt14_translate/SRC-TGT",))
 
 # Friendly split names -> each builder's own.
 _SPLIT_ALIASES = {
@@ -40,6 +45,7 @@ _SPLIT_ALIASES = {
     "glue": {"dev": "validation"},
     "squad": {"dev": "validation"},
     "conll2003": {"validation": "dev"},
+    "translate": {"dev": "validation"},
 }
 
 
@@ -156,3 +162,54 @@ def load_conll2003(split="train"):
             )
         examples.append({"tokens": tokens, "labels": labels})
     return TaskData(examples, "tagging", label_names, "conll2003", split)
+
+
+def is_translation(spec):
+    """Whether `spec` names a WMT translation set ("wmt14_translate/de-en")."""
+    return spec.split("/")[0] in TRANSLATION_DATASETS
+
+
+def translation_direction(spec, configs):
+    """(TFDS name "wmt14_translate/de-en", source language, target language)
+    of a spec "wmt14_translate/SRC-TGT".
+
+    The spec names the direction, source first; the TFDS config is the
+    language pair in either order (TFDS has "de-en", so "wmt14_translate/
+    de-en" translates German to English and "wmt14_translate/en-de" English
+    to German, both from the same data).
+
+    Args:
+        configs: the builder's config names ("cs-en", "de-en", ...).
+    """
+    name, _, pair = spec.partition("/")
+    languages = pair.split("-")
+    if len(languages) != 2 or not all(languages) or languages[0] == languages[1]:
+        raise TaskDataError(f"Task {spec!r}: give the direction as {name}/SRC-TGT, e.g. "
+                            f"{name}/de-en (language pairs: {', '.join(configs)}).")
+    source, target = languages
+    for config in (f"{source}-{target}", f"{target}-{source}"):
+        if config in configs:
+            return f"{name}/{config}", source, target
+    raise TaskDataError(f"Task {spec!r}: {name} has no {source}-{target} pair; its language "
+                        f"pairs are {', '.join(configs)} (either direction).")
+
+
+def load_translation(spec, split="train", require_labels=True):
+    """WMT sentence pairs as text2text examples {"source", "target"}; the
+    spec's direction picks which language is the source
+    (`translation_direction`). Splits: train, validation ("dev"), test."""
+    import tensorflow_datasets as tfds
+
+    name = spec.split("/")[0]
+    try:
+        configs = [config.name for config in tfds.builder_cls(name).BUILDER_CONFIGS]
+    except Exception as err:  # an unknown builder
+        raise TaskDataError(f"Cannot find TFDS dataset {name!r} (task {spec!r}): {err}") from None
+    tfds_name, source, target = translation_direction(spec, configs)
+    split = _SPLIT_ALIASES["translate"].get(split, split)
+    records, _ = _load(tfds_name, split, spec)
+    examples = [{"source": _text(record[source]), "target": _text(record[target])}
+                for record in records]
+    if not examples:
+        raise TaskDataError(f"{spec} {split} split has no examples.")
+    return TaskData(examples, "text2text", None, spec, split, True)

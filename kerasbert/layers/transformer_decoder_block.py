@@ -1,0 +1,187 @@
+"""A decoder layer with cross-attention (the Transformer's decoder block)."""
+
+import keras
+from keras import ops
+
+from kerasbert.layers.activations import get_activation
+from kerasbert.layers.attention import MASK_BIAS
+from kerasbert.layers.attention import MultiHeadCrossAttention
+from kerasbert.layers.attention import MultiHeadSelfAttention
+from kerasbert.layers.initializers import bert_initializer
+
+
+def step_attention_bias(index, cache_length):
+    """[1, 1, 1, L] float32 bias for a cached decoding step at `index`:
+    0 on the cache rows 0..index (written so far), `MASK_BIAS` after."""
+    rows = ops.arange(cache_length, dtype="int32")
+    return ops.reshape(ops.where(rows <= index, 0.0, MASK_BIAS), (1, 1, 1, cache_length))
+
+
+@keras.saving.register_keras_serializable(package="kerasbert")
+class TransformerDecoderBlock(keras.layers.Layer):
+    """One decoder layer (Vaswani et al., 2017, section 3.1): causal
+    self-attention, attention to the encoder's output, feed-forward; each
+    sub-layer with dropout and a residual add, LayerNorm after the add
+    (post-LN, the paper) or before the branch (`norm_first`, tensor2tensor
+    and Model Garden)::
+
+        post-LN: x = LN(x + Dropout(SelfAttention(x)))
+                 x = LN(x + Dropout(CrossAttention(x, memory)))
+                 x = LN(x + Dropout(W_2 act(W_1 x)))
+        pre-LN:  x = x + Dropout(SelfAttention(LN(x))), and so on.
+
+    The attention layers are the shared `MultiHeadSelfAttention` and
+    `MultiHeadCrossAttention`; the feed-forward is the encoder block's
+    (Dense `intermediate` with the activation, Dense `output`).
+
+    Args:
+        num_heads: int.
+        intermediate_dim: int. Feed-forward width (2048 in the base model).
+        activation: str, "relu" (the paper); any name of
+            `kerasbert.layers.activations`.
+        dropout: float, on each sub-layer's output and the attention
+            probabilities.
+        layer_norm_epsilon: float.
+        initializer_range: float, stddev of the kernels' truncated normal.
+        norm_first: bool, pre-LN (see above).
+        use_bias: bool. Biases on the attention projections (False: the
+            paper's W^Q, W^K, W^V, W^O); the feed-forward always has them.
+
+    Call args:
+        x: float [B, T, H], the target-side states.
+        memory: float [B, S, H], the encoder's output.
+        self_attention_bias: float broadcastable to [B, N, T, T], e.g.
+            `causal_attention_bias(decoder_padding_mask)`.
+        cross_attention_bias: float broadcastable to [B, N, T, S], e.g.
+            `padding_mask_to_attention_bias(encoder_padding_mask)`.
+
+    Returns:
+        float [B, T, H].
+    """
+
+    def __init__(self, num_heads, intermediate_dim, activation="relu", dropout=0.1,
+                 layer_norm_epsilon=1e-6, initializer_range=0.02, norm_first=False,
+                 use_bias=False, **kwargs):
+        super().__init__(**kwargs)
+        self.num_heads = num_heads
+        self.intermediate_dim = intermediate_dim
+        self.activation = activation
+        self.dropout = dropout
+        self.layer_norm_epsilon = layer_norm_epsilon
+        self.initializer_range = initializer_range
+        self.norm_first = bool(norm_first)
+        self.use_bias = bool(use_bias)
+        get_activation(activation)  # Fail early on an unknown name.
+
+    def build(self, x_shape, memory_shape=None, *args, **kwargs):
+        hidden_dim = x_shape[-1]
+        policy = self.dtype_policy
+        init = bert_initializer(self.initializer_range)
+        attention = dict(dropout=self.dropout, initializer_range=self.initializer_range,
+                         use_bias=self.use_bias, dtype=policy)
+
+        def norm(name):
+            return keras.layers.LayerNormalization(epsilon=self.layer_norm_epsilon,
+                                                   dtype=policy, name=name)
+
+        def dropout(name):
+            return keras.layers.Dropout(self.dropout, dtype=policy, name=name)
+
+        self.self_attention = MultiHeadSelfAttention(self.num_heads, name="self_attention",
+                                                     **attention)
+        self.self_attention_dropout = dropout("self_attention_dropout")
+        self.self_attention_layer_norm = norm("self_attention_layer_norm")
+        self.cross_attention = MultiHeadCrossAttention(self.num_heads, name="cross_attention",
+                                                       **attention)
+        self.cross_attention_dropout = dropout("cross_attention_dropout")
+        self.cross_attention_layer_norm = norm("cross_attention_layer_norm")
+        self.intermediate_dense = keras.layers.Dense(
+            self.intermediate_dim, activation=get_activation(self.activation),
+            kernel_initializer=init, dtype=policy, name="intermediate")
+        self.output_dense = keras.layers.Dense(hidden_dim, kernel_initializer=init,
+                                               dtype=policy, name="output")
+        self.output_dropout = dropout("output_dropout")
+        self.output_layer_norm = norm("output_layer_norm")
+        for layer in (self.self_attention, self.self_attention_layer_norm,
+                      self.cross_attention, self.cross_attention_layer_norm,
+                      self.intermediate_dense, self.output_layer_norm):
+            layer.build(x_shape)
+        self.output_dense.build(tuple(x_shape[:-1]) + (self.intermediate_dim,))
+        self.built = True
+
+    def _sublayer(self, x, branch, dropout, norm, training):
+        """One residual sub-layer, post-LN or pre-LN."""
+        if self.norm_first:
+            return x + dropout(branch(norm(x)), training=training)
+        return norm(x + dropout(branch(x), training=training))
+
+    def _feed_forward(self, x):
+        return self.output_dense(self.intermediate_dense(x))
+
+    def call(self, x, memory, self_attention_bias=None, cross_attention_bias=None,
+             training=None):
+        x = self._sublayer(
+            x, lambda h: self.self_attention(h, self_attention_bias, training=training),
+            self.self_attention_dropout, self.self_attention_layer_norm, training)
+        x = self._sublayer(
+            x, lambda h: self.cross_attention(h, memory, cross_attention_bias,
+                                              training=training),
+            self.cross_attention_dropout, self.cross_attention_layer_norm, training)
+        return self._sublayer(x, self._feed_forward, self.output_dropout,
+                              self.output_layer_norm, training)
+
+    def decode_step(self, x, index, key_cache, value_cache, memory_heads,
+                    cross_attention_bias=None):
+        """One position of incremental decoding (inference: no dropout).
+
+        The new token's key and value are written at row `index` of the
+        fixed-size caches, and the token attends to rows 0..index: the same
+        result as `call` on the whole prefix at that position, with shapes
+        that stay the same at every step (a `while_loop` carries them).
+
+        Args:
+            x: float [B, 1, H], the step's input states.
+            index: int32 scalar, the step's position.
+            key_cache, value_cache: [B, L, N, D], rows < index filled.
+            memory_heads: (key, value) of the encoder output, each
+                [B, S, N, D] (`cross_attention.project_memory`).
+            cross_attention_bias: [B, 1, 1, S] or None.
+
+        Returns:
+            (float [B, 1, H], key_cache, value_cache) with row `index` set.
+        """
+        caches = [key_cache, value_cache]
+
+        def self_attend(h):
+            query, key, value = self.self_attention.project(h)
+            start = (0, index, 0, 0)
+            caches[0] = ops.slice_update(caches[0], start, ops.cast(key, caches[0].dtype))
+            caches[1] = ops.slice_update(caches[1], start, ops.cast(value, caches[1].dtype))
+            bias = step_attention_bias(index, ops.shape(caches[0])[1])
+            return self.self_attention.attend(query, caches[0], caches[1], bias)
+
+        x = self._sublayer(x, self_attend, self.self_attention_dropout,
+                           self.self_attention_layer_norm, False)
+        x = self._sublayer(
+            x, lambda h: self.cross_attention(h, None, cross_attention_bias,
+                                              memory_heads=memory_heads),
+            self.cross_attention_dropout, self.cross_attention_layer_norm, False)
+        x = self._sublayer(x, self._feed_forward, self.output_dropout,
+                           self.output_layer_norm, False)
+        return x, caches[0], caches[1]
+
+    def compute_output_shape(self, x_shape, *args, **kwargs):
+        return x_shape
+
+    def get_config(self):
+        return {
+            **super().get_config(),
+            "num_heads": self.num_heads,
+            "intermediate_dim": self.intermediate_dim,
+            "activation": self.activation,
+            "dropout": self.dropout,
+            "layer_norm_epsilon": self.layer_norm_epsilon,
+            "initializer_range": self.initializer_range,
+            "norm_first": self.norm_first,
+            "use_bias": self.use_bias,
+        }

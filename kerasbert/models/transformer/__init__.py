@@ -1,0 +1,5 @@
+from kerasbert.models.presets import register_presets
+from kerasbert.models.transformer.transformer_backbone import TransformerBackbone
+from kerasbert.models.transformer.transformer_presets import TRANSFORMER_PRESETS
+
+register_presets(TransformerBackbone, TRANSFORMER_PRESETS)

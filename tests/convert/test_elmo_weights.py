@@ -1,0 +1,110 @@
+"""ELMo's published layout (options.json + weights.hdf5): the committed
+names and shapes of the real files, and a weight file written here in that
+layout loaded through the handle loaders, every layer equal to a NumPy
+reference of the published biLM."""
+
+import json
+import os
+import sys
+
+import h5py
+import numpy as np
+import pytest
+
+from kerasbert.convert.elmo_weights import config_from_options
+from kerasbert.convert.elmo_weights import load_elmo
+from kerasbert.convert.elmo_weights import published_shapes
+from kerasbert.convert.elmo_weights import read_hdf5
+from kerasbert.convert.elmo_weights import save_elmo
+from kerasbert.errors import CheckpointError
+from kerasbert.loading import source
+from kerasbert.models import Backbone
+from kerasbert.models import ElmoBackbone
+from kerasbert.models.presets import get_preset
+from kerasbert.text.elmo_characters import batch_char_ids
+
+HERE = os.path.dirname(__file__)
+sys.path.insert(0, os.path.join(HERE, "..", "models", "elmo"))
+from elmo_reference import elmo_layers  # noqa: E402
+from elmo_reference import random_weights  # noqa: E402
+from reliability.console import kerasbert as console  # noqa: E402
+from reliability.console import one_line_error  # noqa: E402
+
+TINY_OPTIONS = {
+    "lstm": {"use_skip_connections": True, "projection_dim": 6, "cell_clip": 3, "proj_clip": 3,
+             "dim": 10, "n_layers": 2},
+    "char_cnn": {"activation": "relu", "filters": [[1, 4], [2, 6], [3, 8]], "n_highway": 2,
+                 "embedding": {"dim": 5}, "n_characters": 262, "max_characters_per_token": 12},
+}
+SENTENCES = [["Deep", "contextualized", "word", "vectors", "."], ["한국어", "!"], ["a"]]
+
+
+def write_elmo_dir(folder, options, weights, prefix=""):
+    os.makedirs(folder, exist_ok=True)
+    with open(os.path.join(folder, prefix + "options.json"), "w") as f:
+        json.dump(options, f)
+    with h5py.File(os.path.join(folder, prefix + "weights.hdf5"), "w") as f:
+        for name, value in weights.items():
+            f.create_dataset(name, data=value)
+    return str(folder)
+
+
+@pytest.mark.parametrize("name,preset", [("original", "elmo_original"), ("small", "elmo_small")])
+def test_published_names_and_shapes(name, preset):
+    with open(os.path.join(HERE, "fixtures", f"elmo_{name}.json")) as f:
+        fixture = json.load(f)
+    config = config_from_options(fixture["options"])
+    assert published_shapes(config) == fixture["datasets"]
+    assert ElmoBackbone.bilm_parameters(config) == fixture["parameters"]
+    # The preset is the published architecture.
+    assert {**config} == {**get_preset(preset)["config"]}
+
+
+@pytest.mark.parametrize("prefix", ["", "elmo_2x10_6_18cnn_2xhighway_"])
+def test_weight_file_matches_numpy_reference(tmp_path, prefix):
+    weights = random_weights(TINY_OPTIONS, seed=3)
+    folder = write_elmo_dir(tmp_path / "elmo", TINY_OPTIONS, weights, prefix)
+    assert source.resolve(folder).kind == source.ELMO
+    backbone = Backbone.from_preset(folder)  # through loading/published.py
+    assert isinstance(backbone, ElmoBackbone)
+    ids, mask = batch_char_ids(SENTENCES, max_characters=12)
+    out = backbone({"input_char_ids": ids, "input_mask": mask})
+    got = np.stack([np.asarray(x) for x in out["encoder_outputs"]], axis=1)
+    expected = elmo_layers(weights, TINY_OPTIONS, ids, mask)
+    assert got.shape == expected.shape == (3, 3, 5, 12)
+    assert np.abs(expected).max() > 0.1  # the check is on real values
+    np.testing.assert_allclose(got, expected, atol=1e-5)
+    # The mix starts as the average of the three layers.
+    np.testing.assert_allclose(np.asarray(out["sequence_output"]), expected.mean(1), atol=1e-5)
+
+
+def test_round_trip_and_overrides(tmp_path):
+    weights = random_weights(TINY_OPTIONS, seed=4)
+    folder = write_elmo_dir(tmp_path / "elmo", TINY_OPTIONS, weights)
+    backbone = load_elmo(folder, freeze_bilm=True)
+    assert len(backbone.trainable_weights) == 2
+    save_elmo(backbone, tmp_path / "again")
+    again = read_hdf5(os.path.join(tmp_path, "again", "weights.hdf5"))
+    assert sorted(again) == sorted(weights)
+    for name in weights:
+        np.testing.assert_array_equal(again[name], weights[name])
+    with pytest.raises(CheckpointError, match="lstm_dim=12 contradicts"):
+        load_elmo(folder, lstm_dim=12)
+
+
+def test_mismatched_shape_names_the_dataset(tmp_path):
+    weights = random_weights(TINY_OPTIONS, seed=5)
+    weights["RNN_1/RNN/MultiRNNCell/Cell1/LSTMCell/W_P_0"] = np.zeros((10, 7), "float32")
+    folder = write_elmo_dir(tmp_path / "bad", TINY_OPTIONS, weights)
+    with pytest.raises(CheckpointError) as err:
+        load_elmo(folder)
+    message = str(err.value)
+    assert "RNN_1/RNN/MultiRNNCell/Cell1/LSTMCell/W_P_0" in message
+    assert "[10, 7]" in message and "[10, 6]" in message
+    del weights["RNN_1/RNN/MultiRNNCell/Cell1/LSTMCell/W_P_0"]
+    folder = write_elmo_dir(tmp_path / "missing", TINY_OPTIONS, weights)
+    with pytest.raises(CheckpointError, match="no dataset RNN_1/.*W_P_0"):
+        load_elmo(folder)
+    # The command line: one line, exit 2.
+    one_line_error(console("info", "--preset", tmp_path / "bad", cwd=tmp_path),
+                   "W_P_0 has shape [10, 7]")
