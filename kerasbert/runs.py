@@ -4,6 +4,8 @@
 (A data folder's `metadata.json` belongs to the data: kerasbert.data.metadata.)
 
     RUN/config.json           what made the run: flags, backbone config, task, tokenizer
+                              (or, for a model that reads characters, "input": ELMo's
+                              character input, `INPUT`, instead of a tokenizer)
     RUN/model.keras           finetune: the task model (with its optimizer state)
     RUN/backbone.keras        pretrain, distill: the encoder
     RUN/pretrainer.keras      pretrain, distill: the encoder with its pretraining heads
@@ -49,6 +51,9 @@ HISTORY = "history.jsonl"
 CURVE = "training_curve.png"
 CHECKPOINTS = "checkpoints"
 LOGS = "logs"
+#: config.json's key for a model that reads no tokenizer's ids (ELMo: its
+#: character input, e.g. {"type": "elmo_characters", "max_characters": 50}).
+INPUT = "input"
 
 #: The saved models a run may hold, the most complete first: a pretraining
 #: run's pretrainer (encoder and heads), a fine-tuned task model, a backbone.
@@ -109,6 +114,12 @@ def save_run(run_dir, models, tokenizer=None, config=None):
     return written
 
 
+def reads_characters(config):
+    """A run whose model reads characters, not a tokenizer's ids: its
+    config.json names the input (`INPUT`) instead of a tokenizer."""
+    return bool(config) and INPUT in config and "tokenizer" not in config
+
+
 @dataclasses.dataclass
 class Run:
     """An existing run directory and its config.json (None if it has none)."""
@@ -160,6 +171,8 @@ class Run:
         saved settings."""
         if vocab is not None:
             return load_tokenizer(vocab, lower_case=lower_case, **switches)
+        if reads_characters(self.config):
+            return None  # ELMo: the model's preprocessor reads the text itself
         if self.is_pretraining and "tokenizer" not in self.config:
             return self._pretraining_tokenizer()  # written before runs kept a copy
         if self.config and ("tokenizer" in self.config or "vocab" in self.config):
@@ -188,9 +201,11 @@ def open_finetuned(directory, flag="--model"):
     for key in ("task_type", "max_seq_length"):
         if key not in run.config:
             raise UsageError(f"{path}: missing {key!r}; re-run kerasbert finetune.")
-    if "tokenizer" not in run.config and "vocab" not in run.config:
+    if ("tokenizer" not in run.config and "vocab" not in run.config
+            and not reads_characters(run.config)):
         raise UsageError(f"{path}: missing 'tokenizer' (or 'vocab'); re-run kerasbert finetune.")
-    for name in [run.path(MODEL)] + saved_tokenizer_files(directory, run.config):
+    files = [] if reads_characters(run.config) else saved_tokenizer_files(directory, run.config)
+    for name in [run.path(MODEL)] + files:
         if not os.path.isfile(name):
             raise UsageError(f"{flag} {directory}: missing {os.path.basename(name)}.")
     return run

@@ -36,6 +36,10 @@ def add_arguments(parser):
                         help="Version number (default: the next free integer).")
     parser.add_argument("--max-seq-length", dest="sequence_length", type=int, default=None, metavar="L",
                         help="Packed sequence length in the graph (default: the fine-tuning one).")
+    parser.add_argument("--max-target-length", dest="target_length", type=int, default=None,
+                        metavar="T", help="text2text: the longest generated text in pieces "
+                        "with [end] (default: the fine-tuning run's --max-target-length, "
+                        "else its --max-seq-length).")
     parser.add_argument("--model-name", default=None,
                         help="TF Serving model name in the warm-up requests (default: NAME).")
     parser.add_argument("--overwrite", action="store_true",
@@ -89,10 +93,13 @@ def run(args):
         if args.jit_compile or args.padding != "longest":
             raise UsageError("--padding and --jit-compile apply to fine-tuned task models, "
                              "not to text generation.")
+        if args.target_length is not None:
+            raise UsageError("--max-target-length applies to text2text models.")
         export, extra = export_generation_run, {}
     else:
         export, extra = export_finetuned, {"graph": graph_options(args),
-                                           "tokenizer_switches": tokenizer_switches(args)}
+                                           "tokenizer_switches": tokenizer_switches(args),
+                                           "target_length": args.target_length}
     # The lock serialises version numbering: two exports without --version
     # into the same OUTPUT get different versions, never the same one.
     with output_lock(args.output, kind="folder", flag="--output"):

@@ -121,6 +121,10 @@ def add_arguments(parser):
         help="Stop after PATIENCE epochs without a better dev metric (the best epoch's "
         "weights are kept either way).")
     add("--max-seq-length", dest="sequence_length", type=int, default=None, help="Default 128 (384 for QA).")
+    add("--max-target-length", dest="target_length", type=int, default=None, metavar="T",
+        help="text2text: the target's length in pieces with [start] / [end], and the longest "
+        "text the model generates (kept in config.json: evaluate and export use it). "
+        "Default: --max-seq-length.")
     add("--doc-stride", type=int, default=128, help="QA: tokens between window starts.")
     add("--max-query-length", type=int, default=64, help="QA: longest question in tokens.")
     add("--max-answer-length", type=int, default=30, help="QA: longest answer in tokens.")

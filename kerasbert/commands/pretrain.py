@@ -17,7 +17,11 @@ HELP = "Pretrain a backbone (masked LM + NSP/SOP) on pretraining TFRecords."
 DESCRIPTION = (
     "Masked-LM (+ next-sentence or sentence-order) pretraining with "
     "tf.distribute, mixed precision, XLA, gradient accumulation and step-exact "
-    "resume. The objective follows the data's metadata.json.")
+    "resume. The objective follows the data's metadata.json. An ELMo preset "
+    "(elmo_small, ...) trains its forward and backward language models on the same "
+    "token-id records (written with --objective none): each token's characters come "
+    "from its vocabulary string; the full softmax up to 8192 words, a log-uniform "
+    "sampled one (8192 draws) above.")
 SHOW_DEFAULTS = True  # --help shows each flag's default
 
 

@@ -86,6 +86,17 @@ def decode_generated(tokenizer, ids):
     return tokenizer.detokenize(pieces), lengths
 
 
+def check_target_length(target_length, backbone):
+    """A target length (`--max-target-length`) the decoder's position table
+    holds: one line naming the flag otherwise. Returns it as an int."""
+    target_length = int(target_length)
+    limit = int(backbone.max_sequence_length)
+    if not 2 <= target_length <= limit:
+        raise UsageError(f"--max-target-length {target_length} must be in [2, {limit}] (the "
+                         "backbone's max_sequence_length: the decoder's positions).")
+    return target_length
+
+
 @keras.saving.register_keras_serializable(package="kerasbert")
 class Text2TextPreprocessor(TaskPreprocessor):
     """Source (and target) strings -> `Seq2SeqLM` features; ids -> text.

@@ -27,9 +27,12 @@ from kerasbert.data.finetuning import check_max_seq_length
 from kerasbert.errors import UsageError
 from kerasbert.io_utils import atomic_directory
 from kerasbert import runs
+from kerasbert.preprocessing.elmo_inputs import character_preprocessor
+from kerasbert.preprocessing.text2text_preprocessor import check_target_length
 from kerasbert.serving.batching import PER_MODEL_FILENAME
 from kerasbert.serving.batching import batching_file_text
 from kerasbert.serving.batching import write_server_file
+from kerasbert.serving.elmo_serving import elmo_serving
 from kerasbert.serving.graph_options import GraphOptions
 from kerasbert.serving.op_manifest import write_manifest
 from kerasbert.serving.task_servings import serving_class
@@ -41,10 +44,28 @@ from kerasbert.text.loading import SWITCHES
 
 SIGNATURES = ("serving_default", "serve_token_ids")
 
+#: What export.json says instead of a batching file for a model that
+#: generates (text2text): why `serving.batching`'s values do not fit it.
+NO_BATCHING_FOR_GENERATION = (
+    "not written: the batching values come from throughput measured on encoder models "
+    "(bench/serving_bench.py: one forward pass per batch); a generating model runs up to "
+    "max_length decoder steps per batch (beam search: beam_size rows per source), a cost "
+    "per batch none of them measures. Measure this model before enabling TF Serving batching.")
+
+
+#: The same for a model that reads characters (ELMo): a biLSTM's cost per
+#: batch is not the measured encoders' (layers * hidden^2 * length).
+NO_BATCHING_FOR_CHARACTERS = (
+    "not written: the batching values come from throughput measured on Transformer encoders "
+    "(bench/serving_bench.py); an ELMo biLSTM's cost per batch is not theirs. Measure this "
+    "model before enabling TF Serving batching.")
+
 
 def build_serving_module(model, tokenizer, config, sequence_length):
     """The `TaskServing` of the model's task type (`task_servings`)."""
     serving = serving_class(config["task_type"])
+    if tokenizer is None:  # a model that reads characters (ELMo)
+        serving = elmo_serving(serving)
     return serving.for_run(model, tokenizer, sequence_length, config)
 
 
@@ -133,7 +154,7 @@ def _version_dir(output, version, overwrite):
 
 
 def export_finetuned(model_dir, output, version=None, sequence_length=None, overwrite=False,
-                     model_name=None, graph=None, tokenizer_switches=None):
+                     model_name=None, graph=None, tokenizer_switches=None, target_length=None):
     """Exports a `kerasbert finetune` output directory for TF Serving.
 
     Args:
@@ -145,6 +166,9 @@ def export_finetuned(model_dir, output, version=None, sequence_length=None, over
         tokenizer_switches: {switch: bool} over the run's settings (kept in
             its config.json's tokenizer description; `kerasbert.text.
             loading.SWITCHES`); a switch left out or None keeps the run's.
+        target_length: text2text: the longest generation (pieces with
+            [end]); default the run's (`finetune --max-target-length`, kept
+            in its config.json), else the source length.
 
     Returns:
         dict: path, version, task_type, signatures, custom_ops.
@@ -152,13 +176,17 @@ def export_finetuned(model_dir, output, version=None, sequence_length=None, over
     run = runs.open_finetuned(model_dir)
     config = run.config
     _version_dir(output, version, overwrite)  # fail before loading anything
+    given = [name for name, value in (tokenizer_switches or {}).items() if value is not None]
+    if runs.reads_characters(config) and given:
+        raise UsageError(f"{model_dir} reads characters (ELMo): it has no tokenizer for "
+                         f"--{given[0].replace('_', '-')} to change.")
     model = run.load_model(runs.MODEL)
     tokenizer = run.tokenizer(**(tokenizer_switches or {}))
     # The run's config.json is the record of how it was trained (a model
     # saved before task models carried a preprocessor has none, and a flag
     # here may override the tokenizer's switch): the preprocessor is rebuilt
     # from it, then the export is `Task.export`'s.
-    model.preprocessor = run_preprocessor(model, tokenizer, config)
+    model.preprocessor = run_preprocessor(model, tokenizer, config, target_length)
     task, task_file = describe_task(config, run.directory)
     source = describe_source(run.path(runs.MODEL))
     if task_file is not None:
@@ -169,14 +197,25 @@ def export_finetuned(model_dir, output, version=None, sequence_length=None, over
                        task=task, source=source)
 
 
-def run_preprocessor(model, tokenizer, config):
-    """The preprocessor a fine-tuning run's config.json describes."""
+def run_preprocessor(model, tokenizer, config, target_length=None):
+    """The preprocessor a fine-tuning run's config.json describes
+    (`target_length`: text2text, over the run's own)."""
     cls = model.preprocessor_class
     options = {name: value for name, value in (config.get("qa") or {}).items()
                if name in cls.options}
+    if target_length is not None and "target_length" not in cls.options:
+        raise UsageError(f"--max-target-length applies to text2text models, not to a "
+                         f"{config['task_type']} model.")
+    if "target_length" in cls.options:
+        target_length = target_length or (config.get("finetune") or {}).get("target_length")
+        if target_length is not None:
+            options["target_length"] = check_target_length(target_length, model.backbone)
     if config["task_type"] == "qa" and "version_2_with_negative" not in options:
         options["version_2_with_negative"] = "v2" in str(config.get("task", ""))
     arguments = {**model.preprocessor_arguments(), "task_type": config["task_type"], **options}
+    if tokenizer is None:  # ELMo: the task's character-reading counterpart
+        cls = character_preprocessor(cls, task_types.get(config["task_type"]))
+        arguments["max_characters"] = model.backbone.max_characters_per_token
     return cls(tokenizer, config["max_seq_length"], config.get("label_names"), **arguments)
 
 
@@ -265,18 +304,29 @@ def export_model(model, tokenizer, task_type, output, label_names=None, sequence
         manifest = write_manifest(tmp)
         info = {
             "task": task, "task_type": task_type, "label_names": label_names,
-            "seq_length": sequence_length, "lower_case": tokenizer.lower_case,
+            "seq_length": sequence_length,
+            "lower_case": bool(getattr(tokenizer, "lower_case", False)),
             # The switches a client's text meets (`kerasbert.text.loading.SWITCHES`).
             **{name: bool(getattr(tokenizer, name, False)) for name in SWITCHES},
-            # The family tells a client how the graph packs (RoBERTa: no type ids).
-            "tokenizer": {"type": tokenizer_kind(tokenizer),
-                          "assets": [os.path.basename(p) for p in tokenizer_files(tokenizer)]},
+            # The family tells a client how the graph packs (RoBERTa: no type ids);
+            # None for a model that reads characters (its "input" says how).
+            "tokenizer": None if tokenizer is None else {
+                "type": tokenizer_kind(tokenizer),
+                "assets": [os.path.basename(p) for p in tokenizer_files(tokenizer)]},
             "inputs": [spec.name for spec in module.input_specs()],
             "signatures": list(SIGNATURES), "source": source,
             "graph": options.to_config(),
         }
         info.update(module.export_info())
-        batching_text, batching_from = batching_file_text(model.backbone, sequence_length)
+        if tokenizer is None:  # ELMo's LSTMs: no measured encoder's cost applies
+            batching_text, batching_from = None, None
+            info["batching"] = {"file": None, "reason": NO_BATCHING_FOR_CHARACTERS}
+        else:
+            batching_text, batching_from = batching_file_text(model.backbone, sequence_length)
+        if getattr(module, "generates_text", False):
+            # The measured curves are one forward pass a batch; none applies.
+            batching_text, batching_from = None, None
+            info["batching"] = {"file": None, "reason": NO_BATCHING_FOR_GENERATION}
         if batching_text:
             with open(os.path.join(tmp, PER_MODEL_FILENAME), "w", encoding="utf-8") as f:
                 f.write(batching_text)

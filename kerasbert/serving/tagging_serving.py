@@ -102,8 +102,22 @@ class TaggingServing(TaskServing):
             tf.stack([first_piece.flat_values, word_start_char, word_end], axis=-1)
         )
         kept = tf.ragged.boolean_mask(all_words, first_piece < budget)  # [B, (words), 3]
-        rows = tf.cast(kept.value_rowids(), tf.int32)
         position = tf.cast(kept.flat_values[:, 0], tf.int32) + 1  # after [CLS]
+        return self.decode_words(texts, probabilities, kept, position, first_piece.row_lengths())
+
+    def decode_words(self, texts, probabilities, kept, position, words_per_row):
+        """The outputs of `serving_default` from per-position probabilities.
+
+        Args:
+            texts: the cleaned texts [B].
+            probabilities: float32 [B, T, L].
+            kept: int64 [B, (words), 3]: the words the model saw, each
+                (any, start char, end char).
+            position: int32 [total kept words]: each word's position in T.
+            words_per_row: int64 [B], all words of each text (more than
+                kept: the row is `truncated`).
+        """
+        rows = tf.cast(kept.value_rowids(), tf.int32)
         word_probs = tf.gather_nd(probabilities, tf.stack([rows, position], axis=-1))
         label_id = tf.argmax(word_probs, axis=-1, output_type=tf.int32)
         score = tf.reduce_max(word_probs, axis=-1)
@@ -124,7 +138,7 @@ class TaggingServing(TaskServing):
             "token_start_char": token_start,
             "token_end_char": token_end,
             "num_tokens": tf.cast(kept.row_lengths(), tf.int32),
-            "truncated": tf.not_equal(kept.row_lengths(), first_piece.row_lengths()),
+            "truncated": tf.not_equal(kept.row_lengths(), words_per_row),
         }
         outputs.update(self._entities(texts, kept, label_id, score, start_char, end_char))
         return outputs

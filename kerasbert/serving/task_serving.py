@@ -117,7 +117,8 @@ class TaskServing(tf.Module):
         self.options = check_options(GraphOptions.from_config(options), model.backbone,
                                      self.sequence_length)
         self._forward = model_function(model, self.options.jit_compile)
-        self.packer = make_packer(tokenizer, self.sequence_length)
+        # None: a model that reads characters (`serving.elmo_serving`) packs no ids.
+        self.packer = None if tokenizer is None else make_packer(tokenizer, self.sequence_length)
         names = list(label_names or [])
         self.label_names = list(names)
         self.label_table = tf.constant(names or [""], tf.string)
@@ -146,6 +147,14 @@ class TaskServing(tf.Module):
     def token_ids_shape(self):
         """Shape of each `serve_token_ids` input ([B, T] for most tasks)."""
         return (None, self.sequence_length)
+
+    def token_input_specs(self):
+        """`TensorSpec`s of `serve_token_ids`: the model's own inputs."""
+        return [tf.TensorSpec(self.token_ids_shape(), tf.int32, name=n) for n in MODEL_INPUTS]
+
+    def check_token_inputs(self, inputs):
+        """{name: tensor} of `serve_token_ids` -> checked model inputs."""
+        return self.checked_token_ids(**inputs)
 
     def model_outputs(self, features):
         """Raw model outputs for `serve_token_ids`: a dict of tensors. The
@@ -232,11 +241,11 @@ class TaskServing(tf.Module):
         def serving_default(*args):
             return self.serve(dict(zip(names, args)))
 
-        int_spec = [tf.TensorSpec(self.token_ids_shape(), tf.int32, name=n) for n in MODEL_INPUTS]
+        int_spec = self.token_input_specs()
+        int_names = [spec.name for spec in int_spec]
 
-        def serve_token_ids(input_word_ids, input_mask, input_type_ids):
-            return self.model_outputs(self.checked_token_ids(
-                input_word_ids, input_mask, input_type_ids))
+        def serve_token_ids(*args):
+            return self.model_outputs(self.check_token_inputs(dict(zip(int_names, args))))
 
         # Our graph code is TensorFlow ops with Python control flow on static
         # values only: AutoGraph would add nothing but its conversion, about

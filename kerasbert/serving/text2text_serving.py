@@ -48,6 +48,8 @@ class Text2TextServing(TaskServing):
     """
 
     raw_inputs = ("source",)
+    # The export writes no batching file for it (`exporter.NO_BATCHING_FOR_GENERATION`).
+    generates_text = True
 
     @classmethod
     def for_run(cls, model, tokenizer, sequence_length, config):

@@ -29,6 +29,35 @@ def _preprocessor_class():
     return Text2TextPreprocessor
 
 
+def _is_dataset(value):
+    # A tf.data.Dataset without importing TensorFlow here (other backends).
+    return hasattr(value, "element_spec") and hasattr(value, "as_numpy_iterator")
+
+
+def _is_text(value):
+    """Whether `generate`'s input is source text rather than token ids."""
+    if isinstance(value, (str, bytes)) or _is_dataset(value):
+        return True
+    if isinstance(value, (list, tuple)):
+        return bool(value) and all(isinstance(v, (str, bytes)) for v in value)
+    dtype = getattr(value, "dtype", None)
+    return dtype is not None and getattr(dtype, "kind", None) in ("U", "S", "O")
+
+
+def _source_list(sources):
+    """str / list / NumPy array / tf.data of strings -> list of str."""
+    if isinstance(sources, (str, bytes)):
+        sources = [sources]
+    elif _is_dataset(sources):
+        flat = []
+        for item in sources.as_numpy_iterator():
+            flat.extend(item.reshape(-1).tolist() if hasattr(item, "reshape") else [item])
+        sources = flat
+    elif hasattr(sources, "tolist"):
+        sources = sources.reshape(-1).tolist()
+    return [s.decode("utf-8") if isinstance(s, bytes) else str(s) for s in sources]
+
+
 @keras.saving.register_keras_serializable(package="kerasbert")
 class LabelSmoothedCrossEntropy(keras.losses.Loss):
     """Token cross-entropy against smoothed targets, averaged over the
@@ -192,30 +221,50 @@ class Seq2SeqLM(Task):
 
     # --- generation -----------------------------------------------------------
 
-    def generate(self, encoder_token_ids, encoder_padding_mask, *, max_length, start_id,
-                 end_id, strategy="beam", beam_size=4, length_penalty=0.6):
-        """Translates a batch of sources.
+    def generate(self, encoder_token_ids, encoder_padding_mask=None, *, max_length=None,
+                 start_id=None, end_id=None, strategy="beam", beam_size=4, length_penalty=0.6,
+                 batch_size=32):
+        """Translates a batch of sources: token ids in, ids out; or, with a
+        preprocessor attached, raw text in, text out (as keras-hub's
+        `generate`).
 
         `keras.ops` only, with `ops.while_loop`: it traces inside
         `tf.function(autograph=False)` (serving signatures) and runs under
         JAX.
 
         Args:
-            encoder_token_ids: int [B, S].
-            encoder_padding_mask: int [B, S], 1 = real token.
+            encoder_token_ids: int [B, S]; or source text: a str, a list /
+                NumPy array of str, or a `tf.data.Dataset` of strings
+                (batched or not). Text needs `self.preprocessor`, which
+                encodes it, generates `batch_size` at a time and decodes
+                (`Text2TextPreprocessor.generate`: what the exported
+                SavedModel answers).
+            encoder_padding_mask: int [B, S], 1 = real token (ids only;
+                default: id != 0).
             max_length: int, tokens to generate at most (<= the backbone's
-                max_sequence_length).
+                max_sequence_length; text: default the preprocessor's
+                target_length).
             start_id, end_id: ints, the decoder's first token and the token
-                that ends a translation.
+                that ends a translation (text: the preprocessor's).
             strategy: "beam" (tensor2tensor's beam search, as Model Garden's)
                 or "greedy".
             beam_size: int, beams (4 in the paper).
             length_penalty: float, alpha of ((5 + length) / 6) ** alpha (0.6).
 
         Returns:
-            int32 [B, max_length]: the best beam's tokens after `start_id`,
-            `end_id` included, 0 after it.
+            ids in: int32 [B, max_length]: the best beam's tokens after
+            `start_id`, `end_id` included, 0 after it. Text in: a list of
+            str, one per source (a str for a str).
         """
+        if _is_text(encoder_token_ids):
+            return self._generate_text(encoder_token_ids, max_length=max_length,
+                                       strategy=strategy, beam_size=beam_size,
+                                       length_penalty=length_penalty, batch_size=batch_size)
+        if max_length is None or start_id is None or end_id is None:
+            raise ValueError("Token ids in: give max_length, start_id and end_id (or pass "
+                             "source strings to a model with a preprocessor).")
+        if encoder_padding_mask is None:
+            encoder_padding_mask = ops.cast(ops.not_equal(encoder_token_ids, 0), "int32")
         if strategy not in STRATEGIES:
             raise ValueError(f"strategy must be one of {STRATEGIES}, got {strategy!r}.")
         max_length = int(max_length)
@@ -250,6 +299,15 @@ class Seq2SeqLM(Task):
         tokens, _ = beam_search(beam_step, start, cache, backbone.vocabulary_size, max_length,
                                 int(end_id), beam_size=beams, alpha=float(length_penalty))
         return tokens
+
+    def _generate_text(self, sources, batch_size=32, **options):
+        if self.preprocessor is None:
+            raise ValueError("Seq2SeqLM.generate on text needs a preprocessor (a "
+                             "Text2TextPreprocessor); without one, pass token ids.")
+        single = isinstance(sources, (str, bytes))
+        texts = self.preprocessor.generate(self, _source_list(sources), batch_size=batch_size,
+                                           **options)
+        return texts[0] if single else texts
 
     # --- config -------------------------------------------------------------
 

@@ -49,3 +49,37 @@ def texts_to_char_ids(texts, max_characters=MAX_CHARACTERS, max_words=None):
         words = words[:, :max_words]
     ids, mask = words_to_char_ids(words, max_characters)
     return ids, mask, words
+
+
+def split_words_with_offsets(texts):
+    """`split_words` with each word's span in the ORIGINAL text.
+
+    The normalization (`bert_normalize`: control characters dropped,
+    space separators made " ") changes byte lengths, but it acts on each
+    character alone: every character is normalized on its own, the results
+    joined and split, and each word's byte span traced back to the
+    characters it came from.
+
+    Args:
+        texts: tf.string [B], valid UTF-8 (`clean_text`).
+
+    Returns:
+        (words string, starts int64, ends int64), ragged [B, (W)]: the words
+        of `split_words(texts)`; code-point offsets, end exclusive.
+    """
+    texts = tf.convert_to_tensor(texts, tf.string)
+    chars = tf.strings.unicode_split(texts, "UTF-8")  # [B, (characters)]
+    normalized = bert_normalize(chars.flat_values, False)
+    char_end = tf.cumsum(tf.cast(tf.strings.length(normalized), tf.int64))  # exclusive ends
+    first_char = chars.row_starts()  # [B]
+    text_base = tf.gather(tf.concat([[0], char_end], 0), first_char)
+    joined = tf.strings.reduce_join(chars.with_flat_values(normalized), axis=1)
+    words, start_bytes, end_bytes = BasicTokenizer(lower_case=False).tokenize_with_offsets(joined)
+    row = words.value_rowids()
+    base, first = tf.gather(text_base, row), tf.gather(first_char, row)
+    # The character holding a byte: the first whose end is past it.
+    start = tf.searchsorted(char_end, base + tf.cast(start_bytes.flat_values, tf.int64),
+                            side="right", out_type=tf.int64)
+    last = tf.searchsorted(char_end, base + tf.cast(end_bytes.flat_values, tf.int64) - 1,
+                           side="right", out_type=tf.int64)
+    return words, words.with_flat_values(start - first), words.with_flat_values(last + 1 - first)

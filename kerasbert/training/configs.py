@@ -84,9 +84,15 @@ def reads_characters(handle):
     """Whether a --preset/--backbone handle is an ELMo biLM, which reads
     characters and needs no --vocab: an ELMo preset (the registry is not
     loaded yet: its names start with "elmo_") or a directory of its
-    options.json + weights.hdf5. `run_finetuning` checks the loaded model."""
+    options.json + weights.hdf5, or a `kerasbert pretrain` run of one.
+    `run_finetuning` checks the loaded model."""
     handle = os.fspath(handle) if handle else ""
-    return handle.startswith("elmo_") or (os.path.isdir(handle) and bool(elmo_files(handle)))
+    if handle.startswith("elmo_") or (os.path.isdir(handle) and bool(elmo_files(handle))):
+        return True
+    # A `kerasbert pretrain` run of one (its directory or its .keras files).
+    folder = handle if os.path.isdir(handle) else os.path.dirname(handle)
+    config = runs.read_config(folder) if handle and os.path.isdir(folder) else None
+    return bool(config) and config.get("backbone_class") == "ElmoBackbone"
 
 
 @dataclasses.dataclass
@@ -115,6 +121,9 @@ class FinetuneConfig:
     recipe: str = None
     early_stopping: int = None  # epochs without a better dev metric before stopping
     sequence_length: int = None
+    # text2text: the target's packed length T (with [start] / [end]) and the
+    # longest generation; None: the source's (--max-seq-length).
+    target_length: int = None
     doc_stride: int = 128
     max_query_length: int = 64
     max_answer_length: int = 30
@@ -154,6 +163,13 @@ class FinetuneConfig:
             raise UsageError(f"--warmup-ratio must be in [0, 1], got {self.warmup_ratio}.")
         if self.recipe is not None:
             get_recipe(self.recipe)  # an unknown name lists the known ones
+        if self.target_length is not None:
+            if self.target_length < 2:
+                raise UsageError(f"--max-target-length must be at least 2 (a piece and [end]), "
+                                 f"got {self.target_length}.")
+            if self.features:
+                raise UsageError("--max-target-length applies to raw text (--task): --features "
+                                 "store each target at the source's length.")
         if self.layerwise_lr_decay is not None and not 0.0 < self.layerwise_lr_decay <= 1.0:
             raise UsageError(f"--layerwise-lr-decay must be in (0, 1], got {self.layerwise_lr_decay}.")
         if self.backbone and self.preset:

@@ -11,7 +11,10 @@
 Fine-tuning directory:
     FT/model.keras              the fine-tuned task model
     FT/config.json              task type, label names, max length, casing,
-                                task spec and columns, QA options
+                                task spec and columns, QA options; an ELMo
+                                run (no --vocab: its preprocessor reads
+                                characters) names its "input" instead of a
+                                tokenizer and has no tokenizer files
     FT/vocab.txt                a copy of the tokenizer files (FT is self-contained):
                                 vocab.txt (WordPiece), or sentencepiece.model
                                 (ALBERT), or vocab.json + merges.txt (RoBERTa);
@@ -39,6 +42,7 @@ from kerasbert.data.finetuning import has_split
 from kerasbert.data.finetuning import load_task
 from kerasbert.data.finetuning import make_dataset
 from kerasbert.data.finetuning import read_features
+from kerasbert.preprocessing.text2text_preprocessor import check_target_length
 from kerasbert.data.finetuning.load import parse_task_spec
 from kerasbert.data.finetuning.task_formats import task_format
 from kerasbert.errors import UsageError
@@ -55,10 +59,10 @@ from kerasbert.text import load_tokenizer
 from kerasbert.text import tokenizer_files
 from kerasbert.text.loading import SWITCHES
 from kerasbert.optimizers import recipes
+from kerasbert.preprocessing.elmo_inputs import character_preprocessor
 from kerasbert.training.best_epoch import BestEpoch
 from kerasbert.training.loop import progress_verbosity
 from kerasbert.training.configs import FinetuneConfig
-from kerasbert.training.elmo_finetune import run_elmo_finetuning
 from kerasbert.training.strategies import resolve_strategy
 from kerasbert.training.strategies import split_cpu
 from kerasbert.training.strategies import worker_info
@@ -68,8 +72,15 @@ from kerasbert.training.strategies import worker_info
 
 def load_backbone(config, tokenizer):
     """The backbone to fine-tune (kerasbert.loading.backbones), checked
-    against the tokenizer's vocabulary."""
+    against the tokenizer's vocabulary; with no tokenizer (no --vocab), one
+    that reads characters (ELMo)."""
 
+    if tokenizer is None:
+        backbone = load(config.backbone, config.preset, config.init_checkpoint, config.bert_config)
+        if "input_char_ids" not in backbone.input:
+            raise UsageError("Give --vocab: the tokenizer files of the backbone (only an ELMo "
+                             "model reads characters without one).")
+        return backbone
     vocab_size = tokenizer.vocabulary_size
     backbone = load(config.backbone, config.preset, config.init_checkpoint, config.bert_config,
                     vocabulary_size=vocab_size,
@@ -92,8 +103,9 @@ def describe_model(config):
     if not has_dev:
         raise UsageError("--search scores every trial on validation data: give --validation "
                          "(a file or a split), or a task that has a validation split.")
-    tokenizer = load_tokenizer(config.vocab, lower_case=config.lower_case,
-                               **{name: getattr(config, name) for name in SWITCHES})
+    tokenizer = None if config.vocab is None else load_tokenizer(  # None: ELMo
+        config.vocab, lower_case=config.lower_case,
+        **{name: getattr(config, name) for name in SWITCHES})
     backbone = load_backbone(config, tokenizer)
     if config.features:
         features = read_features(config.features, "train",
@@ -149,14 +161,17 @@ def _split_spec(task, validation, flag="--validation"):
     return task, validation
 
 
-def task_features(config, tokenizer, split, label_names=None, spec=None):
-    """(TaskData or None, TaskFeatures) of one split."""
+def task_features(config, tokenizer, split, label_names=None, spec=None, preprocessor=None):
+    """(TaskData or None, TaskFeatures) of one split; with no tokenizer (a
+    model that reads characters) the features are `preprocessor`'s."""
 
     if config.features:
         return None, read_features(config.features, split, vocab_file=_fingerprinted_file(tokenizer),
                                    tokenizer_settings=ids_settings(tokenizer))
     data = load_task(spec or config.task, split, task_type=config.task_type,
                      columns=config.columns or None, label_names=label_names)
+    if tokenizer is None:  # ELMo: the model's preprocessor reads the words
+        return data, preprocessor.task_features(data)
     # The converter options the task type takes (QA's windowing), from the run's flags.
     options = {name: getattr(config, name) for name in task_format(data.task_type).options
                if hasattr(config, name)}
@@ -204,8 +219,12 @@ def _preprocessor(model, tokenizer, task_type, train, sequence_length, config):
     arguments = {**model.preprocessor_arguments(), **options}
     if task_type.name in model.preprocessor_class.task_types and "task_type" not in arguments:
         arguments["task_type"] = task_type.name
-    return model.preprocessor_class(tokenizer, sequence_length or task_type.format.sequence_length,
-                                    train.label_names, **arguments)
+    cls = model.preprocessor_class
+    if tokenizer is None:  # ELMo: the task's character-reading counterpart
+        cls = character_preprocessor(cls, task_type)
+        arguments["max_characters"] = model.backbone.max_characters_per_token
+    return cls(tokenizer, sequence_length or task_type.format.sequence_length,
+               train.label_names, **arguments)
 
 
 def _fingerprinted_file(tokenizer):
@@ -267,9 +286,6 @@ def plot_confusion_matrix(labels, predictions, label_names, path):
 def run_finetuning(config):
     """Fine-tunes; returns {"metrics", "outputs", "history"}."""
     config.validate()
-    if config.vocab is None:  # an ELMo biLM: it reads characters
-        return run_elmo_finetuning(config, resolve_hyperparameters, plot_curves, _split_spec)
-
     split_cpu(config.logical_cpus)
     keras.utils.set_random_seed(config.seed)
     strategy = resolve_strategy(config.strategy)
@@ -282,8 +298,11 @@ def run_finetuning(config):
         scratch = tempfile.mkdtemp(prefix="kerasbert-finetune-worker-")
         atexit.register(shutil.rmtree, scratch, ignore_errors=True)
         config = dataclasses.replace(config, output_dir=scratch)
-    tokenizer = load_tokenizer(config.vocab, lower_case=config.lower_case,
-                               **{name: getattr(config, name) for name in SWITCHES})
+    # No --vocab: an ELMo biLM, which reads characters (config.validate
+    # allows it only for one); its preprocessor splits and numbers the text.
+    tokenizer = None if config.vocab is None else load_tokenizer(
+        config.vocab, lower_case=config.lower_case,
+        **{name: getattr(config, name) for name in SWITCHES})
 
     train_data, train = training_data(config, tokenizer)
     task_type = task_types.get(train.task_type)
@@ -298,25 +317,32 @@ def run_finetuning(config):
                                   tokenizer_settings=ids_settings(tokenizer))
     else:
         spec, split = _split_spec(config.task, config.validation)
+        # Characters: the validation features come from the model's
+        # preprocessor, once it is built (below).
         valid_data, valid = (task_features(config, tokenizer, split, train.label_names, spec)
-                             if spec else (None, None))
+                             if spec and tokenizer is not None else (None, None))
     if task_type.needs_examples and valid is not None and valid_data is None:
         raise UsageError(f"{task_type.name} metrics need the raw validation examples (for QA, "
                          "contexts and answers): give --validation with --features.")
 
-    if config.early_stopping and valid is None:
+    if config.early_stopping and valid is None and spec is None:
         raise UsageError("--early-stopping needs validation data (--validation, or a task "
                          "with a validation split).")
 
     sequence_length = train.sequence_length if train_data is None else config.sequence_length
     with strategy.scope():
         backbone = load_backbone(config, tokenizer)
-        if config.freeze_backbone:  # the feature-based use: only the head trains
+        if config.freeze_backbone and hasattr(backbone, "freeze"):
+            backbone.freeze()  # ELMo: the biLM stops, its scalar mix still trains
+        elif config.freeze_backbone:  # the feature-based use: only the head trains
             backbone.trainable = False
         check_max_seq_length(sequence_length or task_type.format.sequence_length, backbone)
+        if config.target_length is not None:  # text2text: the decoder's positions
+            check_target_length(config.target_length, backbone)
         recipe = resolve_hyperparameters(config, backbone)
         model = task_type.build_model(backbone, train, config.dropout,
-                                      extract_id=tokenizer.mask_id, lm_weight=config.lm_weight)
+                                      extract_id=getattr(tokenizer, "mask_id", None),
+                                      lm_weight=config.lm_weight)
         model.preprocessor = _preprocessor(model, tokenizer, task_type, train, sequence_length,
                                            config)
         # The same compile and fit as a Python user's (kerasbert.tasks.Task):
@@ -325,6 +351,9 @@ def run_finetuning(config):
             "run", config.learning_rate, config.batch_size, config.epochs,
             warmup_ratio=config.warmup_ratio, weight_decay=config.weight_decay,
             layerwise_lr_decay=config.layerwise_lr_decay))
+    if tokenizer is None and spec:  # characters: the features of the model's preprocessor
+        valid_data, valid = task_features(config, None, split, train.label_names, spec,
+                                          model.preprocessor)
     options = dict(max_answer_length=config.max_answer_length,
                    null_score_diff_threshold=config.null_score_diff_threshold)
     if train_data is None:  # --features: token ids made by create-finetuning-data
@@ -353,7 +382,8 @@ def run_finetuning(config):
         "task_source": runs.portable_spec(config.task, config.output_dir),
         "validation_source": ({"spec": runs.portable_spec(spec, config.output_dir),
                                "split": split} if spec else None),
-        "max_seq_length": model.preprocessor.sequence_length, "lower_case": tokenizer.lower_case,
+        "max_seq_length": model.preprocessor.sequence_length,
+        "lower_case": bool(getattr(tokenizer, "lower_case", False)),
         "columns": config.columns, "model_class": type(model).__name__,
         "qa": dict(options, doc_stride=config.doc_stride, max_query_length=config.max_query_length,
                    version_2_with_negative=_has_unanswerable(config.task, train_data, valid_data)),
@@ -361,6 +391,8 @@ def run_finetuning(config):
         "recipe": recipe,
         "train_stats": getattr(train, "stats", {"num_examples": len(train_data or ())}),
     }
+    if tokenizer is None:  # what the model reads instead of a tokenizer's ids
+        task_config[runs.INPUT] = model.preprocessor.describe_input()
     # The folder appears only now: a run that fails earlier leaves nothing.
     saved = runs.save_run(config.output_dir, {runs.MODEL: model}, tokenizer, task_config)
     outputs = {"model": saved[runs.MODEL]}
@@ -401,15 +433,17 @@ def run_evaluation(model_dir, task=None, split=None, batch_size=32, columns=None
     if predictions_file is not None and not task_type.format.generates_text:
         raise UsageError(f"--predictions writes generated text; {model_dir} is a "
                          f"{task_type.name} model, whose outputs are not text.")
-    tokenizer = run.tokenizer()
+    tokenizer = run.tokenizer()  # None: the model reads characters (ELMo)
     # A run keeps its files' paths relative to itself (older runs: as given).
     own_task = (runs.located_spec(saved["task_source"], model_dir)
                 if saved.get("task_source") else saved["task"])
     run_config = FinetuneConfig(task=task or own_task, output_dir=model_dir,
-                                vocab=tokenizer_files(tokenizer)[0],
+                                vocab=None if tokenizer is None else tokenizer_files(tokenizer)[0],
                                 backbone=None, task_type=saved["task_type"],
                                 columns=columns or saved.get("columns") or {},
                                 sequence_length=saved["max_seq_length"],
+                                # text2text: the gold targets cut as in training
+                                target_length=(saved.get("finetune") or {}).get("target_length"),
                                 doc_stride=saved["qa"]["doc_stride"],
                                 max_query_length=saved["qa"]["max_query_length"])
     source = saved.get("validation_source")
@@ -425,7 +459,8 @@ def run_evaluation(model_dir, task=None, split=None, batch_size=32, columns=None
         raise UsageError(f"{model_dir} was fine-tuned without validation data: give --split "
                          "FILE (a file of the task's format) or --task.")
     model = run.load_model(runs.MODEL)
-    data, features = task_features(run_config, tokenizer, split_name, saved["label_names"], spec)
+    data, features = task_features(run_config, tokenizer, split_name, saved["label_names"], spec,
+                                   model.preprocessor)
     predictions = task_type.predict_outputs(model, features, batch_size)
     result = task_type.evaluate(run_config.task, data, features, predictions, saved["qa"])
     if predictions_file is not None:

@@ -44,6 +44,8 @@ from kerasbert.saving import load_model
 from kerasbert.tasks import BertPretrainer
 from kerasbert.tasks import CausalLM
 from kerasbert.tasks import ElectraPretrainer
+from kerasbert.tasks.elmo_pretrainer import ElmoPretrainer
+from kerasbert.tasks.elmo_pretrainer import token_character_table
 from kerasbert.loading.backbones import load_backbone
 from kerasbert.loading.source import HF
 from kerasbert.loading.source import resolve
@@ -52,6 +54,7 @@ from kerasbert.models.vocabulary_growth import grow_vocabulary
 from kerasbert.text.families import added_special_count
 from kerasbert.text.families import read_vocabulary
 from kerasbert.text.loading import load_tokenizer
+from kerasbert.training.configs import reads_characters
 from kerasbert.training.checkpoints import list_checkpoints
 from kerasbert.training.checkpoints import read_manifest
 from kerasbert.training.checkpoints import TrainingCheckpoint
@@ -63,6 +66,9 @@ from kerasbert.training.strategies import split_cpu
 from kerasbert.training.strategies import worker_info
 
 OBJECTIVES_BY_DATA = {"nsp": ("mlm", "nsp"), "sop": ("mlm", "sop"), "none": ("mlm",)}
+#: ELMo: the full softmax up to this many words, a sampled one (this many
+#: draws, log-uniform) above: the published biLM sampled 8192.
+ELMO_FULL_SOFTMAX_WORDS = ELMO_NUM_SAMPLED = 8192
 
 
 # --- data -------------------------------------------------------------------
@@ -119,6 +125,13 @@ def build_backbone(config, vocab_size, sequence_length, added_tokens=0):
     tokens the tokenizer appended to a published one (GPT-1's specials),
     for which a checkpoint's embeddings grow."""
     overrides = dict(config.overrides)
+    if reads_characters(config.preset):
+        # ELMo has no token table: it reads each token's characters
+        # (`make_pretrainer`); the vocabulary sizes its softmax only.
+        try:
+            return load_backbone(config.preset, **overrides)
+        except (ValueError, TypeError) as err:
+            raise UsageError(str(err)) from None
     if overrides.get("vocabulary_size", vocab_size) != vocab_size:
         raise UsageError(f"vocabulary_size={overrides['vocabulary_size']} differs from "
                          f"--vocab ({vocab_size} tokens).")
@@ -143,7 +156,7 @@ def build_backbone(config, vocab_size, sequence_length, added_tokens=0):
     return backbone
 
 
-def make_pretrainer(backbone, objectives):
+def make_pretrainer(backbone, objectives, tokens=None, tokenizer=None):
     """The pretraining task model for the backbone's family (built inside
     the strategy scope by the caller).
 
@@ -153,9 +166,25 @@ def make_pretrainer(backbone, objectives):
 
     Returns:
         A model with the training-loop protocol of kerasbert.training.loop.
-        A model with `needs_masked_lm = False` (the causal LM) is fed
+        A model with `needs_masked_lm = False` (the causal LM, ELMo) is fed
         unmasked batches (`pretraining_dataset(masked_lm=False)`).
+
+    ELMo (`tokens`: the vocabulary's strings, `tokenizer`: its [CLS] / [SEP]
+    ids) trains its forward and backward LMs on the same token-id records:
+    each token's characters come from a constant [V, C] table of the
+    vocabulary's strings, and the targets are the next / previous token
+    ([CLS] and [SEP] stand for <S> and </S>).
     """
+    if "input_char_ids" in backbone.input:
+        if tuple(objectives) != ("mlm",):
+            raise UsageError(
+                "ELMo trains two language models on single sequences: write the data with "
+                f"--objective none; this data has the {objectives[-1]} objective.")
+        size = len(tokens)
+        return ElmoPretrainer(
+            backbone, size, bos_id=tokenizer.cls_id, eos_id=tokenizer.sep_id,
+            num_sampled=0 if size <= ELMO_FULL_SOFTMAX_WORDS else ELMO_NUM_SAMPLED,
+            token_characters=token_character_table(tokens, backbone.max_characters_per_token))
 
     if getattr(backbone, "causal", False):
         # GPT, a causal Reformer: next-token prediction on whole sequences
@@ -457,7 +486,7 @@ def run_pretraining(config):
     with strategy.scope():
         backbone = build_backbone(config, vocab_size, sequence_length,
                                   added_tokens=added_special_count(kind, files, tokens))
-        pretrainer = make_pretrainer(backbone, objectives)
+        pretrainer = make_pretrainer(backbone, objectives, tokens, tokenizer)
         # A causal LM reads the tokens unmasked: no masks drawn or stored.
         masked_lm = getattr(pretrainer, "needs_masked_lm", True)
         if not masked_lm and (config.dynamic_masking or config.whole_word_mask):

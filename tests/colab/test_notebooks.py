@@ -54,6 +54,7 @@ NOTEBOOKS = {
     "07_pretraining_at_scale": 2,     # curve across the preemption, TensorBoard scalars
     "08_published_checkpoints": 2,    # SST-2 training curve, SavedModel probabilities
     "09_reformer_char_lm": 2,         # bits per character, memory against length
+    "10_feature_based_vs_fine_tuning": 2,  # accuracy/F1 and wall time per approach, BLEU per epoch
 }
 CELL_TIMEOUT = 300
 

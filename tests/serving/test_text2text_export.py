@@ -76,6 +76,8 @@ def test_fresh_process_with_only_tensorflow_answers_as_generate(exported):
                           "by_ids": by_ids["token_ids"].numpy().tolist()}))
     """, path, json.dumps(SOURCES), json.dumps(ids)).strip().splitlines()[-1])
     assert served["target"] == beam
+    # Keras-native generation on raw text answers what the export answers.
+    assert model.generate(SOURCES) == served["target"]
     assert served["by_ids"] == served["token_ids"]
     tokenizer = model.preprocessor.tokenizer
     for text, count, row in zip(served["target"], served["num_tokens"], served["token_ids"]):
@@ -106,3 +108,41 @@ def test_predict_command_names_the_source_flag(exported, capsys):
     # (tests/tasks/test_text2text_cli.py runs `kerasbert predict` on a text2text export.)
     assert main(["predict", "--saved-model", exported[0], "--question", "x"]) == 2
     assert "This model's inputs are source: give --source (or --text)" in capsys.readouterr().err
+
+
+def test_generate_takes_raw_text_in_every_container(exported):
+    import tensorflow as tf
+
+    _, model, beam, greedy = exported
+    assert model.generate(SOURCES) == beam
+    assert model.generate(np.asarray(SOURCES)) == beam
+    assert model.generate(tf.data.Dataset.from_tensor_slices(SOURCES).batch(2)) == beam
+    assert model.generate(tf.data.Dataset.from_tensor_slices(SOURCES)) == beam  # unbatched
+    assert model.generate(SOURCES[0]) == beam[0]  # a str for a str
+    assert model.generate(SOURCES, strategy="greedy", batch_size=2) == greedy
+    # ids in, ids out, as before
+    features = next(iter(model.preprocessor.dataset(SOURCES[:2], batch_size=2)))
+    ids = model.generate(features["encoder_token_ids"].numpy(),
+                         features["encoder_padding_mask"].numpy(), max_length=8,
+                         start_id=model.preprocessor.start_id, end_id=model.preprocessor.end_id)
+    assert np.asarray(ids).shape == (2, 8)
+    bare = type(model)(model.backbone)
+    with pytest.raises(ValueError, match="needs a preprocessor"):
+        bare.generate(["a b c"])
+
+
+def test_no_batching_file_for_a_generating_model(exported):
+    from kerasbert.serving.batching import PER_MODEL_FILENAME
+    from kerasbert.serving.exporter import NO_BATCHING_FOR_GENERATION
+
+    path = exported[0]
+    info = json.load(open(os.path.join(path, "assets.extra", "export.json"), encoding="utf-8"))
+    assert info["batching"] == {"file": None, "reason": NO_BATCHING_FOR_GENERATION}
+    assert "encoder models" in info["batching"]["reason"]
+    assert not os.path.exists(os.path.join(path, PER_MODEL_FILENAME))
+    # The server-wide file beside models.config is not written either.
+    root = os.path.dirname(os.path.dirname(path))
+    open(os.path.join(root, "models.config"), "w").close()
+    again = exported[1].export(os.path.join(root, "t2t"))
+    assert again["batching_file"] is None
+    assert not os.path.exists(os.path.join(root, "batching_parameters.txt"))

@@ -86,6 +86,39 @@ class TestSeq2SeqLM(TestCase):
         assert isinstance(model.loss, LabelSmoothedCrossEntropy)
         assert model.loss.label_smoothing == pytest.approx(0.1)
 
+    def test_a_recipe_sets_the_papers_schedule_peak_and_warmup(self):
+        from kerasbert.optimizers import recipes
+
+        model = _model()
+        recipe = recipes.default_recipe("transformer", 1, 16)
+        model.compile_with_recipe(recipe)  # what `kerasbert finetune` calls
+        optimizer = model.optimizer
+        assert type(optimizer) is keras.optimizers.Adam  # the family's, not AdamW
+        assert optimizer.beta_2 == pytest.approx(0.98) and optimizer.epsilon == 1e-9
+        assert optimizer.clipnorm is None and model.loss.label_smoothing == 0.1
+        schedule = optimizer._learning_rate
+        assert schedule.warmup_steps == 4000  # no run length yet: the paper's
+        # fit sizes it: 64 examples / batch 16 x 3 epochs = 12 updates, w = 1
+        features, labels = _copy_batch(np.random.default_rng(0), 64)
+        model.fit(features, labels, batch_size=16, epochs=3, verbose=0)
+        schedule = model.optimizer._learning_rate
+        assert schedule.warmup_steps == recipes.transformer_warmup_steps(12, 0.1) == 1
+        # --learning-rate is the peak, reached on step w (n = iterations + 1 = w).
+        model = _model()
+        model.compile(learning_rate=3e-3, num_train_steps=300, warmup_ratio=0.1)
+        schedule = model.optimizer._learning_rate
+        assert schedule.warmup_steps == 30
+        rates = [float(schedule(step)) for step in range(300)]
+        assert max(rates) == pytest.approx(3e-3, rel=1e-5) and int(np.argmax(rates)) == 29
+        assert rates[0] == pytest.approx(3e-3 / 30, rel=1e-5)  # linear warm-up
+        assert rates[119] == pytest.approx(3e-3 * (30 / 120) ** 0.5, rel=1e-5)  # 1/sqrt decay
+        # The paper's numbers unchanged: d^-0.5 * min(n^-0.5, n w^-1.5) with w = 4000
+        model.compile(num_train_steps=10 ** 6)
+        schedule = model.optimizer._learning_rate
+        assert schedule.warmup_steps == 4000 and schedule.scale == 1.0
+        model.compile(learning_rate=1e-3, weight_decay=0.01)
+        assert isinstance(model.optimizer, keras.optimizers.AdamW)
+
     def test_fit_learns_to_copy_and_generate_reproduces_it(self):
         rng = np.random.default_rng(0)
         features, labels = _copy_batch(rng, 64)

@@ -151,3 +151,21 @@ def test_published_narrow_berts_take_their_own_row():
     values, recipe, _ = recipes.resolve(dict.fromkeys(recipes.FIELDS), "bert", 6, 384,
                                         published=True)
     assert recipe == row and values["learning_rate"] == row.learning_rate
+
+
+def test_the_transformer_recipe_is_the_papers():
+    recipe = recipes.default_recipe("transformer", 6, 512)
+    assert recipe.learning_rate == pytest.approx((512 * 4000) ** -0.5, rel=1e-5)  # 6.99e-4
+    assert recipe.weight_decay == 0.0 and recipe.label_smoothing == 0.1
+    assert "beta_2 0.98, epsilon 1e-9" in recipe.optimizer
+    assert recipes.default_recipe("transformer", 1, 32).learning_rate == pytest.approx(
+        (32 * 4000) ** -0.5, rel=1e-5)
+    assert recipes.get_recipe("transformer", "transformer", 1, 32).learning_rate == (
+        recipes.default_recipe("transformer", 1, 32).learning_rate)
+    shown = recipe.describe()
+    assert "label_smoothing      0.1" in shown and "inverse-square-root" in shown
+    # Warm-up: a tenth of a short run, the paper's 4000 from 40,000 steps on.
+    assert [recipes.transformer_warmup_steps(n, 0.1) for n in (3, 300, 40000, 10 ** 6)] == [
+        1, 30, 4000, 4000]
+    assert recipes.transformer_warmup_steps(None) == 4000
+    assert recipes.rate_warning("transformer", None) is None
