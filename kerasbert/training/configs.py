@@ -5,8 +5,10 @@ TensorFlow loads. The runs themselves: pretrain.py, finetune.py, distill.py.
 """
 
 import dataclasses
+import json
 import math
 import os
+import zipfile
 
 from kerasbert.loading import handles
 from kerasbert.loading.source import elmo_files
@@ -92,7 +94,25 @@ def reads_characters(handle):
     # A `kerasbert pretrain` run of one (its directory or its .keras files).
     folder = handle if os.path.isdir(handle) else os.path.dirname(handle)
     config = runs.read_config(folder) if handle and os.path.isdir(folder) else None
-    return bool(config) and config.get("backbone_class") == "ElmoBackbone"
+    if bool(config) and config.get("backbone_class") == "ElmoBackbone":
+        return True
+    return _keras_archive_class(handle) == "ElmoBackbone"
+
+
+def _keras_archive_class(path):
+    """The top class name a `.keras` archive's config.json states (read from
+    the zip without Keras), or None for anything else or a damaged file:
+    loading reports those."""
+    if not (path.endswith(".keras") and os.path.isfile(path)):
+        return None
+    try:
+        with zipfile.ZipFile(path) as archive:
+            info = archive.getinfo("config.json")
+            if info.file_size > (64 << 20):
+                return None
+            return json.loads(archive.read(info)).get("class_name")
+    except (OSError, KeyError, ValueError, zipfile.BadZipFile):
+        return None
 
 
 @dataclasses.dataclass

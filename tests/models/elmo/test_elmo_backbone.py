@@ -109,3 +109,20 @@ def test_console_info_prints_the_published_count(tmp_path):
     assert line.split()[-1] == "93,600,848"
     one_line_error(console("info", "--preset", "elmo_small", "--set", "activation=gelu",
                            cwd=tmp_path), "activation='gelu'")
+
+
+def test_a_saved_elmo_keras_file_needs_no_vocab(tmp_path):
+    """`finetune --backbone elmo.keras` is told apart from a BERT file by
+    the archive's config.json alone (before TensorFlow loads)."""
+    from kerasbert.models import BertBackbone
+    from kerasbert.testing.fixtures import tiny_encoder_config
+    from kerasbert.training.configs import reads_characters
+
+    elmo = tmp_path / "elmo.keras"
+    ElmoBackbone(**TINY).save(elmo)
+    bert = tmp_path / "bert.keras"
+    BertBackbone(**tiny_encoder_config()).save(bert)
+    (tmp_path / "broken.keras").write_bytes(b"not a zip")
+    assert reads_characters(str(elmo)) is True
+    assert reads_characters(str(bert)) is False
+    assert reads_characters(str(tmp_path / "broken.keras")) is False
