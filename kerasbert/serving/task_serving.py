@@ -156,6 +156,10 @@ class TaskServing(tf.Module):
         """{name: tensor} of `serve_token_ids` -> checked model inputs."""
         return self.checked_token_ids(**inputs)
 
+    def serve_token_inputs(self, inputs):
+        """`serve_token_ids`' answer to {name: tensor} of `token_input_specs`."""
+        return self.model_outputs(self.check_token_inputs(inputs))
+
     def model_outputs(self, features):
         """Raw model outputs for `serve_token_ids`: a dict of tensors. The
         client chose the padding, so none is trimmed here."""
@@ -245,7 +249,7 @@ class TaskServing(tf.Module):
         int_names = [spec.name for spec in int_spec]
 
         def serve_token_ids(*args):
-            return self.model_outputs(self.check_token_inputs(dict(zip(int_names, args))))
+            return self.serve_token_inputs(dict(zip(int_names, args)))
 
         # Our graph code is TensorFlow ops with Python control flow on static
         # values only: AutoGraph would add nothing but its conversion, about

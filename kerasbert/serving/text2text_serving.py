@@ -114,24 +114,12 @@ class Text2TextServing(TaskServing):
                                  self.sequence_length)
         return {name: value.numpy() for name, value in encoded.items()}
 
-    def signatures(self):
-        spec = [tf.TensorSpec(self.token_ids_shape(), tf.int32, name=n) for n in ENCODER_INPUTS]
+    def token_input_specs(self):
+        """`serve_token_ids` takes the encoder's two inputs."""
+        return [tf.TensorSpec(self.token_ids_shape(), tf.int32, name=n) for n in ENCODER_INPUTS]
 
-        def serving_default(source):
-            return self.serve({"source": source})
-
-        def serve_token_ids(encoder_token_ids, encoder_padding_mask):
-            ids = check_ids_in_range(encoder_token_ids, self.model.backbone.vocabulary_size,
-                                     "encoder_token_ids", "the vocabulary size")
-            return self._decoded(self.generate_ids(ids, tf.cast(encoder_padding_mask, tf.int32)))
-
-        # Our graph code has Python control flow on static values only (the
-        # decoding loop is a tf.while_loop), as TaskServing's signatures.
-        return {
-            "serving_default": tf.function(
-                serving_default, input_signature=self.input_specs(), autograph=False
-            ).get_concrete_function(),
-            "serve_token_ids": tf.function(
-                serve_token_ids, input_signature=spec, autograph=False
-            ).get_concrete_function(),
-        }
+    def serve_token_inputs(self, inputs):
+        ids = check_ids_in_range(inputs["encoder_token_ids"], self.model.backbone.vocabulary_size,
+                                 "encoder_token_ids", "the vocabulary size")
+        return self._decoded(self.generate_ids(
+            ids, tf.cast(inputs["encoder_padding_mask"], tf.int32)))
