@@ -154,9 +154,13 @@ class TransformerDecoderBlock(keras.layers.Layer):
 
         def self_attend(h):
             query, key, value = self.self_attention.project(h)
-            start = (0, index, 0, 0)
-            caches[0] = ops.slice_update(caches[0], start, ops.cast(key, caches[0].dtype))
-            caches[1] = ops.slice_update(caches[1], start, ops.cast(value, caches[1].dtype))
+            # Row `index` set by a select over the length axis, not
+            # `ops.slice_update`: TensorFlow's is XlaDynamicUpdateSlice,
+            # an op TF Serving builds need not register; SelectV2 is core.
+            row = ops.reshape(ops.equal(ops.arange(ops.shape(caches[0])[1]), index),
+                              (1, -1, 1, 1))
+            caches[0] = ops.where(row, ops.cast(key, caches[0].dtype), caches[0])
+            caches[1] = ops.where(row, ops.cast(value, caches[1].dtype), caches[1])
             bias = step_attention_bias(index, ops.shape(caches[0])[1])
             return self.self_attention.attend(query, caches[0], caches[1], bias)
 
