@@ -7,6 +7,7 @@ left: another worker count or file order would build other models).
 `KERASBERT_TEST_SEED=N make test` reruns the suite under another seed.
 """
 
+import functools
 import os
 import pathlib
 import tempfile
@@ -40,6 +41,18 @@ def _reset_keras_state():
     keras.utils.set_random_seed(SEED)
     yield
     keras.config.set_dtype_policy("float32")
+
+
+@pytest.fixture(scope="session")
+def shared_builds(tmp_path_factory):
+    """`shared_builds(name, build)` -> the folder `build(folder)` filled,
+    once per session for every test file and xdist worker
+    (`kerasbert.testing.shared_builds`): tiny runs and exports that several
+    files check are made once. Treat the folder as read-only."""
+    from kerasbert.testing.shared_builds import session_root
+    from kerasbert.testing.shared_builds import shared_build
+
+    return functools.partial(shared_build, session_root(tmp_path_factory))
 
 
 @pytest.fixture(scope="session")

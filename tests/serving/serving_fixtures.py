@@ -3,6 +3,7 @@ runner that may import only tensorflow and tensorflow_text."""
 
 import json
 import os
+import shutil
 import subprocess
 import sys
 import textwrap
@@ -148,6 +149,31 @@ def make_finetuned_dir(directory, task_type, label_names=None, num_choices=3,
     with open(os.path.join(directory, "config.json"), "w") as f:
         json.dump(config, f)
     return directory
+
+
+def shared_export(shared_builds, task_type):
+    """(FT dir, export info) of `task_type`'s tiny run (`make_finetuned_dir`,
+    seed 0; the QA run as `squad_v2`) and its SavedModel with the default
+    graph options, made once per session (the `shared_builds` fixture).
+
+    The export is made from a copy of the FT dir that is deleted afterwards,
+    so the SavedModel is known to need nothing of its source; the FT dir
+    itself stays for tests that compare with the Keras model or export it
+    again with other options. Export info is `export_finetuned`'s dict.
+    """
+    def build(folder):
+        from kerasbert.serving.exporter import export_finetuned
+        from kerasbert.testing.shared_builds import private_copy
+
+        ft = make_finetuned_dir(str(folder / "ft"), task_type,
+                                task="squad_v2" if task_type == "qa" else "test")
+        copy = private_copy(ft, folder / "ft_copy")
+        info = export_finetuned(str(copy), str(folder / "export"))
+        shutil.rmtree(copy)
+        (folder / "export_info.json").write_text(json.dumps(info))
+
+    folder = shared_builds(f"export-{task_type}", build)
+    return str(folder / "ft"), json.loads((folder / "export_info.json").read_text())
 
 
 def run_fresh(script, *args, timeout=600):

@@ -5,7 +5,6 @@ model on the Python pipeline (QA's decoding parity: test_qa_serving.py)."""
 import importlib.util
 import json
 import os
-import shutil
 import subprocess
 import sys
 
@@ -15,6 +14,7 @@ import pytest
 from kerasbert.testing import assert_same_decisions
 from serving_fixtures import make_finetuned_dir
 from serving_fixtures import run_fresh
+from serving_fixtures import shared_export
 
 REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 TASKS = ("classification", "pair", "regression", "tagging", "multiple_choice", "qa")
@@ -48,19 +48,14 @@ def _inputs(task_type, texts):
 
 
 @pytest.fixture(scope="module")
-def exports(tmp_path_factory):
-    """{task type: (export dir, expected outputs)}; the fine-tuning dirs are
-    deleted after export, so the SavedModels must be self-contained."""
-    root = tmp_path_factory.mktemp("export")
+def exports(shared_builds):
+    """{task type: (export dir, expected outputs)}; each SavedModel was made
+    from a copy of its FT dir deleted after export (`shared_export`), so it
+    must be self-contained."""
     result = {}
-    from kerasbert.serving.exporter import export_finetuned
-
     for task_type in TASKS:
-        ft = make_finetuned_dir(str(root / f"ft_{task_type}"), task_type,
-                                task="squad_v2" if task_type == "qa" else "test")
+        ft, info = shared_export(shared_builds, task_type)
         expected = keras_expectations(ft, task_type) if task_type != "qa" else None
-        info = export_finetuned(ft, str(root / "export" / task_type))
-        shutil.rmtree(ft)
         result[task_type] = (info["path"], expected)
     return result
 

@@ -9,8 +9,8 @@ import os
 import numpy as np
 import pytest
 
-from serving_fixtures import make_finetuned_dir
 from serving_fixtures import run_fresh
+from serving_fixtures import shared_export
 from test_export import TASKS
 from test_export import _inputs
 
@@ -21,6 +21,8 @@ VARIANTS = {  # name: export options
     # exported length), on the full length.
     "longest_xla": {"pad_to_longest": True, "jit_compile": True},
 }
+# What `export` does without flags: that variant is the shared export itself.
+DEFAULT = {"pad_to_longest": True, "jit_compile": False}
 # Short rows (trimmed to 16 of 32 positions), then a batch with one row
 # longer than the exported length (no trimming possible), then one row.
 BATCHES = [
@@ -59,18 +61,28 @@ def _token_ids_request(ft):
 
 
 @pytest.fixture(scope="module")
-def served(tmp_path_factory):
-    """{task type: {variant: [outputs of each request]}} from one fresh process."""
+def served(tmp_path_factory, shared_builds):
+    """{task type: {variant: [outputs of each request]}} from one fresh process.
+
+    The runs and their default export ("longest") are test_export's
+    (`shared_export`); the other variants are exported here from the same
+    FT dirs."""
     from kerasbert.serving.exporter import export_finetuned
 
     root = tmp_path_factory.mktemp("variants")
     spec = {}
     for task_type in TASKS:
-        ft = make_finetuned_dir(str(root / f"ft_{task_type}"), task_type, seed=3)
+        ft, default = shared_export(shared_builds, task_type)
         requests = [_inputs(task_type, batch) for batch in BATCHES]
         ids = _token_ids_request(ft)
         for variant, options in VARIANTS.items():
-            result = export_finetuned(ft, str(root / f"{task_type}_{variant}"), graph=options)
+            if options == DEFAULT:
+                result = default
+                with open(os.path.join(result["path"], "assets.extra", "export.json")) as f:
+                    graph = json.load(f)["graph"]
+                assert {k: graph[k] for k in DEFAULT} == DEFAULT, graph
+            else:
+                result = export_finetuned(ft, str(root / f"{task_type}_{variant}"), graph=options)
             spec[f"{task_type}/{variant}"] = (result["path"], requests, ids)
         with open(os.path.join(result["path"], "assets.extra", "export.json")) as f:
             assert json.load(f)["graph"]["jit_compile"] is True
