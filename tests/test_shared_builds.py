@@ -7,14 +7,20 @@ import sys
 
 import pytest
 
+from kerasbert.testing import shared_builds
 from kerasbert.testing.shared_builds import private_copy
 from kerasbert.testing.shared_builds import shared_build
 
 # A process that asks for the build "run": the build sleeps (so the other
 # process arrives while it holds the lock) and counts itself in calls.txt.
+# The module is loaded from its file: kerasbert.testing's __init__ imports
+# Keras, which the module does not need.
 ASK = """
-import pathlib, sys, time
-from kerasbert.testing.shared_builds import shared_build
+import importlib.util, pathlib, sys, time
+spec = importlib.util.spec_from_file_location("shared_builds", sys.argv[2])
+module = importlib.util.module_from_spec(spec)
+spec.loader.exec_module(module)
+shared_build = module.shared_build
 root = pathlib.Path(sys.argv[1])
 def build(folder):
     with open(root / "calls.txt", "a") as f:
@@ -27,7 +33,7 @@ print(shared_build(root, "run", build))
 
 def test_two_processes_share_one_build(tmp_path):
     def ask(_):
-        return subprocess.run([sys.executable, "-c", ASK, str(tmp_path)], capture_output=True,
+        return subprocess.run([sys.executable, "-c", ASK, str(tmp_path), shared_builds.__file__], capture_output=True,
                               text=True, check=True, timeout=120).stdout.strip()
 
     with concurrent.futures.ThreadPoolExecutor(max_workers=2) as pool:

@@ -8,8 +8,8 @@ tensorflow and tensorflow_text, on a SavedModel whose warm-up requests
 import json
 import os
 
-from serving_fixtures import make_finetuned_dir
 from serving_fixtures import run_fresh
+from serving_fixtures import shared_export
 
 CHECK_SCRIPT = """
 import sys
@@ -45,15 +45,14 @@ print(json.dumps(result))
 """
 
 
-def test_out_of_range_token_ids_are_an_error_not_a_wrap_around(tmp_path):
-    from kerasbert.serving.exporter import export_finetuned
+def test_out_of_range_token_ids_are_an_error_not_a_wrap_around(shared_builds):
     from kerasbert.text import load_tokenizer
 
-    ft = make_finetuned_dir(str(tmp_path / "ft"), "classification")
+    # The session's classification export (`shared_export`): the export
+    # replays every warm-up request (serve_token_ids included) on the
+    # written SavedModel and fails if one fails.
+    ft, info = shared_export(shared_builds, "classification")
     vocab_size = load_tokenizer(os.path.join(ft, "vocab.txt")).vocabulary_size
-    # The export replays every warm-up request (serve_token_ids included)
-    # on the written SavedModel and fails if one fails.
-    info = export_finetuned(ft, str(tmp_path / "export"))
     result = json.loads(run_fresh(CHECK_SCRIPT, info["path"], vocab_size).strip().splitlines()[-1])
     assert result["valid"] == {"ok": True} and result["largest"] == {"ok": True}
     assert "input_word_ids: ids must be >= 0" in result["negative"]["error"]
