@@ -60,6 +60,12 @@ def _token_ids_request(ft):
     return {k: np.asarray(v).tolist() for k, v in module.warmup_token_ids().items()}
 
 
+def _recorded_graph(path):
+    """The graph options an export recorded in its export.json."""
+    with open(os.path.join(path, "assets.extra", "export.json")) as f:
+        return json.load(f)["graph"]
+
+
 @pytest.fixture(scope="module")
 def served(tmp_path_factory, shared_builds):
     """{task type: {variant: [outputs of each request]}} from one fresh process.
@@ -78,14 +84,12 @@ def served(tmp_path_factory, shared_builds):
         for variant, options in VARIANTS.items():
             if options == DEFAULT:
                 result = default
-                with open(os.path.join(result["path"], "assets.extra", "export.json")) as f:
-                    graph = json.load(f)["graph"]
+                graph = _recorded_graph(result["path"])
                 assert {k: graph[k] for k in DEFAULT} == DEFAULT, graph
             else:
                 result = export_finetuned(ft, str(root / f"{task_type}_{variant}"), graph=options)
             spec[f"{task_type}/{variant}"] = (result["path"], requests, ids)
-        with open(os.path.join(result["path"], "assets.extra", "export.json")) as f:
-            assert json.load(f)["graph"]["jit_compile"] is True
+        assert _recorded_graph(result["path"])["jit_compile"] is True
     path = root / "spec.json"
     path.write_text(json.dumps(spec))
     out = json.loads(run_fresh(SERVE_SCRIPT, path).strip().splitlines()[-1])
