@@ -36,7 +36,9 @@ def test_info_for_every_family(capsys, preset, count):
     assert "total" in out and count in out
 
 
-@pytest.mark.slow
+# Every preset builds (about 40 of them, some at full size); the default
+# suite prints one preset of each family.
+@pytest.mark.slow(covered_by=("tests/test_cli.py::test_info_for_every_family",))
 def test_info_for_every_preset(capsys):
     from kerasbert.models import list_presets
 

@@ -16,7 +16,11 @@ def _positive(value):
     return value is not None and math.isfinite(value) and value > 0
 
 
-@pytest.mark.slow  # about 2 minutes; `make bench` runs it for real
+# About 2 minutes; `make bench` runs it for real. The default suite checks
+# the bench's corpus slicing and the writers it times.
+@pytest.mark.slow(covered_by=(
+    "tests/bench/test_data_bench.py::test_corpus_slice_ends_at_a_document_boundary",
+    "tests/data/test_writer.py::test_deterministic_for_a_seed_and_across_workers"))
 def test_quick_run_produces_all_rows(bench, tmp_path, capsys):
     out = tmp_path / "results" / "data.json"
     payload = bench.main(["--quick", "--work-dir", str(tmp_path / "work"), "--json", str(out),

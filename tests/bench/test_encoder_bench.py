@@ -12,6 +12,12 @@ def bench():
     return load_bench("encoder_bench")
 
 
+# 32 s: BERT's rows with XLA on as well; the default suite runs the bench on
+# one family with jit off, and a whole XLA-compiled training step elsewhere.
+@pytest.mark.slow(covered_by=(
+    "tests/bench/test_encoder_bench.py::test_quick_run_family_without_pooler",
+    "tests/training/test_tpu_paths.py::"
+    "test_the_pretraining_step_compiles_whole_on_static_shapes_in_bfloat16"))
 def test_quick_run_produces_all_rows(bench, tmp_path, capsys):
     out = tmp_path / "results" / "bench.json"
     payload = bench.main(["--quick", "--json", str(out), "--backend-note", "t"])
@@ -73,7 +79,10 @@ def test_quick_run_family_without_pooler(bench, tmp_path):
     assert all(d <= 1e-3 for d in block["meta"]["output_max_abs_diff"].values())
 
 
-@pytest.mark.slow
+# Eight families' models through the bench; the default suite runs one
+# family through it and builds every family in its backbone tests.
+@pytest.mark.slow(covered_by=("tests/bench/test_encoder_bench.py::test_quick_run_family_without_pooler",
+                              "tests/bench/test_encoder_bench.py::test_default_sizes_per_family"))
 def test_quick_run_covers_every_family(bench, tmp_path, capsys):
     # jit off only: the XLA compiles of 8 models would take minutes on CPU;
     # the quick BERT test above runs the jit=on rows.

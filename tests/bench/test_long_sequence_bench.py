@@ -106,7 +106,10 @@ def test_bad_options_exit_nonzero(bench, argv):
     assert info.value.code != 0
 
 
-@pytest.mark.slow
+# Nine worker processes; the default suite runs the workers' step in process.
+@pytest.mark.slow(covered_by=(
+    "tests/bench/test_long_sequence_bench.py::test_workers_measure_a_train_step_of_each_attention",
+    "tests/bench/test_long_sequence_bench.py::test_growth_depth_and_table"))
 def test_quick_run_end_to_end(bench, tmp_path, capsys):
     # Nine workers, each a fresh Python importing TensorFlow: ~1 min.
     out = tmp_path / "r" / "long.json"

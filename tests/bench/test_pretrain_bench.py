@@ -28,7 +28,11 @@ def _run_quick(tmp_path, *extra):
     )
 
 
-@pytest.mark.slow  # 44 s; `make bench` runs it for real
+# 44 s; `make bench` runs it for real. The default suite checks its FLOPs
+# formula and masking, and pretrains through the CLI.
+@pytest.mark.slow(covered_by=("tests/bench/test_pretrain_bench.py::test_flops_formula",
+                              "tests/bench/test_pretrain_bench.py::test_masked_positions_are_sorted_real_tokens",
+                              "tests/training/test_pretrain_cli.py::test_run_writes_every_output"))
 def test_quick_run_produces_all_rows(tmp_path):
     out = tmp_path / "results" / "pretrain.json"
     proc = _run_quick(tmp_path, "--json", str(out), "--backend-note", "t",

@@ -3,9 +3,17 @@ length 32, every serving path); timings are never asserted, agreement is."""
 
 import json
 
+import pytest
+
 from bench_loader import load_bench
 
 
+# About 100 s: ten serving paths timed on one export. The default suite
+# exports and serves through the same code, and checks the batching file.
+@pytest.mark.slow(covered_by=(
+    "tests/bench/test_serving_bench.py::test_the_script_loads_and_refuses_an_unknown_flag",
+    "tests/serving/test_export.py::test_export_model_trained_in_a_script",
+    "tests/serving/test_batching.py::test_committed_measurements_give_valid_parameters"))
 def test_quick_run_serves_every_path(tmp_path):
     bench = load_bench("serving_bench")
     results = bench.main(["--quick", "--json", str(tmp_path / "serving.json")])
@@ -22,3 +30,13 @@ def test_quick_run_serves_every_path(tmp_path):
     params = case["batching"]["parameters"]
     assert params["max_batch_size"] in case["batching"]["measured_entry"]["throughput"]
     assert json.loads((tmp_path / "serving.json").read_text())["cases"][0]["size"] == "quick"
+
+
+def test_the_script_loads_and_refuses_an_unknown_flag(capsys):
+    """What the default suite runs of this bench: its module loads (imports,
+    constants) and its command line refuses a flag it does not have."""
+    bench = load_bench("serving_bench")
+    with pytest.raises(SystemExit) as exit_info:
+        bench.main(["--no-such-flag"])
+    assert exit_info.value.code == 2
+    assert "--no-such-flag" in capsys.readouterr().err

@@ -65,6 +65,7 @@ def _path(name):
 
 def test_every_notebook_is_tested():
     assert sorted(p.stem for p in COLAB.glob("*.ipynb")) == sorted(NOTEBOOKS)
+    assert [run.values[0] for run in NOTEBOOK_RUNS] == sorted(NOTEBOOKS)
 
 
 def _code(cell):
@@ -139,7 +140,63 @@ def _stdout(nb, index):
                    if o.get("output_type") == "stream" and o.get("name") == "stdout")
 
 
-@pytest.mark.parametrize("name", sorted(NOTEBOOKS))
+# The default suite runs 01_quickstart's kernel (and checks every committed
+# notebook above); each other notebook's run is `slow` (20-120 s apiece: a
+# kernel, TensorFlow's import, tiny training), and names the default tests of
+# the library calls its cells make. What a slow run adds: the cells themselves,
+# in order, with their plots.
+NOTEBOOK_RUNS = [
+    pytest.param("01_quickstart", id="01_quickstart"),
+    pytest.param("02_glue_finetuning", id="02_glue_finetuning",
+                 marks=pytest.mark.slow(covered_by=(
+        "tests/colab/test_notebooks.py::test_committed_notebook_is_clean_and_well_formed",
+        "tests/training/test_finetune_cli.py::test_glue_tasks_through_tfds",
+        "tests/tasks/test_text_classifier.py::test_learns_a_pair_task"))),
+    pytest.param("03_squad_question_answering", id="03_squad_question_answering",
+                 marks=pytest.mark.slow(covered_by=(
+        "tests/colab/test_notebooks.py::test_committed_notebook_is_clean_and_well_formed",
+        "tests/serving/test_qa_serving.py::test_features_match_convert_qa",
+        "tests/training/test_finetune_cli.py::test_every_task_type_runs_end_to_end"))),
+    pytest.param("04_ner_tagging", id="04_ner_tagging",
+                 marks=pytest.mark.slow(covered_by=(
+        "tests/colab/test_notebooks.py::test_committed_notebook_is_clean_and_well_formed",
+        "tests/tasks/test_token_classifier.py::test_learns_rule_labelled_entities",
+        "tests/serving/test_export.py::test_export_model_trained_in_a_script"))),
+    pytest.param("05_tf_serving", id="05_tf_serving",
+                 marks=pytest.mark.slow(covered_by=(
+        "tests/colab/test_notebooks.py::test_committed_notebook_is_clean_and_well_formed",
+        "tests/serving/test_export.py::test_export_model_trained_in_a_script",
+        "tests/serving/test_batching.py::test_export_writes_both_files_and_keeps_an_operators_file",
+        "tests/serving/test_qa_serving.py::test_warmup_requests_pass"))),
+    pytest.param("06_model_zoo_tour", id="06_model_zoo_tour",
+                 marks=pytest.mark.slow(covered_by=(
+        "tests/colab/test_notebooks.py::test_committed_notebook_is_clean_and_well_formed",
+        "tests/models/test_attention_maps.py::test_bad_inputs_and_plot",
+        "tests/models/gpt/test_gpt_backbone.py::TestGptPresets::test_gpt1_parameter_count_by_parts",
+        "tests/test_cli.py::test_info_applies_overrides"))),
+    pytest.param("07_pretraining_at_scale", id="07_pretraining_at_scale",
+                 marks=pytest.mark.slow(covered_by=(
+        "tests/colab/test_notebooks.py::test_committed_notebook_is_clean_and_well_formed",
+        "tests/training/test_pretrain_cli.py::test_run_writes_every_output",
+        "tests/training/test_pretrain_cli.py::test_existing_run_needs_resume"))),
+    pytest.param("08_published_checkpoints", id="08_published_checkpoints",
+                 marks=pytest.mark.slow(covered_by=(
+        "tests/colab/test_notebooks.py::test_committed_notebook_is_clean_and_well_formed",
+        "tests/convert/test_published_checkpoint.py::test_the_published_directory_loads_as_published",
+        "tests/serving/test_model_conversion.py::test_every_layout_reads_back_with_the_same_outputs"))),
+    pytest.param("09_reformer_char_lm", id="09_reformer_char_lm",
+                 marks=pytest.mark.slow(covered_by=(
+        "tests/colab/test_notebooks.py::test_committed_notebook_is_clean_and_well_formed",
+        "tests/models/reformer/test_reformer_tasks.py::test_causal_lm_trains_saves_and_generates"))),
+    pytest.param("10_feature_based_vs_fine_tuning", id="10_feature_based_vs_fine_tuning",
+                 marks=pytest.mark.slow(covered_by=(
+        "tests/colab/test_notebooks.py::test_committed_notebook_is_clean_and_well_formed",
+        "tests/models/elmo/test_elmo_tasks.py::test_classification_on_a_frozen_elmo",
+        "tests/tasks/test_text2text_evaluation.py::test_bleu_is_sacrebleus_corpus_bleu"))),
+]
+
+
+@pytest.mark.parametrize("name", NOTEBOOK_RUNS)
 def test_notebook_runs_in_smoke_mode(name, tmp_path, monkeypatch):
     # The kernel is this interpreter (ipykernel's native "python3" spec), and
     # the venv's console scripts (`kerasbert`) are on its PATH.
@@ -306,6 +363,14 @@ def _probe(python):
     return json.loads(done.stdout)
 
 
+# About 60 s: a wheel, a fresh environment, pip and a kernel there. The
+# default suite runs the committed cell with pip recorded (what it installs,
+# from where, and its failures) and 01_quickstart in this environment.
+@pytest.mark.slow(covered_by=(
+    "tests/colab/test_notebooks.py::test_install_cell_installs_from_the_repository_the_badge_opens",
+    "tests/colab/test_notebooks.py::test_install_cell_does_nothing_when_kerasbert_is_importable_unless_forced",
+    "tests/colab/test_notebooks.py::test_install_cell_reports_pip_failures",
+    "tests/colab/test_notebooks.py::test_notebook_runs_in_smoke_mode"))
 def test_install_cell_installs_a_wheel_of_this_checkout_in_a_fresh_environment(tmp_path, monkeypatch):
     wheel = _build_wheel(tmp_path / "wheel")
     # The wheel holds every module of the checkout (a package folder without

@@ -76,7 +76,12 @@ class TestKerasHub:
         with pytest.raises(ValueError, match="embedding_dim == hidden_dim"):
             albert_to_keras_hub(unfactorised)
 
-    @pytest.mark.slow
+    # albert_base's size (11.7M weights, 64 tokens); the default suite checks parity on tiny
+    # models of both block layouts and albert_base's parameter count.
+    @pytest.mark.slow(covered_by=(
+        "tests/convert/test_albert_convert.py::TestKerasHub::test_parity_one_shared_block",
+        "tests/convert/test_albert_convert.py::TestKerasHub::test_parity_groups_and_inner_repetitions",
+        "tests/models/albert/test_albert_backbone.py::TestAlbertPresets::test_albert_base_parameter_count"))
     def test_parity_at_albert_base_size(self):
         config = dict(
             vocabulary_size=30000, num_layers=12, num_heads=12, embedding_dim=128,

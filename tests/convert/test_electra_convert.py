@@ -81,7 +81,11 @@ class TestKerasHub:
         with pytest.raises(ValueError, match="layer_norm_epsilon"):
             to_keras_hub(ElectraBackbone(**{**OURS_TINY, "layer_norm_epsilon": 1e-6}))
 
-    @pytest.mark.slow
+    # electra_small's size (13.5M weights, 64 tokens); the default suite checks parity on tiny
+    # models of both embedding widths and electra_small's parameter count.
+    @pytest.mark.slow(covered_by=(
+        "tests/convert/test_electra_convert.py::TestKerasHub::test_parity",
+        "tests/models/electra/test_electra_backbone.py::TestElectraPresets::test_electra_small_parameter_count"))
     def test_parity_at_electra_small_size(self):
         peer = keras_hub.models.ElectraBackbone(
             vocab_size=30522, num_layers=12, num_heads=4, hidden_dim=256, embedding_dim=128,
@@ -134,7 +138,12 @@ class TestTfModelsPretrainer:
     input identically) the discriminator's logits and replaced-token
     labels."""
 
-    @pytest.mark.slow  # ~15 s: two Model Garden encoders and a tf_keras pretrainer
+    # ~15 s: two Model Garden encoders and a tf_keras pretrainer against ours; the default
+    # suite checks the discriminator's parity and our pretrainer's wiring and labels.
+    @pytest.mark.slow(covered_by=(
+        "tests/convert/test_electra_convert.py::TestTfModels::test_discriminator_parity",
+        "tests/tasks/test_electra_pretrainer.py::TestElectraPretrainer::test_forced_samples",
+        "tests/tasks/test_electra_pretrainer.py::TestElectraPretrainer::test_loss_is_mlm_plus_50_rtd"))
     def test_pretrainer_parity(self):
         import tensorflow as tf
         from official.nlp.modeling import models

@@ -100,6 +100,48 @@ def test_grown_vocabulary_keeps_every_published_row(gpt1_dir):
     assert grow_vocabulary(grown, grown.vocabulary_size) is grown
 
 
+def test_finetune_and_pretraining_grow_the_published_directory_in_process(gpt1_dir, tmp_path,
+                                                                           capsys):
+    """`kerasbert finetune --preset DIR` in this process (`main`): the
+    embeddings grow by the tokenizer's 5 appended special tokens, the run
+    records GPT-1's tokenizer; `pretrain --preset DIR` builds its backbone
+    the same way (`build_backbone` with the 5 added tokens), keeping every
+    published row."""
+    from kerasbert.cli import main
+    from kerasbert.loading.generation import load_generator
+    from kerasbert.training.configs import PretrainConfig
+    from kerasbert.training.pretrain import build_backbone
+
+    root, t, _ = gpt1_dir
+    _, tokenizer, _ = load_generator(str(root))
+    rows = [f"{TEXT[i % 3]},{'animal' if i % 3 else 'bird'}" for i in range(8)]
+    (tmp_path / "train.csv").write_text("sentence,label\n" + "\n".join(rows) + "\n")
+    assert main(["finetune", "--preset", str(root), "--task", f"csv:{tmp_path / 'train.csv'}",
+                 "--output-dir", str(tmp_path / "ft"), "--epochs", "1", "--batch-size", "8",
+                 "--max-seq-length", "16", "--no-progress"]) == 0
+    assert "5 token embeddings added" in capsys.readouterr().err
+    config = json.loads((tmp_path / "ft" / "config.json").read_text())
+    assert config["tokenizer"]["type"] == "gpt1_bpe" and config["model_class"] == "GptClassifier"
+    assert config["backbone"]["vocabulary_size"] == tokenizer.vocabulary_size
+    published = t["tokens_embed.weight"].shape[0]
+    backbone = build_backbone(PretrainConfig(preset=str(root), vocab=str(root), data="unused",
+                                             output_dir=str(tmp_path / "run"), steps=2),
+                              published + 5, 16, added_tokens=5)
+    assert backbone.vocabulary_size == published + 5 == tokenizer.vocabulary_size
+    np.testing.assert_array_equal(
+        backbone.embeddings.token_embedding.embeddings.numpy()[:published],
+        t["tokens_embed.weight"])
+
+
+# 66 s: generate, finetune, export, convert and predict, each a fresh console-script process;
+# the default suite runs finetune in process and generate, convert and growth through the API.
+@pytest.mark.slow(covered_by=(
+    "tests/convert/test_gpt1_published.py::"
+    "test_finetune_and_pretraining_grow_the_published_directory_in_process",
+    "tests/convert/test_gpt1_published.py::"
+    "test_generate_from_the_published_directory_is_gpt1s_greedy_continuation",
+    "tests/convert/test_gpt1_published.py::test_convert_to_hf_writes_openai_gpts_names_and_reads_back",
+    "tests/convert/test_gpt1_published.py::test_grown_vocabulary_keeps_every_published_row"))
 def test_cli_generates_fine_tunes_exports_and_serves_gpt1_in_fresh_processes(gpt1_dir, tmp_path):
     from kerasbert.loading.generation import generate_text
     from kerasbert.loading.generation import load_generator
@@ -139,6 +181,14 @@ def test_cli_generates_fine_tunes_exports_and_serves_gpt1_in_fresh_processes(gpt
     assert "animal" in served or "bird" in served
 
 
+# 36 s: create-pretraining-data, 2 pretraining steps and generate in fresh processes; the
+# default suite builds the pretraining backbone from the directory and generates from it.
+@pytest.mark.slow(covered_by=(
+    "tests/convert/test_gpt1_published.py::"
+    "test_finetune_and_pretraining_grow_the_published_directory_in_process",
+    "tests/convert/test_gpt1_published.py::"
+    "test_generate_from_the_published_directory_is_gpt1s_greedy_continuation",
+    "tests/training/test_gpt_pretrain.py::test_reader_without_masked_lm_gives_original_tokens"))
 def test_pretraining_continues_from_the_published_directory(gpt1_dir, tmp_path):
     """create-pretraining-data with GPT-1's files, `pretrain --preset DIR`
     (embeddings grown for <s> </s> ...), then `generate` from the run, each

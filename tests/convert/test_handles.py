@@ -219,6 +219,74 @@ def _console(*args, cwd, env=None):
                           env={**os.environ, **(env or {})}, timeout=600)
 
 
+def _offline_hf_cache(tmp_path, monkeypatch):
+    """The Hugging Face cache of `_hf_cache`, offline, for this process."""
+    import huggingface_hub.constants as constants
+
+    monkeypatch.setenv("HF_HUB_CACHE", str(tmp_path / "hub"))
+    monkeypatch.setenv("HF_HUB_OFFLINE", "1")
+    monkeypatch.setattr(constants, "HF_HUB_CACHE", str(tmp_path / "hub"))
+    monkeypatch.setattr(constants, "HF_HUB_OFFLINE", True)
+    return _hf_cache(str(tmp_path / "hub"))
+
+
+def test_cli_takes_a_hub_handle_in_process(tmp_path, monkeypatch, capsys):
+    """The commands of the fresh-process test below, in this process
+    (`main`): `info --preset hf://...` and `finetune --preset hf://...`
+    without --vocab (the tokenizer and its casing from the checkpoint); an
+    uncached handle exits 2 in one line."""
+    from kerasbert.cli import main
+
+    _offline_hf_cache(tmp_path, monkeypatch)
+    rows = [f"w{i % 7} w{(3 * i) % 11},{'a' if i % 2 else 'b'}" for i in range(8)]
+    (tmp_path / "train.csv").write_text("sentence,label\n" + "\n".join(rows) + "\n")
+    assert main(["info", "--preset", "hf://kb-test/tiny-bert"]) == 0
+    shown = capsys.readouterr().out
+    assert "BertBackbone" in shown and "hidden_dim" in shown
+    assert main(["finetune", "--preset", "hf://kb-test/tiny-bert", "--task",
+                 f"csv:{tmp_path / 'train.csv'}", "--output-dir", str(tmp_path / "ft"),
+                 "--epochs", "1", "--batch-size", "8", "--max-seq-length", "8",
+                 "--no-progress"]) == 0
+    config = json.loads((tmp_path / "ft" / "config.json").read_text())
+    assert config["tokenizer"]["lower_case"] is False  # tokenizer_config.json's do_lower_case
+    capsys.readouterr()
+    assert main(["info", "--preset", "hf://kb-test/absent"]) == 2
+    assert "not in the Hugging Face cache" in capsys.readouterr().err
+
+
+def test_export_hub_and_extract_features_take_a_handle_in_process(tmp_path, monkeypatch,
+                                                                   capsys):
+    """`export-hub --preset hf://...` and `extract-features --preset
+    hf://...` in this process (`main`); the encoder export-hub writes is a
+    handle of the same backbone, with or without its own vocabulary."""
+    from kerasbert.cli import main
+
+    snapshot = _offline_hf_cache(tmp_path, monkeypatch)
+    assert main(["export-hub", "--preset", "hf://kb-test/tiny-bert", "--output",
+                 str(tmp_path / "hubout"), "--seq-length", "8"]) == 0
+    assert "without .mlm" in capsys.readouterr().err
+    assert (tmp_path / "hubout" / "preprocess" / "assets" / "vocab.txt").read_text() == \
+        open(os.path.join(snapshot, "vocab.txt")).read()
+    assert load_tokenizer(str(tmp_path / "hubout" / "encoder")).lower_case is False
+    # An encoder without its own vocabulary asset finds its preprocessor's beside it.
+    shutil.copytree(tmp_path / "hubout", tmp_path / "pair")
+    os.remove(tmp_path / "pair" / "encoder" / "assets" / "vocab.txt")
+    assert load_tokenizer(str(tmp_path / "pair" / "encoder")).vocabulary_size == V
+    inputs = ours_inputs(*padded_batch(V))
+    assert_close(_outputs(Backbone.from_preset(snapshot), inputs),
+                 _outputs(Backbone.from_preset(str(tmp_path / "hubout" / "encoder")), inputs))
+    (tmp_path / "input.txt").write_text("w1 w2 w3\nw4 ||| w5\n")
+    assert main(["extract-features", "--preset", "hf://kb-test/tiny-bert", "--input",
+                 str(tmp_path / "input.txt"), "--output", str(tmp_path / "features.jsonl"),
+                 "--layers", "-1", "--max-seq-length", "8"]) == 0
+    assert len((tmp_path / "features.jsonl").read_text().splitlines()) == 2
+
+
+# 30 s: info, finetune and an uncached handle, each a fresh console-script process with the
+# cache given by environment variables; the default suite runs the same commands in process.
+@pytest.mark.slow(covered_by=(
+    "tests/convert/test_handles.py::test_cli_takes_a_hub_handle_in_process",
+    "tests/convert/test_handles.py::test_hf_handles_read_the_hugging_face_cache_offline"))
 def test_cli_takes_a_hub_handle_in_a_fresh_process(tmp_path):
     """`kerasbert info --preset hf://...` and `finetune --preset hf://...`
     without --vocab (the tokenizer comes from the checkpoint), offline,
@@ -261,6 +329,10 @@ def test_task_models_start_from_a_handle(tmp_path):
                       BertBackbone)
 
 
+# 22 s: export-hub and extract-features as fresh console-script processes; the default
+# suite runs both commands, and reads their encoder back, in process.
+@pytest.mark.slow(covered_by=(
+    "tests/convert/test_handles.py::test_export_hub_and_extract_features_take_a_handle_in_process",))
 def test_export_hub_and_extract_features_take_a_handle(tmp_path):
     """`export-hub --preset hf://...` (tokenizer and casing from the source)
     and `extract-features --preset hf://...` in fresh processes; the encoder

@@ -296,6 +296,46 @@ def test_bad_directories_are_clear_errors(tmp_path):
         from_hf_directory(other)
 
 
+def test_finetune_from_a_hugging_face_directory_in_process(tmp_path, capsys):
+    """`kerasbert finetune --preset HF_DIR --vocab HF_DIR` in this process
+    (`main`): the run starts from the checkpoint's weights (a learning rate
+    of 1e-9 leaves its token table where it started), and a vocabulary of
+    another size is refused naming both sizes."""
+    from kerasbert.cli import main
+    from kerasbert.saving import load_model
+
+    words = [f"w{i}" for i in range(V - 5)]
+    specials = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]"]
+    rows = [f"{words[i % 7]} {words[(3 * i) % 11]},{'a' if i % 2 else 'b'}" for i in range(8)]
+    (tmp_path / "train.csv").write_text("sentence,label\n" + "\n".join(rows) + "\n")
+    tensors = hf_tensors()
+    hf_dir = write_hf(tmp_path / "bert-tiny-hf", tensors, hf_config())
+    (tmp_path / "bert-tiny-hf" / "vocab.txt").write_text("\n".join(specials + words) + "\n")
+    assert main(["finetune", "--preset", str(hf_dir), "--vocab", str(hf_dir),
+                 "--task", f"csv:{tmp_path / 'train.csv'}", "--output-dir", str(tmp_path / "ft"),
+                 "--epochs", "1", "--batch-size", "8", "--learning-rate", "1e-9",
+                 "--max-seq-length", "8", "--no-progress"]) == 0
+    config = json.load(open(tmp_path / "ft" / "config.json"))
+    assert config["backbone"]["hidden_dim"] == H and config["backbone"]["vocabulary_size"] == V
+    assert config["tokenizer"]["type"] == "wordpiece"
+    model = load_model(str(tmp_path / "ft" / "model.keras"))
+    table = model.backbone.embeddings.token_embedding.embeddings.numpy()
+    np.testing.assert_allclose(table, tensors["embeddings.word_embeddings.weight"], atol=1e-6)
+    (tmp_path / "small_vocab.txt").write_text("\n".join(specials + ["w0"]) + "\n")
+    capsys.readouterr()
+    assert main(["finetune", "--preset", str(hf_dir), "--vocab", str(tmp_path / "small_vocab.txt"),
+                 "--task", f"csv:{tmp_path / 'train.csv'}", "--output-dir",
+                 str(tmp_path / "ft2"), "--no-progress"]) == 2
+    error = capsys.readouterr().err
+    assert "vocabulary_size=6" in error and "vocabulary_size=50" in error
+    assert not (tmp_path / "ft2").exists()
+
+
+# 20 s: the same two commands as fresh console-script processes from another working
+# directory; the default suite runs them in process (main).
+@pytest.mark.slow(covered_by=(
+    "tests/convert/test_hf_checkpoint.py::test_finetune_from_a_hugging_face_directory_in_process",
+    "tests/convert/test_handles.py::test_cli_takes_a_hub_handle_in_process"))
 def test_finetune_from_a_hugging_face_directory_as_users_run_it(tmp_path):
     """`kerasbert finetune --preset HF_DIR` in a fresh process, from another
     working directory: the run starts from the checkpoint's weights (its

@@ -11,6 +11,7 @@ import subprocess
 import sys
 
 import numpy as np
+import pytest
 from test_hf_checkpoint import H, V, hf_config, hf_tensors, write_hf
 
 from kerasbert.convert.hf_heads import pretraining_heads_from_hf
@@ -73,6 +74,30 @@ def _fill_mask_matches_numpy(pretrainer, path, tensors, top_k):
     np.testing.assert_allclose([p for _, p in top], expected[order[:top_k]], atol=1e-5)
 
 
+def test_fill_mask_cli_in_process(tmp_path, capsys):
+    """`kerasbert fill-mask` in this process (`main`): one JSON row with the
+    top k of each [MASK]; a checkpoint without a masked-LM head and a text
+    without [MASK] exit 2 naming the problem."""
+    from kerasbert.cli import main
+
+    path, _ = _checkpoint(tmp_path / "mlm")
+    assert main(["fill-mask", "--model", str(path), "--text", "w1 [MASK] w3 [MASK]",
+                 "--top-k", "2"]) == 0
+    row = json.loads(capsys.readouterr().out.strip().splitlines()[-1])
+    assert len(row["masks"]) == 2 and all(len(m) == 2 for m in row["masks"])
+    bare = write_hf(tmp_path / "bare", hf_tensors(), hf_config())
+    assert main(["fill-mask", "--model", str(bare), "--vocab", os.path.join(path, "vocab.txt"),
+                 "--text", "w1 [MASK]"]) == 2
+    assert "no masked-LM head" in capsys.readouterr().err
+    assert main(["fill-mask", "--model", str(path), "--text", "w1 w2"]) == 2
+    assert "has no [MASK]" in capsys.readouterr().err
+
+
+# 31 s: the same three commands as fresh console-script processes; the default suite runs
+# them in process (main).
+@pytest.mark.slow(covered_by=(
+    "tests/convert/test_hf_heads.py::test_fill_mask_cli_in_process",
+    "tests/convert/test_hf_heads.py::test_fill_mask_scores_as_the_published_head_does"))
 def test_fill_mask_cli_in_a_fresh_process(tmp_path):
     path, _ = _checkpoint(tmp_path / "mlm")
     script = os.path.join(os.path.dirname(sys.executable), "kerasbert")

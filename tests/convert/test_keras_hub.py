@@ -57,7 +57,11 @@ class TestKerasHubConversion(TestCase):
         with pytest.raises(TypeError, match="got BertBackbone"):
             from_keras_hub(erf)  # ours, not keras-hub's
 
-    @pytest.mark.slow
+    # bert_base's size (109M weights, 128 tokens); the default suite checks parity on a tiny
+    # model and bert_base's parameter count by parts.
+    @pytest.mark.slow(covered_by=(
+        "tests/convert/test_keras_hub.py::TestKerasHubConversion::test_parity_on_padded_rows",
+        "tests/models/bert/test_bert_backbone.py::TestBertPresets::test_published_parameter_counts_by_parts"))
     def test_parity_at_bert_base_size(self):
         peer = keras_hub.models.BertBackbone(
             vocabulary_size=30522, num_layers=12, num_heads=12, hidden_dim=768,

@@ -113,6 +113,11 @@ def test_beam_search_equal_on_other_random_weights():
     np.testing.assert_array_equal(np.asarray(got), padded)
 
 
+# 20 s: trains a copy model for 15 epochs so the beams really compete; the default suite
+# compares the beam searches on the fixture's and on other random weights.
+@pytest.mark.slow(covered_by=(
+    "tests/convert/test_tf_models_seq2seq.py::test_beam_search_outputs_equal_token_for_token",
+    "tests/convert/test_tf_models_seq2seq.py::test_beam_search_equal_on_other_random_weights"))
 def test_beam_search_equal_on_a_trained_model():
     # Random transformers repeat one token; a model trained to copy its
     # source writes varied sequences of varied lengths, so the beams really

@@ -87,6 +87,52 @@ print("ok", type(out["sequence_output"]).__module__, type(logits).__name__)
 """
 
 
+SMALL_JAX_SCRIPT = """
+import numpy as np, keras
+assert keras.config.backend() == "jax"
+from kerasbert import models
+
+ids = (np.arange(80, dtype="int32").reshape(2, 40) * 7) % 30
+mask = np.array([[1] * 40, [1] * 25 + [0] * 15], "int32")
+inputs = {"input_word_ids": ids, "input_mask": mask, "input_type_ids": np.zeros_like(ids)}
+tiny = dict(vocabulary_size=30, num_layers=2, num_heads=2, hidden_dim=8,
+            intermediate_dim=16, max_sequence_length=48)
+for name in ("BertBackbone", "RobertaBackbone", "DistilBertBackbone", "GptBackbone"):
+    out = getattr(models, name)(**tiny)(inputs)
+    assert out["sequence_output"].shape == (2, 40, 8), name
+    assert np.isfinite(np.asarray(out["pooled_output"])).all(), name
+    assert len(out["encoder_outputs"]) == 2, name
+gpt = models.GptBackbone(**tiny)
+changed = dict(inputs, input_word_ids=np.where(np.arange(40) > 10, 3, ids).astype("int32"))
+a, b = gpt(inputs)["sequence_output"], gpt(changed)["sequence_output"]
+assert np.allclose(np.asarray(a)[:, :11], np.asarray(b)[:, :11], atol=1e-6)
+print("ok", type(out["sequence_output"]).__module__)
+"""
+
+
+@pytest.mark.skipif(
+    importlib.util.find_spec("jax") is None, reason="jax is not installed"
+)
+def test_encoders_and_gpt_run_under_jax():
+    """SMALL_JAX_SCRIPT: BERT, RoBERTa, DistilBERT and GPT (causal) under
+    JAX, XLA at its cheapest optimisation level (these calls only need to
+    run); the slow test below adds every other family, the pretrainers and a
+    Reformer training step."""
+    env = dict(os.environ, KERAS_BACKEND="jax", JAX_PLATFORMS="cpu",
+               XLA_FLAGS="--xla_backend_optimization_level=0")
+    result = subprocess.run([sys.executable, "-c", SMALL_JAX_SCRIPT], env=env,
+                            capture_output=True, text=True, timeout=300)
+    assert result.returncode == 0, result.stderr[-3000:]
+    assert result.stdout.startswith("ok jax")
+
+
+# 57 s: every family (BigBird's sparse path, ALBERT, ELECTRA, the Reformer), the
+# pretrainers and a Reformer training step under JAX; the default suite runs the BERT
+# encoders and GPT under JAX and the portable kernels.
+@pytest.mark.slow(covered_by=(
+    "tests/models/test_backend_independence.py::test_encoders_and_gpt_run_under_jax",
+    "tests/models/test_backend_independence.py::test_model_code_never_imports_tensorflow",
+    "tests/test_kernels.py::test_portable_forms_under_jax"))
 @pytest.mark.skipif(
     importlib.util.find_spec("jax") is None, reason="jax is not installed"
 )

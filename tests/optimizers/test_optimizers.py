@@ -565,7 +565,11 @@ def _run_script(script, **env):
     return result.stdout
 
 
-@pytest.mark.slow  # the pretrain CLI and BertPretrainer mirrored tests cover the strategy path
+# A second process on 2 logical CPUs with every option at once; the default
+# suite covers the strategy path through the pretrain CLI and BertPretrainer.
+@pytest.mark.slow(covered_by=(
+    "tests/tasks/test_bert_pretrainer.py::test_mirrored_strategy_matches_single_device",
+    "tests/optimizers/test_optimizers.py::test_accumulation_and_layer_decay_under_jax"))
 def test_mirrored_strategy_matches_one_device():
     """2 logical CPUs, an embedding with repeated ids, LLRD, global-norm
     clipping active at every update; AdamW with accumulation 2, LAMB

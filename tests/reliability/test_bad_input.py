@@ -246,6 +246,39 @@ def test_finetune_refuses_token_ids_outside_the_vocabulary(tmp_path, capsys, fea
     assert not out.exists()
 
 
+def test_finetune_refuses_features_of_another_length(tmp_path, capsys, features):
+    """finetune --features with a --max-seq-length other than the features'
+    is refused, not ignored; nothing is written."""
+    vocab, folder, _ = features
+    out = tmp_path / "run"
+    assert main(["finetune", "--features", str(folder), "--max-seq-length", "16", "--vocab",
+                 vocab, "--preset", "bert_tiny", "--output-dir", str(out)]) == 2
+    error_line(capsys, "--max-seq-length 16 differs from the length of the --features",
+               "(8 tokens)")
+    assert not out.exists()
+
+
+def test_evaluate_of_a_run_without_validation_data_names_split(tmp_path, capsys):
+    """evaluate on a run fine-tuned without validation data asks for
+    evaluate's own --split (not finetune's --validation), writing nothing."""
+    import sys
+
+    sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(__file__)), "serving"))
+    from serving_fixtures import make_finetuned_dir
+
+    ft = make_finetuned_dir(str(tmp_path / "ft"), "classification", sequence_length=16,
+                            task="csv:train.csv")
+    with open(os.path.join(ft, "config.json")) as f:
+        config = json.load(f)
+    config["validation_source"] = None  # as fine-tuned without --validation
+    with open(os.path.join(ft, "config.json"), "w") as f:
+        json.dump(config, f)
+    before = listing(ft)
+    assert main(["evaluate", "--model", ft]) == 2
+    line = error_line(capsys, "fine-tuned without validation data", "--split")
+    assert "--validation" not in line and listing(ft) == before
+
+
 # --- architectures that cannot be built ---------------------------------------
 
 

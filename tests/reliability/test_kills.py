@@ -87,6 +87,14 @@ def test_kill_pretrain_then_resume(corpus, tmp_path):
     assert not _temporaries(run, tmp_path) and not os.path.exists(io_utils.lock_path(run))
 
 
+# 27 s: a console finetune SIGKILLed mid-run and run again; the default suite kills and
+# reruns a console pretrain, fine-tunes in a fresh process, and takes over dead
+# writers' locks and temporaries.
+@pytest.mark.slow(covered_by=(
+    "tests/reliability/test_kills.py::test_kill_pretrain_then_resume",
+    "tests/models/elmo/test_elmo_finetune_cli.py::test_console_freeze_backbone_on_a_bert",
+    "tests/reliability/test_writers.py::test_a_stale_lock_file_of_a_dead_process_does_not_block",
+    "tests/reliability/test_writers.py::test_temporaries_of_killed_writers_are_removed_under_the_lock"))
 def test_kill_finetune(tmp_path):
     from kerasbert.models import BertBackbone
 
@@ -113,6 +121,13 @@ def test_kill_finetune(tmp_path):
     assert not _temporaries(ft, tmp_path) and not os.path.exists(io_utils.lock_path(ft))
 
 
+# 35 s: a console export SIGKILLed while writing, then run again; the default suite kills
+# and reruns a console pretrain, refuses a console export over a version, and removes
+# killed writers' temporaries under the lock.
+@pytest.mark.slow(covered_by=(
+    "tests/reliability/test_kills.py::test_kill_pretrain_then_resume",
+    "tests/reliability/test_writers.py::test_export_refuses_an_existing_version_without_overwrite",
+    "tests/reliability/test_writers.py::test_temporaries_of_killed_writers_are_removed_under_the_lock"))
 def test_kill_export(tmp_path):
     ft = make_finetuned_dir(str(tmp_path / "ft"), "tagging", sequence_length=16)
     out = tmp_path / "export"

@@ -179,6 +179,14 @@ def test_an_output_of_the_wrong_kind_is_one_line_exit_2(tmp_path, capsys, monkey
     assert a_file.read_text() == "precious" and not os.listdir(a_dir)
 
 
+# 26 s: three console exports, two at once, into one OUTPUT; the default suite checks
+# the lock against a second writer of each command, a console export refused over an
+# existing version, and the export's permissions and export.json in process.
+@pytest.mark.slow(covered_by=(
+    "tests/reliability/test_writers.py::test_a_second_writer_exits_2_naming_the_holder",
+    "tests/reliability/test_writers.py::test_export_refuses_an_existing_version_without_overwrite",
+    "tests/reliability/test_writers.py::test_atomic_writes_have_ordinary_permissions",
+    "tests/training/test_finetune_cli.py::test_a_run_made_from_relative_paths_travels"))
 def test_two_export_processes_never_share_a_version(tmp_path):
     """Two `kerasbert export` processes into one OUTPUT at once, without
     --version: each either writes its own version or is refused by the lock;

@@ -185,3 +185,36 @@ def run_fresh(script, *args, timeout=600):
                             text=True, timeout=timeout, env=env, cwd="/")
     assert result.returncode == 0, f"fresh process failed:\n{result.stderr[-4000:]}"
     return result.stdout
+
+
+# What FRESH_PREAMBLE gives a script, in this process: the same names, and
+# an import check that cannot apply here (kerasbert is loaded already).
+IN_PROCESS_PREAMBLE = """
+import json, os, sys
+import numpy as np
+import tensorflow as tf
+import tensorflow_text
+
+def _check_imports():
+    pass
+"""
+
+
+def run_in_process(script, *args):
+    """Runs a `run_fresh` script in this process (sys.argv set to `args`);
+    returns its stdout. The same SavedModels, inputs and outputs as in a
+    fresh process, without the start-up of one (and without its check that
+    nothing of ours is imported): the default suite's form of a
+    fresh-process check whose slow form keeps the fresh process."""
+    import contextlib
+    import io
+
+    code = IN_PROCESS_PREAMBLE + textwrap.dedent(script)
+    out, argv = io.StringIO(), sys.argv
+    sys.argv = ["-c", *map(str, args)]
+    try:
+        with contextlib.redirect_stdout(out):
+            exec(compile(code, "<in-process script>", "exec"), {"__name__": "__main__"})
+    finally:
+        sys.argv = argv
+    return out.getvalue()

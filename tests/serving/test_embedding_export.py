@@ -14,6 +14,7 @@ from reliability.console import kerasbert as console
 from reliability.console import ok
 from reliability.console import one_line_error
 from serving_fixtures import run_fresh
+from serving_fixtures import run_in_process
 
 TEXTS = ["The quick brown fox jumps over the lazy dog.", "hello world!", "",
          "a cat sat on the mat , and a dog sits on the rug . " * 3, "Dogs?"]
@@ -59,11 +60,24 @@ print(json.dumps(out))
 """
 
 
+# 14 s: SERVE in a fresh process with only tensorflow + tensorflow_text; the
+# default suite runs it on the same export in-process.
+@pytest.mark.slow(covered_by=(
+    "tests/serving/test_embedding_export.py::test_served_vectors_equal_keras_in_process",))
 def test_served_vectors_equal_keras(exported):
+    _check_served_vectors(exported, run_fresh)
+
+
+def test_served_vectors_equal_keras_in_process(exported):
+    """SERVE's checks, the script run in this process (`run_in_process`)."""
+    _check_served_vectors(exported, run_in_process)
+
+
+def _check_served_vectors(exported, runner):
     info, want = exported
     assert info["task_type"] == "embedding" and info["path"].endswith(os.path.join("st", "1"))
-    out = json.loads(run_fresh(SERVE, info["path"], json.dumps(TEXTS),
-                               json.dumps(HOSTILE)).strip().splitlines()[-1])
+    out = json.loads(runner(SERVE, info["path"], json.dumps(TEXTS),
+                            json.dumps(HOSTILE)).strip().splitlines()[-1])
     assert out["inputs"] == ["text"] and out["outputs"] == ["embedding"]
     assert out["token_ids"] == ["embedding"]
     got = np.array(out["vectors"], np.float32)
@@ -84,6 +98,11 @@ def test_export_files(exported):
     assert meta["source"] == {"handle": "st"}  # never an absolute path
 
 
+# 24 s: the installed console script, three fresh processes; the default
+# suite runs `export --task embedding` and `predict` in-process.
+@pytest.mark.slow(covered_by=(
+    "tests/serving/test_embedding_export.py::test_export_flags_and_errors",
+    "tests/serving/test_embedding_export.py::test_predict_command_on_the_export"))
 def test_console_script_export_and_predict(tmp_path):
     folder, _, _ = write_sentence_model(str(tmp_path / "st"), ("mean",), True, max_seq_length=16)
     out = tmp_path / "export" / "vectors"
@@ -97,6 +116,26 @@ def test_console_script_export_and_predict(tmp_path):
     assert vector.shape == (16,) and abs(np.linalg.norm(vector) - 1) < 1e-5
     one_line_error(console("export", "--task", "embedding", "--model", folder, "--output", out,
                            "--pooling", "median", cwd=tmp_path), "--pooling 'median'")
+
+
+def test_predict_command_on_the_export(exported, tmp_path, capsys):
+    """`kerasbert predict` on an embedding export, in this process: one
+    unit-length vector per text (the empty text too); a pooling mode that
+    does not exist is one line naming it."""
+    from kerasbert.cli import main
+
+    info, _ = exported
+    assert main(["predict", "--saved-model", info["path"], "--text", "hello world!",
+                 "--text", ""]) == 0
+    rows = [json.loads(line) for line in capsys.readouterr().out.strip().splitlines()[-2:]]
+    for row in rows:
+        vector = np.array(row["embedding"])
+        assert vector.shape == (16,) and abs(np.linalg.norm(vector) - 1) < 1e-5
+    folder, _, _ = write_sentence_model(str(tmp_path / "st"), ("mean",), True, max_seq_length=16)
+    assert main(["export", "--task", "embedding", "--model", folder, "--output",
+                 str(tmp_path / "out"), "--pooling", "median"]) == 2
+    err = capsys.readouterr().err
+    assert "--pooling 'median'" in err and len(err.strip().splitlines()) == 1
 
 
 def test_export_flags_and_errors(tmp_path, capsys):
@@ -131,6 +170,12 @@ print(json.dumps(vectors["embedding"].numpy().tolist()))
 """
 
 
+# 27 s: exports the published 22M-parameter model and serves it in a fresh
+# process; the default suite checks the same model's Keras vectors against
+# NumPy and a tiny model's served vectors against Keras.
+@pytest.mark.slow(covered_by=(
+    "tests/tasks/test_sentence_encoder.py::test_real_all_minilm_equals_numpy_reference",
+    "tests/serving/test_embedding_export.py::test_served_vectors_equal_keras_in_process"))
 def test_real_all_minilm_serves_its_vectors(published_minilm, tmp_path):
     """all-MiniLM-L6-v2 as published: served vectors equal the Keras
     encoder's (which equal a NumPy forward pass, tests/tasks/

@@ -210,16 +210,24 @@ def test_tagging_words_labels_and_entities(exports, served):
                           [context["labels"].index(label) for label in words_labels], atol=1e-5)
 
 
+# (task type, serving_default inputs, some of its outputs): name -> dtype.
+SIGNATURE_CONTRACT = [
+    ("pair", {"text_a": "DT_STRING", "text_b": "DT_STRING"},
+     {"probabilities": "DT_FLOAT", "label_id": "DT_INT32", "label": "DT_STRING"}),
+    ("tagging", {"text": "DT_STRING"},
+     {"entity_text": "DT_STRING", "entity_label": "DT_STRING", "start_char": "DT_INT32",
+      "end_char": "DT_INT32", "num_entities": "DT_INT32", "token_labels": "DT_STRING"}),
+]
+
+
+# 20 s: two runs of the saved_model_cli console script; the default suite
+# checks the same signature defs, read from saved_model.pb as it reads them.
+@pytest.mark.slow(covered_by=(
+    "tests/serving/test_export.py::test_signature_defs_as_saved_model_cli_reads_them",))
 def test_saved_model_cli_contract(exports):
     """`saved_model_cli show`: names, dtypes, batch dimension -1, method."""
     cli = os.path.join(os.path.dirname(sys.executable), "saved_model_cli")
-    for task_type, inputs, outputs in [
-        ("pair", {"text_a": "DT_STRING", "text_b": "DT_STRING"},
-         {"probabilities": "DT_FLOAT", "label_id": "DT_INT32", "label": "DT_STRING"}),
-        ("tagging", {"text": "DT_STRING"},
-         {"entity_text": "DT_STRING", "entity_label": "DT_STRING", "start_char": "DT_INT32",
-          "end_char": "DT_INT32", "num_entities": "DT_INT32", "token_labels": "DT_STRING"}),
-    ]:
+    for task_type, inputs, outputs in SIGNATURE_CONTRACT:
         shown = subprocess.run([cli, "show", "--dir", exports[task_type][0], "--all"],
                                capture_output=True, text=True, check=True).stdout
         default = shown.split("signature_def['serving_default']:")[1]
@@ -234,6 +242,31 @@ def test_saved_model_cli_contract(exports):
         for name in ("input_word_ids", "input_mask", "input_type_ids"):
             block = ids.split(f"inputs['{name}'] tensor_info:")[1].split("name:")[0]
             assert "dtype: DT_INT32" in block and "shape: (-1, 32)" in block
+
+
+def test_signature_defs_as_saved_model_cli_reads_them(exports):
+    """The contract `test_saved_model_cli_contract` reads from the console
+    script, from the MetaGraphDef the script reads
+    (`saved_model_utils.get_meta_graph_def`): names, dtypes, batch
+    dimension -1, method."""
+    from tensorflow.core.framework import types_pb2
+    from tensorflow.python.tools import saved_model_utils
+
+    for task_type, inputs, outputs in SIGNATURE_CONTRACT:
+        graph = saved_model_utils.get_meta_graph_def(exports[task_type][0], "serve")
+        signatures = graph.signature_def
+        default, ids = signatures["serving_default"], signatures["serve_token_ids"]
+        for kind, names in (("inputs", inputs), ("outputs", outputs)):
+            for name, dtype in names.items():
+                info = getattr(default, kind)[name]
+                assert types_pb2.DataType.Name(info.dtype) == dtype, (task_type, name)
+                assert info.tensor_shape.dim[0].size == -1, (task_type, name)
+        for signature in (default, ids):
+            assert signature.method_name == "tensorflow/serving/predict"
+        for name in ("input_word_ids", "input_mask", "input_type_ids"):
+            info = ids.inputs[name]
+            assert types_pb2.DataType.Name(info.dtype) == "DT_INT32"
+            assert [d.size for d in info.tensor_shape.dim] == [-1, 32]
 
 
 def test_export_files_warmup_and_ops(exports):
@@ -276,6 +309,12 @@ def test_custom_ops_are_registered_by_tensorflow_text(exports, served):
     assert served["_tensorflow_text_version"].startswith("2.20.")
 
 
+# 14 s: five exports (versions 1-3 through the CLI and export_saved_model.py);
+# the default suite checks the refusals and the failed exports on a copy of
+# the shared export, and test_batching exports twice into one model folder.
+@pytest.mark.slow(covered_by=(
+    "tests/serving/test_export.py::test_failed_exports_leave_the_versions_alone",
+    "tests/serving/test_batching.py::test_export_writes_both_files_and_keeps_an_operators_file"))
 def test_versions_overwrite_and_atomic_failure(tmp_path, monkeypatch):
     from kerasbert.cli import main
     from kerasbert.serving import exporter
@@ -312,6 +351,42 @@ def test_versions_overwrite_and_atomic_failure(tmp_path, monkeypatch):
     assert main(["export", "--model", ft, "--output", str(out), "--max-seq-length", "999"]) == 2
 
 
+def test_failed_exports_leave_the_versions_alone(shared_builds, tmp_path, monkeypatch):
+    """Next to a version 1 (a copy of the session's classification export):
+    an existing --version is refused, and an export that fails (at its
+    warm-up replay) neither replaces version 1 nor leaves a version 2 or a
+    temporary directory; bad arguments exit 2."""
+    import shutil
+
+    from kerasbert.cli import main
+    from kerasbert.serving import exporter
+
+    ft, info = shared_export(shared_builds, "classification")
+    out = tmp_path / "export" / "clf"
+    shutil.copytree(info["path"], out / "1")
+    stamp = os.path.getmtime(out / "1" / "saved_model.pb")
+    assert main(["export", "--model", ft, "--output", str(out), "--version", "1"]) == 2
+
+    def broken(path, requests):
+        raise RuntimeError("warm-up failed")
+
+    monkeypatch.setattr(exporter, "replay_warmup", broken)
+    with pytest.raises(RuntimeError):
+        exporter.export_finetuned(ft, str(out), version=1, overwrite=True)
+    with pytest.raises(RuntimeError):
+        exporter.export_finetuned(ft, str(out))
+    assert sorted(os.listdir(out)) == ["1"]
+    assert os.path.getmtime(out / "1" / "saved_model.pb") == stamp
+    monkeypatch.undo()
+    assert main(["export", "--model", str(tmp_path / "nope"), "--output", str(out)]) == 2
+    assert main(["export", "--model", ft, "--output", str(out), "--max-seq-length", "999"]) == 2
+    assert sorted(os.listdir(out)) == ["1"]
+
+
+# 19 s: `predict` in a fresh process (which must not import the model code)
+# and `python -m kerasbert`; the default suite runs the same commands in-process.
+@pytest.mark.slow(covered_by=(
+    "tests/serving/test_export.py::test_predict_cli_in_process",))
 def test_predict_cli_uses_only_tensorflow(exports, capsys):
     code = (
         "import sys\n"
@@ -341,6 +416,26 @@ def test_predict_cli_uses_only_tensorflow(exports, capsys):
     missing = subprocess.run([sys.executable, "-m", "kerasbert", "predict", "--saved-model",
                               exports["pair"][0], "--text", "x"], capture_output=True, text=True)
     assert missing.returncode == 2 and "--text-b" in missing.stderr
+
+
+def test_predict_cli_in_process(exports, capsys):
+    """`kerasbert predict` on the tagging, multiple-choice and pair exports,
+    in this process: one JSON row per text, and a missing --text-b is a
+    usage error naming it."""
+    from kerasbert.cli import main
+
+    assert main(["predict", "--saved-model", exports["tagging"][0], "--text", TEXTS[0],
+                 "--text", "Paris"]) == 0
+    rows = [json.loads(line) for line in capsys.readouterr().out.strip().splitlines()[-2:]]
+    assert rows[0]["tokens"][:3] == ["John", "Smith", "lives"]
+    assert len(rows[1]["tokens"]) == rows[1]["num_tokens"] == 1
+    assert len(rows[0]["entity_text"]) == rows[0]["num_entities"]
+    assert main(["predict", "--saved-model", exports["multiple_choice"][0], "--context", TEXTS[0],
+                 "--choice", "a", "--choice", "b", "--choice", "c"]) == 0
+    row = json.loads(capsys.readouterr().out.strip().splitlines()[-1])
+    assert len(row["probabilities"]) == 3 and row["choice_text"] in ("a", "b", "c")
+    assert main(["predict", "--saved-model", exports["pair"][0], "--text", "x"]) == 2
+    assert "--text-b" in capsys.readouterr().err
 
 
 def test_export_model_trained_in_a_script(tmp_path):

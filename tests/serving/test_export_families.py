@@ -15,6 +15,7 @@ import pytest
 from kerasbert.testing import assert_same_decisions
 from serving_fixtures import make_finetuned_dir
 from serving_fixtures import run_fresh
+from serving_fixtures import run_in_process
 from test_qa_serving import DOC_STRIDE, MAX_ANSWER, MAX_QUERY, PAIRS, SEQ_LENGTH
 from test_qa_serving import _check_parity, _compare_features, _python_pipeline
 
@@ -113,6 +114,13 @@ def exported(tmp_path_factory):
     return result, served
 
 
+# The module's fixture (five exports and a fresh process) is what takes the
+# time: 70 s on the first test. Each test is slow; the default suite exports
+# each family's pair model and serves it in-process (test_pair_export_in_process).
+
+# 70 s (the fixture): served in a fresh process, every source file deleted.
+@pytest.mark.slow(covered_by=(
+    "tests/serving/test_export_families.py::test_pair_export_in_process",))
 @pytest.mark.parametrize("name", sorted(FAMILIES))
 def test_pair_export_serves_like_keras(exported, name):
     result, served = exported
@@ -122,6 +130,9 @@ def test_pair_export_serves_like_keras(exported, name):
                           decoded=served[name]["label"])
 
 
+# The fixture's cost; the default suite checks the same files on its exports.
+@pytest.mark.slow(covered_by=(
+    "tests/serving/test_export_families.py::test_pair_export_in_process",))
 @pytest.mark.parametrize("name", sorted(FAMILIES))
 def test_export_carries_its_tokenizer(exported, name):
     result, _ = exported
@@ -132,6 +143,9 @@ def test_export_carries_its_tokenizer(exported, name):
         FAMILIES[name][2], key=["vocab.json", "merges.txt", "sentencepiece.model"].index)}
 
 
+# The fixture's cost; the default suite checks the layout on its RoBERTa export.
+@pytest.mark.slow(covered_by=(
+    "tests/serving/test_export_families.py::test_pair_export_in_process",))
 def test_roberta_pairs_use_roberta_layout(exported):
     """`<s> a </s></s> b </s>`, type ids all 0 (checked on the features the
     served model was compared against)."""
@@ -142,6 +156,12 @@ def test_roberta_pairs_use_roberta_layout(exported):
     assert real[-1] == 2 and sum(real == 2) == 3  # </s></s> between, </s> at the end
 
 
+# The fixture's cost: RoBERTa's QA export; the default suite serves BPE pairs
+# (test_pair_export_in_process) and WordPiece QA windows and answers.
+@pytest.mark.slow(covered_by=(
+    "tests/serving/test_export_families.py::test_pair_export_in_process",
+    "tests/serving/test_qa_serving.py::test_features_match_convert_qa",
+    "tests/serving/test_qa_serving.py::test_parity_version_1"))
 def test_roberta_qa_windows_and_answers(exported):
     """In-graph windows equal `convert_qa`'s (`<s> q </s></s> ctx </s>`),
     and the served answers equal the Python pipeline's."""
@@ -160,6 +180,39 @@ def test_roberta_qa_windows_and_answers(exported):
     out["answer"] = list(served["roberta_qa"]["answer"])
     _check_parity(out, qa["expected"], version_2=False)
     assert any(p.text for p in qa["expected"])  # some answer is non-empty
+
+
+@pytest.mark.parametrize("name", sorted(FAMILIES))
+def test_pair_export_in_process(tmp_path, name):
+    """One family's pair export, made without the module's fixture and
+    served in this process (`run_in_process`) once the FT dir and the
+    tokenizer's source files are deleted: the Keras model's probabilities
+    and labels, the tokenizer's files, and (RoBERTa) `<s> a </s></s> b </s>`
+    with type ids all 0."""
+    from kerasbert.serving.exporter import export_finetuned
+
+    family, kind, assets = FAMILIES[name]
+    ft = make_finetuned_dir(str(tmp_path / "ft"), "pair", family=family, tokenizer=kind)
+    expected, features = _pair_probabilities(ft)
+    labels = json.load(open(os.path.join(ft, "config.json")))["label_names"]
+    info = export_finetuned(ft, str(tmp_path / "export" / name))
+    shutil.rmtree(ft)
+    shutil.rmtree(ft + "_src")
+    spec = tmp_path / "spec.json"
+    spec.write_text(json.dumps({name: (info["path"], {"text_a": TEXTS,
+                                                      "text_b": list(reversed(TEXTS))})}))
+    served = json.loads(run_in_process(SERVE_SCRIPT, spec).strip().splitlines()[-1])[name]
+    assert_same_decisions(expected, served["probabilities"], served["label_id"], atol=1e-5,
+                          labels=labels, decoded=served["label"])
+    assert sorted(os.listdir(os.path.join(info["path"], "assets"))) == assets
+    recorded = json.load(open(os.path.join(info["path"], "assets.extra", "export.json")))
+    assert recorded["tokenizer"]["type"] == kind
+    if name == "roberta":
+        x = features.x
+        ids, mask = x["input_word_ids"][0], x["input_mask"][0]
+        assert ids[0] == 0 and (x["input_type_ids"] == 0).all()
+        real = ids[mask == 1]
+        assert real[-1] == 2 and sum(real == 2) == 3
 
 
 def test_load_tokenizer_picks_the_family_from_the_path(tmp_path):
@@ -196,6 +249,11 @@ def _softmax(logits):
     return e / e.sum(-1, keepdims=True)
 
 
+# The fixture's cost: BPE word groups in a tagging export; the default suite
+# serves BPE pairs and WordPiece tagging (words, labels and entities).
+@pytest.mark.slow(covered_by=(
+    "tests/serving/test_export_families.py::test_pair_export_in_process",
+    "tests/serving/test_export.py::test_tagging_words_labels_and_entities"))
 def test_roberta_tagging_export_serves_like_keras(exported):
     """Served words are the BPE word groups ("Paris," is one word: "," has
     no leading-space mark); each word's probabilities equal the Keras model's
@@ -225,6 +283,11 @@ def test_roberta_tagging_export_serves_like_keras(exported):
     assert "Paris," in got["tokens"][0]
 
 
+# The fixture's cost: RoBERTa's multiple-choice export; the default suite
+# serves BPE pairs and WordPiece multiple choice.
+@pytest.mark.slow(covered_by=(
+    "tests/serving/test_export_families.py::test_pair_export_in_process",
+    "tests/serving/test_export.py::test_probabilities_match_keras"))
 def test_roberta_multiple_choice_export_serves_like_keras(exported):
     from kerasbert.data.finetuning import convert_examples
     from kerasbert.data.finetuning.examples import TaskData

@@ -13,6 +13,7 @@ import pytest
 from kerasbert.cli import main
 from kerasbert.testing import assert_same_decisions
 from serving_fixtures import run_fresh
+from serving_fixtures import run_in_process
 from serving_fixtures import write_vocab
 
 PROMPTS = ["the quick brown fox", "paris", "", "a city near the river in france was old"]
@@ -67,7 +68,20 @@ def greedy_margins(lm, tokenizer, prompt, max_new_tokens):
     return margins
 
 
+# 24 s: the generation SavedModel in a fresh process with only tensorflow +
+# tensorflow_text; the default suite runs the same script in-process.
+@pytest.mark.slow(covered_by=(
+    "tests/serving/test_gpt_export.py::test_generation_export_matches_python_generate_in_process",))
 def test_generation_export_matches_python_generate_in_a_fresh_process(generation_run, tmp_path):
+    _check_generation_export(generation_run, tmp_path, run_fresh)
+
+
+def test_generation_export_matches_python_generate_in_process(generation_run, tmp_path):
+    """The same export and checks, the script run in this process."""
+    _check_generation_export(generation_run, tmp_path, run_in_process)
+
+
+def _check_generation_export(generation_run, tmp_path, runner):
     from kerasbert.loading.generation import generate_text
 
     run, lm, tokenizer = generation_run
@@ -86,7 +100,7 @@ def test_generation_export_matches_python_generate_in_a_fresh_process(generation
     assert (version / "assets" / "vocab.txt").exists()
     assert (version / "assets.extra" / "tf_serving_warmup_requests").exists()
 
-    result = run_fresh("""
+    result = runner("""
         loaded = tf.saved_model.load(sys.argv[1])
         fn = loaded.signatures["serving_default"]
         prompts = json.loads(sys.argv[2])
@@ -139,7 +153,20 @@ def classifier_dir(tmp_path_factory):
     return str(ft), model, tokenizer
 
 
+# 16 s: the classifier SavedModel in a fresh process with only tensorflow +
+# tensorflow_text; the default suite runs the same script in-process.
+@pytest.mark.slow(covered_by=(
+    "tests/serving/test_gpt_export.py::test_classification_export_reads_the_extract_token_in_process",))
 def test_classification_export_reads_the_extract_token(classifier_dir, tmp_path):
+    _check_classification_export(classifier_dir, tmp_path, run_fresh)
+
+
+def test_classification_export_reads_the_extract_token_in_process(classifier_dir, tmp_path):
+    """The same export and checks, the script run in this process."""
+    _check_classification_export(classifier_dir, tmp_path, run_in_process)
+
+
+def _check_classification_export(classifier_dir, tmp_path, runner):
     from kerasbert.text import make_packer
 
     ft, model, tokenizer = classifier_dir
@@ -150,7 +177,7 @@ def test_classification_export_reads_the_extract_token(classifier_dir, tmp_path)
     assert np.ptp(expected, axis=0).max() > 1e-2  # the inputs matter
     out = tmp_path / "export" / "gpt_pair"
     assert main(["export", "--model", ft, "--output", str(out)]) == 0
-    result = run_fresh("""
+    result = runner("""
         loaded = tf.saved_model.load(sys.argv[1])
         a, b = json.loads(sys.argv[2]), json.loads(sys.argv[3])
         out = loaded.signatures["serving_default"](text_a=tf.constant(a), text_b=tf.constant(b))

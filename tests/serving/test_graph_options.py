@@ -10,6 +10,7 @@ import numpy as np
 import pytest
 
 from serving_fixtures import run_fresh
+from serving_fixtures import run_in_process
 from serving_fixtures import shared_export
 from test_export import TASKS
 from test_export import _inputs
@@ -66,20 +67,20 @@ def _recorded_graph(path):
         return json.load(f)["graph"]
 
 
-@pytest.fixture(scope="module")
-def served(tmp_path_factory, shared_builds):
-    """{task type: {variant: [outputs of each request]}} from one fresh process.
+def _serve_variants(root, shared_builds, task_types, runner, batches=BATCHES):
+    """{task type: {variant: [outputs of each request]}}, every variant of
+    every task type served by one run of SERVE_SCRIPT (`runner`: run_fresh
+    or run_in_process).
 
     The runs and their default export ("longest") are test_export's
     (`shared_export`); the other variants are exported here from the same
     FT dirs."""
     from kerasbert.serving.exporter import export_finetuned
 
-    root = tmp_path_factory.mktemp("variants")
     spec = {}
-    for task_type in TASKS:
+    for task_type in task_types:
         ft, default = shared_export(shared_builds, task_type)
-        requests = [_inputs(task_type, batch) for batch in BATCHES]
+        requests = [_inputs(task_type, batch) for batch in batches]
         ids = _token_ids_request(ft)
         for variant, options in VARIANTS.items():
             if options == DEFAULT:
@@ -92,12 +93,18 @@ def served(tmp_path_factory, shared_builds):
         assert _recorded_graph(result["path"])["jit_compile"] is True
     path = root / "spec.json"
     path.write_text(json.dumps(spec))
-    out = json.loads(run_fresh(SERVE_SCRIPT, path).strip().splitlines()[-1])
+    out = json.loads(runner(SERVE_SCRIPT, path).strip().splitlines()[-1])
     grouped = {}
     for key, rows in out.items():
         task_type, variant = key.split("/")
         grouped.setdefault(task_type, {})[variant] = rows
     return grouped
+
+
+@pytest.fixture(scope="module")
+def served(tmp_path_factory, shared_builds):
+    """{task type: {variant: [outputs of each request]}} from one fresh process."""
+    return _serve_variants(tmp_path_factory.mktemp("variants"), shared_builds, TASKS, run_fresh)
 
 
 def _assert_same(got, want, where):
@@ -111,8 +118,7 @@ def _assert_same(got, want, where):
             assert a.tolist() == b.tolist(), f"{where} {name}"
 
 
-@pytest.mark.parametrize("task_type", TASKS)
-def test_variants_equal_plain_export(served, task_type):
+def _assert_variants_equal_plain(served, task_type):
     plain = served[task_type]["plain"]
     for variant in VARIANTS:
         if variant == "plain":
@@ -121,6 +127,30 @@ def test_variants_equal_plain_export(served, task_type):
         assert len(rows) == len(plain)
         for i, (got, want) in enumerate(zip(rows, plain)):
             _assert_same(got, want, f"{task_type} {variant} request {i}")
+
+
+# 110 s (the first parameter pays the module's 12 exports and the fresh
+# process): every task type's variants; the default suite checks the
+# classification variants in-process, and test_export checks every task
+# type's default ("longest") export against the Keras model (full padding).
+@pytest.mark.parametrize("task_type", [
+    pytest.param(task_type, marks=pytest.mark.slow(covered_by=(
+        "tests/serving/test_graph_options.py::test_classification_variants_equal_plain_in_process",
+        "tests/serving/test_export.py::test_probabilities_match_keras",
+        "tests/serving/test_export.py::test_tagging_words_labels_and_entities")), id=task_type)
+    for task_type in TASKS])
+def test_variants_equal_plain_export(served, task_type):
+    _assert_variants_equal_plain(served, task_type)
+
+
+def test_classification_variants_equal_plain_in_process(tmp_path, shared_builds):
+    """The classification run's variants (plain, the default export,
+    XLA) give the plain export's outputs on the short rows (trimmed to 16
+    of 32 positions) and on serve_token_ids, served in this process
+    (`run_in_process`)."""
+    served = _serve_variants(tmp_path, shared_builds, ["classification"], run_in_process,
+                             batches=BATCHES[:1])
+    _assert_variants_equal_plain(served, "classification")
 
 
 def test_bigbird_keeps_full_length_above_its_sparse_threshold(tmp_path):

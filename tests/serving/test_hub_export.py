@@ -9,6 +9,9 @@ in parallel (each takes ~20 s of startup and tracing):
   tokenizer, packer, backbone and pretrainer;
 - one written like the TF Hub BERT tutorials (tf-keras, `hub.KerasLayer`)
   fine-tunes the encoder for one batch.
+
+Both are the slow tier's (started when first asked for); the default suite
+runs the first one's checks in this process.
 """
 
 import argparse
@@ -23,6 +26,7 @@ import numpy as np
 import pytest
 
 from serving_fixtures import FRESH_PREAMBLE
+from serving_fixtures import run_in_process
 from serving_fixtures import tiny_backbone
 from serving_fixtures import write_vocab
 
@@ -241,8 +245,9 @@ def _expected(run, vocab, backbone, pretrainer):
 
 @pytest.fixture(scope="module")
 def exported(tmp_path_factory):
-    """RUN/{backbone,pretrainer}.keras -> OUT/{preprocess,encoder}; the two
-    fresh processes are started (not awaited) on the result."""
+    """RUN/{backbone,pretrainer}.keras -> OUT/{preprocess,encoder};
+    `started(name)` gives the fresh process "strict" or "tutorial", both
+    started (not awaited) on the result when the first is asked for."""
     import keras
 
     from kerasbert.tasks import BertPretrainer
@@ -268,11 +273,20 @@ def exported(tmp_path_factory):
     assert code == 0
     os.remove(vocab)  # The SavedModels must carry their own copy.
     pre, enc = os.path.join(out, "preprocess"), os.path.join(out, "encoder")
-    strict = _start(BLOCK_OURS + FRESH_PREAMBLE + textwrap.dedent(STRICT_SCRIPT),
-                    pre, enc, expected_path)
-    tutorial = _start(textwrap.dedent(TUTORIAL_SCRIPT), pre, enc, expected_path)
-    yield dict(run=run, out=out, expected=expected, strict=strict, tutorial=tutorial)
-    for process in (strict, tutorial):
+    processes = {}
+
+    def started(name):
+        if not processes:
+            processes["strict"] = _start(
+                BLOCK_OURS + FRESH_PREAMBLE + textwrap.dedent(STRICT_SCRIPT),
+                pre, enc, expected_path)
+            processes["tutorial"] = _start(textwrap.dedent(TUTORIAL_SCRIPT), pre, enc,
+                                           expected_path)
+        return processes[name]
+
+    yield dict(run=run, out=out, expected=expected, expected_path=expected_path,
+               started=started)
+    for process in processes.values():
         if process.poll() is None:
             process.kill()
             process.communicate()
@@ -340,12 +354,42 @@ def test_mismatched_pretrainer_is_a_usage_error(exported, tmp_path):
     assert not os.path.exists(tmp_path / "out")
 
 
+# 13 s (and the tutorial's process beside it): STRICT_SCRIPT in a fresh process
+# where kerasbert cannot be imported; the default suite runs it in-process.
+@pytest.mark.slow(covered_by=(
+    "tests/serving/test_hub_export.py::test_savedmodels_match_keras_in_process",))
 def test_savedmodels_match_keras_with_only_tensorflow_text(exported):
-    assert _finish(exported["strict"]).strip().endswith("ok")
+    assert _finish(exported["started"]("strict")).strip().endswith("ok")
 
 
+def test_savedmodels_match_keras_in_process(exported):
+    """STRICT_SCRIPT's checks on the same SavedModels in this process
+    (`run_in_process`; the source vocabulary is gone here too), and every
+    encoder variable gets a gradient through the preprocessor's inputs, as
+    a fine-tuning model needs."""
+    import tensorflow as tf
+
+    out = exported["out"]
+    pre, enc = os.path.join(out, "preprocess"), os.path.join(out, "encoder")
+    printed = run_in_process(STRICT_SCRIPT, pre, enc, exported["expected_path"])
+    assert printed.strip().endswith("ok")
+    preprocessor, encoder = tf.saved_model.load(pre), tf.saved_model.load(enc)
+    with tf.GradientTape() as tape:
+        outputs = encoder(preprocessor(tf.constant(TEXTS)), training=True)
+        loss = tf.reduce_sum(outputs["pooled_output"] ** 2)
+    grads = tape.gradient(loss, encoder.trainable_variables)
+    assert len(grads) == exported["expected"]["num_trainable"]
+    assert [v.name for v, g in zip(encoder.trainable_variables, grads)
+            if g is None or not np.any(tf.convert_to_tensor(g).numpy())] == []
+
+
+# ~20 s of tf-keras and TF Hub start-up: the TF Hub tutorial fine-tunes the
+# encoder through hub.KerasLayer; the default suite loads the same SavedModels
+# in-process and checks the encoder's gradients and the pair packing.
+@pytest.mark.slow(covered_by=(
+    "tests/serving/test_hub_export.py::test_savedmodels_match_keras_in_process",))
 def test_tf_hub_tutorial_fine_tunes_the_encoder(exported):
-    result = json.loads(_finish(exported["tutorial"]).strip().splitlines()[-1])
+    result = json.loads(_finish(exported["started"]("tutorial")).strip().splitlines()[-1])
     assert np.isfinite(result["loss"])
     assert result["no_grad"] == []  # Every encoder variable gets a gradient...
     assert result["changed"] == exported["expected"]["num_trainable"]  # ...and is trained.

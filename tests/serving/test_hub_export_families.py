@@ -107,7 +107,12 @@ def exported(tmp_path_factory):
     return expected, served
 
 
-@pytest.mark.slow
+# ~90 s: two families' export-hub runs and a fresh process; the default suite
+# checks BERT's export-hub SavedModels, and each family's tokenizer in an
+# export's graph (test_pair_export_in_process).
+@pytest.mark.slow(covered_by=(
+    "tests/serving/test_hub_export.py::test_savedmodels_match_keras_in_process",
+    "tests/serving/test_export_families.py::test_pair_export_in_process"))
 @pytest.mark.parametrize("name", sorted(FAMILIES))
 def test_hub_export_of_family(exported, name):
     expected, served = exported[0][name], exported[1][name]

@@ -103,6 +103,10 @@ def test_refusals(tmp_path, run_dir):
     assert not any((tmp_path / name).exists() for name in ("x", "y", "z"))
 
 
+# 20 s: the installed console script, twice, in fresh processes; the default
+# suite runs the same `convert` commands in-process.
+@pytest.mark.slow(covered_by=(
+    "tests/serving/test_model_conversion.py::test_cli_converts_in_process",))
 def test_cli_converts_in_a_fresh_process(tmp_path, run_dir):
     run, source = run_dir
     script = os.path.join(os.path.dirname(sys.executable), "kerasbert")
@@ -119,6 +123,25 @@ def test_cli_converts_in_a_fresh_process(tmp_path, run_dir):
                            timeout=600)
     assert again.returncode == 2 and "already exists" in again.stderr
     assert "Traceback" not in again.stderr
+
+
+def test_cli_converts_in_process(tmp_path, run_dir, capsys):
+    """`kerasbert convert --to hf` through the command line's `main`: the
+    written directory reads back with the run's outputs; a second run onto
+    it exits 2 with one line."""
+    from kerasbert.cli import main
+
+    run, source = run_dir
+    argv = ["convert", "--model", str(run), "--to", "hf", "--output", str(tmp_path / "hf")]
+    assert main(argv) == 0
+    inputs = tiny_encoder_inputs()
+    np.testing.assert_allclose(_outputs(Backbone.from_preset(str(tmp_path / "hf")),
+                                        inputs)["pooled_output"],
+                               _outputs(source, inputs)["pooled_output"], atol=1e-5)
+    capsys.readouterr()
+    assert main(argv) == 2
+    err = capsys.readouterr().err
+    assert "already exists" in err and "Traceback" not in err
 
 
 def test_roberta_to_hf_reads_back_in_keras_hub_and_ours(tmp_path):

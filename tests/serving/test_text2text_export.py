@@ -107,9 +107,22 @@ def test_sources_cut_to_the_longest_give_the_same_targets(exported):
 
 
 def test_predict_command_names_the_source_flag(exported, capsys):
-    # (tests/tasks/test_text2text_cli.py runs `kerasbert predict` on a text2text export.)
+    # (test_predict_command_answers_as_generate runs `kerasbert predict` on it.)
     assert main(["predict", "--saved-model", exported[0], "--question", "x"]) == 2
     assert "This model's inputs are source: give --source (or --text)" in capsys.readouterr().err
+
+
+def test_predict_command_answers_as_generate(exported, capsys):
+    """`kerasbert predict --source ...` on the export: one row per source,
+    the target `generate` gives (beam search), and its pieces."""
+    path, _, beam, _ = exported
+    capsys.readouterr()
+    assert main(["predict", "--saved-model", path,
+                 *[arg for s in SOURCES for arg in ("--source", s)]]) == 0
+    printed = capsys.readouterr().out.strip().splitlines()
+    rows = [json.loads(line) for line in printed[-len(SOURCES):]]
+    assert [row["target"] for row in rows] == beam
+    assert all(len(row["token_ids"]) == row["num_tokens"] for row in rows)
 
 
 def test_generate_takes_raw_text_in_every_container(exported):

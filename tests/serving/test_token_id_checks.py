@@ -8,7 +8,10 @@ tensorflow and tensorflow_text, on a SavedModel whose warm-up requests
 import json
 import os
 
+import pytest
+
 from serving_fixtures import run_fresh
+from serving_fixtures import run_in_process
 from serving_fixtures import shared_export
 
 CHECK_SCRIPT = """
@@ -45,7 +48,21 @@ print(json.dumps(result))
 """
 
 
+# 12 s: the checks in a fresh process with only tensorflow + tensorflow_text;
+# the default suite runs the same script on the same export in-process.
+@pytest.mark.slow(covered_by=(
+    "tests/serving/test_token_id_checks.py::test_out_of_range_token_ids_are_an_error_in_process",
+    "tests/serving/test_export.py::test_custom_ops_are_registered_by_tensorflow_text"))
 def test_out_of_range_token_ids_are_an_error_not_a_wrap_around(shared_builds):
+    _check_token_ids(shared_builds, run_fresh)
+
+
+def test_out_of_range_token_ids_are_an_error_in_process(shared_builds):
+    """The same checks, the script run in this process (`run_in_process`)."""
+    _check_token_ids(shared_builds, run_in_process)
+
+
+def _check_token_ids(shared_builds, runner):
     from kerasbert.text import load_tokenizer
 
     # The session's classification export (`shared_export`): the export
@@ -53,7 +70,7 @@ def test_out_of_range_token_ids_are_an_error_not_a_wrap_around(shared_builds):
     # written SavedModel and fails if one fails.
     ft, info = shared_export(shared_builds, "classification")
     vocab_size = load_tokenizer(os.path.join(ft, "vocab.txt")).vocabulary_size
-    result = json.loads(run_fresh(CHECK_SCRIPT, info["path"], vocab_size).strip().splitlines()[-1])
+    result = json.loads(runner(CHECK_SCRIPT, info["path"], vocab_size).strip().splitlines()[-1])
     assert result["valid"] == {"ok": True} and result["largest"] == {"ok": True}
     assert "input_word_ids: ids must be >= 0" in result["negative"]["error"]
     assert f"input_word_ids: ids must be < {vocab_size}" in result["too_large"]["error"]

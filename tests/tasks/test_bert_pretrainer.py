@@ -252,6 +252,10 @@ def test_fit_and_evaluate_on_tfrecords(records):
     assert 0.0 <= result["mlm_accuracy"] <= 1.0 and np.isfinite(result["loss"])
 
 
+# 18 s: 400 steps to a masked-LM loss below 1.0; the default suite fits and
+# evaluates on the same records (6 steps).
+@pytest.mark.slow(covered_by=(
+    "tests/tasks/test_bert_pretrainer.py::test_fit_and_evaluate_on_tfrecords",))
 def test_learns_a_repetitive_corpus(records):
     """Stated bound: the mean MLM loss of steps 301-400 (batch 16, four
     repeated sentences, ln V = 4.6 at the start) is below 1.0 (measured

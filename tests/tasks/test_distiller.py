@@ -231,6 +231,34 @@ def held_out_ce(distiller, files):
                               return_dict=True)["ce_loss"]
 
 
+def test_fit_trains_the_student_and_leaves_the_teacher():
+    """Three `fit` steps of a 1-layer DistilBERT student against a 2-layer
+    teacher: finite losses and metrics, the student's weights move, the
+    teacher's do not."""
+    teacher = pretrainer(BertBackbone, 2, dropout=0.0)
+    randomize(teacher, 5)
+    student = pretrainer(DistilBertBackbone, 1, dropout=0.0)
+    init_student_from_teacher(student, teacher)
+    distiller = Distiller(teacher, student)
+    distiller.compile(optimizer=optimizer())
+    teacher_before = [w.numpy() for w in teacher.weights]
+    student_before = [w.numpy() for w in student.trainable_weights]
+    data = tf.data.Dataset.from_tensors(tiny_batch(seed=6)).repeat()
+    logs = distiller.fit(data, steps_per_epoch=3, epochs=1, verbose=0).history
+    for name in ("loss", "ce_loss", "mlm_loss", "cos_loss", "teacher_agreement"):
+        assert np.isfinite(logs[name]).all(), (name, logs)
+    for a, b in zip(teacher_before, teacher.weights):
+        np.testing.assert_array_equal(a, b.numpy())
+    assert any(not np.array_equal(a, b.numpy())
+               for a, b in zip(student_before, student.trainable_weights))
+
+
+# 58 s (with the module's 160-step teacher): 60 steps each of a distilled and
+# an MLM-only student, compared on held-out data; the default suite fits a
+# distiller a few steps and checks each loss against its definition.
+@pytest.mark.slow(covered_by=(
+    "tests/tasks/test_distiller.py::test_fit_trains_the_student_and_leaves_the_teacher",
+    "tests/tasks/test_distiller.py::TestDistillerLosses::test_losses_match_their_definitions"))
 def test_distilled_student_matches_teacher_better_than_mlm_only(trained_teacher):
     """Two 1-layer students start from the same copy of the teacher (its
     embeddings, layer 0 and masked-LM head) and train 60 steps on the same

@@ -225,6 +225,15 @@ def _mirrored(directory, folder, case):
     return result
 
 
+# 58 s: a fresh process on 2 logical CPUs fits the classifier under
+# MirroredStrategy, then 4 more fits to compare with one device (clipping on
+# too); the default suite checks MirroredStrategy against one device on the
+# pretrainer, fits tasks on strings, and fits from strings in a strategy's
+# scope across two worker processes.
+@pytest.mark.slow(covered_by=(
+    "tests/tasks/test_bert_pretrainer.py::test_mirrored_strategy_matches_single_device",
+    "tests/tasks/test_raw_text_lifecycle.py::test_fits_and_predicts_from_strings",
+    "tests/tasks/test_raw_text_distributed.py::test_multi_worker_two_processes_fit_the_same_model_from_strings"))
 def test_mirrored_text_classifier_fits_predicts_and_saves_from_strings(published, tmp_path):
     result = _mirrored(published, tmp_path, "classifier")
     assert result["same_strategy"]
@@ -241,6 +250,13 @@ def test_mirrored_text_classifier_fits_predicts_and_saves_from_strings(published
     assert clipped["gap"] < 1e-6 and clipped["keras_gap"] > 100 * max(clipped["gap"], 1e-7)
 
 
+# 27 s: a fresh process on 2 logical CPUs fits the tagger under
+# MirroredStrategy; the default suite fits the tagger on words with string
+# tags in-process, and a classifier from strings across two workers.
+@pytest.mark.slow(covered_by=(
+    "tests/tasks/test_raw_text_lifecycle.py::test_fits_and_predicts_from_strings",
+    "tests/tasks/test_raw_text_distributed.py::test_multi_worker_two_processes_fit_the_same_model_from_strings",
+    "tests/tasks/test_bert_pretrainer.py::test_mirrored_strategy_matches_single_device"))
 def test_mirrored_token_classifier_fits_words_with_string_tags(published, tmp_path):
     result = _mirrored(published, tmp_path, "tagger")
     assert result["labels"] == ["B-ANI", "O"]

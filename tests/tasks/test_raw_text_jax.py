@@ -8,6 +8,7 @@ import subprocess
 import sys
 
 import numpy as np
+import pytest
 
 from kerasbert.testing.sentence_models import write_sentence_model
 
@@ -37,6 +38,13 @@ json.dump({"loss": loss, "probabilities": probabilities.tolist(), "again": again
 """
 
 
+# 56 s (a classifier's ~15 s alone: JAX and from_preset start-up, then
+# compiles): strings tokenized in tf.data feed JAX's compiled steps; the
+# default suite fits each task on strings under TensorFlow and trains the
+# task models under JAX.
+@pytest.mark.slow(covered_by=(
+    "tests/tasks/test_raw_text_lifecycle.py::test_fits_and_predicts_from_strings",
+    "tests/tasks/test_tasks_without_tensorflow.py::test_a_text_classifier_trains_under_jax_without_tensorflow"))
 def test_raw_text_fits_under_jax(tmp_path):
     directory, _, _ = write_sentence_model(tmp_path / "published", positions=64,
                                            sentence_files=False)

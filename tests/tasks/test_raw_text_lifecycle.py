@@ -171,6 +171,15 @@ def _close(a, b, atol):
         assert a == b
 
 
+# The module's fixture (three fresh processes: every task type trained,
+# exported, loaded and served) takes 142 s, charged to its first test; each
+# of its tests is slow. The default suite runs each task type's fit,
+# predict, save and load in-process, and a saved task's export and its use
+# as a handle (the tests at the end of this file).
+
+# 142 s (the fixture): the saved task as a handle in a fresh process.
+@pytest.mark.slow(covered_by=(
+    "tests/tasks/test_raw_text_lifecycle.py::test_a_saved_task_exports_and_is_a_handle_in_process",))
 def test_a_saved_task_is_a_handle(lifecycle):
     _, loaded, _ = lifecycle
     started = loaded["from_preset"]
@@ -178,6 +187,12 @@ def test_a_saved_task_is_a_handle(lifecycle):
     assert np.asarray(started["words"][0]).shape == (2, 3)
 
 
+# The fixture's cost: one process per step, and the SavedModels served with
+# only tensorflow + tensorflow_text.
+@pytest.mark.slow(covered_by=(
+    "tests/tasks/test_raw_text_lifecycle.py::test_fits_and_predicts_from_strings",
+    "tests/tasks/test_raw_text_lifecycle.py::test_a_saved_task_exports_and_is_a_handle_in_process",
+    "tests/serving/test_export.py::test_probabilities_match_keras"))
 @pytest.mark.parametrize("name", NAMES)
 def test_trained_saved_loaded_and_served_from_strings(lifecycle, name):
     trained, loaded, served = lifecycle
@@ -202,3 +217,92 @@ def test_trained_saved_loaded_and_served_from_strings(lifecycle, name):
         assert out["answer"] == [p["answer"] for p in predictions]
         assert out["start_char"] == [p["start_char"] for p in predictions]
         np.testing.assert_allclose(out["score"], [p["score"] for p in predictions], atol=1e-4)
+
+
+# --- the same steps in this process (the default suite) -----------------------
+
+
+@pytest.fixture(scope="module")
+def published(tmp_path_factory):
+    directory, _, _ = write_sentence_model(tmp_path_factory.mktemp("raw_text_here") / "published",
+                                           positions=64, sentence_files=False)
+    return directory
+
+
+def _common():
+    """COMMON's CASES, PREDICT and plain()."""
+    namespace = {}
+    exec(textwrap.dedent(COMMON), namespace)
+    return namespace
+
+
+BUILD = {
+    "classification": lambda tasks, d: tasks.TextClassifier.from_preset(d, num_classes=2),
+    "tagging": lambda tasks, d: tasks.TokenClassifier.from_preset(d, num_labels=2),
+    "multiple_choice": lambda tasks, d: tasks.MultipleChoice.from_preset(d, num_choices=3),
+    "qa": lambda tasks, d: tasks.QuestionAnswerer.from_preset(d, sequence_length=32,
+                                                              max_query_length=8, doc_stride=8),
+}
+
+
+@pytest.mark.parametrize("name", sorted(BUILD))
+def test_fits_and_predicts_from_strings(published, name):
+    """TRAIN's steps for one task class, in this process, for one epoch:
+    `from_preset`, `fit` on strings (string labels and tags, answer spans),
+    `predict` from strings. (Pairs: TRAIN's "pair" case is the
+    TextClassifier's, and test_raw_text_preprocessing packs string pairs.)"""
+    import keras
+
+    from kerasbert import tasks
+
+    common = _common()
+    case, x, plain = common["CASES"][name], common["PREDICT"][name], common["plain"]
+    keras.utils.set_random_seed(0)
+    model = BUILD[name](tasks, published)
+    loss = model.fit(case["x"], case["y"], epochs=1, batch_size=4, verbose=0).history["loss"]
+    assert len(loss) == 1 and np.isfinite(loss).all()
+    predictions = plain(model.predict(x, verbose=0))
+    if name == "classification":
+        assert model.preprocessor.label_names == ["animal", "greeting"]
+        assert np.asarray(predictions).shape == (3, 2)
+        np.testing.assert_allclose(np.sum(predictions, -1), 1.0, atol=1e-6)
+    elif name == "tagging":
+        assert model.preprocessor.label_names == ["B-ANI", "O"]
+        assert [np.asarray(p).shape for p in predictions] == [(len(w), 2) for w in x]
+    elif name == "multiple_choice":
+        assert np.asarray(predictions).shape == (2, 3)
+        np.testing.assert_allclose(np.sum(predictions, -1), 1.0, atol=1e-6)
+    else:
+        assert len(predictions) == 2
+        for row, context in zip(predictions, x[1]):
+            start, end = row["start_char"], row["end_char"]
+            assert row["answer"] == (context[start:end] if start >= 0 else "")
+
+
+def test_a_saved_task_exports_and_is_a_handle_in_process(published, tmp_path):
+    """A classifier made by `from_preset`: its `.keras` file loads and
+    predicts the same from strings; `model.export`'s SavedModel, loaded
+    here, takes raw text and gives `predict`'s probabilities and labels; the
+    `.keras` file starts a TokenClassifier with its backbone and tokenizer."""
+    import keras
+    import tensorflow as tf
+
+    from kerasbert import tasks
+
+    texts = ["the cat sat on the mat", "hello world", "a quick fox"]
+    keras.utils.set_random_seed(0)
+    model = tasks.TextClassifier.from_preset(published, label_names=["animal", "greeting"])
+    predictions = model.predict(texts, verbose=0)
+    path = str(tmp_path / "classification.keras")
+    model.save(path)
+    np.testing.assert_allclose(keras.saving.load_model(path).predict(texts, verbose=0),
+                               predictions, atol=1e-6)
+    exported = model.export(str(tmp_path / "export" / "classification"))
+    serve = tf.saved_model.load(exported["path"]).signatures["serving_default"]
+    out = serve(text=tf.constant(texts))
+    np.testing.assert_allclose(out["probabilities"].numpy(), predictions, atol=1e-5)
+    assert [s.decode() for s in out["label"].numpy()] == [
+        ["animal", "greeting"][i] for i in np.argmax(predictions, -1)]
+    tagger = tasks.TokenClassifier.from_preset(path, label_names=["O", "X", "Y"])
+    assert tagger.preprocessor.tokenizer.vocabulary_size == 35 and tagger.num_labels == 3
+    assert np.asarray(tagger.predict([["the", "cat"]], verbose=0)[0]).shape == (2, 3)

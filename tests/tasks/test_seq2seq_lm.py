@@ -185,6 +185,12 @@ class TestSeq2SeqLM(TestCase):
         restored = self.run_model_saving_test(model, features, atol=1e-5)
         assert restored.label_smoothing == pytest.approx(0.1)
 
+    # 14 s: JAX traces generate's greedy and beam loops in a fresh process; the
+    # default suite traces both loops without autograph (no Python control
+    # flow on tensors, what JAX needs) and runs kerasbert code under JAX.
+    @pytest.mark.slow(covered_by=(
+        "tests/tasks/test_seq2seq_lm.py::TestSeq2SeqLM::test_generate_traces_in_tf_function_without_autograph",
+        "tests/tasks/test_tasks_without_tensorflow.py::test_a_text_classifier_trains_under_jax_without_tensorflow"))
     def test_generate_runs_under_jax(self, tmp_path):
         code = textwrap.dedent("""
             import numpy as np

@@ -12,8 +12,11 @@ import subprocess
 import sys
 
 import numpy as np
+import pytest
 
 from kerasbert.testing.without_tensorflow import HIDE_TENSORFLOW
+
+TASKS = ("TextClassifier", "TokenClassifier", "QuestionAnswerer", "MultipleChoice")
 
 SCRIPT = HIDE_TENSORFLOW + """
 import json
@@ -48,7 +51,8 @@ cases = {
                        ids(B, 2, T), rng.integers(0, 2, (B,))),
 }
 result = {}
-for name, (make, x, y) in cases.items():
+for name in sys.argv[1].split(","):  # the task models to train
+    make, x, y = cases[name]
     model = make()
     model.compile()
     result[name] = model.train_on_batch(x, y, return_dict=True)["loss"]
@@ -66,15 +70,38 @@ print(json.dumps(result))
 """
 
 
-def test_task_models_train_under_jax_without_tensorflow(tmp_path):
+def _train_under_jax(tmp_path, names):
     env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
     # XLA:CPU's cheapest optimisation level: these steps only need to run.
     env.update(KERAS_BACKEND="jax", JAX_PLATFORMS="cpu",
                XLA_FLAGS="--xla_backend_optimization_level=0")
-    done = subprocess.run([sys.executable, "-c", SCRIPT], cwd=tmp_path, env=env,
-                          capture_output=True, text=True, timeout=600)
+    done = subprocess.run([sys.executable, "-c", SCRIPT, ",".join(names)], cwd=tmp_path,
+                          env=env, capture_output=True, text=True, timeout=600)
     assert done.returncode == 0, done.stderr[-4000:]
-    result = json.loads(done.stdout.strip().splitlines()[-1])
+    return json.loads(done.stdout.strip().splitlines()[-1])
+
+
+def test_a_text_classifier_trains_under_jax_without_tensorflow(tmp_path):
+    """SCRIPT with one task model, the TextClassifier: it trains a step, every
+    task class is registered, and neither TensorFlow, tensorflow-text nor
+    keras-hub is loaded."""
+    result = _train_under_jax(tmp_path, ["TextClassifier"])
+    assert np.isfinite(result["TextClassifier"]) and result["TextClassifier"] > 0, result
+    assert result["unregistered"] == []
+    assert result["preprocessor"] == "tensorflow"
+    assert result["loaded"] == []
+
+
+# 23 s: a train step of each of the four task models, each its own XLA
+# compile; the default suite trains the TextClassifier in the same script
+# and fits every task type on token ids under TensorFlow.
+@pytest.mark.slow(covered_by=(
+    "tests/tasks/test_tasks_without_tensorflow.py::test_a_text_classifier_trains_under_jax_without_tensorflow",
+    "tests/tasks/test_token_classifier.py::TestTokenClassifier::test_task_basics",
+    "tests/tasks/test_question_answerer.py::TestQuestionAnswerer::test_task_basics",
+    "tests/tasks/test_multiple_choice.py::TestMultipleChoice::test_task_basics"))
+def test_task_models_train_under_jax_without_tensorflow(tmp_path):
+    result = _train_under_jax(tmp_path, TASKS)
     for name in ("TextClassifier", "TokenClassifier", "QuestionAnswerer", "MultipleChoice"):
         assert np.isfinite(result[name]) and result[name] > 0, (name, result)
     assert result["unregistered"] == []  # every task model class, for load_model

@@ -62,6 +62,13 @@ def finetune(setup, out, train, valid, *extra, timeout=300):
                      timeout=timeout)
 
 
+# 55 s: finetune, export and predict each a fresh process of the console
+# script; the default suite runs finetune and evaluate in-process, and the
+# export and `predict` of a text2text model in tests/serving.
+@pytest.mark.slow(covered_by=(
+    "tests/tasks/test_text2text_cli.py::test_finetune_and_evaluate_in_process",
+    "tests/serving/test_text2text_export.py::test_predict_command_answers_as_generate",
+    "tests/serving/test_text2text_export.py::test_fresh_process_with_only_tensorflow_answers_as_generate"))
 def test_finetune_evaluate_export_predict_across_processes(setup, tmp_path):
     train = write_csv(tmp_path / "train.tsv", ["source", "target"], reversed_rows(48, 0),
                       delimiter="\t")
@@ -106,6 +113,12 @@ def test_finetune_evaluate_export_predict_across_processes(setup, tmp_path):
 
 
 
+# 91 s: 40 epochs on targets of 10-12 words in console-script processes, then
+# two exports; the default suite fine-tunes in-process with --max-target-length
+# 14 over sources cut to 8, and checks the decoding length an export records.
+@pytest.mark.slow(covered_by=(
+    "tests/tasks/test_text2text_cli.py::test_finetune_and_evaluate_in_process",
+    "tests/serving/test_text2text_export.py::test_export_layout_and_what_it_records"))
 def test_max_target_length_keeps_long_targets_and_bounds_the_export(setup, tmp_path):
     """--max-target-length 14 with sources cut to 8: a target of 10-12 words
     is kept whole, config.json keeps T, and the export generates up to T."""
@@ -167,6 +180,51 @@ def test_max_target_length_keeps_long_targets_and_bounds_the_export(setup, tmp_p
                    "--max-target-length 40 must be in [2, 16]")
 
 
+def test_finetune_and_evaluate_in_process(setup, tmp_path):
+    """`finetune` and `evaluate` of a text2text run through `main` in this
+    process, one short epoch with --max-target-length 14 over sources cut to
+    8 (targets twice a source's words): config.json keeps T, the saved
+    preprocessor keeps every target word, and the BLEU `evaluate` reports is
+    sacreBLEU's on the predictions it writes. (The export and `predict` of a
+    text2text model: tests/serving/test_text2text_export.py.)"""
+    import tensorflow as tf
+
+    from kerasbert import load_model
+
+    def doubled(n, seed):  # the reversed words, then the sentence again: 2x the source
+        return [[s, f"{t} {s}"] for s, t in reversed_rows(n, seed)]
+
+    train = write_csv(tmp_path / "train.tsv", ["source", "target"], doubled(16, 0),
+                      delimiter="\t")
+    rows = doubled(4, 1)
+    valid = write_csv(tmp_path / "valid.tsv", ["source", "target"], rows, delimiter="\t")
+    out = tmp_path / "ft"
+    assert main(["finetune", "--task", f"tsv:{train}", "--task-type", "text2text",
+                 "--backbone", setup["backbone"], "--vocab", setup["vocab"],
+                 "--output-dir", str(out), "--batch-size", "16", "--max-seq-length", "8",
+                 "--max-target-length", "14", "--epochs", "1", "--learning-rate", "3e-3",
+                 "--no-progress"]) == 0
+    config = json.loads((out / "config.json").read_text())
+    assert config["task_type"] == "text2text" and config["model_class"] == "Seq2SeqLM"
+    assert config["finetune"]["target_length"] == 14 and config["max_seq_length"] == 8
+
+    model = load_model(str(out / "model.keras"))
+    assert model.preprocessor.target_length == 14
+    source, target = rows[0]
+    features, labels = model.preprocessor.preprocess(tf.constant([source]), tf.constant([target]))
+    assert int(features["encoder_padding_mask"].numpy().sum()) <= 8
+    assert int((labels.numpy() != 0).sum()) == len(target.split()) + 1 > 8
+
+    predictions = tmp_path / "predictions.txt"
+    assert main(["evaluate", "--model", str(out), "--split", str(valid),
+                 "--predictions", str(predictions)]) == 0
+    evaluation = json.loads((out / "evaluation.json").read_text())["metrics"]
+    lines = predictions.read_text(encoding="utf-8").split("\n")[:-1]
+    assert len(lines) == len(rows)
+    expected = sacrebleu.corpus_bleu(lines, [[target for _, target in rows]], lowercase=True)
+    assert evaluation["bleu"] == pytest.approx(expected.score, abs=1e-9)
+
+
 def test_bad_input_is_one_line(setup, tmp_path, capsys):
     train = write_csv(tmp_path / "train.tsv", ["source", "target"], reversed_rows(8, 0),
                       delimiter="\t")
@@ -186,7 +244,12 @@ def test_bad_input_is_one_line(setup, tmp_path, capsys):
     assert main(["evaluate", "--model", str(tmp_path / "none"), "--predictions", "x.txt"]) == 2
 
 
-@pytest.mark.slow
+# Minutes: 8 epochs of 480 pairs to dev BLEU > 60; the default suite
+# fine-tunes one short epoch through the same commands and a Seq2SeqLM
+# learns to copy.
+@pytest.mark.slow(covered_by=(
+    "tests/tasks/test_text2text_cli.py::test_finetune_and_evaluate_in_process",
+    "tests/tasks/test_seq2seq_lm.py::TestSeq2SeqLM::test_fit_learns_to_copy_and_generate_reproduces_it"))
 def test_a_tiny_transformer_learns_to_reverse_words(setup, tmp_path):
     train = write_csv(tmp_path / "train.tsv", ["source", "target"], reversed_rows(480, 0),
                       delimiter="\t")
@@ -202,7 +265,12 @@ def test_a_tiny_transformer_learns_to_reverse_words(setup, tmp_path):
     assert metrics["bleu"] > 60.0 and metrics["exact_match"] > 0.5, metrics
 
 
-@pytest.mark.slow
+# A console-script fine-tuning run on the built-in task (its vocabulary
+# learned first); the default suite loads the built-in task and fine-tunes
+# text2text through the same command in-process.
+@pytest.mark.slow(covered_by=(
+    "tests/data/finetuning/test_ft_text2text.py::test_builtin_reverse_words",
+    "tests/tasks/test_text2text_cli.py::test_finetune_and_evaluate_in_process"))
 def test_the_built_in_task_runs_offline(tmp_path):
     """`--task builtin/reverse_words`, the demo-style path: no files but a
     vocabulary (learned here from the task's own sentences) and a backbone."""

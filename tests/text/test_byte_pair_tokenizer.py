@@ -98,7 +98,11 @@ def test_ids_and_offsets_equal_hf_tokenizers(bpe_files, lines, trim):
     assert ours.tokenize_ids(sample[:40]).to_list() == ids[:40].to_list()
 
 
-@pytest.mark.slow  # ~5 s: tracing keras-hub's tokenizer.
+# ~5 s: tracing keras-hub's BytePairTokenizer on these files' edge lines; the default suite
+# compares these files with tokenizers, and keras-hub's RoBERTa graph path with ours.
+@pytest.mark.slow(covered_by=(
+    "tests/text/test_byte_pair_tokenizer.py::test_ids_and_offsets_equal_hf_tokenizers",
+    "tests/text/test_keras_hub_tokenizer_parity.py::test_keras_hub_albert_and_roberta_presets_on_a_sample"))
 def test_ids_equal_keras_hub_graph_tokenizer(bpe_files, tokenizer):
     import keras_hub
 
@@ -180,7 +184,11 @@ def export_tokenizer(tmp_path, bpe_files):
     return export, a, b, expected
 
 
-@pytest.mark.slow  # ~6-12 s: trace, save, load and first run of the graph.
+# ~6-12 s: trace, save, load and first run of the tokenizer and packer graph; the default
+# suite serves a RoBERTa export whose source files are deleted, and a BPE SavedModel.
+@pytest.mark.slow(covered_by=(
+    "tests/serving/test_export_families.py::test_pair_export_in_process",
+    "tests/text/test_source_tokenizer_parity.py::test_bpe_tokenizer_json_on_a_sample"))
 def test_saved_model_is_self_contained(tmp_path, bpe_files):
     export, a, b, expected = export_tokenizer(tmp_path, bpe_files)
     loaded = tf.saved_model.load(str(export))
@@ -188,7 +196,11 @@ def test_saved_model_is_self_contained(tmp_path, bpe_files):
     assert {k: v.numpy().tolist() for k, v in got.items()} == expected
 
 
-@pytest.mark.slow  # ~15-30 s: a second Python process imports TensorFlow.
+# ~15-30 s: a second Python process with only tensorflow and tensorflow_text; the default
+# suite serves a RoBERTa export in process and a WordPiece export in a TF-only process.
+@pytest.mark.slow(covered_by=(
+    "tests/serving/test_export_families.py::test_pair_export_in_process",
+    "tests/serving/test_qa_serving.py::test_parity_version_2_fresh_process"))
 def test_saved_model_loads_with_tensorflow_text_only(tmp_path, bpe_files):
     export, a, b, expected = export_tokenizer(tmp_path, bpe_files)
     script = textwrap.dedent(

@@ -111,6 +111,26 @@ def test_finetune_refuses_features_of_other_settings(made, tmp_path, flags, sett
     assert not (out / "model.keras").exists()
 
 
+def test_finetune_takes_features_of_the_same_settings_in_process(made, tmp_path):
+    """`kerasbert finetune --features` in this process (`main`), with the
+    settings the features were made with: it trains, and the run keeps them."""
+    from kerasbert.cli import main
+
+    out = tmp_path / "run"
+    assert main(["finetune", "--features", str(made["features"]), "--vocab", made["vocab"],
+                 "--backbone", made["backbone"], "--output-dir", str(out), "--epochs", "1",
+                 "--batch-size", "4", "--learning-rate", "1e-3", "--no-progress",
+                 "--special-tokens-in-strings", "--truncate-at-nul"]) == 0
+    tokenizer = json.loads((out / "config.json").read_text())["tokenizer"]
+    assert tokenizer["special_tokens_in_strings"] is True and tokenizer["truncate_at_nul"] is True
+    assert load_tokenizer(str(out)).truncate_at_nul is True
+
+
+# 16 s: the same fine-tuning as a fresh console-script process; the default suite runs it in
+# process, and the refusals through the console script.
+@pytest.mark.slow(covered_by=(
+    "tests/text/test_features_tokenizer_settings.py::test_finetune_takes_features_of_the_same_settings_in_process",
+    "tests/text/test_features_tokenizer_settings.py::test_finetune_refuses_features_of_other_settings"))
 def test_finetune_takes_features_of_the_same_settings(made, tmp_path):
     out = tmp_path / "run"
     code, stdout, stderr = _finetune(made, out, "--special-tokens-in-strings",

@@ -48,7 +48,14 @@ def _keras_hub_ids(tokenizer, texts):
     return tf.function(lambda t: tokenizer(t))(tf.constant(texts)).to_list()
 
 
-@pytest.mark.parametrize("lower_case", [True, False], ids=["uncased", "cased"])
+@pytest.mark.parametrize("lower_case", [
+    # 21 s: lower-casing (NFKC case folding) and a SavedModel in both settings; the default
+    # suite runs the same keras-hub pipeline cased on every line, and SavedModels of loaded
+    # WordPiece tokenizers.
+    pytest.param(True, id="uncased", marks=pytest.mark.slow(covered_by=(
+        "tests/text/test_keras_hub_tokenizer_parity.py::test_keras_hub_bert_presets",
+        "tests/text/test_source_tokenizer_parity.py::test_wordpiece_directories"))),
+    pytest.param(False, id="cased")])
 def test_keras_hub_bert_presets(tmp_path, lines, adversarial, lower_case):
     """keras-hub's BertTokenizer reads text its own way (no control-character
     clean-up, NFKC case folding, 100-byte words, its four special tokens):
@@ -91,6 +98,45 @@ def _nul_as_soh(texts):
     return [text.replace("\x00", "\x01") for text in texts]
 
 
+def test_keras_hub_albert_and_roberta_presets_on_a_sample(tmp_path, lines, adversarial,
+                                                         albert_directory, roberta_directory):
+    """The check below on a slice of both samples (every 40th multilingual
+    line, every 10th adversarial line of up to 80 characters), in Python:
+    keras-hub's SentencePiece preset, and its byte-level BPE preset with
+    and without `truncate_at_nul`."""
+    multilingual = lines[::40]
+    short = [line for line in adversarial if len(line) <= 80][::10]
+    assert sum("\x00" in line.rstrip("\x00") for line in short) > 0  # text after a NUL
+    albert = keras_hub.models.AlbertTokenizer(
+        proto=str(albert_directory[0] / "model" / "spiece.model"))
+    ours = load_tokenizer(str(_keras_hub_preset(tmp_path / "albert", albert, "AlbertBackbone")))
+    assert ours.lower_case is False
+    for name, texts in (("multilingual", multilingual), ("adversarial", short)):
+        got, expected = ours.tokenize_ids(texts).to_list(), _keras_hub_ids(albert, texts)
+        assert _report("keras-hub albert slice", False, name, got, expected) == len(texts)
+    files = roberta_directory[0] / "model"
+    roberta = keras_hub.models.RobertaTokenizer(vocabulary=str(files / "vocab.json"),
+                                                merges=str(files / "merges.txt"))
+    directory = _keras_hub_preset(tmp_path / "roberta", roberta, "RobertaBackbone")
+    reference = tokenizers.ByteLevelBPETokenizer(str(files / "vocab.json"),
+                                                 str(files / "merges.txt"))
+    reference.add_special_tokens(["<s>", "</s>", "<pad>", "<mask>"])
+    texts = multilingual + short  # one keras-hub trace for both (~4 s each)
+    for truncate in (True, False):
+        ours = load_tokenizer(str(directory), special_tokens_in_strings=True,
+                              truncate_at_nul=truncate)
+        got = ours.tokenize_ids(texts).to_list()
+        expected = (_keras_hub_ids(roberta, texts) if truncate
+                    else _hf_ids(reference._tokenizer, texts, True))
+        assert _report(f"keras-hub roberta slice, truncate_at_nul={truncate}", True, "both",
+                       got, expected) == len(texts)
+
+
+# 32 s: every multilingual line (a quarter for RoBERTa), all short adversarial lines, and
+# SavedModels in both NUL settings; the default suite checks a slice in Python.
+@pytest.mark.slow(covered_by=(
+    "tests/text/test_keras_hub_tokenizer_parity.py::test_keras_hub_albert_and_roberta_presets_on_a_sample",
+    "tests/text/test_source_tokenizer_parity.py::test_bpe_tokenizer_json_on_a_sample"))
 def test_keras_hub_albert_and_roberta_presets(tmp_path, lines, adversarial, albert_directory,
                                               roberta_directory):
     """keras-hub's SentencePiece tokenizer (no lower-casing, no special

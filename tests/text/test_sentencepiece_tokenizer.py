@@ -217,6 +217,42 @@ class TestTokenizer:
         with pytest.raises(ValueError, match="bad.model"):
             SentencePieceTokenizer(bad)
 
+    def test_saved_model_in_process(self, tokenizer, trained, tmp_path):
+        """The SavedModel of the fresh-process test below (the op's tokenizer
+        and exact_unigram's lattice, ids, offsets, detokenized text), loaded
+        back in this process with the source .model file moved away."""
+        module = tf.Module()
+        module.tokenizer = tokenizer
+        module.exact = exact = SentencePieceTokenizer(trained[2], exact_unigram=True)
+
+        @tf.function(input_signature=[tf.TensorSpec([None], tf.string)])
+        def tokenize(texts):
+            ids, starts, ends = tokenizer.tokenize_with_offsets(texts)
+            exact_ids, exact_starts, _ = exact.tokenize_with_offsets(texts)
+            return {"ids": ids.to_tensor(-1), "starts": starts.to_tensor(-1),
+                    "ends": ends.to_tensor(-1), "text": tokenizer.detokenize(ids),
+                    "exact_ids": exact_ids.to_tensor(-1),
+                    "exact_starts": exact_starts.to_tensor(-1)}
+
+        module.tokenize = tokenize
+        export = tmp_path / "export"
+        tf.saved_model.save(module, str(export))
+        expected = {k: v.numpy() for k, v in tokenize(tf.constant(SAMPLES)).items()}
+        assert (export / "assets" / "albert.model").exists()
+        moved = tmp_path / "moved.model"
+        os.replace(trained[2], moved)
+        try:
+            got = tf.saved_model.load(str(export)).tokenize(tf.constant(SAMPLES))
+            for key, value in expected.items():
+                np.testing.assert_array_equal(got[key].numpy(), value)
+        finally:
+            os.replace(moved, trained[2])
+
+    # 17 s: a second Python with only tensorflow and tensorflow_text loads it; the default
+    # suite loads the same SavedModel in process and serves SentencePiece exports there.
+    @pytest.mark.slow(covered_by=(
+        "tests/text/test_sentencepiece_tokenizer.py::TestTokenizer::test_saved_model_in_process",
+        "tests/serving/test_export_families.py::test_pair_export_in_process"))
     def test_saved_model_in_fresh_process(self, tokenizer, trained, tmp_path):
         module = tf.Module()
         module.tokenizer = tokenizer

@@ -217,7 +217,19 @@ def roberta_directory(tmp_path_factory, lines):
     return root, reference._tokenizer
 
 
-@pytest.mark.parametrize("layout", ["vocab_json_merges", "tokenizer_json"])
+def _sample(lines, adversarial):
+    """A slice of both samples for the default suite's checks: every 40th
+    multilingual line, every 10th adversarial one."""
+    return lines[::40], adversarial[::10]
+
+
+@pytest.mark.parametrize("layout", [
+    "vocab_json_merges",
+    # 26 s: a quarter of the multilingual sample and all adversarial lines, offsets, a
+    # SavedModel in both settings; the default suite checks the same on a slice.
+    pytest.param("tokenizer_json", id="tokenizer_json", marks=pytest.mark.slow(covered_by=(
+        "tests/text/test_source_tokenizer_parity.py::test_bpe_tokenizer_json_on_a_sample",
+        "tests/text/test_source_tokenizer_parity.py::test_bpe_directories")))])
 def test_bpe_directories(tmp_path, lines, adversarial, roberta_directory, layout, monkeypatch):
     monkeypatch.setenv("KERASBERT_CACHE", str(tmp_path / "cache"))
     root, reference = roberta_directory
@@ -239,6 +251,28 @@ def test_bpe_directories(tmp_path, lines, adversarial, roberta_directory, layout
                        for a, b in row)
     if layout == "tokenizer_json":
         _check_saved_model(directory, adversarial, tmp_path / "saved")
+
+
+def test_bpe_tokenizer_json_on_a_sample(tmp_path, lines, adversarial, roberta_directory,
+                                        monkeypatch):
+    """A byte-level BPE tokenizer.json alone: `tokenizers`' ids on a slice of
+    both samples with the switch on and off, offsets inside the text, and
+    the same ids from a SavedModel (switch on)."""
+    monkeypatch.setenv("KERASBERT_CACHE", str(tmp_path / "cache"))
+    root, reference = roberta_directory
+    multilingual, hostile = _sample(lines, adversarial)
+    for on in (True, False):
+        ours = load_tokenizer(str(root / "json_only"), special_tokens_in_strings=on)
+        assert [t.content for t in ours.added_tokens if t.lstrip] == ["<mask>"]
+        for name, texts in (("multilingual", multilingual), ("adversarial", hostile)):
+            got = ours.tokenize_ids(texts).to_list()
+            assert _report("bpe tokenizer_json slice", on, name, got,
+                           _hf_ids(reference, texts, on)) == len(texts)
+    ids, starts, ends = ours.tokenize_with_offsets(hostile)
+    assert ids.to_list() == _hf_ids(reference, hostile, False)
+    assert all(0 <= a <= b <= len(line) for line, s, e in
+               zip(hostile, starts.to_list(), ends.to_list()) for a, b in zip(s, e))
+    _check_saved_model(root / "json_only", hostile[::4], tmp_path / "saved", settings=(True,))
 
 
 # --- SentencePiece --------------------------------------------------------------
@@ -307,6 +341,13 @@ def _tie(library):
 _LONG_GRAPHEME = re.compile("[\u0370-\u03ff][\u0300-\u036f]{2,}")
 
 
+# 14 s: every line of both samples, default and exact_unigram, both switch settings, and a
+# SavedModel; the default suite compares both with the library on the lines where they
+# differ and every 50th, and exact_unigram's lattice in a SavedModel on a slice.
+@pytest.mark.slow(covered_by=(
+    "tests/text/test_source_tokenizer_parity.py::test_spiece_ties_are_the_path_scores_rounding",
+    "tests/text/test_source_tokenizer_parity.py::test_unigram_tokenizer_json_on_a_sample",
+    "tests/text/test_sentencepiece_tokenizer.py::TestTokenizer::test_saved_model_in_process"))
 def test_spiece_model_directory(tmp_path, lines, adversarial, albert_directory):
     """exact_unigram: the sentencepiece library's ids on every line, with
     the switch on and off, in Python and in a SavedModel. The default (the
@@ -443,6 +484,36 @@ def _text_only(tokenizer_json):
     return Tokenizer.from_str(json.dumps(data))
 
 
+def test_unigram_tokenizer_json_on_a_sample(tmp_path, lines, adversarial, albert_directory,
+                                            monkeypatch):
+    """A Unigram tokenizer.json alone, with exact_unigram: the tokenizers
+    library's ids on a slice of both samples, the switch on as it reads
+    special-token strings, off as it reads them out of reach
+    (`_text_only`), and the same ids from a SavedModel (switch off)."""
+    monkeypatch.setenv("KERASBERT_CACHE", str(tmp_path / "cache"))
+    root, reference = albert_directory
+    text_only = _text_only(root / "json_only" / "tokenizer.json")
+    texts = sum(_sample(lines, adversarial), [])
+    exact, expected = {}, {}
+    for on in (True, False):
+        name = f"on_{on}"
+        exact[name] = load_tokenizer(str(root / "json_only"), special_tokens_in_strings=on,
+                                     exact_unigram=True)
+        assert exact[name].tokenizers_unigram and exact[name].lower_case is False
+        expected[name] = _hf_ids(reference if on else text_only, texts, on)
+        got = exact[name].tokenize_ids(texts).to_list()
+        assert _report("unigram tokenizer.json slice", on, "both", got,
+                       expected[name]) == len(texts)
+    in_graph = _in_saved_model({"on_False": exact["on_False"]}, texts[::4], tmp_path / "saved")
+    assert in_graph == {"on_False": expected["on_False"][::4]}
+
+
+# 25 s: every line of both samples, the op's default beside exact_unigram with each
+# difference explained, offsets, a SavedModel; the default suite checks exact_unigram on a
+# slice in Python and in a SavedModel.
+@pytest.mark.slow(covered_by=(
+    "tests/text/test_source_tokenizer_parity.py::test_unigram_tokenizer_json_on_a_sample",
+    "tests/text/test_source_tokenizer_parity.py::test_spiece_ties_are_the_path_scores_rounding"))
 def test_unigram_tokenizer_json_directory(tmp_path, lines, adversarial, albert_directory,
                                           monkeypatch):
     """A directory with only a Unigram tokenizer.json loads (its model
@@ -510,6 +581,29 @@ def test_a_directory_of_unknown_tokenizer_json_is_refused(tmp_path):
 # --- a real published checkpoint ------------------------------------------------
 
 
+def test_the_published_checkpoints_tokenizer_in_python(lines, adversarial, published_minilm):
+    """all-MiniLM-L6-v2's tokenizer as published: `tokenizers`' ids from its
+    tokenizer.json on every line of both samples, with the switch on and
+    off, in Python (the SavedModel of a WordPiece tokenizer.json:
+    test_wordpiece_directories)."""
+    reference = tokenizers.Tokenizer.from_file(str(published_minilm / "tokenizer.json"))
+    reference.no_truncation()  # it pads and truncates to 128: the ids of whole lines
+    reference.no_padding()
+    for on in (True, False):
+        ours = load_tokenizer(str(published_minilm), special_tokens_in_strings=on)
+        assert ours.lower_case and ours.max_chars_per_word == 100
+        for name, texts in (("multilingual", lines), ("adversarial", adversarial)):
+            got = ours.tokenize_ids(texts).to_list()
+            assert _report("all-MiniLM-L6-v2", on, name, got,
+                           _hf_ids(reference, texts, on)) == len(texts)
+
+
+# 13 s: a SavedModel of the published tokenizer in both settings (and the switch off
+# against the library's default); the default suite checks every line in Python and the
+# SavedModel of a WordPiece tokenizer.json.
+@pytest.mark.slow(covered_by=(
+    "tests/text/test_source_tokenizer_parity.py::test_the_published_checkpoints_tokenizer_in_python",
+    "tests/text/test_source_tokenizer_parity.py::test_wordpiece_directories"))
 def test_the_published_checkpoints_tokenizer(tmp_path, lines, adversarial, published_minilm):
     """sentence-transformers/all-MiniLM-L6-v2 as published (its tokenizer.json
     says max_input_chars_per_word 100 and registers [PAD] [UNK] [CLS] [SEP]

@@ -51,6 +51,13 @@ def distill_args(teacher_run, out, *extra, steps=6, student=STUDENT):
             "--log-every", "3", "--no-progress", *student, *extra]
 
 
+# 23 s (with the module's teacher run, which then moves to test_bad_input_exits_2): every
+# output, the student reloaded in safe mode, the teacher untouched; the default suite
+# distills from the same teacher and checks the student's initialisation and losses.
+@pytest.mark.slow(covered_by=(
+    "tests/training/test_distill_cli.py::test_teacher_given_as_a_handle",
+    "tests/tasks/test_distiller.py::TestStudentInitialisation::test_every_other_layer_and_the_embeddings",
+    "tests/tasks/test_distiller.py::TestDistillerLosses::test_teacher_is_frozen_and_checks"))
 def test_distill_writes_a_reloadable_student(teacher_run, tmp_path, capsys):
     vocab, shards, run = teacher_run
     teacher_file = os.path.join(run, "backbone.keras")
@@ -117,7 +124,12 @@ def test_bad_input_exits_2(teacher_run, tmp_path, capsys, problem, expected):
     assert not os.path.exists(os.path.join(out, "backbone.keras"))
 
 
-@pytest.mark.slow
+# A fresh process distilling over 2 logical CPUs (MirroredStrategy); the default suite
+# distills on one device and runs a multi-replica finetune across two processes.
+@pytest.mark.slow(covered_by=(
+    "tests/training/test_distill_cli.py::test_teacher_given_as_a_handle",
+    "tests/training/test_finetune_cli.py::test_multi_worker_strategy_two_console_script_processes",
+    "tests/data/test_reader_interop.py::test_mirrored_strategy_per_replica_batches"))
 def test_mirrored_strategy_over_two_logical_cpus(teacher_run, tmp_path):
     """Teacher and student under MirroredStrategy (2 logical CPUs, a fresh
     process since the device split must precede TensorFlow's start)."""
@@ -142,7 +154,11 @@ def test_mirrored_strategy_over_two_logical_cpus(teacher_run, tmp_path):
     assert rows and all(np.isfinite(r["loss"]) for r in rows)
 
 
-@pytest.mark.slow
+# The CLI's --precision for the student; the default suite checks the Distiller at both
+# precisions (loss scaling under float16) and the CLI at float32.
+@pytest.mark.slow(covered_by=(
+    "tests/tasks/test_distiller.py::TestDistillerLosses::test_half_precision_student",
+    "tests/training/test_distill_cli.py::test_teacher_given_as_a_handle"))
 @pytest.mark.parametrize("precision", ["mixed_float16", "mixed_bfloat16"])
 def test_half_precision_student(teacher_run, tmp_path, precision):
     out = str(tmp_path / precision)

@@ -105,6 +105,10 @@ def quick_run(data, tmp_path_factory):
     return run, pretrain(data, run, QUICK_STEPS)
 
 
+# 31 s (the module's 400-step run): the checks below on a trained run, its history every
+# 50 steps; the default suite makes the same checks on a 3-step run.
+@pytest.mark.slow(covered_by=(
+    "tests/training/test_electra_pretrain.py::test_a_short_run_writes_the_discriminator",))
 def test_run_writes_the_discriminator(quick_run):
     import keras
 
@@ -142,6 +146,11 @@ def test_run_writes_the_discriminator(quick_run):
     assert last["loss"] == pytest.approx(last["mlm_loss"] + 50 * last["rtd_loss"], rel=1e-6)
 
 
+# Needs the 400-step run: the discriminator beats the base rate; the default suite checks
+# ElectraPretrainer's metrics on a fit and the CLI's run on 3 steps.
+@pytest.mark.slow(covered_by=(
+    "tests/tasks/test_electra_pretrainer.py::TestElectraPretrainer::test_fit_and_metrics",
+    "tests/training/test_electra_pretrain.py::test_a_short_run_writes_the_discriminator"))
 def test_discriminator_beats_the_base_rate_quickly(quick_run):
     """After 400 steps the discriminator knows more than the share of
     replaced tokens: its cross-entropy is below 0.9 x the entropy of that
@@ -159,6 +168,13 @@ def test_discriminator_beats_the_base_rate_quickly(quick_run):
     assert last["rtd_accuracy"] > 1.0 - rate, last
 
 
+# 27 s: finetune + export from the 400-step run, served in a fresh process like Keras;
+# the default suite fine-tunes from a short run's discriminator and checks exports of
+# fine-tuned models against Keras in a process with only TensorFlow.
+@pytest.mark.slow(covered_by=(
+    "tests/training/test_electra_pretrain.py::test_a_short_run_writes_the_discriminator",
+    "tests/serving/test_export.py::test_regression_score_matches_keras",
+    "tests/convert/test_handles.py::test_our_tf_hub_encoders_of_every_family_read_back"))
 def test_finetune_and_export_use_the_discriminator(quick_run, data, tmp_path):
     import keras
 
@@ -200,6 +216,33 @@ def test_finetune_and_export_use_the_discriminator(quick_run, data, tmp_path):
     np.testing.assert_allclose(np.asarray(served), expected, atol=1e-5)
 
 
+def test_a_short_run_writes_the_discriminator(data, tmp_path):
+    """3 steps of `pretrain --preset electra_small` on unmasked data: the
+    run's backbone.keras is the discriminator (finetune takes it from the
+    backbone or the pretrainer file), its generator reads the
+    discriminator's tables, and the history has the RTD metrics."""
+    import keras
+
+    import kerasbert.tasks.electra_pretrainer  # noqa: F401  (registers the class)
+    from kerasbert.loading.backbones import load_backbone_from_flags
+    from kerasbert.models import ElectraBackbone
+
+    run = tmp_path / "run"
+    rows = pretrain(data, run, 3, "--log-every", "1", "--warmup-steps", "1")
+    config = json.load(open(run / "config.json"))
+    assert config["backbone_class"] == "ElectraBackbone"
+    assert config["objectives"] == ["mlm"] and config["dynamic_masking"] is True
+    assert [r["step"] for r in rows] == [1, 2, 3]
+    for key in ("loss", "mlm_loss", "rtd_loss", "rtd_accuracy", "replaced_rate"):
+        assert all(np.isfinite(r[key]) for r in rows), key
+    pretrainer = keras.saving.load_model(run / "pretrainer.keras")
+    assert pretrainer.generator.token_embedding is pretrainer.backbone.token_embedding
+    for name in ("backbone.keras", "pretrainer.keras"):
+        backbone = load_backbone_from_flags(backbone=str(run / name))
+        assert type(backbone) is ElectraBackbone and backbone.hidden_dim == 32, name
+        assert not backbone.shares_embeddings
+
+
 def test_sentence_objective_data_is_refused():
     from kerasbert.errors import UsageError
     from kerasbert.models import ElectraBackbone
@@ -212,7 +255,11 @@ def test_sentence_objective_data_is_refused():
     assert type(make_pretrainer(backbone, ("mlm",))).__name__ == "ElectraPretrainer"
 
 
-@pytest.mark.slow
+# 800 steps: the discriminator's recall, precision and loss reach fixed bounds; the default
+# suite checks ElectraPretrainer's metrics on a fit and the CLI's run on 3 steps.
+@pytest.mark.slow(covered_by=(
+    "tests/tasks/test_electra_pretrainer.py::TestElectraPretrainer::test_fit_and_metrics",
+    "tests/training/test_electra_pretrain.py::test_a_short_run_writes_the_discriminator"))
 def test_discriminator_learns_to_detect_replacements(data, tmp_path):
     """800 steps of a 2-layer, width-32 discriminator (width-8 generator).
     Bounds: on the last 50 steps the discriminator finds at least 40% of

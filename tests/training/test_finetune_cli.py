@@ -85,7 +85,55 @@ def test_classification_learns_and_writes_outputs(setup, tmp_path):
     assert evaluation["metrics"]["accuracy"] == metrics["accuracy"]
 
 
-@pytest.mark.parametrize("kind", ["classification", "qa"])
+def test_a_run_made_from_relative_paths_travels(setup, tmp_path, monkeypatch, capsys):
+    """A run fine-tuned in work/ from relative paths, its progress going to
+    a pipe (Keras' one line per epoch, no progress bar redrawn with `\\r`),
+    is used from elsewhere/: evaluate reads the run's own validation file,
+    and export.json names the task file by name and hash, never by a path
+    of this machine."""
+    import hashlib
+    import re
+    import shutil
+
+    work, elsewhere = tmp_path / "work", tmp_path / "elsewhere"
+    work.mkdir()
+    elsewhere.mkdir()
+    shutil.copy(setup["train"], work / "train.csv")
+    shutil.copy(setup["valid"], work / "valid.csv")
+    monkeypatch.chdir(work)
+    args = finetune_args(setup, "ft", "--task", "csv:train.csv", "--validation", "valid.csv")
+    args.remove("--no-progress")
+    args[args.index("--epochs") + 1] = "2"
+    capsys.readouterr()
+    assert main(args) == 0
+    log = capsys.readouterr().out
+    assert "\r" not in log and "\b" not in log
+    assert len([line for line in log.splitlines() if re.match(r"\d+/\d+ - \d+s", line)]) == 2, log
+
+    monkeypatch.chdir(elsewhere)
+    assert main(["evaluate", "--model", "../work/ft", "--batch-size", "16"]) == 0
+    assert "its own validation data" in capsys.readouterr().out
+    metrics = json.load(open(work / "ft" / "metrics.json"))["validation"]
+    evaluation = json.load(open(work / "ft" / "evaluation.json"))["metrics"]
+    assert evaluation["accuracy"] == pytest.approx(metrics["accuracy"], abs=1e-6)
+
+    assert main(["export", "--model", "../work/ft", "--output", "serving"]) == 0
+    text = (elsewhere / "serving" / "1" / "assets.extra" / "export.json").read_text()
+    assert str(tmp_path) not in text, text
+    info = json.loads(text)
+    assert info["task"] == "csv:train.csv"
+    digest = hashlib.sha256((work / "train.csv").read_bytes()).hexdigest()
+    assert info["source"]["task_file"] == {"name": "train.csv", "sha256": digest}
+
+
+@pytest.mark.parametrize("kind", [
+    "classification",
+    # 17 s: QA's several windows per question cached and raw; the default suite caches
+    # classification features and fine-tunes QA from raw text.
+    pytest.param("qa", id="qa", marks=pytest.mark.slow(covered_by=(
+        "tests/training/test_finetune_cli.py::test_cached_features_train_like_raw_text",
+        "tests/training/test_finetune_cli.py::test_every_task_type_runs_end_to_end"))),
+])
 def test_cached_features_train_like_raw_text(setup, tmp_path, capsys, kind):
     if kind == "qa":  # several windows per question: they are shuffled, not the questions
         task = f"squad_json:{squad_json(tmp_path / 'train.json', 40, 0)}"
@@ -187,7 +235,17 @@ def swag_csv(path, n, seed):
                             "label"], rows)
 
 
-@pytest.mark.parametrize("kind", ["tagging", "qa", "multiple_choice"])
+@pytest.mark.parametrize("kind", [
+    # 18 s: tagging through finetune -> evaluate; the default suite fine-tunes the other
+    # types this way, reads tagging files through the script and trains a tagger.
+    pytest.param("tagging", id="tagging", marks=pytest.mark.slow(covered_by=(
+        "tests/training/test_finetune_cli.py::test_every_task_type_runs_end_to_end",
+        "tests/data/finetuning/test_ft_create_command.py::test_jsonl_tagging_through_the_script",
+        "tests/tasks/test_token_classifier.py::test_learns_rule_labelled_entities",
+        "tests/serving/test_export.py::test_tagging_words_labels_and_entities"))),
+    "qa",
+    "multiple_choice",
+])
 def test_every_task_type_runs_end_to_end(setup, tmp_path, kind):
     """Each task type through finetune -> metrics.json -> evaluate."""
     if kind == "tagging":
@@ -238,6 +296,12 @@ def test_glue_tasks_through_tfds(setup, tmp_path, task, keys):
                                    "glue/stsb": "regression"}[task]
 
 
+# 19 s: a fresh process fine-tunes over 2 logical CPUs (MirroredStrategy); the default
+# suite fine-tunes multi-replica through two multi_worker console scripts.
+@pytest.mark.slow(covered_by=(
+    "tests/training/test_finetune_cli.py::test_multi_worker_strategy_two_console_script_processes",
+    "tests/data/test_reader_interop.py::test_mirrored_strategy_per_replica_batches",
+    "tests/training/test_strategy_refusals.py::test_mirrored_needs_gpus_or_logical_cpus"))
 def test_mirrored_strategy_on_two_logical_cpus(setup, tmp_path):
     """`--strategy mirrored` (model.fit over 2 replicas) fine-tunes too."""
     out = tmp_path / "ft"

@@ -43,7 +43,14 @@ def _trained(jit_compile, steps=2):
     return before, after, sums
 
 
-@pytest.mark.parametrize("jit_compile", [False, True])
+@pytest.mark.parametrize("jit_compile", [
+    False,
+    # 15 s (XLA's compile): the same checks on the XLA step; the default suite compiles
+    # the pretraining TrainStep with XLA in test_tpu_paths.
+    pytest.param(True, id="True", marks=pytest.mark.slow(covered_by=(
+        "tests/training/test_loop.py::test_unused_variables_are_left_alone_and_the_rest_train",
+        "tests/training/test_tpu_paths.py::test_the_pretraining_step_compiles_whole_on_static_shapes_in_bfloat16"))),
+])
 def test_unused_variables_are_left_alone_and_the_rest_train(jit_compile):
     """An MLM-only run never reads the pooler: like `model.fit`, TrainStep
     leaves it alone (no weight decay either); every other variable moves."""
@@ -58,6 +65,11 @@ def test_unused_variables_are_left_alone_and_the_rest_train(jit_compile):
     assert sums[0]["grad_norm"] > 0
 
 
+# 13 s (XLA's compile): XLA and graph steps give equal weights; the default suite runs
+# each of the two steps on its own.
+@pytest.mark.slow(covered_by=(
+    "tests/training/test_loop.py::test_unused_variables_are_left_alone_and_the_rest_train",
+    "tests/training/test_tpu_paths.py::test_the_pretraining_step_compiles_whole_on_static_shapes_in_bfloat16"))
 def test_xla_step_equals_the_graph_step():
     _, graph, graph_sums = _trained(jit_compile=False)
     _, xla, xla_sums = _trained(jit_compile=True)

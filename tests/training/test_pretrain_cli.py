@@ -74,6 +74,26 @@ def test_existing_run_needs_resume(data, tmp_path, capsys):
     assert main(pd.pretrain_args(vocab, shards, run, "--resume", steps=2)) == 0
 
 
+def test_refusals_leave_no_run_folder_and_the_run_untouched(data, tmp_path, capsys):
+    """A usage error leaves no run folder (no empty checkpoints/ either);
+    --resume with --steps below the run's step is refused, the run left as
+    it was."""
+    from reliability.console import tree
+
+    vocab, shards = data
+    refused = tmp_path / "refused"
+    assert main(pd.pretrain_args(vocab, shards, str(refused), "--set", "vocabulary_size=5",
+                                 steps=2)) == 2
+    assert "vocabulary_size=5 differs from --vocab" in capsys.readouterr().err
+    assert not refused.exists()
+    run = str(tmp_path / "run")
+    assert main(pd.pretrain_args(vocab, shards, run, "--checkpoint-every", "2", steps=2)) == 0
+    before = tree(run)
+    assert main(pd.pretrain_args(vocab, shards, run, "--resume", steps=1)) == 2
+    assert "already at step 2, past --steps 1" in capsys.readouterr().err
+    assert tree(run) == before
+
+
 @pytest.mark.parametrize("problem, expected", [
     ("vocab", "different vocabulary"),
     ("positions", "has 16 positions"),
@@ -106,6 +126,13 @@ def test_bad_input_exits_2(data, tmp_path, capsys, problem, expected):
     assert not os.path.exists(os.path.join(run, "backbone.keras"))
 
 
+# 46 s: two fresh runs, one device and MirroredStrategy over 2 logical CPUs, with equal
+# losses; the default suite trains multi-replica through two multi_worker processes.
+@pytest.mark.slow(covered_by=(
+    "tests/training/test_finetune_cli.py::test_multi_worker_strategy_two_console_script_processes",
+    "tests/data/test_reader_interop.py::test_mirrored_strategy_per_replica_batches",
+    "tests/training/test_strategy_refusals.py::test_mirrored_needs_gpus_or_logical_cpus",
+    "tests/training/test_pretrain_cli.py::test_run_writes_every_output"))
 def test_mirrored_matches_single_device(data, tmp_path):
     """Same global batch on 1 device and on 2 logical CPUs (dropout off):
     the loss trajectories agree to float32 reduction-order noise."""
@@ -123,7 +150,13 @@ def test_mirrored_matches_single_device(data, tmp_path):
     assert losses["one"][-1] < losses["one"][0]
 
 
-@pytest.mark.slow  # 37 s; accumulation equivalence is also tested in test_optimizers (fit path)
+
+# 37 s: two fresh CLI runs, accumulation 2 x 4 equal to a batch of 8; the default suite
+# checks the same equivalence in a custom tf.function step and in fit.
+@pytest.mark.slow(covered_by=(
+    "tests/optimizers/test_optimizers.py::test_accumulation_in_a_custom_tf_function_step",
+    "tests/optimizers/test_optimizers.py::test_accumulated_steps_equal_one_big_batch_in_fit",
+    "tests/training/test_pretrain_cli.py::test_run_writes_every_output"))
 def test_accumulation_equals_big_batch(data, tmp_path):
     """2 micro-batches of 4 = one batch of 8 (same input order, dropout off)."""
     vocab, shards = data
@@ -136,6 +169,13 @@ def test_accumulation_equals_big_batch(data, tmp_path):
     np.testing.assert_allclose(losses["acc"], losses["big"], rtol=1e-5)
 
 
+# 25-36 s each: fresh CLI processes (bfloat16 with --jit-compile and LAMB); the default
+# suite runs float16 in process and the bfloat16 XLA step.
+@pytest.mark.slow(covered_by=(
+    "tests/training/test_pretrain_cli.py::test_float16_in_process_scales_the_loss",
+    "tests/training/test_tpu_paths.py::test_the_pretraining_step_compiles_whole_on_static_shapes_in_bfloat16",
+    "tests/tasks/test_bert_pretrainer.py::TestBertPretrainer::test_mixed_precision_fit",
+    "tests/optimizers/test_optimizers.py::test_weight_decay_skips_layer_norm_and_biases"))
 @pytest.mark.parametrize("precision", ["mixed_bfloat16", "mixed_float16"])
 def test_half_precision_runs_stay_finite(data, tmp_path, precision):
     vocab, shards = data
@@ -152,6 +192,23 @@ def test_half_precision_runs_stay_finite(data, tmp_path, precision):
     assert loss_scaled == (precision == "mixed_float16")
 
 
+def test_float16_in_process_scales_the_loss(data, tmp_path):
+    """--precision mixed_float16 in this process (the global dtype policy is
+    reset after each test): the loop's loss-scaled steps stay finite."""
+    vocab, shards = data
+    run = str(tmp_path / "fp16")
+    assert main(pd.pretrain_args(vocab, shards, run, "--precision", "mixed_float16",
+                                 "--log-every", "1", steps=2)) == 0
+    rows = history(run)
+    assert len(rows) == 2 and all(np.isfinite(r["loss"]) for r in rows)
+    config = json.load(open(os.path.join(run, "config.json")))
+    assert config["backbone"]["dtype"]["config"]["name"] == "mixed_float16"
+    assert config["optimizer"] == "LossScaleOptimizer"
+
+
+# 24 s: the same run in a fresh process (the interpreter's exit code 2).
+@pytest.mark.slow(covered_by=(
+    "tests/training/test_pretrain_cli.py::test_a_non_finite_loss_stops_the_run_in_process",))
 def test_non_finite_loss_stops_with_step(data, tmp_path):
     vocab, shards = data
     run = str(tmp_path / "nan")
@@ -161,6 +218,18 @@ def test_non_finite_loss_stops_with_step(data, tmp_path):
     assert "Non-finite loss" in result.stderr and "at step" in result.stderr
 
 
+def test_a_non_finite_loss_stops_the_run_in_process(data, tmp_path, capsys):
+    vocab, shards = data
+    assert main(pd.pretrain_args(vocab, shards, str(tmp_path / "nan"), "--learning-rate", "1e30",
+                                 "--clipnorm", "0", "--warmup-steps", "0", steps=50)) == 2
+    err = capsys.readouterr().err
+    assert "Non-finite loss" in err and "at step" in err
+
+
+# 26 s: phase 1 of 3 steps, phase 2 in a fresh process; the default suite runs one
+# step per phase in process.
+@pytest.mark.slow(covered_by=(
+    "tests/training/test_pretrain_cli.py::test_phase_two_in_process_starts_from_phase_one",))
 def test_two_phase_init_from(data, tmp_path):
     """Phase 2 (sequence 64) starts from phase 1's (sequence 32) weights."""
     vocab, shards_128 = data
@@ -178,6 +247,30 @@ def test_two_phase_init_from(data, tmp_path):
     assert config["data"]["max_seq_length"] == 64
 
 
+def test_phase_two_in_process_starts_from_phase_one(data, tmp_path, capsys):
+    """One step per phase: `--init-from RUN` of a run at sequence length 32
+    starts a run at 64 from its weights."""
+    vocab, shards_32 = data
+    _, shards_64 = pd.make_data(os.path.dirname(shards_32), sequence_length=64, predictions=8)
+    phase1, phase2 = str(tmp_path / "phase1"), str(tmp_path / "phase2")
+    assert main(pd.pretrain_args(vocab, shards_32, phase1, steps=1)) == 0
+    capsys.readouterr()
+    assert main(pd.pretrain_args(vocab, shards_64, phase2, "--init-from", phase1,
+                                 "--learning-rate", "1e-9", steps=1)) == 0
+    assert "Initialised from" in capsys.readouterr().out
+    first = keras.saving.load_model(os.path.join(phase1, "backbone.keras")).get_weights()
+    second = keras.saving.load_model(os.path.join(phase2, "backbone.keras")).get_weights()
+    for a, b in zip(first, second):
+        np.testing.assert_allclose(a, b, atol=1e-6)
+    config = json.load(open(os.path.join(phase2, "config.json")))
+    assert config["data"]["max_seq_length"] == 64
+
+
+# 14 s: 300 steps of a 2-layer model take the masked-LM loss below 3.0; the default
+# suite checks the run's outputs and that a TrainStep lowers the loss.
+@pytest.mark.slow(covered_by=(
+    "tests/training/test_pretrain_cli.py::test_run_writes_every_output",
+    "tests/training/test_loop.py::test_unused_variables_are_left_alone_and_the_rest_train"))
 def test_mlm_loss_falls_on_tiny_corpus(data, tmp_path):
     """A 2-layer width-64 BERT on the synthetic corpus: the masked-LM loss
     starts near ln(vocabulary) (5.3) and falls below 3.0 within 300 steps

@@ -13,6 +13,7 @@ import os
 import sys
 
 import numpy as np
+import pytest
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(__file__)), "serving"))
 from reliability.console import kerasbert  # noqa: E402
@@ -27,6 +28,14 @@ BAD = ["a dull film with poor acting", "the story was boring and cold",
        "i hated every minute of it", "a dark and tedious movie"]
 
 
+# 74 s: the real 22M-parameter checkpoint through info, finetune, export and serving in
+# fresh processes; the default suite loads it (and its recipe row) in process and runs
+# the same commands on tiny models.
+@pytest.mark.slow(covered_by=(
+    "tests/reliability/test_untrusted_checkpoints.py::test_the_published_config_mutated_loads_its_weights_or_is_refused",
+    "tests/training/test_recipes.py::test_published_narrow_berts_take_their_own_row",
+    "tests/models/elmo/test_elmo_finetune_cli.py::test_console_freeze_backbone_on_a_bert",
+    "tests/serving/test_export.py::test_regression_score_matches_keras"))
 def test_published_checkpoint_fine_tunes_exports_and_serves(published_minilm, tmp_path):
     elsewhere = tmp_path / "elsewhere"
     elsewhere.mkdir()

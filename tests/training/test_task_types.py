@@ -74,6 +74,12 @@ def test_unknown_type_names_the_registered_ones():
         task_types.get("sentiment")
 
 
+# 15 s: a type registered from a file outside the package is fine-tuned, evaluated and
+# exported; the default suite runs the built-in types through the same registries.
+@pytest.mark.slow(covered_by=(
+    "tests/training/test_task_types.py::test_every_built_in_type_is_complete",
+    "tests/training/test_finetune_cli.py::test_every_task_type_runs_end_to_end",
+    "tests/serving/test_export.py::test_regression_score_matches_keras"))
 def test_a_new_task_type_is_one_file(tmp_path, monkeypatch):
     import keras
     import tensorflow as tf

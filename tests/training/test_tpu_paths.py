@@ -80,6 +80,12 @@ def test_the_pretraining_step_compiles_whole_on_static_shapes_in_bfloat16(tmp_pa
                        for name in xla), (xla, ops)
 
 
+# 14 s (XLA's compile): model.fit's loop of steps_per_execution XLA-compiled in
+# bfloat16; the default suite compiles the pretraining step the same way.
+@pytest.mark.slow(covered_by=(
+    "tests/training/test_tpu_paths.py::test_the_pretraining_step_compiles_whole_on_static_shapes_in_bfloat16",
+    "tests/training/test_tpu_paths.py::test_the_graph_walk_sees_a_py_function_and_xla",
+    "tests/tasks/test_bert_pretrainer.py::TestBertPretrainer::test_mixed_precision_fit"))
 def test_the_fine_tuning_step_compiles_with_steps_per_execution():
     rng = np.random.default_rng(0)
     n, length = 12, 16

@@ -70,7 +70,11 @@ class TestAlbertPresets(TestCase):
         ]
         assert isinstance(from_preset("albert_base", num_layers=1), AlbertBackbone)
 
-    @pytest.mark.slow
+    # Builds the large presets whole (up to 223M weights); the default suite counts
+    # albert_base built whole and checks every family's parameter estimate.
+    @pytest.mark.slow(covered_by=(
+        "tests/models/albert/test_albert_backbone.py::TestAlbertPresets::test_albert_base_parameter_count",
+        "tests/models/test_config_validation.py::test_the_parameter_estimate_bounds_the_built_model_for_every_family"))
     @pytest.mark.parametrize("name", ["albert_large", "albert_xlarge", "albert_xxlarge"])
     def test_published_parameter_counts(self, name):
         # large 17,683,968; xlarge 58,724,864; xxlarge 222,595,584 (equal to

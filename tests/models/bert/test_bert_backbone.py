@@ -27,6 +27,26 @@ class TestBertBackbone(TestCase):
 
 
 class TestBertPresets(TestCase):
+    def test_published_parameter_counts_by_parts(self):
+        # Building bert_base and bert_large takes ~14 s on 2 cores
+        # (initialising 445M weights), so the default suite measures one
+        # layer and the pooler at each preset's widths and adds the tables;
+        # the slow test below builds both whole models.
+        for name, width, ffn, layers, count in (("bert_base", 768, 3072, 12, 109482240),
+                                                ("bert_large", 1024, 4096, 24, 335141888)):
+            one_layer = BertBackbone.from_preset(name, num_layers=1, vocabulary_size=1,
+                                                 max_sequence_length=1)
+            pooler = width * width + width
+            per_layer = one_layer.count_params() - pooler - (1 + 1 + 2) * width - 2 * width
+            assert per_layer == (4 * (width * width + width) + 2 * width * ffn + ffn + width
+                                 + 4 * width), name
+            embeddings = (30522 + 512 + 2) * width + 2 * width  # tokens, positions, types, LN
+            assert embeddings + layers * per_layer + pooler == count, name
+
+    # 14 s: builds the whole bert_base and bert_large; the default suite adds up one layer of each.
+    @pytest.mark.slow(covered_by=(
+        "tests/models/bert/test_bert_backbone.py::TestBertPresets::test_published_parameter_counts_by_parts",
+        "tests/test_cli.py::test_info_prints_architecture_and_count"))
     def test_published_parameter_counts(self):
         assert BertBackbone.from_preset("bert_base").count_params() == 109482240
         assert BertBackbone.from_preset("bert_large").count_params() == 335141888

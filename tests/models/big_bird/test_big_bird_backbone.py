@@ -88,7 +88,10 @@ class TestBigBirdPresets(TestCase):
         embeddings = (50358 + 4096 + 2) * 768 + 2 * 768  # tokens, positions, types, LN
         assert embeddings + 12 * per_layer + pooler == 127_468_800
 
-    @pytest.mark.slow
+    # ~15 s: builds bigbird_roberta_base whole; the default suite adds up one layer at its widths.
+    @pytest.mark.slow(covered_by=(
+        "tests/models/big_bird/test_big_bird_backbone.py::TestBigBirdPresets::test_bigbird_roberta_base_parameter_count_by_parts",
+        "tests/models/big_bird/test_big_bird_backbone.py::TestBigBirdBackbone::test_config_records_the_attention"))
     def test_bigbird_roberta_base_parameter_count(self):
         model = from_preset("bigbird_roberta_base")
         assert isinstance(model, BigBirdBackbone)
@@ -118,7 +121,11 @@ print("ok", type(out["sequence_output"]).__module__)
 """
 
 
-@pytest.mark.slow
+# ~25 s: a fresh Python importing JAX runs the block-sparse path against TensorFlow's
+# outputs; the default suite runs BERT-family encoders under JAX and the sparse path in TF.
+@pytest.mark.slow(covered_by=(
+    "tests/models/test_backend_independence.py::test_encoders_and_gpt_run_under_jax",
+    "tests/models/big_bird/test_big_bird_backbone.py::TestBigBirdBackbone::test_backbone_basics"))
 @pytest.mark.skipif(importlib.util.find_spec("jax") is None, reason="jax is not installed")
 def test_runs_under_jax_like_tensorflow(tmp_path):
     """The same layer code (keras.ops only) under JAX gives TensorFlow's

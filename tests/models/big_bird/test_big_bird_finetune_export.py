@@ -163,12 +163,29 @@ def exported(tmp_path_factory):
     return expected, served, windows
 
 
+# The module fixture (38 s): two fine-tuning runs at a block-sparse length, two exports and
+# a fresh process; the default suite has the pieces: the sparse path in a SavedModel and in
+# training, SentencePiece fine-tuning, export and serving, and long-document QA serving.
+@pytest.mark.slow(covered_by=(
+    "tests/models/big_bird/test_big_bird_backbone.py::TestBigBirdBackbone::test_backbone_basics",
+    "tests/models/big_bird/test_big_bird_backbone.py::TestBigBirdBackbone::test_masked_lm_pretrainer_runs_on_the_sparse_path",
+    "tests/training/test_finetune_cli.py::test_albert_sentencepiece_finetune_export_predict",
+    "tests/serving/test_export_families.py::test_pair_export_in_process",
+    "tests/serving/test_qa_serving.py::test_parity_version_1"))
 def test_classification_export_serves_like_keras(exported):
     expected, served, _ = exported
     assert_same_decisions(expected["classify"], served["classify"]["probabilities"],
                           served["classify"]["label_id"], atol=1e-5)
 
 
+# The module fixture's cost (see above): QA windows over 80-word contexts, served.
+@pytest.mark.slow(covered_by=(
+    "tests/models/big_bird/test_big_bird_backbone.py::TestBigBirdBackbone::test_backbone_basics",
+    "tests/models/big_bird/test_big_bird_backbone.py::TestBigBirdBackbone::test_masked_lm_pretrainer_runs_on_the_sparse_path",
+    "tests/training/test_finetune_cli.py::test_albert_sentencepiece_finetune_export_predict",
+    "tests/serving/test_export_families.py::test_pair_export_in_process",
+    "tests/serving/test_qa_serving.py::test_parity_version_1",
+    "tests/serving/test_qa_serving.py::test_features_match_convert_qa"))
 def test_qa_export_answers_like_keras_on_long_documents(exported):
     expected, served, windows = exported
     assert windows > len(expected["qa"])  # 80-word contexts take several windows

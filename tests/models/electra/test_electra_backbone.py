@@ -116,7 +116,11 @@ class TestElectraPresets(TestCase):
         assert list_presets("electra") == ["electra_base", "electra_large", "electra_small"]
         assert isinstance(from_preset("electra_base", num_layers=1), ElectraBackbone)
 
-    @pytest.mark.slow
+    # Builds electra_base and electra_large whole (109M / 335M weights); the default suite
+    # counts electra_small built whole and BERT-Base / -Large's sizes by parts.
+    @pytest.mark.slow(covered_by=(
+        "tests/models/electra/test_electra_backbone.py::TestElectraPresets::test_electra_small_parameter_count",
+        "tests/models/bert/test_bert_backbone.py::TestBertPresets::test_published_parameter_counts_by_parts"))
     @pytest.mark.parametrize("name", ["electra_base", "electra_large"])
     def test_published_parameter_counts(self, name):
         # base 109,482,240 and large 335,141,888: BERT-Base / -Large sizes.

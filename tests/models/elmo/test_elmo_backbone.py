@@ -102,6 +102,14 @@ def test_small_preset_builds_with_that_count():
     assert dict(backbone.parameter_parts())["biLM (as published, no softmax)"] == 13_593_296
 
 
+# 19 s: two fresh console-script processes; the default suite runs `kerasbert info` on an
+# ELMo weight directory in a fresh process, prints counts through `info` in process and
+# checks the presets' published counts.
+@pytest.mark.slow(covered_by=(
+    "tests/convert/test_elmo_weights.py::test_mismatched_shape_names_the_dataset",
+    "tests/models/elmo/test_elmo_backbone.py::test_presets_have_the_published_counts",
+    "tests/models/elmo/test_elmo_backbone.py::test_small_preset_builds_with_that_count",
+    "tests/test_cli.py::test_info_for_every_family"))
 def test_console_info_prints_the_published_count(tmp_path):
     out = ok(console("info", "--preset", "elmo_original", cwd=tmp_path))
     assert "ElmoBackbone" in out

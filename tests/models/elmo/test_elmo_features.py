@@ -6,6 +6,7 @@ finetune --freeze-backbone` classifies texts with validation metrics."""
 import json
 
 import numpy as np
+import pytest
 import tensorflow as tf
 
 from kerasbert.convert.elmo_weights import save_elmo
@@ -31,6 +32,64 @@ def test_words_and_char_ids_in_tensorflow_match_python():
     np.testing.assert_array_equal(mask.numpy(), expected[1])
 
 
+def test_extract_features_on_a_weight_directory_in_process(tmp_path, capsys):
+    """`kerasbert extract-features` in this process (`main`): each word's
+    layers equal the backbone's own outputs; a bad layer exits 2."""
+    from kerasbert.cli import main
+
+    backbone = ElmoBackbone(**TINY)
+    save_elmo(backbone, tmp_path / "elmo")
+    (tmp_path / "in.txt").write_text("\n".join(LINES) + "\n", encoding="utf-8")
+    assert main(["extract-features", "--preset", str(tmp_path / "elmo"), "--input",
+                 str(tmp_path / "in.txt"), "--output", str(tmp_path / "out.jsonl"),
+                 "--layers", "-1,0", "--max-seq-length", "6"]) == 0
+    records = [json.loads(line) for line in (tmp_path / "out.jsonl").read_text().splitlines()]
+    assert [r["linex_index"] for r in records] == [0, 1, 2, 3]
+    assert records[1]["features"] == []
+    ids, mask, _ = texts_to_char_ids(tf.constant(LINES), 12, max_words=6)
+    out = backbone({"input_char_ids": ids, "input_mask": mask})["encoder_outputs"]
+    for row, record in enumerate(records):
+        for k, feature in enumerate(record["features"]):
+            for layer in feature["layers"]:
+                np.testing.assert_allclose(layer["values"],
+                                           np.asarray(out[layer["index"]])[row, k], atol=2e-6)
+    capsys.readouterr()
+    assert main(["extract-features", "--preset", str(tmp_path / "elmo"), "--input",
+                 str(tmp_path / "in.txt"), "--output", str(tmp_path / "bad.jsonl"),
+                 "--layers", "-4"]) == 2
+    assert "-4" in capsys.readouterr().err
+    assert not (tmp_path / "bad.jsonl").exists()
+
+
+def test_finetune_on_a_frozen_elmo_in_process(tmp_path):
+    """`kerasbert finetune --preset ELMO_DIR --freeze-backbone` in this
+    process (`main`), without --vocab: the run reads characters, the biLM
+    stays as the directory has it."""
+    import kerasbert
+    from kerasbert.cli import main
+    from kerasbert.testing.files import write_csv
+
+    backbone = ElmoBackbone(**TINY)
+    save_elmo(backbone, tmp_path / "elmo")
+    rows = [["a good film", "pos"], ["bad, bad plot", "neg"], ["good acting", "pos"],
+            ["so bad", "neg"]]
+    train = write_csv(tmp_path / "train.csv", ["sentence", "label"], rows)
+    assert main(["finetune", "--task", f"csv:{train}", "--preset", str(tmp_path / "elmo"),
+                 "--freeze-backbone", "--output-dir", str(tmp_path / "ft"), "--epochs", "1",
+                 "--batch-size", "4", "--max-seq-length", "6", "--no-progress"]) == 0
+    config = json.loads((tmp_path / "ft" / "config.json").read_text())
+    assert config["task_type"] == "classification" and config["label_names"] == ["neg", "pos"]
+    assert config["input"]["type"] == "elmo_characters" and "tokenizer" not in config
+    assert config["backbone"]["freeze_bilm"] is True
+    model = kerasbert.load_model(str(tmp_path / "ft" / "model.keras"))
+    np.testing.assert_array_equal(model.backbone.char_cnn.embeddings.numpy(),
+                                  backbone.char_cnn.embeddings.numpy())
+
+
+# 24 s: the same command as two fresh console-script processes; the default suite runs it
+# in process.
+@pytest.mark.slow(covered_by=(
+    "tests/models/elmo/test_elmo_features.py::test_extract_features_on_a_weight_directory_in_process",))
 def test_console_extract_features_on_a_weight_directory(tmp_path):
     backbone = ElmoBackbone(**TINY)
     save_elmo(backbone, tmp_path / "elmo")
@@ -58,6 +117,11 @@ def test_console_extract_features_on_a_weight_directory(tmp_path):
 
 
 
+# 31 s: a fresh console-script process, with a validation file scored; the default suite
+# fine-tunes the same way in process and trains a classifier on a frozen biLM.
+@pytest.mark.slow(covered_by=(
+    "tests/models/elmo/test_elmo_features.py::test_finetune_on_a_frozen_elmo_in_process",
+    "tests/models/elmo/test_elmo_tasks.py::test_classification_on_a_frozen_elmo"))
 def test_console_finetune_classification_on_a_frozen_elmo(tmp_path):
     from kerasbert.testing.files import write_csv
 

@@ -7,6 +7,7 @@ import json
 
 import keras
 import numpy as np
+import pytest
 
 import kerasbert
 from kerasbert.convert.elmo_weights import save_elmo
@@ -27,6 +28,12 @@ def _tagging_records():
     return [{"tokens": words, "labels": tags} for words, tags in rows * 4]
 
 
+# 40 s: tagging through fresh console-script processes, each epoch scored on validation
+# words; the default suite fine-tunes an ELMo directory in process and fits a tagger on a
+# frozen biLM.
+@pytest.mark.slow(covered_by=(
+    "tests/models/elmo/test_elmo_features.py::test_finetune_on_a_frozen_elmo_in_process",
+    "tests/models/elmo/test_elmo_tasks.py::test_tagging_on_a_frozen_elmo"))
 def test_console_finetune_tagging_on_a_frozen_elmo(tmp_path):
     backbone = ElmoBackbone(**TINY)
     save_elmo(backbone, tmp_path / "elmo")

@@ -7,6 +7,7 @@ import tempfile
 
 import keras
 import numpy as np
+import pytest
 
 from kerasbert.data.elmo_lm_data import build_word_vocabulary
 from kerasbert.data.elmo_lm_data import elmo_lm_dataset
@@ -58,6 +59,11 @@ def test_full_softmax_loss_falls_and_round_trips():
                                np.asarray(model(batch)["forward"]), atol=1e-6)
 
 
+# 18 s (tracing the training step): the sampled softmax's step; the default suite trains
+# with the full softmax and checks the sampler's log-uniform draws.
+@pytest.mark.slow(covered_by=(
+    "tests/models/elmo/test_elmo_pretrainer.py::test_full_softmax_loss_falls_and_round_trips",
+    "tests/models/elmo/test_elmo_pretrain_cli.py::test_log_uniform_draws_follow_the_proposal"))
 def test_sampled_softmax_trains():
     _, _, before, after, history = _train(8, 60)
     assert np.isfinite(history["loss"]).all()

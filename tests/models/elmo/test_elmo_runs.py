@@ -11,6 +11,7 @@ import os
 import sys
 
 import numpy as np
+import pytest
 import tensorflow as tf
 
 from kerasbert.convert.elmo_weights import save_elmo
@@ -79,6 +80,15 @@ def _tiny_elmo(tmp_path):
     return tmp_path / "elmo"
 
 
+# 98 s: finetune, evaluate, export and predict as fresh console-script processes, then a
+# TensorFlow-only process; the default suite covers each piece: an ELMo directory fine-tuned
+# in process, a tagger on a frozen biLM saved and reloaded, the export graph's word split and
+# character ids, and the export of a run trained in a script.
+@pytest.mark.slow(covered_by=(
+    "tests/models/elmo/test_elmo_features.py::test_finetune_on_a_frozen_elmo_in_process",
+    "tests/models/elmo/test_elmo_tasks.py::test_tagging_on_a_frozen_elmo",
+    "tests/models/elmo/test_elmo_runs.py::test_graph_char_ids_equal_python_ones_on_hostile_strings",
+    "tests/serving/test_export.py::test_export_model_trained_in_a_script"))
 def test_console_tagging_run_evaluates_exports_and_serves(tmp_path):
     elmo = _tiny_elmo(tmp_path)
     train = write_jsonl(tmp_path / "train.jsonl", _tagging_records())
@@ -137,6 +147,13 @@ def test_console_tagging_run_evaluates_exports_and_serves(tmp_path):
                                    atol=1e-5)
 
 
+# 75 s: finetune, evaluate and export as fresh console-script processes, then a
+# TensorFlow-only process; the default suite covers the pieces (see the tagging run above).
+@pytest.mark.slow(covered_by=(
+    "tests/models/elmo/test_elmo_features.py::test_finetune_on_a_frozen_elmo_in_process",
+    "tests/models/elmo/test_elmo_tasks.py::test_classification_on_a_frozen_elmo",
+    "tests/models/elmo/test_elmo_runs.py::test_graph_char_ids_equal_python_ones_on_hostile_strings",
+    "tests/serving/test_export.py::test_export_model_trained_in_a_script"))
 def test_console_classification_run_evaluates_and_exports(tmp_path):
     elmo = _tiny_elmo(tmp_path)
     rows = [["a good film", "pos"], ["bad, bad plot", "neg"], ["good acting", "pos"],

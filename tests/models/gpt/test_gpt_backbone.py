@@ -83,7 +83,9 @@ class TestGptPresets(TestCase):
         assert per_layer == 7_087_872
         assert 40478 * 768 + 512 * 768 + 12 * per_layer == 116_534_784
 
-    @pytest.mark.slow
+    # Builds gpt1 whole (117M weights); the default suite adds up one layer at its widths.
+    @pytest.mark.slow(covered_by=(
+        "tests/models/gpt/test_gpt_backbone.py::TestGptPresets::test_gpt1_parameter_count_by_parts",))
     def test_gpt1_parameter_count(self):
         model = from_preset("gpt1")
         assert isinstance(model, GptBackbone)

@@ -109,7 +109,11 @@ def write_pairs(path, n, seed):
     return str(path)
 
 
-@pytest.mark.slow  # ~14 s; the GptClassifier itself is covered above
+# ~14 s each: pair fine-tuning through the CLI with --lm-weight and validation; the default
+# suite fits the GptClassifier above and fine-tunes a GPT through the CLI in process.
+@pytest.mark.slow(covered_by=(
+    "tests/models/gpt/test_gpt_classifier.py::TestGptClassifier::test_fit_config_save_load_and_errors",
+    "tests/convert/test_gpt1_published.py::test_finetune_and_pretraining_grow_the_published_directory_in_process"))
 @pytest.mark.parametrize("lm_weight", ["0.5", "0"])
 def test_finetune_cli_builds_a_gpt_classifier(tmp_path, lm_weight):
     from kerasbert.cli import main

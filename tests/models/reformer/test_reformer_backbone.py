@@ -23,6 +23,46 @@ def _shapes(batch, length, width, layers):
             "encoder_outputs": [(batch, length, width)] * layers}
 
 
+def _check_reversible_gradients(num_layers, length, padded_from):
+    """Gradients of the recomputing (reversible) pass equal those of the
+    same layers run as an ordinary residual stack, within 1e-5."""
+    config = dict(KWARGS, num_layers=num_layers, dropout=0.1, attention_dropout=0.1,
+                  feed_forward_chunk_size=5)
+    ids = tf.constant(np.random.RandomState(2).randint(0, 50, (2, length)), tf.int32)
+    mask = np.ones((2, length), "int32")
+    mask[1, padded_from:] = 0
+    inputs = {"input_word_ids": ids, "input_mask": tf.constant(mask),
+              "input_type_ids": tf.zeros_like(ids)}
+    results = {}
+    for recompute in (False, True):
+        # The same seeds for the dropout outside the stack (embeddings).
+        keras.utils.set_random_seed(11)
+        model = ReformerBackbone(**dict(config, recompute=recompute, seed=7))
+        if recompute:
+            model.set_weights(weights)
+
+        @tf.function
+        def step():
+            with tf.GradientTape() as tape:
+                out = model(inputs, training=True)
+                # Means keep the gradients near 1, so 1e-5 is a
+                # tolerance well above float32 rounding (sums over all
+                # positions made some gradients ~300, whose last bit
+                # is 2e-5).
+                loss = tf.reduce_mean(tf.sin(out["sequence_output"]))
+                loss += tf.reduce_mean(out["encoder_outputs"][1] ** 2) * 1e-2
+            return loss, tape.gradient(loss, model.trainable_variables)
+
+        loss, grads = step()
+        weights = model.get_weights()
+        results[recompute] = (float(loss), [tf.convert_to_tensor(g).numpy() for g in grads])
+    # Float32 sums in another order: equal to a few parts in a million.
+    assert results[False][0] == pytest.approx(results[True][0], rel=1e-5, abs=1e-5)
+    for a, b in zip(results[False][1], results[True][1]):
+        np.testing.assert_allclose(a, b, atol=1e-5, rtol=0)
+    assert max(np.abs(g).max() for g in results[True][1]) > 1e-2
+
+
 class TestReformerBackbone(TestCase):
     def test_backbone_basics(self):
         for causal in (True, False):
@@ -47,46 +87,23 @@ class TestReformerBackbone(TestCase):
             assert np.abs(grad[:, t + 1:]).max() == 0.0, t
             assert np.abs(grad[:, :t + 1]).max() > 0.0, t
 
+    def test_reversible_gradients_equal_backpropagation_on_two_layers(self):
+        """The check below on the smallest stack with both attention kinds
+        (local, LSH): 2 layers, 12 tokens, dropout and fresh LSH rotations,
+        chunked feed-forward, in a compiled training step."""
+        _check_reversible_gradients(num_layers=2, length=12, padded_from=8)
+
+    # 20 s: 4 layers over 30 tokens, recomputation chained deeper; the default suite runs 2 over 12.
+    @pytest.mark.slow(covered_by=(
+        "tests/models/reformer/test_reformer_backbone.py::TestReformerBackbone::"
+        "test_reversible_gradients_equal_backpropagation_on_two_layers",
+        "tests/test_kernels.py::test_the_eager_reversible_forward_pass_tapes_nothing"))
     def test_reversible_training_gradients_equal_ordinary_backpropagation(self):
         """The recomputing backward pass (activations rebuilt from each
         layer's output) gives the gradients of the same layers run as an
         ordinary residual stack, within 1e-5, in a compiled training step
         with dropout and fresh LSH rotations (both passes draw the same)."""
-        config = dict(KWARGS, num_layers=4, dropout=0.1, attention_dropout=0.1,
-                      feed_forward_chunk_size=5)
-        ids = tf.constant(np.random.RandomState(2).randint(0, 50, (2, 30)), tf.int32)
-        mask = np.ones((2, 30), "int32")
-        mask[1, 21:] = 0
-        inputs = {"input_word_ids": ids, "input_mask": tf.constant(mask),
-                  "input_type_ids": tf.zeros_like(ids)}
-        results = {}
-        for recompute in (False, True):
-            # The same seeds for the dropout outside the stack (embeddings).
-            keras.utils.set_random_seed(11)
-            model = ReformerBackbone(**dict(config, recompute=recompute, seed=7))
-            if recompute:
-                model.set_weights(weights)
-
-            @tf.function
-            def step():
-                with tf.GradientTape() as tape:
-                    out = model(inputs, training=True)
-                    # Means keep the gradients near 1, so 1e-5 is a
-                    # tolerance well above float32 rounding (sums over all
-                    # positions made some gradients ~300, whose last bit
-                    # is 2e-5).
-                    loss = tf.reduce_mean(tf.sin(out["sequence_output"]))
-                    loss += tf.reduce_mean(out["encoder_outputs"][1] ** 2) * 1e-2
-                return loss, tape.gradient(loss, model.trainable_variables)
-
-            loss, grads = step()
-            weights = model.get_weights()
-            results[recompute] = (float(loss), [tf.convert_to_tensor(g).numpy() for g in grads])
-        # Float32 sums in another order: equal to a few parts in a million.
-        assert results[False][0] == pytest.approx(results[True][0], rel=1e-5, abs=1e-5)
-        for a, b in zip(results[False][1], results[True][1]):
-            np.testing.assert_allclose(a, b, atol=1e-5, rtol=0)
-        assert max(np.abs(g).max() for g in results[True][1]) > 1e-2
+        _check_reversible_gradients(num_layers=4, length=30, padded_from=21)
 
     def test_config_is_checked(self):
         with pytest.raises(ConfigError, match="axial_shape"):

@@ -47,14 +47,20 @@ class TestRobertaPresets(TestCase):
         embeddings = 50265 * 768 + 512 * 768 + 2 * 768  # tokens, positions, LN
         assert embeddings + 12 * per_layer == 124_052_736
 
-    @pytest.mark.slow
+    # ~10 s: builds roberta_base whole; the default suite adds up one layer at its widths.
+    @pytest.mark.slow(covered_by=(
+        "tests/models/roberta/test_roberta_backbone.py::TestRobertaPresets::test_roberta_base_parameter_count_by_parts",))
     def test_roberta_base_parameter_count(self):
         # keras-hub's count: 50265 tokens, 512 positions, no pooler.
         model = RobertaBackbone.from_preset("roberta_base")
         assert model.count_params() == 124_052_736
         assert model.embeddings.position_embedding.position_embeddings.shape == (512, 768)
 
-    @pytest.mark.slow
+    # Builds roberta_large and keras-hub's peer whole (354M weights each); the default suite
+    # counts roberta_base by parts and converts keras-hub's RoBERTa at tiny size.
+    @pytest.mark.slow(covered_by=(
+        "tests/models/roberta/test_roberta_backbone.py::TestRobertaPresets::test_roberta_base_parameter_count_by_parts",
+        "tests/convert/test_roberta_convert.py::TestRobertaKerasHubConversion::test_parity_on_padded_rows"))
     def test_roberta_large_parameter_count(self):
         import keras_hub
 
