@@ -110,6 +110,8 @@ def test_demo_runs_and_checks_everything(tmp_path, capsys):
     assert main(["demo", "--output-dir", str(tmp_path), "--quick"]) == 0
     out = capsys.readouterr().out
     assert "every check passed" in out
+    assert "bert_base: 109,482,240 parameters" in out
+    assert "bert_large: 335,141,888 parameters" in out
     assert (tmp_path / "bert_tiny.keras").exists()
     for name in ("corpus.txt", "vocab.txt", "data/metadata.json", "pretrain/backbone.keras",
                  "pretrain/training_curve.png"):

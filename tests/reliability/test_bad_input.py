@@ -331,6 +331,13 @@ def test_finetune_refuses_a_bert_config_that_cannot_be_built(tmp_path, capsys, f
     assert not out.exists()
 
 
+# 8-12 s: a fresh process for one `--set` refusal; the default suite checks
+# every bad value in process and `info`'s exit 2 through the console script
+# on an untrusted checkpoint.
+@pytest.mark.slow(covered_by=(
+    "tests/reliability/test_bad_input.py::test_info_refuses_architectures_that_cannot_be_built",
+    "tests/reliability/test_untrusted_checkpoints.py::"
+    "test_the_console_script_exits_2_with_one_line_and_writes_nothing"))
 def test_info_refuses_zero_layers_in_a_fresh_process(tmp_path):
     result = kerasbert("info", "--preset", "albert_base", "--set", "num_layers=0", cwd=tmp_path)
     line = one_line_error(result, "kerasbert info: error:", "num_layers=0", "integer >= 1")

@@ -32,6 +32,21 @@ def _cli(*argv):
     return done.returncode, done.stdout, done.stderr
 
 
+def _in_process(*argv):
+    """`kerasbert.cli.main` in this process: (exit code, stdout, stderr),
+    as `_cli` gives them (the default suite runs one refusal through the
+    console script and the others here, without a second TensorFlow start)."""
+    import contextlib
+    import io
+
+    from kerasbert.cli import main
+
+    out, err = io.StringIO(), io.StringIO()
+    with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
+        code = main(list(argv))
+    return code, out.getvalue(), err.getvalue()
+
+
 def _error_lines(stderr):
     """The lines kerasbert itself printed (TensorFlow's start-up log lines,
     which carry a timestamp or a bracketed source, left out)."""
@@ -86,22 +101,24 @@ def test_features_record_the_tokenizer_settings(made):
     assert features.x["input_word_ids"][1][1:len(cut) + 2].tolist() == cut + [same.sep_id]
 
 
-def _finetune(made, out, *flags):
-    return _cli("finetune", "--features", str(made["features"]), "--vocab", made["vocab"],
+def _finetune(made, out, *flags, run=_cli):
+    return run("finetune", "--features", str(made["features"]), "--vocab", made["vocab"],
                 "--backbone", made["backbone"], "--output-dir", str(out), "--epochs", "1",
                 "--batch-size", "4", "--learning-rate", "1e-3", "--no-progress", *flags)
 
 
-@pytest.mark.parametrize("flags, setting, recorded, given, flag", [
-    ((), "special_tokens_in_strings", True, False, "--[no-]special-tokens-in-strings"),
-    (("--special-tokens-in-strings",), "truncate_at_nul", True, False, "--[no-]truncate-at-nul"),
-    (("--special-tokens-in-strings", "--truncate-at-nul", "--no-lower-case"), "lower_case",
-     True, False, "--[no-]lower-case"),
+# The first case through the console script, the others in process.
+@pytest.mark.parametrize("run, flags, setting, recorded, given, flag", [
+    (_cli, (), "special_tokens_in_strings", True, False, "--[no-]special-tokens-in-strings"),
+    (_in_process, ("--special-tokens-in-strings",), "truncate_at_nul", True, False,
+     "--[no-]truncate-at-nul"),
+    (_in_process, ("--special-tokens-in-strings", "--truncate-at-nul", "--no-lower-case"),
+     "lower_case", True, False, "--[no-]lower-case"),
 ], ids=["special_tokens", "truncate_at_nul", "lower_case"])
-def test_finetune_refuses_features_of_other_settings(made, tmp_path, flags, setting, recorded,
-                                                      given, flag):
+def test_finetune_refuses_features_of_other_settings(made, tmp_path, run, flags, setting,
+                                                      recorded, given, flag):
     out = tmp_path / "run"
-    code, stdout, stderr = _finetune(made, out, *flags)
+    code, stdout, stderr = _finetune(made, out, *flags, run=run)
     assert code == 2, stderr[-2000:]
     lines = _error_lines(stderr)
     assert len(lines) == 1, stderr[-2000:]
@@ -153,8 +170,9 @@ def test_the_longest_word_is_checked_too(made, tmp_path):
     (directory / "tokenizer_config.json").write_text(json.dumps(
         {"do_lower_case": True, "max_input_chars_per_word": 200}))
     out = tmp_path / "features"
-    code, _, err = _cli("create-finetuning-data", "--task", f"csv:{made['train']}", "--vocab",
-                        str(directory), "--max-seq-length", "16", "--output-dir", str(out))
+    code, _, err = _in_process("create-finetuning-data", "--task", f"csv:{made['train']}",
+                               "--vocab", str(directory), "--max-seq-length", "16",
+                               "--output-dir", str(out))
     assert code == 0, err[-2000:]
     plain = load_tokenizer(made["vocab"])
     with pytest.raises(TaskDataError, match="whose max_chars_per_word is 200, but this run's "

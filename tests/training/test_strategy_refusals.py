@@ -7,6 +7,7 @@ checked in process, in plain Python."""
 import json
 import os
 import socket
+import subprocess
 import sys
 
 import pytest
@@ -45,10 +46,24 @@ DISTILL = ("distill", "--teacher", "teacher/backbone.keras", "--vocab", "vocab.t
            "--data", "data", "--output-dir", "runs/d", "--steps", "2")
 
 
-@pytest.mark.parametrize("argv", [PRETRAIN, FINETUNE, DISTILL], ids=lambda a: a[0])
-def test_tpu_without_a_tpu(workdir, argv):
-    line, unchanged = _refusal(workdir, [*argv, "--strategy", "tpu"])
+def test_tpu_without_a_tpu(workdir):
+    line, unchanged = _refusal(workdir, [*PRETRAIN, "--strategy", "tpu"])
     assert unchanged and all(f in line for f in ("--strategy tpu", "no TPU", "TPU_NAME")), line
+
+
+@pytest.mark.parametrize("argv", [FINETUNE, DISTILL], ids=lambda a: a[0])
+def test_tpu_without_a_tpu_in_process(workdir, argv, no_tpu, monkeypatch, capsys):
+    """The other commands' TPU refusal, through `kerasbert.cli.main` in this
+    process (the console script's exit is the pretrain case above)."""
+    from kerasbert.cli import main
+
+    monkeypatch.chdir(workdir)
+    before = tree(workdir)
+    code = main([*argv, "--strategy", "tpu"])
+    result = subprocess.CompletedProcess(argv, code, *capsys.readouterr())
+    line = one_line_error(result)
+    assert tree(workdir) == before
+    assert all(f in line for f in ("--strategy tpu", "no TPU", "TPU_NAME")), line
 
 
 def test_mirrored_without_gpus_asks_for_logical_cpus(workdir):
