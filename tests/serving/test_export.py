@@ -309,6 +309,26 @@ def test_custom_ops_are_registered_by_tensorflow_text(exports, served):
     assert served["_tensorflow_text_version"].startswith("2.20.")
 
 
+def _failed_exports_leave_the_versions(ft, out, newest, monkeypatch):
+    """Exports of `ft` into `out` that fail at their warm-up replay (one
+    overwriting version `newest`, one adding the next) leave the versions
+    1..newest as they were and nothing else."""
+    from kerasbert.serving import exporter
+
+    stamp = os.path.getmtime(out / str(newest) / "saved_model.pb")
+
+    def broken(path, requests):
+        raise RuntimeError("warm-up failed")
+
+    monkeypatch.setattr(exporter, "replay_warmup", broken)
+    with pytest.raises(RuntimeError):
+        exporter.export_finetuned(ft, str(out), version=newest, overwrite=True)
+    with pytest.raises(RuntimeError):
+        exporter.export_finetuned(ft, str(out))
+    assert sorted(os.listdir(out)) == [str(v) for v in range(1, newest + 1)]
+    assert os.path.getmtime(out / str(newest) / "saved_model.pb") == stamp
+
+
 # 14 s: five exports (versions 1-3 through the CLI and export_saved_model.py);
 # the default suite checks the refusals and the failed exports on a copy of
 # the shared export, and test_batching exports twice into one model folder.
@@ -317,7 +337,6 @@ def test_custom_ops_are_registered_by_tensorflow_text(exports, served):
     "tests/serving/test_batching.py::test_export_writes_both_files_and_keeps_an_operators_file"))
 def test_versions_overwrite_and_atomic_failure(tmp_path, monkeypatch):
     from kerasbert.cli import main
-    from kerasbert.serving import exporter
 
     ft = make_finetuned_dir(str(tmp_path / "ft"), "classification")
     out = tmp_path / "export" / "clf"
@@ -325,20 +344,9 @@ def test_versions_overwrite_and_atomic_failure(tmp_path, monkeypatch):
     assert main(["export", "--model", ft, "--output", str(out)]) == 0
     assert sorted(os.listdir(out)) == ["1", "2"]
     assert main(["export", "--model", ft, "--output", str(out), "--version", "2"]) == 2
-    stamp = os.path.getmtime(out / "2" / "saved_model.pb")
-
-    def broken(path, requests):
-        raise RuntimeError("warm-up failed")
-
-    monkeypatch.setattr(exporter, "replay_warmup", broken)
-    with pytest.raises(RuntimeError):
-        exporter.export_finetuned(ft, str(out), version=2, overwrite=True)
-    with pytest.raises(RuntimeError):
-        exporter.export_finetuned(ft, str(out))
-    # The failed exports left neither a version 3 nor temporary directories,
+    # The failed exports leave neither a version 3 nor temporary directories,
     # and version 2 is untouched.
-    assert sorted(os.listdir(out)) == ["1", "2"]
-    assert os.path.getmtime(out / "2" / "saved_model.pb") == stamp
+    _failed_exports_leave_the_versions(ft, out, 2, monkeypatch)
     assert main(["export", "--model", str(tmp_path / "nope"), "--output", str(out)]) == 2
     # The script form takes the same flags.
     monkeypatch.undo()
@@ -359,24 +367,12 @@ def test_failed_exports_leave_the_versions_alone(shared_builds, tmp_path, monkey
     import shutil
 
     from kerasbert.cli import main
-    from kerasbert.serving import exporter
 
     ft, info = shared_export(shared_builds, "classification")
     out = tmp_path / "export" / "clf"
     shutil.copytree(info["path"], out / "1")
-    stamp = os.path.getmtime(out / "1" / "saved_model.pb")
     assert main(["export", "--model", ft, "--output", str(out), "--version", "1"]) == 2
-
-    def broken(path, requests):
-        raise RuntimeError("warm-up failed")
-
-    monkeypatch.setattr(exporter, "replay_warmup", broken)
-    with pytest.raises(RuntimeError):
-        exporter.export_finetuned(ft, str(out), version=1, overwrite=True)
-    with pytest.raises(RuntimeError):
-        exporter.export_finetuned(ft, str(out))
-    assert sorted(os.listdir(out)) == ["1"]
-    assert os.path.getmtime(out / "1" / "saved_model.pb") == stamp
+    _failed_exports_leave_the_versions(ft, out, 1, monkeypatch)
     monkeypatch.undo()
     assert main(["export", "--model", str(tmp_path / "nope"), "--output", str(out)]) == 2
     assert main(["export", "--model", ft, "--output", str(out), "--max-seq-length", "999"]) == 2
