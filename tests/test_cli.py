@@ -1,22 +1,15 @@
-import os
-import subprocess
-import sys
-
 import pytest
+from reliability.console import kerasbert
+from reliability.console import ok
 
 from kerasbert.cli import main
 from kerasbert.models.presets import parse_overrides
 
 
-def test_help_lists_commands():
-    result = subprocess.run(
-        [os.path.join(os.path.dirname(sys.executable), "kerasbert"), "--help"],
-        capture_output=True,
-        text=True,
-    )
-    assert result.returncode == 0
+def test_help_lists_commands(tmp_path):
+    printed = ok(kerasbert("--help", cwd=tmp_path))
     for command in ("info", "presets", "demo"):
-        assert command in result.stdout
+        assert command in printed
 
 
 def test_info_prints_architecture_and_count(capsys):
@@ -46,13 +39,6 @@ def test_info_for_every_preset(capsys):
         assert main(["info", "--preset", preset]) == 0, preset
     out = capsys.readouterr().out
     assert out.count("total") == len(list_presets())
-
-
-def test_presets_grouped_by_family(capsys):
-    assert main(["presets"]) == 0
-    out = capsys.readouterr().out
-    for family in ("bert:", "albert:", "roberta:", "distil_bert:"):
-        assert family in out
 
 
 def test_info_applies_overrides(capsys):
@@ -91,13 +77,16 @@ def test_missing_preset_argument_is_usage_error():
     assert exit_info.value.code == 2
 
 
-def test_presets_command(capsys):
-    assert main(["presets"]) == 0
-    lines = capsys.readouterr().out.splitlines()
+def test_presets_command(tmp_path):
+    """`kerasbert presets` as the installed console script: every preset,
+    grouped by family."""
     from kerasbert.models import list_presets
 
+    lines = ok(kerasbert("presets", cwd=tmp_path)).splitlines()
     assert lines[0] == "bert:" and lines[1].split()[0] == "bert_L10_H128"
     assert sum(1 for line in lines if line.startswith("  ")) == len(list_presets())
+    for family in ("bert:", "albert:", "roberta:", "distil_bert:"):
+        assert family in lines
 
 
 def test_parse_overrides_types():
@@ -106,19 +95,23 @@ def test_parse_overrides_types():
     }
 
 
-def test_demo_runs_and_checks_everything(tmp_path, capsys):
-    assert main(["demo", "--output-dir", str(tmp_path), "--quick"]) == 0
-    out = capsys.readouterr().out
+def test_demo_runs_and_checks_everything(tmp_path):
+    """`kerasbert demo --quick` as the installed console script (`make demo`
+    runs it without --quick), writing into a folder given relative to the
+    working directory."""
+    out = ok(kerasbert("demo", "--output-dir", "demo", "--quick", cwd=tmp_path,
+                       timeout=900))
+    root = tmp_path / "demo"
     assert "every check passed" in out
     assert "bert_base: 109,482,240 parameters" in out
     assert "bert_large: 335,141,888 parameters" in out
-    assert (tmp_path / "bert_tiny.keras").exists()
+    assert (root / "bert_tiny.keras").exists()
     for name in ("corpus.txt", "vocab.txt", "data/metadata.json", "pretrain/backbone.keras",
                  "pretrain/training_curve.png"):
-        assert (tmp_path / name).exists(), name
+        assert (root / name).exists(), name
     assert "step 20: loss" in out and "fill in the blank" in out
     assert "majority-class baseline" in out
-    assert (tmp_path / "finetune" / "model.keras").exists()
-    assert (tmp_path / "export" / "stdlib_area" / "1" / "saved_model.pb").exists()
+    assert (root / "finetune" / "model.keras").exists()
+    assert (root / "export" / "stdlib_area" / "1" / "saved_model.pb").exists()
     served = out.split("export for TF Serving")[1]
     assert served.count("    -> ") == 3  # labels from the SavedModel in a fresh process

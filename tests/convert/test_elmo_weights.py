@@ -27,7 +27,7 @@ HERE = os.path.dirname(__file__)
 sys.path.insert(0, os.path.join(HERE, "..", "models", "elmo"))
 from elmo_reference import elmo_layers  # noqa: E402
 from elmo_reference import random_weights  # noqa: E402
-from reliability.console import kerasbert as console  # noqa: E402
+from reliability.console import in_process  # noqa: E402
 from reliability.console import one_line_error  # noqa: E402
 
 TINY_OPTIONS = {
@@ -105,6 +105,6 @@ def test_mismatched_shape_names_the_dataset(tmp_path):
     folder = write_elmo_dir(tmp_path / "missing", TINY_OPTIONS, weights)
     with pytest.raises(CheckpointError, match="no dataset RNN_1/.*W_P_0"):
         load_elmo(folder)
-    # The command line: one line, exit 2.
-    one_line_error(console("info", "--preset", tmp_path / "bad", cwd=tmp_path),
+    # The command line (in process): one line, exit 2.
+    one_line_error(in_process("info", "--preset", tmp_path / "bad"),
                    "W_P_0 has shape [10, 7]")

@@ -9,13 +9,13 @@ the kagglehub cache layout. Nothing touches the network."""
 import json
 import os
 import shutil
-import subprocess
-import sys
 
 import keras
 import numpy as np
 import pytest
 from peer_fixtures import assert_close, hub_inputs, ours_inputs, padded_batch, randomize
+from reliability.console import kerasbert
+from reliability.console import ok
 from test_hf_checkpoint import hf_config, hf_tensors, write_hf
 
 from kerasbert.loading import handles
@@ -213,12 +213,6 @@ def test_bad_handles_are_one_clear_error(tmp_path):
         Backbone.from_preset("hf://no-owner")
 
 
-def _console(*args, cwd, env=None):
-    script = os.path.join(os.path.dirname(sys.executable), "kerasbert")
-    return subprocess.run([script, *map(str, args)], cwd=cwd, capture_output=True, text=True,
-                          env={**os.environ, **(env or {})}, timeout=600)
-
-
 def _offline_hf_cache(tmp_path, monkeypatch):
     """The Hugging Face cache of `_hf_cache`, offline, for this process."""
     import huggingface_hub.constants as constants
@@ -254,17 +248,17 @@ def test_cli_takes_a_hub_handle_in_process(tmp_path, monkeypatch, capsys):
     assert "not in the Hugging Face cache" in capsys.readouterr().err
 
 
-def test_export_hub_and_extract_features_take_a_handle_in_process(tmp_path, monkeypatch,
-                                                                   capsys):
+def test_export_hub_and_extract_features_take_a_handle(tmp_path):
     """`export-hub --preset hf://...` and `extract-features --preset
-    hf://...` in this process (`main`); the encoder export-hub writes is a
-    handle of the same backbone, with or without its own vocabulary."""
-    from kerasbert.cli import main
-
-    snapshot = _offline_hf_cache(tmp_path, monkeypatch)
-    assert main(["export-hub", "--preset", "hf://kb-test/tiny-bert", "--output",
-                 str(tmp_path / "hubout"), "--seq-length", "8"]) == 0
-    assert "without .mlm" in capsys.readouterr().err
+    hf://...` as installed console scripts, offline, the cache named by
+    environment variables; the encoder export-hub writes is a handle of the
+    same backbone, with or without its own vocabulary."""
+    cache = {"HF_HUB_CACHE": str(tmp_path / "hub"), "HF_HUB_OFFLINE": "1"}
+    snapshot = _hf_cache(str(tmp_path / "hub"))
+    done = kerasbert("export-hub", "--preset", "hf://kb-test/tiny-bert", "--output", "hubout",
+                     "--seq-length", "8", cwd=tmp_path, **cache)
+    ok(done)
+    assert "without .mlm" in done.stderr
     assert (tmp_path / "hubout" / "preprocess" / "assets" / "vocab.txt").read_text() == \
         open(os.path.join(snapshot, "vocab.txt")).read()
     assert load_tokenizer(str(tmp_path / "hubout" / "encoder")).lower_case is False
@@ -276,9 +270,9 @@ def test_export_hub_and_extract_features_take_a_handle_in_process(tmp_path, monk
     assert_close(_outputs(Backbone.from_preset(snapshot), inputs),
                  _outputs(Backbone.from_preset(str(tmp_path / "hubout" / "encoder")), inputs))
     (tmp_path / "input.txt").write_text("w1 w2 w3\nw4 ||| w5\n")
-    assert main(["extract-features", "--preset", "hf://kb-test/tiny-bert", "--input",
-                 str(tmp_path / "input.txt"), "--output", str(tmp_path / "features.jsonl"),
-                 "--layers", "-1", "--max-seq-length", "8"]) == 0
+    ok(kerasbert("extract-features", "--preset", "hf://kb-test/tiny-bert", "--input",
+                 "input.txt", "--output", "features.jsonl", "--layers", "-1",
+                 "--max-seq-length", "8", cwd=tmp_path, **cache))
     assert len((tmp_path / "features.jsonl").read_text().splitlines()) == 2
 
 
@@ -297,17 +291,17 @@ def test_cli_takes_a_hub_handle_in_a_fresh_process(tmp_path):
     (tmp_path / "train.csv").write_text("sentence,label\n" + "\n".join(rows) + "\n")
     elsewhere = tmp_path / "elsewhere"
     elsewhere.mkdir()
-    info = _console("info", "--preset", "hf://kb-test/tiny-bert", cwd=elsewhere, env=env)
+    info = kerasbert("info", "--preset", "hf://kb-test/tiny-bert", cwd=elsewhere, **env)
     assert info.returncode == 0, info.stderr
     assert "BertBackbone" in info.stdout and "hidden_dim" in info.stdout
-    done = _console("finetune", "--preset", "hf://kb-test/tiny-bert", "--task",
-                    f"csv:{tmp_path / 'train.csv'}", "--output-dir", tmp_path / "ft",
-                    "--epochs", "1", "--batch-size", "8", "--max-seq-length", "8",
-                    "--no-progress", cwd=elsewhere, env=env)
+    done = kerasbert("finetune", "--preset", "hf://kb-test/tiny-bert", "--task",
+                     f"csv:{tmp_path / 'train.csv'}", "--output-dir", tmp_path / "ft",
+                     "--epochs", "1", "--batch-size", "8", "--max-seq-length", "8",
+                     "--no-progress", cwd=elsewhere, **env)
     assert done.returncode == 0, done.stderr[-3000:]
     config = json.loads((tmp_path / "ft" / "config.json").read_text())
     assert config["tokenizer"]["lower_case"] is False  # tokenizer_config.json's do_lower_case
-    missing = _console("info", "--preset", "hf://kb-test/absent", cwd=elsewhere, env=env)
+    missing = kerasbert("info", "--preset", "hf://kb-test/absent", cwd=elsewhere, **env)
     assert missing.returncode == 2
     assert "not in the Hugging Face cache" in missing.stderr
     assert "Traceback" not in missing.stderr
@@ -327,42 +321,6 @@ def test_task_models_start_from_a_handle(tmp_path):
     assert tuple(logits.shape) == (3, 3)
     assert isinstance(TextClassifier.from_preset("bert_tiny", num_classes=2).backbone,
                       BertBackbone)
-
-
-# 22 s: export-hub and extract-features as fresh console-script processes; the default
-# suite runs both commands, and reads their encoder back, in process.
-@pytest.mark.slow(covered_by=(
-    "tests/convert/test_handles.py::test_export_hub_and_extract_features_take_a_handle_in_process",))
-def test_export_hub_and_extract_features_take_a_handle(tmp_path):
-    """`export-hub --preset hf://...` (tokenizer and casing from the source)
-    and `extract-features --preset hf://...` in fresh processes; the encoder
-    SavedModel written by export-hub is itself a handle that gives back the
-    same backbone (its assets.extra description)."""
-    env = {"HF_HUB_CACHE": str(tmp_path / "hub"), "HF_HUB_OFFLINE": "1"}
-    snapshot = _hf_cache(str(tmp_path / "hub"))
-    elsewhere = tmp_path / "elsewhere"
-    elsewhere.mkdir()
-    done = _console("export-hub", "--preset", "hf://kb-test/tiny-bert", "--output",
-                    tmp_path / "hubout", "--seq-length", "8", cwd=elsewhere, env=env)
-    assert done.returncode == 0, done.stderr[-3000:]
-    assert "without .mlm" in done.stderr
-    assert (tmp_path / "hubout" / "preprocess" / "assets" / "vocab.txt").read_text() == \
-        open(os.path.join(snapshot, "vocab.txt")).read()
-    assert load_tokenizer(str(tmp_path / "hubout" / "encoder")).lower_case is False
-    # An encoder without its own vocabulary asset finds its preprocessor's beside it.
-    shutil.copytree(tmp_path / "hubout", tmp_path / "pair")
-    os.remove(tmp_path / "pair" / "encoder" / "assets" / "vocab.txt")
-    assert load_tokenizer(str(tmp_path / "pair" / "encoder")).vocabulary_size == V
-    inputs = ours_inputs(*padded_batch(V))
-    expected = _outputs(Backbone.from_preset(snapshot), inputs)
-    assert_close(expected, _outputs(Backbone.from_preset(str(tmp_path / "hubout" / "encoder")),
-                                    inputs))
-    (tmp_path / "input.txt").write_text("w1 w2 w3\nw4 ||| w5\n")
-    done = _console("extract-features", "--preset", "hf://kb-test/tiny-bert", "--input",
-                    tmp_path / "input.txt", "--output", tmp_path / "features.jsonl",
-                    "--layers", "-1", "--max-seq-length", "8", cwd=elsewhere, env=env)
-    assert done.returncode == 0, done.stderr[-3000:]
-    assert len((tmp_path / "features.jsonl").read_text().splitlines()) == 2
 
 
 @pytest.mark.parametrize("name, config, segments", [

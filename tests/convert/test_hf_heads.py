@@ -7,11 +7,10 @@ output bias)."""
 import json
 import math
 import os
-import subprocess
-import sys
 
 import numpy as np
-import pytest
+from reliability.console import kerasbert
+from reliability.console import ok
 from test_hf_checkpoint import H, V, hf_config, hf_tensors, write_hf
 
 from kerasbert.convert.hf_heads import pretraining_heads_from_hf
@@ -74,16 +73,18 @@ def _fill_mask_matches_numpy(pretrainer, path, tensors, top_k):
     np.testing.assert_allclose([p for _, p in top], expected[order[:top_k]], atol=1e-5)
 
 
-def test_fill_mask_cli_in_process(tmp_path, capsys):
-    """`kerasbert fill-mask` in this process (`main`): one JSON row with the
-    top k of each [MASK]; a checkpoint without a masked-LM head and a text
-    without [MASK] exit 2 naming the problem."""
+def test_fill_mask_cli(tmp_path, capsys):
+    """`kerasbert fill-mask` as the installed console script, from another
+    folder: one JSON row with the top k of each [MASK]. In this process
+    (`main`): a checkpoint without a masked-LM head and a text without
+    [MASK] exit 2 naming the problem."""
     from kerasbert.cli import main
 
     path, _ = _checkpoint(tmp_path / "mlm")
-    assert main(["fill-mask", "--model", str(path), "--text", "w1 [MASK] w3 [MASK]",
-                 "--top-k", "2"]) == 0
-    row = json.loads(capsys.readouterr().out.strip().splitlines()[-1])
+    (tmp_path / "elsewhere").mkdir()
+    printed = ok(kerasbert("fill-mask", "--model", "../mlm", "--text", "w1 [MASK] w3 [MASK]",
+                           "--top-k", "2", cwd=tmp_path / "elsewhere"))
+    row = json.loads(printed.strip().splitlines()[-1])
     assert len(row["masks"]) == 2 and all(len(m) == 2 for m in row["masks"])
     bare = write_hf(tmp_path / "bare", hf_tensors(), hf_config())
     assert main(["fill-mask", "--model", str(bare), "--vocab", os.path.join(path, "vocab.txt"),
@@ -91,30 +92,6 @@ def test_fill_mask_cli_in_process(tmp_path, capsys):
     assert "no masked-LM head" in capsys.readouterr().err
     assert main(["fill-mask", "--model", str(path), "--text", "w1 w2"]) == 2
     assert "has no [MASK]" in capsys.readouterr().err
-
-
-# 31 s: the same three commands as fresh console-script processes; the default suite runs
-# them in process (main).
-@pytest.mark.slow(covered_by=(
-    "tests/convert/test_hf_heads.py::test_fill_mask_cli_in_process",
-    "tests/convert/test_hf_heads.py::test_fill_mask_scores_as_the_published_head_does"))
-def test_fill_mask_cli_in_a_fresh_process(tmp_path):
-    path, _ = _checkpoint(tmp_path / "mlm")
-    script = os.path.join(os.path.dirname(sys.executable), "kerasbert")
-    done = subprocess.run([script, "fill-mask", "--model", path, "--text", "w1 [MASK] w3 [MASK]",
-                           "--top-k", "2"], cwd=tmp_path, capture_output=True, text=True,
-                          timeout=600)
-    assert done.returncode == 0, done.stderr[-2000:]
-    row = json.loads(done.stdout.strip().splitlines()[-1])
-    assert len(row["masks"]) == 2 and all(len(m) == 2 for m in row["masks"])
-    bare = write_hf(tmp_path / "bare", hf_tensors(), hf_config())
-    refused = subprocess.run([script, "fill-mask", "--model", bare, "--vocab",
-                              os.path.join(path, "vocab.txt"), "--text", "w1 [MASK]"],
-                             cwd=tmp_path, capture_output=True, text=True, timeout=600)
-    assert refused.returncode == 2 and "no masked-LM head" in refused.stderr
-    nomask = subprocess.run([script, "fill-mask", "--model", path, "--text", "w1 w2"],
-                            cwd=tmp_path, capture_output=True, text=True, timeout=600)
-    assert nomask.returncode == 2 and "has no [MASK]" in nomask.stderr
 
 
 def test_pretrain_init_from_a_checkpoint_takes_its_heads(tmp_path):

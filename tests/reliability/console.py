@@ -33,6 +33,27 @@ def kerasbert(*args, cwd, timeout=300, input=None, **env_extra):
                           errors="replace")
 
 
+def in_process(*args, cwd=None):
+    """`kerasbert ARGS` through `kerasbert.cli.main` in this process (from
+    `cwd` when given): a CompletedProcess like `kerasbert`'s, for the same
+    checks (`ok`, `one_line_error`) without a second TensorFlow start. The
+    twin of a console-script test; it cannot see what crosses processes."""
+    import contextlib
+    import io
+
+    from kerasbert.cli import main
+
+    out, err = io.StringIO(), io.StringIO()
+    with contextlib.ExitStack() as stack:
+        if cwd is not None:
+            stack.enter_context(contextlib.chdir(cwd))
+        stack.enter_context(contextlib.redirect_stdout(out))
+        stack.enter_context(contextlib.redirect_stderr(err))
+        code = main([str(arg) for arg in args])
+    return subprocess.CompletedProcess([KERASBERT, *map(str, args)], code, out.getvalue(),
+                                       err.getvalue())
+
+
 def ok(result):
     """Asserts exit 0 (showing the output when not); returns stdout."""
     assert result.returncode == 0, (

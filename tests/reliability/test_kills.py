@@ -92,7 +92,7 @@ def test_kill_pretrain_then_resume(corpus, tmp_path):
 # writers' locks and temporaries.
 @pytest.mark.slow(covered_by=(
     "tests/reliability/test_kills.py::test_kill_pretrain_then_resume",
-    "tests/models/elmo/test_elmo_finetune_cli.py::test_console_freeze_backbone_on_a_bert",
+    "tests/training/test_finetune_cli.py::test_multi_worker_strategy_two_console_script_processes",
     "tests/reliability/test_writers.py::test_a_stale_lock_file_of_a_dead_process_does_not_block",
     "tests/reliability/test_writers.py::test_temporaries_of_killed_writers_are_removed_under_the_lock"))
 def test_kill_finetune(tmp_path):

@@ -184,7 +184,7 @@ def finetuned(world, pretrained):
 # 9-13 s per evaluate; the default suite fine-tunes in a fresh process and fine-tunes
 # and evaluates every type in process.
 @pytest.mark.slow(covered_by=(
-    "tests/models/elmo/test_elmo_finetune_cli.py::test_console_freeze_backbone_on_a_bert",
+    "tests/training/test_finetune_cli.py::test_multi_worker_strategy_two_console_script_processes",
     "tests/training/test_finetune_cli.py::test_classification_learns_and_writes_outputs",
     "tests/training/test_finetune_cli.py::test_every_task_type_runs_end_to_end",
     "tests/training/test_finetune_cli.py::test_glue_tasks_through_tfds"))

@@ -12,6 +12,8 @@ import numpy as np
 import pytest
 
 from kerasbert.testing import assert_same_decisions
+from reliability.console import kerasbert
+from reliability.console import ok
 from serving_fixtures import make_finetuned_dir
 from serving_fixtures import run_fresh
 from serving_fixtures import shared_export
@@ -379,53 +381,31 @@ def test_failed_exports_leave_the_versions_alone(shared_builds, tmp_path, monkey
     assert sorted(os.listdir(out)) == ["1"]
 
 
-# 19 s: `predict` in a fresh process (which must not import the model code)
-# and `python -m kerasbert`; the default suite runs the same commands in-process.
-@pytest.mark.slow(covered_by=(
-    "tests/serving/test_export.py::test_predict_cli_in_process",))
-def test_predict_cli_uses_only_tensorflow(exports, capsys):
-    code = (
-        "import sys\n"
-        "from kerasbert.cli import main\n"
-        "rc = main(sys.argv[1:])\n"
-        "ours = ('kerasbert.models', 'kerasbert.layers', 'kerasbert.tasks.task', 'kerasbert.text.tokenizer',"
-        " 'keras_hub', 'keras_nlp', 'tf_keras')\n"
-        "bad = [m for m in sys.modules if m.startswith(ours)]\n"
-        "assert not bad, bad\n"
-        "sys.exit(rc)\n"
-    )
-    result = subprocess.run(
-        [sys.executable, "-c", code, "predict", "--saved-model", exports["tagging"][0],
-         "--text", TEXTS[0], "--text", "Paris"], capture_output=True, text=True)
-    assert result.returncode == 0, result.stderr[-3000:]
-    rows = [json.loads(line) for line in result.stdout.strip().splitlines()[-2:]]
+def _imported_modules(stderr):
+    """Module names that `PYTHONPROFILEIMPORTTIME=1` listed on stderr."""
+    return {line.rsplit("|", 1)[-1].strip() for line in stderr.splitlines()
+            if line.startswith("import time:")}
+
+
+def test_predict_cli(exports, tmp_path, capsys):
+    """`kerasbert predict` on the tagging export as the installed console
+    script: one JSON row per text, and the process imports no model code
+    (Python's own import log says what it loaded). The multiple-choice and
+    pair exports in this process (`main`): a missing --text-b is a usage
+    error naming it."""
+    from kerasbert.cli import main
+
+    done = kerasbert("predict", "--saved-model", exports["tagging"][0], "--text", TEXTS[0],
+                     "--text", "Paris", cwd=tmp_path, PYTHONPROFILEIMPORTTIME="1")
+    rows = [json.loads(line) for line in ok(done).strip().splitlines()[-2:]]
     assert rows[0]["tokens"][:3] == ["John", "Smith", "lives"]
     assert len(rows[1]["tokens"]) == rows[1]["num_tokens"] == 1
     assert len(rows[0]["entity_text"]) == rows[0]["num_entities"]
-    # Multiple choice in process (the import check above needs a subprocess).
-    from kerasbert.cli import main
-
-    assert main(["predict", "--saved-model", exports["multiple_choice"][0], "--context", TEXTS[0],
-                 "--choice", "a", "--choice", "b", "--choice", "c"]) == 0
-    row = json.loads(capsys.readouterr().out.strip().splitlines()[-1])
-    assert len(row["probabilities"]) == 3 and row["choice_text"] in ("a", "b", "c")
-    missing = subprocess.run([sys.executable, "-m", "kerasbert", "predict", "--saved-model",
-                              exports["pair"][0], "--text", "x"], capture_output=True, text=True)
-    assert missing.returncode == 2 and "--text-b" in missing.stderr
-
-
-def test_predict_cli_in_process(exports, capsys):
-    """`kerasbert predict` on the tagging, multiple-choice and pair exports,
-    in this process: one JSON row per text, and a missing --text-b is a
-    usage error naming it."""
-    from kerasbert.cli import main
-
-    assert main(["predict", "--saved-model", exports["tagging"][0], "--text", TEXTS[0],
-                 "--text", "Paris"]) == 0
-    rows = [json.loads(line) for line in capsys.readouterr().out.strip().splitlines()[-2:]]
-    assert rows[0]["tokens"][:3] == ["John", "Smith", "lives"]
-    assert len(rows[1]["tokens"]) == rows[1]["num_tokens"] == 1
-    assert len(rows[0]["entity_text"]) == rows[0]["num_entities"]
+    imported = _imported_modules(done.stderr)
+    assert "kerasbert.commands.predict" in imported and "tensorflow" in imported
+    model_code = ("kerasbert.models", "kerasbert.layers", "kerasbert.tasks.task",
+                  "kerasbert.text.tokenizer", "keras_hub", "keras_nlp", "tf_keras")
+    assert not sorted(m for m in imported if m.startswith(model_code))
     assert main(["predict", "--saved-model", exports["multiple_choice"][0], "--context", TEXTS[0],
                  "--choice", "a", "--choice", "b", "--choice", "c"]) == 0
     row = json.loads(capsys.readouterr().out.strip().splitlines()[-1])

@@ -5,12 +5,13 @@ gives the source model's outputs."""
 
 import json
 import os
-import subprocess
 import sys
 
 import keras
 import numpy as np
 import pytest
+from reliability.console import kerasbert
+from reliability.console import ok
 
 from kerasbert import runs
 from kerasbert.errors import UsageError
@@ -103,42 +104,21 @@ def test_refusals(tmp_path, run_dir):
     assert not any((tmp_path / name).exists() for name in ("x", "y", "z"))
 
 
-# 20 s: the installed console script, twice, in fresh processes; the default
-# suite runs the same `convert` commands in-process.
-@pytest.mark.slow(covered_by=(
-    "tests/serving/test_model_conversion.py::test_cli_converts_in_process",))
-def test_cli_converts_in_a_fresh_process(tmp_path, run_dir):
-    run, source = run_dir
-    script = os.path.join(os.path.dirname(sys.executable), "kerasbert")
-    done = subprocess.run([script, "convert", "--model", str(run), "--to", "hf", "--output",
-                           str(tmp_path / "hf")], cwd=tmp_path, capture_output=True, text=True,
-                          timeout=600)
-    assert done.returncode == 0, done.stderr[-2000:]
-    inputs = tiny_encoder_inputs()
-    np.testing.assert_allclose(_outputs(Backbone.from_preset(str(tmp_path / "hf")),
-                                        inputs)["pooled_output"],
-                               _outputs(source, inputs)["pooled_output"], atol=1e-5)
-    again = subprocess.run([script, "convert", "--model", str(run), "--to", "hf", "--output",
-                            str(tmp_path / "hf")], cwd=tmp_path, capture_output=True, text=True,
-                           timeout=600)
-    assert again.returncode == 2 and "already exists" in again.stderr
-    assert "Traceback" not in again.stderr
-
-
-def test_cli_converts_in_process(tmp_path, run_dir, capsys):
-    """`kerasbert convert --to hf` through the command line's `main`: the
-    written directory reads back with the run's outputs; a second run onto
-    it exits 2 with one line."""
+def test_cli_converts(tmp_path, run_dir, capsys):
+    """`kerasbert convert --to hf` as the installed console script, from
+    another folder: the written directory reads back with the run's
+    outputs. A second run onto it (in this process, `main`) exits 2 with
+    one line."""
     from kerasbert.cli import main
 
     run, source = run_dir
-    argv = ["convert", "--model", str(run), "--to", "hf", "--output", str(tmp_path / "hf")]
-    assert main(argv) == 0
+    ok(kerasbert("convert", "--model", run, "--to", "hf", "--output", "hf", cwd=tmp_path))
     inputs = tiny_encoder_inputs()
     np.testing.assert_allclose(_outputs(Backbone.from_preset(str(tmp_path / "hf")),
                                         inputs)["pooled_output"],
                                _outputs(source, inputs)["pooled_output"], atol=1e-5)
     capsys.readouterr()
+    argv = ["convert", "--model", str(run), "--to", "hf", "--output", str(tmp_path / "hf")]
     assert main(argv) == 2
     err = capsys.readouterr().err
     assert "already exists" in err and "Traceback" not in err

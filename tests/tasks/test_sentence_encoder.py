@@ -13,6 +13,8 @@ import sys
 
 import numpy as np
 import pytest
+from reliability.console import kerasbert as console
+from reliability.console import ok
 
 import kerasbert
 from kerasbert.cli import main
@@ -167,14 +169,17 @@ def test_width_mismatch_and_lower_case(folder, tmp_path):
 # ------------------------------------------------------------ kerasbert embed
 
 
-def test_embed_cli_writes_jsonl_and_npy(folder, tmp_path, capsys):
+def test_embed_cli_writes_jsonl_and_npy(folder, tmp_path):
+    """JSON lines from the installed console script, run in the input's
+    folder; .npy and the flags that replace the folder's pooling in this
+    process (`main`)."""
     source = tmp_path / "in.txt"
     source.write_text("\n".join(TEXTS) + "\n", encoding="utf-8")
     jsonl, npy = tmp_path / "v.jsonl", tmp_path / "v.npy"
-    assert main(["embed", "--model", folder[0], "--input", str(source), "--output", str(jsonl),
-                 "--batch-size", "2"]) == 0
+    printed = ok(console("embed", "--model", folder[0], "--input", "in.txt", "--output",
+                         "v.jsonl", "--batch-size", "2", cwd=tmp_path))
     assert "Wrote 5 vector(s) of dimension 16 (pooling mean, normalised, max_seq_length 16)" \
-        in capsys.readouterr().out
+        in printed
     assert main(["embed", "--model", folder[0], "--input", str(source), "--output", str(npy),
                  "--batch-size", "2"]) == 0
     rows = np.array([json.loads(line) for line in jsonl.read_text().splitlines()], np.float32)

@@ -8,10 +8,10 @@ keeps them. Run through the installed `kerasbert` console script."""
 
 import json
 import os
-import subprocess
-import sys
 
 import pytest
+from reliability.console import in_process
+from reliability.console import kerasbert
 
 from kerasbert.data.finetuning import read_features
 from kerasbert.errors import TaskDataError
@@ -20,31 +20,21 @@ from kerasbert.testing.files import write_vocabulary
 from kerasbert.text import ids_settings
 from kerasbert.text import load_tokenizer
 
-KERASBERT = os.path.join(os.path.dirname(sys.executable), "kerasbert")
 WORDS = "the a movie good bad great film plot was not [ ] mask sep".split()
 
 
 def _cli(*argv):
     """The console script's (exit code, stdout, stderr)."""
-    env = dict(os.environ, TF_CPP_MIN_LOG_LEVEL="3", PYTHONHASHSEED="0")
-    done = subprocess.run([KERASBERT, *argv], capture_output=True, text=True, env=env,
-                          timeout=600)
+    done = kerasbert(*argv, cwd=os.getcwd())
     return done.returncode, done.stdout, done.stderr
 
 
 def _in_process(*argv):
-    """`kerasbert.cli.main` in this process: (exit code, stdout, stderr),
-    as `_cli` gives them (the default suite runs one refusal through the
-    console script and the others here, without a second TensorFlow start)."""
-    import contextlib
-    import io
-
-    from kerasbert.cli import main
-
-    out, err = io.StringIO(), io.StringIO()
-    with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
-        code = main(list(argv))
-    return code, out.getvalue(), err.getvalue()
+    """The same, through `kerasbert.cli.main` in this process (the default
+    suite runs one refusal through the console script and the others here,
+    without a second TensorFlow start)."""
+    done = in_process(*argv)
+    return done.returncode, done.stdout, done.stderr
 
 
 def _error_lines(stderr):

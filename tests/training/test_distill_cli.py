@@ -3,7 +3,8 @@ student from the distilbert_base preset (shrunk with --set), the run's
 outputs, a frozen teacher and clear errors.
 
 The command is driven through its own parser (`commands.register(..., "distill")`),
-as `kerasbert distill` does once the CLI lists the module.
+as `kerasbert distill` does; test_teacher_given_as_a_handle runs the installed
+console script.
 """
 
 import argparse
@@ -15,6 +16,8 @@ import numpy as np
 import pytest
 
 import pretrain_data as pd
+from reliability.console import kerasbert
+from reliability.console import ok
 from kerasbert.cli import main
 from kerasbert.cli import run_reporting_errors
 from kerasbert.models.distil_bert import DistilBertBackbone
@@ -172,12 +175,13 @@ def test_half_precision_student(teacher_run, tmp_path, precision):
 
 
 def test_teacher_given_as_a_handle(teacher_run, tmp_path):
-    """`--teacher RUN_DIR` (a handle): the run's pretrainer.keras brings the
-    masked-LM head; a directory without one is refused in one line."""
+    """`--teacher RUN_DIR` (a handle), through the installed console script:
+    the run's pretrainer.keras brings the masked-LM head. A directory
+    without one is refused in one line (in this process)."""
     vocab, shards, run = teacher_run
-    args = distill_args(teacher_run, str(tmp_path / "student"), steps=2)
+    args = distill_args(teacher_run, "student", steps=2)
     args[args.index("--teacher") + 1] = run
-    assert distill(args) == 0
+    assert "teacher layers [0]" in ok(kerasbert("distill", *args, cwd=tmp_path))
     assert os.path.isfile(tmp_path / "student" / "backbone.keras")
     (tmp_path / "empty").mkdir()
     args = distill_args(teacher_run, str(tmp_path / "student2"), steps=2)

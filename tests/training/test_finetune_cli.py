@@ -11,6 +11,9 @@ import numpy as np
 import pytest
 
 import pretrain_data as pd
+from reliability.console import KERASBERT
+from reliability.console import kerasbert
+from reliability.console import ok
 from kerasbert.cli import main
 from kerasbert.testing.files import write_csv
 from kerasbert.testing.files import write_jsonl
@@ -88,9 +91,9 @@ def test_classification_learns_and_writes_outputs(setup, tmp_path):
 def test_a_run_made_from_relative_paths_travels(setup, tmp_path, monkeypatch, capsys):
     """A run fine-tuned in work/ from relative paths, its progress going to
     a pipe (Keras' one line per epoch, no progress bar redrawn with `\\r`),
-    is used from elsewhere/: evaluate reads the run's own validation file,
-    and export.json names the task file by name and hash, never by a path
-    of this machine."""
+    is used from elsewhere/ by `evaluate` and `export` in fresh console-script
+    processes: evaluate reads the run's own validation file, and export.json
+    names the task file by name and hash, never by a path of this machine."""
     import hashlib
     import re
     import shutil
@@ -110,14 +113,15 @@ def test_a_run_made_from_relative_paths_travels(setup, tmp_path, monkeypatch, ca
     assert "\r" not in log and "\b" not in log
     assert len([line for line in log.splitlines() if re.match(r"\d+/\d+ - \d+s", line)]) == 2, log
 
-    monkeypatch.chdir(elsewhere)
-    assert main(["evaluate", "--model", "../work/ft", "--batch-size", "16"]) == 0
-    assert "its own validation data" in capsys.readouterr().out
+    # evaluate and export as the installed console script, from elsewhere/.
+    evaluated = ok(kerasbert("evaluate", "--model", "../work/ft", "--batch-size", "16",
+                             cwd=elsewhere))
+    assert "its own validation data" in evaluated
     metrics = json.load(open(work / "ft" / "metrics.json"))["validation"]
     evaluation = json.load(open(work / "ft" / "evaluation.json"))["metrics"]
     assert evaluation["accuracy"] == pytest.approx(metrics["accuracy"], abs=1e-6)
 
-    assert main(["export", "--model", "../work/ft", "--output", "serving"]) == 0
+    ok(kerasbert("export", "--model", "../work/ft", "--output", "serving", cwd=elsewhere))
     text = (elsewhere / "serving" / "1" / "assets.extra" / "export.json").read_text()
     assert str(tmp_path) not in text, text
     info = json.loads(text)
@@ -319,8 +323,6 @@ def test_multi_worker_strategy_two_console_script_processes(setup, tmp_path):
     """`kerasbert finetune --strategy multi_worker`: two installed console
     scripts with TF_CONFIG train one model (model.fit over
     MultiWorkerMirroredStrategy); only the chief writes --output-dir."""
-    import sys
-
     from kerasbert.testing.workers import run_workers
 
     out = tmp_path / "ft"
@@ -329,10 +331,9 @@ def test_multi_worker_strategy_two_console_script_processes(setup, tmp_path):
     args = finetune_args(setup, out, "--task", f"csv:{train}", "--validation", valid,
                          "--strategy", "multi_worker")
     args[args.index("--epochs") + 1] = "2"
-    script = os.path.join(os.path.dirname(sys.executable), "kerasbert")
     scratch = tmp_path / "tmp"  # where the other worker writes its copy
     scratch.mkdir()
-    outputs = run_workers([script, *args], tmp_path,
+    outputs = run_workers([KERASBERT, *args], tmp_path,
                           env={"PYTHONPATH": pd.REPO, "TMPDIR": str(scratch)})
     assert "fine-tuned a classification model" in outputs[0]
     assert "fine-tuned" not in outputs[1]  # the other worker stays quiet

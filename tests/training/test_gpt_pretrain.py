@@ -9,6 +9,8 @@ import numpy as np
 import pytest
 
 import pretrain_data as pd
+from reliability.console import kerasbert
+from reliability.console import ok
 from kerasbert.cli import main
 
 # Every word once, so the next word is a function of the previous ones.
@@ -51,14 +53,21 @@ def test_pretrain_trains_a_causal_lm_without_masking(memorised):
         assert os.path.getsize(os.path.join(run, name)) > 0
 
 
-def test_generate_regenerates_the_memorised_text(memorised, capsys):
+def test_generate_regenerates_the_memorised_text(memorised, tmp_path, capsys):
+    """The first prompt through the installed console script, from another
+    folder; the others in this process (`main`)."""
     _, _, run = memorised
     words = TEXT.split()
     for cut in (1, 3, 6):
-        capsys.readouterr()
-        assert main(["generate", "--model", run, "--prompt", " ".join(words[:cut]),
-                     "--max-new-tokens", "30"]) == 0
-        completion = capsys.readouterr().out.strip()
+        prompt = " ".join(words[:cut])
+        if cut == 1:
+            completion = ok(kerasbert("generate", "--model", run, "--prompt", prompt,
+                                      "--max-new-tokens", "30", cwd=tmp_path)).strip()
+        else:
+            capsys.readouterr()
+            assert main(["generate", "--model", run, "--prompt", prompt,
+                         "--max-new-tokens", "30"]) == 0
+            completion = capsys.readouterr().out.strip()
         # Greedy decoding gives the rest of the text exactly, then stops at
         # the separator that ends the training sequences (or continues with
         # the next copy of the text).

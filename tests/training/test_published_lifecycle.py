@@ -34,7 +34,7 @@ BAD = ["a dull film with poor acting", "the story was boring and cold",
 @pytest.mark.slow(covered_by=(
     "tests/reliability/test_untrusted_checkpoints.py::test_the_published_config_mutated_loads_its_weights_or_is_refused",
     "tests/training/test_recipes.py::test_published_narrow_berts_take_their_own_row",
-    "tests/models/elmo/test_elmo_finetune_cli.py::test_console_freeze_backbone_on_a_bert",
+    "tests/training/test_finetune_cli.py::test_multi_worker_strategy_two_console_script_processes",
     "tests/serving/test_export.py::test_regression_score_matches_keras"))
 def test_published_checkpoint_fine_tunes_exports_and_serves(published_minilm, tmp_path):
     elsewhere = tmp_path / "elsewhere"

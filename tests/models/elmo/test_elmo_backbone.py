@@ -102,10 +102,11 @@ def test_small_preset_builds_with_that_count():
     assert dict(backbone.parameter_parts())["biLM (as published, no softmax)"] == 13_593_296
 
 
-# 19 s: two fresh console-script processes; the default suite runs `kerasbert info` on an
-# ELMo weight directory in a fresh process, prints counts through `info` in process and
-# checks the presets' published counts.
+# 19 s: two fresh console-script processes; the default suite runs `kerasbert info` as a
+# console script (the Transformer's count), on an ELMo weight directory in process, prints
+# counts through `info` in process and checks the presets' published counts.
 @pytest.mark.slow(covered_by=(
+    "tests/models/transformer/test_transformer_backbone.py::TestTransformerBackbone::test_info_prints_the_count_through_the_console_script",
     "tests/convert/test_elmo_weights.py::test_mismatched_shape_names_the_dataset",
     "tests/models/elmo/test_elmo_backbone.py::test_presets_have_the_published_counts",
     "tests/models/elmo/test_elmo_backbone.py::test_small_preset_builds_with_that_count",

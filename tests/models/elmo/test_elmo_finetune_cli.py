@@ -13,6 +13,7 @@ import kerasbert
 from kerasbert.convert.elmo_weights import save_elmo
 from kerasbert.models import ElmoBackbone
 from kerasbert.testing.files import write_jsonl
+from reliability.console import in_process
 from reliability.console import kerasbert as console
 from reliability.console import ok
 from reliability.console import one_line_error
@@ -65,8 +66,9 @@ def test_console_finetune_tagging_on_a_frozen_elmo(tmp_path):
     assert not (tmp_path / "ft2").exists()
 
 
-def test_console_freeze_backbone_on_a_bert(tmp_path):
-    # The flag is every family's: a BERT's encoder stays as loaded too.
+def test_freeze_backbone_on_a_bert(tmp_path):
+    # The flag is every family's: a BERT's encoder stays as loaded too (the
+    # command in process: the ELMo runs above are the console-script ones).
     from kerasbert.models import BertBackbone
     from kerasbert.testing.files import write_csv
 
@@ -78,10 +80,10 @@ def test_console_freeze_backbone_on_a_bert(tmp_path):
     backbone.save(tmp_path / "backbone.keras")
     rows = [["very good film .", "pos"], ["bad plot .", "neg"]] * 4
     train = write_csv(tmp_path / "train.csv", ["sentence", "label"], rows)
-    ok(console("finetune", "--task", f"csv:{train}", "--backbone", tmp_path / "backbone.keras",
-               "--vocab", tmp_path / "vocab.txt", "--freeze-backbone", "--output-dir",
-               tmp_path / "ft", "--epochs", "1", "--batch-size", "4", "--max-seq-length", "8",
-               "--no-progress", cwd=tmp_path))
+    ok(in_process("finetune", "--task", f"csv:{train}", "--backbone",
+                  tmp_path / "backbone.keras", "--vocab", tmp_path / "vocab.txt",
+                  "--freeze-backbone", "--output-dir", tmp_path / "ft", "--epochs", "1",
+                  "--batch-size", "4", "--max-seq-length", "8", "--no-progress"))
     model = kerasbert.load_model(str(tmp_path / "ft" / "model.keras"))
     assert not model.backbone.trainable
     for before, after in zip(backbone.get_weights(), model.backbone.get_weights()):

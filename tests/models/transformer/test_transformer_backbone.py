@@ -1,9 +1,7 @@
-import os
-import subprocess
-import sys
-
 import numpy as np
 import pytest
+from reliability.console import kerasbert
+from reliability.console import ok
 
 from kerasbert.models import TransformerBackbone
 from kerasbert.models import from_preset
@@ -120,12 +118,9 @@ class TestTransformerBackbone(TestCase):
         assert from_preset("transformer_base").count_params() == 63_045_632
 
     def test_info_prints_the_count_through_the_console_script(self, tmp_path):
-        script = os.path.join(os.path.dirname(sys.executable), "kerasbert")
-        result = subprocess.run([script, "info", "--preset", "transformer_base"],
-                                capture_output=True, text=True, cwd=tmp_path, timeout=300)
-        assert result.returncode == 0, result.stderr[-2000:]
-        assert "63,045,632" in result.stdout
-        assert "TransformerBackbone" in result.stdout
+        printed = ok(kerasbert("info", "--preset", "transformer_base", cwd=tmp_path))
+        assert "63,045,632" in printed
+        assert "TransformerBackbone" in printed
 
     @pytest.mark.parametrize("override, message", [
         ({"hidden_dim": 15, "num_heads": 3}, "even width"),
