@@ -36,7 +36,9 @@ def test_model_code_never_imports_tensorflow(subpackage):
         assert "tf." not in path.read_text().replace("kerasbert", ""), path
 
 
-JAX_SCRIPT = """
+# What every JAX script starts from: two rows of 40 tokens (the second
+# padded after 25) and a tiny configuration.
+JAX_PRELUDE = """
 import numpy as np, keras
 assert keras.config.backend() == "jax"
 from kerasbert import models
@@ -47,23 +49,33 @@ mask = np.array([[1] * 40, [1] * 25 + [0] * 15], "int32")
 inputs = {"input_word_ids": ids, "input_mask": mask, "input_type_ids": np.zeros_like(ids)}
 tiny = dict(vocabulary_size=30, num_layers=2, num_heads=2, hidden_dim=8,
             intermediate_dim=16, max_sequence_length=48)
+"""
+
+# Runs each backbone of `families` ({class name: extra arguments}) on the inputs.
+RUN_FAMILIES = """
+for name, extra in families.items():
+    out = getattr(models, name)(**tiny, **extra)(inputs)
+    assert out["sequence_output"].shape == (2, 40, 8), name
+    assert np.isfinite(np.asarray(out["pooled_output"])).all(), name
+    assert len(out["encoder_outputs"]) == 2, name
+"""
+
+# GPT is causal under JAX too: position 10 ignores what follows it.
+GPT_IS_CAUSAL = """
+gpt = models.GptBackbone(**tiny)
+changed = dict(inputs, input_word_ids=np.where(np.arange(40) > 10, 3, ids).astype("int32"))
+a, b = gpt(inputs)["sequence_output"], gpt(changed)["sequence_output"]
+assert np.allclose(np.asarray(a)[:, :11], np.asarray(b)[:, :11], atol=1e-6)
+"""
+
+JAX_SCRIPT = JAX_PRELUDE + """
 families = {
     "BertBackbone": {}, "RobertaBackbone": {}, "DistilBertBackbone": {},
     "AlbertBackbone": {"embedding_dim": 4}, "ElectraBackbone": {"embedding_dim": 4},
     # Blocks of 4, one random block: 40 tokens take the block-sparse path.
     "BigBirdBackbone": {"block_size": 4, "num_random_blocks": 1}, "GptBackbone": {},
 }
-for name, extra in families.items():
-    model = getattr(models, name)(**tiny, **extra)
-    out = model(inputs)
-    assert out["sequence_output"].shape == (2, 40, 8), name
-    assert np.isfinite(np.asarray(out["pooled_output"])).all(), name
-    assert len(out["encoder_outputs"]) == 2, name
-# GPT is causal under JAX too: position 10 ignores what follows it.
-gpt = models.GptBackbone(**tiny)
-changed = dict(inputs, input_word_ids=np.where(np.arange(40) > 10, 3, ids).astype("int32"))
-a, b = gpt(inputs)["sequence_output"], gpt(changed)["sequence_output"]
-assert np.allclose(np.asarray(a)[:, :11], np.asarray(b)[:, :11], atol=1e-6)
+""" + RUN_FAMILIES + GPT_IS_CAUSAL + """
 # The pretrainers: BertPretrainer's sparse last layer, the causal LM.
 bert = models.BertBackbone(**tiny)
 batch = dict(inputs, masked_lm_positions=np.array([[1, 5, 9]] * 2, "int32"))
@@ -86,28 +98,22 @@ assert np.isfinite(losses).all() and losses[-1] < losses[0], losses
 print("ok", type(out["sequence_output"]).__module__, type(logits).__name__)
 """
 
-
-SMALL_JAX_SCRIPT = """
-import numpy as np, keras
-assert keras.config.backend() == "jax"
-from kerasbert import models
-
-ids = (np.arange(80, dtype="int32").reshape(2, 40) * 7) % 30
-mask = np.array([[1] * 40, [1] * 25 + [0] * 15], "int32")
-inputs = {"input_word_ids": ids, "input_mask": mask, "input_type_ids": np.zeros_like(ids)}
-tiny = dict(vocabulary_size=30, num_layers=2, num_heads=2, hidden_dim=8,
-            intermediate_dim=16, max_sequence_length=48)
-for name in ("BertBackbone", "RobertaBackbone", "DistilBertBackbone", "GptBackbone"):
-    out = getattr(models, name)(**tiny)(inputs)
-    assert out["sequence_output"].shape == (2, 40, 8), name
-    assert np.isfinite(np.asarray(out["pooled_output"])).all(), name
-    assert len(out["encoder_outputs"]) == 2, name
-gpt = models.GptBackbone(**tiny)
-changed = dict(inputs, input_word_ids=np.where(np.arange(40) > 10, 3, ids).astype("int32"))
-a, b = gpt(inputs)["sequence_output"], gpt(changed)["sequence_output"]
-assert np.allclose(np.asarray(a)[:, :11], np.asarray(b)[:, :11], atol=1e-6)
+SMALL_JAX_SCRIPT = JAX_PRELUDE + """
+families = {"BertBackbone": {}, "RobertaBackbone": {}, "DistilBertBackbone": {},
+            "GptBackbone": {}}
+""" + RUN_FAMILIES + GPT_IS_CAUSAL + """
 print("ok", type(out["sequence_output"]).__module__)
 """
+
+
+def _run_under_jax(script, **env):
+    """Runs `script` in a Python whose Keras backend is JAX on the CPU;
+    asserts it printed "ok jax..."."""
+    env = dict(os.environ, KERAS_BACKEND="jax", JAX_PLATFORMS="cpu", **env)
+    result = subprocess.run([sys.executable, "-c", script], env=env, capture_output=True,
+                            text=True, timeout=300)
+    assert result.returncode == 0, result.stderr[-3000:]
+    assert result.stdout.startswith("ok jax")
 
 
 @pytest.mark.skipif(
@@ -118,12 +124,7 @@ def test_encoders_and_gpt_run_under_jax():
     JAX, XLA at its cheapest optimisation level (these calls only need to
     run); the slow test below adds every other family, the pretrainers and a
     Reformer training step."""
-    env = dict(os.environ, KERAS_BACKEND="jax", JAX_PLATFORMS="cpu",
-               XLA_FLAGS="--xla_backend_optimization_level=0")
-    result = subprocess.run([sys.executable, "-c", SMALL_JAX_SCRIPT], env=env,
-                            capture_output=True, text=True, timeout=300)
-    assert result.returncode == 0, result.stderr[-3000:]
-    assert result.stdout.startswith("ok jax")
+    _run_under_jax(SMALL_JAX_SCRIPT, XLA_FLAGS="--xla_backend_optimization_level=0")
 
 
 # 57 s: every family (BigBird's sparse path, ALBERT, ELECTRA, the Reformer), the
@@ -137,13 +138,4 @@ def test_encoders_and_gpt_run_under_jax():
     importlib.util.find_spec("jax") is None, reason="jax is not installed"
 )
 def test_backbone_runs_under_jax():
-    env = dict(os.environ, KERAS_BACKEND="jax", JAX_PLATFORMS="cpu")
-    result = subprocess.run(
-        [sys.executable, "-c", JAX_SCRIPT],
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=300,
-    )
-    assert result.returncode == 0, result.stderr[-3000:]
-    assert result.stdout.startswith("ok jax")
+    _run_under_jax(JAX_SCRIPT)

@@ -113,6 +113,28 @@ def test_finetune_evaluate_export_predict_across_processes(setup, tmp_path):
 
 
 
+def doubled_rows(n, seed):
+    """The reversed words, then the sentence again: targets twice a source's words."""
+    return [[s, f"{t} {s}"] for s, t in reversed_rows(n, seed)]
+
+
+def _check_long_targets_kept(out, rows):
+    """The run's saved preprocessor keeps --max-target-length 14 and every
+    word (and [end]) of a target longer than the 8 source positions.
+    Returns the loaded model."""
+    import tensorflow as tf
+
+    from kerasbert import load_model
+
+    model = load_model(str(out / "model.keras"))
+    assert model.preprocessor.target_length == 14
+    source, target = rows[0]
+    features, labels = model.preprocessor.preprocess(tf.constant([source]), tf.constant([target]))
+    assert int(features["encoder_padding_mask"].numpy().sum()) <= 8
+    assert int((labels.numpy() != 0).sum()) == len(target.split()) + 1 > 8
+    return model
+
+
 # 91 s: 40 epochs on targets of 10-12 words in console-script processes, then
 # two exports; the default suite fine-tunes in-process with --max-target-length
 # 14 over sources cut to 8, and checks the decoding length an export records.
@@ -124,12 +146,9 @@ def test_max_target_length_keeps_long_targets_and_bounds_the_export(setup, tmp_p
     is kept whole, config.json keeps T, and the export generates up to T."""
     import tensorflow as tf
 
-    def doubled(n, seed):  # the reversed words, then the sentence again: 2x the source
-        return [[s, f"{t} {s}"] for s, t in reversed_rows(n, seed)]
-
-    train = write_csv(tmp_path / "train.tsv", ["source", "target"], doubled(48, 0),
+    train = write_csv(tmp_path / "train.tsv", ["source", "target"], doubled_rows(48, 0),
                       delimiter="\t")
-    rows = doubled(6, 1)
+    rows = doubled_rows(6, 1)
     valid = write_csv(tmp_path / "valid.tsv", ["source", "target"], rows, delimiter="\t")
     out = tmp_path / "ft"
     # No validation while training (no beam search per epoch): 120 quick steps.
@@ -146,16 +165,7 @@ def test_max_target_length_keeps_long_targets_and_bounds_the_export(setup, tmp_p
     assert config["recipe"]["values"]["weight_decay"] == 0.0
     assert config["recipe"]["values"]["learning_rate"] == pytest.approx((32 * 4000) ** -0.5,
                                                                         rel=1e-5)
-
-    from kerasbert import load_model
-
-    model = load_model(str(out / "model.keras"))
-    assert model.preprocessor.target_length == 14
-    source, target = rows[0]
-    features, labels = model.preprocessor.preprocess(tf.constant([source]), tf.constant([target]))
-    assert int(features["encoder_padding_mask"].numpy().sum()) <= 8
-    # every target word and [end] kept: more than the source's 8 positions
-    assert int((labels.numpy() != 0).sum()) == len(target.split()) + 1 > 8
+    model = _check_long_targets_kept(out, rows)
     assert main(["evaluate", "--model", str(out), "--split", str(valid)]) == 0
 
     serving = tmp_path / "serving" / "t2t"
@@ -187,16 +197,9 @@ def test_finetune_and_evaluate_in_process(setup, tmp_path):
     preprocessor keeps every target word, and the BLEU `evaluate` reports is
     sacreBLEU's on the predictions it writes. (The export and `predict` of a
     text2text model: tests/serving/test_text2text_export.py.)"""
-    import tensorflow as tf
-
-    from kerasbert import load_model
-
-    def doubled(n, seed):  # the reversed words, then the sentence again: 2x the source
-        return [[s, f"{t} {s}"] for s, t in reversed_rows(n, seed)]
-
-    train = write_csv(tmp_path / "train.tsv", ["source", "target"], doubled(16, 0),
+    train = write_csv(tmp_path / "train.tsv", ["source", "target"], doubled_rows(16, 0),
                       delimiter="\t")
-    rows = doubled(4, 1)
+    rows = doubled_rows(4, 1)
     valid = write_csv(tmp_path / "valid.tsv", ["source", "target"], rows, delimiter="\t")
     out = tmp_path / "ft"
     assert main(["finetune", "--task", f"tsv:{train}", "--task-type", "text2text",
@@ -207,13 +210,7 @@ def test_finetune_and_evaluate_in_process(setup, tmp_path):
     config = json.loads((out / "config.json").read_text())
     assert config["task_type"] == "text2text" and config["model_class"] == "Seq2SeqLM"
     assert config["finetune"]["target_length"] == 14 and config["max_seq_length"] == 8
-
-    model = load_model(str(out / "model.keras"))
-    assert model.preprocessor.target_length == 14
-    source, target = rows[0]
-    features, labels = model.preprocessor.preprocess(tf.constant([source]), tf.constant([target]))
-    assert int(features["encoder_padding_mask"].numpy().sum()) <= 8
-    assert int((labels.numpy() != 0).sum()) == len(target.split()) + 1 > 8
+    _check_long_targets_kept(out, rows)
 
     predictions = tmp_path / "predictions.txt"
     assert main(["evaluate", "--model", str(out), "--split", str(valid),

@@ -42,6 +42,27 @@ def _keras_hub_preset(directory, tokenizer, backbone):
     return directory
 
 
+def _albert_preset(directory, albert_directory):
+    """(keras-hub's AlbertTokenizer of the ALBERT sample files, its preset
+    directory written to `directory`)."""
+    albert = keras_hub.models.AlbertTokenizer(
+        proto=str(albert_directory[0] / "model" / "spiece.model"))
+    return albert, _keras_hub_preset(directory, albert, "AlbertBackbone")
+
+
+def _roberta_preset(directory, roberta_directory):
+    """(keras-hub's RobertaTokenizer of the RoBERTa sample files, its preset
+    directory written to `directory`, `tokenizers`' byte-level BPE of the
+    same files with the four special tokens keras-hub matches)."""
+    files = roberta_directory[0] / "model"
+    roberta = keras_hub.models.RobertaTokenizer(vocabulary=str(files / "vocab.json"),
+                                                merges=str(files / "merges.txt"))
+    reference = tokenizers.ByteLevelBPETokenizer(str(files / "vocab.json"),
+                                                 str(files / "merges.txt"))
+    reference.add_special_tokens(["<s>", "</s>", "<pad>", "<mask>"])
+    return roberta, _keras_hub_preset(directory, roberta, "RobertaBackbone"), reference
+
+
 def _keras_hub_ids(tokenizer, texts):
     """keras-hub's ids through its TensorFlow path (as in tf.data and its
     exports; eagerly keras-hub runs a pure-Python path)."""
@@ -107,20 +128,13 @@ def test_keras_hub_albert_and_roberta_presets_on_a_sample(tmp_path, lines, adver
     multilingual = lines[::40]
     short = [line for line in adversarial if len(line) <= 80][::10]
     assert sum("\x00" in line.rstrip("\x00") for line in short) > 0  # text after a NUL
-    albert = keras_hub.models.AlbertTokenizer(
-        proto=str(albert_directory[0] / "model" / "spiece.model"))
-    ours = load_tokenizer(str(_keras_hub_preset(tmp_path / "albert", albert, "AlbertBackbone")))
+    albert, directory = _albert_preset(tmp_path / "albert", albert_directory)
+    ours = load_tokenizer(str(directory))
     assert ours.lower_case is False
     for name, texts in (("multilingual", multilingual), ("adversarial", short)):
         got, expected = ours.tokenize_ids(texts).to_list(), _keras_hub_ids(albert, texts)
         assert _report("keras-hub albert slice", False, name, got, expected) == len(texts)
-    files = roberta_directory[0] / "model"
-    roberta = keras_hub.models.RobertaTokenizer(vocabulary=str(files / "vocab.json"),
-                                                merges=str(files / "merges.txt"))
-    directory = _keras_hub_preset(tmp_path / "roberta", roberta, "RobertaBackbone")
-    reference = tokenizers.ByteLevelBPETokenizer(str(files / "vocab.json"),
-                                                 str(files / "merges.txt"))
-    reference.add_special_tokens(["<s>", "</s>", "<pad>", "<mask>"])
+    roberta, directory, reference = _roberta_preset(tmp_path / "roberta", roberta_directory)
     texts = multilingual + short  # one keras-hub trace for both (~4 s each)
     for truncate in (True, False):
         ours = load_tokenizer(str(directory), special_tokens_in_strings=True,
@@ -150,23 +164,14 @@ def test_keras_hub_albert_and_roberta_presets(tmp_path, lines, adversarial, albe
     adversarial lines of up to 80 characters (special-token strings,
     control characters, empty lines); our BPE's long words are compared
     with `tokenizers` in test_source_tokenizer_parity.py."""
-    albert = keras_hub.models.AlbertTokenizer(
-        proto=str(albert_directory[0] / "model" / "spiece.model"))
-    directory = _keras_hub_preset(tmp_path / "albert", albert, "AlbertBackbone")
+    albert, directory = _albert_preset(tmp_path / "albert", albert_directory)
     ours = load_tokenizer(str(directory))
     assert ours.lower_case is False
     for name, texts in (("multilingual", lines), ("adversarial", adversarial)):
         got, expected = ours.tokenize_ids(texts).to_list(), _keras_hub_ids(albert, texts)
         assert _report("keras-hub albert", False, name, got, expected) == len(texts)
 
-    files = roberta_directory[0] / "model"
-    roberta = keras_hub.models.RobertaTokenizer(vocabulary=str(files / "vocab.json"),
-                                                merges=str(files / "merges.txt"))
-    directory = _keras_hub_preset(tmp_path / "roberta", roberta, "RobertaBackbone")
-    # The same files in tokenizers, with the special tokens keras-hub matches.
-    reference = tokenizers.ByteLevelBPETokenizer(str(files / "vocab.json"),
-                                                 str(files / "merges.txt"))
-    reference.add_special_tokens(["<s>", "</s>", "<pad>", "<mask>"])
+    roberta, directory, reference = _roberta_preset(tmp_path / "roberta", roberta_directory)
     short = [line for line in adversarial if len(line) <= 80]
     assert sum("\x00" in line.rstrip("\x00") for line in short) > 5  # text after a NUL
     for truncate in (True, False):

@@ -98,6 +98,29 @@ class TestTraining:
         assert not (tmp_path / "m.model").exists()  # Nothing half-written.
 
 
+def _saved_tokenizers(tokenizer, trained, export):
+    """Saves a tf.Module with `tokenizer` and an exact_unigram tokenizer of
+    the same .model (its lattice: tables and loops of core TensorFlow ops)
+    to `export`. Returns (export, {output: NumPy array} of SAMPLES)."""
+    module = tf.Module()
+    module.tokenizer = tokenizer
+    module.exact = exact = SentencePieceTokenizer(trained[2], exact_unigram=True)
+
+    @tf.function(input_signature=[tf.TensorSpec([None], tf.string)])
+    def tokenize(texts):
+        ids, starts, ends = tokenizer.tokenize_with_offsets(texts)
+        exact_ids, exact_starts, _ = exact.tokenize_with_offsets(texts)
+        return {"ids": ids.to_tensor(-1), "starts": starts.to_tensor(-1),
+                "ends": ends.to_tensor(-1), "text": tokenizer.detokenize(ids),
+                "exact_ids": exact_ids.to_tensor(-1),
+                "exact_starts": exact_starts.to_tensor(-1)}
+
+    module.tokenize = tokenize
+    tf.saved_model.save(module, str(export))
+    assert (export / "assets" / "albert.model").exists()
+    return export, {k: v.numpy() for k, v in tokenize(tf.constant(SAMPLES)).items()}
+
+
 class TestTokenizer:
     def test_ids_equal_sentencepiece(self, trained, tokenizer):
         sp = spm.SentencePieceProcessor(model_file=trained[2])
@@ -221,24 +244,7 @@ class TestTokenizer:
         """The SavedModel of the fresh-process test below (the op's tokenizer
         and exact_unigram's lattice, ids, offsets, detokenized text), loaded
         back in this process with the source .model file moved away."""
-        module = tf.Module()
-        module.tokenizer = tokenizer
-        module.exact = exact = SentencePieceTokenizer(trained[2], exact_unigram=True)
-
-        @tf.function(input_signature=[tf.TensorSpec([None], tf.string)])
-        def tokenize(texts):
-            ids, starts, ends = tokenizer.tokenize_with_offsets(texts)
-            exact_ids, exact_starts, _ = exact.tokenize_with_offsets(texts)
-            return {"ids": ids.to_tensor(-1), "starts": starts.to_tensor(-1),
-                    "ends": ends.to_tensor(-1), "text": tokenizer.detokenize(ids),
-                    "exact_ids": exact_ids.to_tensor(-1),
-                    "exact_starts": exact_starts.to_tensor(-1)}
-
-        module.tokenize = tokenize
-        export = tmp_path / "export"
-        tf.saved_model.save(module, str(export))
-        expected = {k: v.numpy() for k, v in tokenize(tf.constant(SAMPLES)).items()}
-        assert (export / "assets" / "albert.model").exists()
+        export, expected = _saved_tokenizers(tokenizer, trained, tmp_path / "export")
         moved = tmp_path / "moved.model"
         os.replace(trained[2], moved)
         try:
@@ -254,31 +260,9 @@ class TestTokenizer:
         "tests/text/test_sentencepiece_tokenizer.py::TestTokenizer::test_saved_model_in_process",
         "tests/serving/test_export_families.py::test_pair_export_in_process"))
     def test_saved_model_in_fresh_process(self, tokenizer, trained, tmp_path):
-        module = tf.Module()
-        module.tokenizer = tokenizer
-        # exact_unigram's lattice too: tables and loops of core TensorFlow ops.
-        module.exact = exact = SentencePieceTokenizer(trained[2], exact_unigram=True)
-
-        @tf.function(input_signature=[tf.TensorSpec([None], tf.string)])
-        def tokenize(texts):
-            ids, starts, ends = tokenizer.tokenize_with_offsets(texts)
-            exact_ids, exact_starts, _ = exact.tokenize_with_offsets(texts)
-            return {
-                "ids": ids.to_tensor(-1),
-                "starts": starts.to_tensor(-1),
-                "ends": ends.to_tensor(-1),
-                "text": tokenizer.detokenize(ids),
-                "exact_ids": exact_ids.to_tensor(-1),
-                "exact_starts": exact_starts.to_tensor(-1),
-            }
-
-        module.tokenize = tokenize
-        export = tmp_path / "export"
-        tf.saved_model.save(module, str(export))
-        expected = {k: v.numpy() for k, v in tokenize(tf.constant(SAMPLES)).items()}
+        export, expected = _saved_tokenizers(tokenizer, trained, tmp_path / "export")
         expected["text"] = expected["text"].astype("S")  # No pickled objects.
         np.savez(tmp_path / "expected.npz", **expected)
-        assert (export / "assets" / "albert.model").exists()
         # The model proto lives in the graph: the source file is not needed.
         script = textwrap.dedent(
             f"""

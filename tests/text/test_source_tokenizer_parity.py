@@ -586,6 +586,14 @@ def test_the_published_checkpoints_tokenizer_in_python(lines, adversarial, publi
     tokenizer.json on every line of both samples, with the switch on and
     off, in Python (the SavedModel of a WordPiece tokenizer.json:
     test_wordpiece_directories)."""
+    _check_the_published_tokenizer(published_minilm, lines, adversarial)
+
+
+def _check_the_published_tokenizer(published_minilm, lines, adversarial, against_default=False):
+    """`load_tokenizer(DIR)` on all-MiniLM-L6-v2 gives `tokenizers`' ids from
+    its tokenizer.json on every line, the switch on and off; with
+    `against_default`, the switch off also gives the library's default ids
+    on the lines without a special-token string."""
     reference = tokenizers.Tokenizer.from_file(str(published_minilm / "tokenizer.json"))
     reference.no_truncation()  # it pads and truncates to 128: the ids of whole lines
     reference.no_padding()
@@ -596,6 +604,11 @@ def test_the_published_checkpoints_tokenizer_in_python(lines, adversarial, publi
             got = ours.tokenize_ids(texts).to_list()
             assert _report("all-MiniLM-L6-v2", on, name, got,
                            _hf_ids(reference, texts, on)) == len(texts)
+            if against_default and not on:
+                default = _hf_ids(reference, texts, True)
+                plain = [(a, b) for line, a, b in zip(texts, got, default)
+                         if not adversarial_sample.has_special_string(line)]
+                assert all(a == b for a, b in plain) and len(plain) > len(texts) * 0.8
 
 
 # 13 s: a SavedModel of the published tokenizer in both settings (and the switch off
@@ -612,19 +625,5 @@ def test_the_published_checkpoints_tokenizer(tmp_path, lines, adversarial, publi
     reads special-token strings, off as `tokenizers` with its own switch
     off (and so on every line without a special-token string as it reads
     them by default), in Python and in a SavedModel."""
-    reference = tokenizers.Tokenizer.from_file(str(published_minilm / "tokenizer.json"))
-    reference.no_truncation()  # it pads and truncates to 128: the ids of whole lines
-    reference.no_padding()
-    for on in (True, False):
-        ours = load_tokenizer(str(published_minilm), special_tokens_in_strings=on)
-        assert ours.lower_case and ours.max_chars_per_word == 100
-        for name, texts in (("multilingual", lines), ("adversarial", adversarial)):
-            got = ours.tokenize_ids(texts).to_list()
-            assert _report("all-MiniLM-L6-v2", on, name, got, _hf_ids(reference, texts, on)) \
-                == len(texts)
-            if not on:
-                default = _hf_ids(reference, texts, True)
-                plain = [(a, b) for line, a, b in zip(texts, got, default)
-                         if not adversarial_sample.has_special_string(line)]
-                assert all(a == b for a, b in plain) and len(plain) > len(texts) * 0.8
+    _check_the_published_tokenizer(published_minilm, lines, adversarial, against_default=True)
     _check_saved_model(published_minilm, adversarial, tmp_path / "saved")
