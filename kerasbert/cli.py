@@ -11,6 +11,7 @@ import sys
 
 from kerasbert import commands
 from kerasbert.errors import UsageError
+from kerasbert.fast_start import skip_unused_optional_imports
 
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
 
@@ -81,6 +82,7 @@ def script_main(command, prog, description, argv=None):
     """`main` of a thin script (tfrecords/*.py, export/*.py) that runs one
     verb (`command`: its module name in kerasbert.commands): same flags,
     same errors as `kerasbert VERB`."""
+    skip_unused_optional_imports()
     parser = commands.standalone_parser(command, prog, description)
     module = commands.command_module(command)
     argv = sys.argv[1:] if argv is None else argv
@@ -92,6 +94,7 @@ def script_main(command, prog, description, argv=None):
 
 
 def main(argv=None):
+    skip_unused_optional_imports()
     argv = sys.argv[1:] if argv is None else argv
     problem = check_arguments_are_text(argv, "kerasbert")
     if problem:

@@ -3,7 +3,7 @@ imported, so this runs in a second): a module may import its own layer and
 the layers below it, never one above, not even inside a function, and no
 chain of imports may come back to where it started.
 
-    errors, io_utils, kernels, metrics, version, plotting
+    errors, io_utils, kernels, metrics, version, plotting, fast_start
       < layers, text, optimizers, loading.{handles, source, sentence_transformers}
       < models, data
       < convert
@@ -39,7 +39,8 @@ PACKAGE = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__)
 SETUP = os.path.join(os.path.dirname(PACKAGE), "setup.py")
 
 LAYERS = (
-    ("errors", "io_utils", "kernels", "metrics", "version", "plotting", "export_door"),
+    ("errors", "io_utils", "kernels", "metrics", "version", "plotting", "export_door",
+     "fast_start"),
     ("layers", "text", "optimizers",
      "loading.handles", "loading.source", "loading.sentence_transformers"),
     ("models", "data"),

@@ -1,17 +1,12 @@
 """Imported first by the pretraining-data writer's forkserver, before
-TensorFlow, to make that import cheaper.
-
-`import tensorflow` imports Keras, and Keras imports scikit-learn (for its
-optional sklearn wrappers) when it is installed: about 1.2 s of CPU that
-the writer's workers never use. Keras treats scikit-learn as optional
-(`try: import sklearn except ImportError`), so marking it absent in THIS
-process only (the forkserver, whose children are the workers) skips that
-import. Never import this module anywhere else.
+TensorFlow, to make that import cheaper: it skips Keras' scikit-learn
+import (kerasbert.fast_start) in the forkserver, whose children are the
+workers. Never import this module anywhere else.
 """
 
-import sys
+from kerasbert.fast_start import skip_unused_optional_imports
 
-sys.modules.setdefault("sklearn", None)
+skip_unused_optional_imports()
 
 import tensorflow  # noqa: E402,F401
 import tensorflow_text  # noqa: E402,F401
