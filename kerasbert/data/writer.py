@@ -97,7 +97,8 @@ def _start_pool(config, workers):
     if workers == 1:
         return None
     # forkserver: one clean server process imports TensorFlow once
-    # (worker_preload, which also skips Keras' scikit-learn import), then
+    # (worker_preload, which also skips TensorFlow's and Keras' unused
+    # optional imports), then
     # forks the workers from it, sharing those pages. The main process never
     # imports TensorFlow, so it reads and chunks input meanwhile.
     ctx = multiprocessing.get_context("forkserver")
