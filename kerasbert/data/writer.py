@@ -98,8 +98,9 @@ def _start_pool(config, workers):
         return None
     # forkserver: one clean server process imports TensorFlow once
     # (worker_preload, which also skips TensorFlow's and Keras' unused
-    # optional imports), then forks the workers from it, sharing those pages. The main process never
-    # imports TensorFlow, so it reads and chunks input meanwhile.
+    # optional imports), then forks the workers from it, sharing those
+    # pages. The main process never imports TensorFlow, so it reads and
+    # chunks input meanwhile.
     ctx = multiprocessing.get_context("forkserver")
     ctx.set_forkserver_preload(["kerasbert.data.worker_preload", "kerasbert.data.writer"])
     return ctx.Pool(workers, initializer=_init_worker, initargs=(config, True))
