@@ -11,6 +11,7 @@ into the same place (holding its lock) can recognise and remove them.
 import contextlib
 import datetime
 import fcntl
+import hashlib
 import importlib
 import json
 import os
@@ -120,6 +121,16 @@ def json_or_none(path):
             return json.load(f)
     except (OSError, UnicodeDecodeError, json.JSONDecodeError):
         return None
+
+
+def file_sha256(path):
+    """The sha256 hex digest of a file's bytes, read in 4 MiB blocks (weight
+    files and checkpoint shards are never held whole in memory)."""
+    digest = hashlib.sha256()
+    with open(path, "rb") as f:
+        for block in iter(lambda: f.read(1 << 22), b""):
+            digest.update(block)
+    return digest.hexdigest()
 
 
 def atomic_write_json(path, obj):

@@ -326,16 +326,7 @@ def load_pretraining_heads(ckpt_prefix, backbone):
     )
     t = ckpt.read(expected)
 
-    mlm = MaskedLMHead(
-        vocabulary_size=vocab,
-        token_embedding=backbone.token_embedding,
-        activation=backbone.activation,
-        layer_norm_epsilon=backbone.layer_norm_epsilon,
-        initializer_range=backbone.initializer_range,
-        dtype=backbone.dtype_policy,
-        name="masked_lm_head",
-    )
-    mlm.build((None, None, hidden))
+    mlm = MaskedLMHead.tied_to(backbone, name="masked_lm_head")
     mlm.dense.kernel.assign(t[MLM_NAMES["transform_kernel"]])
     mlm.dense.bias.assign(t[MLM_NAMES["transform_bias"]])
     mlm.layer_norm.gamma.assign(t[MLM_NAMES["ln_gamma"]])

@@ -83,6 +83,24 @@ class MaskedLMHead(keras.layers.Layer):
             name="transform_layer_norm",
         )
 
+    @classmethod
+    def tied_to(cls, encoder, name, dtype=None):
+        """The built head of a pretrainer over `encoder` (a backbone): decoder
+        tied to its token embedding, transform settings from its config,
+        input width its `output_dim`. One recipe for the pretrainers and
+        the TF1 checkpoint loader, whose variable names must agree."""
+        head = cls(
+            vocabulary_size=encoder.vocabulary_size,
+            token_embedding=encoder.token_embedding,
+            activation=encoder.activation,
+            layer_norm_epsilon=encoder.layer_norm_epsilon,
+            initializer_range=encoder.initializer_range,
+            dtype=dtype or encoder.dtype_policy,
+            name=name,
+        )
+        head.build((None, None, encoder.output_dim))
+        return head
+
     def build(self, sequence_output_shape, masked_positions_shape=None):
         self.dense.build((None, None, sequence_output_shape[-1]))
         self.layer_norm.build((None, None, self.embedding_dim))

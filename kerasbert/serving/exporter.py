@@ -26,6 +26,7 @@ import tensorflow as tf
 from kerasbert.data.finetuning import check_max_seq_length
 from kerasbert.errors import UsageError
 from kerasbert.io_utils import atomic_directory
+from kerasbert.io_utils import file_sha256
 from kerasbert import runs
 from kerasbert.preprocessing.elmo_inputs import character_preprocessor
 from kerasbert.preprocessing.text2text_preprocessor import check_target_length
@@ -74,17 +75,7 @@ def describe_source(model_file):
     and the model file's SHA-256. Never an absolute path: it would say
     nothing on the serving machine and leak the exporting machine's layout."""
     run = os.path.basename(os.path.dirname(os.path.abspath(model_file)))
-    return {"run": run, "file": os.path.basename(model_file), "sha256": _sha256(model_file)}
-
-
-def _sha256(path):
-    import hashlib  # lazy: export only
-
-    digest = hashlib.sha256()
-    with open(path, "rb") as f:
-        for block in iter(lambda: f.read(1 << 20), b""):
-            digest.update(block)
-    return digest.hexdigest()
+    return {"run": run, "file": os.path.basename(model_file), "sha256": file_sha256(model_file)}
 
 
 def describe_task(config, run_dir):
@@ -102,7 +93,7 @@ def describe_task(config, run_dir):
         return spec, None
     kind, path = found
     name = os.path.basename(os.path.normpath(path))
-    info = ({"name": name, "sha256": _sha256(path)} if os.path.isfile(path) else None)
+    info = ({"name": name, "sha256": file_sha256(path)} if os.path.isfile(path) else None)
     return f"{kind}:{name}", info
 
 

@@ -138,16 +138,7 @@ class BertPretrainer(PretrainingTask):
 
         hidden_dim = backbone.output_dim
         # Names as in kerasbert.convert.tf1_checkpoint.load_pretraining_heads.
-        self.masked_lm_head = MaskedLMHead(
-            vocabulary_size=backbone.vocabulary_size,
-            token_embedding=backbone.token_embedding,
-            activation=backbone.activation,
-            layer_norm_epsilon=backbone.layer_norm_epsilon,
-            initializer_range=backbone.initializer_range,
-            dtype=backbone.dtype_policy,
-            name="masked_lm_head",
-        )
-        self.masked_lm_head.build((None, None, hidden_dim))
+        self.masked_lm_head = MaskedLMHead.tied_to(backbone, name="masked_lm_head")
         self.next_sentence_head = None
         if self.sentence_objective is not None:
             self.next_sentence_head = NextSentenceHead(

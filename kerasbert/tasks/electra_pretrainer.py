@@ -300,16 +300,9 @@ class ElectraPretrainer(PretrainingTask):
                 {**config, "shared_embeddings": backbone.embeddings}
             )
 
-        self.generator_lm_head = MaskedLMHead(
-            vocabulary_size=backbone.vocabulary_size,
-            token_embedding=backbone.token_embedding,
-            activation=self.generator.activation,
-            layer_norm_epsilon=self.generator.layer_norm_epsilon,
-            initializer_range=self.generator.initializer_range,
-            dtype=backbone.dtype_policy,
-            name="generator_masked_lm_head",
-        )
-        self.generator_lm_head.build((None, None, self.generator.hidden_dim))
+        # The generator shares the discriminator's embeddings (checked above).
+        self.generator_lm_head = MaskedLMHead.tied_to(
+            self.generator, name="generator_masked_lm_head", dtype=backbone.dtype_policy)
         self.rtd_head = ReplacedTokenHead(
             backbone.hidden_dim,
             activation=backbone.activation,

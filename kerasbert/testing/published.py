@@ -26,7 +26,6 @@ calls `published_checkpoint(NAME)` or `all_minilm_l6_v2()`.
 import contextlib
 import dataclasses
 import fcntl
-import hashlib
 import os
 import shutil
 import subprocess
@@ -36,6 +35,7 @@ import zipfile
 
 from kerasbert.io_utils import atomic_directory
 from kerasbert.io_utils import cache_dir
+from kerasbert.io_utils import file_sha256
 
 
 @dataclasses.dataclass(frozen=True)
@@ -147,14 +147,11 @@ def verify(directory, spec):
         raise CheckpointUnavailable(
             f"{spec.package}=={spec.version}: {directory} lacks {', '.join(missing)}; delete "
             "the folder to fetch it again.")
-    digest = hashlib.sha256()
-    with open(os.path.join(directory, "model.safetensors"), "rb") as f:
-        for block in iter(lambda: f.read(1 << 22), b""):
-            digest.update(block)
-    if digest.hexdigest() != spec.sha256:
+    digest = file_sha256(os.path.join(directory, "model.safetensors"))
+    if digest != spec.sha256:
         raise CheckpointUnavailable(
             f"{spec.package}=={spec.version}: model.safetensors in {directory} has sha256 "
-            f"{digest.hexdigest()}, not the published {spec.sha256}; delete the folder to "
+            f"{digest}, not the published {spec.sha256}; delete the folder to "
             "fetch it again.")
 
 

@@ -27,7 +27,6 @@ write to a private temporary directory that is emptied after each save.
 """
 
 import glob
-import hashlib
 import json
 import os
 import re
@@ -39,6 +38,7 @@ import tensorflow as tf
 
 from kerasbert.errors import UsageError
 from kerasbert.io_utils import atomic_write_json
+from kerasbert.io_utils import file_sha256
 
 _CKPT_RE = re.compile(r"ckpt-(\d+)\.index$")
 _SHARD_RE = re.compile(r"\.data-(\d+)-of-(\d+)$")
@@ -68,18 +68,10 @@ def checkpoint_files(prefix):
     return [prefix + ".index"] + sorted(shards)
 
 
-def _sha256(path):
-    digest = hashlib.sha256()
-    with open(path, "rb") as f:
-        for block in iter(lambda: f.read(1 << 20), b""):
-            digest.update(block)
-    return digest.hexdigest()
-
-
 def write_manifest(prefix, info=None):
     """Writes `<prefix>.manifest.json`: {"files": {name: {bytes, sha256}},
     "info": info}."""
-    files = {os.path.basename(path): {"bytes": os.path.getsize(path), "sha256": _sha256(path)}
+    files = {os.path.basename(path): {"bytes": os.path.getsize(path), "sha256": file_sha256(path)}
              for path in checkpoint_files(prefix)}
     atomic_write_json(prefix + MANIFEST_SUFFIX, {"files": files, "info": info})
 
@@ -114,7 +106,7 @@ def verify_checkpoint(prefix):
             size = os.path.getsize(path)
             if size != expected["bytes"]:
                 return f"{name} has {size} bytes, {expected['bytes']} were written"
-            if _sha256(path) != expected["sha256"]:
+            if file_sha256(path) != expected["sha256"]:
                 return f"{name} differs from what was written (sha256 mismatch)"
         return None
     files = checkpoint_files(prefix)
