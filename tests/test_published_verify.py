@@ -32,7 +32,9 @@ def test_file_sha256_reads_in_blocks_and_equals_hashlib(tmp_path):
 
 
 def test_the_published_weights_pass(tmp_path):
-    verify(str(tmp_path), _cache(tmp_path))
+    spec = _cache(tmp_path)
+    assert file_sha256(tmp_path / "model.safetensors") == spec.sha256
+    assert verify(str(tmp_path), spec) is None  # no CheckpointUnavailable
 
 
 def test_damaged_weights_are_refused_naming_both_digests(tmp_path):
