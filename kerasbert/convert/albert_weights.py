@@ -26,6 +26,7 @@ from kerasbert.convert.bert_weights import LAYER_KEYS
 from kerasbert.convert.bert_weights import get_bert_weights
 from kerasbert.convert.bert_weights import set_bert_weights
 from kerasbert.convert.keras_hub_layout import read_keras_hub
+from kerasbert.convert.keras_hub_layout import require_exact
 from kerasbert.convert.keras_hub_layout import write_keras_hub
 from kerasbert.convert.tf_models import detect_activation
 
@@ -122,21 +123,12 @@ def albert_to_keras_hub(ours):
     """Converts our `AlbertBackbone` into a `keras_hub.models.AlbertBackbone`.
 
     keras-hub fixes the activation (tanh GELU) and LayerNorm epsilon (1e-12);
-    a backbone with other values would compute something else, so it raises.
+    a backbone with other values would compute something else, so it raises
+    (`require_exact`).
     """
     import keras_hub
 
-    if ours.activation != "gelu_approximate":
-        raise ValueError(
-            "keras-hub's AlbertBackbone uses the tanh-approximate GELU; this "
-            f"backbone uses {ours.activation!r}. Only gelu_approximate "
-            "backbones convert exactly."
-        )
-    if abs(ours.layer_norm_epsilon - 1e-12) > 1e-15:
-        raise ValueError(
-            "keras-hub's AlbertBackbone uses layer_norm_epsilon=1e-12; this "
-            f"backbone uses {ours.layer_norm_epsilon}."
-        )
+    require_exact(ours, "AlbertBackbone")
     if ours.embeddings.projection is None:
         raise ValueError(
             f"This backbone has embedding_dim == hidden_dim ({ours.hidden_dim}) "

@@ -11,6 +11,7 @@ exact.
 from kerasbert.convert.bert_weights import get_bert_weights
 from kerasbert.convert.bert_weights import set_bert_weights
 from kerasbert.convert.keras_hub_layout import read_keras_hub
+from kerasbert.convert.keras_hub_layout import require_exact
 from kerasbert.convert.keras_hub_layout import write_keras_hub
 
 CONFIG_KEYS = (
@@ -47,8 +48,8 @@ def distil_bert_from_keras_hub(peer):
 
 def distil_bert_to_keras_hub(ours):
     """Converts our `DistilBertBackbone` into a
-    `keras_hub.models.DistilBertBackbone`. keras-hub fixes LayerNorm epsilon
-    at 1e-12, so other values raise."""
+    `keras_hub.models.DistilBertBackbone`. keras-hub fixes the erf GELU and
+    LayerNorm epsilon 1e-12, so other values raise (`require_exact`)."""
     import keras_hub
 
     from kerasbert.models.distil_bert import DistilBertBackbone  # lazy: keras
@@ -57,11 +58,7 @@ def distil_bert_to_keras_hub(ours):
         raise TypeError(
             f"Expected a kerasbert DistilBertBackbone, got {type(ours).__name__}."
         )
-    if ours.layer_norm_epsilon != 1e-12:
-        raise ValueError(
-            "keras-hub's DistilBertBackbone uses layer_norm_epsilon=1e-12; "
-            f"this backbone uses {ours.layer_norm_epsilon}."
-        )
+    require_exact(ours, "DistilBertBackbone")
     weights = get_bert_weights(ours)
     peer = keras_hub.models.DistilBertBackbone(
         **{k: getattr(ours, k) for k in CONFIG_KEYS}, dtype=ours.dtype_policy

@@ -15,6 +15,7 @@ written (that would overwrite the discriminator's tables).
 from kerasbert.convert.bert_weights import get_bert_weights
 from kerasbert.convert.bert_weights import set_bert_weights
 from kerasbert.convert.keras_hub_layout import read_keras_hub
+from kerasbert.convert.keras_hub_layout import require_exact
 from kerasbert.convert.keras_hub_layout import write_keras_hub
 from kerasbert.convert.tf_models import from_tf_models
 
@@ -101,21 +102,11 @@ def electra_to_keras_hub(ours):
 
     keras-hub fixes the activation (tanh GELU) and the LayerNorm epsilon
     (1e-12); a backbone with other values would compute something else, so
-    it raises.
+    it raises (`require_exact`).
     """
     import keras_hub
 
-    if ours.activation != "gelu_approximate":
-        raise ValueError(
-            "keras-hub's ElectraBackbone uses the tanh-approximate GELU; this "
-            f"backbone uses {ours.activation!r}, so its outputs would change. "
-            "Convert only gelu_approximate backbones."
-        )
-    if abs(ours.layer_norm_epsilon - 1e-12) > 1e-15:
-        raise ValueError(
-            "keras-hub's ElectraBackbone uses layer_norm_epsilon=1e-12; this "
-            f"backbone uses {ours.layer_norm_epsilon}."
-        )
+    require_exact(ours, "ElectraBackbone")
     weights = get_electra_weights(ours)
     config = {theirs: getattr(ours, name) for theirs, name in _KERAS_HUB_CONFIG.items()}
     peer = keras_hub.models.ElectraBackbone(

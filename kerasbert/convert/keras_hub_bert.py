@@ -8,6 +8,7 @@ that activation so its outputs match keras-hub's exactly.
 from kerasbert.convert.bert_weights import get_bert_weights
 from kerasbert.convert.bert_weights import set_bert_weights
 from kerasbert.convert.keras_hub_layout import read_keras_hub
+from kerasbert.convert.keras_hub_layout import require_exact
 from kerasbert.convert.keras_hub_layout import write_keras_hub
 
 
@@ -46,17 +47,13 @@ def bert_from_keras_hub(backbone):
 def bert_to_keras_hub(backbone):
     """Converts our `BertBackbone` into a `keras_hub.models.BertBackbone`.
 
-    keras-hub's BERT always uses the tanh GELU, so only backbones with
-    `activation="gelu_approximate"` convert exactly; others raise.
+    keras-hub's BERT always uses the tanh GELU and LayerNorm epsilon 1e-12,
+    so only backbones with those convert exactly; others raise
+    (`require_exact`).
     """
     import keras_hub
 
-    if backbone.activation != "gelu_approximate":
-        raise ValueError(
-            "keras-hub's BertBackbone uses the tanh-approximate GELU; this "
-            f"backbone uses {backbone.activation!r}, so its outputs would "
-            "change. Convert only gelu_approximate backbones."
-        )
+    require_exact(backbone, "BertBackbone")
     if backbone.embedding_dim not in (None, backbone.hidden_dim):
         raise ValueError("keras-hub's BertBackbone has no factorised embedding.")
     peer = keras_hub.models.BertBackbone(**_config_of(backbone), dtype=backbone.dtype_policy)

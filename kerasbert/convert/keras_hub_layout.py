@@ -5,12 +5,15 @@ One table per keras-hub class maps the canonical keys of
 backbone; one table maps a block's keys to paths on its
 `TransformerEncoder` (every encoder family of keras-hub shares that block).
 `read_keras_hub` and `write_keras_hub` walk them; the family modules add only
-what is their own (configuration, activation checks, position tables).
+what is their own (configuration, position tables); `require_exact`
+refuses what keras-hub would compute differently.
 
 keras-hub stores attention kernels per head ([H, N, D] and [N, D, H]); the
 canonical layout is 2-D [in, out] / 1-D, so those tensors are reshaped on the
 way in and out (`canonical_shape`).
 """
+
+import math
 
 import numpy as np
 
@@ -89,6 +92,37 @@ def require(peer, class_name):
     if not isinstance(peer, getattr(keras_hub.models, class_name)):
         raise TypeError(f"Expected a keras_hub.models.{class_name}, got "
                         f"{type(peer).__name__}.")
+
+
+# What keras-hub's encoder backbones fix in code instead of taking as
+# arguments (read from keras-hub 0.x's sources): the feed-forward activation
+# and LayerNorm epsilon. Our backbones leave both open, and one with other
+# values would compute something else inside the peer, so it is refused.
+FIXED_BY_KERAS_HUB = {
+    "AlbertBackbone": ("gelu_approximate", 1e-12),
+    "BertBackbone": ("gelu_approximate", 1e-12),
+    "DistilBertBackbone": ("gelu", 1e-12),
+    "ElectraBackbone": ("gelu_approximate", 1e-12),
+    "RobertaBackbone": ("gelu", 1e-5),
+}
+_ACTIVATION_NAMES = {"gelu_approximate": "the tanh-approximate GELU", "gelu": "the erf GELU"}
+
+
+def require_exact(ours, class_name):
+    """A ValueError unless our backbone `ours` computes what keras-hub's
+    `class_name` computes with the same weights (`FIXED_BY_KERAS_HUB`)."""
+    activation, epsilon = FIXED_BY_KERAS_HUB[class_name]
+    if ours.activation != activation:
+        raise ValueError(
+            f"keras-hub's {class_name} uses {_ACTIVATION_NAMES[activation]} "
+            f"({activation!r}); this backbone uses {ours.activation!r}, so its "
+            f"outputs would change. Convert only {activation} backbones."
+        )
+    if not math.isclose(ours.layer_norm_epsilon, epsilon, rel_tol=1e-9):
+        raise ValueError(
+            f"keras-hub's {class_name} uses layer_norm_epsilon={epsilon:g}; this "
+            f"backbone uses {ours.layer_norm_epsilon:g}, so its outputs would change."
+        )
 
 
 def canonical_shape(key, variable, hidden):

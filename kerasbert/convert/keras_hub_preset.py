@@ -35,7 +35,6 @@ from kerasbert.layers.initializers import loads_checkpoint
 from kerasbert.loading.source import read_json_file
 from kerasbert.models.backbone import check_stored_parameters
 from kerasbert.models.backbone import stored_config_arguments
-from kerasbert.models.backbone import validate_config
 
 #: constructor arguments that are sizes, and the tiny value the probe uses
 _TINY = {"vocabulary_size": 8, "vocab_size": 8, "hidden_dim": 4, "intermediate_dim": 4,

@@ -20,6 +20,7 @@ from kerasbert.convert.bert_weights import set_bert_weights
 from kerasbert.convert.hf_layout import Tensors
 from kerasbert.convert.hf_layout import encoder_layers
 from kerasbert.convert.keras_hub_layout import read_keras_hub
+from kerasbert.convert.keras_hub_layout import require_exact
 from kerasbert.convert.keras_hub_layout import write_keras_hub
 
 POSITION_OFFSET = 2  # padding_idx (1) + 1 in fairseq / Hugging Face.
@@ -92,16 +93,12 @@ def roberta_from_keras_hub(peer):
 
 def roberta_to_keras_hub(ours):
     """Converts our `RobertaBackbone` into a `keras_hub.models.
-    RobertaBackbone`. keras-hub fixes LayerNorm epsilon at 1e-5, so other
-    values raise rather than convert inexactly."""
+    RobertaBackbone`. keras-hub fixes the erf GELU and LayerNorm
+    epsilon 1e-5, so other values raise rather than convert inexactly
+    (`require_exact`)."""
     import keras_hub
 
-    if ours.layer_norm_epsilon != 1e-5:
-        raise ValueError(
-            "keras-hub's RobertaBackbone uses layer_norm_epsilon=1e-5; this "
-            f"backbone uses {ours.layer_norm_epsilon}, so its outputs would "
-            "change."
-        )
+    require_exact(ours, "RobertaBackbone")
     weights = get_bert_weights(ours)
     peer = keras_hub.models.RobertaBackbone(
         **_config_of(ours), dtype=ours.dtype_policy

@@ -6,6 +6,7 @@ import pytest
 
 from kerasbert.convert import from_keras_hub
 from kerasbert.convert import to_keras_hub
+from kerasbert.convert.keras_hub_layout import FIXED_BY_KERAS_HUB
 from kerasbert.models import BertBackbone
 from kerasbert.testing import TestCase
 
@@ -22,6 +23,32 @@ def check_parity(peer, sequence_length=10, atol=1e-5):
     data = padded_batch(peer.vocabulary_size, length=sequence_length)
     assert_close(peer(hub_inputs(*data)), ours(ours_inputs(*data)), atol=atol)
     return ours
+
+
+# Each keras-hub class's own arguments where they differ from BERT's.
+PEER_ARGUMENTS = {
+    "AlbertBackbone": dict(embedding_dim=8, num_groups=1, num_inner_repetitions=1),
+    "ElectraBackbone": dict(vocab_size=60, embedding_dim=16),
+}
+
+
+@pytest.mark.parametrize("class_name", sorted(FIXED_BY_KERAS_HUB))
+def test_what_keras_hub_fixes_is_what_its_blocks_hold(class_name):
+    """`require_exact`'s table against the installed keras-hub's blocks."""
+    arguments = dict(vocabulary_size=60, num_layers=1, num_heads=2, hidden_dim=16,
+                     intermediate_dim=32, max_sequence_length=12)
+    arguments.update(PEER_ARGUMENTS.get(class_name, {}))
+    if "vocab_size" in arguments:
+        del arguments["vocabulary_size"]
+    peer = getattr(keras_hub.models, class_name)(**arguments)
+    blocks = [layer for layer in peer._flatten_layers()
+              if isinstance(layer, keras_hub.layers.TransformerEncoder)]
+    assert blocks
+    activation, epsilon = FIXED_BY_KERAS_HUB[class_name]
+    for block in blocks:
+        # keras-hub's own functions (its gelu_approximate is not Keras's).
+        assert block.activation.__name__ == activation
+        assert block.layer_norm_epsilon == epsilon
 
 
 class TestKerasHubConversion(TestCase):
@@ -54,6 +81,13 @@ class TestKerasHubConversion(TestCase):
                            hidden_dim=16, intermediate_dim=32)
         with pytest.raises(ValueError, match="tanh-approximate GELU"):
             to_keras_hub(erf)
+        # keras-hub's BERT fixes epsilon too: 1e-6 once converted silently,
+        # its outputs 2.2 apart.
+        other_eps = BertBackbone(vocabulary_size=60, num_layers=1, num_heads=2,
+                                 hidden_dim=16, intermediate_dim=32,
+                                 activation="gelu_approximate", layer_norm_epsilon=1e-6)
+        with pytest.raises(ValueError, match=r"layer_norm_epsilon=1e-12; this backbone uses 1e-06"):
+            to_keras_hub(other_eps)
         with pytest.raises(TypeError, match="got BertBackbone"):
             from_keras_hub(erf)  # ours, not keras-hub's
 

@@ -58,7 +58,7 @@ class TestRobertaKerasHubConversion(TestCase):
         with pytest.raises(TypeError, match="RobertaBackbone"):
             roberta_from_keras_hub(keras_hub.models.BertBackbone(**CONFIG))
         other_eps = RobertaBackbone(**CONFIG, layer_norm_epsilon=1e-12)
-        with pytest.raises(ValueError, match="layer_norm_epsilon=1e-5"):
+        with pytest.raises(ValueError, match="layer_norm_epsilon=1e-05"):
             roberta_to_keras_hub(other_eps)
 
     # roberta_base's size (124M weights, 64 tokens); the default suite checks parity on a tiny
