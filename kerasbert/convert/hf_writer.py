@@ -12,6 +12,7 @@ listed in added_tokens.json, as transformers' tokenizers keep them).
 """
 
 import json
+import math
 import os
 import shutil
 
@@ -155,6 +156,12 @@ def roberta_config_to_hf(backbone):
 
 
 def distilbert_config_to_hf(backbone):
+    # transformers' DistilBERT has no config key for the LayerNorm epsilon: its
+    # modules fix 1e-12, so a backbone with another would read back changed.
+    if not math.isclose(backbone.layer_norm_epsilon, 1e-12, rel_tol=1e-9):
+        raise UsageError(f"transformers' DistilBertModel fixes layer_norm_epsilon=1e-12; this "
+                         f"backbone uses {backbone.layer_norm_epsilon:g}, so its outputs would "
+                         "change there.")
     return {
         "architectures": ["DistilBertModel"], "model_type": "distilbert",
         "vocab_size": backbone.vocabulary_size, "dim": backbone.hidden_dim,

@@ -17,6 +17,7 @@ from kerasbert import runs
 from kerasbert.errors import UsageError
 from kerasbert.models import Backbone
 from kerasbert.models import BertBackbone
+from kerasbert.models import DistilBertBackbone
 from kerasbert.models import RobertaBackbone
 from kerasbert.serving.model_conversion import convert_model
 from kerasbert.testing.files import write_vocabulary
@@ -101,7 +102,12 @@ def test_refusals(tmp_path, run_dir):
     with pytest.raises(UsageError, match="--to tf1 writes google-research/bert's BERT layout"):
         convert_model(str(tmp_path / "roberta.keras"), "tf1", tmp_path / "y",
                       vocab=str(run / "vocab.txt"))
-    assert not any((tmp_path / name).exists() for name in ("x", "y", "z"))
+    distil = DistilBertBackbone(**tiny_encoder_config(layer_norm_epsilon=1e-6))
+    distil.save(str(tmp_path / "distil.keras"))
+    with pytest.raises(UsageError, match="fixes layer_norm_epsilon=1e-12; this backbone uses 1e-06"):
+        convert_model(str(tmp_path / "distil.keras"), "hf", tmp_path / "w",
+                      vocab=str(run / "vocab.txt"))
+    assert not any((tmp_path / name).exists() for name in ("w", "x", "y", "z"))
 
 
 def test_cli_converts(tmp_path, run_dir, capsys):
