@@ -122,9 +122,8 @@ def albert_from_keras_hub(peer):
 def albert_to_keras_hub(ours):
     """Converts our `AlbertBackbone` into a `keras_hub.models.AlbertBackbone`.
 
-    keras-hub fixes the activation (tanh GELU) and LayerNorm epsilon (1e-12);
-    a backbone with other values would compute something else, so it raises
-    (`require_exact`).
+    What keras-hub fixes in code (activation, LayerNorm epsilon) must match:
+    `require_exact` raises otherwise.
     """
     import keras_hub
 

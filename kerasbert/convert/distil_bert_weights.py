@@ -48,8 +48,9 @@ def distil_bert_from_keras_hub(peer):
 
 def distil_bert_to_keras_hub(ours):
     """Converts our `DistilBertBackbone` into a
-    `keras_hub.models.DistilBertBackbone`. keras-hub fixes the erf GELU and
-    LayerNorm epsilon 1e-12, so other values raise (`require_exact`)."""
+    `keras_hub.models.DistilBertBackbone`. What keras-hub fixes in code
+    (activation, LayerNorm epsilon) must match: `require_exact` raises
+    otherwise."""
     import keras_hub
 
     from kerasbert.models.distil_bert import DistilBertBackbone  # lazy: keras

@@ -100,9 +100,8 @@ def electra_to_keras_hub(ours):
     """Converts our `ElectraBackbone` (a discriminator, or a generator: its
     shared tables are copied) into a `keras_hub.models.ElectraBackbone`.
 
-    keras-hub fixes the activation (tanh GELU) and the LayerNorm epsilon
-    (1e-12); a backbone with other values would compute something else, so
-    it raises (`require_exact`).
+    What keras-hub fixes in code (activation, LayerNorm epsilon) must match:
+    `require_exact` raises otherwise.
     """
     import keras_hub
 

@@ -47,9 +47,8 @@ def bert_from_keras_hub(backbone):
 def bert_to_keras_hub(backbone):
     """Converts our `BertBackbone` into a `keras_hub.models.BertBackbone`.
 
-    keras-hub's BERT always uses the tanh GELU and LayerNorm epsilon 1e-12,
-    so only backbones with those convert exactly; others raise
-    (`require_exact`).
+    What keras-hub fixes in code (activation, LayerNorm epsilon) must match:
+    `require_exact` raises otherwise.
     """
     import keras_hub
 

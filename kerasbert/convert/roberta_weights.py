@@ -93,9 +93,9 @@ def roberta_from_keras_hub(peer):
 
 def roberta_to_keras_hub(ours):
     """Converts our `RobertaBackbone` into a `keras_hub.models.
-    RobertaBackbone`. keras-hub fixes the erf GELU and LayerNorm
-    epsilon 1e-5, so other values raise rather than convert inexactly
-    (`require_exact`)."""
+    RobertaBackbone`. What keras-hub fixes in code
+    (activation, LayerNorm epsilon) must match: `require_exact` raises
+    otherwise."""
     import keras_hub
 
     require_exact(ours, "RobertaBackbone")
