@@ -534,6 +534,15 @@ class Backbone(keras.Model):
         return parts
 
     @property
+    def exact_at_any_length(self):
+        """Whether a row's outputs are the same however much padding follows
+        it (the masks make padding inert), so batches may be cut to their
+        longest row (`kerasbert.data.finetuning.padding`). Not with
+        BigBird's block-sparse attention, whose pattern (sparse or full)
+        follows the padded length; the Reformer says no too."""
+        return getattr(self, "attention", "full") == "full"
+
+    @property
     def output_dim(self):
         """Width of `sequence_output` and `pooled_output`, what task heads
         read: hidden_dim, except where a family concatenates streams (the

@@ -79,7 +79,7 @@ class ElmoInputs:
         dropped as a sub-word model's cut words are), extras["word_ids"]
         each position's word (-1 at padding), sample weights 1 on words."""
         x, y = self.inputs_of(data)
-        batches = list(self.dataset(x, batch_size=batch_size).as_numpy_iterator())
+        batches = list(self.dataset(x, batch_size=batch_size, fixed_shapes=True).as_numpy_iterator())
         length, width = self.sequence_length, self.max_characters
         features = {
             "input_char_ids": np.concatenate(

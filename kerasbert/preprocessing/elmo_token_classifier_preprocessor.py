@@ -34,8 +34,8 @@ class ElmoTokenClassifierPreprocessor(ElmoInputs, TokenClassifierPreprocessor):
         weights = tf.cast(features["input_mask"], tf.float32)
         return features, labels, weights
 
-    def predict_dataset(self, x, batch_size=32):
+    def predict_dataset(self, x, batch_size=32, fixed_shapes=False):
         words = _words(x)
         steps = tf.cast(tf.ragged.range(words.row_lengths()).flat_values, tf.int32)
         positions = words.with_flat_values(tf.where(steps < self.sequence_length, steps, -1))
-        return self.dataset(words, batch_size=batch_size), positions
+        return self.dataset(words, batch_size=batch_size, fixed_shapes=fixed_shapes), positions

@@ -9,6 +9,8 @@ import numpy as np
 import tensorflow as tf
 
 from kerasbert.data.finetuning.features import MODEL_INPUTS
+from kerasbert.data.finetuning.padding import bucket_batches
+from kerasbert.data.finetuning.padding import mask_length
 # The answer checks of the CLI's converter, so both refuse the same answers.
 from kerasbert.data.finetuning.qa import _answer_end
 from kerasbert.data.finetuning.qa import _answer_matches
@@ -286,7 +288,7 @@ class QuestionAnswererPreprocessor(TaskPreprocessor):
         return int(counts.reduce(tf.constant(0, tf.int64), lambda total, n: total + n))
 
     def dataset(self, x, y=None, sample_weight=None, batch_size=32, shuffle=False, seed=None,
-                num_labels=None):
+                num_labels=None, fixed_shapes=False):
         """Raw QA inputs -> batches of `batch_size` windows: model inputs, and
         `{start_positions, end_positions}` with answers (see the class)."""
         if sample_weight is not None:
@@ -321,13 +323,17 @@ class QuestionAnswererPreprocessor(TaskPreprocessor):
             # `make_dataset` over the same windows as --features.
             windows = windows.cache().shuffle(num_windows, seed=seed,
                                               reshuffle_each_iteration=True)
-        dataset = windows.batch(batch_size)
+        if shuffle and num_windows is not None and self.bucket_by_length and not fixed_shapes:
+            batches = bucket_batches(windows, batch_size, seed=seed, length=mask_length)
+        else:
+            batches = windows.batch(batch_size)
+        dataset = self.trimmed(batches, fixed_shapes)
         if num_windows is not None:
             dataset = dataset.apply(tf.data.experimental.assert_cardinality(
                 math.ceil(num_windows / batch_size)))
         return dataset.prefetch(tf.data.AUTOTUNE)
 
-    def predict_dataset(self, x, batch_size=32):
+    def predict_dataset(self, x, batch_size=32, fixed_shapes=False):
         """(batches of windows, the windows' decoding extras). The windows
         are cut once: the extras come from the in-memory cache that
         `predict`'s pass over the features fills."""
@@ -341,8 +347,8 @@ class QuestionAnswererPreprocessor(TaskPreprocessor):
         chunks = self._windows(examples, batch_size, labels=False, extras=True,
                                texts=contexts is None).cache()
         features = chunks.map(lambda chunk: {name: chunk[name] for name in MODEL_INPUTS})
-        features = features.unbatch().batch(batch_size).prefetch(tf.data.AUTOTUNE)
-        return features, (chunks, contexts)
+        features = self.trimmed(features.unbatch().batch(batch_size), fixed_shapes)
+        return features.prefetch(tf.data.AUTOTUNE), (chunks, contexts)
 
     def postprocess(self, outputs, context):
         chunks, contexts = context

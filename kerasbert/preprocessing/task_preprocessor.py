@@ -39,6 +39,10 @@ import tensorflow as tf
 
 from kerasbert.data.finetuning.examples import infer_label_names
 from kerasbert.data.finetuning.examples import label_id
+from kerasbert.data.finetuning.padding import DEFAULT_MULTIPLE
+from kerasbert.data.finetuning.padding import bucket_batches
+from kerasbert.data.finetuning.padding import check_padding
+from kerasbert.data.finetuning.padding import trim_element
 from kerasbert.data.finetuning.task_formats import task_format
 from kerasbert.errors import UsageError
 from kerasbert.text import describe_tokenizer
@@ -102,6 +106,17 @@ class TaskPreprocessor(keras.layers.Layer):
         task_type: the fine-tuning task type this preprocessor packs for
             (`kerasbert.data.finetuning.task_formats`); subclasses know
             which ones they take.
+        padding: "longest" (default): each batch of `dataset` is cut to
+            its longest row rounded up to `pad_to_multiple_of`, at most T
+            (`kerasbert.data.finetuning.padding`); "max_length": every
+            batch at T. The task model keeps T where its compiled step
+            needs one shape (XLA, TPU, steps_per_execution > 1).
+        pad_to_multiple_of: the rounding of "longest" (16): at most
+            ceil(T / 16) shapes reach the compiled step.
+        bucket_by_length: `fit` groups examples of similar length into
+            batches (seeded pools, `bucket_batches`); `predict` and
+            `evaluate` always run in length order and give rows back in
+            input order.
     """
 
     #: the task types a subclass takes; the first is its default.
@@ -110,9 +125,14 @@ class TaskPreprocessor(keras.layers.Layer):
     options = ()
 
     def __init__(self, tokenizer=None, sequence_length=None, label_names=None, task_type=None,
+                 padding="longest", pad_to_multiple_of=DEFAULT_MULTIPLE, bucket_by_length=False,
                  **kwargs):
         kwargs.setdefault("trainable", False)
         super().__init__(**kwargs)
+        check_padding(padding, pad_to_multiple_of)
+        self.padding = padding
+        self.pad_to_multiple_of = int(pad_to_multiple_of)
+        self.bucket_by_length = bool(bucket_by_length)
         task_type = task_type or self.task_types[0]
         # Any registered task type whose examples are of this kind (a new
         # type of text classification needs no preprocessor of its own).
@@ -251,7 +271,7 @@ class TaskPreprocessor(keras.layers.Layer):
         return None
 
     def dataset(self, x, y=None, sample_weight=None, batch_size=32, shuffle=False, seed=None,
-                num_labels=None):
+                num_labels=None, fixed_shapes=False):
         """Raw inputs -> a batched, prefetched `tf.data.Dataset` of features
         (and labels), tokenized in a parallel `map`.
 
@@ -261,7 +281,10 @@ class TaskPreprocessor(keras.layers.Layer):
 
         With `shuffle`, the examples are shuffled every epoch by `seed`
         before batching: the same order as `kerasbert.data.finetuning.
-        make_dataset` gives features of the same examples with that seed.
+        make_dataset` gives features of the same examples with that seed
+        (with `bucket_by_length`, the batches then group similar lengths).
+        Each batch is cut to its longest row (`padding`), unless
+        `fixed_shapes` or padding="max_length".
         """
         batch_size = int(batch_size or 32)
         if isinstance(x, tf.data.Dataset):
@@ -270,17 +293,32 @@ class TaskPreprocessor(keras.layers.Layer):
                                  "(x, y), not as y=.")
             self.adapt(x.element_spec)
             dataset = x if self._is_batched(x.element_spec) else x.batch(batch_size)
-            dataset = dataset.map(self._preprocess_element, num_parallel_calls=tf.data.AUTOTUNE)
-            return dataset.prefetch(tf.data.AUTOTUNE)
+            return self._features(dataset, fixed_shapes)
         elements = keras.utils.pack_x_y_sample_weight(*self.slices(x, y, sample_weight,
                                                                     num_labels))
         dataset = tf.data.Dataset.from_tensor_slices(elements)
         if shuffle:
             count = int(dataset.cardinality())
             dataset = dataset.shuffle(count, seed=seed, reshuffle_each_iteration=True)
-        dataset = dataset.batch(batch_size)
-        dataset = dataset.map(self._preprocess_element, num_parallel_calls=tf.data.AUTOTUNE)
-        return dataset.prefetch(tf.data.AUTOTUNE)
+        if shuffle and self.bucket_by_length and not fixed_shapes:
+            dataset = bucket_batches(dataset, batch_size, seed=seed)
+        else:
+            dataset = dataset.batch(batch_size)
+        return self._features(dataset, fixed_shapes)
+
+    def _features(self, batches, fixed_shapes=False):
+        """Batches of raw tensors -> batches of features, cut to their
+        longest row unless fixed."""
+        batches = batches.map(self._preprocess_element, num_parallel_calls=tf.data.AUTOTUNE)
+        return self.trimmed(batches, fixed_shapes).prefetch(tf.data.AUTOTUNE)
+
+    def trimmed(self, batches, fixed_shapes=False):
+        """Batches of features cut to their longest row (padding="longest"),
+        or as they are (fixed_shapes, padding="max_length")."""
+        if self.padding != "longest" or fixed_shapes:
+            return batches
+        return batches.map(trim_element(self.pad_to_multiple_of),
+                           num_parallel_calls=tf.data.AUTOTUNE)
 
     def adapt(self, spec):
         """Learns what it can from a dataset's element spec (a pair task
@@ -313,9 +351,9 @@ class TaskPreprocessor(keras.layers.Layer):
         """Model outputs on raw input -> what `predict` returns."""
         return outputs
 
-    def predict_dataset(self, x, batch_size=32):
+    def predict_dataset(self, x, batch_size=32, fixed_shapes=False):
         """(dataset of features, context for `postprocess`) for raw `x`."""
-        return self.dataset(x, batch_size=batch_size), x
+        return self.dataset(x, batch_size=batch_size, fixed_shapes=fixed_shapes), x
 
     # --- saving --------------------------------------------------------------
 
@@ -336,5 +374,8 @@ class TaskPreprocessor(keras.layers.Layer):
             "sequence_length": self.sequence_length,
             "label_names": self.label_names,
             "task_type": self.task_type,
+            "padding": self.padding,
+            "pad_to_multiple_of": self.pad_to_multiple_of,
+            "bucket_by_length": self.bucket_by_length,
         })
         return config

@@ -146,12 +146,12 @@ class TokenClassifierPreprocessor(TaskPreprocessor):
                          0.0, 0.0, 0.0, tf.float32)
         return features, labels, weights
 
-    def predict_dataset(self, x, batch_size=32):
+    def predict_dataset(self, x, batch_size=32, fixed_shapes=False):
         words = _words(x)
         positions = [self.layout(words[i:i + 1024])[3] for i in range(0, int(words.nrows()), 1024)]
         positions = tf.concat(positions, axis=0) if positions else words.with_flat_values(
             tf.zeros([0], tf.int32))
-        return self.dataset(words, batch_size=batch_size), positions
+        return self.dataset(words, batch_size=batch_size, fixed_shapes=fixed_shapes), positions
 
     def postprocess(self, outputs, positions):
         outputs = np.asarray(outputs, np.float32)

@@ -57,6 +57,8 @@ class QuestionAnswerer(Task):
     `start_logits_accuracy`, `end_logits_accuracy`.
     """
 
+    per_token_outputs = True
+
     preprocessor_class = LazyPreprocessorClass(_preprocessor_class)
 
     def __init__(self, backbone, dropout=0.1, dtype=None, **kwargs):

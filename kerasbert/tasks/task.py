@@ -23,6 +23,7 @@ dropout and a small head. This module holds what every task shares:
 import contextlib
 
 import keras
+import numpy as np
 from keras import ops
 
 from kerasbert.errors import UsageError
@@ -256,7 +257,28 @@ class Task(BackboneModel):
                      seed=None):
         return self.preprocessor.dataset(x, y, sample_weight, batch_size=batch_size,
                                          shuffle=shuffle, seed=seed,
-                                         num_labels=self.num_label_names())
+                                         num_labels=self.num_label_names(),
+                                         fixed_shapes=self.needs_fixed_shapes())
+
+    def needs_fixed_shapes(self):
+        """Whether every batch must be padded to T (so the preprocessor's
+        padding="longest" is set aside): a step compiled with XLA on
+        TensorFlow (`jit_compile=True`), several steps per execution, a TPU
+        strategy, or a backbone whose attention depends on the length
+        (BigBird's block-sparse pattern, the Reformer's LSH chunks:
+        `Backbone.exact_at_any_length`). JAX compiles each length once; at
+        most `padding.shape_bound(T)` of them."""
+        if not getattr(self.backbone, "exact_at_any_length", True):
+            return True
+        if int(getattr(self, "steps_per_execution", 1) or 1) > 1:
+            return True
+        if keras.backend.backend() == "tensorflow":
+            if getattr(self, "jit_compile", False) is True:
+                return True
+            strategy = getattr(self, "_distribute_strategy", None)
+            if strategy is not None and "TPU" in type(strategy).__name__:
+                return True
+        return False
 
     def fit(self, x=None, y=None, batch_size=None, epochs=1, *, validation_data=None,
             shuffle=True, sample_weight=None, seed=None, **kwargs):
@@ -334,14 +356,50 @@ class Task(BackboneModel):
 
     def predict(self, x, batch_size=None, verbose="auto", steps=None, callbacks=None):
         """`keras.Model.predict`; on raw inputs, the preprocessor decodes the
-        outputs (probabilities, spans, per-word tags: see its class)."""
+        outputs (probabilities, spans, per-word tags: see its class). Raw
+        lists run in length order (short rows batched together, so the
+        batches' padding is small) and come back in input order."""
         if not self._raw(x):
-            return super().predict(x, batch_size=batch_size, verbose=verbose, steps=steps,
-                                   callbacks=callbacks)
+            return self._dense_outputs(super().predict(
+                x, batch_size=batch_size, verbose=verbose, steps=steps, callbacks=callbacks))
+        order = None if steps is not None or self.needs_fixed_shapes() \
+            or self.preprocessor.padding != "longest" else length_order(x)
+        if order is not None:
+            x = take_rows(x, order)
         dataset, context = self.preprocessor.predict_dataset(
-            x, batch_size or self._default_batch_size())
+            x, batch_size or self._default_batch_size(), fixed_shapes=self.needs_fixed_shapes())
         outputs = super().predict(dataset, verbose=verbose, steps=steps, callbacks=callbacks)
-        return self.preprocessor.postprocess(outputs, context)
+        result = self.preprocessor.postprocess(self._dense_outputs(outputs), context)
+        return result if order is None else take_rows(result, np.argsort(order))
+
+    #: whether every output has the token axis (axis 1): tagging, QA.
+    per_token_outputs = False
+
+    def predict_step(self, *args):
+        # JAX's step is (state, data) -> (outputs, variables); the others' data -> outputs.
+        result = super().predict_step(*args)
+        if len(args) == 2:
+            return self._padded_outputs(result[0]), result[1]
+        return self._padded_outputs(result)
+
+    def _padded_outputs(self, outputs):
+        """Per-token outputs of a batch cut to its longest row [B, L, ...]
+        padded back to T, so predict can stack the batches (with -1e4, far
+        below any logit: never chosen)."""
+        length = getattr(self.preprocessor, "sequence_length", None)
+        if not self.per_token_outputs or not length:
+            return outputs
+        return keras.tree.map_structure(lambda t: _pad_axis_1(t, int(length), -1e4), outputs)
+
+    def _dense_outputs(self, outputs):
+        """TensorFlow's predict stacks outputs of different lengths as
+        ragged tensors (a model without a preprocessor has no T to pad
+        to in `predict_step`): padded to the longest here."""
+        def dense(value):
+            if hasattr(value, "to_tensor") and hasattr(value, "row_splits"):
+                return np.asarray(value.to_tensor(default_value=-1e4))
+            return value
+        return keras.tree.map_structure(dense, outputs) if self.per_token_outputs else outputs
 
     def _default_batch_size(self):
         return (self._recipe_compile or {}).get("batch_size", 32)
@@ -543,6 +601,48 @@ class Task(BackboneModel):
             _ = cls.preprocessor_class  # imports the class, so Keras knows its name
             config["preprocessor"] = keras.saving.deserialize_keras_object(config["preprocessor"])
         return super().from_config(config)
+
+
+def _pad_axis_1(tensor, length, value):
+    """[B, L, ...] -> [B, length, ...], filled with `value` (L <= length)."""
+    missing = length - ops.shape(tensor)[1]
+    widths = [[0, 0], [0, missing]] + [[0, 0]] * (len(tensor.shape) - 2)
+    return ops.pad(tensor, widths, constant_values=value)
+
+
+def length_order(x):
+    """Indices that sort raw Python inputs by length (the bytes of every
+    string of a row: a text, a pair, a sentence's words, a question and
+    its context), stable; None when `x` is not lists / arrays of rows."""
+    parts = x if isinstance(x, tuple) else (x,)
+    try:
+        rows = {len(part) for part in parts}
+    except TypeError:
+        return None
+    if len(rows) != 1 or any(isinstance(part, (str, bytes)) for part in parts):
+        return None
+
+    def size(value):
+        if isinstance(value, (str, bytes)):
+            return len(value)
+        if isinstance(value, (list, tuple, np.ndarray)):
+            return sum(size(v) for v in value)
+        return 0
+
+    lengths = [sum(size(part[i]) for part in parts) for i in range(rows.pop())]
+    return np.argsort(np.asarray(lengths, np.int64), kind="stable")
+
+
+def take_rows(x, order):
+    """Rows `order` of inputs or results: a list, an array, a tuple of
+    them (pairs) or a dict of arrays."""
+    if isinstance(x, tuple):
+        return tuple(take_rows(part, order) for part in x)
+    if isinstance(x, dict):
+        return {k: take_rows(v, order) for k, v in x.items()}
+    if isinstance(x, np.ndarray):
+        return x[np.asarray(order)]
+    return [x[int(i)] for i in order]
 
 
 def _looks_like_text(x):

@@ -116,6 +116,8 @@ class TokenClassifier(Task):
     `SparseCategoricalAccuracy(name="accuracy")`; AdamW as in `Task.compile`.
     """
 
+    per_token_outputs = True
+
     decode = staticmethod(decode_word_labels)
 
     preprocessor_class = LazyPreprocessorClass(_preprocessor_class)

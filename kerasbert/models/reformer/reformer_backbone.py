@@ -80,6 +80,10 @@ class ReformerBackbone(Backbone):
         seed: int, of the hash rotations and the reversible seed stream.
     """
 
+    # LSH buckets and attention chunks are cut from the padded sequence: a
+    # row's outputs change with the padding after it.
+    exact_at_any_length = False
+
     classifier_activation = None
     # The published LM head is Dense(2 * hidden_dim -> vocabulary) with a
     # bias: the token table is hidden_dim wide and cannot be tied to it.
