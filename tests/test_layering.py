@@ -40,7 +40,7 @@ SETUP = os.path.join(os.path.dirname(PACKAGE), "setup.py")
 
 LAYERS = (
     ("errors", "io_utils", "kernels", "metrics", "version", "plotting", "export_door",
-     "fast_start"),
+     "fast_start", "hardware"),
     ("layers", "text", "optimizers",
      "loading.handles", "loading.source", "loading.sentence_transformers"),
     ("models", "data"),

@@ -52,6 +52,11 @@ def add_arguments(parser):
     graph.add_argument("--jit-compile", action="store_true",
                        help="XLA-compile the model function behind the in-graph tokenizer "
                        "(compiled once per batch shape on first use).")
+    graph.add_argument("--precision", choices=("float32", "bfloat16"), default="float32",
+                       help="The served model's compute and weights: bfloat16 is about 2x "
+                       "faster on CPUs with bfloat16 kernels (AVX512_BF16, AMX: see `kerasbert "
+                       "hardware`) and on GPUs, slower on CPUs without them; outputs stay "
+                       "float32 (default: float32).")
     add_tokenizer_switches(
         parser, special_tokens_help="Override the fine-tuned run's setting (kept in its "
         "config.json) for special-token strings in the served text: on, '[SEP]' typed by a "
@@ -69,7 +74,8 @@ def graph_options(args):
     # lazy: tensorflow
     from kerasbert.serving.graph_options import GraphOptions
 
-    return GraphOptions(pad_to_longest=args.padding == "longest", jit_compile=args.jit_compile)
+    return GraphOptions(pad_to_longest=args.padding == "longest", jit_compile=args.jit_compile,
+                        precision=args.precision)
 
 
 def run(args):
@@ -90,9 +96,9 @@ def run(args):
             raise UsageError("--special-tokens-in-strings and --truncate-at-nul apply to "
                              "fine-tuned task models; a generation export takes its pretraining "
                              "run's tokenizer as it is.")
-        if args.jit_compile or args.padding != "longest":
-            raise UsageError("--padding and --jit-compile apply to fine-tuned task models, "
-                             "not to text generation.")
+        if args.jit_compile or args.padding != "longest" or args.precision != "float32":
+            raise UsageError("--padding, --jit-compile and --precision apply to fine-tuned "
+                             "task models, not to text generation.")
         if args.target_length is not None:
             raise UsageError("--max-target-length applies to text2text models.")
         export, extra = export_generation_run, {}

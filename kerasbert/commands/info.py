@@ -1,8 +1,10 @@
 """`kerasbert info`: the architecture and size of a preset or of published
-weights (any handle: hf://, kaggle://, a directory, a .keras file), and the
-fine-tuning values `finetune` defaults to for it."""
+weights (any handle: hf://, kaggle://, a directory, a .keras file), the
+fine-tuning values `finetune` defaults to for it, and whether this CPU runs
+bfloat16 natively (`kerasbert.hardware`)."""
 
 from kerasbert.commands._args import add_preset_arguments
+from kerasbert.hardware import precision_advice
 from kerasbert.optimizers.recipes import default_recipe
 from kerasbert.optimizers.recipes import is_published_checkpoint
 
@@ -23,6 +25,7 @@ def run(args):
                             backbone.hidden_dim, is_published_checkpoint(args.preset))
     print("fine-tuning defaults (kerasbert finetune, for the flags not given):")
     print(recipe.describe())
+    print(precision_advice())
 
 
 def add_arguments(parser):

@@ -145,13 +145,15 @@ def _version_dir(output, version, overwrite):
 
 
 def export_finetuned(model_dir, output, version=None, sequence_length=None, overwrite=False,
-                     model_name=None, graph=None, tokenizer_switches=None, target_length=None):
+                     model_name=None, graph=None, tokenizer_switches=None, target_length=None,
+                     precision=None):
     """Exports a `kerasbert finetune` output directory for TF Serving.
 
     Args:
         model_dir: the fine-tuning directory (model.keras, config.json and
             the tokenizer files config.json names).
-        output, version, overwrite, model_name, graph: as `export_model`.
+        output, version, overwrite, model_name, graph, precision: as
+            `export_task`.
         sequence_length: packed length in the graph; default the one the
             model was fine-tuned with (at most its positions).
         tokenizer_switches: {switch: bool} over the run's settings (kept in
@@ -185,7 +187,7 @@ def export_finetuned(model_dir, output, version=None, sequence_length=None, over
     return export_task(model, output, version=version, overwrite=overwrite,
                        model_name=model_name, graph=graph,
                        sequence_length=sequence_length or config["max_seq_length"],
-                       task=task, source=source)
+                       task=task, source=source, precision=precision)
 
 
 def run_preprocessor(model, tokenizer, config, target_length=None):
@@ -211,7 +213,7 @@ def run_preprocessor(model, tokenizer, config, target_length=None):
 
 
 def export_task(model, output, version=None, overwrite=False, model_name=None, graph=None,
-                sequence_length=None, task=None, source=None):
+                sequence_length=None, task=None, source=None, precision=None):
     """`Task.export`: a task model with its preprocessor (tokenizer, packed
     length, label names, QA options) -> a TF Serving version directory, as
     `export_model` writes it.
@@ -224,10 +226,14 @@ def export_task(model, output, version=None, overwrite=False, model_name=None, g
         task: what export.json records as the task (default "").
         source: what export.json records of the model's origin (default
             its class).
+        precision: "float32" or "bfloat16": the graph's model computes in
+            it (`GraphOptions.precision`; outputs float32); over `graph`'s.
 
     Returns:
         dict: path, version, task_type, signatures, custom_ops.
     """
+    if precision is not None:
+        graph = GraphOptions.from_config(graph).to_config() | {"precision": precision}
     preprocessor = model.preprocessor
     label_names = preprocessor.label_names
     size = model.num_label_names()

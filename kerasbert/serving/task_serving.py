@@ -21,6 +21,7 @@ import tensorflow as tf
 
 from kerasbert.serving.graph_options import GraphOptions
 from kerasbert.serving.graph_options import check_options
+from kerasbert.serving.graph_options import in_precision
 from kerasbert.serving.graph_options import model_function
 from kerasbert.serving.graph_options import restore_length
 from kerasbert.serving.graph_options import trim_padding
@@ -111,11 +112,13 @@ class TaskServing(tf.Module):
     def __init__(self, model, tokenizer, sequence_length, label_names=None, options=None,
                  name=None):
         super().__init__(name=name)
-        self.model = model
         self.tokenizer = tokenizer
         self.sequence_length = int(sequence_length)
         self.options = check_options(GraphOptions.from_config(options), model.backbone,
                                      self.sequence_length)
+        # Only the copy in the export's precision is tracked (and saved).
+        model = in_precision(model, self.options.precision)
+        self.model = model
         self._forward = model_function(model, self.options.jit_compile)
         # None: a model that reads characters (`serving.elmo_serving`) packs no ids.
         self.packer = None if tokenizer is None else make_packer(tokenizer, self.sequence_length)

@@ -98,9 +98,9 @@ class Text2TextServing(TaskServing):
         the masked positions never count, so the targets do not change."""
         if not self.options.pad_to_longest:
             return token_ids, padding_mask
-        cut = trim_padding({"input_mask": padding_mask, "ids": token_ids},
-                           self.options.length_multiple)
-        return cut["ids"], cut["input_mask"]
+        cut = trim_padding({"encoder_padding_mask": padding_mask,
+                            "encoder_token_ids": token_ids}, self.options.length_multiple)
+        return cut["encoder_token_ids"], cut["encoder_padding_mask"]
 
     def serve(self, inputs):
         encoded = encode_sources(self.tokenizer, tf.reshape(inputs["source"], [-1]),

@@ -260,6 +260,14 @@ class Task(BackboneModel):
                                          num_labels=self.num_label_names(),
                                          fixed_shapes=self.needs_fixed_shapes())
 
+    def batch_padding(self):
+        """How batches of token ids for this model are padded
+        (`make_dataset(padding=...)`): "max_length" when the step needs one
+        shape, else its preprocessor's ("longest" without one)."""
+        if self.needs_fixed_shapes():
+            return "max_length"
+        return getattr(self.preprocessor, "padding", "longest")
+
     def needs_fixed_shapes(self):
         """Whether every batch must be padded to T (so the preprocessor's
         padding="longest" is set aside): a step compiled with XLA on
@@ -464,8 +472,11 @@ class Task(BackboneModel):
                 version directory goes under it.
             format: "tf_serving" (ours, needs the preprocessor), or a
                 `keras.Model.export` format for token-id inputs.
-            **kwargs: `kerasbert.serving.export_model` options: version,
-                overwrite, model_name, graph, sequence_length.
+            **kwargs: `kerasbert.serving.export_task` options: version,
+                overwrite, model_name, graph, sequence_length, precision
+                ("bfloat16": the served model computes in bfloat16, about
+                2x faster where the hardware has bfloat16 kernels, and
+                returns float32; default "float32").
 
         Returns:
             dict: path, version, task_type, signatures, custom_ops.

@@ -100,7 +100,9 @@ class TaskType:
         on the features' batches."""
         if self.predict is not None:
             return self.predict(model, features, batch_size)
-        return model.predict(make_dataset(features, batch_size, labels=False), verbose=0)
+        padding = model.batch_padding() if hasattr(model, "batch_padding") else "max_length"
+        return model.predict(make_dataset(features, batch_size, labels=False, padding=padding),
+                             verbose=0)
 
     def written_predictions(self, outputs):
         """`predict_outputs`' outputs as lines of text (`evaluate

@@ -8,6 +8,7 @@ from keras import ops
 from kerasbert.tasks.task import LazyPreprocessorClass
 from kerasbert.tasks.task import Task
 from kerasbert.tasks.task import head_initializer
+from kerasbert.tasks.token_accuracy import TokenAccuracy
 
 
 def _preprocessor_class():
@@ -113,7 +114,8 @@ class TokenClassifier(Task):
 
     `compile()` defaults: `SparseCategoricalCrossentropy(from_logits=True,
     reduction="mean_with_sample_weight")`, weighted_metrics
-    `SparseCategoricalAccuracy(name="accuracy")`; AdamW as in `Task.compile`.
+    `TokenAccuracy(name="accuracy")` (over tokens, at any padding); AdamW as
+    in `Task.compile`.
     """
 
     per_token_outputs = True
@@ -152,7 +154,7 @@ class TokenClassifier(Task):
         )
 
     def default_weighted_metrics(self):
-        return [keras.metrics.SparseCategoricalAccuracy(name="accuracy")]
+        return [TokenAccuracy(name="accuracy")]
 
     def get_config(self):
         config = super().get_config()

@@ -23,6 +23,8 @@ from kerasbert.training.strategy_checks import check_strategy
 from kerasbert.optimizers.recipes import get_recipe
 
 PRECISIONS = ("float32", "mixed_bfloat16", "mixed_float16")
+#: batch padding modes (`kerasbert.data.finetuning.padding.PADDING_MODES`).
+PADDINGS = ("longest", "max_length")
 
 
 
@@ -158,6 +160,13 @@ class FinetuneConfig:
     # head trains (ELMo: and its scalar mix).
     freeze_backbone: bool = False
     lm_weight: float = 0.5  # GPT: weight of the auxiliary LM loss (GPT-1: 0.5)
+    # The model's dtype policy: float32, or mixed_bfloat16 (bfloat16 matrix
+    # products; float32 weights, optimizer state, softmax, LayerNorm, loss).
+    precision: str = "float32"
+    # Each batch padded to its longest row ("longest") or to the full
+    # --max-seq-length ("max_length"); --bucket-by-length groups similar lengths.
+    padding: str = "longest"
+    bucket_by_length: bool = False
     strategy: str = "auto"
     logical_cpus: int = 0
     seed: int = 12345
@@ -170,6 +179,10 @@ class FinetuneConfig:
         if not self.task:
             self.task = f"features:{self.features}"
         check_finite("--lm-weight", self.lm_weight, low_inclusive=True)
+        if self.precision not in PRECISIONS:
+            raise UsageError(f"--precision {self.precision!r}: expected one of {PRECISIONS}.")
+        if self.padding not in PADDINGS:
+            raise UsageError(f"--padding {self.padding!r}: expected one of {PADDINGS}.")
         check_strategy(self.strategy)  # no TPU, no TF_CONFIG: one line, at once
         for name in ("epochs", "batch_size", "early_stopping"):
             value = getattr(self, name)

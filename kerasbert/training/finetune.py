@@ -54,6 +54,7 @@ from kerasbert.plotting import save_figure_atomically
 from kerasbert import runs
 from kerasbert.tasks import task_types
 from kerasbert.loading.backbones import load_backbone_from_flags as load
+from kerasbert.loading.published import apply_overrides
 from kerasbert.text import ids_settings
 from kerasbert.text import load_tokenizer
 from kerasbert.text import tokenizer_files
@@ -80,7 +81,7 @@ def load_backbone(config, tokenizer):
         if "input_char_ids" not in backbone.input:
             raise UsageError("Give --vocab: the tokenizer files of the backbone (only an ELMo "
                              "model reads characters without one).")
-        return backbone
+        return in_policy(backbone, config)
     vocab_size = tokenizer.vocabulary_size
     backbone = load(config.backbone, config.preset, config.init_checkpoint, config.bert_config,
                     vocabulary_size=vocab_size,
@@ -88,7 +89,15 @@ def load_backbone(config, tokenizer):
     if backbone.vocabulary_size != vocab_size:
         raise UsageError(f"The backbone has a vocabulary of {backbone.vocabulary_size} tokens but "
                          f"--vocab {config.vocab} has {vocab_size}.")
-    return backbone
+    return in_policy(backbone, config)
+
+
+def in_policy(backbone, config):
+    """The backbone under --precision (the task model and its optimizer
+    follow its policy), weights unchanged."""
+    if backbone.dtype_policy.name == config.precision:
+        return backbone
+    return apply_overrides(backbone, config.preset or config.backbone, config.precision)
 
 
 def describe_model(config):
@@ -224,7 +233,8 @@ def _preprocessor(model, tokenizer, task_type, train, sequence_length, config):
         cls = character_preprocessor(cls, task_type)
         arguments["max_characters"] = model.backbone.max_characters_per_token
     return cls(tokenizer, sequence_length or task_type.format.sequence_length,
-               train.label_names, **arguments)
+               train.label_names, padding=config.padding,
+               bucket_by_length=config.bucket_by_length, **arguments)
 
 
 def _fingerprinted_file(tokenizer):
@@ -356,13 +366,17 @@ def run_finetuning(config):
                                           model.preprocessor)
     options = dict(max_answer_length=config.max_answer_length,
                    null_score_diff_threshold=config.null_score_diff_threshold)
+    # --features batches are cut as raw text's are, unless the step needs one shape.
+    padding = dict(padding=model.batch_padding())
     if train_data is None:  # --features: token ids made by create-finetuning-data
-        train_x, train_y = make_dataset(train, config.batch_size, shuffle=True, seed=config.seed), None
+        train_x, train_y = make_dataset(train, config.batch_size, shuffle=True, seed=config.seed,
+                                        bucket_by_length=config.bucket_by_length,
+                                        **padding), None
     else:  # raw examples: tokenized by the model's preprocessor in tf.data
         train_x, train_y = model.preprocessor.inputs_of(train_data)
         if train_y is None:
             raise UsageError(f"{config.task}: the training data has no labels.")
-    valid_ds = make_dataset(valid, config.batch_size) if valid is not None else None
+    valid_ds = make_dataset(valid, config.batch_size, **padding) if valid is not None else None
     callbacks = []
     if valid is not None:
         # The epoch kept is the one with the best dev metric, not the last.

@@ -1,0 +1,159 @@
+"""Length-aware batches in the task models: `fit`, `evaluate` and `predict`
+on raw text give the same losses, metrics and predictions whether each
+batch is cut to its longest row (the default) or padded to T, for every
+example kind; `predict` returns rows in input order; the steps that need
+one shape (XLA on TensorFlow, several steps per execution, length-dependent
+attention) keep T."""
+
+import numpy as np
+import pytest
+import keras
+import tensorflow as tf
+
+from kerasbert.models import BertBackbone
+from kerasbert.preprocessing import MultipleChoicePreprocessor
+from kerasbert.preprocessing import QuestionAnswererPreprocessor
+from kerasbert.preprocessing import TextClassifierPreprocessor
+from kerasbert.preprocessing import TokenClassifierPreprocessor
+from kerasbert.tasks import MultipleChoice
+from kerasbert.tasks import QuestionAnswerer
+from kerasbert.tasks import TextClassifier
+from kerasbert.tasks import TokenClassifier
+from kerasbert.testing.files import write_vocabulary
+from kerasbert.testing.sentence_models import WORDS
+from kerasbert.text import load_tokenizer
+
+T = 64
+RNG = np.random.default_rng(0)
+PLAIN = WORDS[5:-7]
+
+
+def _sentence(low=1, high=40):
+    return " ".join(RNG.choice(PLAIN, size=int(RNG.integers(low, high))))
+
+
+TEXTS = [_sentence() for _ in range(24)] + ["", "hello"]
+PAIRS = ([_sentence(1, 12) for _ in TEXTS], [_sentence(1, 12) for _ in TEXTS])
+WORD_ROWS = [t.split() or ["hello"] for t in TEXTS]
+TAGS = [["B" if w in ("cat", "dog") else "O" for w in row] for row in WORD_ROWS]
+CONTEXTS = [_sentence(1, 80 if i == 3 else 12) + " the cat sat on the mat" for i in range(8)]
+QUESTIONS = ["where sat the cat ?"] * 8
+ANSWERS = [{"text": "the mat", "answer_start": c.rindex("the mat")} for c in CONTEXTS]
+CHOICES = ([_sentence(1, 20) for _ in range(10)],
+           [[_sentence(1, 8), _sentence(1, 30)] for _ in range(10)])
+
+
+@pytest.fixture(scope="module")
+def tokenizer(tmp_path_factory):
+    return load_tokenizer(write_vocabulary(tmp_path_factory.mktemp("vocab"), WORDS))
+
+
+def _backbone():
+    return BertBackbone(vocabulary_size=len(WORDS), num_layers=2, num_heads=2, hidden_dim=16,
+                        intermediate_dim=32, max_sequence_length=T, dropout=0.0)
+
+
+CASES = {
+    "pair": (lambda: TextClassifier(_backbone(), num_classes=2, dropout=0.0),
+             lambda tok, p: TextClassifierPreprocessor(tok, T, ["a", "b"], padding=p),
+             PAIRS, ["a", "b"] * 13),
+    "tagging": (lambda: TokenClassifier(_backbone(), num_labels=2, dropout=0.0),
+                lambda tok, p: TokenClassifierPreprocessor(tok, T, ["B", "O"], padding=p),
+                WORD_ROWS, TAGS),
+    "qa": (lambda: QuestionAnswerer(_backbone(), dropout=0.0),
+           lambda tok, p: QuestionAnswererPreprocessor(tok, T, doc_stride=16,
+                                                       max_query_length=8, padding=p),
+           (QUESTIONS, CONTEXTS), ANSWERS),
+    "choices": (lambda: MultipleChoice(_backbone(), num_choices=2, dropout=0.0),
+                lambda tok, p: MultipleChoicePreprocessor(tok, T, num_choices=2, padding=p),
+                CHOICES, [0, 1] * 5),
+}
+
+
+def _model(case, tokenizer, padding):
+    build, preprocessor, _, _ = CASES[case]
+    keras.utils.set_random_seed(7)
+    model = build()
+    model.preprocessor = preprocessor(tokenizer, padding)
+    model.compile(learning_rate=1e-3)
+    return model
+
+
+@pytest.mark.parametrize("case", sorted(CASES))
+def test_same_losses_metrics_and_predictions_as_fixed_padding(tokenizer, case):
+    _, _, x, y = CASES[case]
+    runs = {}
+    for padding in ("max_length", "longest"):
+        model = _model(case, tokenizer, padding)
+        batches = list(model._raw_dataset(x, y, batch_size=4))
+        widths = {int(b[0]["input_mask"].shape[-1]) for b in batches}
+        history = model.fit(x, y, batch_size=4, epochs=1, seed=1, verbose=0).history
+        scores = model.evaluate(x, y, batch_size=4, verbose=0, return_dict=True)
+        runs[padding] = (widths, history, scores, model.predict(x, batch_size=4, verbose=0))
+    (fixed_widths, fixed_history, fixed_scores, fixed_pred), (widths, history, scores, pred) = (
+        runs["max_length"], runs["longest"])
+    assert fixed_widths == {T}
+    assert all(w % 16 == 0 and w <= T for w in widths) and min(widths) < T
+    for name in fixed_history:
+        np.testing.assert_allclose(history[name], fixed_history[name], rtol=1e-4, atol=1e-5,
+                                   err_msg=name)
+    for name in fixed_scores:
+        np.testing.assert_allclose(scores[name], fixed_scores[name], rtol=1e-4, atol=1e-5,
+                                   err_msg=name)
+    if case == "qa":
+        for got, want in zip(pred, fixed_pred):
+            assert (got["answer"], got["start_char"]) == (want["answer"], want["start_char"])
+            np.testing.assert_allclose(got["score"], want["score"], rtol=1e-4, atol=1e-4)
+    elif case == "tagging":  # per-word probabilities [words, tags]
+        assert len(pred) == len(fixed_pred)
+        for got, want in zip(pred, fixed_pred):
+            np.testing.assert_allclose(got, want, atol=1e-5)
+    else:
+        np.testing.assert_allclose(pred, fixed_pred, atol=1e-5)
+
+
+def test_predict_keeps_input_order(tokenizer):
+    """Rows run in length order and come back in input order: each row's
+    probabilities equal those of the row predicted alone."""
+    model = _model("pair", tokenizer, "longest")
+    x = PAIRS
+    together = model.predict(x, batch_size=4, verbose=0)
+    for i in (0, 5, 17, 25):
+        alone = model.predict(([x[0][i]], [x[1][i]]), verbose=0)
+        np.testing.assert_allclose(together[i], alone[0], atol=1e-5)
+
+
+def test_fixed_shapes_where_the_step_needs_them(tokenizer):
+    model = _model("pair", tokenizer, "longest")
+    assert not model.needs_fixed_shapes() and model.batch_padding() == "longest"
+    spec = model._raw_dataset(PAIRS, ["a", "b"] * 13, batch_size=4).element_spec
+    # One dynamic length: the step is traced for it once, not per batch.
+    assert spec[0]["input_word_ids"].shape.as_list() == [None, None]
+    model.compile(learning_rate=1e-3, steps_per_execution=2)
+    assert model.needs_fixed_shapes() and model.batch_padding() == "max_length"
+    widths = {int(b[0]["input_mask"].shape[-1])
+              for b in model._raw_dataset(PAIRS, ["a", "b"] * 13, batch_size=4)}
+    assert widths == {T}
+    model.compile(learning_rate=1e-3, jit_compile=True)
+    assert model.needs_fixed_shapes()
+    bigbird = TextClassifier(BertBackbone(vocabulary_size=len(WORDS), num_layers=1, num_heads=2,
+                                          hidden_dim=16, intermediate_dim=32,
+                                          max_sequence_length=T, attention="bigbird",
+                                          block_size=4, num_random_blocks=1), num_classes=2)
+    assert not bigbird.backbone.exact_at_any_length and bigbird.needs_fixed_shapes()
+
+
+def test_bucketed_fit_is_seeded_and_sees_every_example(tokenizer):
+    pre = TextClassifierPreprocessor(tokenizer, T, ["a", "b"], bucket_by_length=True)
+    labels = ["a", "b"] * 13
+
+    def epoch(seed):
+        data = pre.dataset(TEXTS, labels, batch_size=4, shuffle=True, seed=seed)
+        return [b[0]["input_word_ids"].numpy().tolist() for b in data]
+
+    assert epoch(5) == epoch(5)
+    rows = [tuple(r[:max(i for i, v in enumerate(r + [1]) if v) + 1]) for b in epoch(5) for r in b]
+    assert len(rows) == len(TEXTS)
+    config = pre.get_config()
+    assert config["bucket_by_length"] and config["padding"] == "longest"
+    assert TextClassifierPreprocessor.from_config(config).bucket_by_length
