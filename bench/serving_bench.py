@@ -6,7 +6,9 @@ one BERT classifier with the same weights served four ways, in one run:
                    loaded with tensorflow + tensorflow_text only; one row per
                    export variant: plain (padded to the exported length),
                    longest (padded to the batch's longest row), xla
-                   (XLA-compiled model function), longest_xla
+                   (XLA-compiled model function), longest_xla, and bf16 /
+                   longest_bf16 (`export --precision bfloat16`: weights and
+                   matrix products in bfloat16, outputs float32)
     (b) keras-hub  `BertTextClassifier` with its preprocessor: `predict` on
                    strings, `predict_on_batch`, and the direct call
                    `model(model.preprocessor(x))`, eager and in a tf.function
@@ -60,7 +62,12 @@ VARIANTS = {
     "longest": {"pad_to_longest": True, "jit_compile": False},
     "xla": {"pad_to_longest": False, "jit_compile": True},
     "longest_xla": {"pad_to_longest": True, "jit_compile": True},
+    "bf16": {"pad_to_longest": False, "jit_compile": False, "precision": "bfloat16"},
+    "longest_bf16": {"pad_to_longest": True, "jit_compile": False, "precision": "bfloat16"},
 }
+#: bfloat16 exports round every matrix product: their probabilities are
+#: compared with a looser bound, and their labels counted (`bf16_agreement`).
+BF16_TOLERANCE = 5e-2
 FULL = dict(cases="bert_tiny:128,bert_base:128,bert_base:512", vocab_size=8000, budget=6.0,
             batches=(1, 2, 4, 8, 16, 32, 64), long_batches=(1, 32), threads=(1, 2, 4),
             pool=3)
@@ -360,16 +367,36 @@ def cold_start(script, path):
 
 def check_agreement(paths, texts):
     """Max |p - p_plain| of every path on `texts`; raises above 1e-4 for
-    (a), (b), (c) (Model Garden's tokenizer may split rare text otherwise:
-    reported, not fatal)."""
+    (a), (b), (c) (5e-2 for the bfloat16 exports; Model Garden's tokenizer
+    may split rare text otherwise: reported, not fatal)."""
     want = paths["a_plain"](texts)
     diffs = {}
     for name, fn in paths.items():
         diffs[name] = float(np.max(np.abs(np.asarray(fn(texts), np.float64) - want)))
-    bad = {n: d for n, d in diffs.items() if d > TOLERANCE and not n.startswith("d_")}
+    bad = {n: d for n, d in diffs.items() if not n.startswith("d_")
+           and d > (BF16_TOLERANCE if n.endswith("bf16") else TOLERANCE)}
     if bad:
         raise _common.BenchError(f"paths disagree with (a) plain beyond {TOLERANCE}: {bad}")
     return diffs
+
+
+def bf16_agreement(paths, texts, batch=32):
+    """{path: {"same_label": share, "max_abs_probability": d}} of every
+    bfloat16 export against (a) plain over `texts` (the weights here are
+    random, so near-ties are common: a fine-tuned model's agreement is
+    padding_bench.py's)."""
+    bf16 = [n for n in paths if n.endswith("bf16")]
+    if not bf16:
+        return {}
+    chunks = [texts[i:i + batch] for i in range(0, len(texts), batch)]
+    want = np.concatenate([paths["a_plain"](c) for c in chunks])
+    out = {}
+    for name in bf16:
+        got = np.concatenate([paths[name](c) for c in chunks])
+        out[name] = {"same_label": round(float(np.mean(got.argmax(-1) == want.argmax(-1))), 4),
+                     "max_abs_probability": round(float(np.max(np.abs(got - want))), 5),
+                     "requests": len(texts)}
+    return out
 
 
 def measure_case(size, length, root, vocab_path, settings, profile=None):
@@ -381,14 +408,18 @@ def measure_case(size, length, root, vocab_path, settings, profile=None):
     models = build_models(size, length, vocab_path, vocab_size)
     case_dir = os.path.join(root, f"{size}_{length}")
     exports = {}
+    wanted = {name[2:] for name in settings.get("curve") or ()}
     for variant, options in VARIANTS.items():
+        if wanted and variant not in wanted | {"plain"}:
+            continue  # --curve: only the exports it times (and plain, the reference)
         exports[variant] = export_model(models["ours"], tokenizer, "classification",
                                         os.path.join(case_dir, variant), label_names=LABELS,
                                         sequence_length=length, graph=options)["path"]
     texts = request_texts(length, 256)
     paths = serving_paths(models, exports, vocab_path, length)
     result = {"size": size, "sequence_length": length,
-              "agreement_max_abs": check_agreement(paths, texts[:8])}
+              "agreement_max_abs": check_agreement(paths, texts[:8]),
+              "bf16_agreement": bf16_agreement(paths, texts[:settings.get("agreement", 64)])}
     mean_pieces = float(np.mean([len(tokenizer.tokenize_ids([t])[0]) for t in texts[:64]]))
     result["mean_pieces_per_request"] = round(mean_pieces, 1)
     print(f"{size}@{length}: paths agree (max |dp| "
@@ -423,10 +454,15 @@ def measure_case(size, length, root, vocab_path, settings, profile=None):
             f"b{b}: {r['p50_ms']:.1f} ms, {r['examples_per_s']:.1f}/s"
             for b, r in table[name].items()), flush=True)
     result["paths"] = table
+    result["speed_vs_a_plain"] = speed_vs_plain(table)
+    if result["bf16_agreement"]:
+        print(f"  bfloat16 vs float32 labels: {json.dumps(result['bf16_agreement'])}")
+    print(f"  examples/s against a_plain: {json.dumps(result['speed_vs_a_plain'])}", flush=True)
     if settings.get("curve"):
         return result
 
-    ours = {n: t for n, t in table.items() if n.startswith("a_")}
+    # The batching file is measured on the default (float32) export.
+    ours = {n: t for n, t in table.items() if n.startswith("a_") and not n.endswith("bf16")}
     best = min(ours, key=lambda n: sum(ours[n][b]["p50_ms"] / b for b in batches))
     result["best_ours"] = best
     hub_direct = [n for n in table if n.startswith("b_") and n != "b_predict"]
@@ -489,6 +525,16 @@ def profile_paths(paths, texts, root, case, plan, calls=3):
     return out
 
 
+def speed_vs_plain(table):
+    """{path: {batch: p50(a_plain) / p50(path)}}: each path's examples/s
+    over the float32 export's, batch by batch (when a_plain was timed)."""
+    plain = table.get("a_plain")
+    if not plain:
+        return {}
+    return {name: {b: round(plain[b]["p50_ms"] / row[b]["p50_ms"], 2) for b in row if b in plain}
+            for name, row in table.items() if name != "a_plain"}
+
+
 def goals(result):
     """The issue's goals, checked on one case's numbers."""
     t = result["paths"]
@@ -506,6 +552,11 @@ def goals(result):
         b: round(t["c_token_ids"][b]["p50_ms"] / t[best][b]["p50_ms"], 2) for b in batches}
     out["plain_vs_token_ids"] = {
         b: round(t["c_token_ids"][b]["p50_ms"] / t["a_plain"][b]["p50_ms"], 2) for b in batches}
+    for name in ("a_bf16", "a_longest_bf16"):
+        if name in t:
+            out[f"{name}_vs_best_keras_hub_direct"] = {
+                b: round(t[result["best_keras_hub_direct"][b]][b]["p50_ms"] / t[name][b]["p50_ms"],
+                         2) for b in batches}
     return out
 
 
