@@ -123,6 +123,9 @@ class TaskPreprocessor(keras.layers.Layer):
     task_types = ()
     #: its own constructor options, which `Task.from_preset` passes on.
     options = ()
+    #: the batching options every preprocessor takes, which `Task.from_preset`
+    #: passes on too (`TextClassifier.from_preset(DIR, bucket_by_length=True)`).
+    batch_options = ("padding", "pad_to_multiple_of", "bucket_by_length")
 
     def __init__(self, tokenizer=None, sequence_length=None, label_names=None, task_type=None,
                  padding="longest", pad_to_multiple_of=DEFAULT_MULTIPLE, bucket_by_length=False,

@@ -222,10 +222,17 @@ class Task(BackboneModel):
                 schedule's length is set by the first `fit`.
             backbone_overrides: backbone arguments that keep the weights'
                 shapes (e.g. {"dropout": 0.0}).
-            dtype: the backbone's (and so the model's) dtype policy.
+            dtype: the backbone's (and so the model's) dtype policy:
+                "mixed_bfloat16" fine-tunes with bfloat16 matrix products
+                (float32 weights, optimizer state, softmax, LayerNorm,
+                GELU and loss); faster where the hardware has bfloat16
+                kernels (`kerasbert info` says), slower on CPUs without.
             **kwargs: this task's own arguments (num_classes, dropout, ...)
                 and its preprocessor's `options` (QA: doc_stride,
-                max_query_length, ...).
+                max_query_length, ...) and batching options: padding
+                ("longest", the default: each batch padded to its longest
+                row; "max_length": to T), pad_to_multiple_of (16),
+                bucket_by_length (False).
         """
         return build_from_preset(cls, handle, tokenizer=tokenizer,
                                  sequence_length=sequence_length, label_names=label_names,

@@ -54,7 +54,8 @@ def build_from_preset(cls, handle, *, tokenizer=None, sequence_length=None, labe
         size = cls.label_argument
         if size and kwargs.get(size) is None:
             kwargs[size] = len(label_names)
-    options = getattr(cls.preprocessor_class, "options", ())
+    options = (getattr(cls.preprocessor_class, "batch_options", ())
+               + tuple(getattr(cls.preprocessor_class, "options", ())))
     given = {name: kwargs.pop(name) for name in list(kwargs) if name in options}
     model = cls(backbone, **kwargs)
     if tokenizer is not None and cls.preprocessor_class is not None:
