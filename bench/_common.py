@@ -251,7 +251,11 @@ def env_line(env):
             f"tensorflow={env['tensorflow']}"]
     if "jax" in env:
         bits.append(f"jax={env['jax']}")
-    bits += [f"dtype={env['dtype_policy']}", f"cpus={env['cpu_count']}",
+    dtype = env["dtype_policy"]
+    ours_dtype = env.get("ours_dtype_policy", dtype)
+    if ours_dtype != dtype:  # pretrain_bench --ours-dtype
+        dtype = f"{ours_dtype}(ours)/{dtype}(keras-hub)"
+    bits += [f"dtype={dtype}", f"cpus={env['cpu_count']}",
              f"python={env['python']}",
              f"loadavg(start/end)={env['loadavg_start']}/"
              f"{env.get('loadavg_end')}"]

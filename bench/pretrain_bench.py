@@ -8,13 +8,35 @@ weights and activation), wraps it in `kerasbert.tasks.BertPretrainer(backbone,
 objectives=("mlm",))` and copies keras-hub's masked-LM head weights into ours.
 Both models see the same batch (random token ids, ragged padding, two
 segments, P sorted masked positions per sequence, all weights 1), the same
-dtype policy, dropout on, and the same optimizer settings (AdamW, lr 1e-4,
+dtype policy (unless `--ours-dtype` says otherwise, below), dropout on, and
+the same optimizer settings (AdamW, lr 1e-4,
 weight decay 0.01 not applied to bias/LayerNorm variables, epsilon 1e-6, no
 clipping): each library's own AdamW, as its users train (keras-hub: Keras'
 `keras.optimizers.AdamW`; ours: `kerasbert.optimizers.AdamW`, the same update
 formula with a fused kernel under TensorFlow).
 Before timing it checks that both give the same masked-LM logits
-(training=False) and exits with code 2 when they do not.
+(training=False; max |diff| 1e-4 when both run in float32; when either side
+computes in a lower precision 5e-2 times max(1, max |logit|), since bfloat16
+rounding misses by a fraction of the logits' size) and exits with code 2
+when they do not.
+
+Precision: `--dtype POLICY` (default float32) sets the policy of both models;
+`--ours-dtype POLICY` (default: the same as `--dtype`) sets ours alone, so
+
+    python bench/pretrain_bench.py --ours-dtype mixed_bfloat16
+
+trains our pretrainer in mixed_bfloat16 against keras-hub's BertMaskedLM in
+float32. That is the bfloat16 row: each side in the precision its user would
+pick. With the TensorFlow backend keras-hub (0.32) cannot train in mixed
+precision at all: its MaskedLMHead adds the float32 output bias to
+half-precision logits and TensorFlow refuses the mixed-dtype add (`--dtype
+mixed_bfloat16` stops with exit code 2 and says so), so its float32 is the
+fastest keras-hub step a TensorFlow user has. Our model is still built from
+the peer's converted weights (the float32 variables are copied, then our
+layers compute in the chosen policy). The table, the env line and the JSON
+(`meta["dtype_policy"]`: {"ours": ..., "keras_hub": ...}) say which policy
+each side ran; under JAX, where keras-hub's head works in mixed precision,
+give both the same `--dtype` to compare like with like.
 
 Rows (sequences/second, ours / keras-hub, measured alternately):
 
@@ -57,6 +79,7 @@ op by op; the TrainStep rows are skipped). See bench/README.md.
 """
 
 import argparse
+import contextlib
 import os
 import pathlib
 import re
@@ -111,6 +134,11 @@ def parse_args(argv):
     p.add_argument("--jit", choices=("both", "off", "on"), default="both",
                    help="which jit_compile rows to run (default both; 'on' "
                    "skips the slow op-by-op rows, e.g. JAX on a GPU)")
+    p.add_argument("--ours-dtype", default=None, metavar="POLICY",
+                   help="dtype policy for kerasbert's pretrainer alone "
+                   "(default: --dtype), e.g. mixed_bfloat16 against keras-hub "
+                   "in float32: keras-hub's BertMaskedLM fails under a mixed "
+                   "policy with the TensorFlow backend")
     p.add_argument("--peak-tflops", type=float, default=None,
                    help="the device's peak TFLOP/s at this precision; adds "
                    "model FLOPs utilisation (e.g. 989 for bf16 on an H100)")
@@ -120,6 +148,13 @@ def parse_args(argv):
     if args.predictions >= args.sequence_length:
         p.error(f"--predictions {args.predictions} must be smaller than "
                 f"--seq-length {args.sequence_length}")
+    if args.ours_dtype is None:
+        args.ours_dtype = args.dtype
+    for flag, name in (("--dtype", args.dtype), ("--ours-dtype", args.ours_dtype)):
+        try:
+            _common.dtype_policy(name)
+        except BenchError as e:
+            p.error(str(e).replace("--dtype", flag, 1))
     return args
 
 
@@ -186,20 +221,50 @@ def make_optimizer(who):
     return optimizer
 
 
-def build_ours(peer_task):
-    """Our pretrainer with the peer's backbone and MLM-head weights.
+@contextlib.contextmanager
+def global_dtype_policy(policy):
+    """Keras' global dtype policy set to `policy` inside the block (the
+    layers built there take it), restored afterwards."""
+    import keras
+
+    previous = keras.config.dtype_policy()
+    keras.config.set_dtype_policy(policy)
+    try:
+        yield
+    finally:
+        keras.config.set_dtype_policy(previous)
+
+
+def build_ours(peer_task, policy=None):
+    """Our pretrainer with the peer's backbone and MLM-head weights, under
+    `policy` (default: the peer backbone's).
+
+    The converted backbone takes the peer's policy; for another one it is
+    rebuilt from its config with `dtype=policy` and given the same weights
+    (cast only where `policy` stores variables in another dtype, as
+    "bfloat16" does; mixed policies keep float32 variables). The head
+    follows the backbone's policy.
 
     keras-hub's BertMaskedLM head uses the erf GELU and LayerNorm epsilon
     1e-5 (its defaults) while its backbone uses the tanh GELU; our head
     follows the backbone's settings. So that the two compute the same
     function, our head's transform is switched to the peer's activation and
     epsilon before anything is traced (same ops, same cost)."""
+    import keras
+
     from kerasbert.convert import from_keras_hub
     from kerasbert.layers.activations import get_activation
     from kerasbert.tasks import BertPretrainer
 
     backbone = from_keras_hub(peer_task.backbone)
-    ours = BertPretrainer(backbone, objectives=("mlm",))
+    policy = keras.dtype_policies.get(policy or backbone.dtype_policy)
+    with global_dtype_policy(policy):
+        if policy.name != backbone.dtype_policy.name:
+            converted = backbone
+            backbone = type(converted).from_config(
+                {**converted.get_config(), "dtype": policy})
+            backbone.set_weights(converted.get_weights())
+        ours = BertPretrainer(backbone, objectives=("mlm",))
     src = peer_task.masked_lm_head
     head = ours.masked_lm_head
     head.dense.activation = get_activation("gelu")
@@ -210,9 +275,25 @@ def build_ours(peer_task):
     return ours
 
 
-def check_logits(models, data, tol):
-    """Max |diff| of the masked-LM logits (training=False); raises on a
-    mismatch, so every timed number compares the same function."""
+def logits_tolerance(policies, peer_logits):
+    """Largest max |diff| of the masked-LM logits accepted as the same
+    function: 1e-4 when both sides compute in float32; otherwise 5e-2 times
+    the logits' scale, max(1, max |keras-hub logit|): one side rounding to
+    bfloat16 (8 significant bits) misses the float32 logits by a fixed
+    fraction of their size, measured 1.6% of the largest logit for bert_base
+    at batch 16 (0.041 of 2.6) and 1.0% for bert_mini (0.013 of 1.35),
+    mixed_bfloat16 against float32 on a CPU."""
+    import numpy as np
+
+    if all(p.compute_dtype == "float32" for p in policies.values()):
+        return 1e-4
+    return 5e-2 * max(1.0, float(np.max(np.abs(peer_logits))))
+
+
+def check_logits(models, data, policies):
+    """(max |diff|, tolerance) of the masked-LM logits (training=False);
+    raises on a mismatch, so every timed number compares the same
+    function."""
     import numpy as np
     from keras import ops
 
@@ -233,20 +314,23 @@ def check_logits(models, data, tol):
             f"({type(e).__name__}: {detail}). Known: "
             "under a mixed dtype policy with the TensorFlow backend its "
             "MaskedLMHead adds the float32 output bias to half-precision "
-            "logits; run mixed precision under KERAS_BACKEND=jax.") from None
+            "logits; run mixed precision under KERAS_BACKEND=jax, or keep "
+            "keras-hub in float32 and give ours alone the mixed policy "
+            "(--dtype float32 --ours-dtype mixed_bfloat16).") from None
     logits_o = ops.convert_to_numpy(logits_o)
     logits_p = ops.convert_to_numpy(logits_p)
     if logits_o.shape != logits_p.shape:
         raise BenchError(f"logit shapes differ: {logits_o.shape} vs "
                          f"{logits_p.shape}")
     diff = max_abs_diff(logits_o, logits_p)
+    tol = logits_tolerance(policies, logits_p)
     if not np.isfinite(diff) or diff > tol:
         raise BenchError(
             f"kerasbert and keras-hub masked-LM logits differ: max |diff| "
             f"{diff:.3g} > {tol:g}; the comparison would not be apples to "
             "apples."
         )
-    return diff
+    return diff, tol
 
 
 class TrainStepRunner:
@@ -261,7 +345,7 @@ class TrainStepRunner:
 
         self.strategy = resolve_strategy("auto")
         with self.strategy.scope():
-            self.model = build_ours(peer_task)
+            self.model = build_ours(peer_task, policy)
         self.policy = policy
         self.tf = tf
         self.keras = keras
@@ -360,10 +444,14 @@ def format_table(results, env, meta):
                  "> 1 means kerasbert is faster. TrainStep rows: ours via "
                  "kerasbert.training.loop.TrainStep (the CLI's step), "
                  "keras-hub via train_on_batch.")
+    lines.append(dtype_line({OURS: meta["dtype_policy"]["ours"],
+                             PEER: meta["dtype_policy"]["keras_hub"]},
+                            env["backend"]))
     lines.append(
         f"model FLOPs per trained sequence {meta['train_gflops_per_seq']:.3f} "
         "GFLOP = 3 x forward (formula in pretrain_bench.py); masked-LM "
-        f"logits match: max|diff| {meta['logits_max_abs_diff']:.2e}"
+        f"logits match: max|diff| {meta['logits_max_abs_diff']:.2e} "
+        f"(tolerance {meta['logits_tolerance']:.2g})"
     )
     if meta.get("skipped_rows"):
         lines.append("skipped: " + "; ".join(meta["skipped_rows"]))
@@ -374,31 +462,45 @@ def format_table(results, env, meta):
 
 
 def run(args):
-    import keras
-    import keras_hub
+    import keras_hub  # noqa: F401  (fails here, before any work, if missing)
 
     config_name, config = _common.resolve_bert_config(args)
-    policy = _common.dtype_policy(args.dtype)
-    # The task models (and their heads) take the global policy; restored
-    # afterwards, so an in-process caller (a test) is left as it was.
-    previous_policy = keras.config.dtype_policy()
-    keras.config.set_dtype_policy(policy)
-    try:
-        return _run(args, config_name, config, policy)
-    finally:
-        keras.config.set_dtype_policy(previous_policy)
+    policies = {OURS: _common.dtype_policy(args.ours_dtype),
+                PEER: _common.dtype_policy(args.dtype)}
+    # keras-hub's task model (and its head) takes the global policy, ours
+    # its backbone's; restored afterwards, so an in-process caller (a test)
+    # is left as it was.
+    with global_dtype_policy(policies[PEER]):
+        return _run(args, config_name, config, policies)
 
 
-def _run(args, config_name, config, policy):
+def dtype_line(names, backend):
+    """Which policy each side ran ({OURS: name, PEER: name}), and why they
+    differ when they do."""
+    line = f"dtype policy: ours {names[OURS]}, keras-hub {names[PEER]}"
+    if names[OURS] != names[PEER]:
+        if backend == "tensorflow" and names[PEER] == "float32":
+            line += (" (keras-hub's BertMaskedLM fails under a mixed policy "
+                     "on TensorFlow, so it runs float32, the precision its "
+                     "user can train in)")
+        else:
+            line += " (--ours-dtype)"
+    return line
+
+
+def _run(args, config_name, config, policies):
     import keras
     import keras_hub
 
     keras.utils.set_random_seed(0)
-    peer_backbone = keras_hub.models.BertBackbone(**config, dtype=policy)
+    peer_backbone = keras_hub.models.BertBackbone(**config, dtype=policies[PEER])
     peer = keras_hub.models.BertMaskedLM(backbone=peer_backbone,
                                          preprocessor=None)
-    ours = build_ours(peer)
+    ours = build_ours(peer, policies[OURS])
     models = {OURS: ours, PEER: peer}
+    backend = keras.backend.backend()
+    policy_names = {who: p.name for who, p in policies.items()}
+    print(dtype_line(policy_names, backend), flush=True)
 
     x, ids, weights = make_batch(args.batch_size, args.sequence_length,
                                  args.predictions, config["vocabulary_size"])
@@ -406,13 +508,11 @@ def _run(args, config_name, config, policy):
         OURS: {"x": ours_features(x, ids, weights)},
         PEER: {"x": x, "y": ids, "sample_weight": weights},
     }
-    tol = 1e-4 if policy.compute_dtype == "float32" else 5e-2
-    diff = check_logits(models, data, tol)
-    print(f"masked-LM logits match (training=False): max|diff| {diff:.2e}",
-          flush=True)
+    diff, tol = check_logits(models, data, policies)
+    print(f"masked-LM logits match (training=False): max|diff| {diff:.2e} "
+          f"(tolerance {tol:.2g})", flush=True)
     initial_weights = {who: m.get_weights() for who, m in models.items()}
 
-    backend = keras.backend.backend()
     rows, skipped, runner, peer_steps = [], [], None, {}
     for label, mode, jit in ROWS:
         if args.jit != "both" and jit != (args.jit == "on"):
@@ -422,7 +522,7 @@ def _run(args, config_name, config, policy):
                            f"{backend})")
             continue
         if mode == "TrainStep" and runner is None:
-            runner = TrainStepRunner(peer, policy)
+            runner = TrainStepRunner(peer, policies[OURS])
             if len(runner.model.trainable_variables) != len(
                     ours.trainable_variables):
                 raise BenchError("the TrainStep model's variables differ "
@@ -447,6 +547,7 @@ def _run(args, config_name, config, policy):
 
     env = _common.keras_environment(args, _common.LOAD_AT_START.get("value"))
     env["loadavg_end"] = _common.loadavg()
+    env["ours_dtype_policy"] = policy_names[OURS]
     meta = {
         "config_name": config_name,
         "config": config,
@@ -457,6 +558,9 @@ def _run(args, config_name, config, policy):
         "steps": args.steps,
         "warmup": args.warmup,
         "learning_rate": LEARNING_RATE,
+        "dtype_policy": {"ours": policy_names[OURS],
+                         "keras_hub": policy_names[PEER]},
+        "logits_tolerance": tol,
         "train_flops_per_seq": flops,
         "train_gflops_per_seq": flops / 1e9,
         "peak_tflops": args.peak_tflops,

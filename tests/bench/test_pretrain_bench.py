@@ -61,6 +61,90 @@ def test_quick_run_produces_all_rows(tmp_path):
         assert f"\n{row} " in printed, row
 
 
+# 35 s; the bfloat16 row (ours mixed_bfloat16, keras-hub float32). The
+# default suite checks the flag, our model's policy and the logits check.
+@pytest.mark.slow(covered_by=("tests/bench/test_pretrain_bench.py::test_ours_dtype_defaults_to_dtype_and_refuses_bad_policies",
+                              "tests/bench/test_pretrain_bench.py::test_ours_built_under_its_own_policy_from_the_peer_weights",
+                              "tests/bench/test_pretrain_bench.py::test_masked_positions_are_sorted_real_tokens"))
+def test_quick_run_ours_in_bfloat16_against_float32_peer(tmp_path):
+    out = tmp_path / "pretrain_bf16.json"
+    proc = _run_quick(tmp_path, "--ours-dtype", "mixed_bfloat16", "--json", str(out))
+    assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
+
+    payload = json.loads(out.read_text())
+    meta = payload["meta"]
+    assert meta["dtype_policy"] == {"ours": "mixed_bfloat16", "keras_hub": "float32"}
+    assert payload["env"]["dtype_policy"] == "float32"
+    assert payload["env"]["ours_dtype_policy"] == "mixed_bfloat16"
+    # bfloat16 rounding: the loose check, and still a close match.
+    assert meta["logits_tolerance"] >= 5e-2
+    assert 0 < meta["logits_max_abs_diff"] <= meta["logits_tolerance"]
+    rows = payload["rows"]
+    assert [r["row"] for r in rows] == ROWS
+    for row in rows:
+        assert math.isfinite(row["ratio"]) and row["ratio"] > 0, row
+        assert row["ratio"] == pytest.approx(
+            row["ours_seq_per_s"] / row["keras_hub_seq_per_s"], rel=1e-6)
+
+    printed = proc.stdout
+    assert ("dtype policy: ours mixed_bfloat16, keras-hub float32 (keras-hub's "
+            "BertMaskedLM fails under a mixed policy on TensorFlow") in printed
+    assert "dtype=mixed_bfloat16(ours)/float32(keras-hub)" in printed
+    for row in ROWS:
+        assert f"\n{row} " in printed, row
+
+
+def test_ours_dtype_defaults_to_dtype_and_refuses_bad_policies(bench, capsys):
+    assert bench.parse_args([]).ours_dtype == "float32"
+    args = bench.parse_args(["--dtype", "mixed_float16"])
+    assert args.dtype == args.ours_dtype == "mixed_float16"
+    args = bench.parse_args(["--ours-dtype", "mixed_bfloat16"])
+    assert (args.dtype, args.ours_dtype) == ("float32", "mixed_bfloat16")
+    for argv, flag in ((["--ours-dtype", "mixed_bf16"], "--ours-dtype"),
+                       (["--dtype", "float33"], "--dtype")):
+        with pytest.raises(SystemExit) as info:
+            bench.parse_args(argv)
+        assert info.value.code == 2, argv
+        assert f"{flag} {argv[1]!r}" in capsys.readouterr().err
+
+
+def test_ours_built_under_its_own_policy_from_the_peer_weights(bench):
+    import keras
+    import keras_hub
+
+    OURS, PEER, QUICK_CONFIG = bench.OURS, bench.PEER, bench._common.QUICK_CONFIG
+    keras.utils.set_random_seed(0)
+    peer = keras_hub.models.BertMaskedLM(
+        backbone=keras_hub.models.BertBackbone(**QUICK_CONFIG, dtype="float32"),
+        preprocessor=None)
+    policies = {OURS: keras.dtype_policies.get("mixed_bfloat16"),
+                PEER: keras.dtype_policies.get("float32")}
+    ours = bench.build_ours(peer, policies[OURS])
+    assert keras.config.dtype_policy().name == "float32"  # restored
+    assert ours.dtype_policy.name == "mixed_bfloat16"
+    assert ours.backbone.dtype_policy.name == "mixed_bfloat16"
+    assert ours.masked_lm_head.dtype_policy.name == "mixed_bfloat16"
+    # Same float32 values as the peer's backbone.
+    for a, b in zip(ours.backbone.get_weights(), bench.build_ours(peer).backbone.get_weights()):
+        np.testing.assert_array_equal(a, b)
+
+    x, ids, weights = bench.make_batch(2, 16, 4, QUICK_CONFIG["vocabulary_size"])
+    data = {OURS: {"x": bench.ours_features(x, ids, weights)}, PEER: {"x": x}}
+    diff, tol = bench.check_logits({OURS: ours, PEER: peer}, data, policies)
+    assert tol >= 5e-2 and 0 < diff <= tol  # rounded, still the same function
+    # A real mismatch still fails (main exits 2 on BenchError).
+    ours.masked_lm_head.output_bias.assign(ours.masked_lm_head.output_bias + 1.0)
+    with pytest.raises(bench.BenchError, match="logits differ"):
+        bench.check_logits({OURS: ours, PEER: peer}, data, policies)
+    # Both in float32: the tight check.
+    policies[OURS] = policies[PEER]
+    assert bench.logits_tolerance(policies, np.ones(3)) == 1e-4
+    assert "fails under a mixed policy" in bench.dtype_line(
+        {OURS: "mixed_bfloat16", PEER: "float32"}, "tensorflow")
+    assert bench.dtype_line({OURS: "float32", PEER: "float32"}, "tensorflow") == (
+        "dtype policy: ours float32, keras-hub float32")
+
+
 def test_flops_formula(bench):
     mini = {"num_layers": 4, "hidden_dim": 256, "intermediate_dim": 1024,
             "vocabulary_size": 30522}
