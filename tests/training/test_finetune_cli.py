@@ -161,6 +161,36 @@ def test_cached_features_train_like_raw_text(setup, tmp_path, capsys, kind):
     assert cached_history["loss"] == raw_history["loss"]
 
 
+def test_padding_and_precision_flags(setup, tmp_path):
+    """--padding max_length trains as the default (each batch cut to its
+    longest row) does; --precision mixed_bfloat16 with
+    --bucket-by-length fine-tunes a bfloat16 model that config.json and
+    model.keras record."""
+    import keras
+
+    histories = {}
+    for name, flags in (("fixed", ["--padding", "max_length"]), ("longest", []),
+                        ("bf16", ["--precision", "mixed_bfloat16", "--bucket-by-length"])):
+        out = tmp_path / name
+        args = finetune_args(setup, out, "--task", f"csv:{setup['train']}", "--epochs", "2",
+                             *flags)
+        args[args.index("--max-seq-length") + 1] = "48"
+        assert main(args) == 0
+        histories[name] = json.load(open(out / "metrics.json"))["history"]["loss"]
+        config = json.load(open(out / "config.json"))["finetune"]
+        assert (config["padding"], config["precision"]) == {
+            "fixed": ("max_length", "float32"), "longest": ("longest", "float32"),
+            "bf16": ("longest", "mixed_bfloat16")}[name]
+    # Dropout (0.1 in this backbone) draws its masks per tensor shape, so the
+    # two runs differ by dropout's noise only (exact without dropout:
+    # tests/tasks/test_length_aware_tasks.py).
+    np.testing.assert_allclose(histories["longest"], histories["fixed"], atol=3e-3)
+    assert np.isfinite(histories["bf16"]).all()
+    model = keras.saving.load_model(str(tmp_path / "bf16" / "model.keras"), compile=False)
+    assert model.dtype_policy.name == "mixed_bfloat16"
+    assert model.preprocessor.bucket_by_length
+
+
 @pytest.mark.parametrize("problem, expected", [
     ("unknown_task", "Unknown GLUE task 'glue/colaa'"),
     ("label", "label"),

@@ -1,0 +1,27 @@
+"""kerasbert.hardware reads the CPU's bfloat16 kernels from /proc/cpuinfo's
+flags and says which precision to pick; `kerasbert info` prints it."""
+
+from kerasbert.hardware import bfloat16_kernels
+from kerasbert.hardware import cpu_flags
+from kerasbert.hardware import precision_advice
+
+
+def test_flags_and_advice(tmp_path):
+    cpuinfo = tmp_path / "cpuinfo"
+    cpuinfo.write_text("processor\t: 0\nmodel name\t: x\nflags\t\t: fpu sse avx512f avx512_bf16 "
+                       "amx_tile amx_bf16\n\nprocessor\t: 1\nflags\t\t: fpu\n")
+    flags = cpu_flags(str(cpuinfo))
+    assert {"avx512_bf16", "amx_bf16", "fpu"} <= flags
+    assert bfloat16_kernels(flags) == ["amx_bf16", "avx512_bf16"]
+    assert "AMX_BF16, AVX512_BF16" in precision_advice(flags)
+    assert "faster here" in precision_advice(flags)
+    assert "keep float32" in precision_advice({"avx2", "fma"})
+    assert cpu_flags(str(tmp_path / "missing")) == set()  # macOS, Windows: no file
+    assert "keep float32" in precision_advice(set())
+
+
+def test_info_prints_the_advice(capsys):
+    from kerasbert.cli import main
+
+    assert main(["info", "--preset", "bert_tiny"]) == 0
+    assert capsys.readouterr().out.strip().splitlines()[-1] == precision_advice()
