@@ -42,6 +42,7 @@ bench: $(STAMP)
 	$(BIN)/python bench/load_bench.py
 	$(BIN)/python bench/finetune_bench.py --published
 	$(BIN)/python bench/raw_text_bench.py
+	$(BIN)/python bench/finetune_speed_bench.py
 	$(BIN)/python bench/embedding_bench.py
 	$(BIN)/python bench/serving_bench.py
 

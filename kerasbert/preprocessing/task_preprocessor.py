@@ -114,9 +114,9 @@ class TaskPreprocessor(keras.layers.Layer):
         pad_to_multiple_of: the rounding of "longest" (16): at most
             ceil(T / 16) shapes reach the compiled step.
         bucket_by_length: `fit` groups examples of similar length into
-            batches (seeded pools, `bucket_batches`); `predict` and
-            `evaluate` always run in length order and give rows back in
-            input order.
+            batches (seeded pools, `bucket_batches`). `predict` on lists
+            always runs in length order and gives rows back in input
+            order.
     """
 
     #: the task types a subclass takes; the first is its default.

@@ -31,6 +31,9 @@ from kerasbert.optimizers.optimization import create_optimizer
 from kerasbert.tasks.task_presets import build_from_preset
 from kerasbert import export_door
 from kerasbert.tasks.backbone_model import BackboneModel
+from kerasbert.tasks.row_order import length_order
+from kerasbert.tasks.row_order import pad_axis_1
+from kerasbert.tasks.row_order import take_rows
 
 BACKBONE_INPUTS = ("input_word_ids", "input_mask", "input_type_ids")
 
@@ -404,7 +407,7 @@ class Task(BackboneModel):
         length = getattr(self.preprocessor, "sequence_length", None)
         if not self.per_token_outputs or not length:
             return outputs
-        return keras.tree.map_structure(lambda t: _pad_axis_1(t, int(length), -1e4), outputs)
+        return keras.tree.map_structure(lambda t: pad_axis_1(t, int(length), -1e4), outputs)
 
     def _dense_outputs(self, outputs):
         """TensorFlow's predict stacks outputs of different lengths as
@@ -619,48 +622,6 @@ class Task(BackboneModel):
             _ = cls.preprocessor_class  # imports the class, so Keras knows its name
             config["preprocessor"] = keras.saving.deserialize_keras_object(config["preprocessor"])
         return super().from_config(config)
-
-
-def _pad_axis_1(tensor, length, value):
-    """[B, L, ...] -> [B, length, ...], filled with `value` (L <= length)."""
-    missing = length - ops.shape(tensor)[1]
-    widths = [[0, 0], [0, missing]] + [[0, 0]] * (len(tensor.shape) - 2)
-    return ops.pad(tensor, widths, constant_values=value)
-
-
-def length_order(x):
-    """Indices that sort raw Python inputs by length (the bytes of every
-    string of a row: a text, a pair, a sentence's words, a question and
-    its context), stable; None when `x` is not lists / arrays of rows."""
-    parts = x if isinstance(x, tuple) else (x,)
-    try:
-        rows = {len(part) for part in parts}
-    except TypeError:
-        return None
-    if len(rows) != 1 or any(isinstance(part, (str, bytes)) for part in parts):
-        return None
-
-    def size(value):
-        if isinstance(value, (str, bytes)):
-            return len(value)
-        if isinstance(value, (list, tuple, np.ndarray)):
-            return sum(size(v) for v in value)
-        return 0
-
-    lengths = [sum(size(part[i]) for part in parts) for i in range(rows.pop())]
-    return np.argsort(np.asarray(lengths, np.int64), kind="stable")
-
-
-def take_rows(x, order):
-    """Rows `order` of inputs or results: a list, an array, a tuple of
-    them (pairs) or a dict of arrays."""
-    if isinstance(x, tuple):
-        return tuple(take_rows(part, order) for part in x)
-    if isinstance(x, dict):
-        return {k: take_rows(v, order) for k, v in x.items()}
-    if isinstance(x, np.ndarray):
-        return x[np.asarray(order)]
-    return [x[int(i)] for i in order]
 
 
 def _looks_like_text(x):

@@ -157,3 +157,26 @@ def test_bucketed_fit_is_seeded_and_sees_every_example(tokenizer):
     config = pre.get_config()
     assert config["bucket_by_length"] and config["padding"] == "longest"
     assert TextClassifierPreprocessor.from_config(config).bucket_by_length
+
+
+def test_many_lengths_trace_the_step_at_most_twice(tokenizer):
+    """Batches of several lengths reach one compiled step: TensorFlow traces
+    `train_step` once for the first length and once for any length after,
+    never once per batch."""
+    model = _model("pair", tokenizer, "longest")
+    traces = {"train": 0, "predict": 0}
+    for name in traces:
+        step = getattr(model, f"{name}_step")
+
+        def counted(*args, _step=step, _name=name, **kwargs):
+            traces[_name] += 1
+            return _step(*args, **kwargs)
+
+        setattr(model, f"{name}_step", counted)
+    labels = ["a", "b"] * 13
+    widths = {int(b[0]["input_mask"].shape[-1])
+              for b in model._raw_dataset(TEXTS, labels, batch_size=2)}
+    assert len(widths) >= 3
+    model.fit(TEXTS, labels, batch_size=2, epochs=2, verbose=0)
+    model.predict(TEXTS, batch_size=2, verbose=0)
+    assert 1 <= traces["train"] <= 2 and 1 <= traces["predict"] <= 2, traces
