@@ -36,6 +36,7 @@ import re
 import numpy as np
 
 from kerasbert.data.finetuning.features import check_max_seq_length
+from kerasbert.data.finetuning.padding import padded_width
 from kerasbert.errors import UsageError
 from kerasbert.text.loading import make_packer, segment_layout
 
@@ -177,7 +178,10 @@ def extract_features(backbone, tokenizer, texts, layers=(-1, -2, -3, -4), sequen
         budget = np.where(has_b, sequence_length - layout.special_tokens(pair=True),
                           sequence_length - layout.special_tokens(pair=False))
         stats["truncated"] += int(np.sum(len_a + len_b > budget))
-        outputs = model.predict_on_batch(inputs)
+        # The batch runs on its longest row (rounded up), not on T: the
+        # rows' real positions, all that is written, do not change.
+        width = padded_width(inputs["input_mask"].sum(axis=1).max(), sequence_length)
+        outputs = model.predict_on_batch({k: v[:, :width] for k, v in inputs.items()})
         if not isinstance(outputs, (list, tuple)):
             outputs = [outputs]
         # float32 values rounded to 6 decimals (as the original's round(float(x), 6)).

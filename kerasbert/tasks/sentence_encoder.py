@@ -6,6 +6,7 @@ import os
 import keras
 import numpy as np
 
+from kerasbert.data.finetuning.padding import padded_width
 from kerasbert.errors import UsageError
 from kerasbert.layers.sentence_pooling import SentencePooling
 from kerasbert.layers.sentence_pooling import check_pooling
@@ -15,10 +16,6 @@ from kerasbert.tasks.backbone_model import BackboneModel
 from kerasbert.tasks.task import backbone_inputs
 from kerasbert.text.loading import load_tokenizer
 from kerasbert.text.loading import make_packer
-
-# Batches run on their longest row rounded up to this multiple (fewer
-# shapes to trace than one per length, far less work than the full T).
-_LENGTH_MULTIPLE = 16
 
 
 def sentence_model_of(handle):
@@ -187,8 +184,7 @@ class SentenceEncoder(BackboneModel):
         vectors = np.zeros((len(texts), self.output_dim), np.float32)
         for start in range(0, len(texts), batch_size):
             rows = order[start:start + batch_size]
-            longest = int(lengths[rows].max())
-            width = min(sequence_length, -(-longest // _LENGTH_MULTIPLE) * _LENGTH_MULTIPLE)
+            width = padded_width(lengths[rows].max(), sequence_length)
             batch = {k: v[rows, :width] for k, v in packed.items()}
             vectors[rows] = np.asarray(self.predict_on_batch(batch), np.float32)
         return vectors

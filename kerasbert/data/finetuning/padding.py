@@ -26,10 +26,10 @@ each pool sorted by length, batched, and the batches shuffled again, all by
 one seed, so a run is reproducible and every epoch differs.
 
 The token axis of each feature is named in one table (`LENGTH_GROUPS`):
-the mask that measures it and the keys that share it.
+the mask that measures it and the keys that share it. The module imports
+TensorFlow only inside its tf.data functions: the task models (any Keras
+backend) read `DEFAULT_MULTIPLE` and `padded_width` without it.
 """
-
-import tensorflow as tf
 
 PADDING_MODES = ("longest", "max_length")
 DEFAULT_MULTIPLE = 16
@@ -57,6 +57,13 @@ def shape_bound(sequence_length, multiple=DEFAULT_MULTIPLE):
     return -(-int(sequence_length) // int(multiple))
 
 
+def padded_width(longest, sequence_length, multiple=DEFAULT_MULTIPLE):
+    """The length a batch whose longest row has `longest` real tokens is
+    cut to (Python ints: `trim_batch`'s rule for NumPy batches)."""
+    rounded = -(-max(int(longest), 1) // int(multiple)) * int(multiple)
+    return min(int(sequence_length), rounded)
+
+
 def _label_group(x):
     """The group whose length per-token labels share: the decoder's
     (text2text targets) when there is one, else the encoder's."""
@@ -64,6 +71,8 @@ def _label_group(x):
 
 
 def _cut(tensor, axis, length):
+    import tensorflow as tf
+
     size = [-1] * tensor.shape.rank
     size[axis] = length
     return tf.slice(tensor, [0] * tensor.shape.rank, size)
@@ -72,6 +81,8 @@ def _cut(tensor, axis, length):
 def padded_length(mask, multiple=DEFAULT_MULTIPLE):
     """int32 scalar: the longest row's real tokens (over every axis but the
     last) rounded up to `multiple`, at least `multiple` and at most T."""
+    import tensorflow as tf
+
     full = tf.shape(mask)[-1]
     longest = tf.reduce_max(tf.reduce_sum(tf.cast(mask != 0, tf.int32), axis=-1))
     longest = tf.maximum(longest, 1)  # a batch of empty rows still keeps [CLS]
@@ -94,6 +105,8 @@ def trim_batch(x, y=None, sample_weight=None, multiple=DEFAULT_MULTIPLE):
     Returns:
         (x, y, sample_weight) in the same structure.
     """
+    import tensorflow as tf
+
     if not isinstance(x, dict):
         return x, y, sample_weight
     x = dict(x)
@@ -125,6 +138,8 @@ def trim_batch(x, y=None, sample_weight=None, multiple=DEFAULT_MULTIPLE):
 def trim_element(multiple=DEFAULT_MULTIPLE):
     """A `Dataset.map` function: an element `x`, `(x, y)` or `(x, y, w)`
     of batched features -> the same, cut by `trim_batch`."""
+    import tensorflow as tf
+
 
     @tf.autograph.experimental.do_not_convert
     def trim(*element):
@@ -141,6 +156,8 @@ def text_length(element):
     string in it (the texts of a pair, the words of a sentence, a question
     and its context), int64 scalar. Pieces follow bytes closely, and this
     costs no tokenization."""
+    import tensorflow as tf
+
     strings = [t for t in tf.nest.flatten(element) if t.dtype == tf.string]
     total = tf.constant(0, tf.int64)
     for t in strings:
@@ -151,6 +168,8 @@ def text_length(element):
 def mask_length(element):
     """The real tokens of one packed example (its `input_mask` summed),
     int64 scalar, for bucketing features (`--features`, QA windows)."""
+    import tensorflow as tf
+
     x = element[0] if isinstance(element, tuple) else element
     return tf.reduce_sum(tf.cast(x["input_mask"] != 0, tf.int64))
 
@@ -164,6 +183,8 @@ def bucket_batches(dataset, batch_size, seed=None, pool_batches=50, length=text_
     The shuffle before (by the caller) decides the pools; this one is
     seeded by `seed` and reshuffles every epoch.
     """
+    import tensorflow as tf
+
     pool = int(batch_size) * int(pool_batches)
     count = int(dataset.cardinality())
     # Tuples of (element, length) so the sort sees one key per example.
