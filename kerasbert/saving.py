@@ -69,6 +69,7 @@ from kerasbert.tasks import question_answerer
 from kerasbert.tasks import sentence_encoder
 from kerasbert.tasks import seq2seq_lm
 from kerasbert.tasks import text_classifier
+from kerasbert.tasks import token_accuracy
 from kerasbert.tasks import token_classifier
 from kerasbert.errors import UsageError
 
@@ -130,6 +131,7 @@ SERIALIZABLE_MODULES = (
     sentence_encoder,
     seq2seq_lm,
     text_classifier,
+    token_accuracy,
     token_classifier,
 )
 
