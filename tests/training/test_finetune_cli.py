@@ -189,6 +189,12 @@ def test_padding_and_precision_flags(setup, tmp_path):
     model = keras.saving.load_model(str(tmp_path / "bf16" / "model.keras"), compile=False)
     assert model.dtype_policy.name == "mixed_bfloat16"
     assert model.preprocessor.bucket_by_length
+    # The bfloat16 run exports from another process and folder, in bfloat16.
+    ok(kerasbert("export", "--model", "../bf16", "--output", "served", "--precision", "bfloat16",
+                 cwd=tmp_path / "fixed"))
+    info = json.loads((tmp_path / "fixed" / "served" / "1" / "assets.extra" / "export.json")
+                      .read_text())
+    assert info["graph"]["precision"] == "bfloat16"
 
 
 @pytest.mark.parametrize("problem, expected", [
