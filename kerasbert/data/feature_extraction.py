@@ -178,8 +178,7 @@ def extract_features(backbone, tokenizer, texts, layers=(-1, -2, -3, -4), sequen
         budget = np.where(has_b, sequence_length - layout.special_tokens(pair=True),
                           sequence_length - layout.special_tokens(pair=False))
         stats["truncated"] += int(np.sum(len_a + len_b > budget))
-        # The batch runs on its longest row (rounded up), not on T: the
-        # rows' real positions, all that is written, do not change.
+        # On the batch's longest row, not T: the real positions written are the same.
         width = padded_width(inputs["input_mask"].sum(axis=1).max(), sequence_length)
         outputs = model.predict_on_batch({k: v[:, :width] for k, v in inputs.items()})
         if not isinstance(outputs, (list, tuple)):

@@ -237,6 +237,25 @@ def _preprocessor(model, tokenizer, task_type, train, sequence_length, config):
                bucket_by_length=config.bucket_by_length, **arguments)
 
 
+def fit_inputs(model, config, train, train_data, valid):
+    """(x, y, validation dataset) for the run's `fit`: the raw examples (the
+    model's preprocessor tokenizes them in tf.data) or, with --features, the
+    cached token ids, batched as raw text's are (cut to each batch's longest
+    row unless the step needs one shape: `Task.batch_padding`)."""
+    padding = model.batch_padding()
+    if train_data is None:  # --features: token ids made by create-finetuning-data
+        train_x = make_dataset(train, config.batch_size, shuffle=True, seed=config.seed,
+                               bucket_by_length=config.bucket_by_length, padding=padding)
+        train_y = None
+    else:
+        train_x, train_y = model.preprocessor.inputs_of(train_data)
+        if train_y is None:
+            raise UsageError(f"{config.task}: the training data has no labels.")
+    valid_ds = make_dataset(valid, config.batch_size, padding=padding) if valid is not None \
+        else None
+    return train_x, train_y, valid_ds
+
+
 def _fingerprinted_file(tokenizer):
     """The file whose sha256 cached features record (the vocabulary)."""
 
@@ -366,17 +385,7 @@ def run_finetuning(config):
                                           model.preprocessor)
     options = dict(max_answer_length=config.max_answer_length,
                    null_score_diff_threshold=config.null_score_diff_threshold)
-    # --features batches are cut as raw text's are, unless the step needs one shape.
-    padding = dict(padding=model.batch_padding())
-    if train_data is None:  # --features: token ids made by create-finetuning-data
-        train_x, train_y = make_dataset(train, config.batch_size, shuffle=True, seed=config.seed,
-                                        bucket_by_length=config.bucket_by_length,
-                                        **padding), None
-    else:  # raw examples: tokenized by the model's preprocessor in tf.data
-        train_x, train_y = model.preprocessor.inputs_of(train_data)
-        if train_y is None:
-            raise UsageError(f"{config.task}: the training data has no labels.")
-    valid_ds = make_dataset(valid, config.batch_size, **padding) if valid is not None else None
+    train_x, train_y, valid_ds = fit_inputs(model, config, train, train_data, valid)
     callbacks = []
     if valid is not None:
         # The epoch kept is the one with the best dev metric, not the last.
