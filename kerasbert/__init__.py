@@ -10,7 +10,7 @@ registers every kerasbert class with Keras first; see kerasbert.saving).
 
 import importlib
 
-from kerasbert.loading import source as _source
+from kerasbert.sources import source as _source
 from kerasbert import export_door as _export_door
 from kerasbert.version import __version__
 
@@ -22,6 +22,7 @@ _SUBPACKAGES = (
     "metrics",
     "models",
     "serving",
+    "sources",
     "tasks",
     "testing",
     "text",

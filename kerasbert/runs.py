@@ -33,12 +33,12 @@ from kerasbert.io_utils import atomic_write_json
 from kerasbert.io_utils import atomic_write_text
 from kerasbert.plotting import new_figure
 from kerasbert.plotting import save_figure_atomically
-from kerasbert.loading import handles
-from kerasbert.text.loading import load_saved_tokenizer
-from kerasbert.text.loading import load_tokenizer
-from kerasbert.text.loading import pretraining_vocab
-from kerasbert.text.loading import save_tokenizer_files
-from kerasbert.text.loading import saved_tokenizer_files
+from kerasbert.sources import handles
+from kerasbert.text.tokenizer_loading import load_saved_tokenizer
+from kerasbert.text.tokenizer_loading import load_tokenizer
+from kerasbert.text.tokenizer_loading import pretraining_vocab
+from kerasbert.text.tokenizer_loading import save_tokenizer_files
+from kerasbert.text.tokenizer_loading import saved_tokenizer_files
 
 CONFIG = "config.json"
 MODEL = "model.keras"
@@ -167,7 +167,7 @@ class Run:
         """`vocab` when given; else a fine-tuning run's saved tokenizer files
         (with the settings its config.json keeps), or the vocabulary a
         pretraining run was trained with. `switches`
-        (`kerasbert.text.loading.SWITCHES`) other than None override the
+        (`kerasbert.text.tokenizer_loading.SWITCHES`) other than None override the
         saved settings."""
         if vocab is not None:
             return load_tokenizer(vocab, lower_case=lower_case, **switches)

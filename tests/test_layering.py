@@ -41,8 +41,8 @@ SETUP = os.path.join(os.path.dirname(PACKAGE), "setup.py")
 LAYERS = (
     ("errors", "io_utils", "kernels", "metrics", "version", "plotting", "export_door",
      "fast_start", "hardware"),
-    ("layers", "text", "optimizers",
-     "loading.handles", "loading.source", "loading.sentence_transformers"),
+    ("sources",),
+    ("layers", "text", "optimizers"),
     ("models", "data"),
     ("convert", "preprocessing"),
     ("tasks",),

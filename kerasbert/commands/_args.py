@@ -14,7 +14,7 @@ import argparse
 
 from kerasbert.data.finetuning.task_formats import TASK_TYPES
 from kerasbert.errors import UsageError
-from kerasbert.text.loading import SWITCHES
+from kerasbert.text.tokenizer_loading import SWITCHES
 
 # flag -> (column key of load_task's `columns`, help).
 COLUMN_FLAGS = (
@@ -150,7 +150,7 @@ EXACT_UNIGRAM_HELP = (
 
 def tokenizer_switches(args):
     """{switch: bool} for the tokenizer switches given on the command line
-    (`kerasbert.text.loading.SWITCHES`); one left out keeps the run's or
+    (`kerasbert.text.tokenizer_loading.SWITCHES`); one left out keeps the run's or
     the source's setting."""
     return {name: getattr(args, name) for name in SWITCHES if getattr(args, name, None) is not None}
 

@@ -76,7 +76,7 @@ def run(args):
     # lazy: tensorflow (the tokenizers, the run directory's default --vocab)
     from kerasbert.runs import default_vocab
     from kerasbert.text.families import resolve_tokenizer_path
-    from kerasbert.text.loading import load_tokenizer
+    from kerasbert.text.tokenizer_loading import load_tokenizer
 
     if args.vocab and os.path.isfile(args.vocab):
         resolve_tokenizer_path(args.vocab)  # names a missing file

@@ -31,7 +31,7 @@ def add_arguments(parser):
 def run(args):
     # lazy: keras and tensorflow (so `kerasbert --help` stays instant)
     from kerasbert.loading.masked_lm import fill_mask, load_masked_lm_from_handle
-    from kerasbert.text.loading import load_tokenizer
+    from kerasbert.text.tokenizer_loading import load_tokenizer
 
     if args.top_k < 1:
         raise UsageError(f"--top-k must be >= 1, got {args.top_k}.")

@@ -9,8 +9,8 @@ import os
 import warnings
 
 from kerasbert.convert.hf_layout import check_hf_config
-from kerasbert.loading.source import NotJsonError
-from kerasbert.loading.source import read_json_file
+from kerasbert.sources.source import NotJsonError
+from kerasbert.sources.source import read_json_file
 
 _ACT_FROM_CONFIG = {
     # HF and this project read "gelu" as the exact (erf) form. NOTE: the last
@@ -36,7 +36,7 @@ _REQUIRED_CONFIG = (
 
 def _read_config(config_dict_or_json_path):
     """Returns (dict, description of where it came from); a file is read
-    within the JSON limits of `kerasbert.loading.source.read_json_file`."""
+    within the JSON limits of `kerasbert.sources.source.read_json_file`."""
     if isinstance(config_dict_or_json_path, dict):
         return dict(config_dict_or_json_path), "the bert config dict"
     path = os.fspath(config_dict_or_json_path)

@@ -27,7 +27,7 @@ import numpy as np
 
 from kerasbert.errors import CheckpointError
 from kerasbert.io_utils import atomic_directory
-from kerasbert.loading.source import elmo_files
+from kerasbert.sources.source import elmo_files
 from kerasbert.models.backbone import ConfigError
 from kerasbert.models.backbone import validate_config
 from kerasbert.models.elmo import ElmoBackbone
@@ -155,7 +155,7 @@ def load_elmo(path, dtype=None, **overrides):
     """An `ElmoBackbone` with the weights of a bilm-tf directory.
 
     Args:
-        path: a directory `kerasbert.loading.source.elmo_files` recognises.
+        path: a directory `kerasbert.sources.source.elmo_files` recognises.
         dtype: the backbone's dtype policy.
         **overrides: arguments that keep the weights' shapes (dropout,
             freeze_bilm, add_sentence_boundaries).

@@ -39,7 +39,7 @@ from kerasbert.convert.safetensors_files import CheckpointError
 from kerasbert.convert.safetensors_files import INDEX_FILE
 from kerasbert.convert.safetensors_files import SINGLE_FILE
 from kerasbert.convert.safetensors_files import read_checkpoint_directory
-from kerasbert.loading.source import read_json_file
+from kerasbert.sources.source import read_json_file
 from kerasbert.models import AlbertBackbone
 from kerasbert.models import BertBackbone
 from kerasbert.models import BigBirdBackbone
@@ -102,7 +102,7 @@ FAMILIES = {
 
 def read_hf_config(directory):
     """The directory's config.json (a clear error if missing, bad, or past
-    the JSON limits of `kerasbert.loading.source.read_json_file`)."""
+    the JSON limits of `kerasbert.sources.source.read_json_file`)."""
     path = os.path.join(directory, CONFIG_FILE)
     try:
         config = read_json_file(path)

@@ -32,7 +32,7 @@ from kerasbert.io_utils import atomic_write_text
 from kerasbert.io_utils import cache_dir
 from kerasbert.io_utils import json_or_none
 from kerasbert.layers.initializers import loads_checkpoint
-from kerasbert.loading.source import read_json_file
+from kerasbert.sources.source import read_json_file
 from kerasbert.models.backbone import check_stored_parameters
 from kerasbert.models.backbone import stored_config_arguments
 

@@ -10,7 +10,7 @@ sharded: `model.safetensors.index.json` maps each name to its shard
 
 The file comes from a stranger, so the header is checked as the format
 requires before any tensor is read: JSON of bounded size and depth
-(`kerasbert.loading.source.parse_json`), each entry a known dtype, a shape
+(`kerasbert.sources.source.parse_json`), each entry a known dtype, a shape
 of non-negative integers and a [begin, end] pair whose length is exactly
 dtype width x element count, and the entries, sorted by offset, tiling the
 data section: the first at 0, each beginning where the previous ends (no
@@ -28,9 +28,9 @@ import struct
 import numpy as np
 
 from kerasbert.errors import CheckpointError
-from kerasbert.loading.source import MAX_JSON_BYTES
-from kerasbert.loading.source import parse_json
-from kerasbert.loading.source import read_json_file
+from kerasbert.sources.source import MAX_JSON_BYTES
+from kerasbert.sources.source import parse_json
+from kerasbert.sources.source import read_json_file
 
 SINGLE_FILE = "model.safetensors"
 INDEX_FILE = "model.safetensors.index.json"

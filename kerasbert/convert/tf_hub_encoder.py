@@ -23,7 +23,7 @@ import numpy as np
 from kerasbert.convert.bert_weights import LAYER_KEYS
 from kerasbert.convert.bert_weights import set_bert_weights
 from kerasbert.errors import UsageError
-from kerasbert.loading.source import read_json_file
+from kerasbert.sources.source import read_json_file
 from kerasbert.models import Backbone
 from kerasbert.models import BertBackbone
 from kerasbert.layers.initializers import loads_checkpoint

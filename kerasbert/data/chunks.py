@@ -28,7 +28,7 @@ import numpy as np
 from kerasbert.data import instances as inst_lib
 from kerasbert.data.text_input import file_documents
 from kerasbert.data.text_input import tfds_examples
-from kerasbert.text.loading import load_tokenizer
+from kerasbert.text.tokenizer_loading import load_tokenizer
 
 CHUNK_DOCS = 64
 CHUNK_BYTES = 1 << 20

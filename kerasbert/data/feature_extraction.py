@@ -17,7 +17,7 @@ Values are float32 rounded to 6 decimals, as the original. Tokens are the
 vocabulary's strings: WordPiece (`[CLS]`, `##s`, `[UNK]`, ...; uncased
 Hangul as decomposed jamo, as the original's tokenizer gives them),
 SentencePiece (`▁the`) or byte-level BPE (`<s>`, `Ġthe`). Each family packs
-its own way (RoBERTa: `<s> a </s></s> b </s>`, see kerasbert.text.loading).
+its own way (RoBERTa: `<s> a </s></s> b </s>`, see kerasbert.text.tokenizer_loading).
 
 Differences from the original script (the format itself is the same):
 - Non-ASCII tokens are written as UTF-8 (`json.dumps(ensure_ascii=False)`)
@@ -38,7 +38,7 @@ import numpy as np
 from kerasbert.data.finetuning.features import check_max_seq_length
 from kerasbert.data.finetuning.padding import padded_width
 from kerasbert.errors import UsageError
-from kerasbert.text.loading import make_packer, segment_layout
+from kerasbert.text.tokenizer_loading import make_packer, segment_layout
 
 # The original's separator: the LAST " ||| " splits text_a from text_b
 # (greedy `^(.*) \|\|\| (.*)$`).

@@ -26,7 +26,7 @@ METADATA_FILE = "metadata.json"
 def vocab_fingerprint(vocab_path):
     """(sha256 hex, vocabulary size) of a tokenizer's files.
 
-    vocab_path: anything `--vocab` takes (kerasbert.text.loading): a
+    vocab_path: anything `--vocab` takes (kerasbert.text.tokenizer_loading): a
         WordPiece vocab.txt (sha256 of the file, its number of lines), a
         SentencePiece `.model` (sha256 of the file, its pieces), or a BPE
         directory / vocab.json (sha256 of vocab.json then merges.txt, the

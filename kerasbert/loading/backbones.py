@@ -2,7 +2,7 @@
 
 Everywhere a model is named (`--preset`, `--backbone`, `pretrain
 --init-from`, `distill --teacher`, `Backbone.from_preset`, the tasks'
-`from_preset`), the name is a handle (`kerasbert.loading.source`):
+`from_preset`), the name is a handle (`kerasbert.sources.source`):
 
     bert_base                     a built-in preset (architecture, random weights)
     hf://OWNER/NAME[@REVISION]    the Hugging Face Hub (cached by huggingface_hub)
@@ -27,8 +27,8 @@ from kerasbert.convert.bert_config import kwargs_to_bert_config
 from kerasbert.convert.tf1_checkpoint import load_bert_checkpoint
 from kerasbert.errors import CheckpointError
 from kerasbert.errors import UsageError
-from kerasbert.loading import handles
-from kerasbert.loading import source as source_module
+from kerasbert.sources import handles
+from kerasbert.sources import source as source_module
 from kerasbert.loading.published import apply_overrides
 from kerasbert.loading.published import load_published
 from kerasbert.models import presets

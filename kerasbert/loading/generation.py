@@ -22,13 +22,13 @@ import tensorflow as tf
 
 from kerasbert import runs
 from kerasbert.errors import UsageError
-from kerasbert.loading import source
+from kerasbert.sources import source
 from kerasbert.loading.backbones import load_backbone
 from kerasbert.loading.backbones import resolve
 from kerasbert.models.backbone import Backbone
 from kerasbert.saving import load_model
 from kerasbert.tasks.causal_lm import CausalLM
-from kerasbert.text.loading import load_tokenizer
+from kerasbert.text.tokenizer_loading import load_tokenizer
 
 
 def load_generator(model, vocab=None, lower_case=None):

@@ -17,12 +17,12 @@ from kerasbert import runs
 from kerasbert.convert.hf_heads import pretraining_heads_from_hf
 from kerasbert.convert.hf_heads import set_pretraining_heads
 from kerasbert.errors import UsageError
-from kerasbert.loading import source
+from kerasbert.sources import source
 from kerasbert.loading.backbones import resolve
 from kerasbert.loading.published import load_published
 from kerasbert.saving import load_model
 from kerasbert.tasks.bert_pretrainer import BertPretrainer
-from kerasbert.text.loading import segment_layout
+from kerasbert.text.tokenizer_loading import segment_layout
 
 
 def load_masked_lm_from_handle(handle):

@@ -7,7 +7,7 @@
     tf_hub      kerasbert.convert.tf_hub_encoder.from_tf_hub_encoder
     elmo        kerasbert.convert.elmo_weights.load_elmo
 
-The kind comes from the resolved `Source` (`kerasbert.loading.source`);
+The kind comes from the resolved `Source` (`kerasbert.sources.source`);
 run directories and `.keras` files are ours and load in
 `kerasbert.loading.backbones`.
 """
@@ -22,13 +22,13 @@ from kerasbert.convert.tf1_checkpoint import load_bert_checkpoint
 from kerasbert.convert.tf_hub_encoder import from_tf_hub_encoder
 from kerasbert.errors import UsageError
 from kerasbert.layers.initializers import loads_checkpoint
-from kerasbert.loading.source import ELMO
-from kerasbert.loading.source import HF
-from kerasbert.loading.source import KERAS_HUB
-from kerasbert.loading.source import TF1
-from kerasbert.loading.source import TF1_CONFIG
-from kerasbert.loading.source import TF_HUB
-from kerasbert.loading.source import describe_layouts
+from kerasbert.sources.source import ELMO
+from kerasbert.sources.source import HF
+from kerasbert.sources.source import KERAS_HUB
+from kerasbert.sources.source import TF1
+from kerasbert.sources.source import TF1_CONFIG
+from kerasbert.sources.source import TF_HUB
+from kerasbert.sources.source import describe_layouts
 from kerasbert.models.backbone import validate_config
 
 #: Arguments that fix the shapes of the weights: an override of one of them

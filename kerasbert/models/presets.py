@@ -6,7 +6,7 @@ lookup (Python API, CLI, tests) goes through `get_preset`/`list_presets`.
 
 A name that is not a preset is a handle to weights (hf://, kaggle://, a
 local directory or `.keras` file). Loading those needs layers above this one
-(convert, saving); `kerasbert.loading.source.load_backbone` is the door to
+(convert, saving); `kerasbert.sources.source.load_backbone` is the door to
 them, which the package root opens when `kerasbert` is imported (see
 kerasbert/__init__.py), so this layer only calls down.
 """
@@ -16,7 +16,7 @@ import difflib
 import re
 
 from kerasbert.errors import UsageError
-from kerasbert.loading import source
+from kerasbert.sources import source
 
 _REGISTRY = {}
 

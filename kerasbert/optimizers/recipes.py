@@ -64,9 +64,9 @@ import dataclasses
 import os
 
 from kerasbert.errors import UsageError
-from kerasbert.loading import handles
-from kerasbert.loading.source import PUBLISHED
-from kerasbert.loading.source import detect_layout
+from kerasbert.sources import handles
+from kerasbert.sources.source import PUBLISHED
+from kerasbert.sources.source import detect_layout
 
 #: The flags a recipe sets, in the order they are printed.
 FIELDS = ("learning_rate", "batch_size", "epochs", "warmup_ratio", "weight_decay",
@@ -214,7 +214,7 @@ _SMALL_PUBLISHED = ("Small-BERT (Turc et al., 2019; google-research/bert README)
 def is_published_checkpoint(handle):
     """True when `handle` names weights someone published: a hub handle
     (hf://, kaggle://) or a Hugging Face, keras-hub, google-research/bert or
-    TF Hub directory (`kerasbert.loading.source`'s layouts). False for a
+    TF Hub directory (`kerasbert.sources.source`'s layouts). False for a
     built-in preset (random weights), a `.keras` file and a kerasbert run
     (pretrained here, for as long as the run went). File checks only, no
     download and no TensorFlow: `info` and `finetune` ask before anything

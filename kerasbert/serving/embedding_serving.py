@@ -84,7 +84,7 @@ def export_embedding(handle, output, version=None, sequence_length=None, overwri
         pooling, normalize: replace the folder's (None: keep them).
         vocab, lower_case: the tokenizer (`load_sentence_tokenizer`);
         tokenizer_switches: {switch: bool} over the source's settings
-            (`kerasbert.text.loading.SWITCHES`).
+            (`kerasbert.text.tokenizer_loading.SWITCHES`).
 
     Returns:
         dict: path, version, task_type, signatures, custom_ops.

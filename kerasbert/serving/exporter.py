@@ -41,7 +41,7 @@ from kerasbert.tasks import task_types
 from kerasbert.serving.warmup import write_warmup
 from kerasbert.text import tokenizer_files
 from kerasbert.text import tokenizer_kind
-from kerasbert.text.loading import SWITCHES
+from kerasbert.text.tokenizer_loading import SWITCHES
 
 SIGNATURES = ("serving_default", "serve_token_ids")
 
@@ -303,7 +303,7 @@ def export_model(model, tokenizer, task_type, output, label_names=None, sequence
             "task": task, "task_type": task_type, "label_names": label_names,
             "seq_length": sequence_length,
             "lower_case": bool(getattr(tokenizer, "lower_case", False)),
-            # The switches a client's text meets (`kerasbert.text.loading.SWITCHES`).
+            # The switches a client's text meets (`kerasbert.text.tokenizer_loading.SWITCHES`).
             **{name: bool(getattr(tokenizer, name, False)) for name in SWITCHES},
             # The family tells a client how the graph packs (RoBERTa: no type ids);
             # None for a model that reads characters (its "input" says how).

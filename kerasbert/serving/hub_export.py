@@ -60,15 +60,15 @@ from kerasbert.saving import load_model
 from kerasbert.serving.hub_encoder import HubEncoder
 from kerasbert.serving.hub_preprocessor import build_preprocessor
 from kerasbert.serving.task_serving import MODEL_INPUTS
-from kerasbert.loading.handles import is_remote
+from kerasbert.sources.handles import is_remote
 from kerasbert.loading.backbones import load_backbone_from_flags
 from kerasbert.text.families import resolve_tokenizer_path
 from kerasbert.text.families import SAVED_FILES
-from kerasbert.text.loading import _construct
-from kerasbert.text.loading import tokenizer_settings
-from kerasbert.text.loading import load_tokenizer
-from kerasbert.text.loading import tokenizer_files
-from kerasbert.text.loading import tokenizer_kind
+from kerasbert.text.tokenizer_loading import _construct
+from kerasbert.text.tokenizer_loading import tokenizer_settings
+from kerasbert.text.tokenizer_loading import load_tokenizer
+from kerasbert.text.tokenizer_loading import tokenizer_files
+from kerasbert.text.tokenizer_loading import tokenizer_kind
 
 # --- loading the Keras models ------------------------------------------------
 
@@ -213,7 +213,7 @@ def export_hub(backbone_path, vocab_file, output_dir, lower_case=None, sequence_
         include_mlm: False writes no `.mlm` (and needs no pretrainer).
         overwrite: replace an existing `output_dir`.
         tokenizer_switches: {switch: bool} over the tokenizer source's
-            settings (`kerasbert.text.loading.SWITCHES`: special-token
+            settings (`kerasbert.text.tokenizer_loading.SWITCHES`: special-token
             strings matched in the input text, text after a NUL dropped);
             a switch left out or None: the source's setting, else off.
 

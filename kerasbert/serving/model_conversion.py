@@ -30,16 +30,16 @@ from kerasbert.convert.hf_writer import write_hf_directory
 from kerasbert.errors import UsageError
 from kerasbert.models import BertBackbone
 from kerasbert import runs
-from kerasbert.loading.handles import is_remote
+from kerasbert.sources.handles import is_remote
 from kerasbert.runs import default_vocab
 from kerasbert.serving.hub_export import export_hub
 from kerasbert.serving.task_serving import MODEL_INPUTS
 from kerasbert.loading.backbones import load_backbone
 from kerasbert.text.families import BPE
 from kerasbert.text.families import SENTENCEPIECE
-from kerasbert.text.loading import load_tokenizer
-from kerasbert.text.loading import tokenizer_files
-from kerasbert.text.loading import tokenizer_kind
+from kerasbert.text.tokenizer_loading import load_tokenizer
+from kerasbert.text.tokenizer_loading import tokenizer_files
+from kerasbert.text.tokenizer_loading import tokenizer_kind
 
 TARGETS = ("hf", "keras-hub", "tf1", "tf-hub")
 

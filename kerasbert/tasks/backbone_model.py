@@ -14,7 +14,7 @@ pretrainers and the fine-tuning tasks alike.
 import keras
 
 import kerasbert.models  # noqa: F401  (registers the backbones, so saved models load)
-from kerasbert.loading import source
+from kerasbert.sources import source
 
 
 class BackboneModel(keras.Model):

@@ -10,21 +10,21 @@ from kerasbert.data.finetuning.padding import padded_width
 from kerasbert.errors import UsageError
 from kerasbert.layers.sentence_pooling import SentencePooling
 from kerasbert.layers.sentence_pooling import check_pooling
-from kerasbert.loading import source
-from kerasbert.loading.sentence_transformers import read_sentence_model
+from kerasbert.sources import source
+from kerasbert.sources.sentence_transformers import read_sentence_model
 from kerasbert.tasks.backbone_model import BackboneModel
 from kerasbert.tasks.task import backbone_inputs
-from kerasbert.text.loading import load_tokenizer
-from kerasbert.text.loading import make_packer
+from kerasbert.text.tokenizer_loading import load_tokenizer
+from kerasbert.text.tokenizer_loading import make_packer
 
 
 def sentence_model_of(handle):
-    """The `SentenceModel` (kerasbert.loading.sentence_transformers) of a
+    """The `SentenceModel` (kerasbert.sources.sentence_transformers) of a
     handle that is a sentence-transformers folder, else None.
 
     Args:
         handle: a local directory, a hub handle (hf://, kaggle://), a
-            `kerasbert.loading.source.Source`, or anything else (a preset
+            `kerasbert.sources.source.Source`, or anything else (a preset
             name, a .keras file: None).
     """
     known = getattr(handle, "sentence_model", None)

@@ -12,7 +12,7 @@ family and size compiled in (as keras-hub's tasks come compiled).
 import keras
 
 from kerasbert.errors import UsageError
-from kerasbert.loading import source
+from kerasbert.sources import source
 from kerasbert.models.presets import family_of
 from kerasbert.models.presets import is_preset
 from kerasbert.optimizers.recipes import default_recipe

@@ -14,7 +14,7 @@ __getattr__, __dir__, __all__ = lazy_exports(__name__, {
     "byte_tokenizer": ("ByteTokenizer",),
     "packer": ("BertPacker",),
     "roberta_packer": ("RobertaPacker",),
-    "loading": (
+    "tokenizer_loading": (
         "load_tokenizer", "make_packer", "segment_layout", "SegmentLayout", "tokenizer_files",
         "tokenizer_kind", "describe_tokenizer", "load_saved_tokenizer", "save_tokenizer_files",
         "tokenizer_settings", "ids_settings",

@@ -85,7 +85,7 @@ def bytes_to_unicode():
 
 class BpeFiles:
     """The vocab.json + merges.txt paths of a BPE tokenizer (byte-level and
-    GPT-1's), which `kerasbert.text.loading` copies into a run."""
+    GPT-1's), which `kerasbert.text.tokenizer_loading` copies into a run."""
 
     @property
     def vocabulary_file(self):

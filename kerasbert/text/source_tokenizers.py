@@ -15,7 +15,7 @@
                                     names
 
 `tokenizer_source(source)` returns (kind, files, lower_case or None) for a
-resolved `kerasbert.loading.source.Source`; `kerasbert.text.load_tokenizer`
+resolved `kerasbert.sources.source.Source`; `kerasbert.text.load_tokenizer`
 uses it for model directories and hub handles.
 """
 
@@ -28,10 +28,10 @@ from kerasbert.io_utils import atomic_file
 from kerasbert.io_utils import atomic_write_text
 from kerasbert.io_utils import cache_dir
 from kerasbert.io_utils import json_or_none
-from kerasbert.loading.source import HF
-from kerasbert.loading.source import KERAS_HUB
-from kerasbert.loading.source import TF1
-from kerasbert.loading.source import TF_HUB
+from kerasbert.sources.source import HF
+from kerasbert.sources.source import KERAS_HUB
+from kerasbert.sources.source import TF1
+from kerasbert.sources.source import TF_HUB
 from kerasbert.text.families import BPE
 from kerasbert.text.families import BPE_MERGES
 from kerasbert.text.families import GPT1_BPE
@@ -51,7 +51,7 @@ KERAS_HUB_ASSETS = {"vocabulary.txt": WORDPIECE, "vocabulary.spm": SENTENCEPIECE
 
 def tokenizer_source(source):
     """(kind, files, lower_case) of a published model (a resolved
-    `kerasbert.loading.source.Source`; see the module docstring); lower_case
+    `kerasbert.sources.source.Source`; see the module docstring); lower_case
     is None where the source does not say. None for a source that is no
     published layout (a preset, a `.keras` file, a run or tokenizer folder)."""
     directory = source.path

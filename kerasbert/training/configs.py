@@ -10,8 +10,8 @@ import math
 import os
 import zipfile
 
-from kerasbert.loading import handles
-from kerasbert.loading.source import elmo_files
+from kerasbert.sources import handles
+from kerasbert.sources.source import elmo_files
 from kerasbert import runs
 from kerasbert.convert.bert_config import bert_config_to_kwargs
 from kerasbert.errors import UsageError

@@ -58,7 +58,7 @@ from kerasbert.loading.published import apply_overrides
 from kerasbert.text import ids_settings
 from kerasbert.text import load_tokenizer
 from kerasbert.text import tokenizer_files
-from kerasbert.text.loading import SWITCHES
+from kerasbert.text.tokenizer_loading import SWITCHES
 from kerasbert.optimizers import recipes
 from kerasbert.preprocessing.elmo_inputs import character_preprocessor
 from kerasbert.training.best_epoch import BestEpoch

@@ -26,7 +26,7 @@ import keras
 import numpy as np
 import tensorflow as tf
 
-from kerasbert.loading import handles
+from kerasbert.sources import handles
 from kerasbert.convert.hf_heads import discriminator_head_from_hf
 from kerasbert.convert.hf_heads import pretraining_heads_from_hf
 from kerasbert.convert.hf_heads import set_discriminator_head
@@ -47,13 +47,13 @@ from kerasbert.tasks import ElectraPretrainer
 from kerasbert.tasks.elmo_pretrainer import ElmoPretrainer
 from kerasbert.tasks.elmo_pretrainer import token_character_table
 from kerasbert.loading.backbones import load_backbone
-from kerasbert.loading.source import HF
-from kerasbert.loading.source import resolve
+from kerasbert.sources.source import HF
+from kerasbert.sources.source import resolve
 from kerasbert.models import presets
 from kerasbert.models.vocabulary_growth import grow_vocabulary
 from kerasbert.text.families import added_special_count
 from kerasbert.text.families import read_vocabulary
-from kerasbert.text.loading import load_tokenizer
+from kerasbert.text.tokenizer_loading import load_tokenizer
 from kerasbert.training.configs import reads_characters
 from kerasbert.training.checkpoints import list_checkpoints
 from kerasbert.training.checkpoints import read_manifest

@@ -17,7 +17,7 @@ from kerasbert.convert.elmo_weights import published_shapes
 from kerasbert.convert.elmo_weights import read_hdf5
 from kerasbert.convert.elmo_weights import save_elmo
 from kerasbert.errors import CheckpointError
-from kerasbert.loading import source
+from kerasbert.sources import source
 from kerasbert.models import Backbone
 from kerasbert.models import ElmoBackbone
 from kerasbert.models.presets import get_preset

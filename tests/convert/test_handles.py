@@ -18,7 +18,7 @@ from reliability.console import kerasbert
 from reliability.console import ok
 from test_hf_checkpoint import hf_config, hf_tensors, write_hf
 
-from kerasbert.loading import handles
+from kerasbert.sources import handles
 from kerasbert.errors import UsageError
 from kerasbert.models import Backbone
 from kerasbert.models import BertBackbone

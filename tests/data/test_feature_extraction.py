@@ -140,7 +140,7 @@ def test_roberta_with_byte_level_bpe(tmp_path, capsys):
     from kerasbert.models import RobertaBackbone
     from kerasbert.text import make_packer
     from kerasbert.text.bpe_training import train_bpe
-    from kerasbert.text.loading import load_tokenizer
+    from kerasbert.text.tokenizer_loading import load_tokenizer
 
     corpus = tmp_path / "corpus.txt"
     corpus.write_text("\n".join(LINES * 20) + "\n", encoding="utf-8")

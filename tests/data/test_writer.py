@@ -214,7 +214,7 @@ def subword_tokenizers(files, tmp_path_factory):
 def test_subword_tokenizer_data(files, subword_tokenizers, tmp_path, kind):
     """RoBERTa's and ALBERT's data: special ids of their own vocabulary,
     whole-word masks along "Ġ" / "▁" word starts, metadata naming them."""
-    from kerasbert.text.loading import load_tokenizer
+    from kerasbert.text.tokenizer_loading import load_tokenizer
 
     vocab = subword_tokenizers[kind]
     objective = "none" if kind == "bpe" else "sop"

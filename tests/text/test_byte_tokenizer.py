@@ -11,7 +11,7 @@ from kerasbert.text import load_tokenizer
 from kerasbert.text.families import BYTES
 from kerasbert.text.families import read_vocabulary
 from kerasbert.text.families import resolve_tokenizer_path
-from kerasbert.text.loading import describe_tokenizer
+from kerasbert.text.tokenizer_loading import describe_tokenizer
 
 TEXTS = ["Hello, world", "", "héllo 한국어 漢字 🙂", "tab\tand\nnewline"]
 

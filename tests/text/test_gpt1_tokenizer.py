@@ -13,9 +13,9 @@ import adversarial_sample
 import multilingual_sample as corpus
 from kerasbert.text import Gpt1Tokenizer
 from kerasbert.text import load_tokenizer
-from kerasbert.text.loading import load_saved_tokenizer
-from kerasbert.text.loading import make_packer
-from kerasbert.text.loading import save_tokenizer_files
+from kerasbert.text.tokenizer_loading import load_saved_tokenizer
+from kerasbert.text.tokenizer_loading import make_packer
+from kerasbert.text.tokenizer_loading import save_tokenizer_files
 
 tokenizers = pytest.importorskip("tokenizers")
 

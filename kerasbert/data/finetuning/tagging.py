@@ -20,7 +20,7 @@ from kerasbert.data.finetuning.task_formats import task_format
 from kerasbert.data.finetuning.examples import TaskDataError, label_id
 from kerasbert.data.finetuning.features import TaskFeatures, check_length, tokenize_lists
 from kerasbert.text.families import BPE
-from kerasbert.text.loading import tokenizer_kind
+from kerasbert.text.tokenizer_loading import tokenizer_kind
 
 logger = logging.getLogger(__name__)
 

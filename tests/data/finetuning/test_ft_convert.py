@@ -87,7 +87,7 @@ def test_bpe_tagging_pieces_are_those_of_the_sentence(tmp_path):
     (so a served model, which tokenizes raw text, sees the training pieces):
     "Ġlives", not "lives"; the first word has no leading space."""
     from kerasbert.text.bpe_training import train_bpe
-    from kerasbert.text.loading import load_tokenizer
+    from kerasbert.text.tokenizer_loading import load_tokenizer
 
     corpus = tmp_path / "corpus.txt"
     corpus.write_text("John lives in Paris , France .\nMary works in London .\n" * 50,

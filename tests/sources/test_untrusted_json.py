@@ -11,13 +11,13 @@ import pytest
 
 from kerasbert.errors import CheckpointError
 from kerasbert.errors import UsageError
-from kerasbert.loading import source
-from kerasbert.loading.sentence_transformers import read_sentence_model
-from kerasbert.loading.source import MAX_JSON_DEPTH
-from kerasbert.loading.source import NotJsonError
-from kerasbert.loading.source import json_depth
-from kerasbert.loading.source import parse_json
-from kerasbert.loading.source import read_json_file
+from kerasbert.sources import source
+from kerasbert.sources.sentence_transformers import read_sentence_model
+from kerasbert.sources.source import MAX_JSON_DEPTH
+from kerasbert.sources.source import NotJsonError
+from kerasbert.sources.source import json_depth
+from kerasbert.sources.source import parse_json
+from kerasbert.sources.source import read_json_file
 
 DEEP = b"[" * 100_000 + b"]" * 100_000
 

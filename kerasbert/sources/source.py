@@ -36,8 +36,8 @@ import re
 
 from kerasbert.errors import CheckpointError
 from kerasbert.errors import UsageError
-from kerasbert.loading import handles
-from kerasbert.loading.sentence_transformers import read_sentence_model
+from kerasbert.sources import handles
+from kerasbert.sources.sentence_transformers import read_sentence_model
 
 PRESET = "preset"
 HF = "hf"

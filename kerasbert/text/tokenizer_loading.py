@@ -19,8 +19,8 @@ import json
 import os
 import shutil
 
-from kerasbert.loading import handles
-from kerasbert.loading.source import resolve
+from kerasbert.sources import handles
+from kerasbert.sources.source import resolve
 from kerasbert.errors import UsageError
 from kerasbert.text.families import BPE
 from kerasbert.text.families import BYTES

@@ -6,9 +6,9 @@ import os
 import pytest
 
 from kerasbert.errors import UsageError
-from kerasbert.loading.sentence_transformers import POOLING_MODES
-from kerasbert.loading.sentence_transformers import SentenceModel
-from kerasbert.loading.sentence_transformers import read_sentence_model
+from kerasbert.sources.sentence_transformers import POOLING_MODES
+from kerasbert.sources.sentence_transformers import SentenceModel
+from kerasbert.sources.sentence_transformers import read_sentence_model
 from kerasbert.testing.sentence_models import write_sentence_files
 
 

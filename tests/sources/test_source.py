@@ -1,4 +1,4 @@
-"""kerasbert.loading.source: a handle is resolved once into a `Source`, and
+"""kerasbert.sources.source: a handle is resolved once into a `Source`, and
 `Backbone.from_preset` reaches the loaders through the door the package
 root opens (no entry point, no import of the layers above the models)."""
 
@@ -10,7 +10,7 @@ import sys
 import pytest
 
 from kerasbert.errors import UsageError
-from kerasbert.loading import source
+from kerasbert.sources import source
 
 
 def _write(path, text=""):
@@ -91,7 +91,7 @@ def test_hub_snapshots_fetch_every_file_a_loader_reads():
     # and pooling files come down; pickles never do.
     import fnmatch
 
-    from kerasbert.loading.handles import HF_PATTERNS
+    from kerasbert.sources.handles import HF_PATTERNS
 
     def fetched(name):
         return any(fnmatch.fnmatch(name, pattern) for pattern in HF_PATTERNS)

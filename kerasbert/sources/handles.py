@@ -23,7 +23,7 @@ KAGGLE_SCHEME = "kaggle://"
 
 #: What a Hugging Face snapshot fetches: configuration, safetensors weights,
 #: tokenizer files and a sentence-transformers model's pooling files
-#: (`kerasbert.loading.sentence_transformers`). Never `*.bin` (pickles are not
+#: (`kerasbert.sources.sentence_transformers`). Never `*.bin` (pickles are not
 #: loaded, so not fetched).
 HF_PATTERNS = (
     "config.json", "*.safetensors", "model.safetensors.index.json", "tokenizer.json",
