@@ -1,34 +1,45 @@
 """The package's import layers, read from the source with `ast` (nothing is
 imported, so this runs in a second): a module may import its own layer and
 the layers below it, never one above, not even inside a function, and no
-chain of imports may come back to where it started.
+chain of imports may come back to where it started. The same holds for
+folders: each folder of kerasbert/ and each top-level module is one node of
+the folder picture, ranked by `LAYERS`, which names folders only (no package
+sits on two layers); no arrow between nodes goes up and no nodes reach each
+other (`structure.py` in the shared tools draws the same picture).
 
-    errors, io_utils, kernels, metrics, version, plotting, fast_start
-      < layers, text, optimizers, loading.{handles, source, sentence_transformers}
+    errors, io_utils, kernels, metrics, version, plotting, export_door,
+    fast_start, hardware
+      < sources (handles, `Source`, layout detection: files only)
+      < layers, text, optimizers
       < models, data
-      < convert
+      < convert, preprocessing
       < tasks
       < saving, runs
-      < loading (the loaders: backbones, published, generation, masked_lm)
+      < loading (backbones, heads and generators built from a `Source`)
       < training, serving
       < commands, cli, demo, testing, the package itself
 
 An import is any way one module reaches another: `import` statements, and
 also `importlib.import_module("kerasbert...")`, a string that names a
 kerasbert module ("kerasbert.x.y" or "kerasbert.x.y:Name"), the submodules a
-package's `lazy_exports` names, and an entry point of setup.py that a module
-of the package looks up by its group. None of them may go up a layer or
-close a cycle.
+package's `lazy_exports` names, an entry point of setup.py that a module
+of the package looks up by its group, and a door. None of them may go up a
+layer or close a cycle.
 
-`loading/` is the one package on two layers: resolving a handle into a
-`Source` reads files only and sits with the tokenizers (which take model
-handles), while building backbones and heads from a source sits above
-`saving`. `saving` registers every Keras class the package defines (layers
-to tasks) with static imports, so it sits above `tasks`, as does `runs` (the
-run directory); `testing` holds helpers for test suites and may use
-anything.
+A door (`DOORS`) is a slot in a low module that the package root fills at
+import time, so that a method of a low class reaches a function above it:
+`Backbone.from_preset` (models) builds published checkpoints with
+`kerasbert.loading.backbones.load_backbone`, `Task.export` (tasks) writes
+through `kerasbert.serving.exporter.export_task`. Each one counts as the
+edges it really adds: the caller imports the slot's module (below it) and
+the package root imports the function it installs (below the root). Every
+`install_*` function of the package must be declared in `DOORS` and be
+called by the package root only, so a new one cannot hide.
+
+`saving` registers every Keras class the package defines (layers to tasks)
+with static imports, so it sits above `tasks`, as does `runs` (the run
+directory); `testing` holds helpers for test suites and may use anything.
 """
-
 import ast
 import os
 import re
@@ -60,11 +71,9 @@ def module_name(path):
 
 
 def layer_key(module):
-    """The LAYERS name of `kerasbert.X...`: "X.Y" where LAYERS names a
-    module of a package on two layers, else "X" ("" for the package)."""
+    """The node of `kerasbert.X...` in the folder picture: "X", the folder
+    or top-level module ("" for the package itself)."""
     parts = module.split(".")[1:]
-    if len(parts) >= 2 and ".".join(parts[:2]) in RANK:
-        return ".".join(parts[:2])
     return parts[0] if parts else ""
 
 
@@ -255,6 +264,88 @@ def test_library_code_does_not_import_the_command_line(module):
     users = sorted({f"{m}:{line}" for m, target, line, _ in IMPORTS
                     if target == module and rank(m) < RANK["cli"]})
     assert not users, f"{module} is imported by library code: {users}"
+
+
+def test_layers_name_folders_only():
+    """A folder is one node: no package may be split across two layers."""
+    split = [name for name in RANK if "." in name]
+    assert not split, f"LAYERS ranks parts of a package separately: {split}"
+
+
+def folder_arrows(edges):
+    """The upward arrows between nodes of the folder picture."""
+    return sorted({f"{layer_key(module)} -> {layer_key(target)} ({module}:{line})"
+                   for module, target, line, _ in edges if rank(target) > rank(module)})
+
+
+def folder_cycles(edges):
+    """The groups of nodes of the folder picture that reach each other."""
+    graph = {}
+    for module, target, *_ in edges:
+        if layer_key(module) != layer_key(target):
+            graph.setdefault(layer_key(module), set()).add(layer_key(target))
+    return [sorted(c) for c in _strongly_connected(graph)]
+
+
+def test_no_folder_arrow_goes_up():
+    arrows = folder_arrows(IMPORTS)
+    assert not arrows, "upward arrows between folders:\n" + "\n".join(arrows)
+
+
+def test_no_folder_cycles():
+    """No two folders (or top-level modules) reach each other, even on one
+    layer."""
+    cycles = folder_cycles(IMPORTS)
+    assert not cycles, "folder cycles:\n" + "\n".join(" <-> ".join(c) for c in cycles)
+
+
+def test_the_folder_checks_see_an_arrow_and_a_cycle():
+    """Two modules of one layer (models, data) that import each other, in
+    functions, and a layer that imports one above it."""
+    edges = [("kerasbert.models.presets", "kerasbert.data.schema", 3, True),
+             ("kerasbert.data.schema", "kerasbert.models.bert", 9, True),
+             ("kerasbert.layers.pooler", "kerasbert.tasks.task", 5, False)]
+    assert folder_cycles(edges) == [["data", "models"]]
+    assert folder_arrows(edges) == ["layers -> tasks (kerasbert.layers.pooler:5)"]
+
+
+#: {door: (module that holds the slot, module of the function the package
+#: root installs)}; see the module docstring.
+DOORS = {
+    "install_backbone_loader": ("kerasbert.sources.source", "kerasbert.loading.backbones"),
+    "install_exporter": ("kerasbert.export_door", "kerasbert.serving.exporter"),
+}
+
+
+def _module_trees():
+    for folder, _, files in os.walk(PACKAGE):
+        for name in sorted(files):
+            if name.endswith(".py"):
+                path = os.path.join(folder, name)
+                with open(path, encoding="utf-8") as f:
+                    yield module_name(path), ast.parse(f.read(), path)
+
+
+def test_every_door_is_declared_and_opened_by_the_package_root():
+    defined, opened = {}, []
+    for module, tree in _module_trees():
+        functions = {node.name: node for node in ast.walk(tree)
+                     if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef))}
+        defined.update({name: module for name in functions if name.startswith("install_")})
+        for node in ast.walk(tree):
+            called = isinstance(node, ast.Call) and ast.unparse(node.func).split(".")[-1]
+            if called and called.startswith("install_"):
+                installed = functions.get(getattr(node.args[0], "id", None)) if node.args else None
+                reached = ({target for inner, _ in walk(installed)
+                            for target in resolve(module, inner, False)} if installed else set())
+                opened.append((called, module, reached))
+    assert {name: module for name, module in defined.items()} == {
+        name: slot for name, (slot, _) in DOORS.items()}, "declare every door in DOORS"
+    for door, module, reached in opened:
+        assert module == "kerasbert", f"{door} is opened by {module}, not the package root"
+        assert DOORS[door][1] in reached, (
+            f"{door}: the root installs a function that does not import {DOORS[door][1]}")
+    assert sorted(door for door, *_ in opened) == sorted(DOORS)
 
 
 def _strongly_connected(graph):
