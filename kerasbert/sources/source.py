@@ -21,8 +21,8 @@ that takes a handle (the backbone, task and tokenizer loaders, pretraining's
 looking at the files again.
 
 This module reads files only (no TensorFlow or Keras), so the tokenizer
-layer uses it; what is built from a source lives in the modules of this
-package that sit above the models (`backbones`, `masked_lm`, `generation`).
+layer uses it; what is built from a source lives in `kerasbert.loading`,
+above the models (`backbones`, `masked_lm`, `generation`).
 `Backbone.from_preset` reaches them through `load_backbone`, a door the
 package root opens (`install_backbone_loader`): the models layer calls down
 into this module, never up.
