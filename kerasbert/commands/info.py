@@ -14,15 +14,15 @@ HELP = "Print the architecture and size of a preset or of a model handle."
 
 def run(args):
     from kerasbert.models import presets  # lazy: keras
-    from kerasbert.loading.backbones import load_backbone  # lazy: keras
+    from kerasbert.loading.backbones import backbone_source, load_backbone  # lazy: keras
 
-    builtin = presets.is_preset(args.preset)
-    backbone = load_backbone(args.preset, **presets.parse_overrides(args.set))
-    print(f"{'preset' if builtin else 'model'} {args.preset}"
-          f"{' (architecture, random weights)' if builtin else ''}")
+    found = backbone_source(args.preset)
+    backbone = load_backbone(found, **presets.parse_overrides(args.set))
+    print(f"{'preset' if found.is_preset else 'model'} {args.preset}"
+          f"{' (architecture, random weights)' if found.is_preset else ''}")
     print(backbone.describe())
     recipe = default_recipe(presets.family_of(type(backbone)), backbone.num_layers,
-                            backbone.hidden_dim, is_published_checkpoint(args.preset))
+                            backbone.hidden_dim, is_published_checkpoint(found))
     print("fine-tuning defaults (kerasbert finetune, for the flags not given):")
     print(recipe.describe())
     print(precision_advice())

@@ -42,16 +42,14 @@ from kerasbert.saving import load_model
 RUN_MODELS = (runs.BACKBONE, runs.MODEL, runs.PRETRAINER)
 
 
-def resolve(handle):
-    """`source.resolve` with the preset registry: an unknown bare name is
-    an error listing the close preset names, not a missing file."""
-    handle = os.fspath(handle) if not isinstance(handle, source_module.Source) else handle
-    if (isinstance(handle, str) and not handles.is_remote(handle) and not os.path.exists(handle)
-            and os.sep not in handle):
-        presets.get_preset(handle)  # an unknown name: the error lists the close ones
-    found = source_module.resolve(handle, presets.is_preset)
-    if found.kind == source_module.DIRECTORY and not _run_model(found.path):
-        if handles.is_remote(found.handle) and not _has_weights(found.path):
+def backbone_source(handle):
+    """`source.resolve` with the preset registry, checked for a backbone:
+    an unknown bare name is an error listing the close preset names (not a
+    missing file), and a directory must be a published layout or hold a
+    kerasbert model."""
+    found = source_module.resolve(handle, presets)
+    if found.is_run and not _run_model(found.path):
+        if found.is_remote and not _has_weights(found.path):
             raise UsageError(f"{found.handle}: no config.json with safetensors weights. kerasbert "
                              "never unpickles, so repositories with only pytorch_model.bin are "
                              "refused: use a revision that has model.safetensors (the Hub's "
@@ -86,8 +84,8 @@ def load_backbone(handle, dtype=None, **overrides):
             a hub handle that is not cached, a family we do not have, an
             override that contradicts the weights.
     """
-    found = resolve(handle)
-    if found.kind == source_module.PRESET:
+    found = backbone_source(handle)
+    if found.is_preset:
         backbone = presets.build_backbone(found.handle, overrides)
         return apply_overrides(backbone, found.handle, dtype) if dtype else backbone
     if found.is_published:
@@ -97,7 +95,7 @@ def load_backbone(handle, dtype=None, **overrides):
 
 
 def _saved_backbone(found):
-    path = found.path if found.kind == source_module.KERAS else _run_model(found.path)
+    path = _run_model(found.path) if found.is_run else found.path
     check_keras_archive(path)
     try:
         model = load_model(path)

@@ -24,7 +24,7 @@ from kerasbert import runs
 from kerasbert.errors import UsageError
 from kerasbert.sources import source
 from kerasbert.loading.backbones import load_backbone
-from kerasbert.loading.backbones import resolve
+from kerasbert.models import presets
 from kerasbert.models.backbone import Backbone
 from kerasbert.saving import load_model
 from kerasbert.tasks.causal_lm import CausalLM
@@ -34,14 +34,14 @@ from kerasbert.text.tokenizer_loading import load_tokenizer
 def load_generator(model, vocab=None, lower_case=None):
     """(CausalLM, tokenizer, path or handle of what was loaded) for a run
     directory, a .keras file or a model handle (see the module docstring)."""
-    # An existing directory that is no published layout is a run: its own
-    # checks name what is missing (resolve would only say "not a handle").
-    found = source.resolve(model) if os.path.isdir(model) else resolve(model)
-    if found.kind == source.KERAS and vocab is None:
-        raise UsageError(f"--model {model} is a .keras file: pass --vocab.")
-    if found.kind not in (source.KERAS, source.DIRECTORY):
+    # A directory that is no published layout is a run: `runs.open_run`
+    # names what it misses; the backbone loader checks every other source.
+    found = source.resolve(model, presets)
+    if not found.is_ours:
         return _published_generator(found, vocab, lower_case)
-    run = runs.open_run(found.path) if found.kind == source.DIRECTORY else None
+    if not found.is_run and vocab is None:
+        raise UsageError(f"--model {model} is a .keras file: pass --vocab.")
+    run = runs.open_run(found.path) if found.is_run else None
     path = run.model_file() if run is not None else found.path
     loaded = load_model(path)
     backbone = loaded if isinstance(loaded, Backbone) else getattr(loaded, "backbone", None)

@@ -18,7 +18,7 @@ from kerasbert.convert.hf_heads import pretraining_heads_from_hf
 from kerasbert.convert.hf_heads import set_pretraining_heads
 from kerasbert.errors import UsageError
 from kerasbert.sources import source
-from kerasbert.loading.backbones import resolve
+from kerasbert.loading.backbones import backbone_source
 from kerasbert.loading.published import load_published
 from kerasbert.saving import load_model
 from kerasbert.tasks.bert_pretrainer import BertPretrainer
@@ -36,13 +36,13 @@ def load_masked_lm_from_handle(handle):
             fine-tuned model, a built-in preset: random weights predict
             nothing).
     """
-    found = resolve(handle)
-    if found.kind == source.PRESET:
+    found = backbone_source(handle)
+    if found.is_preset:
         raise UsageError(f"{handle} is an architecture with random weights: give a published "
                          "masked-LM checkpoint or a pretraining run.")
-    if found.kind in (source.KERAS, source.DIRECTORY):
+    if found.is_ours:
         path = found.path
-        if found.kind == source.DIRECTORY and os.path.isfile(os.path.join(path, runs.PRETRAINER)):
+        if found.is_run and os.path.isfile(os.path.join(path, runs.PRETRAINER)):
             path = os.path.join(path, runs.PRETRAINER)
         model = load_model(path) if path.endswith(".keras") else None
         if getattr(model, "masked_lm_head", None) is None:

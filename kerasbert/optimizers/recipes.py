@@ -65,8 +65,7 @@ import os
 
 from kerasbert.errors import UsageError
 from kerasbert.sources import handles
-from kerasbert.sources.source import PUBLISHED
-from kerasbert.sources.source import detect_layout
+from kerasbert.sources import source
 
 #: The flags a recipe sets, in the order they are printed.
 FIELDS = ("learning_rate", "batch_size", "epochs", "warmup_ratio", "weight_decay",
@@ -213,19 +212,24 @@ _SMALL_PUBLISHED = ("Small-BERT (Turc et al., 2019; google-research/bert README)
 
 def is_published_checkpoint(handle):
     """True when `handle` names weights someone published: a hub handle
-    (hf://, kaggle://) or a Hugging Face, keras-hub, google-research/bert or
-    TF Hub directory (`kerasbert.sources.source`'s layouts). False for a
-    built-in preset (random weights), a `.keras` file and a kerasbert run
-    (pretrained here, for as long as the run went). File checks only, no
-    download and no TensorFlow: `info` and `finetune` ask before anything
-    loads.
+    (hf://, kaggle://) or a Hugging Face, keras-hub, google-research/bert,
+    TF Hub or ELMo directory (`kerasbert.sources.source`'s layouts). False
+    for a built-in preset (random weights), a `.keras` file and a kerasbert
+    run (pretrained here, for as long as the run went).
+
+    Args:
+        handle: a resolved `Source` (asked, nothing read again), or a handle
+            string: file checks only, no download and no TensorFlow, since
+            `info` and `finetune` ask before anything loads.
     """
+    if isinstance(handle, source.Source):
+        return handle.is_published or handle.is_remote
     if not handle:
         return False
     handle = os.fspath(handle)
     if handles.is_remote(handle):
         return True
-    return os.path.isdir(handle) and detect_layout(handle)[0] in PUBLISHED
+    return os.path.isdir(handle) and source.resolve(handle).is_published
 
 
 def _by_width(rows, hidden_dim):

@@ -15,9 +15,10 @@ warm-up records and checks as every fine-tuned export
 `serve_token_ids`: the three int32 [B, T] inputs -> `embedding`.
 """
 
-import os
 
 from kerasbert.errors import UsageError
+from kerasbert.models import presets
+from kerasbert.sources import source
 from kerasbert.serving import exporter
 from kerasbert.serving.task_serving import TaskServing
 from kerasbert.tasks.sentence_encoder import SentenceEncoder
@@ -59,15 +60,6 @@ class EmbeddingServing(TaskServing):
                 "dimension": int(self.model.output_dim)}
 
 
-def describe_handle(handle):
-    """What export.json records of the model's source: a hub handle as
-    given, a local folder by its name (never an absolute path)."""
-    handle = os.fspath(handle)
-    if "://" in handle:
-        return {"handle": handle}
-    return {"handle": os.path.basename(os.path.normpath(handle))}
-
-
 def export_embedding(handle, output, version=None, sequence_length=None, overwrite=False,
                      model_name=None, graph=None, pooling=None, normalize=None, vocab=None,
                      lower_case=None, tokenizer_switches=None):
@@ -90,8 +82,9 @@ def export_embedding(handle, output, version=None, sequence_length=None, overwri
         dict: path, version, task_type, signatures, custom_ops.
     """
     exporter._version_dir(output, version, overwrite)  # before loading anything
-    model = SentenceEncoder.from_preset(handle, pooling=pooling, normalize=normalize)
-    tokenizer = load_sentence_tokenizer(handle, vocab=vocab, lower_case=lower_case,
+    found = source.resolve(handle, presets)
+    model = SentenceEncoder.from_preset(found, pooling=pooling, normalize=normalize)
+    tokenizer = load_sentence_tokenizer(found, vocab=vocab, lower_case=lower_case,
                                         **(tokenizer_switches or {}))
     if model.backbone.vocabulary_size < tokenizer.vocabulary_size:
         raise UsageError(f"The tokenizer has {tokenizer.vocabulary_size} tokens but the "
@@ -101,4 +94,4 @@ def export_embedding(handle, output, version=None, sequence_length=None, overwri
     return exporter.export_model(
         model, tokenizer, TASK_TYPE, output, sequence_length=sequence_length, version=version,
         overwrite=overwrite, model_name=model_name, task=TASK_TYPE,
-        source=describe_handle(handle), graph=graph, module=module)
+        source={"handle": found.label}, graph=graph, module=module)

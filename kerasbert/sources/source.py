@@ -29,6 +29,7 @@ into this module, never up.
 """
 
 import dataclasses
+import functools
 import itertools
 import json
 import os
@@ -167,19 +168,52 @@ class Source:
 
     @property
     def is_published(self):
-        """Weights in a peer's layout (Hugging Face, keras-hub, TF1, TF Hub)."""
+        """Weights in a peer's layout (Hugging Face, keras-hub, TF1, TF Hub,
+        ELMo)."""
         return self.kind in PUBLISHED
+
+    @property
+    def is_preset(self):
+        """A built-in architecture: random weights, no files."""
+        return self.kind == PRESET
+
+    @property
+    def is_ours(self):
+        """What kerasbert saved: a `.keras` file or a directory that is no
+        published layout (a run, or tokenizer files)."""
+        return self.kind in (KERAS, DIRECTORY)
+
+    @property
+    def is_run(self):
+        """A directory that is no published layout: a kerasbert run (whose
+        files `kerasbert.runs` knows) or a folder of tokenizer files."""
+        return self.kind == DIRECTORY
+
+    @property
+    def is_remote(self):
+        """Named by a hub handle (hf://, kaggle://): `path` is the local
+        copy."""
+        return handles.is_remote(self.handle)
+
+    @property
+    def label(self):
+        """What export.json and messages record of the source: a hub handle
+        as given, a local file or folder by its name (never an absolute
+        path)."""
+        return self.handle if self.is_remote else os.path.basename(os.path.normpath(self.handle))
 
     @property
     def model_type(self):
         """The Hugging Face `model_type` ("bert", "roberta", ...), else None."""
         return (self.config or {}).get("model_type") if self.kind == HF else None
 
-    @property
+    @functools.cached_property
     def sentence_model(self):
         """How a sentence-transformers folder pools its token vectors (a
-        `SentenceModel`), or None for any other source."""
-        return read_sentence_model(self.path) if self.kind == HF else None
+        `SentenceModel`), or None for any other source (read once)."""
+        # its encoder may sit in a subfolder (0_Transformer/), so the root
+        # need not be a Hugging Face layout itself
+        return read_sentence_model(self.path) if self.kind in (HF, DIRECTORY) else None
 
     def file(self, name):
         """Path of `name` inside the source's directory."""
@@ -198,7 +232,7 @@ def describe_handles():
             f"[/VERSION], a .keras file, a kerasbert run directory, or {describe_layouts()}")
 
 
-def detect_layout(path):
+def _detect_layout(path):
     """(kind, parsed config) of a local directory: `HF`, `KERAS_HUB`, `TF1`,
     `TF_HUB`, `ELMO` (the config is its options.json), or `DIRECTORY` when it
     is none of them."""
@@ -238,32 +272,39 @@ def elmo_files(path):
     return paths if all(os.path.isfile(p) for p in paths) else None
 
 
-def resolve(handle, is_preset=None):
+def resolve(handle, presets=None):
     """The `Source` a handle stands for (downloads a hub handle that is not
-    cached).
+    cached). The one place a handle is read: every caller passes the
+    `Source` on.
 
     Args:
         handle: a preset name, hf://..., kaggle://..., a directory or a
             file (str or path-like), or a `Source` (returned as is).
-        is_preset: `name -> bool`, the preset registry's test (the models
-            layer passes it; without it no name is a preset).
+        presets: the preset registry (`kerasbert.models.presets`: its
+            `is_preset(name)` and `get_preset(name)`); the models layer and
+            the loaders pass it. Without it no name is a preset.
 
     Raises:
         UsageError: a malformed or unreachable hub handle, a path that
-            does not exist, a file that is not a `.keras` model.
+            does not exist, a bare name that is no preset (the registry's
+            error lists the close names), a file that is not a `.keras`
+            model.
     """
     if isinstance(handle, Source):
         return handle
     handle = os.fspath(handle)
-    if is_preset is not None and is_preset(handle):
+    if presets is not None and presets.is_preset(handle):
         return Source(handle, PRESET, "")
+    if (presets is not None and os.sep not in handle and not handles.is_remote(handle)
+            and not os.path.exists(handle)):
+        presets.get_preset(handle)  # an unknown name: its error lists the close ones
     path = handles.local_path(handle)
     if os.path.isfile(path):
         if path.endswith(".keras"):
             return Source(handle, KERAS, path)
         raise UsageError(f"{handle}: a file that is not a .keras model; a handle is "
                          f"{describe_handles()}.")
-    kind, config = detect_layout(path)
+    kind, config = _detect_layout(path)
     return Source(handle, kind, path, config)
 
 

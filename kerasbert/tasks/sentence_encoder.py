@@ -1,7 +1,6 @@
 """Sentence embeddings: a backbone and a pooling over its token vectors, as
 the sentence-transformers models define them."""
 
-import os
 
 import keras
 import numpy as np
@@ -11,7 +10,7 @@ from kerasbert.errors import UsageError
 from kerasbert.layers.sentence_pooling import SentencePooling
 from kerasbert.layers.sentence_pooling import check_pooling
 from kerasbert.sources import source
-from kerasbert.sources.sentence_transformers import read_sentence_model
+from kerasbert.models import presets
 from kerasbert.tasks.backbone_model import BackboneModel
 from kerasbert.tasks.task import backbone_inputs
 from kerasbert.text.tokenizer_loading import load_tokenizer
@@ -27,14 +26,7 @@ def sentence_model_of(handle):
             `kerasbert.sources.source.Source`, or anything else (a preset
             name, a .keras file: None).
     """
-    known = getattr(handle, "sentence_model", None)
-    if known is not None:
-        return known
-    path = getattr(handle, "path", None)
-    if path is None:
-        handle = os.fspath(handle)
-        path = source.resolve(handle).path if "://" in handle else handle
-    return read_sentence_model(path) if path and os.path.isdir(path) else None
+    return source.resolve(handle, presets).sentence_model
 
 
 def load_sentence_tokenizer(handle, vocab=None, lower_case=None, **switches):
@@ -49,10 +41,11 @@ def load_sentence_tokenizer(handle, vocab=None, lower_case=None, **switches):
         switches: `special_tokens_in_strings`, `truncate_at_nul`, as
             `kerasbert.text.load_tokenizer` (None: the source's setting).
     """
-    folder = sentence_model_of(handle)
+    found = source.resolve(handle, presets)
+    folder = found.sentence_model
     if lower_case is None and folder is not None and folder.do_lower_case:
         lower_case = True
-    path = vocab or (folder.encoder_path if folder is not None else handle)
+    path = vocab or (folder.encoder_path if folder is not None else found)
     return load_tokenizer(path, lower_case=lower_case, **switches)
 
 
@@ -119,7 +112,8 @@ class SentenceEncoder(BackboneModel):
                 do not compute, or its pooling width differs from the
                 backbone's.
         """
-        folder = sentence_model_of(handle)
+        handle = source.resolve(handle, presets)
+        folder = handle.sentence_model
         if folder is not None:
             pooling = folder.pooling if pooling is None else pooling
             normalize = folder.normalize if normalize is None else normalize

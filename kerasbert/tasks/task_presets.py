@@ -14,7 +14,7 @@ import keras
 from kerasbert.errors import UsageError
 from kerasbert.sources import source
 from kerasbert.models.presets import family_of
-from kerasbert.models.presets import is_preset
+from kerasbert.models import presets
 from kerasbert.optimizers.recipes import default_recipe
 from kerasbert.optimizers.recipes import is_published_checkpoint
 from kerasbert.text import load_tokenizer
@@ -40,7 +40,7 @@ def handle_tokenizer(handle, found):
 def build_from_preset(cls, handle, *, tokenizer=None, sequence_length=None, label_names=None,
                       compile=True, backbone_overrides=None, dtype=None, **kwargs):
     """See `Task.from_preset`."""
-    found = source.resolve(handle, is_preset=is_preset)
+    found = source.resolve(handle, presets)
     backbone = source.load_backbone(found, dtype=dtype, **(backbone_overrides or {}))
     if tokenizer is None:
         tokenizer = handle_tokenizer(handle, found)
@@ -73,7 +73,7 @@ def build_from_preset(cls, handle, *, tokenizer=None, sequence_length=None, labe
             preprocessor.set_label_names(label_names, model.num_label_names())
         model.preprocessor = preprocessor
     if compile:
-        published = is_published_checkpoint(handle if isinstance(handle, str) else found.path)
+        published = is_published_checkpoint(found)
         recipe = default_recipe(family_of(type(backbone)), backbone.num_layers,
                                 backbone.hidden_dim, published=published)
         model.compile_with_recipe(recipe)

@@ -20,6 +20,7 @@ import os
 import shutil
 
 from kerasbert.sources import handles
+from kerasbert.sources.source import Source
 from kerasbert.sources.source import resolve
 from kerasbert.errors import UsageError
 from kerasbert.text.families import BPE
@@ -88,7 +89,8 @@ def load_tokenizer(path, lower_case=None, special_tokens_in_strings=None, trunca
         path: vocab.txt, `.model`, a BPE directory or its vocab.json
             (`resolve_tokenizer_path`); or a model: hf://..., kaggle://...,
             a Hugging Face / keras-hub / google-research/bert / TF Hub
-            directory or a kerasbert run directory (`tokenizer_source`).
+            directory or a kerasbert run directory (`tokenizer_source`),
+            or its resolved `Source`.
         lower_case: WordPiece / SentencePiece casing; None takes the
             source's setting (uncased where it has none). Ignored for
             byte-level BPE, which is always cased.
@@ -113,11 +115,11 @@ def load_tokenizer(path, lower_case=None, special_tokens_in_strings=None, trunca
         a `WordPieceTokenizer`, `SentencePieceTokenizer` or
         `BytePairTokenizer` (`Gpt1Tokenizer` for GPT-1's files). Invalid files raise `UsageError` naming them.
     """
-    path = os.fspath(path)
+    path = path if isinstance(path, Source) else os.fspath(path)
     switches = {"special_tokens_in_strings": special_tokens_in_strings,
                 "truncate_at_nul": truncate_at_nul, "exact_unigram": exact_unigram}
     given = {k: v for k, v in switches.items() if v is not None}
-    if handles.is_remote(path) or os.path.isdir(path):
+    if isinstance(path, Source) or handles.is_remote(path) or os.path.isdir(path):
         source = resolve(path)
         if source.is_published:
             kind, files, source_lower = tokenizer_source(source)
