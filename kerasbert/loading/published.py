@@ -52,23 +52,19 @@ def load_published(source, dtype=None, **overrides):
         UsageError: missing or bad files, a family we do not have, a
             contradicting override.
     """
-    path = source.path
-    if source.kind == HF:
-        return from_hf_directory(path, dtype=dtype, **overrides)
-    if source.kind == ELMO:
-        return load_elmo(path, dtype=dtype, **overrides)
-    if source.kind == KERAS_HUB:
-        backbone = _from_keras_hub_preset(source)
-    elif source.kind == TF1:
-        try:
-            backbone = load_bert_checkpoint(path, source.file(TF1_CONFIG))
-        except (ValueError, KeyError, FileNotFoundError) as err:
-            raise UsageError(f"{path}: {err}") from None
-    elif source.kind == TF_HUB:
-        backbone = from_tf_hub_encoder(path)
-    else:
+    if source.kind in _BUILDS_WITH_OVERRIDES:
+        return _BUILDS_WITH_OVERRIDES[source.kind](source.path, dtype=dtype, **overrides)
+    if source.kind not in _READERS:
         raise UsageError(f"{source.handle}: not {describe_layouts()}.")
-    return apply_overrides(backbone, path, dtype, overrides)
+    backbone = _READERS[source.kind](source)
+    return apply_overrides(backbone, source.path, dtype, overrides)
+
+
+def _from_tf1_checkpoint(source):
+    try:
+        return load_bert_checkpoint(source.path, source.file(TF1_CONFIG))
+    except (ValueError, KeyError, FileNotFoundError) as err:
+        raise UsageError(f"{source.path}: {err}") from None
 
 
 def _from_keras_hub_preset(source):
@@ -81,6 +77,13 @@ def _from_keras_hub_preset(source):
     if not os.path.isfile(os.path.join(path, "model.weights.h5")):
         raise UsageError(f"{path}: no model.weights.h5 (keras-hub preset without weights).")
     return from_keras_hub_preset(path)
+
+
+#: Readers by source kind: those that build with the overrides and dtype
+#: themselves, and those whose backbone `apply_overrides` rebuilds.
+_BUILDS_WITH_OVERRIDES = {HF: from_hf_directory, ELMO: load_elmo}
+_READERS = {KERAS_HUB: _from_keras_hub_preset, TF1: _from_tf1_checkpoint,
+            TF_HUB: lambda source: from_tf_hub_encoder(source.path)}
 
 
 @loads_checkpoint

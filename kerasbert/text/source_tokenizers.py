@@ -54,25 +54,26 @@ def tokenizer_source(source):
     `kerasbert.sources.source.Source`; see the module docstring); lower_case
     is None where the source does not say. None for a source that is no
     published layout (a preset, a `.keras` file, a run or tokenizer folder)."""
+    reader = _TOKENIZER_READERS.get(source.kind)
+    return reader(source) if reader is not None else None
+
+
+def _hf(source):
     directory = source.path
-    if source.kind == HF:
-        in_dir = [os.path.join(directory, n) for n in HF_TOKENIZER_FILES]
-        if not any(os.path.isfile(f) for f in in_dir) and os.path.isfile(
-                os.path.join(directory, "tokenizer.json")):
-            kind, files = files_from_tokenizer_json(os.path.join(directory, "tokenizer.json"))
-        else:
-            kind, files = resolve_tokenizer_path(directory)
-        return kind, files, _hf_lower_case(directory, source.model_type)
-    if source.kind == KERAS_HUB:
-        return _keras_hub(directory)
-    if source.kind == TF1:
-        kind, files = resolve_tokenizer_path(os.path.join(directory, "vocab.txt"))
-        name = os.path.basename(os.path.normpath(directory)).lower()
-        cased = name.startswith("cased") or "_cased" in name or "-cased" in name
-        return kind, files, not cased
-    if source.kind == TF_HUB:
-        return _tf_hub(directory)
-    return None
+    in_dir = [os.path.join(directory, n) for n in HF_TOKENIZER_FILES]
+    if not any(os.path.isfile(f) for f in in_dir) and os.path.isfile(
+            os.path.join(directory, "tokenizer.json")):
+        kind, files = files_from_tokenizer_json(os.path.join(directory, "tokenizer.json"))
+    else:
+        kind, files = resolve_tokenizer_path(directory)
+    return kind, files, _hf_lower_case(directory, source.model_type)
+
+
+def _tf1(source):
+    kind, files = resolve_tokenizer_path(os.path.join(source.path, "vocab.txt"))
+    name = os.path.basename(os.path.normpath(source.path)).lower()
+    cased = name.startswith("cased") or "_cased" in name or "-cased" in name
+    return kind, files, not cased
 
 
 def files_from_tokenizer_json(path):
@@ -132,20 +133,28 @@ def tokenizer_options(source, kind):
     (`hf_tokenizer_files`): a Hugging Face tokenizer's longest word and
     added tokens, google-research/bert's longest word of 200 characters,
     keras-hub's WordPiece pipeline and special-token setting."""
+    options = _TOKENIZER_OPTIONS.get(source.kind)
+    return options(source.path, kind) if options is not None else {}
+
+
+def _hf_options(directory, kind):
+    from_json = not any(os.path.isfile(os.path.join(directory, n)) for n in HF_TOKENIZER_FILES)
+    return hf_tokenizer_files.tokenizer_options(
+        kind, os.path.join(directory, hf_tokenizer_files.TOKENIZER_JSON),
+        os.path.join(directory, hf_tokenizer_files.TOKENIZER_CONFIG), from_json)
+
+
+def _tf1_options(directory, kind):
+    return ({"max_chars_per_word": hf_tokenizer_files.GOOGLE_BERT_MAX_CHARS}
+            if kind == WORDPIECE else {})
+
+
+def _keras_hub_options(directory, kind):
+    return hf_tokenizer_files.keras_hub_options(kind, os.path.join(directory, "tokenizer.json"))
+
+
+def _keras_hub(source):
     directory = source.path
-    if source.kind == HF:
-        from_json = not any(os.path.isfile(os.path.join(directory, n)) for n in HF_TOKENIZER_FILES)
-        return hf_tokenizer_files.tokenizer_options(
-            kind, os.path.join(directory, hf_tokenizer_files.TOKENIZER_JSON),
-            os.path.join(directory, hf_tokenizer_files.TOKENIZER_CONFIG), from_json)
-    if source.kind == TF1 and kind == WORDPIECE:
-        return {"max_chars_per_word": hf_tokenizer_files.GOOGLE_BERT_MAX_CHARS}
-    if source.kind == KERAS_HUB:
-        return hf_tokenizer_files.keras_hub_options(kind, os.path.join(directory, "tokenizer.json"))
-    return {}
-
-
-def _keras_hub(directory):
     assets = os.path.join(directory, "assets", "tokenizer")
     for name, kind in KERAS_HUB_ASSETS.items():
         path = os.path.join(assets, name)
@@ -161,7 +170,8 @@ def _keras_hub(directory):
                      f"(assets/tokenizer/{' | '.join(KERAS_HUB_ASSETS)}).")
 
 
-def _tf_hub(directory):
+def _tf_hub(source):
+    directory = source.path
     files = []
     # The encoder's own vocabulary asset, else its preprocessor's beside it
     # (TF Hub publishes them as a pair: .../encoder and .../preprocess).
@@ -189,3 +199,9 @@ def _saved_lower_case(directory):
         return bool(reader.get_tensor("do_lower_case/.ATTRIBUTES/VARIABLE_VALUE"))
     except (ValueError, tf.errors.OpError):
         return None
+
+
+#: The tokenizer files of each published layout (`tokenizer_source`) and
+#: the constructor options it states (`tokenizer_options`), by source kind.
+_TOKENIZER_READERS = {HF: _hf, KERAS_HUB: _keras_hub, TF1: _tf1, TF_HUB: _tf_hub}
+_TOKENIZER_OPTIONS = {HF: _hf_options, KERAS_HUB: _keras_hub_options, TF1: _tf1_options}

@@ -41,12 +41,37 @@ def test_each_layout_is_one_kind(tmp_path, files, kind):
         assert found.config == {"hidden_size": 8}
 
 
+class _Registry:
+    """The two questions `resolve` asks the preset registry."""
+
+    @staticmethod
+    def is_preset(name):
+        return name == "bert_tiny"
+
+    @staticmethod
+    def get_preset(name):
+        raise UsageError(f"Unknown preset {name!r}; did you mean bert_tiny?")
+
+
 def test_presets_keras_files_and_sources_pass_through(tmp_path):
-    assert source.resolve("bert_tiny", lambda name: name == "bert_tiny").kind == source.PRESET
+    found = source.resolve("bert_tiny", _Registry)
+    assert (found.kind, found.is_preset, found.is_ours, found.label) == (
+        source.PRESET, True, False, "bert_tiny")
     keras_file = _write(str(tmp_path / "m.keras"))
     found = source.resolve(keras_file)
     assert (found.kind, found.path) == (source.KERAS, keras_file)
+    assert (found.is_ours, found.is_run, found.is_remote, found.label) == (
+        True, False, False, "m.keras")
     assert source.resolve(found) is found
+    assert source.resolve(str(tmp_path), _Registry).is_run
+
+
+def test_an_unknown_bare_name_gets_the_registry_error(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    with pytest.raises(UsageError, match="did you mean bert_tiny"):
+        source.resolve("bert_tiyn", _Registry)
+    with pytest.raises(UsageError, match="no such file or directory"):
+        source.resolve("bert_tiyn")  # without a registry no name is a preset
 
 
 def test_bad_handles_are_one_clear_error(tmp_path):
