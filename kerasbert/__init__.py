@@ -4,14 +4,17 @@ Sub-packages are imported on first use (`kerasbert.models`, ...), so
 `import kerasbert` and `kerasbert --help` stay fast and the CLI can set up
 logging before TensorFlow loads.
 
-Saved models load in any process with `kerasbert.load_model(path)` (it
-registers every kerasbert class with Keras first; see kerasbert.saving).
+Saved models load in any process with `keras.saving.load_model(path)` once
+`kerasbert` is imported (`kerasbert.keras_lookup`: each class is imported
+when Keras first asks for it), or with `kerasbert.load_model(path)`, which
+also says which file is not a kerasbert model (`kerasbert.saving`).
 """
 
 import importlib
 
 from kerasbert.sources import source as _source
 from kerasbert import export_door as _export_door
+from kerasbert import keras_lookup as _keras_lookup
 from kerasbert.version import __version__
 
 _SUBPACKAGES = (
@@ -65,3 +68,4 @@ def _export_task(model, output, **options):
 # (`Task.export`) the serving layer, without importing upwards.
 _source.install_backbone_loader(_load_backbone)
 _export_door.install_exporter(_export_task)
+_keras_lookup.install()

@@ -17,7 +17,7 @@ other (`structure.py` in the shared tools draws the same picture).
       < saving, runs
       < loading (backbones, heads and generators built from a `Source`)
       < training, serving
-      < commands, cli, demo, testing, the package itself
+      < commands, cli, demo, testing, keras_lookup, the package itself
 
 An import is any way one module reaches another: `import` statements, and
 also `importlib.import_module("kerasbert...")`, a string that names a
@@ -60,7 +60,7 @@ LAYERS = (
     ("saving", "runs"),
     ("loading",),
     ("training", "serving"),
-    ("commands", "cli", "demo", "testing", "__main__", ""),
+    ("commands", "cli", "demo", "testing", "keras_lookup", "__main__", ""),
 )
 RANK = {name: rank for rank, names in enumerate(LAYERS) for name in names}
 

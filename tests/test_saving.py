@@ -45,10 +45,14 @@ def test_every_registering_module_is_listed():
 
 def _save_artefacts(directory):
     """A compiled task model (AdamW + schedule), a pretrainer and a backbone."""
+    from kerasbert.preprocessing import TextClassifierPreprocessor
     from kerasbert.tasks import BertPretrainer, TextClassifier
+    from kerasbert.text import load_tokenizer
 
     ft = make_finetuned_dir(str(directory / "ft"), "classification", sequence_length=16)
     model = kerasbert.load_model(os.path.join(ft, "model.keras"))
+    # with its preprocessor, so the loaded model takes raw text
+    model.preprocessor = TextClassifierPreprocessor(load_tokenizer(ft), 16)
     model.compile(learning_rate=1e-3, num_train_steps=10, warmup_ratio=0.1)
     assert isinstance(model, TextClassifier)
     model.save(directory / "model.keras")
@@ -63,35 +67,56 @@ def _save_artefacts(directory):
 FRESH = """
 import json, sys
 import numpy as np
-import kerasbert
+directory, order = sys.argv[1], sys.argv[3]
+if order == "keras first":
+    import keras, kerasbert
+else:
+    import kerasbert, keras
 inputs = {k: np.array(v, "int32") for k, v in json.loads(sys.argv[2]).items()}
-directory = sys.argv[1]
-model = kerasbert.load_model(directory + "/model.keras")
+# The Keras call alone: every class is found after `import kerasbert`.
+model = keras.saving.load_model(directory + "/model.keras")
 assert type(model).__name__ == "TextClassifier", type(model)
 assert type(model.optimizer).__name__ == "AdamW", type(model.optimizer)
+assert type(model.optimizer._learning_rate).__module__.startswith("kerasbert."), model.optimizer._learning_rate
 np.testing.assert_allclose(np.asarray(model(inputs)), np.load(directory + "/logits.npy"),
                            atol=1e-6)
-assert type(kerasbert.load_model(directory + "/backbone.keras")).__name__ == "BertBackbone"
-assert type(kerasbert.load_model(directory + "/pretrainer.keras")).__name__ == "BertPretrainer"
-# After register_all, plain Keras loading works too.
-import keras
-kerasbert.register_all()
-assert type(keras.saving.load_model(directory + "/model.keras")).__name__ == "TextClassifier"
+assert type(model.preprocessor).__name__ == "TextClassifierPreprocessor"
+assert np.asarray(model.predict(["a raw text"], verbose=0)).shape[0] == 1
+assert type(keras.saving.load_model(directory + "/backbone.keras")).__name__ == "BertBackbone"
+assert type(keras.saving.load_model(directory + "/pretrainer.keras")).__name__ == "BertPretrainer"
+# kerasbert.load_model: the same objects, with its own errors for files that are not ours.
+assert type(kerasbert.load_model(directory + "/model.keras")).__name__ == "TextClassifier"
 print("ok")
 """
 
 
-def test_saved_artefacts_load_in_a_fresh_process_after_import_kerasbert(tmp_path):
+@pytest.mark.parametrize("order", ["kerasbert first", "keras first"])
+def test_saved_artefacts_load_in_a_fresh_process_after_import_kerasbert(tmp_path_factory, order):
     import json
 
-    inputs = _save_artefacts(tmp_path)
+    directory = tmp_path_factory.mktemp("saved")
+    inputs = _save_artefacts(directory)
     env = dict(os.environ, TF_CPP_MIN_LOG_LEVEL="2")
     env.pop("PYTHONPATH", None)
     result = subprocess.run(
-        [sys.executable, "-c", textwrap.dedent(FRESH), str(tmp_path),
-         json.dumps({k: v.tolist() for k, v in inputs.items()})],
+        [sys.executable, "-c", textwrap.dedent(FRESH), str(directory),
+         json.dumps({k: v.tolist() for k, v in inputs.items()}), order],
         capture_output=True, text=True, env=env, cwd="/", timeout=600)
     assert result.returncode == 0 and result.stdout.strip().endswith("ok"), result.stderr[-3000:]
+
+
+def test_keras_finds_every_registered_class_from_the_source():
+    """The names `keras_lookup` reads from the files are the classes
+    `saving` registers, each in its module."""
+    from kerasbert.keras_lookup import registered_classes
+
+    kerasbert.register_all()
+    table = keras.saving.get_custom_objects()
+    found = registered_classes()
+    assert len(found) >= 50
+    for name, module in found.items():
+        assert table[name].__module__ == module, name
+    assert {m.__name__ for m in saving.SERIALIZABLE_MODULES} == set(found.values())
 
 
 def _lambda_model(path):
