@@ -40,7 +40,7 @@ One run does, on one corpus and one vocabulary:
 
 Prints one table (ours, peer, ours/peer) and the environment; --json OUT
 writes everything (atomically). --quick: tiny sizes, a smoke test whose
-numbers mean nothing. See bench/README.md.
+numbers mean nothing. See bench/docs/data_bench.md.
 """
 
 import argparse

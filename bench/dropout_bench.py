@@ -6,9 +6,9 @@ kerasbert once drew every dropout mask with its own kernel (below,
 `philox_dropout`: 32 Philox bits per element compared with an integer
 threshold, about half the cost of Keras' mask for a 1M-element tensor with
 XLA on a CPU). Code like that stays only if a whole step gains by more than
-the noise; this bench measured that it does not (bench/README.md), so the
-models use `keras.layers.Dropout` again and the kernel lives only here, to
-repeat the measurement.
+the noise; this bench measured that it does not
+(bench/docs/dropout_bench.md), so the models use `keras.layers.Dropout`
+again and the kernel lives only here, to repeat the measurement.
 
 Both `BertPretrainer`s (bert_mini, T=128, P=20, dropout 0.1, our AdamW) are
 built from the same weights in one process; the "philox" one is traced while

@@ -19,7 +19,7 @@ absolute times on shared machines mean little; read the ratio.
 
 Runs with any Keras backend, e.g. `KERAS_BACKEND=jax python
 bench/encoder_bench.py` (jit_compile=True is then jax.jit/XLA; False runs the
-step op by op). See bench/README.md for the flags.
+step op by op). See bench/docs/encoder_bench.md for the flags.
 """
 
 import argparse

@@ -40,7 +40,7 @@ of the lengths (x4 per 4x length is linear, x16 quadratic) and the
 Reformer's memory ratio from the shallowest to the deepest model. --json
 OUT writes everything (atomically); --plot PNG draws step memory against
 length. --quick: tiny sizes, a smoke test whose numbers mean nothing. See
-bench/README.md.
+bench/docs/long_sequence_bench.md.
 """
 
 import argparse

@@ -75,7 +75,7 @@ the model FLOPs utilisation (achieved / X), e.g. 989 for bf16 on an H100.
 
 Runs with any Keras backend, e.g. `KERAS_BACKEND=jax python
 bench/pretrain_bench.py` (jit_compile=True is jax.jit/XLA, False runs the step
-op by op; the TrainStep rows are skipped). See bench/README.md.
+op by op; the TrainStep rows are skipped). See bench/docs/pretrain_bench.md.
 """
 
 import argparse

@@ -1,6 +1,6 @@
-"""The README's life cycle as a user runs it: one installed `kerasbert`
-command per fresh process, from a working directory that is neither the
-data's nor the repository, with relative paths:
+"""The life cycle of docs/reliability.md as a user runs it: one installed
+`kerasbert` command per fresh process, from a working directory that is
+neither the data's nor the repository, with relative paths:
 
     vocab -> create-pretraining-data -> pretrain -> pretrain --resume
       -> finetune (every task type, from the pretrained backbone)

@@ -1,5 +1,6 @@
 """Fine-tuning values by model family and size, named recipes from the
-papers, and the README's recipe table, which must say what the code does."""
+papers, and the recipe table of docs/fine-tuning.md, which must say what the
+code does."""
 
 import re
 from pathlib import Path
@@ -9,7 +10,7 @@ import pytest
 from kerasbert.errors import UsageError
 from kerasbert.optimizers import recipes
 
-README = Path(__file__).resolve().parents[2] / "README.md"
+FINE_TUNING_DOC = Path(__file__).resolve().parents[2] / "docs" / "fine-tuning.md"
 
 
 @pytest.mark.parametrize("family, layers, hidden, rate, epochs", [
@@ -80,9 +81,9 @@ def test_a_rate_far_outside_the_familys_range_warns():
     assert "far outside" in recipes.rate_warning("electra", 1e-6)
 
 
-def _readme_recipes():
-    """The rows of the README's recipe table: {name: {flag: value}}."""
-    text = README.read_text(encoding="utf-8")
+def _documented_recipes():
+    """The rows of docs/fine-tuning.md's recipe table: {name: {flag: value}}."""
+    text = FINE_TUNING_DOC.read_text(encoding="utf-8")
     section = text[text.index("| recipe | learning rate |"):]
     rows = {}
     for line in section.splitlines()[2:]:
@@ -100,8 +101,8 @@ def _readme_recipes():
     return rows
 
 
-def test_every_recipe_is_what_the_readme_says():
-    table = _readme_recipes()
+def test_every_recipe_is_what_the_docs_say():
+    table = _documented_recipes()
     assert set(table) == set(recipes.RECIPES)
     for name, recipe in recipes.RECIPES.items():
         row = table[name]
