@@ -127,9 +127,20 @@ class SentencePieceTokenizer(SubwordTokenizer):
 
     Example:
 
-    >>> tokenizer = SentencePieceTokenizer("albert.model")
-    >>> tokenizer.tokenize_ids(["Hello world!"])   # [1, (pieces)] int32
-    >>> tokenizer.tokenize(["Hello worlds"])       # [1, (2), (pieces)]
+    >>> import os, tempfile
+    >>> from kerasbert.text import SentencePieceTokenizer, train_sentencepiece
+    >>> folder = tempfile.mkdtemp()
+    >>> corpus = os.path.join(folder, "corpus.txt")
+    >>> with open(corpus, "w") as f:
+    ...     _ = f.write("hello world\\nhello there world\\nthe world says hello\\n")
+    >>> model, _ = train_sentencepiece(corpus, 20, os.path.join(folder, "sp"),
+    ...                                character_coverage=1.0, num_threads=1)
+    >>> tokenizer = SentencePieceTokenizer(model)
+    >>> ids = tokenizer.tokenize_ids(["Hello world"])       # [B, (pieces)] int32
+    >>> tokenizer.detokenize(ids).numpy()
+    array([b'hello world'], dtype=object)
+    >>> tokenizer.tokenize(["Hello worlds"]).shape.as_list()   # [B, (words), (pieces)]
+    [1, None, None]
     """
 
     family = SENTENCEPIECE  # what `kerasbert.text.families` knows it by
