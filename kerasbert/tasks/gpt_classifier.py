@@ -51,6 +51,19 @@ class GptClassifier(TextClassifier):
 
     Returns:
         float32 logits [B, num_classes].
+
+    Example:
+
+    >>> import numpy as np
+    >>> from kerasbert.models import GptBackbone
+    >>> from kerasbert.tasks import GptClassifier
+    >>> backbone = GptBackbone(vocabulary_size=10, num_layers=1, num_heads=2, hidden_dim=8,
+    ...                        intermediate_dim=16, max_sequence_length=16)
+    >>> model = GptClassifier(backbone, num_classes=2, extract_id=4)
+    >>> logits = model({"input_word_ids": np.array([[2, 5, 6, 3, 0]]),            # [B, T]
+    ...                 "input_mask": np.array([[1, 1, 1, 1, 0]])})
+    >>> tuple(logits.shape)                                  # [B, num_classes]
+    (1, 2)
     """
 
     def __init__(self, backbone, num_classes, extract_id=None, lm_weight=0.5, dropout=0.1,

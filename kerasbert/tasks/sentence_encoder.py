@@ -84,6 +84,19 @@ class SentenceEncoder(BackboneModel):
 
     Returns:
         float32 [B, hidden_dim * number of pooling modes].
+
+    Example:
+
+    >>> import numpy as np
+    >>> from kerasbert.models import BertBackbone
+    >>> from kerasbert.tasks import SentenceEncoder
+    >>> backbone = BertBackbone(vocabulary_size=10, num_layers=1, num_heads=2, hidden_dim=8,
+    ...                         intermediate_dim=16, max_sequence_length=16)
+    >>> encoder = SentenceEncoder(backbone, pooling="mean", normalize=True)
+    >>> vectors = encoder({"input_word_ids": np.array([[2, 5, 6, 3], [2, 7, 3, 0]]),
+    ...                    "input_mask": np.array([[1, 1, 1, 1], [1, 1, 1, 0]])})
+    >>> tuple(vectors.shape), np.round(np.linalg.norm(vectors, axis=-1), 3).tolist()   # [B, H]
+    ((2, 8), [1.0, 1.0])
     """
 
     def __init__(self, backbone, pooling="mean", normalize=False, sequence_length=None,

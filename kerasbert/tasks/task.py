@@ -175,6 +175,24 @@ class Task(BackboneModel):
     (lists or arrays of strings, or `tf.data` datasets of strings: see the
     task's preprocessor class) as well as token-id dicts; tokenization runs
     in the `tf.data` pipeline, never in the compiled step.
+
+    Example:
+
+    >>> import os, tempfile
+    >>> from kerasbert.models import BertBackbone
+    >>> from kerasbert.preprocessing import TextClassifierPreprocessor
+    >>> from kerasbert.tasks import TextClassifier
+    >>> from kerasbert.text import WordPieceTokenizer, write_vocab
+    >>> vocab = os.path.join(tempfile.mkdtemp(), "vocab.txt")
+    >>> write_vocab(["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]",
+    ...              "the", "movie", "was", "good", "bad"], vocab)
+    >>> preprocessor = TextClassifierPreprocessor(WordPieceTokenizer(vocab), sequence_length=8,
+    ...                                           label_names=["bad", "good"])
+    >>> backbone = BertBackbone(vocabulary_size=10, num_layers=1, num_heads=2, hidden_dim=8,
+    ...                         intermediate_dim=16, max_sequence_length=16)
+    >>> model = TextClassifier(backbone, num_classes=2, preprocessor=preprocessor)
+    >>> model.predict(["the movie was good", "bad"], verbose=0).shape   # raw text in
+    (2, 2)
     """
 
     #: the `TaskPreprocessor` subclass of this task (None: token ids only).

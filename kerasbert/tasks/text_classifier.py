@@ -75,6 +75,19 @@ class TextClassifier(Task):
             metrics `SparseCategoricalAccuracy(name="accuracy")`.
         regression: `MeanSquaredError`, metrics `MeanAbsoluteError(name="mae")`
             and `StreamingPearsonCorrelation(name="pearson")`.
+
+    Example:
+
+    >>> import numpy as np
+    >>> from kerasbert.models import BertBackbone
+    >>> from kerasbert.tasks import TextClassifier
+    >>> backbone = BertBackbone(vocabulary_size=10, num_layers=1, num_heads=2, hidden_dim=8,
+    ...                         intermediate_dim=16, max_sequence_length=16)
+    >>> model = TextClassifier(backbone, num_classes=3)
+    >>> logits = model({"input_word_ids": np.array([[2, 5, 6, 3], [2, 7, 3, 0]]),   # [B, T]
+    ...                 "input_mask": np.array([[1, 1, 1, 1], [1, 1, 1, 0]])})
+    >>> tuple(logits.shape)                                  # [B, num_classes]
+    (2, 3)
     """
 
     preprocessor_class = LazyPreprocessorClass(_preprocessor_class)
