@@ -29,6 +29,23 @@ class MultipleChoicePreprocessor(TaskPreprocessor):
 
     Args:
         num_choices: C (the model's); checked against the data.
+
+    Example:
+
+    >>> import os, tempfile
+    >>> from kerasbert.preprocessing import MultipleChoicePreprocessor
+    >>> from kerasbert.text import WordPieceTokenizer, write_vocab
+    >>> vocab = os.path.join(tempfile.mkdtemp(), "vocab.txt")
+    >>> write_vocab(["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]",
+    ...              "the", "movie", "was", "good", "bad"], vocab)
+    >>> preprocessor = MultipleChoicePreprocessor(WordPieceTokenizer(vocab), sequence_length=8,
+    ...                                           num_choices=2)
+    >>> x, y = next(iter(preprocessor.dataset(
+    ...     (["the movie was"], [["good", "bad"]]), [0], batch_size=1)))   # (contexts, choices)
+    >>> x["input_word_ids"].numpy().tolist()                 # [B, C, T]
+    [[[2, 5, 6, 7, 3, 8, 3, 0], [2, 5, 6, 7, 3, 9, 3, 0]]]
+    >>> y.numpy().tolist()                                   # the right choice [B]
+    [0]
     """
 
     task_types = ("multiple_choice",)

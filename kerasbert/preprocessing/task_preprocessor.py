@@ -117,6 +117,21 @@ class TaskPreprocessor(keras.layers.Layer):
             batches (seeded pools, `bucket_batches`). `predict` on lists
             always runs in length order and gives rows back in input
             order.
+
+    Example:
+
+    >>> import os, tempfile
+    >>> from kerasbert.preprocessing import TextClassifierPreprocessor
+    >>> from kerasbert.text import WordPieceTokenizer, write_vocab
+    >>> vocab = os.path.join(tempfile.mkdtemp(), "vocab.txt")
+    >>> write_vocab(["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]",
+    ...              "the", "movie", "was", "good", "bad"], vocab)
+    >>> preprocessor = TextClassifierPreprocessor(WordPieceTokenizer(vocab), sequence_length=8)
+    >>> print(preprocessor.label_names)                      # taken from the first labels
+    None
+    >>> x, y = next(iter(preprocessor.dataset(["good", "bad"], ["pos", "neg"], batch_size=2)))
+    >>> preprocessor.label_names, y.numpy().tolist()         # sorted names, ids [B]
+    (['neg', 'pos'], [1, 0])
     """
 
     #: the task types a subclass takes; the first is its default.

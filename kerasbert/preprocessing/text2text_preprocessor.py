@@ -118,6 +118,23 @@ class Text2TextPreprocessor(TaskPreprocessor):
             default the task type's, 64.
         target_length: T, the target's (with [start] / [end]), and the
             longest generation; default S.
+
+    Example:
+
+    >>> import os, tempfile
+    >>> from kerasbert.preprocessing import Text2TextPreprocessor
+    >>> from kerasbert.text import WordPieceTokenizer, write_vocab
+    >>> vocab = os.path.join(tempfile.mkdtemp(), "vocab.txt")
+    >>> write_vocab(["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]",
+    ...              "the", "movie", "was", "good", "bad"], vocab)
+    >>> preprocessor = Text2TextPreprocessor(WordPieceTokenizer(vocab), sequence_length=8,
+    ...                                      target_length=6)
+    >>> x, labels = next(iter(preprocessor.dataset(["the movie was good"], ["good"],
+    ...                                            batch_size=1)))
+    >>> x["encoder_token_ids"].numpy().tolist()              # source + end, [B, S]
+    [[5, 6, 7, 8, 3, 0, 0, 0]]
+    >>> x["decoder_token_ids"].numpy().tolist(), labels.numpy().tolist()   # [B, T]
+    ([[2, 8, 0, 0, 0, 0]], [[8, 3, 0, 0, 0, 0]])
     """
 
     task_types = ("text2text",)

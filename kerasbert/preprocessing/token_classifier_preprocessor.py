@@ -44,6 +44,23 @@ class TokenClassifierPreprocessor(TaskPreprocessor):
     `predict` on raw input returns, per example, float32 [W, num_labels]
     tag probabilities of its words (NaN rows for words with no piece in the
     window: cut by T, or made only of characters the tokenizer drops).
+
+    Example:
+
+    >>> import os, tempfile
+    >>> from kerasbert.preprocessing import TokenClassifierPreprocessor
+    >>> from kerasbert.text import WordPieceTokenizer, write_vocab
+    >>> vocab = os.path.join(tempfile.mkdtemp(), "vocab.txt")
+    >>> write_vocab(["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]",
+    ...              "the", "movie", "was", "good", "bad"], vocab)
+    >>> preprocessor = TokenClassifierPreprocessor(WordPieceTokenizer(vocab), sequence_length=8,
+    ...                                            label_names=["O", "B-FILM"])
+    >>> x, y, weights = next(iter(preprocessor.dataset([["the", "movie"]], [["O", "B-FILM"]],
+    ...                                                batch_size=1)))
+    >>> x["input_word_ids"].numpy().tolist()                 # [B, T]
+    [[2, 5, 6, 3, 0, 0, 0, 0]]
+    >>> y.numpy().tolist(), weights.numpy().tolist()         # on each word's first piece
+    ([[0, 0, 1, 0, 0, 0, 0, 0]], [[0.0, 1.0, 1.0, 0.0, 0.0, 0.0, 0.0, 0.0]])
     """
 
     task_types = ("tagging",)
