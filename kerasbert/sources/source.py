@@ -158,6 +158,21 @@ class Source:
         kind: one of the kinds of the module docstring.
         path: the local file or directory ("" for a preset).
         config: the parsed config.json (bert_config.json for tf1), or None.
+
+    Example:
+
+    >>> import json, os, tempfile
+    >>> from kerasbert.sources import resolve
+    >>> folder = tempfile.mkdtemp()
+    >>> with open(os.path.join(folder, "config.json"), "w") as f:
+    ...     json.dump({"model_type": "bert", "vocab_size": 30, "hidden_size": 8,
+    ...                "num_hidden_layers": 1, "num_attention_heads": 2,
+    ...                "intermediate_size": 16, "max_position_embeddings": 16}, f)
+    >>> source = resolve(folder)                             # the files read once
+    >>> source.kind, source.model_type, source.config["hidden_size"]
+    ('hf', 'bert', 8)
+    >>> source.is_published, source.sentence_model is None   # no modules.json here
+    (True, True)
     """
 
     handle: str
