@@ -178,20 +178,16 @@ class Task(BackboneModel):
 
     Example:
 
-    >>> import os, tempfile
     >>> from kerasbert.models import BertBackbone
     >>> from kerasbert.preprocessing import TextClassifierPreprocessor
     >>> from kerasbert.tasks import TextClassifier
-    >>> from kerasbert.text import WordPieceTokenizer, write_vocab
-    >>> vocab = os.path.join(tempfile.mkdtemp(), "vocab.txt")
-    >>> write_vocab(["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]",
-    ...              "the", "movie", "was", "good", "bad"], vocab)
-    >>> preprocessor = TextClassifierPreprocessor(WordPieceTokenizer(vocab), sequence_length=8,
+    >>> from kerasbert.text import ByteTokenizer
+    >>> preprocessor = TextClassifierPreprocessor(ByteTokenizer(), sequence_length=16,
     ...                                           label_names=["bad", "good"])
-    >>> backbone = BertBackbone(vocabulary_size=10, num_layers=1, num_heads=2, hidden_dim=8,
+    >>> backbone = BertBackbone(vocabulary_size=258, num_layers=1, num_heads=2, hidden_dim=8,
     ...                         intermediate_dim=16, max_sequence_length=16)
     >>> model = TextClassifier(backbone, num_classes=2, preprocessor=preprocessor)
-    >>> model.predict(["the movie was good", "bad"], verbose=0).shape   # raw text in
+    >>> model.predict(["a good movie", "bad"], verbose=0).shape   # raw text in, [B, classes]
     (2, 2)
     """
 
