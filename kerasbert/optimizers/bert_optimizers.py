@@ -272,16 +272,14 @@ class Lamb(BertOptimizerMixin, keras.optimizers.Lamb):
     Example:
 
     >>> import keras
-    >>> import numpy as np
     >>> from kerasbert.optimizers import Lamb
-    >>> dense = keras.layers.Dense(2, kernel_initializer="ones", bias_initializer="ones")
-    >>> dense.build((None, 2))
+    >>> kernel = keras.Variable([[1.0, 1.0], [1.0, 1.0]], name="kernel")
+    >>> bias = keras.Variable([1.0, 1.0], name="bias")
     >>> optimizer = Lamb(learning_rate=0.1, weight_decay=0.5)
-    >>> zeros = [np.zeros((2, 2), "float32"), np.zeros(2, "float32")]
-    >>> optimizer.apply(zeros, [dense.kernel, dense.bias])
-    >>> [round(float(w), 4) for w in dense.kernel.numpy()[0]]   # trust ratio ||w|| / ||0.5 w||
+    >>> optimizer.apply([keras.ops.zeros((2, 2)), keras.ops.zeros(2)], [kernel, bias])
+    >>> [round(float(w), 4) for w in kernel.numpy()[0]]      # ratio ||w|| / ||0.5 w|| = 2
     [0.9, 0.9]
-    >>> dense.bias.numpy().tolist()                          # neither decayed nor adapted
+    >>> bias.numpy().tolist()                                # neither decayed nor adapted
     [1.0, 1.0]
     """
 

@@ -32,18 +32,13 @@ class MultipleChoicePreprocessor(TaskPreprocessor):
 
     Example:
 
-    >>> import os, tempfile
     >>> from kerasbert.preprocessing import MultipleChoicePreprocessor
-    >>> from kerasbert.text import WordPieceTokenizer, write_vocab
-    >>> vocab = os.path.join(tempfile.mkdtemp(), "vocab.txt")
-    >>> write_vocab(["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]",
-    ...              "the", "movie", "was", "good", "bad"], vocab)
-    >>> preprocessor = MultipleChoicePreprocessor(WordPieceTokenizer(vocab), sequence_length=8,
-    ...                                           num_choices=2)
-    >>> x, y = next(iter(preprocessor.dataset(
-    ...     (["the movie was"], [["good", "bad"]]), [0], batch_size=1)))   # (contexts, choices)
-    >>> x["input_word_ids"].numpy().tolist()                 # [B, C, T]
-    [[[2, 5, 6, 7, 3, 8, 3, 0], [2, 5, 6, 7, 3, 9, 3, 0]]]
+    >>> from kerasbert.text import ByteTokenizer
+    >>> chooser = MultipleChoicePreprocessor(ByteTokenizer(), sequence_length=16, num_choices=3)
+    >>> contexts, choices = ["Paris is in"], [["France", "Peru", "Mars"]]
+    >>> x, y = next(iter(chooser.dataset((contexts, choices), [0], batch_size=1)))
+    >>> {name: tuple(value.shape) for name, value in sorted(x.items())}   # [B, C, T]
+    {'input_mask': (1, 3, 16), 'input_type_ids': (1, 3, 16), 'input_word_ids': (1, 3, 16)}
     >>> y.numpy().tolist()                                   # the right choice [B]
     [0]
     """

@@ -121,15 +121,14 @@ class QuestionAnswererPreprocessor(TaskPreprocessor):
 
     >>> import os, tempfile
     >>> from kerasbert.preprocessing import QuestionAnswererPreprocessor
-    >>> from kerasbert.text import WordPieceTokenizer, write_vocab
-    >>> vocab = os.path.join(tempfile.mkdtemp(), "vocab.txt")
-    >>> write_vocab(["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]",
-    ...              "the", "movie", "was", "good", "bad"], vocab)
-    >>> preprocessor = QuestionAnswererPreprocessor(WordPieceTokenizer(vocab), sequence_length=16,
-    ...                                             doc_stride=4, max_query_length=4)
-    >>> x, y = next(iter(preprocessor.dataset(
-    ...     (["the movie ?"], ["the movie was good"]),        # (questions, contexts)
-    ...     [{"text": "good", "answer_start": 14}], batch_size=4)))
+    >>> from kerasbert.text import SPECIAL_TOKENS, WordPieceTokenizer, write_vocab
+    >>> folder = tempfile.mkdtemp()
+    >>> write_vocab([*SPECIAL_TOKENS, "the", "movie", "was", "good"], f"{folder}/vocab.txt")
+    >>> tokenizer = WordPieceTokenizer(f"{folder}/vocab.txt")
+    >>> reader = QuestionAnswererPreprocessor(tokenizer, sequence_length=16, doc_stride=4,
+    ...                                       max_query_length=4)
+    >>> answers = [{"text": "good", "answer_start": 14}]     # character offset in the context
+    >>> x, y = next(iter(reader.dataset((["the movie ?"], ["the movie was good"]), answers)))
     >>> x["input_word_ids"].numpy().tolist()                 # [CLS] question [SEP] context [SEP]
     [[2, 5, 6, 1, 3, 5, 6, 7, 8, 3, 0, 0, 0, 0, 0, 0]]
     >>> int(y["start_positions"][0]), int(y["end_positions"][0])   # "good", in pieces

@@ -120,18 +120,16 @@ class TaskPreprocessor(keras.layers.Layer):
 
     Example:
 
-    >>> import os, tempfile
     >>> from kerasbert.preprocessing import TextClassifierPreprocessor
-    >>> from kerasbert.text import WordPieceTokenizer, write_vocab
-    >>> vocab = os.path.join(tempfile.mkdtemp(), "vocab.txt")
-    >>> write_vocab(["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]",
-    ...              "the", "movie", "was", "good", "bad"], vocab)
-    >>> preprocessor = TextClassifierPreprocessor(WordPieceTokenizer(vocab), sequence_length=8)
+    >>> from kerasbert.text import ByteTokenizer
+    >>> preprocessor = TextClassifierPreprocessor(ByteTokenizer(), sequence_length=8)
     >>> print(preprocessor.label_names)                      # taken from the first labels
     None
     >>> x, y = next(iter(preprocessor.dataset(["good", "bad"], ["pos", "neg"], batch_size=2)))
     >>> preprocessor.label_names, y.numpy().tolist()         # sorted names, ids [B]
     (['neg', 'pos'], [1, 0])
+    >>> x["input_word_ids"].numpy()[1].tolist()              # </s> b a d </s>: bytes + 2
+    [1, 100, 99, 102, 1, 0, 0, 0]
     """
 
     #: the task types a subclass takes; the first is its default.

@@ -121,20 +121,14 @@ class Text2TextPreprocessor(TaskPreprocessor):
 
     Example:
 
-    >>> import os, tempfile
     >>> from kerasbert.preprocessing import Text2TextPreprocessor
-    >>> from kerasbert.text import WordPieceTokenizer, write_vocab
-    >>> vocab = os.path.join(tempfile.mkdtemp(), "vocab.txt")
-    >>> write_vocab(["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]",
-    ...              "the", "movie", "was", "good", "bad"], vocab)
-    >>> preprocessor = Text2TextPreprocessor(WordPieceTokenizer(vocab), sequence_length=8,
-    ...                                      target_length=6)
-    >>> x, labels = next(iter(preprocessor.dataset(["the movie was good"], ["good"],
-    ...                                            batch_size=1)))
-    >>> x["encoder_token_ids"].numpy().tolist()              # source + end, [B, S]
-    [[5, 6, 7, 8, 3, 0, 0, 0]]
-    >>> x["decoder_token_ids"].numpy().tolist(), labels.numpy().tolist()   # [B, T]
-    ([[2, 8, 0, 0, 0, 0]], [[8, 3, 0, 0, 0, 0]])
+    >>> from kerasbert.text import ByteTokenizer
+    >>> translator = Text2TextPreprocessor(ByteTokenizer(), sequence_length=8, target_length=4)
+    >>> x, labels = next(iter(translator.dataset(["ab"], ["cd"], batch_size=1)))
+    >>> x["encoder_token_ids"].numpy().tolist()              # source bytes + 2, then </s>
+    [[99, 100, 1, 0, 0, 0, 0, 0]]
+    >>> x["decoder_token_ids"].numpy().tolist(), labels.numpy().tolist()   # shifted by one
+    ([[1, 101, 102, 0]], [[101, 102, 1, 0]])
     """
 
     task_types = ("text2text",)

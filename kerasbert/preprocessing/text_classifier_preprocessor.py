@@ -43,10 +43,9 @@ class TextClassifierPreprocessor(TaskPreprocessor):
 
     >>> import os, tempfile
     >>> from kerasbert.preprocessing import TextClassifierPreprocessor
-    >>> from kerasbert.text import WordPieceTokenizer, write_vocab
+    >>> from kerasbert.text import SPECIAL_TOKENS, WordPieceTokenizer, write_vocab
     >>> vocab = os.path.join(tempfile.mkdtemp(), "vocab.txt")
-    >>> write_vocab(["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]",
-    ...              "the", "movie", "was", "good", "bad"], vocab)
+    >>> write_vocab([*SPECIAL_TOKENS, "the", "movie", "was", "good", "bad"], vocab)   # ids 0-9
     >>> preprocessor = TextClassifierPreprocessor(WordPieceTokenizer(vocab), sequence_length=8,
     ...                                           label_names=["bad", "good"])
     >>> x, y = next(iter(preprocessor.dataset(["the movie was good", "bad"], ["good", "bad"],

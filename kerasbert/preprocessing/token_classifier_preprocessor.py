@@ -47,16 +47,15 @@ class TokenClassifierPreprocessor(TaskPreprocessor):
 
     Example:
 
-    >>> import os, tempfile
+    >>> import pathlib, tempfile
+    >>> from kerasbert.text import SPECIAL_TOKENS, WordPieceTokenizer
+    >>> vocab = pathlib.Path(tempfile.mkdtemp()) / "vocab.txt"
+    >>> _ = vocab.write_text("\\n".join([*SPECIAL_TOKENS, "the", "movie", "was", "good"]))
     >>> from kerasbert.preprocessing import TokenClassifierPreprocessor
-    >>> from kerasbert.text import WordPieceTokenizer, write_vocab
-    >>> vocab = os.path.join(tempfile.mkdtemp(), "vocab.txt")
-    >>> write_vocab(["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]",
-    ...              "the", "movie", "was", "good", "bad"], vocab)
-    >>> preprocessor = TokenClassifierPreprocessor(WordPieceTokenizer(vocab), sequence_length=8,
-    ...                                            label_names=["O", "B-FILM"])
-    >>> x, y, weights = next(iter(preprocessor.dataset([["the", "movie"]], [["O", "B-FILM"]],
-    ...                                                batch_size=1)))
+    >>> tagger = TokenClassifierPreprocessor(WordPieceTokenizer(vocab), sequence_length=8,
+    ...                                      label_names=["O", "B-FILM"])
+    >>> x, y, weights = next(iter(tagger.dataset([["the", "movie"]], [["O", "B-FILM"]],
+    ...                                          batch_size=1)))
     >>> x["input_word_ids"].numpy().tolist()                 # [B, T]
     [[2, 5, 6, 3, 0, 0, 0, 0]]
     >>> y.numpy().tolist(), weights.numpy().tolist()         # on each word's first piece

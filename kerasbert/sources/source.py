@@ -164,15 +164,15 @@ class Source:
     >>> import json, os, tempfile
     >>> from kerasbert.sources import resolve
     >>> folder = tempfile.mkdtemp()
+    >>> resolve(folder).kind                                 # any other folder (a run, tokenizer files)
+    'directory'
     >>> with open(os.path.join(folder, "config.json"), "w") as f:
-    ...     json.dump({"model_type": "bert", "vocab_size": 30, "hidden_size": 8,
-    ...                "num_hidden_layers": 1, "num_attention_heads": 2,
-    ...                "intermediate_size": 16, "max_position_embeddings": 16}, f)
-    >>> source = resolve(folder)                             # the files read once
-    >>> source.kind, source.model_type, source.config["hidden_size"]
-    ('hf', 'bert', 8)
-    >>> source.is_published, source.sentence_model is None   # no modules.json here
-    (True, True)
+    ...     _ = f.write(json.dumps({"model_type": "bert", "hidden_size": 8}))
+    >>> source = resolve(folder)                             # read once: layout and config
+    >>> source.kind, source.model_type, source.config["hidden_size"], source.is_published
+    ('hf', 'bert', 8, True)
+    >>> source.file("vocab.txt") == os.path.join(folder, "vocab.txt")
+    True
     """
 
     handle: str

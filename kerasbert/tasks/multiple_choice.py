@@ -51,11 +51,12 @@ class MultipleChoice(Task):
     >>> import numpy as np
     >>> from kerasbert.models import BertBackbone
     >>> from kerasbert.tasks import MultipleChoice
+    >>> ids = np.array([[[2, 5, 3, 6, 3], [2, 5, 3, 7, 3]]])  # [B, C, T]: context, choice
     >>> backbone = BertBackbone(vocabulary_size=10, num_layers=1, num_heads=2, hidden_dim=8,
     ...                         intermediate_dim=16, max_sequence_length=16)
-    >>> model = MultipleChoice(backbone, num_choices=2)
-    >>> ids = np.array([[[2, 5, 3, 6, 3], [2, 5, 3, 7, 3]]])  # [B, C, T]
-    >>> tuple(model({"input_word_ids": ids, "input_mask": np.ones_like(ids)}).shape)   # [B, C]
+    >>> logits = MultipleChoice(backbone, num_choices=2)({"input_word_ids": ids,
+    ...                                                   "input_mask": np.ones_like(ids)})
+    >>> tuple(logits.shape)                                  # [B, C]
     (1, 2)
     """
 

@@ -61,9 +61,8 @@ class QuestionAnswerer(Task):
     >>> import numpy as np
     >>> from kerasbert.models import BertBackbone
     >>> from kerasbert.tasks import QuestionAnswerer
-    >>> backbone = BertBackbone(vocabulary_size=10, num_layers=1, num_heads=2, hidden_dim=8,
-    ...                         intermediate_dim=16, max_sequence_length=16)
-    >>> model = QuestionAnswerer(backbone)
+    >>> model = QuestionAnswerer(BertBackbone.from_preset("bert_tiny", vocabulary_size=10,
+    ...                                                   num_layers=1))
     >>> outputs = model({"input_word_ids": np.array([[2, 5, 3, 6, 7, 8, 3]]),     # [CLS] q [SEP] c [SEP]
     ...                  "input_mask": np.ones((1, 7), "int32"),
     ...                  "input_type_ids": np.array([[0, 0, 0, 1, 1, 1, 1]])})

@@ -81,12 +81,10 @@ class TextClassifier(Task):
     >>> import numpy as np
     >>> from kerasbert.models import BertBackbone
     >>> from kerasbert.tasks import TextClassifier
-    >>> backbone = BertBackbone(vocabulary_size=10, num_layers=1, num_heads=2, hidden_dim=8,
-    ...                         intermediate_dim=16, max_sequence_length=16)
-    >>> model = TextClassifier(backbone, num_classes=3)
-    >>> logits = model({"input_word_ids": np.array([[2, 5, 6, 3], [2, 7, 3, 0]]),   # [B, T]
-    ...                 "input_mask": np.array([[1, 1, 1, 1], [1, 1, 1, 0]])})
-    >>> tuple(logits.shape)                                  # [B, num_classes]
+    >>> backbone = BertBackbone.from_preset("bert_tiny", vocabulary_size=10, num_layers=1)
+    >>> model = TextClassifier(backbone, num_classes=3)      # random weights
+    >>> ids = np.array([[2, 5, 6, 3], [2, 7, 3, 0]])         # [B, T], 0 = padding
+    >>> tuple(model({"input_word_ids": ids, "input_mask": np.int32(ids > 0)}).shape)   # [B, classes]
     (2, 3)
     """
 

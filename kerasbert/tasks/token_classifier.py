@@ -122,9 +122,8 @@ class TokenClassifier(Task):
     >>> import numpy as np
     >>> from kerasbert.models import BertBackbone
     >>> from kerasbert.tasks import TokenClassifier
-    >>> backbone = BertBackbone(vocabulary_size=10, num_layers=1, num_heads=2, hidden_dim=8,
-    ...                         intermediate_dim=16, max_sequence_length=16)
-    >>> model = TokenClassifier(backbone, num_labels=4)
+    >>> model = TokenClassifier(BertBackbone(vocabulary_size=10, num_layers=1, num_heads=2,
+    ...                                      hidden_dim=8, intermediate_dim=16), num_labels=4)
     >>> logits = model({"input_word_ids": np.array([[2, 5, 6, 7, 3]]),            # [B, T]
     ...                 "input_mask": np.ones((1, 5), "int32")})
     >>> tuple(logits.shape)                                  # [B, T, num_labels]

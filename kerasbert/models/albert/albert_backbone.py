@@ -40,15 +40,14 @@ class AlbertBackbone(Backbone):
 
     Example:
 
-    >>> import numpy as np
     >>> from kerasbert.models import AlbertBackbone
-    >>> backbone = AlbertBackbone(vocabulary_size=10, num_layers=2, num_heads=2, hidden_dim=8,
-    ...                           intermediate_dim=16, embedding_dim=4, max_sequence_length=16)
-    >>> outputs = backbone({"input_word_ids": np.array([[2, 5, 6, 3, 0]]),   # [B, T]
-    ...                     "input_mask": np.array([[1, 1, 1, 1, 0]]),
-    ...                     "input_type_ids": np.zeros((1, 5), "int32")})
-    >>> tuple(outputs["sequence_output"].shape), len(outputs["encoder_outputs"])
-    ((1, 5, 8), 2)
+    >>> size = dict(vocabulary_size=10, num_heads=2, hidden_dim=8, intermediate_dim=16,
+    ...             embedding_dim=4, max_sequence_length=16)
+    >>> shallow, deep = AlbertBackbone(num_layers=1, **size), AlbertBackbone(num_layers=12, **size)
+    >>> shallow.count_params() == deep.count_params()       # the 12 layers share one group
+    True
+    >>> deep.output_dim                                      # the [V, 4] table is projected to 8
+    8
     """
 
     @classmethod

@@ -24,11 +24,11 @@ class DistilBertBackbone(RobertaBackbone):
     >>> from kerasbert.models import DistilBertBackbone
     >>> backbone = DistilBertBackbone(vocabulary_size=10, num_layers=1, num_heads=2, hidden_dim=8,
     ...                               intermediate_dim=16, max_sequence_length=16)
-    >>> outputs = backbone({"input_word_ids": np.array([[2, 5, 6, 3, 0]]),   # [B, T]
-    ...                     "input_mask": np.array([[1, 1, 1, 1, 0]]),
-    ...                     "input_type_ids": np.zeros((1, 5), "int32")})   # ignored
-    >>> tuple(outputs["sequence_output"].shape), tuple(outputs["pooled_output"].shape)
-    ((1, 5, 8), (1, 8))
+    >>> ids = np.array([[2, 5, 6, 3, 0]])                     # [B, T], 0 = padding
+    >>> outputs = backbone({"input_word_ids": ids, "input_mask": np.int32(ids > 0),
+    ...                     "input_type_ids": np.zeros_like(ids)})   # no segment table: ignored
+    >>> tuple(outputs["sequence_output"].shape), backbone.pooler is None   # [CLS] is pooled_output
+    ((1, 5, 8), True)
     """
 
     # Classifiers read `classifier_activation` for the pre-classifier that
