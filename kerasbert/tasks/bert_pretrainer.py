@@ -128,14 +128,12 @@ class BertPretrainer(PretrainingTask):
     >>> import numpy as np
     >>> from kerasbert.models import BertBackbone
     >>> from kerasbert.tasks import BertPretrainer
-    >>> backbone = BertBackbone(vocabulary_size=10, num_layers=1, num_heads=2, hidden_dim=8,
-    ...                         intermediate_dim=16, max_sequence_length=16)
-    >>> model = BertPretrainer(backbone)                     # masked LM + next sentence
+    >>> model = BertPretrainer(BertBackbone.from_preset("bert_tiny", vocabulary_size=10))
     >>> outputs = model({"input_word_ids": np.array([[2, 5, 4, 3, 6, 4, 3]]),     # [B, T]
     ...                  "input_mask": np.ones((1, 7), "int32"),
     ...                  "input_type_ids": np.array([[0, 0, 0, 0, 1, 1, 1]]),
     ...                  "masked_lm_positions": np.array([[2, 5]])})              # [B, P]
-    >>> tuple(outputs["mlm_logits"].shape), tuple(outputs["sentence_logits"].shape)
+    >>> tuple(outputs["mlm_logits"].shape), tuple(outputs["sentence_logits"].shape)   # MLM, NSP
     ((1, 2, 10), (1, 2))
     """
 

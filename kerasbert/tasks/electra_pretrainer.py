@@ -251,11 +251,10 @@ class ElectraPretrainer(PretrainingTask):
     Example:
 
     >>> import numpy as np
-    >>> from kerasbert.models import ElectraBackbone
-    >>> from kerasbert.tasks import ElectraPretrainer
-    >>> backbone = ElectraBackbone(vocabulary_size=10, num_layers=1, num_heads=2, hidden_dim=8,
-    ...                            intermediate_dim=16, max_sequence_length=16)
-    >>> model = ElectraPretrainer(backbone, generator_fraction=0.5, seed=0)
+    >>> from kerasbert import models, tasks
+    >>> discriminator = models.ElectraBackbone(vocabulary_size=10, num_layers=1, num_heads=2,
+    ...                                        hidden_dim=8, intermediate_dim=16)
+    >>> model = tasks.ElectraPretrainer(discriminator, generator_fraction=0.5, seed=0)
     >>> outputs = model({"input_word_ids": np.array([[2, 5, 4, 7, 3]]),           # [B, T]
     ...                  "input_mask": np.ones((1, 5), "int32"),
     ...                  "input_type_ids": np.zeros((1, 5), "int32"),

@@ -57,9 +57,9 @@ class GptClassifier(TextClassifier):
     >>> import numpy as np
     >>> from kerasbert.models import GptBackbone
     >>> from kerasbert.tasks import GptClassifier
-    >>> backbone = GptBackbone(vocabulary_size=10, num_layers=1, num_heads=2, hidden_dim=8,
-    ...                        intermediate_dim=16, max_sequence_length=16)
-    >>> model = GptClassifier(backbone, num_classes=2, extract_id=4)   # 4 = [MASK] as _classify_
+    >>> model = GptClassifier(GptBackbone(vocabulary_size=10, num_layers=1, num_heads=2,
+    ...                                   hidden_dim=8, intermediate_dim=16),
+    ...                       num_classes=2, extract_id=4)   # 4 = [MASK] as GPT-1's _classify_
     >>> features = model.with_extract_token({"input_word_ids": np.array([[2, 5, 6, 3, 0]]),
     ...                                      "input_mask": np.array([[1, 1, 1, 1, 0]])})
     >>> features["input_word_ids"].numpy().tolist()         # the last real token becomes 4

@@ -90,13 +90,12 @@ class SentenceEncoder(BackboneModel):
     >>> import numpy as np
     >>> from kerasbert.models import BertBackbone
     >>> from kerasbert.tasks import SentenceEncoder
-    >>> backbone = BertBackbone(vocabulary_size=10, num_layers=1, num_heads=2, hidden_dim=8,
-    ...                         intermediate_dim=16, max_sequence_length=16)
-    >>> encoder = SentenceEncoder(backbone, pooling="mean", normalize=True)
-    >>> vectors = encoder({"input_word_ids": np.array([[2, 5, 6, 3], [2, 7, 3, 0]]),
-    ...                    "input_mask": np.array([[1, 1, 1, 1], [1, 1, 1, 0]])})
+    >>> encoder = SentenceEncoder(BertBackbone.from_preset("bert_tiny", vocabulary_size=10),
+    ...                           pooling="mean", normalize=True)
+    >>> ids = np.array([[2, 5, 6, 3], [2, 7, 3, 0]])         # [B, T], 0 = padding
+    >>> vectors = encoder({"input_word_ids": ids, "input_mask": np.int32(ids > 0)})
     >>> tuple(vectors.shape), np.round(np.linalg.norm(vectors, axis=-1), 3).tolist()   # [B, H]
-    ((2, 8), [1.0, 1.0])
+    ((2, 128), [1.0, 1.0])
     """
 
     def __init__(self, backbone, pooling="mean", normalize=False, sequence_length=None,
