@@ -53,13 +53,14 @@ class DynamicMasker:
 
     >>> import numpy as np
     >>> from kerasbert.data import DynamicMasker
-    >>> masker = DynamicMasker(vocab_size=10, mask_id=4, special_ids=[2, 3, 0],   # [CLS] [SEP] [PAD]
+    >>> masker = DynamicMasker(vocab_size=10, mask_id=4, special_ids=[2, 3, 0],  # CLS SEP PAD
     ...                        max_predictions_per_seq=2)
     >>> features = masker(np.array([[2, 5, 6, 7, 8, 3, 0, 0]]),    # input_ids [B, T]
     ...                   np.array([[1, 1, 1, 1, 1, 1, 0, 0]]),    # input_mask [B, T]
-    ...                   seed=[1, 2])                             # stateless: same seed, same masks
+    ...                   seed=[1, 2])                             # same seed, same masks
     >>> {name: tuple(value.shape) for name, value in sorted(features.items())}
-    {'input_word_ids': (1, 8), 'masked_lm_ids': (1, 2), 'masked_lm_positions': (1, 2), 'masked_lm_weights': (1, 2)}
+    {'input_word_ids': (1, 8), 'masked_lm_ids': (1, 2),
+     'masked_lm_positions': (1, 2), 'masked_lm_weights': (1, 2)}
     >>> features["masked_lm_weights"].numpy().tolist()       # round(15% of 4) = 1 prediction
     [[1.0, 0.0]]
     """

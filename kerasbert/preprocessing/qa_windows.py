@@ -112,12 +112,14 @@ class QAWindows:
     >>> tokenizer = WordPieceTokenizer(vocab)
     >>> cutter = QAWindows(segment_layout(tokenizer), sequence_length=10, doc_stride=2,
     ...                    max_query_length=2)
-    >>> pieces = cutter.tokenize(tokenizer, ["the movie"], ["the movie was good the movie was bad"])
+    >>> context = "the movie was good the movie was bad"
+    >>> pieces = cutter.tokenize(tokenizer, ["the movie"], [context])
     >>> windows = cutter.windows(*pieces)
     >>> windows["num_windows"].numpy().tolist()              # per example [B]
     [3]
     >>> windows["input_word_ids"].numpy().tolist()           # [W, T], 2 pieces apart
-    [[2, 5, 6, 3, 5, 6, 7, 8, 5, 3], [2, 5, 6, 3, 7, 8, 5, 6, 7, 3], [2, 5, 6, 3, 5, 6, 7, 9, 3, 0]]
+    [[2, 5, 6, 3, 5, 6, 7, 8, 5, 3], [2, 5, 6, 3, 7, 8, 5, 6, 7, 3],
+     [2, 5, 6, 3, 5, 6, 7, 9, 3, 0]]
     """
 
     def __init__(self, layout, sequence_length, doc_stride=128, max_query_length=64):

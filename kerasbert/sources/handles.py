@@ -43,7 +43,7 @@ class HandleError(UsageError, ValueError):
     >>> resolve("hf://bert-base-uncased")                     # no OWNER/: refused at once
     Traceback (most recent call last):
     ...
-    kerasbert.sources.handles.HandleError: hf://bert-base-uncased: a Hugging Face handle is hf://OWNER/NAME[@REVISION], e.g. hf://google-bert/bert-base-uncased.
+    kerasbert.sources.handles.HandleError: hf://bert-base-uncased: a Hugging Face handle is ...
     >>> issubclass(HandleError, ValueError)                  # and a UsageError for the CLI
     True
     """

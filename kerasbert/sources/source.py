@@ -164,7 +164,7 @@ class Source:
     >>> import json, os, tempfile
     >>> from kerasbert.sources import resolve
     >>> folder = tempfile.mkdtemp()
-    >>> resolve(folder).kind                                 # any other folder (a run, tokenizer files)
+    >>> resolve(folder).kind                                 # a run, tokenizer files, ...
     'directory'
     >>> with open(os.path.join(folder, "config.json"), "w") as f:
     ...     _ = f.write(json.dumps({"model_type": "bert", "hidden_size": 8}))

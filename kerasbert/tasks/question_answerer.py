@@ -63,7 +63,7 @@ class QuestionAnswerer(Task):
     >>> from kerasbert.tasks import QuestionAnswerer
     >>> model = QuestionAnswerer(BertBackbone.from_preset("bert_tiny", vocabulary_size=10,
     ...                                                   num_layers=1))
-    >>> outputs = model({"input_word_ids": np.array([[2, 5, 3, 6, 7, 8, 3]]),     # [CLS] q [SEP] c [SEP]
+    >>> outputs = model({"input_word_ids": np.array([[2, 5, 3, 6, 7, 8, 3]]),     # CLS q SEP c SEP
     ...                  "input_mask": np.ones((1, 7), "int32"),
     ...                  "input_type_ids": np.array([[0, 0, 0, 1, 1, 1, 1]])})
     >>> {name: tuple(logits.shape) for name, logits in sorted(outputs.items())}

@@ -40,7 +40,7 @@ class TestCase:
     >>> import numpy as np
     >>> from kerasbert.layers import Highway
     >>> from kerasbert.testing import TestCase
-    >>> case = TestCase()                                    # or: class TestMine(TestCase) in pytest
+    >>> case = TestCase()                                    # or subclass it in a pytest file
     >>> layer = case.run_layer_test(Highway, {"num_layers": 1}, np.ones((2, 3, 4), "float32"),
     ...                             expected_output_shape=(2, 3, 4))   # config, gradients, fp16
     >>> type(layer).__name__

@@ -78,8 +78,10 @@ class TransformerBackbone(Backbone):
     ...                                hidden_dim=8, intermediate_dim=16, max_sequence_length=16)
     >>> source = np.array([[5, 6, 7, 2]])                     # [B, S]
     >>> target = np.array([[1, 8, 9]])                        # [B, T], the start id first
-    >>> states = backbone({"encoder_token_ids": source, "encoder_padding_mask": np.ones_like(source),
-    ...                    "decoder_token_ids": target, "decoder_padding_mask": np.ones_like(target)})
+    >>> states = backbone({"encoder_token_ids": source,
+    ...                    "encoder_padding_mask": np.ones_like(source),
+    ...                    "decoder_token_ids": target,
+    ...                    "decoder_padding_mask": np.ones_like(target)})
     >>> tuple(states.shape), tuple(backbone.logits(states).shape)   # [B, T, H], [B, T, V]
     ((1, 3, 8), (1, 3, 10))
     """
