@@ -25,12 +25,11 @@ class RobertaPacker(BertPacker):
 
     >>> from kerasbert.text import RobertaPacker
     >>> packer = RobertaPacker(8, start_id=0, end_id=2, pad_id=1)
-    >>> inputs = packer([[5, 6]], [[7]])              # a, b: [B, (pieces)]
-    >>> for name, tensor in inputs.items():           # each int32 [B, T]
-    ...     print(name, tensor.numpy().tolist())
-    input_word_ids [[0, 5, 6, 2, 2, 7, 2, 1]]
-    input_mask [[1, 1, 1, 1, 1, 1, 1, 0]]
-    input_type_ids [[0, 0, 0, 0, 0, 0, 0, 0]]
+    >>> pair = packer([[5, 6]], [[7]])                        # <s> a </s></s> b </s> <pad>
+    >>> pair["input_word_ids"].numpy().tolist(), int(pair["input_type_ids"].numpy().max())
+    ([[0, 5, 6, 2, 2, 7, 2, 1]], 0)
+    >>> packer([5, 6, 7, 8, 9, 10, 11])["input_word_ids"].numpy().tolist()   # one example: [T]
+    [0, 5, 6, 7, 8, 9, 10, 2]
     """
 
     pair_separators = 2

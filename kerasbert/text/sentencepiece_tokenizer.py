@@ -127,14 +127,12 @@ class SentencePieceTokenizer(SubwordTokenizer):
 
     Example:
 
-    >>> import os, tempfile
+    >>> import pathlib, tempfile
     >>> from kerasbert.text import SentencePieceTokenizer, train_sentencepiece
-    >>> folder = tempfile.mkdtemp()
-    >>> corpus = os.path.join(folder, "corpus.txt")
-    >>> with open(corpus, "w") as f:
-    ...     _ = f.write("hello world\\nhello there world\\nthe world says hello\\n")
-    >>> model, _ = train_sentencepiece(corpus, 20, os.path.join(folder, "sp"),
-    ...                                character_coverage=1.0, num_threads=1)
+    >>> corpus = pathlib.Path(tempfile.mkdtemp()) / "corpus.txt"
+    >>> _ = corpus.write_text("hello world\\nhello there world\\nthe world says hello\\n")
+    >>> model, _ = train_sentencepiece(corpus, 20, corpus.parent / "sp", character_coverage=1.0,
+    ...                                num_threads=1)
     >>> tokenizer = SentencePieceTokenizer(model)
     >>> ids = tokenizer.tokenize_ids(["Hello world"])       # [B, (pieces)] int32
     >>> tokenizer.detokenize(ids).numpy()
