@@ -11,7 +11,18 @@ class TaskDataError(UsageError, ValueError):
     """Bad fine-tuning task data or task options. A `UsageError` (the CLI
     prints the message and exits non-zero, no traceback) and a `ValueError`
     (for library callers). The message names the file / example, field and
-    value."""
+    value.
+
+    Example:
+
+    >>> from kerasbert.data.finetuning import parse_task_spec
+    >>> parse_task_spec("csv:reviews.csv")                   # a known kind of task
+    ('csv', 'reviews.csv')
+    >>> parse_task_spec("reviews")
+    Traceback (most recent call last):
+    ...
+    kerasbert.errors.TaskDataError: Unknown task 'reviews'; valid tasks: glue/cola, ...
+    """
 
 
 class CheckpointError(UsageError, ValueError):

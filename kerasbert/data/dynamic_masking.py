@@ -48,6 +48,21 @@ class DynamicMasker:
             80/10/10 rule.
         rate_basis: "maskable" (n = maskable tokens) or "tokens"
             (n = input_mask sum, the original creator's len(tokens)).
+
+    Example:
+
+    >>> import numpy as np
+    >>> from kerasbert.data import DynamicMasker
+    >>> masker = DynamicMasker(vocab_size=10, mask_id=4, special_ids=[2, 3, 0],  # CLS SEP PAD
+    ...                        max_predictions_per_seq=2)
+    >>> features = masker(np.array([[2, 5, 6, 7, 8, 3, 0, 0]]),    # input_ids [B, T]
+    ...                   np.array([[1, 1, 1, 1, 1, 1, 0, 0]]),    # input_mask [B, T]
+    ...                   seed=[1, 2])                             # same seed, same masks
+    >>> {name: tuple(value.shape) for name, value in sorted(features.items())}
+    {'input_word_ids': (1, 8), 'masked_lm_ids': (1, 2),
+     'masked_lm_positions': (1, 2), 'masked_lm_weights': (1, 2)}
+    >>> features["masked_lm_weights"].numpy().tolist()       # round(15% of 4) = 1 prediction
+    [[1.0, 0.0]]
     """
 
     def __init__(

@@ -73,7 +73,19 @@ _REASONS = {
 
 
 class CorruptRecordError(ValueError):
-    """A record that cannot be read; names the file and record index."""
+    """A record that cannot be read; names the file and record index.
+
+    Example:
+
+    >>> from kerasbert.data import CorruptRecordError
+    >>> error = CorruptRecordError("data/part-0.tfrecord", 2, "truncated record")
+    >>> str(error)
+    'file data/part-0.tfrecord, record index 2: truncated record'
+    >>> error.user_message()                                 # the CLI's one line
+    'data/part-0.tfrecord record 2: truncated record'
+    >>> (error.file, error.index), isinstance(error, ValueError)
+    (('data/part-0.tfrecord', 2), True)
+    """
 
     def __init__(self, file, index, cause):
         self.file, self.index, self.cause = file, int(index), cause

@@ -87,6 +87,17 @@ class MultiHeadSelfAttention(keras.layers.Layer):
     Returns:
         float tensor [B, T, H] ([B, Q, H] with `query_positions`; and the
         [B, N, T or Q, T] probabilities if asked).
+
+    Example:
+
+    >>> import numpy as np
+    >>> from kerasbert.layers import MultiHeadSelfAttention, padding_mask_to_attention_bias
+    >>> attention = MultiHeadSelfAttention(num_heads=2)
+    >>> x = np.zeros((2, 5, 8), "float32")                    # [B, T, H]
+    >>> bias = padding_mask_to_attention_bias(np.array([[1, 1, 1, 0, 0]] * 2))
+    >>> output, scores = attention(x, attention_bias=bias, return_attention_scores=True)
+    >>> tuple(output.shape), tuple(scores.shape)              # [B, T, H], [B, N, T, T]
+    ((2, 5, 8), (2, 2, 5, 5))
     """
 
     def __init__(self, num_heads, dropout=0.1, initializer_range=0.02, use_bias=True,
@@ -236,6 +247,16 @@ class MultiHeadCrossAttention(MultiHeadSelfAttention):
 
     Returns:
         float [B, T, H].
+
+    Example:
+
+    >>> import numpy as np
+    >>> from kerasbert.layers import MultiHeadCrossAttention
+    >>> attention = MultiHeadCrossAttention(num_heads=2)
+    >>> x = np.zeros((2, 3, 8), "float32")                    # queries [B, T, H]
+    >>> memory = np.ones((2, 5, 8), "float32")                # attended [B, S, H]
+    >>> tuple(attention(x, memory).shape)                     # [B, T, H]
+    (2, 3, 8)
     """
 
     def build(self, x_shape, memory_shape=None, attention_bias_shape=None):

@@ -26,6 +26,15 @@ class AxialPositionEmbedding(keras.layers.Layer):
 
     Returns:
         float [1, T, d0 + d1], added to the token embeddings.
+
+    Example:
+
+    >>> import numpy as np
+    >>> from kerasbert.layers import AxialPositionEmbedding
+    >>> embedding = AxialPositionEmbedding(axial_shape=(4, 4), axial_dims=(2, 6))
+    >>> x = np.zeros((2, 10, 8), "float32")                   # [B, T, d0 + d1], T <= 4 * 4
+    >>> tuple(embedding(x).shape)                             # [1, T, d0 + d1]
+    (1, 10, 8)
     """
 
     def __init__(self, axial_shape, axial_dims, initializer_range=0.02, **kwargs):

@@ -93,6 +93,15 @@ class BlockSparseSelfAttention(MultiHeadSelfAttention):
 
     Returns:
         float tensor [B, T, H] (and the probabilities if asked).
+
+    Example:
+
+    >>> import numpy as np
+    >>> from kerasbert.layers import BlockSparseSelfAttention
+    >>> attention = BlockSparseSelfAttention(num_heads=2, block_size=4, num_random_blocks=1)
+    >>> x = np.zeros((1, 32, 8), "float32")                   # [B, T, H], 8 blocks of 4
+    >>> tuple(attention(x, sparse=True).shape)                # [B, T, H]
+    (1, 32, 8)
     """
 
     def __init__(

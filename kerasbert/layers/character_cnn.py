@@ -35,6 +35,15 @@ class CharacterCNN(keras.layers.Layer):
 
     Returns:
         float [..., sum of counts].
+
+    Example:
+
+    >>> import numpy as np
+    >>> from kerasbert.layers import CharacterCNN
+    >>> cnn = CharacterCNN(embedding_dim=4, filters=((1, 3), (2, 5)))
+    >>> char_ids = np.ones((2, 6, 7), "int32")                # [B, T, C] character ids
+    >>> tuple(cnn(char_ids).shape)                            # [B, T, 3 + 5]
+    (2, 6, 8)
     """
 
     def __init__(self, num_characters=262, embedding_dim=16, filters=ELMO_FILTERS,

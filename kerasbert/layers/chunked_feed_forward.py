@@ -30,6 +30,15 @@ class ChunkedFeedForward(keras.layers.Layer):
 
     Returns:
         float [B, T, H].
+
+    Example:
+
+    >>> import numpy as np
+    >>> from kerasbert.layers import ChunkedFeedForward
+    >>> feed_forward = ChunkedFeedForward(intermediate_dim=16, chunk_size=2)
+    >>> x = np.zeros((2, 6, 8), "float32")                    # [B, T, H]
+    >>> tuple(feed_forward(x).shape)                          # [B, T, H], 2 positions at a time
+    (2, 6, 8)
     """
 
     def __init__(self, intermediate_dim, activation="relu", dropout=0.0, chunk_size=0,

@@ -40,6 +40,17 @@ class BertEmbeddings(keras.layers.Layer):
 
     Returns:
         float tensor [B, T, hidden_dim].
+
+    Example:
+
+    >>> import numpy as np
+    >>> from kerasbert.layers import BertEmbeddings
+    >>> embeddings = BertEmbeddings(vocabulary_size=10, max_sequence_length=16,
+    ...                             num_segments=2, hidden_dim=8)
+    >>> token_ids = np.array([[2, 5, 6, 3]])                  # [B, T]
+    >>> segment_ids = np.zeros((1, 4), "int32")               # [B, T]
+    >>> tuple(embeddings(token_ids, segment_ids).shape)       # [B, T, hidden_dim]
+    (1, 4, 8)
     """
 
     def __init__(

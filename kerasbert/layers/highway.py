@@ -23,6 +23,14 @@ class Highway(keras.layers.Layer):
 
     Returns:
         float [..., H].
+
+    Example:
+
+    >>> import numpy as np
+    >>> from kerasbert.layers import Highway
+    >>> highway = Highway(num_layers=2)
+    >>> tuple(highway(np.zeros((2, 5, 8), "float32")).shape)   # [..., H] -> [..., H]
+    (2, 5, 8)
     """
 
     def __init__(self, num_layers=1, **kwargs):

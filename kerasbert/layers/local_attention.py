@@ -30,6 +30,16 @@ class LocalSelfAttention(ChunkedSelfAttention):
 
     Returns:
         float [B, T, H].
+
+    Example:
+
+    >>> import numpy as np
+    >>> from kerasbert.layers import LocalSelfAttention
+    >>> x = np.zeros((2, 8, 8), "float32")                    # [B, T, H]
+    >>> mask = np.array([[1] * 8, [1] * 5 + [0] * 3])         # [B, T]
+    >>> attention = LocalSelfAttention(num_heads=2, chunk_length=4, num_chunks_before=1)
+    >>> tuple(attention(x, padding_mask=mask).shape)          # a chunk sees itself and the one before
+    (2, 8, 8)
     """
 
     def build_projections(self, x_shape, initializer):

@@ -65,6 +65,15 @@ class LSHSelfAttention(ChunkedSelfAttention):
 
     Returns:
         float [B, T, H].
+
+    Example:
+
+    >>> import numpy as np
+    >>> from kerasbert.layers import LSHSelfAttention
+    >>> attention = LSHSelfAttention(num_heads=2, chunk_length=4, num_buckets=2)
+    >>> x = np.zeros((2, 8, 8), "float32")                    # [B, T, H]
+    >>> tuple(attention(x, padding_mask=np.ones((2, 8), "int32")).shape)   # [B, T, H]
+    (2, 8, 8)
     """
 
     def __init__(self, num_heads, num_hashes=2, num_buckets=8, seed=0, **kwargs):

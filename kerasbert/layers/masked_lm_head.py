@@ -39,6 +39,16 @@ class MaskedLMHead(keras.layers.Layer):
     `cross_entropy(hidden, labels)`, which never builds the [B, P, V]
     logits (`kernels.decoder_cross_entropy` picks the faster layout); a
     training step that does not read the logits does not compute them.
+
+    Example:
+
+    >>> import numpy as np
+    >>> from kerasbert.layers import MaskedLMHead
+    >>> head = MaskedLMHead(vocabulary_size=10, embedding_dim=8)   # untied decoder [V, E]
+    >>> sequence_output = np.zeros((2, 6, 8), "float32")      # [B, T, H]
+    >>> masked_positions = np.array([[1, 4], [2, 3]])         # [B, P]
+    >>> tuple(head(sequence_output, masked_positions).shape)  # logits [B, P, V]
+    (2, 2, 10)
     """
 
     def __init__(

@@ -12,6 +12,14 @@ class ClsPooler(keras.layers.Layer):
     Args:
         hidden_dim: int. Output width (BERT: equal to the input width).
         initializer_range: float.
+
+    Example:
+
+    >>> import numpy as np
+    >>> from kerasbert.layers import ClsPooler
+    >>> pooler = ClsPooler(hidden_dim=8)
+    >>> tuple(pooler(np.zeros((2, 5, 8), "float32")).shape)   # [B, T, H] -> [B, H]
+    (2, 8)
     """
 
     def __init__(self, hidden_dim, initializer_range=0.02, **kwargs):

@@ -24,6 +24,15 @@ class PositionEmbedding(keras.layers.Layer):
     Returns:
         float [..., T, width]: rows start_index .. start_index + T - 1,
         broadcast to x's shape.
+
+    Example:
+
+    >>> import numpy as np
+    >>> from kerasbert.layers import PositionEmbedding
+    >>> embedding = PositionEmbedding(sequence_length=16)
+    >>> x = np.zeros((2, 5, 8), "float32")                    # [B, T, width]
+    >>> tuple(embedding(x).shape), tuple(embedding(x[:, :1], start_index=4).shape)
+    ((2, 5, 8), (2, 1, 8))
     """
 
     def __init__(self, sequence_length, initializer="glorot_uniform", **kwargs):

@@ -21,6 +21,15 @@ class PreNormBranch(keras.layers.Layer):
 
     Returns:
         float [B, T, H].
+
+    Example:
+
+    >>> import numpy as np
+    >>> from kerasbert.layers import ChunkedFeedForward, PreNormBranch
+    >>> branch = PreNormBranch(ChunkedFeedForward(intermediate_dim=16))
+    >>> x = np.zeros((2, 5, 8), "float32")                    # [B, T, H]
+    >>> tuple((x + branch(x)).shape)                          # the caller adds the residual
+    (2, 5, 8)
     """
 
     def __init__(self, inner, dropout=0.0, layer_norm_epsilon=1e-12, **kwargs):

@@ -52,6 +52,17 @@ class ProjectedLSTM(keras.layers.Layer):
 
     Returns:
         float [B, T, P], zeros at masked steps.
+
+    Example:
+
+    >>> import numpy as np
+    >>> from kerasbert.layers import ProjectedLSTM
+    >>> lstm = ProjectedLSTM(units=16, projection_dim=4)
+    >>> inputs = np.ones((2, 5, 8), "float32")                # [B, T, F]
+    >>> mask = np.array([[1, 1, 1, 1, 1], [1, 1, 0, 0, 0]])   # [B, T]
+    >>> outputs = lstm(inputs, mask)                          # [B, T, P]
+    >>> tuple(outputs.shape), float(np.abs(outputs[1, 2:]).max())   # zeros past the mask
+    ((2, 5, 4), 0.0)
     """
 
     def __init__(self, units, projection_dim, cell_clip=3.0, projection_clip=3.0,

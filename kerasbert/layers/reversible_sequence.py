@@ -59,6 +59,19 @@ class ReversibleSequence(keras.layers.Layer):
         keeps only the last pair (gradients arriving at earlier pairs join
         the reverse sweep at their layer), so returning them costs no
         memory per layer.
+
+    Example:
+
+    >>> import numpy as np
+    >>> from kerasbert.layers import (ChunkedFeedForward, LocalSelfAttention,
+    ...                               PreNormBranch, ReversibleSequence)
+    >>> layers = ReversibleSequence(
+    ...     [PreNormBranch(LocalSelfAttention(num_heads=2, chunk_length=4))],
+    ...     [PreNormBranch(ChunkedFeedForward(intermediate_dim=16))])
+    >>> x = np.zeros((2, 8, 8), "float32")                    # each stream [B, T, H]
+    >>> pairs = layers(x, x, padding_mask=np.ones((2, 8), "int32"))
+    >>> len(pairs), tuple(pairs[-1][0].shape)                 # L pairs (y1, y2)
+    (1, (2, 8, 8))
     """
 
     def __init__(self, attention_branches, feed_forward_branches, recompute=True, seed=0,

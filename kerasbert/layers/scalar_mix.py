@@ -19,6 +19,15 @@ class ScalarMix(keras.layers.Layer):
 
     Returns:
         float [..., H].
+
+    Example:
+
+    >>> import numpy as np
+    >>> from kerasbert.layers import ScalarMix
+    >>> mix = ScalarMix(num_layers=3)
+    >>> layers = [np.full((2, 5, 8), float(i), "float32") for i in range(3)]
+    >>> tuple(mix(layers).shape)                              # 3 x [..., H] -> [..., H]
+    (2, 5, 8)
     """
 
     def __init__(self, num_layers=3, **kwargs):

@@ -23,6 +23,14 @@ class NextSentenceHead(keras.layers.Layer):
 
     Returns:
         float32 logits [B, num_classes].
+
+    Example:
+
+    >>> import numpy as np
+    >>> from kerasbert.layers import NextSentenceHead
+    >>> head = NextSentenceHead()
+    >>> tuple(head(np.zeros((4, 8), "float32")).shape)        # pooled [B, H] -> logits [B, 2]
+    (4, 2)
     """
 
     def __init__(self, num_classes=2, initializer_range=0.02, **kwargs):

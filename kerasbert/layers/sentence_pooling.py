@@ -63,6 +63,17 @@ class SentencePooling(keras.layers.Layer):
 
     Returns:
         float32 [B, H * number of modes].
+
+    Example:
+
+    >>> import numpy as np
+    >>> from kerasbert.layers import SentencePooling
+    >>> pooling = SentencePooling("mean", normalize=True)
+    >>> sequence_output = np.ones((2, 5, 8), "float32")       # [B, T, H]
+    >>> input_mask = np.array([[1, 1, 1, 0, 0], [1, 1, 1, 1, 1]])
+    >>> vectors = pooling(sequence_output, input_mask)        # [B, H]
+    >>> tuple(vectors.shape), np.round(np.linalg.norm(vectors, axis=-1), 3).tolist()
+    ((2, 8), [1.0, 1.0])
     """
 
     def __init__(self, pooling="mean", normalize=False, **kwargs):

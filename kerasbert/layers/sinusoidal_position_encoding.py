@@ -64,6 +64,16 @@ class SinusoidalPositionEncoding(keras.layers.Layer):
     Returns:
         float [..., T, width] in x's dtype: rows start_index ..
         start_index + T - 1, broadcast to x's shape.
+
+    Example:
+
+    >>> import numpy as np
+    >>> from kerasbert.layers import SinusoidalPositionEncoding
+    >>> encoding = SinusoidalPositionEncoding(max_sequence_length=16)
+    >>> x = np.zeros((2, 5, 8), "float32")                    # [B, T, width]
+    >>> rows = encoding(x)                                    # [B, T, width], no weights
+    >>> tuple(rows.shape), np.asarray(rows)[0, 0, :2].tolist()   # position 0: sin 0, cos 0
+    ((2, 5, 8), [0.0, 1.0])
     """
 
     def __init__(self, max_sequence_length, layout="interleaved", **kwargs):

@@ -54,6 +54,16 @@ class TransformerEncoderBlock(keras.layers.Layer):
 
     Returns:
         float tensor [B, T, H] ([B, Q, H] with `query_positions`).
+
+    Example:
+
+    >>> import numpy as np
+    >>> from kerasbert.layers import TransformerEncoderBlock
+    >>> block = TransformerEncoderBlock(num_heads=2, intermediate_dim=16)
+    >>> x = np.zeros((2, 5, 8), "float32")                    # [B, T, H]
+    >>> padding_mask = np.array([[1, 1, 1, 0, 0], [1] * 5])   # [B, T]
+    >>> tuple(block(x, padding_mask=padding_mask).shape)      # [B, T, H]
+    (2, 5, 8)
     """
 
     def __init__(

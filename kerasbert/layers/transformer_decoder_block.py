@@ -57,6 +57,17 @@ class TransformerDecoderBlock(keras.layers.Layer):
 
     Returns:
         float [B, T, H].
+
+    Example:
+
+    >>> import numpy as np
+    >>> from kerasbert.layers import TransformerDecoderBlock, causal_attention_bias
+    >>> block = TransformerDecoderBlock(num_heads=2, intermediate_dim=16)
+    >>> x = np.zeros((2, 3, 8), "float32")                    # target side [B, T, H]
+    >>> memory = np.ones((2, 5, 8), "float32")                # encoder output [B, S, H]
+    >>> bias = causal_attention_bias(np.ones((2, 3), "int32"))
+    >>> tuple(block(x, memory, self_attention_bias=bias).shape)   # [B, T, H]
+    (2, 3, 8)
     """
 
     def __init__(self, num_heads, intermediate_dim, activation="relu", dropout=0.1,

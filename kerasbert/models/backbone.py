@@ -290,6 +290,19 @@ class Backbone(keras.Model):
     ELECTRA's shared embeddings), which stores every argument as an attribute
     of the same name for `get_config`, so `from_config(get_config())`
     rebuilds the same architecture.
+
+    Example:
+
+    >>> from kerasbert.models import Backbone, BertBackbone
+    >>> config = BertBackbone.preset_config("bert_base")     # checked, nothing built
+    >>> f"{BertBackbone.estimate_parameters(config):,}"
+    '109,482,240'
+    >>> backbone = Backbone.from_preset("bert_tiny", num_layers=1, vocabulary_size=10)
+    >>> type(backbone).__name__, backbone.output_dim          # random weights
+    ('BertBackbone', 128)
+    >>> rebuilt = BertBackbone.from_config(backbone.get_config())
+    >>> rebuilt.count_params() == backbone.count_params()
+    True
     """
 
     #: the blocks' activation when it is not a constructor argument

@@ -63,7 +63,18 @@ def _class_name(family):
 
 class UnknownPresetError(UsageError, ValueError):
     """A name that is neither a preset nor a handle (the message lists the
-    close names)."""
+    close names).
+
+    Example:
+
+    >>> from kerasbert.models import get_preset
+    >>> get_preset("bert_huge")
+    Traceback (most recent call last):
+    ...
+    kerasbert.models.presets.UnknownPresetError: Unknown preset 'bert_huge'. Did you mean ...
+    >>> get_preset("bert_tiny")["config"]["num_layers"]
+    2
+    """
 
 
 def load_from_source(handle, **overrides):

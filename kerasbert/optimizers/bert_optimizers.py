@@ -73,6 +73,19 @@ class BertOptimizerMixin(TensorFlowOptimizerPaths):
         layer_decay: float in (0, 1] or None (no LLRD).
         num_layers: int or None. Transformer layers of the encoder, for
             LLRD. None infers it from the variable paths at build time.
+
+    Example:
+
+    >>> from kerasbert.optimizers import AdamW, BertOptimizerMixin, Lamb
+    >>> issubclass(AdamW, BertOptimizerMixin), issubclass(Lamb, BertOptimizerMixin)
+    (True, True)
+    >>> optimizer = AdamW(exclude_from_weight_decay=["norm", "bias"], layer_decay=0.8,
+    ...                   num_layers=2)
+    >>> config = optimizer.get_config()                      # the patterns round-trip
+    >>> config["exclude_from_weight_decay"], config["layer_decay"], config["num_layers"]
+    (['norm', 'bias'], 0.8, 2)
+    >>> AdamW.from_config(config).get_config()["exclude_from_weight_decay"]
+    ['norm', 'bias']
     """
 
     def __init__(self, learning_rate=0.001, *, weight_decay=0.01, epsilon=1e-6,
@@ -205,6 +218,21 @@ class AdamW(BertOptimizerMixin, keras.optimizers.AdamW):
             `BertOptimizerMixin`.
         **kwargs: `keras.optimizers.Optimizer` arguments (global_clipnorm,
             gradient_accumulation_steps, name, ...).
+
+    Example:
+
+    >>> import keras
+    >>> import numpy as np
+    >>> from kerasbert.optimizers import AdamW
+    >>> dense = keras.layers.Dense(2, kernel_initializer="ones", bias_initializer="ones")
+    >>> dense.build((None, 2))
+    >>> optimizer = AdamW(learning_rate=0.1, weight_decay=0.5)
+    >>> zeros = [np.zeros((2, 2), "float32"), np.zeros(2, "float32")]
+    >>> optimizer.apply(zeros, [dense.kernel, dense.bias])   # zero gradients: only decay moves
+    >>> [round(float(w), 4) for w in dense.kernel.numpy()[0]]   # 1 - 0.1 * 0.5 * 1
+    [0.95, 0.95]
+    >>> dense.bias.numpy().tolist()                          # biases are not decayed
+    [1.0, 1.0]
     """
 
     def update_step(self, gradient, variable, learning_rate):
@@ -240,6 +268,19 @@ class Lamb(BertOptimizerMixin, keras.optimizers.Lamb):
             `exclude_from_weight_decay` (as Model Garden does).
         layer_decay, num_layers: see `BertOptimizerMixin`.
         **kwargs: `keras.optimizers.Optimizer` arguments.
+
+    Example:
+
+    >>> import keras
+    >>> from kerasbert.optimizers import Lamb
+    >>> kernel = keras.Variable([[1.0, 1.0], [1.0, 1.0]], name="kernel")
+    >>> bias = keras.Variable([1.0, 1.0], name="bias")
+    >>> optimizer = Lamb(learning_rate=0.1, weight_decay=0.5)
+    >>> optimizer.apply([keras.ops.zeros((2, 2)), keras.ops.zeros(2)], [kernel, bias])
+    >>> [round(float(w), 4) for w in kernel.numpy()[0]]      # ratio ||w|| / ||0.5 w|| = 2
+    [0.9, 0.9]
+    >>> bias.numpy().tolist()                                # neither decayed nor adapted
+    [1.0, 1.0]
     """
 
     def __init__(self, *args, exclude_from_layer_adaptation=None, **kwargs):

@@ -39,6 +39,13 @@ class WarmupDecaySchedule(keras.optimizers.schedules.LearningRateSchedule):
         end_learning_rate: float. Final rate (0 in BERT).
         power: float. 1 is linear decay (BERT); 2 decays faster early on.
         name: optional str.
+
+    Example:
+
+    >>> from kerasbert.optimizers import WarmupDecaySchedule
+    >>> schedule = WarmupDecaySchedule(peak_learning_rate=1e-4, warmup_steps=10, decay_steps=100)
+    >>> [round(float(schedule(step)), 8) for step in (0, 5, 10, 55, 100, 200)]
+    [0.0, 5e-05, 9e-05, 4.5e-05, 0.0, 0.0]
     """
 
     def __init__(
@@ -115,6 +122,14 @@ class InverseSquareRootSchedule(keras.optimizers.schedules.LearningRateSchedule)
         warmup_steps: int > 0 (4000 in the paper).
         scale: float, a factor on the whole schedule (1.0 in the paper).
         name: optional str.
+
+    Example:
+
+    >>> from kerasbert.optimizers import InverseSquareRootSchedule
+    >>> schedule = InverseSquareRootSchedule(hidden_dim=512, warmup_steps=4000)
+    >>> peak = float(schedule(3999))                         # update 4000: the end of warm-up
+    >>> round(peak, 7), round(float(schedule(15999)) / peak, 3)   # then 1 / sqrt(n)
+    (0.0006988, 0.5)
     """
 
     def __init__(self, hidden_dim, warmup_steps=4000, scale=1.0, name=None):

@@ -29,6 +29,18 @@ class MultipleChoicePreprocessor(TaskPreprocessor):
 
     Args:
         num_choices: C (the model's); checked against the data.
+
+    Example:
+
+    >>> from kerasbert.preprocessing import MultipleChoicePreprocessor
+    >>> from kerasbert.text import ByteTokenizer
+    >>> chooser = MultipleChoicePreprocessor(ByteTokenizer(), sequence_length=16, num_choices=3)
+    >>> contexts, choices = ["Paris is in"], [["France", "Peru", "Mars"]]
+    >>> x, y = next(iter(chooser.dataset((contexts, choices), [0], batch_size=1)))
+    >>> {name: tuple(value.shape) for name, value in sorted(x.items())}   # [B, C, T]
+    {'input_mask': (1, 3, 16), 'input_type_ids': (1, 3, 16), 'input_word_ids': (1, 3, 16)}
+    >>> y.numpy().tolist()                                   # the right choice [B]
+    [0]
     """
 
     task_types = ("multiple_choice",)

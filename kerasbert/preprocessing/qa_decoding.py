@@ -52,6 +52,19 @@ class SpanPrediction:
         nbest: the best distinct spans, best first, each a dict with text,
             start_char, end_char, score, probability (softmax over the
             n-best scores), window, start_token, end_token.
+
+    Example:
+
+    >>> import numpy as np
+    >>> from kerasbert.preprocessing import decode_answer
+    >>> context = "the movie was good"
+    >>> offsets = np.array([[-1, -1]] * 5 + [[0, 3], [4, 9], [10, 13], [14, 18], [-1, -1]])
+    >>> start_logits = np.zeros(10); start_logits[8] = 5.0   # [T] of one window
+    >>> end_logits = start_logits.copy()
+    >>> prediction = decode_answer(context, [(start_logits, end_logits, offsets)],
+    ...                            version_2_with_negative=False)
+    >>> prediction.text, prediction.start_char, prediction.end_char, prediction.score
+    ('good', 14, 18, 10.0)
     """
 
     text: str

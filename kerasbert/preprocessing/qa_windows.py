@@ -100,6 +100,26 @@ class QAWindows:
             4; + 5 with RoBERTa's two separators).
         doc_stride: pieces between window starts (128).
         max_query_length: question pieces kept (64).
+
+    Example:
+
+    >>> import os, tempfile
+    >>> from kerasbert.preprocessing import QAWindows
+    >>> from kerasbert.text import WordPieceTokenizer, segment_layout, write_vocab
+    >>> vocab = os.path.join(tempfile.mkdtemp(), "vocab.txt")
+    >>> write_vocab(["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]",
+    ...              "the", "movie", "was", "good", "bad"], vocab)
+    >>> tokenizer = WordPieceTokenizer(vocab)
+    >>> cutter = QAWindows(segment_layout(tokenizer), sequence_length=10, doc_stride=2,
+    ...                    max_query_length=2)
+    >>> context = "the movie was good the movie was bad"
+    >>> pieces = cutter.tokenize(tokenizer, ["the movie"], [context])
+    >>> windows = cutter.windows(*pieces)
+    >>> windows["num_windows"].numpy().tolist()              # per example [B]
+    [3]
+    >>> windows["input_word_ids"].numpy().tolist()           # [W, T], 2 pieces apart
+    [[2, 5, 6, 3, 5, 6, 7, 8, 5, 3], [2, 5, 6, 3, 7, 8, 5, 6, 7, 3],
+     [2, 5, 6, 3, 5, 6, 7, 9, 3, 0]]
     """
 
     def __init__(self, layout, sequence_length, doc_stride=128, max_query_length=64):

@@ -116,6 +116,23 @@ class QuestionAnswererPreprocessor(TaskPreprocessor):
         null_score_diff_threshold: SQuAD v2.0 no-answer threshold (0.0).
         version_2_with_negative: answer "" when the null score wins; set by
             the first labelled lists that hold a question without an answer.
+
+    Example:
+
+    >>> import os, tempfile
+    >>> from kerasbert.preprocessing import QuestionAnswererPreprocessor
+    >>> from kerasbert.text import SPECIAL_TOKENS, WordPieceTokenizer, write_vocab
+    >>> folder = tempfile.mkdtemp()
+    >>> write_vocab([*SPECIAL_TOKENS, "the", "movie", "was", "good"], f"{folder}/vocab.txt")
+    >>> tokenizer = WordPieceTokenizer(f"{folder}/vocab.txt")
+    >>> reader = QuestionAnswererPreprocessor(tokenizer, sequence_length=16, doc_stride=4,
+    ...                                       max_query_length=4)
+    >>> answers = [{"text": "good", "answer_start": 14}]     # character offset in the context
+    >>> x, y = next(iter(reader.dataset((["the movie ?"], ["the movie was good"]), answers)))
+    >>> x["input_word_ids"].numpy().tolist()                 # [CLS] question [SEP] context [SEP]
+    [[2, 5, 6, 1, 3, 5, 6, 7, 8, 3, 0, 0, 0, 0, 0, 0]]
+    >>> int(y["start_positions"][0]), int(y["end_positions"][0])   # "good", in pieces
+    (8, 8)
     """
 
     task_types = ("qa",)

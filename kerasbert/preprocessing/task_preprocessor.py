@@ -117,6 +117,19 @@ class TaskPreprocessor(keras.layers.Layer):
             batches (seeded pools, `bucket_batches`). `predict` on lists
             always runs in length order and gives rows back in input
             order.
+
+    Example:
+
+    >>> from kerasbert.preprocessing import TextClassifierPreprocessor
+    >>> from kerasbert.text import ByteTokenizer
+    >>> preprocessor = TextClassifierPreprocessor(ByteTokenizer(), sequence_length=8)
+    >>> print(preprocessor.label_names)                      # taken from the first labels
+    None
+    >>> x, y = next(iter(preprocessor.dataset(["good", "bad"], ["pos", "neg"], batch_size=2)))
+    >>> preprocessor.label_names, y.numpy().tolist()         # sorted names, ids [B]
+    (['neg', 'pos'], [1, 0])
+    >>> x["input_word_ids"].numpy()[1].tolist()              # </s> b a d </s>: bytes + 2
+    [1, 100, 99, 102, 1, 0, 0, 0]
     """
 
     #: the task types a subclass takes; the first is its default.

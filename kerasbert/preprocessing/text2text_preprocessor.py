@@ -118,6 +118,17 @@ class Text2TextPreprocessor(TaskPreprocessor):
             default the task type's, 64.
         target_length: T, the target's (with [start] / [end]), and the
             longest generation; default S.
+
+    Example:
+
+    >>> from kerasbert.preprocessing import Text2TextPreprocessor
+    >>> from kerasbert.text import ByteTokenizer
+    >>> translator = Text2TextPreprocessor(ByteTokenizer(), sequence_length=8, target_length=4)
+    >>> x, labels = next(iter(translator.dataset(["ab"], ["cd"], batch_size=1)))
+    >>> x["encoder_token_ids"].numpy().tolist()              # source bytes + 2, then </s>
+    [[99, 100, 1, 0, 0, 0, 0, 0]]
+    >>> x["decoder_token_ids"].numpy().tolist(), labels.numpy().tolist()   # shifted by one
+    ([[1, 101, 102, 0]], [[101, 102, 1, 0]])
     """
 
     task_types = ("text2text",)

@@ -38,6 +38,22 @@ class TextClassifierPreprocessor(TaskPreprocessor):
 
     `predict` on raw text returns probabilities float32 [B, num_classes]
     (regression: the scores [B]).
+
+    Example:
+
+    >>> import os, tempfile
+    >>> from kerasbert.preprocessing import TextClassifierPreprocessor
+    >>> from kerasbert.text import SPECIAL_TOKENS, WordPieceTokenizer, write_vocab
+    >>> vocab = os.path.join(tempfile.mkdtemp(), "vocab.txt")
+    >>> write_vocab([*SPECIAL_TOKENS, "the", "movie", "was", "good", "bad"], vocab)   # ids 0-9
+    >>> preprocessor = TextClassifierPreprocessor(WordPieceTokenizer(vocab), sequence_length=8,
+    ...                                           label_names=["bad", "good"])
+    >>> x, y = next(iter(preprocessor.dataset(["the movie was good", "bad"], ["good", "bad"],
+    ...                                       batch_size=2)))
+    >>> x["input_word_ids"].numpy().tolist()                 # [B, T] int32
+    [[2, 5, 6, 7, 8, 3, 0, 0], [2, 9, 3, 0, 0, 0, 0, 0]]
+    >>> y.numpy().tolist()                                   # label ids [B]
+    [1, 0]
     """
 
     task_types = ("classification", "pair", "regression")

@@ -44,6 +44,22 @@ class TokenClassifierPreprocessor(TaskPreprocessor):
     `predict` on raw input returns, per example, float32 [W, num_labels]
     tag probabilities of its words (NaN rows for words with no piece in the
     window: cut by T, or made only of characters the tokenizer drops).
+
+    Example:
+
+    >>> import pathlib, tempfile
+    >>> from kerasbert.text import SPECIAL_TOKENS, WordPieceTokenizer
+    >>> vocab = pathlib.Path(tempfile.mkdtemp()) / "vocab.txt"
+    >>> _ = vocab.write_text("\\n".join([*SPECIAL_TOKENS, "the", "movie", "was", "good"]))
+    >>> from kerasbert.preprocessing import TokenClassifierPreprocessor
+    >>> tagger = TokenClassifierPreprocessor(WordPieceTokenizer(vocab), sequence_length=8,
+    ...                                      label_names=["O", "B-FILM"])
+    >>> x, y, weights = next(iter(tagger.dataset([["the", "movie"]], [["O", "B-FILM"]],
+    ...                                          batch_size=1)))
+    >>> x["input_word_ids"].numpy().tolist()                 # [B, T]
+    [[2, 5, 6, 3, 0, 0, 0, 0]]
+    >>> y.numpy().tolist(), weights.numpy().tolist()         # on each word's first piece
+    ([[0, 0, 1, 0, 0, 0, 0, 0]], [[0.0, 1.0, 1.0, 0.0, 0.0, 0.0, 0.0, 0.0]])
     """
 
     task_types = ("tagging",)

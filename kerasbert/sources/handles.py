@@ -35,7 +35,18 @@ HF_PATTERNS = (
 
 class HandleError(UsageError, ValueError):
     """A handle that cannot be found or fetched; the message says why and
-    what to do instead."""
+    what to do instead.
+
+    Example:
+
+    >>> from kerasbert.sources import HandleError, resolve
+    >>> resolve("hf://bert-base-uncased")                     # no OWNER/: refused at once
+    Traceback (most recent call last):
+    ...
+    kerasbert.sources.handles.HandleError: hf://bert-base-uncased: a Hugging Face handle is ...
+    >>> issubclass(HandleError, ValueError)                  # and a UsageError for the CLI
+    True
+    """
 
 
 def is_remote(handle):

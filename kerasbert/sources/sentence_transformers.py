@@ -76,6 +76,24 @@ class SentenceModel:
         embedding_dim: the encoder's width (`word_embedding_dimension`).
         transformer_path: the Transformer module's folder inside `path`
             ("" = `path` itself; older saves use "0_Transformer").
+
+    Example:
+
+    >>> import json, os, tempfile
+    >>> from kerasbert.sources import read_sentence_model
+    >>> folder = tempfile.mkdtemp()
+    >>> kinds = ("Transformer", "Pooling", "Normalize")
+    >>> modules = [{"idx": i, "name": str(i), "path": path,
+    ...             "type": "sentence_transformers.models." + kind}
+    ...            for i, (path, kind) in enumerate(zip(("", "1_Pooling", "2_Normalize"), kinds))]
+    >>> os.makedirs(os.path.join(folder, "1_Pooling"))
+    >>> with open(os.path.join(folder, "modules.json"), "w") as f:
+    ...     json.dump(modules, f)
+    >>> with open(os.path.join(folder, "1_Pooling", "config.json"), "w") as f:
+    ...     json.dump({"word_embedding_dimension": 8, "pooling_mode_mean_tokens": True}, f)
+    >>> model = read_sentence_model(folder)
+    >>> model.pooling, model.normalize, model.embedding_dim, model.max_seq_length
+    (('mean',), True, 8, None)
     """
 
     path: str

@@ -159,6 +159,21 @@ class Source:
         kind: one of the kinds of the module docstring.
         path: the local file or directory ("" for a preset).
         config: the parsed config.json (bert_config.json for tf1), or None.
+
+    Example:
+
+    >>> import json, os, tempfile
+    >>> from kerasbert.sources import resolve
+    >>> folder = tempfile.mkdtemp()
+    >>> resolve(folder).kind                                 # a run, tokenizer files, ...
+    'directory'
+    >>> with open(os.path.join(folder, "config.json"), "w") as f:
+    ...     _ = f.write(json.dumps({"model_type": "bert", "hidden_size": 8}))
+    >>> source = resolve(folder)                             # read once: layout and config
+    >>> source.kind, source.model_type, source.config["hidden_size"], source.is_published
+    ('hf', 'bert', 8, True)
+    >>> source.file("vocab.txt") == os.path.join(folder, "vocab.txt")
+    True
     """
 
     handle: str

@@ -122,6 +122,19 @@ class BertPretrainer(PretrainingTask):
     Metrics (in `fit`/`evaluate` logs): `loss`, `mlm_loss`, `mlm_accuracy`
     (weighted by masked_lm_weights), and with a sentence objective
     `sentence_loss`, `sentence_accuracy`.
+
+    Example:
+
+    >>> import numpy as np
+    >>> from kerasbert.models import BertBackbone
+    >>> from kerasbert.tasks import BertPretrainer
+    >>> model = BertPretrainer(BertBackbone.from_preset("bert_tiny", vocabulary_size=10))
+    >>> outputs = model({"input_word_ids": np.array([[2, 5, 4, 3, 6, 4, 3]]),     # [B, T]
+    ...                  "input_mask": np.ones((1, 7), "int32"),
+    ...                  "input_type_ids": np.array([[0, 0, 0, 0, 1, 1, 1]]),
+    ...                  "masked_lm_positions": np.array([[2, 5]])})              # [B, P]
+    >>> tuple(outputs["mlm_logits"].shape), tuple(outputs["sentence_logits"].shape)   # MLM, NSP
+    ((1, 2, 10), (1, 2))
     """
 
     def __init__(self, backbone, objectives=("mlm", "nsp"), dtype=None,

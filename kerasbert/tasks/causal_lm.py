@@ -169,6 +169,20 @@ class CausalLM(PretrainingTask):
         (`kernels.decoder_cross_entropy`, without building the logits).
 
     Metrics (`fit` logs): `loss`, `lm_loss`, `lm_accuracy`.
+
+    Example:
+
+    >>> from kerasbert.models import GptBackbone
+    >>> from kerasbert.tasks import CausalLM
+    >>> model = CausalLM(GptBackbone(vocabulary_size=10, num_layers=1, num_heads=2, hidden_dim=8,
+    ...                              intermediate_dim=16, max_sequence_length=16))
+    >>> len(model.generate([2, 5], max_new_tokens=3))        # greedy: 3 new token ids
+    3
+    >>> import numpy as np
+    >>> ids = np.array([[2, 5, 6, 7]])                       # [B, T]
+    >>> outputs = model({"input_word_ids": ids, "input_mask": np.ones_like(ids)})
+    >>> tuple(outputs["logits"].shape)                       # [B, T, V]: token t + 1 at t
+    (1, 4, 10)
     """
 
     #: Learning rate of `compile(optimizer="auto")` (GPT-1's).

@@ -174,6 +174,22 @@ class Distiller(PretrainingTask):
     Metrics: `loss`, `ce_loss` (L_ce), `mlm_loss`, `cos_loss`,
     `mlm_accuracy` (student vs labels) and `teacher_agreement` (share of
     masked positions where the student's top-1 token is the teacher's).
+
+    Example:
+
+    >>> import numpy as np
+    >>> from kerasbert.models import BertBackbone, DistilBertBackbone
+    >>> from kerasbert.tasks import BertPretrainer, Distiller
+    >>> size = dict(vocabulary_size=10, num_heads=2, hidden_dim=8, intermediate_dim=16,
+    ...             max_sequence_length=16)
+    >>> teacher = BertPretrainer(BertBackbone(num_layers=2, **size), objectives=("mlm",))
+    >>> student = BertPretrainer(DistilBertBackbone(num_layers=1, **size), objectives=("mlm",))
+    >>> model = Distiller(teacher, student, temperature=2.0)
+    >>> outputs = model({"input_word_ids": np.array([[2, 5, 4, 7, 3]]),           # [B, T]
+    ...                  "input_mask": np.ones((1, 5), "int32"),
+    ...                  "masked_lm_positions": np.array([[2]])})                 # [B, P]
+    >>> tuple(outputs["mlm_logits"].shape), tuple(outputs["teacher_mlm_logits"].shape)
+    ((1, 1, 10), (1, 1, 10))
     """
 
     #: Learning rate of `compile(optimizer="auto")` (DistilBERT's).

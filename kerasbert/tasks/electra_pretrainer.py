@@ -247,6 +247,22 @@ class ElectraPretrainer(PretrainingTask):
     tokens), `rtd_precision` and `rtd_recall` (on replaced tokens), and in
     `summarize_terms` also `replaced_rate` (the share of real tokens
     replaced: the base rate a constant "replaced" guess would get right).
+
+    Example:
+
+    >>> import numpy as np
+    >>> from kerasbert import models, tasks
+    >>> discriminator = models.ElectraBackbone(vocabulary_size=10, num_layers=1, num_heads=2,
+    ...                                        hidden_dim=8, intermediate_dim=16)
+    >>> model = tasks.ElectraPretrainer(discriminator, generator_fraction=0.5, seed=0)
+    >>> outputs = model({"input_word_ids": np.array([[2, 5, 4, 7, 3]]),           # [B, T]
+    ...                  "input_mask": np.ones((1, 5), "int32"),
+    ...                  "input_type_ids": np.zeros((1, 5), "int32"),
+    ...                  "masked_lm_positions": np.array([[2]]),                  # [B, P]
+    ...                  "masked_lm_ids": np.array([[6]]),
+    ...                  "masked_lm_weights": np.ones((1, 1), "float32")})
+    >>> tuple(outputs["mlm_logits"].shape), tuple(outputs["rtd_logits"].shape)
+    ((1, 1, 10), (1, 5))
     """
 
     default_learning_rate = 5e-4  # ELECTRA-Small's

@@ -51,6 +51,21 @@ class GptClassifier(TextClassifier):
 
     Returns:
         float32 logits [B, num_classes].
+
+    Example:
+
+    >>> import numpy as np
+    >>> from kerasbert.models import GptBackbone
+    >>> from kerasbert.tasks import GptClassifier
+    >>> model = GptClassifier(GptBackbone(vocabulary_size=10, num_layers=1, num_heads=2,
+    ...                                   hidden_dim=8, intermediate_dim=16),
+    ...                       num_classes=2, extract_id=4)   # 4 = [MASK] as GPT-1's _classify_
+    >>> features = model.with_extract_token({"input_word_ids": np.array([[2, 5, 6, 3, 0]]),
+    ...                                      "input_mask": np.array([[1, 1, 1, 1, 0]])})
+    >>> features["input_word_ids"].numpy().tolist()         # the last real token becomes 4
+    [[2, 5, 6, 4, 0]]
+    >>> tuple(model(features).shape)                         # [B, num_classes]
+    (1, 2)
     """
 
     def __init__(self, backbone, num_classes, extract_id=None, lm_weight=0.5, dropout=0.1,

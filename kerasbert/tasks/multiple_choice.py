@@ -45,6 +45,19 @@ class MultipleChoice(Task):
     `compile()` defaults: `SparseCategoricalCrossentropy(from_logits=True)`,
     metrics `SparseCategoricalAccuracy(name="accuracy")`; AdamW as in
     `Task.compile`.
+
+    Example:
+
+    >>> import numpy as np
+    >>> from kerasbert.models import BertBackbone
+    >>> from kerasbert.tasks import MultipleChoice
+    >>> ids = np.array([[[2, 5, 3, 6, 3], [2, 5, 3, 7, 3]]])  # [B, C, T]: context, choice
+    >>> backbone = BertBackbone(vocabulary_size=10, num_layers=1, num_heads=2, hidden_dim=8,
+    ...                         intermediate_dim=16, max_sequence_length=16)
+    >>> logits = MultipleChoice(backbone, num_choices=2)({"input_word_ids": ids,
+    ...                                                   "input_mask": np.ones_like(ids)})
+    >>> tuple(logits.shape)                                  # [B, C]
+    (1, 2)
     """
 
     preprocessor_class = LazyPreprocessorClass(_preprocessor_class)

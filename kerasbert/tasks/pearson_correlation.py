@@ -16,6 +16,15 @@ class StreamingPearsonCorrelation(keras.metrics.Metric):
     report final scores with `kerasbert.metrics`).
 
     Inputs: y_true [B] or [B, 1], y_pred [B] or [B, 1], sample_weight [B].
+
+    Example:
+
+    >>> from kerasbert.tasks import StreamingPearsonCorrelation
+    >>> metric = StreamingPearsonCorrelation()
+    >>> metric.update_state([1.0, 2.0], [1.0, 3.0])          # batch 1: y_true, y_pred
+    >>> metric.update_state([3.0, 4.0], [2.0, 4.0])          # batch 2
+    >>> round(float(metric.result()), 3)                     # r over all four pairs
+    0.8
     """
 
     def __init__(self, name="pearson", dtype="float32"):

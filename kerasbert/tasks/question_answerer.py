@@ -55,6 +55,19 @@ class QuestionAnswerer(Task):
     each), `SparseCategoricalAccuracy` per output; AdamW as in
     `Task.compile`. Logs: `loss`, `start_logits_loss`, `end_logits_loss`,
     `start_logits_accuracy`, `end_logits_accuracy`.
+
+    Example:
+
+    >>> import numpy as np
+    >>> from kerasbert.models import BertBackbone
+    >>> from kerasbert.tasks import QuestionAnswerer
+    >>> model = QuestionAnswerer(BertBackbone.from_preset("bert_tiny", vocabulary_size=10,
+    ...                                                   num_layers=1))
+    >>> outputs = model({"input_word_ids": np.array([[2, 5, 3, 6, 7, 8, 3]]),     # CLS q SEP c SEP
+    ...                  "input_mask": np.ones((1, 7), "int32"),
+    ...                  "input_type_ids": np.array([[0, 0, 0, 1, 1, 1, 1]])})
+    >>> {name: tuple(logits.shape) for name, logits in sorted(outputs.items())}
+    {'end_logits': (1, 7), 'start_logits': (1, 7)}
     """
 
     per_token_outputs = True

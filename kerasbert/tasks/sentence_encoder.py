@@ -77,6 +77,18 @@ class SentenceEncoder(BackboneModel):
 
     Returns:
         float32 [B, hidden_dim * number of pooling modes].
+
+    Example:
+
+    >>> import numpy as np
+    >>> from kerasbert.models import BertBackbone
+    >>> from kerasbert.tasks import SentenceEncoder
+    >>> encoder = SentenceEncoder(BertBackbone.from_preset("bert_tiny", vocabulary_size=10),
+    ...                           pooling="mean", normalize=True)
+    >>> ids = np.array([[2, 5, 6, 3], [2, 7, 3, 0]])         # [B, T], 0 = padding
+    >>> vectors = encoder({"input_word_ids": ids, "input_mask": np.int32(ids > 0)})
+    >>> tuple(vectors.shape), np.round(np.linalg.norm(vectors, axis=-1), 3).tolist()   # [B, H]
+    ((2, 128), [1.0, 1.0])
     """
 
     def __init__(self, backbone, pooling="mean", normalize=False, sequence_length=None,

@@ -76,6 +76,17 @@ class LabelSmoothedCrossEntropy(keras.losses.Loss):
 
     Returns:
         float32 scalar: the mean over real tokens (0 when there are none).
+
+    Example:
+
+    >>> import math
+    >>> import numpy as np
+    >>> from kerasbert.tasks import LabelSmoothedCrossEntropy
+    >>> loss = LabelSmoothedCrossEntropy(label_smoothing=0.1)
+    >>> labels = np.array([[5, 6, 0]])                       # [B, T], 0 = padding
+    >>> logits = np.zeros((1, 3, 10), "float32")             # [B, T, V]: uniform
+    >>> round(float(loss(labels, logits)), 4) == round(math.log(10), 4)
+    True
     """
 
     def __init__(self, label_smoothing=0.1, name="label_smoothed_cross_entropy", **kwargs):
@@ -127,6 +138,22 @@ class Seq2SeqLM(Task):
     `LabelSmoothedCrossEntropy(label_smoothing)` on labels [B, T]; a recipe
     (`compile_with_recipe`, `kerasbert finetune`) sets the schedule's peak
     and warm-up (`compile`).
+
+    Example:
+
+    >>> import numpy as np
+    >>> from kerasbert.models import TransformerBackbone
+    >>> from kerasbert.tasks import Seq2SeqLM
+    >>> backbone = TransformerBackbone(vocabulary_size=10, num_layers=1, num_heads=2,
+    ...                                hidden_dim=8, intermediate_dim=16, max_sequence_length=16)
+    >>> model = Seq2SeqLM(backbone)
+    >>> source = np.array([[5, 6, 7, 2]])                    # [B, S], 2 = end
+    >>> logits = model({"encoder_token_ids": source,
+    ...                 "decoder_token_ids": np.array([[1, 8, 9]])})   # [B, T], 1 = start
+    >>> tuple(logits.shape)                                  # [B, T, V]
+    (1, 3, 10)
+    >>> tuple(model.generate(source, max_length=4, start_id=1, end_id=2).shape)   # beam search
+    (1, 4)
     """
 
     # [text2text fix, by the text2text task's engineer] the task's preprocessor

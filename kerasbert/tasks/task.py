@@ -175,6 +175,20 @@ class Task(BackboneModel):
     (lists or arrays of strings, or `tf.data` datasets of strings: see the
     task's preprocessor class) as well as token-id dicts; tokenization runs
     in the `tf.data` pipeline, never in the compiled step.
+
+    Example:
+
+    >>> from kerasbert.models import BertBackbone
+    >>> from kerasbert.preprocessing import TextClassifierPreprocessor
+    >>> from kerasbert.tasks import TextClassifier
+    >>> from kerasbert.text import ByteTokenizer
+    >>> preprocessor = TextClassifierPreprocessor(ByteTokenizer(), sequence_length=16,
+    ...                                           label_names=["bad", "good"])
+    >>> backbone = BertBackbone(vocabulary_size=258, num_layers=1, num_heads=2, hidden_dim=8,
+    ...                         intermediate_dim=16, max_sequence_length=16)
+    >>> model = TextClassifier(backbone, num_classes=2, preprocessor=preprocessor)
+    >>> model.predict(["a good movie", "bad"], verbose=0).shape   # raw text in, [B, classes]
+    (2, 2)
     """
 
     #: the `TaskPreprocessor` subclass of this task (None: token ids only).

@@ -75,6 +75,17 @@ class TextClassifier(Task):
             metrics `SparseCategoricalAccuracy(name="accuracy")`.
         regression: `MeanSquaredError`, metrics `MeanAbsoluteError(name="mae")`
             and `StreamingPearsonCorrelation(name="pearson")`.
+
+    Example:
+
+    >>> import numpy as np
+    >>> from kerasbert.models import BertBackbone
+    >>> from kerasbert.tasks import TextClassifier
+    >>> backbone = BertBackbone.from_preset("bert_tiny", vocabulary_size=10, num_layers=1)
+    >>> model = TextClassifier(backbone, num_classes=3)      # random weights
+    >>> ids = np.array([[2, 5, 6, 3], [2, 7, 3, 0]])         # [B, T], 0 = padding
+    >>> tuple(model({"input_word_ids": ids, "input_mask": np.int32(ids > 0)}).shape)   # [B, C]
+    (2, 3)
     """
 
     preprocessor_class = LazyPreprocessorClass(_preprocessor_class)

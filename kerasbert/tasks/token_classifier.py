@@ -116,6 +116,18 @@ class TokenClassifier(Task):
     reduction="mean_with_sample_weight")`, weighted_metrics
     `TokenAccuracy(name="accuracy")` (over tokens, at any padding); AdamW as
     in `Task.compile`.
+
+    Example:
+
+    >>> import numpy as np
+    >>> from kerasbert.models import BertBackbone
+    >>> from kerasbert.tasks import TokenClassifier
+    >>> model = TokenClassifier(BertBackbone(vocabulary_size=10, num_layers=1, num_heads=2,
+    ...                                      hidden_dim=8, intermediate_dim=16), num_labels=4)
+    >>> logits = model({"input_word_ids": np.array([[2, 5, 6, 7, 3]]),            # [B, T]
+    ...                 "input_mask": np.ones((1, 5), "int32")})
+    >>> tuple(logits.shape)                                  # [B, T, num_labels]
+    (1, 5, 4)
     """
 
     per_token_outputs = True

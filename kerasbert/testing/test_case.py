@@ -33,7 +33,23 @@ def _call(obj, inputs, **kwargs):
 
 
 class TestCase:
-    """Base class for pytest test classes (no unittest machinery needed)."""
+    """Base class for pytest test classes (no unittest machinery needed).
+
+    Example:
+
+    >>> import numpy as np
+    >>> from kerasbert.layers import Highway
+    >>> from kerasbert.testing import TestCase
+    >>> case = TestCase()                                    # or subclass it in a pytest file
+    >>> layer = case.run_layer_test(Highway, {"num_layers": 1}, np.ones((2, 3, 4), "float32"),
+    ...                             expected_output_shape=(2, 3, 4))   # config, gradients, fp16
+    >>> type(layer).__name__
+    'Highway'
+    >>> case.assertAllClose([1.0, 2.0], [1.0, 2.5])
+    Traceback (most recent call last):
+    ...
+    AssertionError: ...
+    """
 
     # --- assertions -------------------------------------------------------
 

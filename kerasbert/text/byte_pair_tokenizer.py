@@ -151,8 +151,19 @@ class BytePairTokenizer(BpeFiles, SubwordTokenizer):
 
     Example:
 
-    >>> tokenizer = BytePairTokenizer("vocab.json", "merges.txt")
-    >>> tokenizer.tokenize_ids(["Hello world!"])    # [1, (pieces)] int32
+    >>> import os, tempfile
+    >>> from kerasbert.text import BytePairTokenizer, train_bpe
+    >>> folder = tempfile.mkdtemp()
+    >>> corpus = os.path.join(folder, "corpus.txt")
+    >>> with open(corpus, "w") as f:
+    ...     _ = f.write("hello world\\nhello there world\\n" * 3)
+    >>> files = train_bpe(corpus, 270, folder)      # vocab.json, merges.txt
+    >>> tokenizer = BytePairTokenizer(files["vocabulary_file"], files["merges_file"])
+    >>> ids = tokenizer.tokenize_ids(["hello world!"])  # [B, (pieces)] int32
+    >>> ids.shape.as_list()
+    [1, None]
+    >>> tokenizer.detokenize(ids).numpy()
+    array([b'hello world!'], dtype=object)
     """
 
     family = BPE  # what `kerasbert.text.families` knows it by

@@ -31,8 +31,13 @@ class ByteTokenizer(SubwordTokenizer):
 
     Example:
 
+    >>> from kerasbert.text import ByteTokenizer
     >>> tokenizer = ByteTokenizer()
-    >>> tokenizer.tokenize_ids(["hé"])   # [[106, 197, 171]]
+    >>> ids = tokenizer.tokenize_ids(["hé"])   # UTF-8 bytes, shifted past the specials
+    >>> ids.to_list()
+    [[106, 197, 171]]
+    >>> tokenizer.detokenize(ids).numpy()[0].decode("utf-8")
+    'hé'
     """
 
     family = BYTES  # what `kerasbert.text.families` knows it by

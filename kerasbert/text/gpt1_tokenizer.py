@@ -83,8 +83,21 @@ class Gpt1Tokenizer(BpeFiles, SubwordTokenizer):
 
     Example:
 
-    >>> tokenizer = Gpt1Tokenizer("vocab.json", "merges.txt")
-    >>> tokenizer.tokenize_ids(["Hello world!"])    # [1, (pieces)] int32
+    >>> import json, os, tempfile
+    >>> from kerasbert.text import Gpt1Tokenizer
+    >>> folder = tempfile.mkdtemp()
+    >>> pieces = ["<unk>", "h", "e", "l", "o", "o</w>", "w", "r", "d</w>", "!</w>",
+    ...           "he", "hel", "hell", "hello</w>"]
+    >>> with open(os.path.join(folder, "vocab.json"), "w") as f:
+    ...     json.dump({piece: i for i, piece in enumerate(pieces)}, f)
+    >>> with open(os.path.join(folder, "merges.txt"), "w") as f:
+    ...     _ = f.write("#version: 0.2\\nh e\\nhe l\\nhel l\\nhell o</w>\\n")
+    >>> tokenizer = Gpt1Tokenizer(os.path.join(folder, "vocab.json"),
+    ...                           os.path.join(folder, "merges.txt"))
+    >>> tokenizer.tokenize(["Hello world!"]).to_list()   # [B, (words), (pieces)]
+    [[[13], [6, 4, 7, 3, 8], [9]]]
+    >>> tokenizer.published_size, sorted(tokenizer.added_ids)   # <s> <pad> </s> <mask>
+    (14, [14, 15, 16, 17])
     """
 
     family = GPT1_BPE  # what `kerasbert.text.families` knows it by

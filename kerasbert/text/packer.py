@@ -65,6 +65,17 @@ class BertPacker(tf.Module):
 
     Returns:
         dict of int32 tensors [B, T] (or [T] for one unbatched example).
+
+    Example:
+
+    >>> from kerasbert.text import BertPacker
+    >>> packer = BertPacker(8, cls_id=2, sep_id=3, pad_id=0)
+    >>> inputs = packer([[5, 6, 7]], [[8, 9]])        # a, b: [B, (pieces)]
+    >>> for name, tensor in inputs.items():           # each int32 [B, T]
+    ...     print(name, tensor.numpy().tolist())
+    input_word_ids [[2, 5, 6, 7, 3, 8, 9, 3]]
+    input_mask [[1, 1, 1, 1, 1, 1, 1, 1]]
+    input_type_ids [[0, 0, 0, 0, 0, 1, 1, 1]]
     """
 
     # The pair layout: separators between the segments, and b's type id.

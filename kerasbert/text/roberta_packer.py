@@ -20,6 +20,16 @@ class RobertaPacker(BertPacker):
             RoBERTa; see `from_tokenizer`).
 
     Call args and returns: as `BertPacker`.
+
+    Example:
+
+    >>> from kerasbert.text import RobertaPacker
+    >>> packer = RobertaPacker(8, start_id=0, end_id=2, pad_id=1)
+    >>> pair = packer([[5, 6]], [[7]])                        # <s> a </s></s> b </s> <pad>
+    >>> pair["input_word_ids"].numpy().tolist(), int(pair["input_type_ids"].numpy().max())
+    ([[0, 5, 6, 2, 2, 7, 2, 1]], 0)
+    >>> packer([5, 6, 7, 8, 9, 10, 11])["input_word_ids"].numpy().tolist()   # one example: [T]
+    [0, 5, 6, 7, 8, 9, 10, 2]
     """
 
     pair_separators = 2

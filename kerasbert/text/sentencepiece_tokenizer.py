@@ -127,9 +127,18 @@ class SentencePieceTokenizer(SubwordTokenizer):
 
     Example:
 
-    >>> tokenizer = SentencePieceTokenizer("albert.model")
-    >>> tokenizer.tokenize_ids(["Hello world!"])   # [1, (pieces)] int32
-    >>> tokenizer.tokenize(["Hello worlds"])       # [1, (2), (pieces)]
+    >>> import pathlib, tempfile
+    >>> from kerasbert.text import SentencePieceTokenizer, train_sentencepiece
+    >>> corpus = pathlib.Path(tempfile.mkdtemp()) / "corpus.txt"
+    >>> _ = corpus.write_text("hello world\\nhello there world\\nthe world says hello\\n")
+    >>> model, _ = train_sentencepiece(corpus, 20, corpus.parent / "sp", character_coverage=1.0,
+    ...                                num_threads=1)
+    >>> tokenizer = SentencePieceTokenizer(model)
+    >>> ids = tokenizer.tokenize_ids(["Hello world"])       # [B, (pieces)] int32
+    >>> tokenizer.detokenize(ids).numpy()
+    array([b'hello world'], dtype=object)
+    >>> tokenizer.tokenize(["Hello worlds"]).shape.as_list()   # [B, (words), (pieces)]
+    [1, None, None]
     """
 
     family = SENTENCEPIECE  # what `kerasbert.text.families` knows it by

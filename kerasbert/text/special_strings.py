@@ -56,6 +56,17 @@ class AddedToken:
         normalized: matched in the normalized text (lower-cased, accents
             stripped for an uncased WordPiece vocabulary) instead of the raw
             one.
+
+    Example:
+
+    >>> import os, tempfile
+    >>> from kerasbert.text import AddedToken, WordPieceTokenizer, write_vocab
+    >>> vocab = os.path.join(tempfile.mkdtemp(), "vocab.txt")
+    >>> write_vocab(["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]", "hello"], vocab)
+    >>> tokenizer = WordPieceTokenizer(vocab, special_tokens_in_strings=True,
+    ...                                added_tokens=[AddedToken("[MASK]")])
+    >>> tokenizer.tokenize_ids(["hello [MASK]"]).to_list()   # "[MASK]" is one id
+    [[5, 4]]
     """
 
     content: str

@@ -155,9 +155,19 @@ class WordPieceTokenizer(SubwordTokenizer):
 
     Example:
 
-    >>> tokenizer = WordPieceTokenizer("vocab.txt")
-    >>> tokenizer.tokenize_ids(["Hello world!"])    # [1, (3)] int32
-    >>> tokenizer.tokenize(["Hello worlds"])        # [1, (2), (1 or 2)]
+    >>> import os, tempfile
+    >>> from kerasbert.text import WordPieceTokenizer, write_vocab
+    >>> vocab = os.path.join(tempfile.mkdtemp(), "vocab.txt")
+    >>> write_vocab(["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]",
+    ...              "hello", "world", "!", "##s", "good"], vocab)
+    >>> tokenizer = WordPieceTokenizer(vocab)
+    >>> ids = tokenizer.tokenize_ids(["Hello world!"])      # [B, (pieces)] int32
+    >>> ids.to_list()
+    [[5, 6, 7]]
+    >>> tokenizer.tokenize(["Hello worlds"]).to_list()      # [B, (words), (pieces)]
+    [[[5], [6, 8]]]
+    >>> tokenizer.detokenize(ids).numpy()
+    array([b'hello world !'], dtype=object)
     """
 
     family = WORDPIECE  # what `kerasbert.text.families` knows it by

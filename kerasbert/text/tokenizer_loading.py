@@ -286,6 +286,17 @@ class SegmentLayout:
         separators: separators between the segments (1 BERT, 2 RoBERTa).
         second_type_id: type id of the second segment and its final
             separator (1 BERT, 0 RoBERTa).
+
+    Example:
+
+    >>> from kerasbert.text import ByteTokenizer, segment_layout
+    >>> layout = segment_layout(ByteTokenizer())    # </s> a </s> b </s>
+    >>> layout.separators, layout.second_type_id
+    (1, 1)
+    >>> layout.second_offset(3)                     # where b starts after 3 pieces of a
+    5
+    >>> layout.special_tokens(pair=True)
+    3
     """
 
     start_id: int

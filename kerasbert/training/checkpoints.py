@@ -142,6 +142,24 @@ class TrainingCheckpoint:
         info: JSON-able facts saved in each checkpoint's manifest (the
             attribute `info` can be set later); `read_manifest(prefix)
             ["info"]` gives them back.
+
+    Example:
+
+    >>> import os, tempfile
+    >>> import keras
+    >>> import numpy as np
+    >>> import tensorflow as tf
+    >>> from kerasbert.training import TrainingCheckpoint
+    >>> model = keras.Sequential([keras.Input((2,)), keras.layers.Dense(1)])
+    >>> optimizer = keras.optimizers.SGD(0.1)
+    >>> step = tf.Variable(3, dtype=tf.int64)
+    >>> checkpoint = TrainingCheckpoint(os.path.join(tempfile.mkdtemp(), "checkpoints"),
+    ...                                 model=model, optimizer=optimizer, step=step)
+    >>> os.path.basename(checkpoint.save())                  # named by the step
+    'ckpt-3'
+    >>> _ = step.assign(7)
+    >>> os.path.basename(checkpoint.restore_latest()), int(step.numpy())
+    ('ckpt-3', 3)
     """
 
     def __init__(self, directory, *, model, optimizer, step, iterator=None,

@@ -104,6 +104,34 @@ class TrainStep:
             micro-batch; with one replica the whole step (clipping and the
             optimizer update too), with several the all-reduce and the
             update stay outside XLA, so it works under every strategy.
+
+    Example:
+
+    >>> import numpy as np
+    >>> import tensorflow as tf
+    >>> from kerasbert.models import BertBackbone
+    >>> from kerasbert.optimizers import AdamW
+    >>> from kerasbert.tasks import BertPretrainer
+    >>> from kerasbert.training import TrainStep, resolve_strategy
+    >>> batch = {"input_word_ids": np.array([[2, 5, 4, 3, 6, 4, 3]] * 2, "int32"),   # [B, T]
+    ...          "input_mask": np.ones((2, 7), "int32"),
+    ...          "input_type_ids": np.array([[0, 0, 0, 0, 1, 1, 1]] * 2, "int32"),
+    ...          "masked_lm_positions": np.array([[2, 5]] * 2, "int32"),           # [B, P]
+    ...          "masked_lm_ids": np.array([[7, 8]] * 2, "int32"),
+    ...          "masked_lm_weights": np.ones((2, 2), "float32"),
+    ...          "next_sentence_labels": np.array([[0], [1]], "int32")}
+    >>> strategy = resolve_strategy("cpu")
+    >>> with strategy.scope():
+    ...     model = BertPretrainer(BertBackbone(vocabulary_size=10, num_layers=1, num_heads=2,
+    ...                                         hidden_dim=8, intermediate_dim=16,
+    ...                                         max_sequence_length=16))
+    ...     _ = model(batch)
+    ...     optimizer = AdamW(1e-3)
+    ...     optimizer.build(model.trainable_variables)
+    >>> train = TrainStep(strategy, model, optimizer, clipnorm=1.0)
+    >>> sums = train.step(iter(tf.data.Dataset.from_tensors(batch).repeat()))
+    >>> int(optimizer.iterations), sorted(model.summarize_terms(sums))
+    (1, ['loss', 'mlm_accuracy', 'mlm_loss', 'sentence_accuracy', 'sentence_loss'])
     """
 
     def __init__(self, strategy, model, optimizer, *, accumulation_steps=1,

@@ -48,6 +48,21 @@ class TaskData:
         split: the split or file it came from.
         has_labels: False when loaded for prediction from a split without
             labels (GLUE test splits): every label is None.
+
+    Example:
+
+    >>> import os, tempfile
+    >>> from kerasbert.data.finetuning import TaskData, convert_examples
+    >>> from kerasbert.text import WordPieceTokenizer, write_vocab
+    >>> vocab = os.path.join(tempfile.mkdtemp(), "vocab.txt")
+    >>> write_vocab(["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]",
+    ...              "the", "movie", "was", "good", "bad"], vocab)
+    >>> data = TaskData([{"text_a": "the movie was good", "label": "pos"},
+    ...                  {"text_a": "bad", "label": "neg"}],
+    ...                 "classification", label_names=["neg", "pos"])
+    >>> features = convert_examples(data, WordPieceTokenizer(vocab), 8)
+    >>> features.x["input_word_ids"].tolist(), features.y.tolist()
+    ([[2, 5, 6, 7, 8, 3, 0, 0], [2, 9, 3, 0, 0, 0, 0, 0]], [1, 0])
     """
 
     examples: list

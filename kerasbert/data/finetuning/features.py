@@ -51,6 +51,23 @@ class TaskFeatures:
         sequence_length: T.
         stats: counts: num_examples, num_features, and per task e.g.
             truncated_words (tagging), skipped_examples (qa).
+
+    Example:
+
+    >>> import os, tempfile
+    >>> from kerasbert.data.finetuning import TaskData, convert_examples, make_dataset
+    >>> from kerasbert.text import WordPieceTokenizer, write_vocab
+    >>> vocab = os.path.join(tempfile.mkdtemp(), "vocab.txt")
+    >>> write_vocab(["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]",
+    ...              "the", "movie", "was", "good", "bad"], vocab)
+    >>> data = TaskData([{"text_a": "the movie", "text_b": "was good", "label": "yes"}],
+    ...                 "pair", label_names=["no", "yes"])
+    >>> features = convert_examples(data, WordPieceTokenizer(vocab), 8)
+    >>> features.task_type, features.sequence_length, features.x["input_type_ids"].tolist()
+    ('pair', 8, [[0, 0, 0, 0, 1, 1, 1, 0]])
+    >>> x, y = next(iter(make_dataset(features, batch_size=1)))   # what model.fit takes
+    >>> sorted(x), y.numpy().tolist()
+    (['input_mask', 'input_type_ids', 'input_word_ids'], [1])
     """
 
     task_type: str

@@ -47,6 +47,15 @@ class TaskFormat:
             doc_stride, max_query_length); others get none.
         convert: optional `(data, tokenizer, sequence_length, **options) ->
             TaskFeatures` replacing the example kind's converter.
+
+    Example:
+
+    >>> from kerasbert.data.finetuning import task_format
+    >>> qa = task_format("qa")
+    >>> qa.example, qa.label, qa.sequence_length             # SQuAD examples, 384 pieces
+    ('squad', 'span', 384)
+    >>> "doc_stride" in qa.options, task_format("pair").text_pair
+    (True, True)
     """
 
     name: str

@@ -37,6 +37,17 @@ class AlbertBackbone(Backbone):
         activation: str. ALBERT's `gelu` is the tanh approximation
             ("gelu_approximate", HF's "gelu_new"); keras-hub and Model
             Garden use the same.
+
+    Example:
+
+    >>> from kerasbert.models import AlbertBackbone
+    >>> size = dict(vocabulary_size=10, num_heads=2, hidden_dim=8, intermediate_dim=16,
+    ...             embedding_dim=4, max_sequence_length=16)
+    >>> shallow, deep = AlbertBackbone(num_layers=1, **size), AlbertBackbone(num_layers=12, **size)
+    >>> shallow.count_params() == deep.count_params()       # the 12 layers share one group
+    True
+    >>> deep.output_dim                                      # the [V, 4] table is projected to 8
+    8
     """
 
     @classmethod

@@ -40,6 +40,19 @@ class BigBirdBackbone(BertBackbone):
     checkpoints' defaults: 4096 positions, activation "gelu_approximate"
     (their "gelu_new"), attention "bigbird" with 64-token blocks and 3
     random blocks; vocabulary_size 50358 for the released checkpoints.
+
+    Example:
+
+    >>> import numpy as np
+    >>> from kerasbert.models import BigBirdBackbone
+    >>> backbone = BigBirdBackbone(vocabulary_size=10, num_layers=1, num_heads=2, hidden_dim=8,
+    ...                            intermediate_dim=16, max_sequence_length=64, block_size=4,
+    ...                            num_random_blocks=1)
+    >>> ids = np.full((1, 32), 5)                             # [B, T], 8 blocks of 4
+    >>> outputs = backbone({"input_word_ids": ids, "input_mask": np.ones_like(ids),
+    ...                     "input_type_ids": np.zeros_like(ids)})
+    >>> tuple(outputs["sequence_output"].shape), tuple(outputs["pooled_output"].shape)
+    ((1, 32, 8), (1, 8))
     """
 
     def __init__(self, vocabulary_size, num_layers, num_heads, hidden_dim, intermediate_dim,

@@ -17,6 +17,18 @@ class DistilBertBackbone(RobertaBackbone):
     GELU as in the original and in keras-hub's DistilBertBackbone), so a
     DistilBERT layer can be initialised from a BERT layer weight for
     weight. Inputs, outputs and arguments: see `Backbone`.
+
+    Example:
+
+    >>> import numpy as np
+    >>> from kerasbert.models import DistilBertBackbone
+    >>> backbone = DistilBertBackbone(vocabulary_size=10, num_layers=1, num_heads=2, hidden_dim=8,
+    ...                               intermediate_dim=16, max_sequence_length=16)
+    >>> ids = np.array([[2, 5, 6, 3, 0]])                     # [B, T], 0 = padding
+    >>> outputs = backbone({"input_word_ids": ids, "input_mask": np.int32(ids > 0),
+    ...                     "input_type_ids": np.zeros_like(ids)})   # no segment table: ignored
+    >>> tuple(outputs["sequence_output"].shape), backbone.pooler is None   # [CLS] is pooled_output
+    ((1, 5, 8), True)
     """
 
     # Classifiers read `classifier_activation` for the pre-classifier that

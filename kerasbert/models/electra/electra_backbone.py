@@ -44,6 +44,18 @@ class ElectraBackbone(Backbone):
             tables and LayerNorm this encoder reads instead of owning its
             own; its vocabulary_size, max_sequence_length, num_segments and
             table width must equal this encoder's.
+
+    Example:
+
+    >>> import numpy as np
+    >>> from kerasbert.models import ElectraBackbone
+    >>> backbone = ElectraBackbone(vocabulary_size=10, num_layers=1, num_heads=2, hidden_dim=8,
+    ...                            intermediate_dim=16, embedding_dim=4, max_sequence_length=16)
+    >>> outputs = backbone({"input_word_ids": np.array([[2, 5, 6, 3, 0]]),   # [B, T]
+    ...                     "input_mask": np.array([[1, 1, 1, 1, 0]]),
+    ...                     "input_type_ids": np.zeros((1, 5), "int32")})
+    >>> tuple(outputs["sequence_output"].shape), tuple(outputs["pooled_output"].shape)
+    ((1, 5, 8), (1, 8))
     """
 
     def __init__(self, vocabulary_size, num_layers, num_heads, hidden_dim, intermediate_dim,

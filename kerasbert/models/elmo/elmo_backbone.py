@@ -98,6 +98,19 @@ class ElmoBackbone(Backbone):
             (the feature-based use: `finetune --freeze-backbone`).
         dropout: float. Dropout on sequence_output.
         dtype: a dtype or policy.
+
+    Example:
+
+    >>> from kerasbert.models import ElmoBackbone
+    >>> from kerasbert.text.elmo_characters import batch_char_ids
+    >>> backbone = ElmoBackbone(lstm_dim=16, projection_dim=4, num_layers=1, num_highway=1,
+    ...                         filters=((1, 4), (2, 4)), max_characters_per_token=10)
+    >>> char_ids, mask = batch_char_ids([["Hello", "world"], ["Hi"]], max_characters=10)
+    >>> char_ids.shape, mask.tolist()                         # [B, W, C], [B, W]
+    ((2, 2, 10), [[1, 1], [1, 0]])
+    >>> outputs = backbone({"input_char_ids": char_ids, "input_mask": mask})
+    >>> tuple(outputs["sequence_output"].shape), len(outputs["encoder_outputs"])   # [B, W, 2P]
+    ((2, 2, 8), 2)
     """
 
     def __init__(self, lstm_dim=4096, projection_dim=512, num_layers=2, num_highway=2,

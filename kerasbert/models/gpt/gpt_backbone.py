@@ -54,6 +54,18 @@ class GptBackbone(Backbone):
     Args (beyond `Backbone`'s; vocabulary_size 40478 for GPT-1's BPE):
         activation: str. "gelu_approximate" (tanh form, GPT-1); any name of
             `kerasbert.layers.activations`.
+
+    Example:
+
+    >>> import numpy as np
+    >>> from kerasbert.models import GptBackbone
+    >>> backbone = GptBackbone(vocabulary_size=10, num_layers=1, num_heads=2, hidden_dim=8,
+    ...                        intermediate_dim=16, max_sequence_length=16)
+    >>> outputs = backbone({"input_word_ids": np.array([[5, 6, 7, 0]]),      # [B, T], causal
+    ...                     "input_mask": np.array([[1, 1, 1, 0]]),
+    ...                     "input_type_ids": np.zeros((1, 4), "int32")})   # ignored
+    >>> tuple(outputs["sequence_output"].shape), tuple(outputs["pooled_output"].shape)
+    ((1, 4, 8), (1, 8))
     """
 
     # GPT-1's classifier is a linear layer on the extract token's state.

@@ -78,6 +78,19 @@ class ReformerBackbone(Backbone):
         attention_dropout: float, on the attention probabilities.
         activation: str, of the feed-forward ("relu" as the checkpoints).
         seed: int, of the hash rotations and the reversible seed stream.
+
+    Example:
+
+    >>> import numpy as np
+    >>> from kerasbert.models import ReformerBackbone
+    >>> backbone = ReformerBackbone(vocabulary_size=10, num_layers=2, num_heads=2, hidden_dim=8,
+    ...                             intermediate_dim=16, max_sequence_length=16, num_buckets=2,
+    ...                             lsh_chunk_length=4, local_chunk_length=4)
+    >>> ids = np.array([[5, 6, 7, 8, 5, 6, 0, 0]])            # [B, T]
+    >>> outputs = backbone({"input_word_ids": ids, "input_mask": np.int32(ids > 0),
+    ...                     "input_type_ids": np.zeros_like(ids)})
+    >>> tuple(outputs["sequence_output"].shape)               # [B, T, 2H]: both streams
+    (1, 8, 16)
     """
 
     # LSH buckets and attention chunks are cut from the padded sequence: a

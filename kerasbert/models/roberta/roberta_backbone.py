@@ -29,6 +29,18 @@ class RobertaBackbone(Backbone):
 
     Args: `Backbone`'s only (vocabulary_size 50265 for the released
     checkpoints; layer_norm_epsilon 1e-5 as fairseq's).
+
+    Example:
+
+    >>> import numpy as np
+    >>> from kerasbert.models import RobertaBackbone
+    >>> backbone = RobertaBackbone(vocabulary_size=10, num_layers=1, num_heads=2, hidden_dim=8,
+    ...                            intermediate_dim=16, max_sequence_length=16)
+    >>> outputs = backbone({"input_word_ids": np.array([[0, 5, 6, 2, 1]]),   # <s> .. </s> <pad>
+    ...                     "input_mask": np.array([[1, 1, 1, 1, 0]]),
+    ...                     "input_type_ids": np.zeros((1, 5), "int32")})
+    >>> tuple(outputs["sequence_output"].shape), tuple(outputs["pooled_output"].shape)
+    ((1, 5, 8), (1, 8))
     """
 
     # fairseq's RoBERTa uses the exact (erf) GELU in its blocks and in its

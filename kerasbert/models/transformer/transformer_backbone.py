@@ -69,6 +69,21 @@ class TransformerBackbone(Backbone):
         norm_first: bool, pre-LN (see above); False: post-LN, the paper.
         position_encoding: "interleaved" (the paper) or "concatenated".
         dtype: a dtype or `keras.DTypePolicy`.
+
+    Example:
+
+    >>> import numpy as np
+    >>> from kerasbert.models import TransformerBackbone
+    >>> backbone = TransformerBackbone(vocabulary_size=10, num_layers=1, num_heads=2,
+    ...                                hidden_dim=8, intermediate_dim=16, max_sequence_length=16)
+    >>> source = np.array([[5, 6, 7, 2]])                     # [B, S]
+    >>> target = np.array([[1, 8, 9]])                        # [B, T], the start id first
+    >>> states = backbone({"encoder_token_ids": source,
+    ...                    "encoder_padding_mask": np.ones_like(source),
+    ...                    "decoder_token_ids": target,
+    ...                    "decoder_padding_mask": np.ones_like(target)})
+    >>> tuple(states.shape), tuple(backbone.logits(states).shape)   # [B, T, H], [B, T, V]
+    ((1, 3, 8), (1, 3, 10))
     """
 
     #: no pooler, no `pooled_output`: a sequence-to-sequence model
