@@ -16,8 +16,16 @@ from kerasbert.fast_start import skip_unused_optional_imports
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
 
 
+class OneLineParser(argparse.ArgumentParser):
+    """An argparse parser whose usage errors are one line and exit 2, like
+    every other refused input (`--help` still shows the whole usage)."""
+
+    def error(self, message):
+        self.exit(2, f"{self.prog}: error: {message} (see {self.prog} --help)\n")
+
+
 def make_parser():
-    parser = argparse.ArgumentParser(
+    parser = OneLineParser(
         prog="kerasbert",
         description="BERT and its family for Keras 3: presets, conversion, "
         "pretraining, fine-tuning, export.",

@@ -16,6 +16,18 @@ from kerasbert.data.finetuning.task_formats import TASK_TYPES
 from kerasbert.errors import UsageError
 from kerasbert.text.tokenizer_loading import SWITCHES
 
+def positive_int(text):
+    """argparse type of a count or length: a whole number of at least 1
+    (0 would mean "not given" further on, or an empty model)."""
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a whole number") from None
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"must be at least 1, got {value}")
+    return value
+
+
 # flag -> (column key of load_task's `columns`, help).
 COLUMN_FLAGS = (
     ("--text-column", "text", "Text (first segment) of classification/pair/regression rows."),

@@ -13,6 +13,7 @@ validation file cannot leave a folder with a fresh train split and a stale
 
 import os
 
+from kerasbert.commands._args import positive_int
 from kerasbert.commands._args import add_task_arguments
 from kerasbert.commands._args import add_tokenizer_arguments
 from kerasbert.commands._args import tokenizer_switches
@@ -38,11 +39,11 @@ def add_arguments(parser):
     """Adds every create-finetuning-data flag to an argparse parser."""
     add_task_arguments(parser)
     add_tokenizer_arguments(parser)
-    parser.add_argument("--max-seq-length", dest="sequence_length", type=int, default=None,
+    parser.add_argument("--max-seq-length", dest="sequence_length", type=positive_int, default=None,
                         help="Sequence length T (default 128; 384 for qa).")
-    parser.add_argument("--doc-stride", type=int, default=128,
+    parser.add_argument("--doc-stride", type=positive_int, default=128,
                         help="qa: context windows start this many pieces apart.")
-    parser.add_argument("--max-query-length", type=int, default=64,
+    parser.add_argument("--max-query-length", type=positive_int, default=64,
                         help="qa: questions are cut to this many pieces.")
     parser.add_argument("--on-bad-answer", choices=("error", "skip"), default="error",
                         help="qa: an answer not found at its answer_start: fail (default) "
@@ -55,7 +56,7 @@ def add_arguments(parser):
         "spec). Splits named test*/predict* may be unlabelled.",
     )
     parser.add_argument("--output-dir", required=True, help="Folder for shards + metadata.json.")
-    parser.add_argument("--num-shards", type=int, default=1, help="Shards per split.")
+    parser.add_argument("--num-shards", type=positive_int, default=1, help="Shards per split.")
     parser.add_argument("--overwrite", action="store_true",
                         help="Replace splits that already exist in --output-dir.")
     return parser

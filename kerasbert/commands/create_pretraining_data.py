@@ -8,6 +8,7 @@ command runs, so `kerasbert --help` stays instant.
 import argparse
 import contextlib
 
+from kerasbert.commands._args import positive_int
 from kerasbert.errors import UsageError
 from kerasbert.io_utils import output_lock
 
@@ -44,10 +45,10 @@ def add_arguments(parser):
     parser.add_argument("--output-dir", required=True,
                         help="Folder for shards + metadata.json (a Beam --runner also writes "
                         "to gs://, s3:// and hdfs://).")
-    parser.add_argument("--max-seq-length", dest="sequence_length", type=int, default=128)
-    parser.add_argument("--max-predictions-per-seq", type=int, default=20)
+    parser.add_argument("--max-seq-length", dest="sequence_length", type=positive_int, default=128)
+    parser.add_argument("--max-predictions-per-seq", type=positive_int, default=20)
     parser.add_argument("--masked-lm-prob", type=float, default=0.15)
-    parser.add_argument("--dupe-factor", type=int, default=10,
+    parser.add_argument("--dupe-factor", type=positive_int, default=10,
                         help="Times each document is used, with different masks.")
     parser.add_argument("--short-seq-prob", type=float, default=0.1)
     parser.add_argument("--random-seed", type=int, default=12345)
@@ -62,8 +63,8 @@ def add_arguments(parser):
                         "none: RoBERTa FULL-SENTENCES, no sentence label.")
     parser.add_argument("--no-masking", action="store_true",
                         help="Store unmasked sequences (mask dynamically when reading).")
-    parser.add_argument("--num-shards", type=int, default=1)
-    parser.add_argument("--workers", type=int, default=1, help="Worker processes.")
+    parser.add_argument("--num-shards", type=positive_int, default=1)
+    parser.add_argument("--workers", type=positive_int, default=1, help="Worker processes.")
     parser.add_argument("--gzip", action="store_true", help="GZIP-compressed shards (.gz).")
     parser.add_argument("--text-field", help="Text field of a TFDS input (e.g. text); "
                         "also spelled --tfds-text-key.")

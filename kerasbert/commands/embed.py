@@ -18,12 +18,14 @@ complete. TensorFlow is imported only when the command runs.
 
 import os
 
+from kerasbert.commands._args import positive_int
 from kerasbert.commands._args import add_embedding_arguments
 from kerasbert.commands._args import add_tokenizer_switches
 from kerasbert.commands._args import tokenizer_switches
 from kerasbert.commands._args import check_pooling_flag
 from kerasbert.errors import UsageError
 from kerasbert.io_utils import atomic_file
+from kerasbert.io_utils import check_output_kind
 from kerasbert.text.text_files import check_utf8_text
 from kerasbert.text.text_files import read_lines
 
@@ -44,10 +46,10 @@ def add_arguments(parser):
                         help="UTF-8 text file, one text per line (a blank line is an empty text).")
     parser.add_argument("--output", required=True,
                         help="FILE.npy (float32 [lines, dimension]) or a JSON-lines file.")
-    parser.add_argument("--max-seq-length", dest="sequence_length", type=int, default=None,
+    parser.add_argument("--max-seq-length", dest="sequence_length", type=positive_int, default=None,
                         metavar="L", help="Packed length, special tokens included; longer texts "
                         "are truncated (default: the folder's max_seq_length, else 128).")
-    parser.add_argument("--batch-size", type=int, default=32)
+    parser.add_argument("--batch-size", type=positive_int, default=32)
     add_embedding_arguments(parser)
     add_tokenizer_switches(parser)
     return parser
@@ -73,20 +75,27 @@ def run(args):
     pooling = check_pooling_flag(args.pooling)
     if not os.path.isfile(args.input):
         raise UsageError(f"--input {args.input}: no such file.")
-    if args.batch_size < 1:
-        raise UsageError(f"--batch-size must be at least 1, got {args.batch_size}.")
     if args.sequence_length is not None and args.sequence_length < 3:
         raise UsageError(f"--max-seq-length must be at least 3, got {args.sequence_length}.")
-    check_utf8_text([args.input])  # names the byte offset; refuses a file without text
+    check_output_kind(args.output, "file", "--output")  # before the run, not after it
+    # Names the byte offset of a byte that is not UTF-8; blank lines are
+    # texts too (one vector each), so a file of only blank lines is valid.
+    check_utf8_text([args.input], require_text=False)
     import numpy as np
 
     # lazy: tensorflow (the model and its tokenizer)
+    from kerasbert.models.backbone import check_tokenizer_fits
+    from kerasbert.models import presets
+    from kerasbert.sources import source
     from kerasbert.tasks.sentence_encoder import SentenceEncoder, load_sentence_tokenizer
 
-    model = SentenceEncoder.from_preset(args.model, pooling=pooling, normalize=args.normalize)
-    tokenizer = load_sentence_tokenizer(args.model, vocab=args.vocab,
+    found = source.resolve(args.model, presets)
+    model = SentenceEncoder.from_preset(found, pooling=pooling, normalize=args.normalize)
+    tokenizer = load_sentence_tokenizer(found, vocab=args.vocab,
                                         lower_case=args.do_lower_case,
                                         **tokenizer_switches(args))
+    check_tokenizer_fits(tokenizer, model.backbone, f"--vocab {args.vocab}" if args.vocab
+                         else "The tokenizer")
     sequence_length = args.sequence_length or model.sequence_length or 128
     chunks = model.embed(texts(args.input), tokenizer, sequence_length=sequence_length,
                          batch_size=args.batch_size)

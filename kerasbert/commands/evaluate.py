@@ -1,6 +1,7 @@
 """`kerasbert evaluate`: the metrics of a fine-tuned model on a split or a
 file, printed and kept in the run directory."""
 
+from kerasbert.commands._args import positive_int
 from kerasbert import runs
 from kerasbert.commands._report import print_metrics
 
@@ -29,7 +30,7 @@ def add_arguments(parser):
     parser.add_argument("--split", default=None,
                         help="TFDS split name or a file (default: the validation data the "
                         "model was fine-tuned with).")
-    parser.add_argument("--batch-size", type=int, default=32)
+    parser.add_argument("--batch-size", type=positive_int, default=32)
     parser.add_argument("--predictions", default=None, metavar="FILE",
                         help="text2text: write the generated texts to FILE, one line per "
                         "example in the data's order (e.g. to score them with sacrebleu).")

@@ -2,6 +2,7 @@
 
 import os
 
+from kerasbert.commands._args import positive_int
 from kerasbert import runs
 from kerasbert.commands._args import add_embedding_arguments
 from kerasbert.commands._args import add_tokenizer_switches
@@ -34,9 +35,9 @@ def add_arguments(parser):
                         help="The model's base directory; the version goes in OUTPUT/<version>/.")
     parser.add_argument("--version", type=int, default=None,
                         help="Version number (default: the next free integer).")
-    parser.add_argument("--max-seq-length", dest="sequence_length", type=int, default=None, metavar="L",
+    parser.add_argument("--max-seq-length", dest="sequence_length", type=positive_int, default=None, metavar="L",
                         help="Packed sequence length in the graph (default: the fine-tuning one).")
-    parser.add_argument("--max-target-length", dest="target_length", type=int, default=None,
+    parser.add_argument("--max-target-length", dest="target_length", type=positive_int, default=None,
                         metavar="T", help="text2text: the longest generated text in pieces "
                         "with [end] (default: the fine-tuning run's --max-target-length, "
                         "else its --max-seq-length).")

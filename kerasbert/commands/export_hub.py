@@ -1,5 +1,6 @@
 """`kerasbert export-hub`: TF Hub-format preprocessor + encoder SavedModels."""
 
+from kerasbert.commands._args import positive_int
 from kerasbert.commands._args import add_tokenizer_switches
 from kerasbert.commands._args import tokenizer_switches
 from kerasbert.io_utils import output_lock
@@ -47,7 +48,7 @@ def add_arguments(parser):
                         help="Cased tokenization (default: the tokenizer source's setting, "
                         "else lower case and strip accents).")
     add_tokenizer_switches(parser)
-    parser.add_argument("--seq-length", dest="sequence_length", type=int, default=128, metavar="T",
+    parser.add_argument("--seq-length", dest="sequence_length", type=positive_int, default=128, metavar="T",
                         help="Length the preprocessor pads to; bert_pack_inputs' default "
                         "(default 128).")
     parser.add_argument("--pretrainer", metavar="PATH",

@@ -19,6 +19,7 @@ reads characters, and its records hold words and its layers
 import os
 import re
 
+from kerasbert.commands._args import positive_int
 from kerasbert.errors import UsageError
 from kerasbert.commands._args import add_backbone_arguments
 from kerasbert.commands._args import add_tokenizer_arguments
@@ -52,9 +53,9 @@ def add_arguments(parser):
     parser.add_argument("--layers", default=None,
                         help="encoder_outputs indices, comma-separated (-1 = top layer; default "
                         "-1,-2,-3,-4; ELMo: -1,-2,-3, all of its layers).")
-    parser.add_argument("--max-seq-length", dest="sequence_length", type=int, default=128,
+    parser.add_argument("--max-seq-length", dest="sequence_length", type=positive_int, default=128,
                         help="Longer inputs are truncated (the count is reported).")
-    parser.add_argument("--batch-size", type=int, default=32)
+    parser.add_argument("--batch-size", type=positive_int, default=32)
     parser.add_argument("--output", required=True, help="Output JSON-lines file.")
     return parser
 

@@ -7,6 +7,7 @@ from a published masked-LM checkpoint or a pretraining run.
 
 import json
 
+from kerasbert.commands._args import positive_int
 from kerasbert.errors import UsageError
 
 NAME = "fill-mask"
@@ -21,10 +22,10 @@ def add_arguments(parser):
                         "kerasbert pretraining run / pretrainer.keras.")
     parser.add_argument("--text", required=True, action="append",
                         help="Text with one or more mask tokens (repeat for several texts).")
-    parser.add_argument("--top-k", type=int, default=5)
+    parser.add_argument("--top-k", type=positive_int, default=5)
     parser.add_argument("--vocab", default=None,
                         help="Tokenizer files (default: the model's own).")
-    parser.add_argument("--max-seq-length", dest="sequence_length", type=int, default=128)
+    parser.add_argument("--max-seq-length", dest="sequence_length", type=positive_int, default=128)
     return parser
 
 

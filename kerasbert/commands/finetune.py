@@ -4,6 +4,7 @@ shared with other commands (commands/_args.py)."""
 
 import contextlib
 
+from kerasbert.commands._args import positive_int
 from kerasbert.commands._args import add_backbone_arguments
 from kerasbert.commands._args import add_task_arguments
 from kerasbert.commands._args import add_tokenizer_arguments
@@ -88,8 +89,8 @@ def add_arguments(parser):
         "feature-based use; ELMo: its scalar mix of layers trains too).")
     add("--features", help="Train from create-finetuning-data output instead of raw text.")
     by_model = "default: --recipe's, else by the model's family and size (kerasbert info)"
-    add("--epochs", type=int, default=None, help=by_model)
-    add("--batch-size", type=int, default=None, help=by_model)
+    add("--epochs", type=positive_int, default=None, help=by_model)
+    add("--batch-size", type=positive_int, default=None, help=by_model)
     add("--learning-rate", type=float, default=None, help=by_model)
     add("--warmup-ratio", type=float, default=None, help=by_model)
     add("--weight-decay", type=float, default=None, help=by_model)
@@ -104,10 +105,10 @@ def add_arguments(parser):
         help="Run the paper's dev-set search (KerasTuner grid) and keep the best trial: "
         "alone, the recipe's grid; or e.g. lr=1e-4,3e-4 batch=16,32 epochs=3,5. Needs "
         "validation data. Writes search.json and search.png.")
-    add("--restarts", type=int, default=None,
+    add("--restarts", type=positive_int, default=None,
         help="--search: random seeds per setting (the paper restarts small datasets; "
         "default 1, or with --resume the search's own).")
-    add("--parallel-trials", type=int, default=1,
+    add("--parallel-trials", type=positive_int, default=1,
         help="--search: trials run at once, in separate processes (one GPU each, or none).")
     add("--resume", action="store_true",
         help="--search: continue the search in --output-dir exactly: its grid, seeds and "
@@ -117,17 +118,17 @@ def add_arguments(parser):
         help="--search: the grid only. By default, when the best learning rate is the "
         "grid's highest or lowest, one more trial runs one step past that edge (the grid's "
         "own spacing) and search.json says where the optimum lies.")
-    add("--early-stopping", type=int, default=None, metavar="PATIENCE",
+    add("--early-stopping", type=positive_int, default=None, metavar="PATIENCE",
         help="Stop after PATIENCE epochs without a better dev metric (the best epoch's "
         "weights are kept either way).")
-    add("--max-seq-length", dest="sequence_length", type=int, default=None, help="Default 128 (384 for QA).")
-    add("--max-target-length", dest="target_length", type=int, default=None, metavar="T",
+    add("--max-seq-length", dest="sequence_length", type=positive_int, default=None, help="Default 128 (384 for QA).")
+    add("--max-target-length", dest="target_length", type=positive_int, default=None, metavar="T",
         help="text2text: the target's length in pieces with [start] / [end], and the longest "
         "text the model generates (kept in config.json: evaluate and export use it). "
         "Default: --max-seq-length.")
-    add("--doc-stride", type=int, default=128, help="QA: tokens between window starts.")
-    add("--max-query-length", type=int, default=64, help="QA: longest question in tokens.")
-    add("--max-answer-length", type=int, default=30, help="QA: longest answer in tokens.")
+    add("--doc-stride", type=positive_int, default=128, help="QA: tokens between window starts.")
+    add("--max-query-length", type=positive_int, default=64, help="QA: longest question in tokens.")
+    add("--max-answer-length", type=positive_int, default=30, help="QA: longest answer in tokens.")
     add("--null-score-diff-threshold", type=float, default=0.0, help="SQuAD v2 no-answer threshold.")
     add("--dropout", type=float, default=0.1)
     add("--precision", choices=("float32", "mixed_bfloat16", "mixed_float16"), default="float32",

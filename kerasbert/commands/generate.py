@@ -7,6 +7,7 @@
 RUN and the prompt's encoding: `kerasbert.loading.generation`.
 """
 
+from kerasbert.commands._args import positive_int
 from kerasbert.errors import UsageError
 
 NAME = "generate"
@@ -25,11 +26,11 @@ def add_arguments(parser):
     add("--vocab", default=None,
         help="Tokenizer files (default: the ones the run names in config.json, or the "
         "checkpoint's own).")
-    add("--max-new-tokens", type=int, default=None,
+    add("--max-new-tokens", type=positive_int, default=None,
         help="Tokens to add at most (default 32; fewer than the model's positions, and "
         "generation also stops when the prompt and its completion fill them).")
     add("--strategy", choices=("greedy", "top_k", "top_p"), default="greedy")
-    add("--top-k", type=int, default=50, help="Candidates for --strategy top_k.")
+    add("--top-k", type=positive_int, default=50, help="Candidates for --strategy top_k.")
     add("--top-p", type=float, default=0.9, help="Probability mass for --strategy top_p.")
     add("--temperature", type=float, default=1.0,
         help="Divides the logits before sampling (not used by greedy).")

@@ -5,6 +5,7 @@ imported only when the command runs.
 """
 
 
+from kerasbert.commands._args import positive_int
 from kerasbert.commands._args import add_preset_arguments
 from kerasbert.commands._report import print_outputs
 from kerasbert.errors import UsageError
@@ -81,8 +82,8 @@ def add_arguments(parser):
         "(byte-level BPE, RoBERTa).")
     add("--data", required=True, help="Pretraining TFRecords: glob, file or shard folder.")
     add("--output-dir", required=True, help="Run directory (created).")
-    add("--steps", type=int, required=True, help="Optimizer steps in all.")
-    add("--batch-size", type=int, default=32, help="Global batch per micro-step (default 32).")
+    add("--steps", type=positive_int, required=True, help="Optimizer steps in all.")
+    add("--batch-size", type=positive_int, default=32, help="Global batch per micro-step (default 32).")
     add("--learning-rate", type=float, default=1e-4, help="Peak learning rate (default 1e-4).")
     add("--warmup-steps", type=int, default=None, help="Linear warm-up steps (default 10%% of --steps).")
     add("--end-learning-rate", type=float, default=0.0)
@@ -91,7 +92,7 @@ def add_arguments(parser):
     add("--weight-decay", type=float, default=0.01,
         help="Decoupled weight decay; never on LayerNorm or bias (default 0.01).")
     add("--clipnorm", type=float, default=1.0, help="Global-norm gradient clip (0: off).")
-    add("--accumulation-steps", type=int, default=1,
+    add("--accumulation-steps", type=positive_int, default=1,
         help="Micro-batches per optimizer step (effective batch = K * --batch-size).")
     add("--strategy", default="auto", choices=("auto", "cpu", "mirrored", "multi_worker", "tpu"))
     add("--tpu", default=None, help="TPU address or name for --strategy tpu (or auto).")
@@ -99,9 +100,9 @@ def add_arguments(parser):
         help="Split the CPU into N logical devices (to run --strategy mirrored without GPUs).")
     add("--precision", choices=("float32", "mixed_bfloat16", "mixed_float16"), default="float32")
     add("--jit-compile", action="store_true", help="XLA-compile the forward/backward pass.")
-    add("--checkpoint-every", type=int, default=1000, help="Steps between checkpoints.")
+    add("--checkpoint-every", type=positive_int, default=1000, help="Steps between checkpoints.")
     add("--keep-checkpoints", type=int, default=3)
-    add("--log-every", type=int, default=10, help="Steps between history/TensorBoard rows.")
+    add("--log-every", type=positive_int, default=10, help="Steps between history/TensorBoard rows.")
     add("--resume", action="store_true", help="Continue from the newest checkpoint in --output-dir.")
     add("--init-from", default=None, metavar="RUN_OR_HANDLE",
         help="Start from other weights: a run dir, .keras file or checkpoint (the whole "
@@ -114,8 +115,8 @@ def add_arguments(parser):
     add("--dynamic-masking", action="store_true",
         help="Draw new masks in tf.data (automatic for --no-masking data).")
     add("--whole-word-mask", action="store_true", help="Whole-word dynamic masking.")
-    add("--max-seq-length", dest="sequence_length", type=int, default=None,
+    add("--max-seq-length", dest="sequence_length", type=positive_int, default=None,
         help="Only for files without metadata.json (e.g. from the original script).")
-    add("--max-predictions-per-seq", type=int, default=None, help="Same.")
+    add("--max-predictions-per-seq", type=positive_int, default=None, help="Same.")
     add("--no-progress", dest="progress", action="store_false", help="No progress bar.")
     return parser

@@ -3,6 +3,7 @@ vocabulary from text files."""
 
 import os
 
+from kerasbert.commands._args import positive_int
 from kerasbert.errors import UsageError
 from kerasbert.io_utils import check_output_kind
 from kerasbert.text.text_files import check_utf8_text
@@ -78,7 +79,7 @@ def add_arguments(parser):
                         help="UTF-8 text files (any line layout). A file with a byte that is "
                         "not UTF-8 is refused (exit 2, naming the file and the byte offset), "
                         "as are inputs with no text; nothing is written then.")
-    parser.add_argument("--vocab-size", type=int, required=True, metavar="N",
+    parser.add_argument("--vocab-size", type=positive_int, required=True, metavar="N",
                         help="Maximum number of tokens, e.g. 30522.")
     parser.add_argument("--type", choices=("wordpiece", "bpe", "sentencepiece"),
                         default="wordpiece",

@@ -248,6 +248,22 @@ def check_stored_parameters(cls, arguments, stored_values, where, stored_in, nam
     return declared
 
 
+def check_tokenizer_fits(tokenizer, backbone, what="The tokenizer"):
+    """Refuses a tokenizer that makes ids the backbone has no embedding row
+    for (an id past the table is a graph error deep in the first batch, or
+    a silent zero vector on some devices). A backbone without a token table
+    (ELMo reads characters) takes any tokenizer.
+
+    Raises:
+        UsageError: naming both sizes.
+    """
+    rows = getattr(backbone, "vocabulary_size", None)
+    if rows is not None and tokenizer.vocabulary_size > int(rows):
+        raise UsageError(f"{what} has {tokenizer.vocabulary_size} tokens but the model's "
+                         f"embedding has {int(rows)} rows: they are not one model's (give the "
+                         "model's own vocabulary).")
+
+
 class Backbone(keras.Model):
     """A functional encoder whose constructor arguments are its config.
 

@@ -18,6 +18,7 @@ warm-up records and checks as every fine-tuned export
 
 from kerasbert.errors import UsageError
 from kerasbert.models import presets
+from kerasbert.models.backbone import check_tokenizer_fits
 from kerasbert.sources import source
 from kerasbert.serving import exporter
 from kerasbert.serving.task_serving import TaskServing
@@ -86,9 +87,7 @@ def export_embedding(handle, output, version=None, sequence_length=None, overwri
     model = SentenceEncoder.from_preset(found, pooling=pooling, normalize=normalize)
     tokenizer = load_sentence_tokenizer(found, vocab=vocab, lower_case=lower_case,
                                         **(tokenizer_switches or {}))
-    if model.backbone.vocabulary_size < tokenizer.vocabulary_size:
-        raise UsageError(f"The tokenizer has {tokenizer.vocabulary_size} tokens but the "
-                         f"backbone's embedding has {model.backbone.vocabulary_size} rows.")
+    check_tokenizer_fits(tokenizer, model.backbone)
     sequence_length = int(sequence_length or model.sequence_length or 128)
     module = EmbeddingServing(model, tokenizer, sequence_length, options=graph)
     return exporter.export_model(

@@ -177,6 +177,11 @@ def _pooling_modes(config, path):
             raise UsageError(f"{path}: \"pooling_mode\": {name!r} is not supported by kerasbert "
                              f"(supported: {', '.join(POOLING_MODES)}).")
         return (mode,)
+    unknown = sorted(key for key in config if key.startswith("pooling_mode_")
+                     and key not in _POOLING_KEYS)
+    if unknown:
+        raise UsageError(f"{path}: \"{unknown[0]}\" is no pooling switch sentence-transformers "
+                         f"defines (known: {', '.join(_POOLING_KEYS)}).")
     modes = set()
     for key, mode in _POOLING_KEYS.items():
         # A missing key takes the library's default: mean on, the rest off.

@@ -376,3 +376,33 @@ def test_distill_refuses_other_non_finite_hyperparameters(tmp_path, capsys, flag
                  "--vocab", "none.txt", "--data", "none", "--output-dir", str(tmp_path / "s"),
                  "--steps", "5", f"{flag}={value}"]) == 2
     error_line(capsys, f"{flag} {float(value)}: must be a finite number")
+
+
+# Issue 51: a length or count of 0 used to read as "not given" (finetune
+# trained at 128 and wrote "sequence_length": 0). Every such flag is refused
+# by the parser, before anything loads.
+@pytest.mark.parametrize("args", [
+    ["finetune", "--task", "csv:t.csv", "--output-dir", "ft", "--max-seq-length", "0"],
+    ["export", "--model-dir", "ft", "--output", "out", "--max-seq-length", "0"],
+    ["embed", "--model", "m", "--input", "in.txt", "--output", "v.npy", "--batch-size", "-1"],
+    ["create-finetuning-data", "--task", "csv:t.csv", "--vocab", "v.txt", "--output-dir", "d",
+     "--max-seq-length", "0"],
+    ["pretrain", "--preset", "bert_tiny", "--steps", "0", "--output-dir", "run"],
+    ["generate", "--model", "m", "--prompt", "x", "--max-new-tokens", "0"],
+])
+def test_non_positive_lengths_and_counts_are_refused(tmp_path, capsys, monkeypatch, args):
+    monkeypatch.chdir(tmp_path)
+    with pytest.raises(SystemExit) as exited:  # argparse's exit, in this process
+        main(args)
+    assert exited.value.code == 2
+    flag = next(arg for arg in args if arg.startswith("--") and args[args.index(arg) + 1]
+                in ("0", "-1"))
+    error_line(capsys, f"argument {flag}: must be at least 1")
+    assert os.listdir(tmp_path) == []
+
+
+def test_a_zero_length_is_one_line_from_the_console(tmp_path):
+    result = kerasbert("finetune", "--task", "csv:t.csv", "--output-dir", "ft",
+                       "--max-seq-length", "0", cwd=tmp_path)
+    one_line_error(result, "--max-seq-length: must be at least 1, got 0")
+    assert os.listdir(tmp_path) == []

@@ -72,6 +72,17 @@ def test_unsupported_pooling_names_file_and_key(tmp_path, key):
         read_sentence_model(tmp_path)
 
 
+@pytest.mark.parametrize("value", [True, False])
+def test_an_unknown_pooling_switch_is_refused(tmp_path, value):
+    # The library's Pooling takes no such argument; mean pooling in its
+    # place would be a silent guess.
+    write_sentence_files(tmp_path)
+    _edit(tmp_path / "1_Pooling" / "config.json", pooling_mode_median_tokens=value)
+    with pytest.raises(UsageError, match=r"1_Pooling.config\.json: \"pooling_mode_median_tokens\" "
+                       "is no pooling switch"):
+        read_sentence_model(tmp_path)
+
+
 def test_unknown_module_and_order_are_refused(tmp_path):
     write_sentence_files(tmp_path, extra_modules=["sentence_transformers.models.Dense"])
     with pytest.raises(UsageError, match=r"modules\.json: module 3 has \"type\": "

@@ -15,6 +15,7 @@ import numpy as np
 import pytest
 from reliability.console import kerasbert as console
 from reliability.console import ok
+from reliability.console import one_line_error
 
 import kerasbert
 from kerasbert.cli import main
@@ -201,10 +202,12 @@ def test_embed_cli_errors(folder, tmp_path, capsys):
     assert main(["embed", "--model", folder[0], "--input", str(tmp_path / "nope.txt"),
                  "--output", str(out)]) == 2
     assert "--input" in capsys.readouterr().err
-    empty = tmp_path / "empty.txt"
-    empty.write_text("\n \n")
-    assert main(["embed", "--model", folder[0], "--input", str(empty), "--output", str(out)]) == 2
-    assert "no text" in capsys.readouterr().err
+    blank = tmp_path / "blank.txt"
+    blank.write_text("\n \n")  # two texts, both blank: two vectors, as promised
+    assert main(["embed", "--model", folder[0], "--input", str(blank), "--output",
+                 str(tmp_path / "blank.npy")]) == 0
+    assert np.load(tmp_path / "blank.npy").shape == (2, 16)
+    capsys.readouterr()
     good = tmp_path / "in.txt"
     good.write_text("hello\n")
     assert main(["embed", "--model", folder[0], "--input", str(good), "--output", str(out),
@@ -214,6 +217,23 @@ def test_embed_cli_errors(folder, tmp_path, capsys):
                  "--max-seq-length", "64"]) == 2
     assert "24 positions" in capsys.readouterr().err
     assert not out.exists()
+
+
+def test_embed_refusals_from_the_console(folder, tmp_path):
+    """As a user meets them (installed script, fresh process): an --output
+    that is a folder is refused before the model loads, a --vocab larger
+    than the model's embedding in one line; nothing is written."""
+    (tmp_path / "in.txt").write_text("hello\nworld\n")
+    (tmp_path / "vectors").mkdir()
+    result = console("embed", "--model", folder[0], "--input", "in.txt", "--output", "vectors",
+                     cwd=tmp_path)
+    one_line_error(result, "--output vectors is a folder")
+    words = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]"] + [f"w{i}" for i in range(995)]
+    (tmp_path / "big.txt").write_text("\n".join(words) + "\n")
+    result = console("embed", "--model", folder[0], "--input", "in.txt", "--output", "v.npy",
+                     "--vocab", "big.txt", cwd=tmp_path)
+    one_line_error(result, "--vocab big.txt has 1000 tokens but the model's embedding has")
+    assert sorted(os.listdir(tmp_path)) == ["big.txt", "in.txt", "vectors"]
 
 
 # ------------------------------------------------ the real all-MiniLM-L6-v2
