@@ -41,8 +41,8 @@ from kerasbert.text.families import WORD_START as _WORD_START
 from kerasbert.text.families import special_ids
 from kerasbert.text.families import word_starts
 from kerasbert.text.special_strings import default_added_tokens
+from kerasbert.text.string_ops import regex_split_with_offsets
 from kerasbert.text.subword_tokenizer import SubwordTokenizer
-from kerasbert.text.subword_tokenizer import regex_split_with_offsets
 
 WORD_START = _WORD_START[BPE]  # "Ġ": the byte-level form of a leading space.
 
@@ -117,6 +117,19 @@ def load_merges(path):
     return merges
 
 
+def check_merges(merges, vocabulary, merges_file, vocabulary_file):
+    """Raises ValueError unless every rule of `merges` ("a b") makes a
+    token of `vocabulary` (a set or {token: id}); the files are named in
+    the message."""
+    for number, rule in enumerate(merges, 1):
+        a, b = rule.split(" ")
+        if a + b not in vocabulary:
+            raise ValueError(
+                f"{merges_file}: merge {number} ({rule!r}) makes "
+                f"{a + b!r}, which is not in {vocabulary_file}."
+            )
+
+
 class BytePairTokenizer(BpeFiles, SubwordTokenizer):
     """Byte-level BPE tokenizer (RoBERTa, GPT-2) with the interface of
     `WordPieceTokenizer`.
@@ -171,16 +184,9 @@ class BytePairTokenizer(BpeFiles, SubwordTokenizer):
         self._merges_path = merges_file
         self.trim_offsets = bool(trim_offsets)
         self.truncate_at_nul = bool(truncate_at_nul)
-        index = {token: i for i, token in enumerate(self._vocab)}
         for attr, value in special_ids(BPE, self._vocab, vocabulary_file).items():
             setattr(self, attr, value)
-        for number, rule in enumerate(self._merges, 1):
-            a, b = rule.split(" ")
-            if a + b not in index:
-                raise ValueError(
-                    f"{merges_file}: merge {number} ({rule!r}) makes "
-                    f"{a + b!r}, which is not in {vocabulary_file}."
-                )
+        check_merges(self._merges, set(self._vocab), merges_file, vocabulary_file)
 
         # Tracked, so an exported SavedModel carries assets/vocab.json and
         # assets/merges.txt next to the graph that uses them.

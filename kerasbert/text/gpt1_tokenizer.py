@@ -33,6 +33,7 @@ import tensorflow as tf
 
 from kerasbert.text.byte_pair_tokenizer import BpeFiles
 from kerasbert.text.byte_pair_tokenizer import apply_merges
+from kerasbert.text.byte_pair_tokenizer import check_merges
 from kerasbert.text.byte_pair_tokenizer import load_merges
 from kerasbert.text.byte_pair_tokenizer import lookup_table
 from kerasbert.text.byte_pair_tokenizer import merge_rank_table
@@ -42,8 +43,9 @@ from kerasbert.text.families import WORD_END
 from kerasbert.text.families import load_bpe_vocab
 from kerasbert.text.families import with_added_specials
 from kerasbert.text.special_strings import default_added_tokens
+from kerasbert.text.string_ops import regex_split_op
+from kerasbert.text.string_ops import with_char_offsets
 from kerasbert.text.subword_tokenizer import SubwordTokenizer
-from kerasbert.text.subword_tokenizer import regex_split_op
 from kerasbert.text.tokenizer import CJK as _CJK
 from kerasbert.text.tokenizer import PUNCTUATION as _PUNCT
 from kerasbert.text.tokenizer import bert_normalize
@@ -106,11 +108,7 @@ class Gpt1Tokenizer(BpeFiles, SubwordTokenizer):
         for attr, token in SPECIAL_TOKENS[GPT1_BPE].items():
             setattr(self, attr, index[token])
         self.added_ids = frozenset(range(len(published), len(tokens)))
-        for number, rule in enumerate(self._merges, 1):
-            a, b = rule.split(" ")
-            if a + b not in index:
-                raise ValueError(f"{merges_file}: merge {number} ({rule!r}) makes {a + b!r}, "
-                                 f"which is not in {vocabulary_file}.")
+        check_merges(self._merges, index, merges_file, vocabulary_file)
 
         self.vocab_asset = tf.saved_model.Asset(vocabulary_file)
         self.merges_asset = tf.saved_model.Asset(merges_file)
@@ -200,6 +198,6 @@ class Gpt1Tokenizer(BpeFiles, SubwordTokenizer):
             (ids, starts, ends): int32 ids and int64 offsets, ragged
             [B, (pieces)].
         """
-        return self._with_char_offsets(
+        return with_char_offsets(
             batch, lambda chars: bert_normalize(chars, lower_case=True),
             lambda joined: self._in_normalized(joined, offsets=True))
