@@ -123,6 +123,7 @@ class SubwordTokenizer(tf.Module):
             return self._text_pieces(batch)
         return self._split_tokenize(batch, self._raw_pattern, self._text_pieces)
 
+    @tf.autograph.experimental.do_not_convert
     def _split_tokenize(self, texts, pattern, inner, offsets=False, char_offsets=False):
         """Texts [N] with the matches of `pattern` as one added-token id
         each and the text between them through `inner`: ids [N, (pieces)],
