@@ -324,27 +324,9 @@ class BlockSparseSelfAttention(MultiHeadSelfAttention):
         batch, length = shape[0], shape[1]
         b, n, d = self.block_size, self.num_heads, self.head_dim
         key_bias = self._key_bias(attention_bias, batch, length)
-        # Same projection and scaling as MultiHeadSelfAttention (same
-        # weights), then heads first: [B, N, T, d].
-        query, key, value = ops.split(self.qkv_dense(x), 3, axis=-1)
-        query = query * ops.cast(1.0 / math.sqrt(d), query.dtype)
-        pad = (-length) % b
-        if not isinstance(pad, int) or pad:
-            # Masked keys fill the last block; their rows are cut off below.
-            query, key, value = (
-                ops.pad(t, [[0, 0], [0, pad], [0, 0]]) for t in (query, key, value)
-            )
-            key_bias = ops.pad(
-                key_bias, [[0, 0], [0, pad]], constant_values=MASK_BIAS
-            )
-        padded = length + pad
+        query, key, value, key_bias, padded = self._heads_first(x, key_bias, batch, length)
         nb = padded // b
-        query, key, value = (
-            ops.transpose(ops.reshape(t, (batch, padded, n, d)), (0, 2, 1, 3))
-            for t in (query, key, value)
-        )
-        blocked = lambda t: ops.reshape(t, (batch, n, nb, b, d))  # noqa: E731
-        q_blocks = blocked(query)
+        q_blocks = ops.reshape(query, (batch, n, nb, b, d))
 
         # Global query blocks 0 and nb-1: every key. [B, N, 2, b, T]
         q_global = ops.concatenate([q_blocks[:, :, :1], q_blocks[:, :, -1:]], 2)
@@ -352,31 +334,7 @@ class BlockSparseSelfAttention(MultiHeadSelfAttention):
             ops.einsum("bngid,bnkd->bngik", q_global, key), "float32"
         ) + key_bias[:, None, None, None, :]
         global_probs = ops.softmax(global_scores, axis=-1)
-
-        # Middle query blocks: their 5 + r key blocks, gathered per head.
-        ids, valid = self._key_block_slots(nb)  # [N, nb-2, S]
-        slots = ops.shape(ids)[-1]
-        flat = ops.reshape(
-            ids + ops.arange(n, dtype="int32")[:, None, None] * nb, (-1,)
-        )
-
-        def gather(t, width):  # [B, N*nb, b, width] -> [B, N, nb-2, S*b, width]
-            taken = ops.take(t, flat, axis=1)
-            return ops.reshape(taken, (batch, n, nb - 2, slots * b, width))
-
-        k_mid = gather(ops.reshape(key, (batch, n * nb, b, d)), d)
-        v_mid = gather(ops.reshape(value, (batch, n * nb, b, d)), d)
-        mid_bias = ops.take(ops.reshape(key_bias, (batch, nb, b)), ops.reshape(ids, (-1,)), axis=1)
-        mid_bias = ops.reshape(mid_bias, (batch, n, nb - 2, 1, slots * b))
-        slot_bias = ops.repeat((1.0 - valid) * MASK_BIAS, b, axis=-1)
-        # A minimum, not a sum: a padded key in an unused slot stays at
-        # MASK_BIAS instead of reaching -6e4.
-        mid_bias = ops.minimum(mid_bias, slot_bias[None, :, :, None, :])
-        mid_scores = ops.cast(
-            ops.einsum("bnqid,bnqjd->bnqij", q_blocks[:, :, 1:-1], k_mid),
-            "float32",
-        ) + mid_bias
-        mid_probs = ops.softmax(mid_scores, axis=-1)  # [B, N, nb-2, b, S*b]
+        mid_probs, v_mid, ids = self._middle_blocks(q_blocks, key, value, key_bias, batch, nb)
 
         dtype = self.compute_dtype
         global_context = ops.einsum(
@@ -399,6 +357,72 @@ class BlockSparseSelfAttention(MultiHeadSelfAttention):
             return output
         probs = self._dense_probabilities(global_probs, mid_probs, ids, nb)
         return output, probs[:, :, :length, :length]
+
+    def _heads_first(self, x, key_bias, batch, length):
+        """The projections of x [B, T, H], heads first, with T padded to
+        whole blocks.
+
+        Returns:
+            (query, key, value) [B, N, T', d] (the query scaled), the key
+            bias float32 [B, T'] and T' (masked keys fill the last block;
+            the caller cuts their rows off).
+        """
+        b, n, d = self.block_size, self.num_heads, self.head_dim
+        # Same projection and scaling as MultiHeadSelfAttention (same
+        # weights), then heads first.
+        query, key, value = ops.split(self.qkv_dense(x), 3, axis=-1)
+        query = query * ops.cast(1.0 / math.sqrt(d), query.dtype)
+        pad = (-length) % b
+        if not isinstance(pad, int) or pad:
+            query, key, value = (
+                ops.pad(t, [[0, 0], [0, pad], [0, 0]]) for t in (query, key, value)
+            )
+            key_bias = ops.pad(
+                key_bias, [[0, 0], [0, pad]], constant_values=MASK_BIAS
+            )
+        padded = length + pad
+        query, key, value = (
+            ops.transpose(ops.reshape(t, (batch, padded, n, d)), (0, 2, 1, 3))
+            for t in (query, key, value)
+        )
+        return query, key, value, key_bias, padded
+
+    def _middle_blocks(self, q_blocks, key, value, key_bias, batch, nb):
+        """The middle query blocks (1..nb-2) over their 5 + r key blocks,
+        gathered per head.
+
+        Args:
+            q_blocks: [B, N, nb, b, d]; key, value: [B, N, T', d];
+            key_bias: float32 [B, T'].
+
+        Returns:
+            (probabilities float32 [B, N, nb-2, b, S*b], the gathered values
+            [B, N, nb-2, S*b, d], the key-block ids int32 [N, nb-2, S]).
+        """
+        b, n, d = self.block_size, self.num_heads, self.head_dim
+        ids, valid = self._key_block_slots(nb)  # [N, nb-2, S]
+        slots = ops.shape(ids)[-1]
+        flat = ops.reshape(
+            ids + ops.arange(n, dtype="int32")[:, None, None] * nb, (-1,)
+        )
+
+        def gather(t, width):  # [B, N*nb, b, width] -> [B, N, nb-2, S*b, width]
+            taken = ops.take(t, flat, axis=1)
+            return ops.reshape(taken, (batch, n, nb - 2, slots * b, width))
+
+        k_mid = gather(ops.reshape(key, (batch, n * nb, b, d)), d)
+        v_mid = gather(ops.reshape(value, (batch, n * nb, b, d)), d)
+        mid_bias = ops.take(ops.reshape(key_bias, (batch, nb, b)), ops.reshape(ids, (-1,)), axis=1)
+        mid_bias = ops.reshape(mid_bias, (batch, n, nb - 2, 1, slots * b))
+        slot_bias = ops.repeat((1.0 - valid) * MASK_BIAS, b, axis=-1)
+        # A minimum, not a sum: a padded key in an unused slot stays at
+        # MASK_BIAS instead of reaching -6e4.
+        mid_bias = ops.minimum(mid_bias, slot_bias[None, :, :, None, :])
+        mid_scores = ops.cast(
+            ops.einsum("bnqid,bnqjd->bnqij", q_blocks[:, :, 1:-1], k_mid),
+            "float32",
+        ) + mid_bias
+        return ops.softmax(mid_scores, axis=-1), v_mid, ids
 
     def _dense_probabilities(self, global_probs, mid_probs, ids, nb):
         """Scatters blocked probabilities to float32 [B, N, T, T]."""

@@ -83,33 +83,15 @@ class BertEmbeddings(keras.layers.Layer):
 
         width = embedding_dim or hidden_dim
         init = bert_initializer(initializer_range)
-        self.token_embedding = keras.layers.ReversibleEmbedding(
-            vocabulary_size,
-            width,
-            embeddings_initializer=init,
-            dtype=self.dtype_policy,
-            name="token_embedding",
-        )
-        if self.axial_shape:
-            self.position_embedding = AxialPositionEmbedding(
-                self.axial_shape, self.axial_dims, initializer_range=initializer_range,
-                dtype=self.dtype_policy, name="position_embedding")
-        else:
-            self.position_embedding = PositionEmbedding(
-                sequence_length=max_sequence_length,
-                initializer=init,
-                dtype=self.dtype_policy,
-                name="position_embedding",
-            )
+        # Created in this order: the order of `weights` (and of
+        # get_weights / set_weights) stays as saved checkpoints have it.
+        self.token_embedding = self._table(
+            keras.layers.ReversibleEmbedding, vocabulary_size, width, init, "token_embedding")
+        self.position_embedding = self._position_table(init)
         self.segment_embedding = None
         if num_segments:
-            self.segment_embedding = keras.layers.Embedding(
-                num_segments,
-                width,
-                embeddings_initializer=init,
-                dtype=self.dtype_policy,
-                name="segment_embedding",
-            )
+            self.segment_embedding = self._table(
+                keras.layers.Embedding, num_segments, width, init, "segment_embedding")
         self.layer_norm = None
         if self.normalize:
             self.layer_norm = keras.layers.LayerNormalization(
@@ -128,6 +110,25 @@ class BertEmbeddings(keras.layers.Layer):
                 dtype=self.dtype_policy,
                 name="projection",
             )
+
+    def _table(self, layer_class, rows, width, init, name):
+        """An embedding table [rows, width] (token or segment ids)."""
+        return layer_class(rows, width, embeddings_initializer=init, dtype=self.dtype_policy,
+                           name=name)
+
+    def _position_table(self, init):
+        """The position table: one row per position, or the factorised
+        `AxialPositionEmbedding` when `axial_shape` is set."""
+        if self.axial_shape:
+            return AxialPositionEmbedding(
+                self.axial_shape, self.axial_dims, initializer_range=self.initializer_range,
+                dtype=self.dtype_policy, name="position_embedding")
+        return PositionEmbedding(
+            sequence_length=self.max_sequence_length,
+            initializer=init,
+            dtype=self.dtype_policy,
+            name="position_embedding",
+        )
 
     def build(self, token_ids_shape, segment_ids_shape=None):
         width = self.embedding_dim or self.hidden_dim

@@ -3,15 +3,15 @@
 import keras
 from keras import ops
 
-from kerasbert.layers.activations import get_activation
 from kerasbert.layers.attention import MultiHeadSelfAttention
 from kerasbert.layers.attention import padding_mask_to_attention_bias
 from kerasbert.layers.block_sparse_attention import BlockSparseSelfAttention
 from kerasbert.layers.initializers import bert_initializer
+from kerasbert.layers.transformer_block_base import TransformerBlockBase
 
 
 @keras.saving.register_keras_serializable(package="kerasbert")
-class TransformerEncoderBlock(keras.layers.Layer):
+class TransformerEncoderBlock(TransformerBlockBase):
     """One encoder layer: attention and feed-forward, each followed by
     dropout, a residual add and LayerNorm (post-LN, as in BERT)::
 
@@ -83,28 +83,19 @@ class TransformerEncoderBlock(keras.layers.Layer):
         use_bias=True,
         **kwargs,
     ):
-        super().__init__(**kwargs)
-        self.norm_first = bool(norm_first)
-        self.use_bias = bool(use_bias)
         if attention not in ("full", "bigbird"):
             raise ValueError(
                 f'attention must be "full" or "bigbird", got {attention!r}.'
             )
+        super().__init__(num_heads, intermediate_dim, activation, dropout, layer_norm_epsilon,
+                         initializer_range, norm_first, use_bias, **kwargs)
         self.attention_type = attention
         self.block_size = block_size
         self.num_random_blocks = num_random_blocks
         self.attention_seed = attention_seed
         self.max_sequence_length = max_sequence_length
-        self.num_heads = num_heads
-        self.intermediate_dim = intermediate_dim
-        self.activation = activation
-        self.dropout = dropout
-        self.layer_norm_epsilon = layer_norm_epsilon
-        self.initializer_range = initializer_range
-        get_activation(activation)  # Fail early on an unknown name.
 
     def build(self, x_shape, *args, **kwargs):
-        hidden_dim = x_shape[-1]
         init = bert_initializer(self.initializer_range)
         policy = self.dtype_policy
         sparse = {}
@@ -127,39 +118,12 @@ class TransformerEncoderBlock(keras.layers.Layer):
             **sparse,
             **({} if self.use_bias else {"use_bias": False}),
         )
-        self.attention_dropout = keras.layers.Dropout(
-            self.dropout, dtype=policy, name="attention_output_dropout"
-        )
-        self.attention_layer_norm = keras.layers.LayerNormalization(
-            epsilon=self.layer_norm_epsilon,
-            dtype=policy,
-            name="attention_layer_norm",
-        )
-        self.intermediate_dense = keras.layers.Dense(
-            self.intermediate_dim,
-            activation=get_activation(self.activation),
-            kernel_initializer=init,
-            dtype=policy,
-            name="intermediate",
-        )
-        self.output_dense = keras.layers.Dense(
-            hidden_dim, kernel_initializer=init, dtype=policy, name="output"
-        )
-        self.output_dropout = keras.layers.Dropout(
-            self.dropout, dtype=policy, name="output_dropout"
-        )
-        self.output_layer_norm = keras.layers.LayerNormalization(
-            epsilon=self.layer_norm_epsilon,
-            dtype=policy,
-            name="output_layer_norm",
-        )
+        self.attention_dropout = self._dropout("attention_output_dropout")
+        self.attention_layer_norm = self._layer_norm("attention_layer_norm")
+        self._make_feed_forward(x_shape[-1], init)
         self.attention.build(x_shape)
         self.attention_layer_norm.build(x_shape)
-        self.intermediate_dense.build(x_shape)
-        self.output_dense.build(
-            tuple(x_shape[:-1]) + (self.intermediate_dim,)
-        )
-        self.output_layer_norm.build(x_shape)
+        self._build_feed_forward(x_shape)
         self.built = True
 
     def call(self, x, attention_bias=None, padding_mask=None, training=None,
@@ -181,8 +145,7 @@ class TransformerEncoderBlock(keras.layers.Layer):
             )
         attended = self.attention_dropout(attended, training=training)
         x = self.attention_layer_norm(x + attended)
-        hidden = self.output_dense(self.intermediate_dense(x))
-        hidden = self.output_dropout(hidden, training=training)
+        hidden = self.output_dropout(self._feed_forward(x), training=training)
         return self.output_layer_norm(x + hidden)
 
     def _call_norm_first(self, x, attention_bias, training, query_positions):
@@ -198,24 +161,14 @@ class TransformerEncoderBlock(keras.layers.Layer):
                 x, ops.expand_dims(ops.cast(query_positions, "int32"), -1), axis=1
             )
         x = x + self.attention_dropout(attended, training=training)
-        hidden = self.output_dense(self.intermediate_dense(self.output_layer_norm(x)))
+        hidden = self._feed_forward(self.output_layer_norm(x))
         return x + self.output_dropout(hidden, training=training)
 
     def compute_output_shape(self, x_shape, *args, **kwargs):
         return x_shape
 
     def get_config(self):
-        config = super().get_config()
-        config.update(
-            {
-                "num_heads": self.num_heads,
-                "intermediate_dim": self.intermediate_dim,
-                "activation": self.activation,
-                "dropout": self.dropout,
-                "layer_norm_epsilon": self.layer_norm_epsilon,
-                "initializer_range": self.initializer_range,
-            }
-        )
+        config = {**super().get_config(), **self._options_config()}
         # Configs of the default layout stay as they were before the options.
         if self.norm_first:
             config["norm_first"] = True

@@ -3,11 +3,11 @@
 import keras
 from keras import ops
 
-from kerasbert.layers.activations import get_activation
 from kerasbert.layers.attention import MASK_BIAS
 from kerasbert.layers.attention import MultiHeadCrossAttention
 from kerasbert.layers.attention import MultiHeadSelfAttention
 from kerasbert.layers.initializers import bert_initializer
+from kerasbert.layers.transformer_block_base import TransformerBlockBase
 
 
 def step_attention_bias(index, cache_length):
@@ -18,7 +18,7 @@ def step_attention_bias(index, cache_length):
 
 
 @keras.saving.register_keras_serializable(package="kerasbert")
-class TransformerDecoderBlock(keras.layers.Layer):
+class TransformerDecoderBlock(TransformerBlockBase):
     """One decoder layer (Vaswani et al., 2017, section 3.1): causal
     self-attention, attention to the encoder's output, feed-forward; each
     sub-layer with dropout and a residual add, LayerNorm after the add
@@ -73,51 +73,26 @@ class TransformerDecoderBlock(keras.layers.Layer):
     def __init__(self, num_heads, intermediate_dim, activation="relu", dropout=0.1,
                  layer_norm_epsilon=1e-6, initializer_range=0.02, norm_first=False,
                  use_bias=False, **kwargs):
-        super().__init__(**kwargs)
-        self.num_heads = num_heads
-        self.intermediate_dim = intermediate_dim
-        self.activation = activation
-        self.dropout = dropout
-        self.layer_norm_epsilon = layer_norm_epsilon
-        self.initializer_range = initializer_range
-        self.norm_first = bool(norm_first)
-        self.use_bias = bool(use_bias)
-        get_activation(activation)  # Fail early on an unknown name.
+        super().__init__(num_heads, intermediate_dim, activation, dropout, layer_norm_epsilon,
+                         initializer_range, norm_first, use_bias, **kwargs)
 
     def build(self, x_shape, memory_shape=None, *args, **kwargs):
-        hidden_dim = x_shape[-1]
-        policy = self.dtype_policy
         init = bert_initializer(self.initializer_range)
         attention = dict(dropout=self.dropout, initializer_range=self.initializer_range,
-                         use_bias=self.use_bias, dtype=policy)
-
-        def norm(name):
-            return keras.layers.LayerNormalization(epsilon=self.layer_norm_epsilon,
-                                                   dtype=policy, name=name)
-
-        def dropout(name):
-            return keras.layers.Dropout(self.dropout, dtype=policy, name=name)
-
+                         use_bias=self.use_bias, dtype=self.dtype_policy)
         self.self_attention = MultiHeadSelfAttention(self.num_heads, name="self_attention",
                                                      **attention)
-        self.self_attention_dropout = dropout("self_attention_dropout")
-        self.self_attention_layer_norm = norm("self_attention_layer_norm")
+        self.self_attention_dropout = self._dropout("self_attention_dropout")
+        self.self_attention_layer_norm = self._layer_norm("self_attention_layer_norm")
         self.cross_attention = MultiHeadCrossAttention(self.num_heads, name="cross_attention",
                                                        **attention)
-        self.cross_attention_dropout = dropout("cross_attention_dropout")
-        self.cross_attention_layer_norm = norm("cross_attention_layer_norm")
-        self.intermediate_dense = keras.layers.Dense(
-            self.intermediate_dim, activation=get_activation(self.activation),
-            kernel_initializer=init, dtype=policy, name="intermediate")
-        self.output_dense = keras.layers.Dense(hidden_dim, kernel_initializer=init,
-                                               dtype=policy, name="output")
-        self.output_dropout = dropout("output_dropout")
-        self.output_layer_norm = norm("output_layer_norm")
+        self.cross_attention_dropout = self._dropout("cross_attention_dropout")
+        self.cross_attention_layer_norm = self._layer_norm("cross_attention_layer_norm")
+        self._make_feed_forward(x_shape[-1], init)
         for layer in (self.self_attention, self.self_attention_layer_norm,
-                      self.cross_attention, self.cross_attention_layer_norm,
-                      self.intermediate_dense, self.output_layer_norm):
+                      self.cross_attention, self.cross_attention_layer_norm):
             layer.build(x_shape)
-        self.output_dense.build(tuple(x_shape[:-1]) + (self.intermediate_dim,))
+        self._build_feed_forward(x_shape)
         self.built = True
 
     def _sublayer(self, x, branch, dropout, norm, training):
@@ -125,9 +100,6 @@ class TransformerDecoderBlock(keras.layers.Layer):
         if self.norm_first:
             return x + dropout(branch(norm(x)), training=training)
         return norm(x + dropout(branch(x), training=training))
-
-    def _feed_forward(self, x):
-        return self.output_dense(self.intermediate_dense(x))
 
     def call(self, x, memory, self_attention_bias=None, cross_attention_bias=None,
              training=None):
@@ -191,12 +163,7 @@ class TransformerDecoderBlock(keras.layers.Layer):
     def get_config(self):
         return {
             **super().get_config(),
-            "num_heads": self.num_heads,
-            "intermediate_dim": self.intermediate_dim,
-            "activation": self.activation,
-            "dropout": self.dropout,
-            "layer_norm_epsilon": self.layer_norm_epsilon,
-            "initializer_range": self.initializer_range,
+            **self._options_config(),
             "norm_first": self.norm_first,
             "use_bias": self.use_bias,
         }

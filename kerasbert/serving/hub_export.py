@@ -225,9 +225,33 @@ def export_hub(backbone_path, vocab_file, output_dir, lower_case=None, sequence_
             not match, an existing output without `overwrite`.
     """
 
+    backbone_path, vocab_file, output_dir = _checked_paths(
+        backbone_path, vocab_file, output_dir, sequence_length, overwrite)
+    chosen = pretrainer_path is not None
+    if include_mlm:
+        pretrainer_path, include_mlm = _pretrainer_file(backbone_path, pretrainer_path)
+    backbone = load_backbone_from_flags(backbone=backbone_path)
+    _check_backbone_inputs(backbone, backbone_path)
+    sequence_length = _sequence_length(backbone, sequence_length)
+    head = None
+    if include_mlm:
+        backbone, head = _with_mlm_head(backbone, pretrainer_path, required=chosen)
+    with tempfile.TemporaryDirectory() as scratch:
+        tokenizer = _load_tokenizer(vocab_file, lower_case, scratch, tokenizer_switches)
+        if not tokenizer_files(tokenizer):
+            raise UsageError(f"The TF Hub preprocess/encoder pair reads a vocabulary file; "
+                             f"{vocab_file}'s {tokenizer_kind(tokenizer)} tokenizer has none.")
+        _check_vocabulary_size(tokenizer, backbone, vocab_file)
+        _write_pair(output_dir, overwrite, tokenizer, backbone, head, sequence_length)
+    return {name: os.path.join(output_dir, name) for name in ("preprocess", "encoder")}
+
+
+def _checked_paths(backbone_path, vocab_file, output_dir, sequence_length, overwrite):
+    """`export_hub`'s paths as strings, checked before anything loads:
+    (backbone_path, vocab_file, output_dir), the vocabulary defaulting to the
+    backbone's own (a saved .keras file: the run's tokenizer files; any
+    model handle: the handle itself)."""
     backbone_path = os.fspath(backbone_path)
-    # A saved .keras file, or any model handle (hf://, a model directory, a
-    # run directory): then the tokenizer defaults to the handle's own files.
     vocab_file = (os.fspath(vocab_file) if vocab_file is not None
                   else runs.default_vocab(backbone=backbone_path)
                   if not is_remote(backbone_path) and os.path.isfile(backbone_path)
@@ -241,26 +265,37 @@ def export_hub(backbone_path, vocab_file, output_dir, lower_case=None, sequence_
         raise UsageError(f"--seq-length must be at least 2, got {sequence_length}.")
     if os.path.exists(output_dir) and not overwrite:
         raise UsageError(f"{output_dir} already exists (pass --overwrite to replace it).")
-    chosen = pretrainer_path is not None
-    if include_mlm:
-        if pretrainer_path is None:
-            pretrainer_path = (runs.run_path(backbone_path, runs.PRETRAINER)
-                               if os.path.isdir(backbone_path)
-                               else runs.beside(backbone_path, runs.PRETRAINER))
-            if not os.path.isfile(pretrainer_path) and (
-                    is_remote(backbone_path) or os.path.isdir(backbone_path)):
-                print(f"note: {backbone_path} brings no kerasbert pretraining head: the encoder "
-                      "is exported without .mlm.", file=sys.stderr)
-                include_mlm = False
-        pretrainer_path = os.fspath(pretrainer_path)
-        if include_mlm and not os.path.isfile(pretrainer_path):
-            raise UsageError(
-                f"The .mlm sub-object needs the pretraining head: {pretrainer_path} not found "
-                "(give --pretrainer PATH, or --no-mlm to export without it)."
-            )
+    return backbone_path, vocab_file, output_dir
 
-    backbone = load_backbone_from_flags(backbone=backbone_path)
-    _check_backbone_inputs(backbone, backbone_path)
+
+def _pretrainer_file(backbone_path, pretrainer_path):
+    """(the pretrainer file `.mlm` comes from, whether to write `.mlm`).
+
+    Default: pretrainer.keras of the backbone's run. A handle or directory
+    that brings none exports without `.mlm` (with a note); a missing file
+    that was named or belongs beside a saved backbone is an error."""
+    include_mlm = True
+    if pretrainer_path is None:
+        pretrainer_path = (runs.run_path(backbone_path, runs.PRETRAINER)
+                           if os.path.isdir(backbone_path)
+                           else runs.beside(backbone_path, runs.PRETRAINER))
+        if not os.path.isfile(pretrainer_path) and (
+                is_remote(backbone_path) or os.path.isdir(backbone_path)):
+            print(f"note: {backbone_path} brings no kerasbert pretraining head: the encoder "
+                  "is exported without .mlm.", file=sys.stderr)
+            include_mlm = False
+    pretrainer_path = os.fspath(pretrainer_path)
+    if include_mlm and not os.path.isfile(pretrainer_path):
+        raise UsageError(
+            f"The .mlm sub-object needs the pretraining head: {pretrainer_path} not found "
+            "(give --pretrainer PATH, or --no-mlm to export without it)."
+        )
+    return pretrainer_path, include_mlm
+
+
+def _sequence_length(backbone, sequence_length):
+    """The preprocessor's T: `sequence_length`, checked against the
+    backbone's positions; None: 128, or the positions if fewer."""
     positions = getattr(backbone, "max_sequence_length", None)
     if sequence_length is None:
         sequence_length = min(128, positions or 128)
@@ -269,30 +304,31 @@ def export_hub(backbone_path, vocab_file, output_dir, lower_case=None, sequence_
             f"--seq-length {sequence_length} is longer than the backbone's max_sequence_length "
             f"{positions}."
         )
-    head = None
-    if include_mlm:
-        pretrainer = load_pretrainer_for(backbone, pretrainer_path, required=chosen)
-        if pretrainer is None:  # the run's own pretrainer predicts no masked tokens
-            print(f"note: {pretrainer_path} has no masked-LM head: the encoder is exported "
-                  "without .mlm.", file=sys.stderr)
-        else:
-            backbone, head = pretrainer.backbone, pretrainer.masked_lm_head
+    return sequence_length
 
 
-    with tempfile.TemporaryDirectory() as scratch:
-        tokenizer = _load_tokenizer(vocab_file, lower_case, scratch, tokenizer_switches)
-        if not tokenizer_files(tokenizer):
-            raise UsageError(f"The TF Hub preprocess/encoder pair reads a vocabulary file; "
-                             f"{vocab_file}'s {tokenizer_kind(tokenizer)} tokenizer has none.")
-        _check_vocabulary_size(tokenizer, backbone, vocab_file)
-        try:
-            with io_utils.atomic_directory(output_dir, overwrite=overwrite) as tmp:
-                _save(*build_preprocessor(tokenizer, int(sequence_length)),
-                      os.path.join(tmp, "preprocess"))
-                encoder = HubEncoder(backbone, head, vocab_file=tokenizer_files(tokenizer)[0],
-                                     lower_case=tokenizer.lower_case)
-                _save(*encoder.build(), os.path.join(tmp, "encoder"))
-                _describe_backbone(backbone, os.path.join(tmp, "encoder"))
-        except FileExistsError as err:
-            raise UsageError(str(err)) from None
-    return {name: os.path.join(output_dir, name) for name in ("preprocess", "encoder")}
+def _with_mlm_head(backbone, pretrainer_path, required):
+    """(backbone, masked-LM head) for the encoder: the pretrainer's backbone
+    (holding `backbone`'s weights) and head, or `backbone` and None when the
+    pretrainer predicts no masked tokens and was not `required`."""
+    pretrainer = load_pretrainer_for(backbone, pretrainer_path, required=required)
+    if pretrainer is None:  # the run's own pretrainer predicts no masked tokens
+        print(f"note: {pretrainer_path} has no masked-LM head: the encoder is exported "
+              "without .mlm.", file=sys.stderr)
+        return backbone, None
+    return pretrainer.backbone, pretrainer.masked_lm_head
+
+
+def _write_pair(output_dir, overwrite, tokenizer, backbone, head, sequence_length):
+    """Saves `output_dir/preprocess` and `output_dir/encoder` in one atomic
+    directory: both or neither."""
+    try:
+        with io_utils.atomic_directory(output_dir, overwrite=overwrite) as tmp:
+            _save(*build_preprocessor(tokenizer, int(sequence_length)),
+                  os.path.join(tmp, "preprocess"))
+            encoder = HubEncoder(backbone, head, vocab_file=tokenizer_files(tokenizer)[0],
+                                 lower_case=tokenizer.lower_case)
+            _save(*encoder.build(), os.path.join(tmp, "encoder"))
+            _describe_backbone(backbone, os.path.join(tmp, "encoder"))
+    except FileExistsError as err:
+        raise UsageError(str(err)) from None

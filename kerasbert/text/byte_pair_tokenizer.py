@@ -41,8 +41,8 @@ from kerasbert.text.families import WORD_START as _WORD_START
 from kerasbert.text.families import special_ids
 from kerasbert.text.families import word_starts
 from kerasbert.text.special_strings import default_added_tokens
+from kerasbert.text.string_ops import regex_split_with_offsets
 from kerasbert.text.subword_tokenizer import SubwordTokenizer
-from kerasbert.text.subword_tokenizer import regex_split_with_offsets
 
 WORD_START = _WORD_START[BPE]  # "Ġ": the byte-level form of a leading space.
 
@@ -95,6 +95,23 @@ class BpeFiles:
     def merges_file(self):
         return self._merges_path
 
+    def _read_files(self, vocabulary_file, merges_file):
+        """Reads both files: returns the vocabulary's tokens in id order,
+        keeps the paths and the merge rules (`_merges`), and tracks the
+        files as assets, so an exported SavedModel carries assets/vocab.json
+        and assets/merges.txt next to the graph that uses them.
+
+        Raises:
+            FileNotFoundError, ValueError: a missing or malformed file.
+        """
+        self._vocab_path = os.fspath(vocabulary_file)
+        self._merges_path = os.fspath(merges_file)
+        tokens = load_bpe_vocab(self._vocab_path)
+        self._merges = load_merges(self._merges_path)
+        self.vocab_asset = tf.saved_model.Asset(self._vocab_path)
+        self.merges_asset = tf.saved_model.Asset(self._merges_path)
+        return tokens
+
 
 def load_merges(path):
     """Reads a `merges.txt` -> list of "a b" rules in rank order (a leading
@@ -115,6 +132,19 @@ def load_merges(path):
                 )
             merges.append(line)
     return merges
+
+
+def check_merges(merges, vocabulary, merges_file, vocabulary_file):
+    """Raises ValueError unless every rule of `merges` ("a b") makes a
+    token of `vocabulary` (a set or {token: id}); the files are named in
+    the message."""
+    for number, rule in enumerate(merges, 1):
+        a, b = rule.split(" ")
+        if a + b not in vocabulary:
+            raise ValueError(
+                f"{merges_file}: merge {number} ({rule!r}) makes "
+                f"{a + b!r}, which is not in {vocabulary_file}."
+            )
 
 
 class BytePairTokenizer(BpeFiles, SubwordTokenizer):
@@ -174,29 +204,13 @@ class BytePairTokenizer(BpeFiles, SubwordTokenizer):
                  special_tokens_in_strings=False, added_tokens=None, truncate_at_nul=False,
                  name=None):
         super().__init__(name=name)
-        vocabulary_file = os.fspath(vocabulary_file)
-        merges_file = os.fspath(merges_file)
-        self._vocab = load_bpe_vocab(vocabulary_file)
-        self._merges = load_merges(merges_file)
-        self._vocab_path = vocabulary_file
-        self._merges_path = merges_file
+        self._vocab = self._read_files(vocabulary_file, merges_file)
+        vocabulary_file, merges_file = self._vocab_path, self._merges_path
         self.trim_offsets = bool(trim_offsets)
         self.truncate_at_nul = bool(truncate_at_nul)
-        index = {token: i for i, token in enumerate(self._vocab)}
         for attr, value in special_ids(BPE, self._vocab, vocabulary_file).items():
             setattr(self, attr, value)
-        for number, rule in enumerate(self._merges, 1):
-            a, b = rule.split(" ")
-            if a + b not in index:
-                raise ValueError(
-                    f"{merges_file}: merge {number} ({rule!r}) makes "
-                    f"{a + b!r}, which is not in {vocabulary_file}."
-                )
-
-        # Tracked, so an exported SavedModel carries assets/vocab.json and
-        # assets/merges.txt next to the graph that uses them.
-        self.vocab_asset = tf.saved_model.Asset(vocabulary_file)
-        self.merges_asset = tf.saved_model.Asset(merges_file)
+        check_merges(self._merges, set(self._vocab), merges_file, vocabulary_file)
 
         byte_chars = bytes_to_unicode()
         self._set_vocabulary(self._vocab, word_starts(BPE, self._vocab))

@@ -14,6 +14,7 @@ from kerasbert.text.families import BYTES
 from kerasbert.text.families import byte_vocabulary
 from kerasbert.text.families import special_ids
 from kerasbert.text.families import word_starts
+from kerasbert.text.string_ops import with_char_offsets
 from kerasbert.text.subword_tokenizer import SubwordTokenizer
 
 #: id of byte 0 (ids 0 and 1 are <pad> and </s>)
@@ -92,4 +93,4 @@ class ByteTokenizer(SubwordTokenizer):
             starts = tf.cast(tf.ragged.range(ids.row_lengths()), tf.int64)
             return ids, starts, starts + 1
 
-        return self._with_char_offsets(batch, lambda chars: chars, with_byte_offsets)
+        return with_char_offsets(batch, lambda chars: chars, with_byte_offsets)

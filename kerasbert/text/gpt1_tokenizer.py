@@ -27,23 +27,21 @@ fine-tuned (`kerasbert.models.vocabulary_growth`), and generation from the
 published model never feeds them.
 """
 
-import os
-
 import tensorflow as tf
 
 from kerasbert.text.byte_pair_tokenizer import BpeFiles
 from kerasbert.text.byte_pair_tokenizer import apply_merges
-from kerasbert.text.byte_pair_tokenizer import load_merges
+from kerasbert.text.byte_pair_tokenizer import check_merges
 from kerasbert.text.byte_pair_tokenizer import lookup_table
 from kerasbert.text.byte_pair_tokenizer import merge_rank_table
 from kerasbert.text.families import GPT1_BPE
 from kerasbert.text.families import SPECIAL_TOKENS
 from kerasbert.text.families import WORD_END
-from kerasbert.text.families import load_bpe_vocab
 from kerasbert.text.families import with_added_specials
 from kerasbert.text.special_strings import default_added_tokens
+from kerasbert.text.string_ops import regex_split_op
+from kerasbert.text.string_ops import with_char_offsets
 from kerasbert.text.subword_tokenizer import SubwordTokenizer
-from kerasbert.text.subword_tokenizer import regex_split_op
 from kerasbert.text.tokenizer import CJK as _CJK
 from kerasbert.text.tokenizer import PUNCTUATION as _PUNCT
 from kerasbert.text.tokenizer import bert_normalize
@@ -108,25 +106,15 @@ class Gpt1Tokenizer(BpeFiles, SubwordTokenizer):
                  added_tokens=None, truncate_at_nul=False, name=None):
         super().__init__(name=name)
         self.truncate_at_nul = bool(truncate_at_nul)
-        vocabulary_file = os.fspath(vocabulary_file)
-        merges_file = os.fspath(merges_file)
-        published = load_bpe_vocab(vocabulary_file)
-        self._merges = load_merges(merges_file)
-        self._vocab_path, self._merges_path = vocabulary_file, merges_file
+        published = self._read_files(vocabulary_file, merges_file)
+        vocabulary_file, merges_file = self._vocab_path, self._merges_path
         tokens, added = with_added_specials(GPT1_BPE, published)
         self.published_size = len(published)
         index = {token: i for i, token in enumerate(tokens)}
         for attr, token in SPECIAL_TOKENS[GPT1_BPE].items():
             setattr(self, attr, index[token])
         self.added_ids = frozenset(range(len(published), len(tokens)))
-        for number, rule in enumerate(self._merges, 1):
-            a, b = rule.split(" ")
-            if a + b not in index:
-                raise ValueError(f"{merges_file}: merge {number} ({rule!r}) makes {a + b!r}, "
-                                 f"which is not in {vocabulary_file}.")
-
-        self.vocab_asset = tf.saved_model.Asset(vocabulary_file)
-        self.merges_asset = tf.saved_model.Asset(merges_file)
+        check_merges(self._merges, index, merges_file, vocabulary_file)
         # word_start is contextual here (the piece before ends a word):
         # `_begins_word` below uses the word-end table instead.
         self._set_vocabulary(tokens, [False] * len(tokens))
@@ -213,6 +201,6 @@ class Gpt1Tokenizer(BpeFiles, SubwordTokenizer):
             (ids, starts, ends): int32 ids and int64 offsets, ragged
             [B, (pieces)].
         """
-        return self._with_char_offsets(
+        return with_char_offsets(
             batch, lambda chars: bert_normalize(chars, lower_case=True),
             lambda joined: self._in_normalized(joined, offsets=True))

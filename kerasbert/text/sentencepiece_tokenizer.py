@@ -30,8 +30,9 @@ from kerasbert.text.hf_tokenizer_files import float64_scores
 from kerasbert.text.precompiled_charsmap import PrecompiledNormalizer
 from kerasbert.text.special_strings import WHITESPACE
 from kerasbert.text.special_strings import default_added_tokens
+from kerasbert.text.string_ops import lower_case as lower
+from kerasbert.text.string_ops import with_char_offsets
 from kerasbert.text.subword_tokenizer import SubwordTokenizer
-from kerasbert.text.subword_tokenizer import lower_case as lower
 from kerasbert.text.unigram_lattice import UnigramLattice
 from kerasbert.text.unigram_lattice import characters
 from kerasbert.text.unigram_lattice import row_ids
@@ -265,8 +266,8 @@ class SentencePieceTokenizer(SubwordTokenizer):
             keep = self._metaspace_keep(ids)
             return tuple(tf.ragged.boolean_mask(t, keep) for t in (ids, starts, ends))
 
-        return self._with_char_offsets(batch, lambda chars: _lower(chars, self.lower_case),
-                                       with_byte_offsets)
+        return with_char_offsets(batch, lambda chars: _lower(chars, self.lower_case),
+                                 with_byte_offsets)
 
 
 def _as_tokenizers_unigram(proto, source, special_pieces):

@@ -13,8 +13,8 @@ are skipped), as for the pretraining data.
 
 import io
 import os
-import tempfile
 
+from kerasbert.io_utils import atomic_file
 from kerasbert.text.text_files import read_lines
 
 PAD, UNK = "<pad>", "<unk>"
@@ -29,22 +29,6 @@ def _read_sentences(input_files, lower_case):
             line = line.strip()
             if line:
                 yield line.lower() if lower_case else line
-
-
-def _atomic_write_bytes(path, data):
-    """Temp file in the same folder, then rename: never half-written."""
-    directory = os.path.dirname(os.path.abspath(path))
-    fd, tmp = tempfile.mkstemp(
-        prefix=f".{os.path.basename(path)}.", suffix=".tmp", dir=directory
-    )
-    try:
-        with os.fdopen(fd, "wb") as f:
-            f.write(data)
-        os.replace(tmp, path)
-    except BaseException:
-        if os.path.exists(tmp):
-            os.remove(tmp)
-        raise
 
 
 def _vocab_text(model_proto):
@@ -101,8 +85,27 @@ def train_sentencepiece(
         ValueError: no text in the input, or `vocab_size` is larger than the
             corpus can fill (SentencePiece's message is included).
     """
-    import sentencepiece as spm
+    input_files = _checked_inputs(input_files, vocab_size, user_defined_symbols)
+    output_prefix = os.fspath(output_prefix)
+    model_path, vocab_path = output_prefix + ".model", output_prefix + ".vocab"
+    os.makedirs(os.path.dirname(os.path.abspath(model_path)), exist_ok=True)
+    proto = _train_proto(
+        input_files, lower_case, seed,
+        vocab_size=vocab_size,
+        model_type=model_type,
+        character_coverage=character_coverage,
+        input_sentence_size=input_sentence_size,
+        user_defined_symbols=list(user_defined_symbols),
+        num_threads=num_threads or min(16, os.cpu_count() or 1),
+    )
+    _write_bytes(model_path, proto)
+    _write_bytes(vocab_path, _vocab_text(proto).encode("utf-8"))
+    return model_path, vocab_path
 
+
+def _checked_inputs(input_files, vocab_size, user_defined_symbols):
+    """`input_files` as a list of paths, each an existing file; raises
+    `train_sentencepiece`'s errors before any training starts."""
     if isinstance(input_files, (str, os.PathLike)):
         input_files = [input_files]
     input_files = [os.fspath(p) for p in input_files]
@@ -119,9 +122,18 @@ def train_sentencepiece(
             f"vocab_size {vocab_size} leaves no room beyond the {specials} "
             "special pieces."
         )
-    output_prefix = os.fspath(output_prefix)
-    model_path, vocab_path = output_prefix + ".model", output_prefix + ".vocab"
-    os.makedirs(os.path.dirname(os.path.abspath(model_path)), exist_ok=True)
+    return input_files
+
+
+def _train_proto(input_files, lower_case, seed, **options):
+    """The trained model's serialized ModelProto (bytes).
+
+    `options`: the trainer's arguments that `train_sentencepiece` passes
+    through (vocab_size, model_type, ...); the ALBERT recipe's fixed ones
+    (special ids and pieces, no BOS/EOS, shuffled sampling) are set here.
+    A trainer failure becomes a ValueError naming the files.
+    """
+    import sentencepiece as spm
 
     spm.set_random_generator_seed(seed)
     model = io.BytesIO()
@@ -129,10 +141,6 @@ def train_sentencepiece(
         spm.SentencePieceTrainer.train(
             sentence_iterator=_read_sentences(input_files, lower_case),
             model_writer=model,
-            vocab_size=vocab_size,
-            model_type=model_type,
-            character_coverage=character_coverage,
-            input_sentence_size=input_sentence_size,
             shuffle_input_sentence=True,
             pad_id=0,
             pad_piece=PAD,
@@ -141,16 +149,19 @@ def train_sentencepiece(
             bos_id=-1,
             eos_id=-1,
             control_symbols=list(CONTROL_SYMBOLS),
-            user_defined_symbols=list(user_defined_symbols),
-            num_threads=num_threads or min(16, os.cpu_count() or 1),
             minloglevel=2,
+            **options,
         )
     except RuntimeError as error:
         raise ValueError(
             f"SentencePiece training on {', '.join(input_files)} with "
-            f"vocab_size={vocab_size} failed: {error}"
+            f"vocab_size={options['vocab_size']} failed: {error}"
         ) from None
-    proto = model.getvalue()
-    _atomic_write_bytes(model_path, proto)
-    _atomic_write_bytes(vocab_path, _vocab_text(proto).encode("utf-8"))
-    return model_path, vocab_path
+    return model.getvalue()
+
+
+def _write_bytes(path, data):
+    """`data` written beside `path` and renamed over it: never half-written."""
+    with atomic_file(path) as tmp:
+        with open(tmp, "wb") as f:
+            f.write(data)

@@ -1,6 +1,7 @@
 """Special-token strings in input text: which strings a tokenizer matches as
 one id each, and how, in plain Python (no TensorFlow). The TensorFlow side
-(splitting texts at the matches) is `SubwordTokenizer`'s.
+(splitting texts at the matches) is `added_token_splitter.AddedTokenSplitter`,
+which `SubwordTokenizer` builds from these tokens.
 
 `special_tokens_in_strings` is the one switch, on every tokenizer family:
 

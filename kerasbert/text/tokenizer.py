@@ -21,10 +21,11 @@ from kerasbert.text.families import SUFFIX_INDICATOR
 from kerasbert.text.families import special_ids
 from kerasbert.text.families import word_starts
 from kerasbert.text.special_strings import default_added_tokens
+from kerasbert.text.string_ops import by_rows
+from kerasbert.text.string_ops import lower_case_unicode
+from kerasbert.text.string_ops import regex_split_with_offsets
+from kerasbert.text.string_ops import with_char_offsets
 from kerasbert.text.subword_tokenizer import SubwordTokenizer
-from kerasbert.text.subword_tokenizer import by_rows
-from kerasbert.text.subword_tokenizer import lower_case_unicode
-from kerasbert.text.subword_tokenizer import regex_split_with_offsets
 from kerasbert.text.vocabulary import load_vocab
 
 
@@ -320,8 +321,8 @@ class WordPieceTokenizer(SubwordTokenizer):
         pieces can share a character. A word over `max_chars_per_word`
         characters is one [UNK] spanning the whole word.
         """
-        return self._with_char_offsets(batch, self._normalize,
-                                       lambda joined: self._in_normalized(joined, offsets=True))
+        return with_char_offsets(batch, self._normalize,
+                                 lambda joined: self._in_normalized(joined, offsets=True))
 
     @tf.autograph.experimental.do_not_convert
     def _keras_hub_pieces(self, texts, offsets):

@@ -228,6 +228,14 @@ def test_bad_files_name_the_problem(tmp_path, bpe_files):
     vocab.write_text(json.dumps({"a": 0, "b": 1}), encoding="utf-8")
     with pytest.raises(ValueError, match="<s>, <pad>"):
         BytePairTokenizer(vocab, bpe_files["merges_file"])
+    # A merge rule whose result the vocabulary lacks names both files.
+    tokens = json.loads(open(bpe_files["vocabulary_file"], encoding="utf-8").read())
+    merges = tmp_path / "merges.txt"
+    merges.write_text("#version: 0.2\nqqq zzz\n", encoding="utf-8")
+    with pytest.raises(ValueError, match=r"merges.txt: merge 1 \('qqq zzz'\) makes 'qqqzzz', "
+                                         r"which is not in .*vocab.json"):
+        BytePairTokenizer(bpe_files["vocabulary_file"], merges)
+    assert "qqqzzz" not in tokens
 
 
 def test_train_bpe_rejects_bad_input(tmp_path):

@@ -148,7 +148,7 @@ def test_a_run_directory_keeps_every_setting(tmp_path, vocab):
 
 
 def test_lower_case_is_character_by_character_and_nul_safe():
-    from kerasbert.text.subword_tokenizer import lower_case
+    from kerasbert.text.string_ops import lower_case
 
     got = lower_case(tf.constant(["A\x00B\x00C", "ΟΔΟΣ Σ", "\x00", ""])).numpy().tolist()
     # tf.strings.lower alone stops at the NUL and makes a final sigma "ς".
