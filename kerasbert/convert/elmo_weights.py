@@ -137,18 +137,41 @@ def published_shapes(config):
     return shapes
 
 
-def read_hdf5(path):
-    """{dataset name: array} of every dataset in an HDF5 file."""
+def read_hdf5(path, shapes_only=False):
+    """{dataset name: array} of every dataset in an HDF5 file, or with
+    `shapes_only` {dataset name: shape tuple}, read from the file's
+    metadata without reading any data."""
     import h5py  # lazy: h5py is needed only for ELMo's files
 
     found = {}
+
+    def take(name, obj):
+        if isinstance(obj, h5py.Dataset):
+            found[name] = tuple(obj.shape) if shapes_only else obj[()]
+
     try:
         with h5py.File(path, "r") as f:
-            f.visititems(lambda name, obj: found.__setitem__(name, obj[()])
-                         if isinstance(obj, h5py.Dataset) else None)
+            f.visititems(take)
     except OSError as err:
         raise CheckpointError(f"{path}: not a readable HDF5 file ({err}).") from None
     return found
+
+
+def check_declared_shapes(config, stored, where):
+    """Refuses options that describe other weights than the file holds
+    (`stored`: {dataset name: shape}), before anything is built: a 300-byte
+    options.json may declare a model of gigabytes next to a 50 KB file.
+
+    Raises:
+        CheckpointError: the first dataset missing or of another shape,
+            naming it and both shapes.
+    """
+    for name, shape in published_shapes(config).items():
+        if name not in stored:
+            raise CheckpointError(f"{where}: no dataset {name} (the options describe it).")
+        if tuple(stored[name]) != tuple(shape):
+            raise CheckpointError(f"{where}: dataset {name} has shape {list(stored[name])}, the "
+                                  f"options call for {list(shape)}.")
 
 
 def load_elmo(path, dtype=None, **overrides):
@@ -175,10 +198,12 @@ def load_elmo(path, dtype=None, **overrides):
     except (OSError, ValueError) as err:
         raise CheckpointError(f"{options_path}: not a JSON options file ({err}).") from None
     config = config_from_options(options, options_path)
-    weights = read_hdf5(weights_path)
+    shapes = read_hdf5(weights_path, shapes_only=True)
     # The published inference options say 262; a file's table decides.
-    if isinstance(weights.get("char_embed"), np.ndarray) and weights["char_embed"].ndim == 2:
-        config["num_characters"] = weights["char_embed"].shape[0] + 1
+    if len(shapes.get("char_embed", ())) == 2:
+        config["num_characters"] = shapes["char_embed"][0] + 1
+    check_declared_shapes(config, shapes, weights_path)
+    weights = read_hdf5(weights_path)
     unknown = sorted(set(overrides) - set(ElmoBackbone.config_names()))
     if unknown:
         raise CheckpointError(f"{', '.join(unknown)}: not arguments of ElmoBackbone.")

@@ -4,6 +4,7 @@ import inspect
 import math
 import os
 import re
+import resource
 
 import keras
 
@@ -136,8 +137,9 @@ _UNITS = {"": 1, "K": 2**10, "M": 2**20, "G": 2**30, "T": 2**40}
 
 def memory_budget():
     """(bytes a model's weights may take, where that number comes from):
-    $KERASBERT_MEMORY_BUDGET when set, else this machine's memory (or its
-    container's limit, when lower)."""
+    $KERASBERT_MEMORY_BUDGET when set, else the least of this machine's
+    memory (or its container's limit), the memory available now, and the
+    address space this process may still take (its `ulimit -v`)."""
     text = os.environ.get(MEMORY_BUDGET_VARIABLE, "").strip()
     if text:
         match = re.fullmatch(r"(\d+(?:\.\d*)?)\s*([KMGT]?)i?B?", text, re.IGNORECASE)
@@ -146,15 +148,42 @@ def memory_budget():
             raise ConfigError(f"{MEMORY_BUDGET_VARIABLE}={text!r}: expected a size in bytes, "
                               "e.g. 8G or 500M.")
         return int(value), f"${MEMORY_BUDGET_VARIABLE}"
-    total = os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
+    limits = [(os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES"), "this machine's memory")]
+    container = _read_number("/sys/fs/cgroup/memory.max")
+    if container is not None:
+        limits.append((container, "this container's memory limit"))
+    available = _meminfo_bytes("/proc/meminfo", "MemAvailable")
+    if available is not None:
+        limits.append((available, "this machine's available memory"))
+    address_space = resource.getrlimit(resource.RLIMIT_AS)[0]
+    if address_space != resource.RLIM_INFINITY:
+        used = _meminfo_bytes("/proc/self/status", "VmSize") or 0
+        limits.append((max(address_space - used, 0),
+                       "the address space left under this process's limit (ulimit -v)"))
+    budget, source = min(limits)
+    return budget, f"{source}; set ${MEMORY_BUDGET_VARIABLE} to change it"
+
+
+def _read_number(path):
     try:
-        with open("/sys/fs/cgroup/memory.max", encoding="ascii") as f:
-            limit = f.read().strip()
-        if limit.isdigit():
-            total = min(total, int(limit))
+        with open(path, encoding="ascii") as f:
+            text = f.read().strip()
     except OSError:
-        pass
-    return total, f"this machine's memory; set ${MEMORY_BUDGET_VARIABLE} to change it"
+        return None
+    return int(text) if text.isdigit() else None
+
+
+def _meminfo_bytes(path, key):
+    """A "Key:   N kB" line of /proc/meminfo or /proc/self/status, in bytes."""
+    try:
+        with open(path, encoding="ascii") as f:
+            for line in f:
+                name, _, value = line.partition(":")
+                if name == key and value.split()[0].isdigit():
+                    return int(value.split()[0]) * 1024
+    except OSError:
+        return None
+    return None
 
 
 def check_memory(cls, config, where=""):

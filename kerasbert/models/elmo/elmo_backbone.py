@@ -17,6 +17,11 @@ from kerasbert.text.elmo_characters import boundary_char_ids
 
 DIRECTIONS = ("forward", "backward")
 
+#: The most character slots a word may have: the published files use 50;
+#: past this an options file is a mistake or a trap (each slot is a
+#: column of every batch's character ids).
+MAX_CHARACTERS_PER_TOKEN = 1024
+
 
 def with_sentence_boundaries(char_ids, mask, max_characters):
     """Puts the <S> word before and the </S> word after each row's words.
@@ -205,6 +210,11 @@ class ElmoBackbone(Backbone):
             value = config.get(key)
             if isinstance(value, bool) or not isinstance(value, int) or value < 1:
                 raise ConfigError(f"{key}={value!r}: must be an integer >= 1.")
+        if config["max_characters_per_token"] > MAX_CHARACTERS_PER_TOKEN:
+            raise ConfigError(
+                f"max_characters_per_token={config['max_characters_per_token']}: at most "
+                f"{MAX_CHARACTERS_PER_TOKEN} (bilm-tf reads 50 and cuts longer words; every "
+                "word of a batch takes this many character slots).")
         highway = config.get("num_highway")
         if isinstance(highway, bool) or not isinstance(highway, int) or highway < 0:
             raise ConfigError(f"num_highway={highway!r}: must be an integer >= 0.")
