@@ -15,6 +15,18 @@ or anyone's, and yields batches keyed by the model's input names
 T = sequence_length, P = max_predictions_per_seq. With `masked_lm=False`
 (a causal LM, which predicts every next token) the batches hold the three
 sequence features only, with the ORIGINAL tokens (stored masks are undone).
+
+Checks. Token ids (input_ids, masked_lm_ids) must be below metadata.json's
+vocab_size, else the model's `vocab_size`, else the size of `vocab_file`; a
+record holding another id (or a masked_lm_position outside the sequence) is
+reported like a corrupt record, naming the file, the record, the feature and
+the value (on a GPU an out-of-range lookup returns zeros: it would train on
+garbage silently). A model vocabulary smaller than metadata.json's is
+refused up front. Files that certainly hold no record raise
+integrity.EmptyDataError (a ValueError) up front; with `repeat`, the
+iteration fails with it (carried by a tf.errors.InvalidArgumentError, see
+`integrity.data_error`) when a whole pass over the files reads nothing,
+instead of spinning forever.
 """
 
 import os
@@ -192,6 +204,22 @@ def _check_options(on_corrupt, dynamic_masking, masked_lm, vocab_file):
                          "are looked up in it).")
 
 
+def _described_files(file_pattern, sequence_length, max_predictions_per_seq, vocab_file,
+                     needs_stored_masks):
+    """(files, describe_files' tuple) for a pattern, refusing files that
+    hold no record, or no masks when `needs_stored_masks`."""
+    files = expand_files(file_pattern)
+    check_not_empty(files)
+    described = describe_files(files, sequence_length, max_predictions_per_seq, vocab_file)
+    masked = all(n in described[0] for n in schema.MASKED_LM_FEATURES)
+    if not masked and needs_stored_masks:
+        raise ValueError(
+            f"{files[0]} holds no masked_lm_* features (written for dynamic "
+            "masking, --no-masking); pass dynamic_masking=True and vocab_file."
+        )
+    return files, described
+
+
 def _pipeline_share(files, batch_size, seed, input_context):
     """This input pipeline's share: (files, per-pipeline batch size, seed,
     (record shards, pipeline id)). With at least as many files as pipelines
@@ -283,14 +311,8 @@ def pretraining_dataset(
         deterministic: fixed order (and masks, given `seed`) every run; off,
             parallel reads may reorder elements for speed.
         vocab_file: checked against metadata.json's vocab_sha256/vocab_size.
-        vocab_size: the model's vocabulary size. Token ids (input_ids,
-            masked_lm_ids) must be below metadata.json's vocab_size, else
-            this, else the size of `vocab_file`; a record holding another
-            id (or a masked_lm_position outside the sequence) is reported
-            like a corrupt record, naming the file, the record, the feature
-            and the value (on a GPU an out-of-range lookup returns zeros:
-            it would train on garbage silently). A model vocabulary smaller
-            than metadata.json's is refused up front.
+        vocab_size: the model's vocabulary size, a limit for the token
+            ids (module docstring, Checks).
         sequence_length, max_predictions_per_seq: checked against
             metadata.json; required for files without it.
         on_corrupt: "raise" (default): a corrupt or truncated record fails
@@ -299,23 +321,12 @@ def pretraining_dataset(
             (a CorruptRecordLog), failing past `max_corrupt_records`.
 
     Raises:
-        integrity.EmptyDataError (a ValueError) up front when the files
-        certainly hold no record; with `repeat`, the iteration fails with
-        it (carried by a tf.errors.InvalidArgumentError, see
-        `integrity.data_error`) when a whole pass over the files reads
-        nothing, instead of spinning forever.
+        integrity.EmptyDataError on empty files (module docstring, Checks).
     """
     _check_options(on_corrupt, dynamic_masking, masked_lm, vocab_file)
-    files = expand_files(file_pattern)
-    check_not_empty(files)
-    names, sequence_length, num_pred, compression_of, counts = describe_files(
-        files, sequence_length, max_predictions_per_seq, vocab_file)
-    masked = all(n in names for n in schema.MASKED_LM_FEATURES)
-    if not masked and not dynamic_masking and masked_lm:
-        raise ValueError(
-            f"{files[0]} holds no masked_lm_* features (written for dynamic "
-            "masking, --no-masking); pass dynamic_masking=True and vocab_file."
-        )
+    files, (names, sequence_length, num_pred, compression_of, counts) = _described_files(
+        file_pattern, sequence_length, max_predictions_per_seq, vocab_file,
+        needs_stored_masks=masked_lm and not dynamic_masking)
     files, batch_size, seed, record_shards = _pipeline_share(files, batch_size, seed,
                                                              input_context)
     check_not_empty(files, compression_of, counts, record_shards)
