@@ -17,6 +17,11 @@ class Specials:
 
 @dataclasses.dataclass(frozen=True)
 class InstanceOptions:
+    """How instances are made (the create-pretraining-data flags of the same
+    names): T = sequence_length, P = max_predictions_per_seq, the masking
+    rate, the chance of a shorter target, whole-word masking, the sentence
+    objective, and whether to mask at all (False: dynamic masking later)."""
+
     sequence_length: int = 128
     max_predictions_per_seq: int = 20
     masked_lm_prob: float = 0.15
