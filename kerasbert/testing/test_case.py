@@ -304,14 +304,8 @@ class TestCase:
     # --- task models --------------------------------------------------------
 
     def run_task_test(
-        self,
-        task,
-        input_data,
-        labels,
-        sample_weight=None,
-        compile_kwargs=None,
-        run_precision_check=True,
-        atol=1e-6,
+        self, task, input_data, labels, sample_weight=None, compile_kwargs=None,
+        run_precision_check=True, atol=1e-6,
     ):
         """Checks a fine-tuning task model (TextClassifier, TokenClassifier,
         QuestionAnswerer, MultipleChoice, ...) on one batch, and returns the
@@ -348,6 +342,21 @@ class TestCase:
             restored = keras.saving.load_model(path, safe_mode=True)
         assert type(restored) is cls
         self.assertAllClose(task(input_data), restored(input_data), atol=atol)
+        self._check_restored_training_state(task, restored)
+        again = restored.fit(input_data, labels, **fit_kwargs).history
+        assert int(restored.optimizer.iterations) == 2
+        assert set(again) == set(logs), (sorted(again), sorted(logs))
+        self.assertAllFinite(again["loss"], "loss after reloading")
+        if run_precision_check:
+            self.run_task_precision_test(
+                task, input_data, labels, fit_kwargs, compile_kwargs
+            )
+        return restored
+
+    def _check_restored_training_state(self, task, restored):
+        """`restored` (a `.keras` reload of the trained `task`) has the same
+        loss and optimizer config, and the optimizer's variables (iteration
+        count, non-zero moments) restored exactly."""
         assert restored.optimizer is not None, "the optimizer was not restored"
         assert restored.optimizer.get_config() == task.optimizer.get_config()
         assert keras.saving.serialize_keras_object(restored.loss) == (
@@ -363,15 +372,6 @@ class TestCase:
             if "iteration" not in v.path
         ]
         assert any(np.any(x != 0) for x in moments), "no optimizer state to restore"
-        again = restored.fit(input_data, labels, **fit_kwargs).history
-        assert int(restored.optimizer.iterations) == 2
-        assert set(again) == set(logs), (sorted(again), sorted(logs))
-        self.assertAllFinite(again["loss"], "loss after reloading")
-        if run_precision_check:
-            self.run_task_precision_test(
-                task, input_data, labels, fit_kwargs, compile_kwargs
-            )
-        return restored
 
     def run_task_precision_test(
         self, task, input_data, labels, fit_kwargs, compile_kwargs
