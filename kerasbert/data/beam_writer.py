@@ -47,7 +47,6 @@ import contextlib
 import gzip as gzip_lib
 import hashlib
 import heapq
-import importlib.util
 import io
 import json
 import os
@@ -62,13 +61,18 @@ import apache_beam as beam
 from apache_beam.io.filesystems import CompressionTypes
 from apache_beam.io.filesystems import FileSystems
 from apache_beam.options.pipeline_options import PipelineOptions
-from apache_beam.options.pipeline_options import PortableOptions
 from apache_beam.transforms.window import GlobalWindows
 
 from kerasbert.data import metadata as meta_lib
 from kerasbert.data import beam_shipping
 from kerasbert.data.beam_shipping import TokenizerFiles
-from kerasbert.data.beam_shipping import build_wheel
+from kerasbert.data.beam_options import BEAM_RUNNERS  # noqa: F401
+from kerasbert.data.beam_options import ENVIRONMENT_TYPES  # noqa: F401
+from kerasbert.data.beam_options import REQUIRED_OPTIONS  # noqa: F401
+from kerasbert.data.beam_options import SHIPPING_RUNNERS  # noqa: F401
+from kerasbert.data.beam_options import check_paths
+from kerasbert.data.beam_options import is_remote
+from kerasbert.data.beam_options import pipeline_options
 from kerasbert.data.chunks import CHUNK_DOCS
 from kerasbert.data.chunks import ChunkMaker
 from kerasbert.data.chunks import input_chunks
@@ -81,138 +85,10 @@ from kerasbert.data.text_input import parse_tfds_spec
 from kerasbert.data.text_input import tfds_num_examples
 from kerasbert.errors import UsageError
 
-BEAM_RUNNERS = {
-    "direct": "DirectRunner",
-    "portable": "PortableRunner",
-    "flink": "FlinkRunner",
-    "spark": "SparkRunner",
-    "dataflow": "DataflowRunner",
-}
-# Options a runner cannot do without, one of each group (Beam would otherwise
-# start an embedded cluster by downloading a job server, or fail late on the
-# service).
-REQUIRED_OPTIONS = {
-    "portable": (("job_endpoint",),),
-    "flink": (("flink_master", "job_endpoint"),),
-    "spark": (("spark_master_url", "job_endpoint"),),
-    "dataflow": (("project",), ("region",), ("temp_location",)),
-}
-# Runners whose workers start bare: the pipeline stages kerasbert (a wheel)
-# and carries the tokenizer by value (kerasbert.data.beam_shipping).
-SHIPPING_RUNNERS = ("portable", "flink", "spark", "dataflow")
-# Where the portable runners start their SDK workers (--environment_type).
-ENVIRONMENT_TYPES = ("DOCKER", "PROCESS", "EXTERNAL", "LOOPBACK")
 TFDS_RANGE = 64 * CHUNK_DOCS  # Examples per TFDS source (a multiple of CHUNK_DOCS).
 FLUSH_BYTES = 64 << 20  # Records a worker holds before writing pieces.
 PIECE_READ_BYTES = 1 << 20  # Read block per piece while merging a shard.
 _KEY_BYTES = 8
-
-
-# ------------------------------------------------------------ configuration
-
-
-def _installed(module):
-    try:
-        return importlib.util.find_spec(module) is not None
-    except ModuleNotFoundError:  # its parent package is missing
-        return False
-
-
-def _option_given(args, name):
-    return any(a == f"--{name}" or a.startswith(f"--{name}=") for a in args)
-
-
-def _option_value(args, name):
-    for i, a in enumerate(args):
-        if a.startswith(f"--{name}="):
-            return a.split("=", 1)[1]
-        if a == f"--{name}" and i + 1 < len(args):
-            return args[i + 1]
-    return None
-
-
-def _check_environment(runner, args):
-    """UsageError for an SDK worker environment a portable runner cannot
-    start (Beam would fail late, with a traceback)."""
-    portable = PipelineOptions(args).view_as(PortableOptions)
-    kind = portable.environment_type or "DOCKER"
-    if kind not in ENVIRONMENT_TYPES:
-        raise UsageError(f"--environment_type={kind}: expected one of "
-                         f"{', '.join(ENVIRONMENT_TYPES)} (--runner {runner}).")
-    config = portable.environment_config
-    if kind == "PROCESS":
-        example = "--environment_config='{\"command\": \"/opt/kerasbert/beam/boot.sh\"}'"
-        if config:
-            try:
-                command = json.loads(config).get("command")
-            except (ValueError, AttributeError):
-                raise UsageError(f"--environment_config for PROCESS is JSON naming the worker's "
-                                 f"boot command, e.g. {example}; got {config!r}.") from None
-        else:
-            command = portable.lookup_environment_option("process_command")
-        if not command:
-            raise UsageError(f"--environment_type=PROCESS needs the worker's boot command: "
-                             f"{example}.")
-    if kind == "EXTERNAL" and not config and not portable.lookup_environment_option(
-            "external_service_address"):
-        raise UsageError("--environment_type=EXTERNAL needs the worker pool's address: "
-                         "--environment_config=HOST:PORT.")
-    if kind == "LOOPBACK" and config:
-        raise UsageError("--environment_type=LOOPBACK takes no --environment_config.")
-    return kind
-
-
-def pipeline_options(runner, workers, pipeline_args, staging_dir=None):
-    """Beam PipelineOptions for --runner; UsageError naming a missing
-    package or option of that runner. For a runner whose workers start bare
-    (SHIPPING_RUNNERS) a wheel of kerasbert is written into `staging_dir`
-    and staged with --extra_package (except for LOOPBACK workers, which are
-    this process)."""
-    args = list(pipeline_args)
-    if _option_given(args, "runner"):
-        raise UsageError("give the runner as --runner (direct, portable, flink, spark, "
-                         "dataflow), not as a pipeline option.")
-    for group in REQUIRED_OPTIONS.get(runner, ()):
-        if not any(_option_given(args, name) for name in group):
-            named = " or ".join(f"--{name}=..." for name in group)
-            raise UsageError(
-                f"--runner {runner} needs the pipeline option {named} "
-                f"(pass it after the other flags: -- --{group[0]}=VALUE).")
-    if runner == "dataflow":
-        if not _installed("google.cloud.storage"):  # apache-beam[gcp]
-            raise UsageError(
-                "--runner dataflow needs apache-beam's Google Cloud extra, which is not "
-                "installed: pip install 'kerasbert[dataflow]' (apache-beam[gcp]).")
-    environment = None
-    if runner in ("portable", "flink", "spark"):
-        environment = _check_environment(runner, args)
-        if runner == "flink" and _option_value(args, "flink_master") in ("[local]", "[auto]") \
-                and not _option_given(args, "environment_type"):
-            environment = "LOOPBACK"  # Beam's default for an embedded Flink
-    if runner in SHIPPING_RUNNERS and environment != "LOOPBACK":
-        if staging_dir is None:
-            raise ValueError(f"--runner {runner} stages kerasbert: give a staging_dir")
-        args.append(f"--extra_package={build_wheel(staging_dir)}")
-    if runner == "direct":
-        if not _option_given(args, "direct_num_workers"):
-            args.append(f"--direct_num_workers={workers}")
-        if not _option_given(args, "direct_running_mode"):
-            mode = "multi_processing" if workers > 1 else "in_memory"
-            args.append(f"--direct_running_mode={mode}")
-    return PipelineOptions([f"--runner={BEAM_RUNNERS[runner]}", *args])
-
-
-def _is_remote(path):
-    return "://" in path
-
-
-def _check_paths(runner, inputs, output_dir):
-    if runner == "dataflow":
-        for path in [output_dir] + [i for i in inputs if not i.startswith("tfds:")]:
-            if not _is_remote(path):
-                raise UsageError(
-                    f"--runner dataflow reads and writes through Cloud Storage: {path} is a "
-                    "local path (use gs://BUCKET/...).")
 
 
 # ------------------------------------------------------------ sources
@@ -509,13 +385,13 @@ def _write(run, output_dir, staging, overwrite, pipeline_args):
     FileSystems.set_options(options)  # --hdfs_host, --s3_region_name, ... for the driver
     tokenizer = TokenizerFiles.read(run.config["vocab_file"])
     output_dir = output_dir.rstrip("/")
-    _check_paths(runner, run.inputs, output_dir)
+    check_paths(runner, run.inputs, output_dir)
     sources = match_sources(run.inputs, o["text_field"])
-    local = not _is_remote(output_dir)
+    local = not is_remote(output_dir)
     if local:
         # Local files are checked before anything is written, as `local`
         # does; remote ones fail the pipeline, which commits nothing.
-        check_text_files([s[1] for s in sources if s[0] == "file" and not _is_remote(s[1])]
+        check_text_files([s[1] for s in sources if s[0] == "file" and not is_remote(s[1])]
                          + [spec for spec in run.inputs if spec.startswith("tfds:")])
         check_output_dir(output_dir, overwrite)
         created = not os.path.exists(output_dir)

@@ -178,6 +178,33 @@ class DynamicMasker:
             **kwargs,
         )
 
+    def _num_to_predict(self, real, maskable):
+        """[B] count of each row's predictions: min(P, max(1,
+        round(n * masked_lm_prob))), never more than the maskable tokens."""
+        n_maskable = tf.reduce_sum(tf.cast(maskable, tf.int32), axis=1)
+        basis = n_maskable if self.rate_basis == "maskable" else (
+            tf.reduce_sum(tf.cast(real, tf.int32), axis=1)
+        )
+        # tf.round is half-to-even, as Python 3's round in the original.
+        num = tf.cast(tf.round(tf.cast(basis, tf.float32) * self.masked_lm_prob), tf.int32)
+        num = tf.minimum(tf.maximum(num, 1), self.max_predictions_per_seq)
+        return tf.minimum(num, n_maskable)  # nothing to choose in an all-special row
+
+    def _replacements(self, original, rule_seed, token_seed):
+        """The 80/10/10 rule on [B, P] original ids: [MASK], a random id or
+        the id itself, per prediction."""
+        shape = tf.shape(original)
+        draw = tf.random.stateless_uniform(shape, rule_seed)
+        random_tokens = tf.random.stateless_uniform(
+            shape, token_seed, minval=0, maxval=self.vocab_size, dtype=tf.int32,
+        )
+        return tf.where(
+            draw < self.mask_token_rate,
+            self.mask_id,
+            tf.where(draw < self.mask_token_rate + self.random_token_rate,
+                     random_tokens, original),
+        )
+
     def __call__(self, input_ids, input_mask, seed):
         """Masks a batch.
 
@@ -198,7 +225,6 @@ class DynamicMasker:
             ids = ids[tf.newaxis]
             input_mask = tf.convert_to_tensor(input_mask)[tf.newaxis]
         real = tf.cast(input_mask, tf.bool)
-        num_predictions = self.max_predictions_per_seq
         sequence_length = ids.shape[1]
         if sequence_length is None:
             raise ValueError("DynamicMasker needs a static sequence length.")
@@ -206,20 +232,11 @@ class DynamicMasker:
         select_seed, rule_seed, token_seed = tf.unstack(
             tf.random.experimental.stateless_split(seed, 3)
         )
-
         special = tf.reduce_any(
             ids[..., tf.newaxis] == tf.constant(self.special_ids, tf.int32), axis=-1
         )
         maskable = real & ~special
-        n_maskable = tf.reduce_sum(tf.cast(maskable, tf.int32), axis=1)
-        basis = n_maskable if self.rate_basis == "maskable" else (
-            tf.reduce_sum(tf.cast(real, tf.int32), axis=1)
-        )
-        # tf.round is half-to-even, as Python 3's round in the original.
-        num = tf.cast(tf.round(tf.cast(basis, tf.float32) * self.masked_lm_prob), tf.int32)
-        num = tf.minimum(tf.maximum(num, 1), num_predictions)
-        num = tf.minimum(num, n_maskable)  # nothing to choose in an all-special row
-
+        num = self._num_to_predict(real, maskable)
         batch = tf.shape(ids)[0]
         if self.continuation_ids is None:
             positions = self._choose_tokens(maskable, num, batch, sequence_length, select_seed)
@@ -228,27 +245,9 @@ class DynamicMasker:
         valid = positions < sequence_length
         positions = tf.where(valid, positions, 0)
         original = tf.where(valid, tf.gather(ids, positions, batch_dims=1), 0)
-
-        draw = tf.random.stateless_uniform([batch, num_predictions], rule_seed)
-        random_tokens = tf.random.stateless_uniform(
-            [batch, num_predictions], token_seed, minval=0,
-            maxval=self.vocab_size, dtype=tf.int32,
-        )
-        replacement = tf.where(
-            draw < self.mask_token_rate,
-            self.mask_id,
-            tf.where(draw < self.mask_token_rate + self.random_token_rate,
-                     random_tokens, original),
-        )
-        slots = tf.where(valid)  # [K, 2] (row, slot) of real predictions
-        scatter_at = tf.stack(
-            [slots[:, 0], tf.cast(tf.gather_nd(positions, slots), tf.int64)], axis=1
-        )
-        masked = tf.tensor_scatter_nd_update(
-            ids, scatter_at, tf.gather_nd(replacement, slots)
-        )
+        replacement = self._replacements(original, rule_seed, token_seed)
         out = {
-            "input_word_ids": masked,
+            "input_word_ids": _put_at_positions(ids, positions, replacement, valid),
             "masked_lm_positions": positions,
             "masked_lm_ids": original,
             "masked_lm_weights": tf.cast(valid, tf.float32),
@@ -256,6 +255,16 @@ class DynamicMasker:
         if single:
             out = {name: value[0] for name, value in out.items()}
         return out
+
+
+def _put_at_positions(ids, positions, values, where):
+    """`ids` [B, T] with values[b, p] written at positions[b, p] wherever
+    where[b, p] ([B, P] each); the other slots leave `ids` as is."""
+    slots = tf.where(where)  # [K, 2] (row, slot) of the slots to write
+    at = tf.stack(
+        [slots[:, 0], tf.cast(tf.gather_nd(positions, slots), tf.int64)], axis=1
+    )
+    return tf.tensor_scatter_nd_update(ids, at, tf.gather_nd(values, slots))
 
 
 def _padded_sorted(chosen_positions, num_predictions, sequence_length):
@@ -272,10 +281,5 @@ def restore_original_ids(input_ids, masked_lm_positions, masked_lm_ids, masked_l
     """Undoes stored (static) masking: puts masked_lm_ids back at their
     positions where the weight is > 0. Shapes [B, T], [B, P], [B, P], [B, P];
     returns int32 [B, T]. Used to re-mask statically masked files."""
-    ids = tf.cast(input_ids, tf.int32)
-    slots = tf.where(masked_lm_weights > 0)
-    at = tf.stack(
-        [slots[:, 0], tf.cast(tf.gather_nd(masked_lm_positions, slots), tf.int64)], axis=1
-    )
-    values = tf.cast(tf.gather_nd(masked_lm_ids, slots), tf.int32)
-    return tf.tensor_scatter_nd_update(ids, at, values)
+    return _put_at_positions(tf.cast(input_ids, tf.int32), masked_lm_positions,
+                             tf.cast(masked_lm_ids, tf.int32), masked_lm_weights > 0)

@@ -31,6 +31,7 @@ Differences from the original script (the format itself is the same):
   IndexError inside the graph).
 """
 
+import itertools
 import re
 
 import numpy as np
@@ -92,13 +93,9 @@ def layer_model(backbone, layers):
 
 
 def _batches(texts, batch_size):
-    batch = []
-    for text in texts:
-        batch.append(text)
-        if len(batch) == batch_size:
-            yield batch
-            batch = []
-    if batch:
+    """Lists of up to `batch_size` texts, read lazily from `texts`."""
+    texts = iter(texts)
+    while batch := list(itertools.islice(texts, batch_size)):
         yield batch
 
 
@@ -124,17 +121,7 @@ def extract_features(backbone, tokenizer, texts, layers=(-1, -2, -3, -4), sequen
     """
     layers = check_layers(layers, _num_layers(backbone))
     sequence_length = int(sequence_length)
-    check_max_seq_length(sequence_length, backbone)
-    if sequence_length < 3:
-        raise UsageError(f"max_seq_length must be at least 3, got {sequence_length}.")
-    if int(batch_size) < 1:
-        raise UsageError(f"batch_size must be at least 1, got {batch_size}.")
-    vocab_limit = getattr(backbone, "vocabulary_size", None)
-    if vocab_limit is not None and tokenizer.vocabulary_size > int(vocab_limit):
-        raise UsageError(
-            f"The vocabulary has {tokenizer.vocabulary_size} tokens but the backbone's embedding "
-            f"has {vocab_limit} rows (vocabulary_size); use the backbone's own vocab.txt."
-        )
+    _check_sizes(backbone, tokenizer, sequence_length, batch_size)
     model = layer_model(backbone, layers)
     packer = make_packer(tokenizer, sequence_length)
     layout = segment_layout(tokenizer)
@@ -146,60 +133,97 @@ def extract_features(backbone, tokenizer, texts, layers=(-1, -2, -3, -4), sequen
     stats.setdefault("num_texts", 0)
     stats.setdefault("truncated", 0)
     index = int(start_index)
-    first = True
-    for batch in _batches(texts, int(batch_size)):
+    for number, batch in enumerate(_batches(texts, int(batch_size))):
         # After the first batch a short (last) batch is padded with empty
         # rows to batch_size, so the compiled forward pass is not retraced.
-        num_rows = len(batch) if first else max(len(batch), int(batch_size))
-        first = False
-        pairs = [text if isinstance(text, (tuple, list)) else (text, None) for text in batch]
-        text_a = [a for a, _ in pairs]
-        has_b = [b is not None for _, b in pairs]
-        a_ids = tokenizer.tokenize_ids(text_a)
-        len_a = a_ids.row_lengths().numpy()
-        len_b = np.zeros_like(len_a)
-        if any(has_b):
-            b_ids = tokenizer.tokenize_ids([b if b is not None else "" for _, b in pairs])
-            len_b = b_ids.row_lengths().numpy()
-        # Singles and pairs pack separately (a pair has one more [SEP]).
-        inputs = {}
-        for want_pair in (False, True):
-            rows = [i for i, is_pair in enumerate(has_b) if is_pair == want_pair]
-            if not rows:
-                continue
-            packed = packer(
-                _gather(a_ids, rows), _gather(b_ids, rows) if want_pair else None
-            )
-            for name, value in packed.items():
-                part = value.numpy().astype(np.int32)
-                if name not in inputs:
-                    inputs[name] = np.zeros((num_rows, sequence_length), np.int32)
-                inputs[name][rows] = part
-        budget = np.where(has_b, sequence_length - layout.special_tokens(pair=True),
-                          sequence_length - layout.special_tokens(pair=False))
-        stats["truncated"] += int(np.sum(len_a + len_b > budget))
-        # On the batch's longest row, not T: the real positions written are the same.
-        width = padded_width(inputs["input_mask"].sum(axis=1).max(), sequence_length)
-        outputs = model.predict_on_batch({k: v[:, :width] for k, v in inputs.items()})
-        if not isinstance(outputs, (list, tuple)):
-            outputs = [outputs]
-        # float32 values rounded to 6 decimals (as the original's round(float(x), 6)).
-        outputs = [np.round(np.asarray(o, np.float32).astype(np.float64), 6) for o in outputs]
-        lengths = inputs["input_mask"].sum(axis=1)
-        for row in range(len(batch)):
-            length = int(lengths[row])
-            tokens = [vocabulary[i] if i < len(vocabulary) else vocabulary[tokenizer.unk_id]
-                      for i in inputs["input_word_ids"][row, :length].tolist()]
-            values = [out[row, :length].tolist() for out in outputs]
-            features = [
-                {"token": token,
-                 "layers": [{"index": layer, "values": vals[position]}
-                            for layer, vals in zip(layers, values)]}
-                for position, token in enumerate(tokens)
-            ]
-            yield {"linex_index": index, "features": features}
-            index += 1
+        num_rows = len(batch) if number == 0 else max(len(batch), int(batch_size))
+        inputs, truncated = _pack_batch(batch, tokenizer, packer, layout, num_rows,
+                                        sequence_length)
+        stats["truncated"] += truncated
+        outputs = _forward(model, inputs, sequence_length)
+        yield from _records(inputs, outputs, len(batch), layers, vocabulary, tokenizer,
+                            index)
+        index += len(batch)
         stats["num_texts"] += len(batch)
+
+
+def _check_sizes(backbone, tokenizer, sequence_length, batch_size):
+    """UsageError for a length, batch size or vocabulary the backbone
+    cannot take."""
+    check_max_seq_length(sequence_length, backbone)
+    if sequence_length < 3:
+        raise UsageError(f"max_seq_length must be at least 3, got {sequence_length}.")
+    if int(batch_size) < 1:
+        raise UsageError(f"batch_size must be at least 1, got {batch_size}.")
+    vocab_limit = getattr(backbone, "vocabulary_size", None)
+    if vocab_limit is not None and tokenizer.vocabulary_size > int(vocab_limit):
+        raise UsageError(
+            f"The vocabulary has {tokenizer.vocabulary_size} tokens but the backbone's embedding "
+            f"has {vocab_limit} rows (vocabulary_size); use the backbone's own vocab.txt."
+        )
+
+
+def _pack_batch(batch, tokenizer, packer, layout, num_rows, sequence_length):
+    """Packs a batch of texts / (a, b) pairs into the model inputs, int32
+    [num_rows, T] each (rows past len(batch) empty); returns (inputs, how
+    many texts were truncated)."""
+    pairs = [text if isinstance(text, (tuple, list)) else (text, None) for text in batch]
+    text_a = [a for a, _ in pairs]
+    has_b = [b is not None for _, b in pairs]
+    a_ids = tokenizer.tokenize_ids(text_a)
+    len_a = a_ids.row_lengths().numpy()
+    len_b = np.zeros_like(len_a)
+    if any(has_b):
+        b_ids = tokenizer.tokenize_ids([b if b is not None else "" for _, b in pairs])
+        len_b = b_ids.row_lengths().numpy()
+    # Singles and pairs pack separately (a pair has one more [SEP]).
+    inputs = {}
+    for want_pair in (False, True):
+        rows = [i for i, is_pair in enumerate(has_b) if is_pair == want_pair]
+        if not rows:
+            continue
+        packed = packer(
+            _gather(a_ids, rows), _gather(b_ids, rows) if want_pair else None
+        )
+        for name, value in packed.items():
+            part = value.numpy().astype(np.int32)
+            if name not in inputs:
+                inputs[name] = np.zeros((num_rows, sequence_length), np.int32)
+            inputs[name][rows] = part
+    budget = np.where(has_b, sequence_length - layout.special_tokens(pair=True),
+                      sequence_length - layout.special_tokens(pair=False))
+    return inputs, int(np.sum(len_a + len_b > budget))
+
+
+def _forward(model, inputs, sequence_length):
+    """The chosen layers' outputs for packed inputs: float64 [rows, width,
+    H] each, float32 values rounded to 6 decimals (as the original's
+    round(float(x), 6))."""
+    # On the batch's longest row, not T: the real positions written are the same.
+    width = padded_width(inputs["input_mask"].sum(axis=1).max(), sequence_length)
+    outputs = model.predict_on_batch({k: v[:, :width] for k, v in inputs.items()})
+    if not isinstance(outputs, (list, tuple)):
+        outputs = [outputs]
+    return [np.round(np.asarray(o, np.float32).astype(np.float64), 6) for o in outputs]
+
+
+def _records(inputs, outputs, count, layers, vocabulary, tokenizer, index):
+    """Yields the output records of the first `count` rows, the first one
+    numbered `index` (module docstring); ids past `vocabulary` show as the
+    tokenizer's unknown token."""
+    lengths = inputs["input_mask"].sum(axis=1)
+    for row in range(count):
+        length = int(lengths[row])
+        tokens = [vocabulary[i] if i < len(vocabulary) else vocabulary[tokenizer.unk_id]
+                  for i in inputs["input_word_ids"][row, :length].tolist()]
+        values = [out[row, :length].tolist() for out in outputs]
+        features = [
+            {"token": token,
+             "layers": [{"index": layer, "values": vals[position]}
+                        for layer, vals in zip(layers, values)]}
+            for position, token in enumerate(tokens)
+        ]
+        yield {"linex_index": index + row, "features": features}
 
 
 def _gather(ragged, rows):

@@ -15,9 +15,20 @@ or anyone's, and yields batches keyed by the model's input names
 T = sequence_length, P = max_predictions_per_seq. With `masked_lm=False`
 (a causal LM, which predicts every next token) the batches hold the three
 sequence features only, with the ORIGINAL tokens (stored masks are undone).
+
+Checks. Token ids (input_ids, masked_lm_ids) must be below metadata.json's
+vocab_size, else the model's `vocab_size`, else the size of `vocab_file`; a
+record holding another id (or a masked_lm_position outside the sequence) is
+reported like a corrupt record, naming the file, the record, the feature and
+the value (on a GPU an out-of-range lookup returns zeros: it would train on
+garbage silently). A model vocabulary smaller than metadata.json's is
+refused up front. Files that certainly hold no record raise
+integrity.EmptyDataError (a ValueError) up front; with `repeat`, the
+iteration fails with it (carried by a tf.errors.InvalidArgumentError, see
+`integrity.data_error`) when a whole pass over the files reads nothing,
+instead of spinning forever.
 """
 
-import glob as _glob
 import os
 
 import tensorflow as tf
@@ -26,204 +37,13 @@ from kerasbert.data import integrity, metadata, schema
 from kerasbert.data.dynamic_masking import DynamicMasker, restore_original_ids
 from kerasbert.data.integrity import (  # noqa: F401
     CorruptRecordError, CorruptRecordLog, EmptyDataError)
+# The shard files' description lives in shard_files; its public names stay
+# importable from here (kerasbert.training.pretrain reads them as reader.*).
+from kerasbert.data.shard_files import (  # noqa: F401
+    check_not_empty, describe_files, describe_shards, expand_files, file_compression,
+    folder_metadata, short_names)
 
 AUTOTUNE = tf.data.AUTOTUNE
-
-
-# --- files and their description --------------------------------------------
-
-
-def _folder_files(folder):
-    """A shard folder's files: those metadata.json lists, else every file
-    except metadata.json and hidden/temporary ones."""
-    meta = metadata.read_metadata(folder)
-    if meta is not None and meta.get("shards"):
-        return [os.path.join(folder, name) for name in meta["shards"]]
-    return [os.path.join(folder, name) for name in tf.io.gfile.listdir(folder)
-            if name != metadata.METADATA_FILE and not name.startswith(".")
-            and not tf.io.gfile.isdir(os.path.join(folder, name))]
-
-
-def expand_files(file_pattern):
-    """Sorted, de-duplicated files of a glob string, a shard folder, or a
-    list of them."""
-    single = isinstance(file_pattern, (str, os.PathLike))
-    patterns = [file_pattern] if single else list(file_pattern)
-    files = []
-    for pattern in patterns:
-        pattern = os.fspath(pattern)
-        if _glob.has_magic(pattern):
-            matches = tf.io.gfile.glob(pattern)
-        elif tf.io.gfile.isdir(pattern):
-            matches = _folder_files(pattern)
-        else:
-            matches = [pattern]
-        matches = [m for m in matches if os.path.basename(m) != metadata.METADATA_FILE]
-        if not matches and not _glob.has_magic(pattern) and tf.io.gfile.isdir(pattern):
-            raise ValueError(f"No files match {pattern!r}: the folder holds no shard files.")
-        if not matches:
-            raise ValueError(f"No files match {pattern!r}.")
-        for m in matches:
-            if not tf.io.gfile.exists(m):
-                raise ValueError(f"No such file: {m}")
-            if "://" not in m and not os.access(m, os.R_OK):
-                raise ValueError(f"{m} cannot be read (permission denied).")
-        files.extend(matches)
-    return sorted(set(files))
-
-
-def _folder_metadata(files):
-    """{folder: metadata dict or None} for the folders holding `files`."""
-    return {d: metadata.read_metadata(d) for d in sorted({os.path.dirname(f) for f in files})}
-
-
-def describe_shards(files):
-    """What identifies a set of shards wherever it lies: one dict per file
-    (in `files` order) with its name relative to the files' common folder,
-    its size in bytes and its record count from metadata.json (None when
-    unknown). A run stores it, so a resume can tell whether it is given the
-    same data (moved or not)."""
-    files = list(files)
-    folders = [os.path.dirname(os.path.abspath(f)) for f in files]
-    common = os.path.commonpath(folders) if len(set(folders)) > 1 else folders[0]
-    metas = _folder_metadata(files)
-    out = []
-    for f in files:
-        shards = (metas[os.path.dirname(f)] or {}).get("shards") or {}
-        count = shards.get(os.path.basename(f))
-        out.append({"file": os.path.relpath(os.path.abspath(f), common),
-                    "bytes": int(tf.io.gfile.stat(f).length),
-                    "records": None if count is None else int(count)})
-    return out
-
-
-def _certainly_empty(path, compression, count):
-    """True when a file holds no record: metadata.json says 0, or its
-    record stream is 0 bytes (an empty plain file; a small gzip file whose
-    trailer says 0 bytes: a 4 GiB multiple cannot compress that far)."""
-    if count == 0:
-        return True
-    expected, _ = integrity.expected_stream_bytes(path, compression)
-    if expected != 0:
-        return False
-    return compression != "GZIP" or tf.io.gfile.stat(path).length < 2**20
-
-
-def _names(files, limit=3):
-    shown = ", ".join(files[:limit])
-    return shown + (f" and {len(files) - limit} more" if len(files) > limit else "")
-
-
-def check_not_empty(files, compression_of=None, counts=None, record_shards=(1, 0)):
-    """Raises EmptyDataError when `files` certainly hold no record (for
-    input pipeline `record_shards[1]` of `record_shards[0]` sharing the
-    files' records in chunks): reading them repeated would spin forever."""
-    files = list(files)
-    if compression_of is None or counts is None:
-        metas = _folder_metadata(files)
-        compression_of = {f: _compression(f, metas[os.path.dirname(f)]) for f in files}
-        counts = {}
-        for f in files:
-            shards = (metas[os.path.dirname(f)] or {}).get("shards") or {}
-            counts[f] = int(shards.get(os.path.basename(f), -1))
-    if all(_certainly_empty(f, compression_of[f], counts[f]) for f in files):
-        what = "the file" if len(files) == 1 else f"all {len(files)} files"
-        raise integrity.EmptyDataError(
-            f"no records to read: {what} {_names(files)} hold none "
-            "(0 records in metadata.json or 0 bytes of records).")
-    num_shards, shard = record_shards
-    if num_shards > 1 and all(counts[f] >= 0 for f in files):
-        chunks = [-(-counts[f] // integrity.CHUNK_SIZE) for f in files]
-        if all(c <= shard for c in chunks):
-            raise integrity.EmptyDataError(
-                f"no records for input pipeline {shard} of {num_shards}: {_names(files)} "
-                f"hold {sum(counts[f] for f in files)} records, shared in chunks of "
-                f"{integrity.CHUNK_SIZE}, too few for every pipeline to get one; "
-                "write more records (or more files) or use fewer workers.")
-
-
-def _compression(path, meta):
-    if meta is not None and meta.get("compression"):
-        return str(meta["compression"]).upper()
-    return "GZIP" if path.endswith(".gz") else None
-
-
-def _mismatch(what, yours, theirs, where):
-    return ValueError(
-        f"{what} mismatch: you asked for {yours}, but {where} says {theirs}."
-    )
-
-
-def _check_metadata(meta, folder, sequence_length, max_predictions_per_seq, vocab_file):
-    where = os.path.join(folder, metadata.METADATA_FILE)
-    version = meta.get("schema_version")
-    if version is not None and version > schema.SCHEMA_VERSION:
-        raise ValueError(f"{where} has schema_version {version}; this reader knows "
-                         f"up to {schema.SCHEMA_VERSION}.")
-    for key, value in (("max_seq_length", sequence_length),
-                       ("max_predictions_per_seq", max_predictions_per_seq)):
-        if value is not None and meta.get(key) is not None and int(value) != int(meta[key]):
-            raise _mismatch(key, value, meta[key], where)
-    if vocab_file is not None and meta.get("vocab_sha256"):
-        sha, size = metadata.vocab_fingerprint(vocab_file)
-        if meta.get("vocab_size") is not None and size != int(meta["vocab_size"]):
-            raise _mismatch("vocab_size", f"{size} ({vocab_file})", meta["vocab_size"], where)
-        if sha != meta["vocab_sha256"]:
-            raise _mismatch("vocab_sha256", f"{sha} ({vocab_file})", meta["vocab_sha256"], where)
-
-
-def _probe_features(files, compression_of):
-    """Schema features present in the first readable record (for files
-    without metadata.json); unreadable records are left to the checked
-    reader to report."""
-    from google.protobuf.message import DecodeError
-
-    for path in files:
-        ds = tf.data.TFRecordDataset(path, compression_type=compression_of[path] or "")
-        try:
-            record = next(iter(ds.take(1)), None)
-            if record is None:
-                continue
-            example = tf.train.Example.FromString(record.numpy())
-        except (tf.errors.DataLossError, DecodeError):
-            continue
-        names = [n for n in schema.FEATURES if n in example.features.feature]
-        missing = [n for n in schema.SEQUENCE_FEATURES if n not in names]
-        if missing:
-            raise ValueError(f"{path} is not a pretraining file: it lacks {missing}.")
-        return names
-    raise ValueError(f"No readable record in {files[0]} ... to detect the features.")
-
-
-def describe_files(files, sequence_length=None, max_predictions_per_seq=None,
-                   vocab_file=None):
-    """Validates the files against their metadata.json and returns
-    (feature names, T, P, {path: compression}, {path: expected count})."""
-    metas = _folder_metadata(files)
-    compression_of = {f: _compression(f, metas[os.path.dirname(f)]) for f in files}
-    counts = {}
-    names = None
-    for folder, meta in metas.items():
-        if meta is None:
-            continue
-        _check_metadata(meta, folder, sequence_length, max_predictions_per_seq, vocab_file)
-        sequence_length = sequence_length or meta.get("max_seq_length")
-        max_predictions_per_seq = max_predictions_per_seq or meta.get("max_predictions_per_seq")
-        folder_names = sorted(meta.get("features") or [])
-        if names is not None and folder_names and folder_names != names:
-            raise ValueError(f"{folder} holds features {folder_names}, other files {names}.")
-        names = folder_names or names
-        for name, count in (meta.get("shards") or {}).items():
-            counts[os.path.join(folder, name)] = int(count)
-    if sequence_length is None or max_predictions_per_seq is None:
-        raise ValueError(
-            "These files have no metadata.json; pass sequence_length and "
-            "max_predictions_per_seq (the values they were written with)."
-        )
-    if names is None:
-        names = _probe_features(files, compression_of)
-    counts = {f: counts.get(f, -1) for f in files}
-    return names, int(sequence_length), int(max_predictions_per_seq), compression_of, counts
 
 
 def _sentinel(names, sequence_length, max_predictions_per_seq):
@@ -274,6 +94,19 @@ def _value_limits(files, metas, vocab_size, vocab_file):
     return limits, sources
 
 
+def _feature_limits(names, id_limit, id_source, sequence_length):
+    """One file's value checks for integrity.checked_records: (feature,
+    exclusive int64 limit, where the limit comes from) for the token ids
+    (`id_limit`; below 0 only negative ids are refused) and the masked positions
+    (the sequence length)."""
+    limits = [(name, id_limit, id_source)
+              for name in ("input_ids", "masked_lm_ids") if name in names]
+    if "masked_lm_positions" in names:
+        limits.append(("masked_lm_positions", tf.constant(sequence_length, tf.int64),
+                       "max_seq_length"))
+    return limits
+
+
 def _records(files, names, sequence_length, num_pred, compression_of, counts, *, log,
              shuffle, seed, repeat, deterministic, cycle_length, record_shards,
              id_limits, id_sources):
@@ -300,13 +133,8 @@ def _records(files, names, sequence_length, num_pred, compression_of, counts, *,
 
     def read_file(index):
         path = tf.gather(paths, index)
-        limits = []
-        for name in ("input_ids", "masked_lm_ids"):
-            if name in names:
-                limits.append((name, tf.gather(id_limits, index), tf.gather(id_sources, index)))
-        if "masked_lm_positions" in names:
-            limits.append(("masked_lm_positions", tf.constant(sequence_length, tf.int64),
-                           "max_seq_length"))
+        limits = _feature_limits(names, tf.gather(id_limits, index),
+                                 tf.gather(id_sources, index), sequence_length)
         return integrity.checked_records(
             path, lambda record: tf.io.parse_single_example(record, spec), sentinel,
             compression=compression, expected_bytes=tf.gather(sizes, index),
@@ -327,7 +155,7 @@ def _records(files, names, sequence_length, num_pred, compression_of, counts, *,
     # (empty or wholly skipped files, a pipeline left without chunks) stops
     # the iteration with an EmptyDataError instead of spinning.
     where = f" (input pipeline {shard} of {num_shards})" if num_shards > 1 else ""
-    message = (f"no records: a whole pass over {_names(files)}{where} read none "
+    message = (f"no records: a whole pass over {short_names(files)}{where} read none "
                "(empty files, or every record skipped as corrupt).")
     marker = tf.io.parse_single_example(sentinel, spec)
     return integrity.empty_pass_check(records, marker, message)
@@ -365,28 +193,93 @@ def _to_model_fn(names, masker, masked_lm=True):
     return to_model
 
 
+def _check_options(on_corrupt, dynamic_masking, masked_lm, vocab_file):
+    """Refuses option combinations pretraining_dataset cannot serve."""
+    if on_corrupt not in ("raise", "skip"):
+        raise ValueError(f"on_corrupt must be 'raise' or 'skip', got {on_corrupt!r}.")
+    if dynamic_masking and not masked_lm:
+        raise ValueError("dynamic_masking=True and masked_lm=False exclude each other.")
+    if dynamic_masking and vocab_file is None:
+        raise ValueError("dynamic_masking=True needs vocab_file (special token ids "
+                         "are looked up in it).")
+
+
+def _described_files(file_pattern, sequence_length, max_predictions_per_seq, vocab_file,
+                     needs_stored_masks):
+    """(files, describe_files' tuple) for a pattern, refusing files that
+    hold no record, or no masks when `needs_stored_masks`."""
+    files = expand_files(file_pattern)
+    check_not_empty(files)
+    described = describe_files(files, sequence_length, max_predictions_per_seq, vocab_file)
+    masked = all(n in described[0] for n in schema.MASKED_LM_FEATURES)
+    if not masked and needs_stored_masks:
+        raise ValueError(
+            f"{files[0]} holds no masked_lm_* features (written for dynamic "
+            "masking, --no-masking); pass dynamic_masking=True and vocab_file."
+        )
+    return files, described
+
+
+def _pipeline_share(files, batch_size, seed, input_context):
+    """This input pipeline's share: (files, per-pipeline batch size, seed,
+    (record shards, pipeline id)). With at least as many files as pipelines
+    each pipeline reads every num_pipelines-th file, else all files and
+    every num_pipelines-th chunk of records; seeds differ per pipeline."""
+    pipeline_id, num_pipelines = 0, 1
+    if input_context is not None:
+        pipeline_id = input_context.input_pipeline_id
+        num_pipelines = input_context.num_input_pipelines
+        batch_size = input_context.get_per_replica_batch_size(batch_size)
+    record_shards = 1
+    if num_pipelines > 1:
+        if len(files) >= num_pipelines:
+            files = files[pipeline_id::num_pipelines]
+        else:
+            record_shards = num_pipelines
+    if seed is not None:
+        seed = int(seed) + 1000003 * pipeline_id
+    return files, batch_size, seed, (record_shards, pipeline_id)
+
+
+def _skip_log(on_corrupt, corrupt_log, max_corrupt_records):
+    """The CorruptRecordLog that counts skipped records; None in raise mode."""
+    if on_corrupt != "skip":
+        return None
+    log = corrupt_log if corrupt_log is not None else CorruptRecordLog()
+    log.max_corrupt_records = max_corrupt_records
+    return log
+
+
+def _model_batches(ds, names, *, dynamic_masking, masked_lm, vocab_file, num_pred,
+                   masked_lm_prob, whole_word_mask, seed, deterministic):
+    """File-named batches -> model-named ones (module docstring), with
+    masks drawn per batch under dynamic masking; prefetched."""
+    masker = None
+    if dynamic_masking:
+        masker = DynamicMasker.from_vocab_file(
+            vocab_file, num_pred, masked_lm_prob=masked_lm_prob,
+            whole_word_mask=whole_word_mask)
+        # One int64 per batch seeds its masks; rerandomize_each_iteration
+        # gives new masks each epoch (also when model.fit re-iterates a
+        # finite dataset), reproducible for a fixed seed.
+        seeds = tf.data.Dataset.random(seed=seed, rerandomize_each_iteration=True)
+        ds = tf.data.Dataset.zip(ds, seeds)
+    else:
+        ds = ds.map(lambda batch: (batch, tf.constant(0, tf.int64)))
+    to_model = _to_model_fn(names, masker, masked_lm)
+    ds = ds.map(to_model, num_parallel_calls=AUTOTUNE, deterministic=deterministic)
+    options = tf.data.Options()
+    options.deterministic = deterministic
+    ds = ds.with_options(options)
+    return ds.prefetch(AUTOTUNE)
+
+
 def pretraining_dataset(
-    file_pattern,
-    batch_size,
-    *,
-    dynamic_masking=False,
-    masked_lm=True,
-    input_context=None,
-    shuffle=True,
-    seed=None,
-    repeat=True,
-    deterministic=False,
-    vocab_file=None,
-    vocab_size=None,
-    sequence_length=None,
-    max_predictions_per_seq=None,
-    masked_lm_prob=0.15,
-    whole_word_mask=False,
-    shuffle_buffer_size=10000,
-    cycle_length=8,
-    on_corrupt="raise",
-    max_corrupt_records=0,
-    corrupt_log=None,
+    file_pattern, batch_size, *, dynamic_masking=False, masked_lm=True, input_context=None,
+    shuffle=True, seed=None, repeat=True, deterministic=False, vocab_file=None,
+    vocab_size=None, sequence_length=None, max_predictions_per_seq=None, masked_lm_prob=0.15,
+    whole_word_mask=False, shuffle_buffer_size=10000, cycle_length=8, on_corrupt="raise",
+    max_corrupt_records=0, corrupt_log=None,
 ):
     """A `tf.data.Dataset` of pretraining batches (see the module docstring).
 
@@ -418,14 +311,8 @@ def pretraining_dataset(
         deterministic: fixed order (and masks, given `seed`) every run; off,
             parallel reads may reorder elements for speed.
         vocab_file: checked against metadata.json's vocab_sha256/vocab_size.
-        vocab_size: the model's vocabulary size. Token ids (input_ids,
-            masked_lm_ids) must be below metadata.json's vocab_size, else
-            this, else the size of `vocab_file`; a record holding another
-            id (or a masked_lm_position outside the sequence) is reported
-            like a corrupt record, naming the file, the record, the feature
-            and the value (on a GPU an out-of-range lookup returns zeros:
-            it would train on garbage silently). A model vocabulary smaller
-            than metadata.json's is refused up front.
+        vocab_size: the model's vocabulary size, a limit for the token
+            ids (module docstring, Checks).
         sequence_length, max_predictions_per_seq: checked against
             metadata.json; required for files without it.
         on_corrupt: "raise" (default): a corrupt or truncated record fails
@@ -434,78 +321,29 @@ def pretraining_dataset(
             (a CorruptRecordLog), failing past `max_corrupt_records`.
 
     Raises:
-        integrity.EmptyDataError (a ValueError) up front when the files
-        certainly hold no record; with `repeat`, the iteration fails with
-        it (carried by a tf.errors.InvalidArgumentError, see
-        `integrity.data_error`) when a whole pass over the files reads
-        nothing, instead of spinning forever.
+        integrity.EmptyDataError on empty files (module docstring, Checks).
     """
-    if on_corrupt not in ("raise", "skip"):
-        raise ValueError(f"on_corrupt must be 'raise' or 'skip', got {on_corrupt!r}.")
-    if dynamic_masking and not masked_lm:
-        raise ValueError("dynamic_masking=True and masked_lm=False exclude each other.")
-    if dynamic_masking and vocab_file is None:
-        raise ValueError("dynamic_masking=True needs vocab_file (special token ids "
-                         "are looked up in it).")
-    files = expand_files(file_pattern)
-    check_not_empty(files)
-    names, sequence_length, num_pred, compression_of, counts = describe_files(
-        files, sequence_length, max_predictions_per_seq, vocab_file)
-    masked = all(n in names for n in schema.MASKED_LM_FEATURES)
-    if not masked and not dynamic_masking and masked_lm:
-        raise ValueError(
-            f"{files[0]} holds no masked_lm_* features (written for dynamic "
-            "masking, --no-masking); pass dynamic_masking=True and vocab_file."
-        )
-
-    pipeline_id, num_pipelines = 0, 1
-    if input_context is not None:
-        pipeline_id = input_context.input_pipeline_id
-        num_pipelines = input_context.num_input_pipelines
-        batch_size = input_context.get_per_replica_batch_size(batch_size)
-    record_shards = 1
-    if num_pipelines > 1:
-        if len(files) >= num_pipelines:
-            files = files[pipeline_id::num_pipelines]
-        else:
-            record_shards = num_pipelines
-    if seed is not None:
-        seed = int(seed) + 1000003 * pipeline_id
-    check_not_empty(files, compression_of, counts, (record_shards, pipeline_id))
-    id_limits, id_sources = _value_limits(files, _folder_metadata(files), vocab_size,
+    _check_options(on_corrupt, dynamic_masking, masked_lm, vocab_file)
+    files, (names, sequence_length, num_pred, compression_of, counts) = _described_files(
+        file_pattern, sequence_length, max_predictions_per_seq, vocab_file,
+        needs_stored_masks=masked_lm and not dynamic_masking)
+    files, batch_size, seed, record_shards = _pipeline_share(files, batch_size, seed,
+                                                             input_context)
+    check_not_empty(files, compression_of, counts, record_shards)
+    id_limits, id_sources = _value_limits(files, folder_metadata(files), vocab_size,
                                           vocab_file)
-
-    log = None
-    if on_corrupt == "skip":
-        log = corrupt_log if corrupt_log is not None else CorruptRecordLog()
-        log.max_corrupt_records = max_corrupt_records
-
+    log = _skip_log(on_corrupt, corrupt_log, max_corrupt_records)
     ds = _records(files, names, sequence_length, num_pred, compression_of, counts, log=log,
                   shuffle=shuffle, seed=seed, repeat=repeat, deterministic=deterministic,
-                  cycle_length=cycle_length, record_shards=(record_shards, pipeline_id),
+                  cycle_length=cycle_length, record_shards=record_shards,
                   id_limits=id_limits, id_sources=id_sources)
     if shuffle:
         ds = ds.shuffle(shuffle_buffer_size, seed=seed, reshuffle_each_iteration=True)
     ds = ds.batch(batch_size, drop_remainder=repeat)
-
-    masker = None
-    if dynamic_masking:
-        masker = DynamicMasker.from_vocab_file(
-            vocab_file, num_pred, masked_lm_prob=masked_lm_prob,
-            whole_word_mask=whole_word_mask)
-        # One int64 per batch seeds its masks; rerandomize_each_iteration
-        # gives new masks each epoch (also when model.fit re-iterates a
-        # finite dataset), reproducible for a fixed seed.
-        seeds = tf.data.Dataset.random(seed=seed, rerandomize_each_iteration=True)
-        ds = tf.data.Dataset.zip(ds, seeds)
-    else:
-        ds = ds.map(lambda batch: (batch, tf.constant(0, tf.int64)))
-    to_model = _to_model_fn(names, masker, masked_lm)
-    ds = ds.map(to_model, num_parallel_calls=AUTOTUNE, deterministic=deterministic)
-    options = tf.data.Options()
-    options.deterministic = deterministic
-    ds = ds.with_options(options)
-    return ds.prefetch(AUTOTUNE)
+    return _model_batches(ds, names, dynamic_masking=dynamic_masking, masked_lm=masked_lm,
+                          vocab_file=vocab_file, num_pred=num_pred,
+                          masked_lm_prob=masked_lm_prob, whole_word_mask=whole_word_mask,
+                          seed=seed, deterministic=deterministic)
 
 
 def verify_shards(file_pattern, sequence_length=None, max_predictions_per_seq=None,
@@ -518,7 +356,7 @@ def verify_shards(file_pattern, sequence_length=None, max_predictions_per_seq=No
     (or `vocab_size`); otherwise only the TFRecord framing and "is an
     Example" are checked."""
     files = expand_files(file_pattern)
-    metas = _folder_metadata(files)
+    metas = folder_metadata(files)
     try:
         names, sequence_length, num_pred, compression_of, counts = describe_files(
             files, sequence_length, max_predictions_per_seq)
@@ -526,7 +364,7 @@ def verify_shards(file_pattern, sequence_length=None, max_predictions_per_seq=No
         if "no metadata.json" not in str(err) and "No readable record" not in str(err):
             raise
         names = None
-        compression_of = {f: _compression(f, metas[os.path.dirname(f)]) for f in files}
+        compression_of = {f: file_compression(f, metas[os.path.dirname(f)]) for f in files}
         counts = {f: -1 for f in files}
     parse_fn = sentinel = batch_parse_fn = None
     limits = {f: () for f in files}
@@ -537,11 +375,8 @@ def verify_shards(file_pattern, sequence_length=None, max_predictions_per_seq=No
         sentinel = _sentinel(names, sequence_length, num_pred)
         id_limits, id_sources = _value_limits(files, metas, vocab_size, None)
         for f, limit, source in zip(files, id_limits, id_sources):
-            limits[f] = [(name, tf.constant(limit, tf.int64), source)
-                         for name in ("input_ids", "masked_lm_ids") if name in names]
-            if "masked_lm_positions" in names:
-                limits[f].append(("masked_lm_positions", tf.constant(sequence_length, tf.int64),
-                                  "max_seq_length"))
+            limits[f] = _feature_limits(names, tf.constant(limit, tf.int64), source,
+                                        sequence_length)
     return [
         integrity.verify_file(f, parse_fn, sentinel, compression_of[f], counts[f],
                               batch_parse_fn, limits[f])

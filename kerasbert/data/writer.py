@@ -199,29 +199,11 @@ class _GzipShard:
 
 
 def create_pretraining_data(
-    inputs,
-    vocab_file,
-    output_dir,
-    *,
-    sequence_length=128,
-    max_predictions_per_seq=20,
-    masked_lm_prob=0.15,
-    dupe_factor=10,
-    short_seq_prob=0.1,
-    random_seed=12345,
-    lower_case=True,
-    whole_word_mask=False,
-    objective="nsp",
-    masking=True,
-    num_shards=1,
-    workers=1,
-    gzip=False,
-    text_field=None,
-    input_format="auto",
-    overwrite=False,
-    progress=True,
-    runner="local",
-    pipeline_args=(),
+    inputs, vocab_file, output_dir, *, sequence_length=128, max_predictions_per_seq=20,
+    masked_lm_prob=0.15, dupe_factor=10, short_seq_prob=0.1, random_seed=12345,
+    lower_case=True, whole_word_mask=False, objective="nsp", masking=True, num_shards=1,
+    workers=1, gzip=False, text_field=None, input_format="auto", overwrite=False,
+    progress=True, runner="local", pipeline_args=(),
 ):
     """Writes pretraining TFRecords + metadata.json; returns the metadata dict.
 
@@ -249,18 +231,8 @@ def create_pretraining_data(
         masking=masking, num_shards=num_shards, workers=workers, gzip=gzip,
         text_field=text_field, input_format=input_format, runner=runner)
     if runner != "local" and runner in RUNNERS:
-        if importlib.util.find_spec("apache_beam") is None:
-            raise UsageError(
-                f"--runner {runner} needs the package apache-beam, which is not installed: "
-                "pip install -c constraints.txt apache-beam.")
-        from kerasbert.data import beam_writer  # lazy: apache_beam
-
-        # The tokenizer is read once, here (also from gs://, s3://, ...); the
-        # pipeline's workers get its files by value.
-        with beam_writer.driver_copy(vocab_file, pipeline_args) as vocab:
-            run = Run(inputs, vocab, **settings)
-            return beam_writer.write(run, output_dir, overwrite=overwrite,
-                                     pipeline_args=list(pipeline_args), progress=progress)
+        return _write_with_beam(inputs, vocab_file, output_dir, settings, overwrite=overwrite,
+                                pipeline_args=pipeline_args, progress=progress)
     run = Run(inputs, vocab_file, **settings)
     if pipeline_args:
         raise UsageError(f"pipeline options {' '.join(pipeline_args)} need a Beam --runner "
@@ -277,6 +249,25 @@ def create_pretraining_data(
                             time.time() - started)
     meta_lib.write_metadata(output_dir, metadata)
     return metadata
+
+
+def _write_with_beam(inputs, vocab_file, output_dir, settings, *, overwrite, pipeline_args,
+                     progress):
+    """create_pretraining_data on a Beam runner (kerasbert.data.beam_writer);
+    returns the metadata dict."""
+    runner = settings["runner"]
+    if importlib.util.find_spec("apache_beam") is None:
+        raise UsageError(
+            f"--runner {runner} needs the package apache-beam, which is not installed: "
+            "pip install -c constraints.txt apache-beam.")
+    from kerasbert.data import beam_writer  # lazy: apache_beam
+
+    # The tokenizer is read once, here (also from gs://, s3://, ...); the
+    # pipeline's workers get its files by value.
+    with beam_writer.driver_copy(vocab_file, pipeline_args) as vocab:
+        run = Run(inputs, vocab, **settings)
+        return beam_writer.write(run, output_dir, overwrite=overwrite,
+                                 pipeline_args=list(pipeline_args), progress=progress)
 
 
 def _write_local(run, files, output_dir, created, progress):

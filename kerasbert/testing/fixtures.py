@@ -8,14 +8,8 @@ segments and half precision are exercised by the default sizes.
 
 import numpy as np
 
-TINY_ENCODER = dict(
-    vocabulary_size=50,
-    num_layers=2,
-    num_heads=2,
-    hidden_dim=16,
-    intermediate_dim=32,
-    max_sequence_length=12,
-)
+TINY_ENCODER = dict(vocabulary_size=50, num_layers=2, num_heads=2, hidden_dim=16,
+                    intermediate_dim=32, max_sequence_length=12)
 
 
 def tiny_encoder_config(**overrides):

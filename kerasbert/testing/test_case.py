@@ -169,20 +169,10 @@ class TestCase:
     # --- models -----------------------------------------------------------
 
     def run_backbone_test(
-        self,
-        cls,
-        init_kwargs=None,
-        input_data=None,
-        expected_output_shape=None,
-        run_saving_check=True,
-        run_precision_check=True,
-        run_contract_check=True,
-        run_padding_check=True,
-        run_saved_model_check=True,
-        run_type_ids_check=True,
-        padding_atol=1e-6,
-        sequence_input="input_word_ids",
-        mask_inputs=("input_mask",),
+        self, cls, init_kwargs=None, input_data=None, expected_output_shape=None,
+        run_saving_check=True, run_precision_check=True, run_contract_check=True,
+        run_padding_check=True, run_saved_model_check=True, run_type_ids_check=True,
+        padding_atol=1e-6, sequence_input="input_word_ids", mask_inputs=("input_mask",),
     ):
         """Checks a backbone built as `cls(**init_kwargs)` (default: the tiny
         encoder of `tiny_encoder_config()`) on `input_data` (default:
@@ -224,14 +214,7 @@ class TestCase:
                 vocabulary_size=init_kwargs["vocabulary_size"]
             )
         if expected_output_shape is None:
-            batch, length = np.shape(input_data["input_word_ids"])
-            hidden = init_kwargs["hidden_dim"]
-            expected_output_shape = {
-                "sequence_output": (batch, length, hidden),
-                "pooled_output": (batch, hidden),
-                "encoder_outputs": [(batch, length, hidden)]
-                * init_kwargs["num_layers"],
-            }
+            expected_output_shape = _encoder_output_shapes(init_kwargs, input_data)
         backbone = cls(**init_kwargs)
         output = backbone(input_data)
         shapes = keras.tree.map_structure(lambda x: tuple(x.shape), output)
@@ -239,14 +222,7 @@ class TestCase:
             f"{cls.__name__} outputs {shapes}, expected {expected_output_shape}"
         )
         self.run_serialization_test(backbone)
-        # Shorter sequences work without rebuilding (positions are sliced).
-        short = {k: v[:, : max(1, v.shape[1] // 2)] for k, v in input_data.items()}
-        short_output = backbone(short)
-        if isinstance(short_output, dict):
-            short_output, width = short_output["sequence_output"], shapes["sequence_output"][-1:]
-        else:
-            width = shapes[-1:]
-        assert tuple(short_output.shape) == short[sequence_input].shape + width
+        _check_shorter_sequence(backbone, input_data, shapes, sequence_input)
         if run_contract_check:
             self.run_tf_hub_contract_test(backbone, output)
         if run_padding_check:
@@ -258,17 +234,23 @@ class TestCase:
         if run_saved_model_check and keras.config.backend() == "tensorflow":
             self.run_saved_model_test(backbone, input_data)
         if run_precision_check:
-            padded = dict(input_data)
-            for key in mask_inputs:
-                padded[key] = np.array(input_data[key])
-                padded[key][-1, :] = 0  # A row with nothing to attend.
-            for policy in HALF_POLICIES:
-                model = cls(**{**init_kwargs, "dtype": policy})
-                self.assertAllFinite(model(padded), f"under {policy}")
-                # The policy survives a config round trip.
-                revived = cls.from_config(model.get_config())
-                assert revived.dtype_policy.name == policy
+            self.run_backbone_precision_test(cls, init_kwargs, input_data, mask_inputs)
         return backbone
+
+    def run_backbone_precision_test(self, cls, init_kwargs, input_data,
+                                    mask_inputs=("input_mask",)):
+        """Finite outputs of `cls(**init_kwargs)` under mixed_float16 and
+        mixed_bfloat16 on `input_data` with its last row fully padded (the
+        `mask_inputs` zeroed), and the policy survives a config round trip."""
+        padded = dict(input_data)
+        for key in mask_inputs:
+            padded[key] = np.array(input_data[key])
+            padded[key][-1, :] = 0  # A row with nothing to attend.
+        for policy in HALF_POLICIES:
+            model = cls(**{**init_kwargs, "dtype": policy})
+            self.assertAllFinite(model(padded), f"under {policy}")
+            revived = cls.from_config(model.get_config())
+            assert revived.dtype_policy.name == policy
 
     def run_tf_hub_contract_test(self, backbone, output):
         """The TF Hub names and dtypes of a backbone's inputs and outputs,
@@ -338,14 +320,8 @@ class TestCase:
     # --- task models --------------------------------------------------------
 
     def run_task_test(
-        self,
-        task,
-        input_data,
-        labels,
-        sample_weight=None,
-        compile_kwargs=None,
-        run_precision_check=True,
-        atol=1e-6,
+        self, task, input_data, labels, sample_weight=None, compile_kwargs=None,
+        run_precision_check=True, atol=1e-6,
     ):
         """Checks a fine-tuning task model (TextClassifier, TokenClassifier,
         QuestionAnswerer, MultipleChoice, ...) on one batch, and returns the
@@ -382,6 +358,21 @@ class TestCase:
             restored = keras.saving.load_model(path, safe_mode=True)
         assert type(restored) is cls
         self.assertAllClose(task(input_data), restored(input_data), atol=atol)
+        self._check_restored_training_state(task, restored)
+        again = restored.fit(input_data, labels, **fit_kwargs).history
+        assert int(restored.optimizer.iterations) == 2
+        assert set(again) == set(logs), (sorted(again), sorted(logs))
+        self.assertAllFinite(again["loss"], "loss after reloading")
+        if run_precision_check:
+            self.run_task_precision_test(
+                task, input_data, labels, fit_kwargs, compile_kwargs
+            )
+        return restored
+
+    def _check_restored_training_state(self, task, restored):
+        """`restored` (a `.keras` reload of the trained `task`) has the same
+        loss and optimizer config, and the optimizer's variables (iteration
+        count, non-zero moments) restored exactly."""
         assert restored.optimizer is not None, "the optimizer was not restored"
         assert restored.optimizer.get_config() == task.optimizer.get_config()
         assert keras.saving.serialize_keras_object(restored.loss) == (
@@ -397,15 +388,6 @@ class TestCase:
             if "iteration" not in v.path
         ]
         assert any(np.any(x != 0) for x in moments), "no optimizer state to restore"
-        again = restored.fit(input_data, labels, **fit_kwargs).history
-        assert int(restored.optimizer.iterations) == 2
-        assert set(again) == set(logs), (sorted(again), sorted(logs))
-        self.assertAllFinite(again["loss"], "loss after reloading")
-        if run_precision_check:
-            self.run_task_precision_test(
-                task, input_data, labels, fit_kwargs, compile_kwargs
-            )
-        return restored
 
     def run_task_precision_test(
         self, task, input_data, labels, fit_kwargs, compile_kwargs
@@ -484,3 +466,29 @@ class TestCase:
             )
         self.assertAllClose(expected, dict(actual), atol=atol)
         return actual
+
+
+def _encoder_output_shapes(init_kwargs, input_data):
+    """The encoder contract's output shapes for a config and its inputs:
+    sequence_output [B, T, H], pooled_output [B, H], encoder_outputs
+    num_layers x [B, T, H]."""
+    batch, length = np.shape(input_data["input_word_ids"])
+    hidden = init_kwargs["hidden_dim"]
+    return {
+        "sequence_output": (batch, length, hidden),
+        "pooled_output": (batch, hidden),
+        "encoder_outputs": [(batch, length, hidden)] * init_kwargs["num_layers"],
+    }
+
+
+def _check_shorter_sequence(backbone, input_data, shapes, sequence_input):
+    """A built backbone takes inputs half as long without rebuilding
+    (positions are sliced); its sequence output follows `sequence_input`'s
+    [B, T/2] with the width of `shapes` (the full-length output shapes)."""
+    short = {k: v[:, : max(1, v.shape[1] // 2)] for k, v in input_data.items()}
+    short_output = backbone(short)
+    if isinstance(short_output, dict):
+        short_output, width = short_output["sequence_output"], shapes["sequence_output"][-1:]
+    else:
+        width = shapes[-1:]
+    assert tuple(short_output.shape) == short[sequence_input].shape + width

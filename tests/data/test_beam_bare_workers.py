@@ -33,6 +33,7 @@ from apache_beam.portability.api import beam_runner_api_pb2
 from apache_beam.runners.portability.fn_api_runner import worker_handlers
 
 from kerasbert import cli
+from kerasbert.data import beam_options
 from kerasbert.data import beam_shipping
 from kerasbert.data import beam_writer
 from kerasbert.data import writer
@@ -365,7 +366,7 @@ def test_the_staged_wheel_is_this_kerasbert(tmp_path):
       "--temp_location=gs://b/tmp"], "pip install 'kerasbert[dataflow]'"),
 ])
 def test_misconfigured_runner_exits_2_with_one_line(tmp_path, runner_args, message):
-    if "dataflow" in runner_args and beam_writer._installed("google.cloud.storage"):
+    if "dataflow" in runner_args and beam_options.installed("google.cloud.storage"):
         pytest.skip("apache-beam[gcp] is installed here")
     vocab = write_vocab(str(tmp_path))
     corpus = write_corpus(str(tmp_path / "c.txt"), 5)

@@ -25,6 +25,8 @@ from kerasbert.text import segment_layout
 logger = logging.getLogger(__name__)
 
 BAD_ANSWER_POLICIES = ("error", "skip")
+# One window's rows, in the order _window_rows returns them.
+ROW_NAMES = ("ids", "types", "mask", "start_char", "end_char", "max_ctx")
 
 
 def _answer_matches(context, start, text):
@@ -77,6 +79,83 @@ def _max_context(spans):
     ]
 
 
+def _check_options(data, tokenizer, sequence_length, doc_stride, max_query_length, on_bad_answer):
+    """Refuses a call convert_qa cannot serve; returns (T, the tokenizer's
+    SegmentLayout)."""
+    if task_format(data.task_type).example != "squad":
+        raise TaskDataError(f"convert_qa got a {data.task_type} task.")
+    if on_bad_answer not in BAD_ANSWER_POLICIES:
+        raise TaskDataError(f"on_bad_answer must be one of {BAD_ANSWER_POLICIES}, got {on_bad_answer!r}.")
+    if not data.examples:
+        raise TaskDataError(f"{data.name} {data.split}: no examples to convert.")
+    t = int(sequence_length)
+    layout = segment_layout(tokenizer)
+    if doc_stride < 1 or max_query_length < 1:
+        raise TaskDataError(f"doc_stride and max_query_length must be positive, got {doc_stride}, {max_query_length}.")
+    # Room for at least one context piece after the longest question.
+    shortest = max_query_length + layout.special_tokens() + 1
+    if t < shortest:
+        raise TaskDataError(
+            f"max_seq_length {t} leaves no room for the context after a question of up to "
+            f"{max_query_length} pieces; use at least {shortest} (or a smaller max_query_length)."
+        )
+    return t, layout
+
+
+def _window_rows(query, doc, span, max_ctx, t, layout):
+    """One window `[CLS] query [SEP] doc[start:start + length] [SEP]` as
+    six int32 [T] rows: ids, types, mask, start_char, end_char, is_max
+    (the last three -1 / 0 off the context)."""
+    doc_ids, doc_start, doc_end = doc
+    start, length = span
+    offset = layout.second_offset(len(query))
+    ids = np.full(t, layout.pad_id, np.int32)
+    ids[:offset] = layout.first_part(query)
+    ids[offset:offset + length] = doc_ids[start:start + length]
+    ids[offset + length] = layout.sep_id
+    types = np.zeros(t, np.int32)
+    types[offset:offset + length + 1] = layout.second_type_id
+    mask = np.zeros(t, np.int32)
+    mask[:offset + length + 1] = 1
+    start_char = np.full(t, -1, np.int32)
+    end_char = np.full(t, -1, np.int32)
+    start_char[offset:offset + length] = doc_start[start:start + length]
+    end_char[offset:offset + length] = doc_end[start:start + length]
+    is_max = np.zeros(t, np.int32)
+    is_max[offset:offset + length] = max_ctx
+    return ids, types, mask, start_char, end_char, is_max
+
+
+def _example_windows(query, doc, answer_tokens, t, layout, doc_stride):
+    """Yields (six rows, answer positions) per context window of one example.
+    The positions index the window sequence: (0, 0) without an answer to
+    place, None when the answer lies outside this window (trained as 0, 0)."""
+    offset = layout.second_offset(len(query))
+    max_doc = t - offset - 1  # the final separator
+    spans = _doc_spans(len(doc[0]), max_doc, doc_stride)
+    for (start, length), max_ctx in zip(spans, _max_context(spans)):
+        positions = (0, 0)
+        if answer_tokens is not None:
+            first, last = answer_tokens
+            inside = first >= start and last < start + length
+            positions = (first - start + offset, last - start + offset) if inside else None
+        yield _window_rows(query, doc, (start, length), max_ctx, t, layout), positions
+
+
+def _checked_answer(example, doc, name, is_training, on_bad_answer):
+    """(first, last) context piece of the example's answer, None when there
+    is none to place, or "skip" for a bad answer under on_bad_answer="skip"."""
+    if not (is_training and not example.get("is_impossible") and example.get("answers")):
+        return None
+    answer_tokens = _answer_tokens(example, doc[1], doc[2], name)
+    if not isinstance(answer_tokens, str):
+        return answer_tokens
+    if on_bad_answer == "error":
+        raise TaskDataError(answer_tokens)
+    logger.warning("Skipping: %s", answer_tokens)
+    return "skip"
+
+
 def convert_qa(data, tokenizer, sequence_length=384, doc_stride=128, max_query_length=64,
                is_training=True, on_bad_answer="error"):
     """SQuAD examples -> features, one per context window.
@@ -102,97 +181,58 @@ def convert_qa(data, tokenizer, sequence_length=384, doc_stride=128, max_query_l
         token_start_char / token_end_char int32 [N, T] (-1 off context),
         token_is_max_context int32 [N, T].
     """
-    if task_format(data.task_type).example != "squad":
-        raise TaskDataError(f"convert_qa got a {data.task_type} task.")
-    if on_bad_answer not in BAD_ANSWER_POLICIES:
-        raise TaskDataError(f"on_bad_answer must be one of {BAD_ANSWER_POLICIES}, got {on_bad_answer!r}.")
+    t, layout = _check_options(data, tokenizer, sequence_length, doc_stride, max_query_length,
+                               on_bad_answer)
     examples = data.examples
-    if not examples:
-        raise TaskDataError(f"{data.name} {data.split}: no examples to convert.")
-    t = int(sequence_length)
-    layout = segment_layout(tokenizer)
-    if doc_stride < 1 or max_query_length < 1:
-        raise TaskDataError(f"doc_stride and max_query_length must be positive, got {doc_stride}, {max_query_length}.")
-    # Room for at least one context piece after the longest question.
-    shortest = max_query_length + layout.special_tokens() + 1
-    if t < shortest:
-        raise TaskDataError(
-            f"max_seq_length {t} leaves no room for the context after a question of up to "
-            f"{max_query_length} pieces; use at least {shortest} (or a smaller max_query_length)."
-        )
     questions = tokenize_lists(tokenizer, [e["question"] for e in examples])
     contexts = list(dict.fromkeys(e["context"] for e in examples))
     context_index = {c: i for i, c in enumerate(contexts)}
     tokenized = tokenize_with_offsets_lists(tokenizer, contexts)
 
-    rows = {k: [] for k in ("ids", "types", "mask", "start_char", "end_char", "max_ctx")}
-    example_index, starts, ends = [], [], []
-    skipped = windows_without_answer = 0
+    rows = {k: [] for k in ROW_NAMES}
+    example_index, positions = [], []
+    skipped = 0
     for e, example in enumerate(examples):
-        context = example["context"]
-        doc_ids, doc_start, doc_end = tokenized[context_index[context]]
-        answer_tokens = None
-        if is_training and not example.get("is_impossible") and example.get("answers"):
-            answer_tokens = _answer_tokens(example, doc_start, doc_end, data.name or "qa")
-            if isinstance(answer_tokens, str):
-                if on_bad_answer == "error":
-                    raise TaskDataError(answer_tokens)
-                logger.warning("Skipping: %s", answer_tokens)
-                skipped += 1
-                continue
+        doc = tokenized[context_index[example["context"]]]
+        answer_tokens = _checked_answer(example, doc, data.name or "qa", is_training,
+                                        on_bad_answer)
+        if answer_tokens == "skip":
+            skipped += 1
+            continue
         query = questions[e][:max_query_length]
-        offset = layout.second_offset(len(query))
-        max_doc = t - offset - 1  # the final separator
-        spans = _doc_spans(len(doc_ids), max_doc, doc_stride)
-        for (start, length), max_ctx in zip(spans, _max_context(spans)):
-            ids = np.full(t, layout.pad_id, np.int32)
-            ids[:offset] = layout.first_part(query)
-            ids[offset:offset + length] = doc_ids[start:start + length]
-            ids[offset + length] = layout.sep_id
-            types = np.zeros(t, np.int32)
-            types[offset:offset + length + 1] = layout.second_type_id
-            mask = np.zeros(t, np.int32)
-            mask[:offset + length + 1] = 1
-            start_char = np.full(t, -1, np.int32)
-            end_char = np.full(t, -1, np.int32)
-            start_char[offset:offset + length] = doc_start[start:start + length]
-            end_char[offset:offset + length] = doc_end[start:start + length]
-            is_max = np.zeros(t, np.int32)
-            is_max[offset:offset + length] = max_ctx
-            s_pos = e_pos = 0
-            if answer_tokens is not None:
-                first, last = answer_tokens
-                if first >= start and last < start + length:
-                    s_pos, e_pos = first - start + offset, last - start + offset
-                else:
-                    windows_without_answer += 1
-            for key, value in zip(rows, (ids, types, mask, start_char, end_char, is_max)):
+        for values, window_positions in _example_windows(query, doc, answer_tokens, t, layout,
+                                                         doc_stride):
+            for key, value in zip(rows, values):
                 rows[key].append(value)
             example_index.append(e)
-            starts.append(s_pos)
-            ends.append(e_pos)
+            positions.append(window_positions)
     if skipped:
         logger.warning("%s: skipped %d example(s) whose answer is not in the context.", data.name, skipped)
     if not example_index:
         raise TaskDataError(f"{data.name} {data.split}: no features (every example skipped).")
+    stats = {
+        "num_examples": len(examples), "num_features": len(example_index),
+        "skipped_examples": skipped, "windows_without_answer": positions.count(None),
+        "max_seq_length": t, "doc_stride": doc_stride, "max_query_length": max_query_length,
+    }
+    return _features(rows, example_index, positions, is_training, t, stats)
 
+
+def _features(rows, example_index, positions, is_training, t, stats):
+    """The collected windows as `TaskFeatures` (convert_qa's Returns)."""
     def stack(key):
         return np.stack(rows[key]).astype(np.int32)
 
     x = {"input_word_ids": stack("ids"), "input_mask": stack("mask"), "input_type_ids": stack("types")}
     y = None
     if is_training:
+        starts, ends = zip(*(p or (0, 0) for p in positions))
         y = {"start_positions": np.asarray(starts, np.int32), "end_positions": np.asarray(ends, np.int32)}
     extras = {
         "example_index": np.asarray(example_index, np.int32),
         "token_start_char": stack("start_char"),
         "token_end_char": stack("end_char"),
         "token_is_max_context": stack("max_ctx"),
-    }
-    stats = {
-        "num_examples": len(examples), "num_features": len(example_index),
-        "skipped_examples": skipped, "windows_without_answer": windows_without_answer,
-        "max_seq_length": t, "doc_stride": doc_stride, "max_query_length": max_query_length,
     }
     return TaskFeatures("qa", x, y, None, extras, None, t, stats)
 

@@ -63,8 +63,6 @@ def write_features(directory, split, features, vocab_file, lower_case=True, task
     per word, truncate_at_nul, ..., recorded in metadata.json for
     `read_features` to check). Returns the updated metadata dict.
     """
-    import tensorflow as tf
-
     if not split or os.sep in split or split.startswith("."):
         raise TaskDataError(f"Bad split name {split!r}.")
     os.makedirs(directory, exist_ok=True)
@@ -76,60 +74,14 @@ def write_features(directory, split, features, vocab_file, lower_case=True, task
         "vocab_sha256": sha, "lower_case": bool(lower_case),
         "tokenizer_settings": dict(tokenizer_settings) if tokenizer_settings else None,
     }
-    if meta:
-        if meta.get("schema_version") != schema.SCHEMA_VERSION or "splits" not in meta:
-            raise TaskDataError(f"{directory} holds other data (metadata.json is not fine-tuning data).")
-        for key in _COMPARED:
-            if meta.get(key) != mine[key]:
-                raise TaskDataError(
-                    f"{directory}: {key} {mine[key]!r} differs from the data already there "
-                    f"({meta.get(key)!r}); write to another folder."
-                )
-        if split in meta["splits"] and not overwrite:
-            raise TaskDataError(f"{directory} already has split {split!r}; pass overwrite to replace it.")
+    _check_same_data(directory, split, meta, mine, overwrite)
     labelled = features.y is not None
     spec = schema.features_for(features.task_type, labelled)
-    columns = {
-        name: np.asarray(_value(features, slot, key)).reshape(len(features), -1)
-        for name, (slot, key, _, _) in spec.items()
-    }
-    for name, (_, _, _, shape_key) in spec.items():
-        shape = schema.shape_of(shape_key, features.task_type, features.sequence_length,
-                                mine["num_choices"])
-        if len(features) and columns[name].shape[1] != int(np.prod(shape)):
-            raise TaskDataError(
-                f"{name}: {columns[name].shape[1]} values per record, but the schema stores "
-                f"{shape} (a text2text target as long as its source, T each).")
+    columns = _columns(features, spec, mine["num_choices"])
     num_shards = max(1, min(int(num_shards), max(1, len(features))))
     names = [f"{split}-{i:05d}-of-{num_shards:05d}.tfrecord" for i in range(num_shards)]
-    bounds = _shard_bounds(len(features), num_shards)
-    temps = []
-    try:
-        for shard, name in enumerate(names):
-            fd, tmp = tempfile.mkstemp(prefix=f".{name}.", suffix=".tmp", dir=directory)
-            os.close(fd)
-            temps.append(tmp)
-            with tf.io.TFRecordWriter(tmp) as writer:
-                for i in range(bounds[shard], bounds[shard + 1]):
-                    feature = {}
-                    for fname, (_, _, dtype, _) in spec.items():
-                        row = columns[fname][i]
-                        if dtype == "float32":
-                            feature[fname] = tf.train.Feature(float_list=tf.train.FloatList(value=row.tolist()))
-                        else:
-                            feature[fname] = tf.train.Feature(int64_list=tf.train.Int64List(value=row.tolist()))
-                    writer.write(tf.train.Example(features=tf.train.Features(feature=feature)).SerializeToString())
-        old = meta.get("splits", {}).get(split, {}).get("files", [])
-        for tmp, name in zip(temps, names):
-            os.replace(tmp, os.path.join(directory, name))
-        temps = []
-        for name in old:
-            if name not in names and os.path.exists(os.path.join(directory, name)):
-                os.remove(os.path.join(directory, name))
-    finally:
-        for tmp in temps:
-            if os.path.exists(tmp):
-                os.remove(tmp)
+    old = meta.get("splits", {}).get(split, {}).get("files", [])
+    _write_shards(directory, names, _shard_bounds(len(features), num_shards), spec, columns, old)
     meta.update(mine)
     meta.update({"schema_version": schema.SCHEMA_VERSION, "vocab_size": vocab_size,
                  "created_by": "kerasbert create-finetuning-data"})
@@ -144,6 +96,83 @@ def write_features(directory, split, features, vocab_file, lower_case=True, task
     }
     write_metadata(directory, meta)
     return meta
+
+
+def _check_same_data(directory, split, meta, mine, overwrite):
+    """Refuses to add a split to a folder whose metadata.json (`meta`, {}
+    when none) describes other data, or already has it (unless overwrite)."""
+    if not meta:
+        return
+    if meta.get("schema_version") != schema.SCHEMA_VERSION or "splits" not in meta:
+        raise TaskDataError(f"{directory} holds other data (metadata.json is not fine-tuning data).")
+    for key in _COMPARED:
+        if meta.get(key) != mine[key]:
+            raise TaskDataError(
+                f"{directory}: {key} {mine[key]!r} differs from the data already there "
+                f"({meta.get(key)!r}); write to another folder."
+            )
+    if split in meta["splits"] and not overwrite:
+        raise TaskDataError(f"{directory} already has split {split!r}; pass overwrite to replace it.")
+
+
+def _columns(features, spec, num_choices):
+    """{file feature name: [N, values per record]} for the features in
+    `spec`, each checked against the width the schema stores."""
+    columns = {
+        name: np.asarray(_value(features, slot, key)).reshape(len(features), -1)
+        for name, (slot, key, _, _) in spec.items()
+    }
+    for name, (_, _, _, shape_key) in spec.items():
+        shape = schema.shape_of(shape_key, features.task_type, features.sequence_length,
+                                num_choices)
+        if len(features) and columns[name].shape[1] != int(np.prod(shape)):
+            raise TaskDataError(
+                f"{name}: {columns[name].shape[1]} values per record, but the schema stores "
+                f"{shape} (a text2text target as long as its source, T each).")
+    return columns
+
+
+def _write_shards(directory, names, bounds, spec, columns, old):
+    """Writes records bounds[k]..bounds[k + 1] of `columns` to file names[k]
+    under a temporary name, renames them all when every one is complete,
+    then removes the split's `old` files that are not rewritten."""
+    import tensorflow as tf
+
+    floats = {name for name, (_, _, dtype, _) in spec.items() if dtype == "float32"}
+    temps = []
+    try:
+        for shard, name in enumerate(names):
+            fd, tmp = tempfile.mkstemp(prefix=f".{name}.", suffix=".tmp", dir=directory)
+            os.close(fd)
+            temps.append(tmp)
+            with tf.io.TFRecordWriter(tmp) as writer:
+                for i in range(bounds[shard], bounds[shard + 1]):
+                    writer.write(_example({fname: columns[fname][i].tolist() for fname in spec},
+                                          floats))
+        for tmp, name in zip(temps, names):
+            os.replace(tmp, os.path.join(directory, name))
+        temps = []
+        for name in old:
+            if name not in names and os.path.exists(os.path.join(directory, name)):
+                os.remove(os.path.join(directory, name))
+    finally:
+        for tmp in temps:
+            if os.path.exists(tmp):
+                os.remove(tmp)
+
+
+def _example(values, floats):
+    """A serialized tf.train.Example of {name: list of numbers}: float
+    lists for the names in `floats`, int64 lists for the others."""
+    import tensorflow as tf
+
+    feature = {}
+    for name, row in values.items():
+        if name in floats:
+            feature[name] = tf.train.Feature(float_list=tf.train.FloatList(value=row))
+        else:
+            feature[name] = tf.train.Feature(int64_list=tf.train.Int64List(value=row))
+    return tf.train.Example(features=tf.train.Features(feature=feature)).SerializeToString()
 
 
 def has_split(directory, split):
@@ -172,14 +201,9 @@ def _empty_record(spec):
     padding record."""
     import tensorflow as tf
 
-    feature = {}
-    for name, fixed in spec.items():
-        size = int(np.prod(fixed.shape))
-        if fixed.dtype == tf.float32:
-            feature[name] = tf.train.Feature(float_list=tf.train.FloatList(value=[0.0] * size))
-        else:
-            feature[name] = tf.train.Feature(int64_list=tf.train.Int64List(value=[0] * size))
-    return tf.train.Example(features=tf.train.Features(feature=feature)).SerializeToString()
+    floats = {name for name, fixed in spec.items() if fixed.dtype == tf.float32}
+    return _example({name: [0.0 if name in floats else 0] * int(np.prod(fixed.shape))
+                     for name, fixed in spec.items()}, floats)
 
 
 def features_dataset(directory, split):

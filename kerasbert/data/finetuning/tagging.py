@@ -36,6 +36,50 @@ def _in_context(tokenizer, examples):
             for e in examples for i, w in enumerate(e["tokens"])]
 
 
+def _row_labels(data, row, example, labelled):
+    """The example's label ids (one per word), None when unlabelled;
+    refuses an example whose labels do not match the task's."""
+    tokens, labels = example["tokens"], example.get("labels")
+    if (labels is not None) != labelled:
+        raise TaskDataError(f"{data.name} example {row}: labels missing in a labelled task"
+                            if labelled else f"{data.name} example {row}: labels in an unlabelled task")
+    if labels is not None and len(labels) != len(tokens):
+        raise TaskDataError(
+            f"{data.name} example {row}: {len(tokens)} tokens but {len(labels)} labels."
+        )
+    if not labelled:
+        return None
+    return [label_id(labels[w], data.label_names, f"{data.name} example {row} word {w}")
+            for w in range(len(tokens))]
+
+
+def _fill_row(out, row, word_pieces, labels, tokenizer, t):
+    """Writes `[CLS] pieces of every word [SEP]` into row `row` of the
+    [N, T] arrays in `out` (ids, mask, word_ids, and y / weight when
+    `labels`); returns (truncated words, empty words)."""
+    position = 1
+    out["ids"][row, 0] = tokenizer.cls_id
+    truncated = empty = 0
+    for w, pieces in enumerate(word_pieces):
+        if not pieces:
+            empty += 1
+            continue
+        if position >= t - 1:
+            truncated += 1
+            continue
+        take = pieces[: t - 1 - position]
+        out["ids"][row, position:position + len(take)] = take
+        out["word_ids"][row, position:position + len(take)] = w
+        if labels is not None:
+            # The label goes on the word's first piece only.
+            out["y"][row, position] = labels[w]
+            out["weight"][row, position] = 1.0
+        position += len(take)
+    out["ids"][row, position] = tokenizer.sep_id
+    out["mask"][row, : position + 1] = 1
+    return truncated, empty
+
+
 def convert_tagging(data, tokenizer, sequence_length=128):
     """`[CLS] pieces of every word [SEP]`, padded.
 
@@ -58,60 +102,39 @@ def convert_tagging(data, tokenizer, sequence_length=128):
     words = [w for e in examples for w in e["tokens"]]
     pieces = tokenize_lists(tokenizer, _in_context(tokenizer, examples))
     n = len(examples)
-    ids = np.full((n, t), tokenizer.pad_id, np.int32)
-    mask = np.zeros((n, t), np.int32)
-    word_ids = np.full((n, t), -1, np.int32)
-    y = np.zeros((n, t), np.int32) if labelled else None
-    weight = np.zeros((n, t), np.float32) if labelled else None
+    out = {"ids": np.full((n, t), tokenizer.pad_id, np.int32), "mask": np.zeros((n, t), np.int32),
+           "word_ids": np.full((n, t), -1, np.int32),
+           "y": np.zeros((n, t), np.int32) if labelled else None,
+           "weight": np.zeros((n, t), np.float32) if labelled else None}
     truncated_words = truncated_examples = empty_words = 0
     cursor = 0
     for row, example in enumerate(examples):
-        tokens, labels = example["tokens"], example.get("labels")
-        if (labels is not None) != labelled:
-            raise TaskDataError(f"{data.name} example {row}: labels missing in a labelled task"
-                                if labelled else f"{data.name} example {row}: labels in an unlabelled task")
-        if labels is not None and len(labels) != len(tokens):
-            raise TaskDataError(
-                f"{data.name} example {row}: {len(tokens)} tokens but {len(labels)} labels."
-            )
-        position = 1
-        ids[row, 0] = tokenizer.cls_id
-        cut = False
-        for w in range(len(tokens)):
-            word_pieces = pieces[cursor + w]
-            label = None
-            if labelled:
-                label = label_id(labels[w], data.label_names, f"{data.name} example {row} word {w}")
-            if not word_pieces:
-                empty_words += 1
-                continue
-            if position >= t - 1:
-                truncated_words += 1
-                cut = True
-                continue
-            take = word_pieces[: t - 1 - position]
-            ids[row, position:position + len(take)] = take
-            word_ids[row, position:position + len(take)] = w
-            if labelled:
-                y[row, position] = label
-                weight[row, position] = 1.0
-            position += len(take)
-        cursor += len(tokens)
-        ids[row, position] = tokenizer.sep_id
-        mask[row, : position + 1] = 1
-        truncated_examples += cut
-    if truncated_words:
-        logger.warning(
-            "%s: %d word(s) in %d example(s) did not fit in max_seq_length %d and have no "
-            "prediction; raise max_seq_length (--max-seq-length) to keep them.",
-            data.name, truncated_words, truncated_examples, t,
-        )
-    if empty_words:
-        logger.warning("%s: %d word(s) tokenize to nothing and carry no label.", data.name, empty_words)
-    x = {"input_word_ids": ids, "input_mask": mask, "input_type_ids": np.zeros((n, t), np.int32)}
+        labels = _row_labels(data, row, example, labelled)
+        count = len(example["tokens"])
+        truncated, empty = _fill_row(out, row, pieces[cursor:cursor + count], labels, tokenizer, t)
+        cursor += count
+        truncated_words += truncated
+        empty_words += empty
+        truncated_examples += truncated > 0
+    _warn(data.name, truncated_words, truncated_examples, empty_words, t)
+    x = {"input_word_ids": out["ids"], "input_mask": out["mask"],
+         "input_type_ids": np.zeros((n, t), np.int32)}
     stats = {
         "num_examples": n, "num_features": n, "num_words": len(words),
         "truncated_words": truncated_words, "truncated_examples": truncated_examples,
         "empty_words": empty_words,
     }
-    return TaskFeatures("tagging", x, y, weight, {"word_ids": word_ids}, data.label_names, t, stats)
+    return TaskFeatures("tagging", x, out["y"], out["weight"], {"word_ids": out["word_ids"]},
+                        data.label_names, t, stats)
+
+
+def _warn(name, truncated_words, truncated_examples, empty_words, t):
+    """Says how many words lost their prediction (cut, or no piece at all)."""
+    if truncated_words:
+        logger.warning(
+            "%s: %d word(s) in %d example(s) did not fit in max_seq_length %d and have no "
+            "prediction; raise max_seq_length (--max-seq-length) to keep them.",
+            name, truncated_words, truncated_examples, t,
+        )
+    if empty_words:
+        logger.warning("%s: %d word(s) tokenize to nothing and carry no label.", name, empty_words)

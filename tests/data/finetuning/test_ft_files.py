@@ -107,31 +107,28 @@ def test_swag_and_multiple_choice(tmp_path):
 
 
 def test_bad_input_errors(tmp_path):
-    with pytest.raises(TaskDataError, match=r"Unknown task 'glue_cola'; valid tasks: glue/cola, "):
-        load_task("glue_cola")
-    with pytest.raises(UsageError, match="Unknown GLUE task 'glue/colaa'"):
-        load_task("glue/colaa")
-    with pytest.raises(TaskDataError, match="Task file not found: .*nope.csv"):
-        load_task(f"csv:{tmp_path / 'nope.csv'}")
     empty = write_text(tmp_path / "empty.csv", "")
-    with pytest.raises(TaskDataError, match="empty.csv has no examples"):
-        load_task(f"csv:{empty}")
     header_only = write_text(tmp_path / "header.csv", "text,label\n")
-    with pytest.raises(TaskDataError, match="header.csv has no examples"):
-        load_task(f"csv:{header_only}")
     path = write_csv(tmp_path / "reviews.csv", ["review", "stars"], [["good", "5"]])
-    with pytest.raises(TaskDataError, match=r"missing column 'document' \(text\); columns: review, stars"):
-        load_task(f"csv:{path}", columns={"text": "document", "label": "stars"})
-    with pytest.raises(TaskDataError, match=r"missing column for label .* columns: review, stars"):
-        load_task(f"csv:{path}")
     labels = write_csv(tmp_path / "labels.csv", ["text", "label"], [["good", "pos"], ["bad", "meh"]])
-    with pytest.raises(TaskDataError, match=r"labels.csv line 3: label 'meh' is not in the label set"):
-        load_task(f"csv:{labels}", label_names=["neg", "pos"])
     ragged = write_text(tmp_path / "ragged.csv", "text,label\ngood,pos,extra\n")
-    with pytest.raises(TaskDataError, match="ragged.csv line 2: 3 fields but the header has 2"):
-        load_task(f"csv:{ragged}")
     broken = write_text(tmp_path / "broken.jsonl", '{"text": "a", "label": "x"}\n{"text": \n')
-    with pytest.raises(TaskDataError, match="broken.jsonl line 2: invalid JSON"):
-        load_task(f"jsonl:{broken}")
-    with pytest.raises(TaskDataError, match="Unknown task type 'tagger'"):
-        load_task(f"csv:{labels}", task_type="tagger")
+    # (task spec, load_task keywords, error, message)
+    cases = [
+        ("glue_cola", {}, TaskDataError, r"Unknown task 'glue_cola'; valid tasks: glue/cola, "),
+        ("glue/colaa", {}, UsageError, "Unknown GLUE task 'glue/colaa'"),
+        (f"csv:{tmp_path / 'nope.csv'}", {}, TaskDataError, "Task file not found: .*nope.csv"),
+        (f"csv:{empty}", {}, TaskDataError, "empty.csv has no examples"),
+        (f"csv:{header_only}", {}, TaskDataError, "header.csv has no examples"),
+        (f"csv:{path}", {"columns": {"text": "document", "label": "stars"}}, TaskDataError,
+         r"missing column 'document' \(text\); columns: review, stars"),
+        (f"csv:{path}", {}, TaskDataError, r"missing column for label .* columns: review, stars"),
+        (f"csv:{labels}", {"label_names": ["neg", "pos"]}, TaskDataError,
+         r"labels.csv line 3: label 'meh' is not in the label set"),
+        (f"csv:{ragged}", {}, TaskDataError, "ragged.csv line 2: 3 fields but the header has 2"),
+        (f"jsonl:{broken}", {}, TaskDataError, "broken.jsonl line 2: invalid JSON"),
+        (f"csv:{labels}", {"task_type": "tagger"}, TaskDataError, "Unknown task type 'tagger'"),
+    ]
+    for spec, kwargs, error, message in cases:
+        with pytest.raises(error, match=message):
+            load_task(spec, **kwargs)
