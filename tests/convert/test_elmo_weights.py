@@ -4,6 +4,7 @@ layout loaded through the handle loaders, every layer equal to a NumPy
 reference of the published biLM."""
 
 import json
+import re
 import os
 import sys
 
@@ -108,3 +109,56 @@ def test_mismatched_shape_names_the_dataset(tmp_path):
     # The command line (in process): one line, exit 2.
     one_line_error(in_process("info", "--preset", tmp_path / "bad"),
                    "W_P_0 has shape [10, 7]")
+
+
+def _lying(options, path, value):
+    """`options` with the value at `path` ("lstm.dim") replaced."""
+    lied = json.loads(json.dumps(options))
+    *parents, key = path.split(".")
+    node = lied
+    for parent in parents:
+        node = node[parent]
+    node[key] = value
+    return lied
+
+
+# Issue 51: a 300-byte options.json beside a small weight file declared a
+# model of gigabytes, which was built (5 GB, then a traceback) before its
+# shapes met the file's.
+LIES = {
+    "char_cnn.filters": ([[1, 16384], [2, 6], [3, 8]], "CNN/W_cnn_0 has shape [1, 1, 5, 4]"),
+    "lstm.dim": (2**24, "W_0 has shape [12, 40], the options call for [12, 67108864]"),
+    "char_cnn.max_characters_per_token": (10**9, "max_characters_per_token=1000000000: at most"),
+}
+
+
+@pytest.mark.parametrize("path", sorted(LIES))
+def test_options_that_lie_about_the_weights_are_refused_before_building(tmp_path, path):
+    value, fragment = LIES[path]
+    folder = write_elmo_dir(tmp_path / "lie", _lying(TINY_OPTIONS, path, value),
+                            random_weights(TINY_OPTIONS, seed=5))
+    with pytest.raises(CheckpointError, match=re.escape(fragment)):
+        load_elmo(folder)
+
+
+def test_a_lying_options_file_is_one_line_from_the_console(tmp_path):
+    """The installed script, fresh process: rc 2, one line, and the peak
+    memory of a process that built nothing (under 1 GB)."""
+    import subprocess
+    import tempfile
+
+    from reliability.console import KERASBERT, env
+
+    value, fragment = LIES["lstm.dim"]
+    write_elmo_dir(tmp_path / "lie", _lying(TINY_OPTIONS, "lstm.dim", value),
+                   random_weights(TINY_OPTIONS, seed=5))
+    with tempfile.TemporaryFile("w+") as out, tempfile.TemporaryFile("w+") as err:
+        process = subprocess.Popen([KERASBERT, "info", "--preset", "lie"], cwd=tmp_path,
+                                   env=env(), stdout=out, stderr=err, text=True)
+        _, status, usage = os.wait4(process.pid, 0)  # this child's own peak
+        out.seek(0)
+        err.seek(0)
+        result = subprocess.CompletedProcess([], os.waitstatus_to_exitcode(status), out.read(),
+                                             err.read())
+    one_line_error(result, fragment)
+    assert usage.ru_maxrss * 1024 < 2**30, f"peak RSS {usage.ru_maxrss / 2**10:.0f} MiB"

@@ -21,6 +21,7 @@ import concurrent.futures
 import datetime
 import json
 import os
+import pathlib
 import shutil
 import struct
 import subprocess
@@ -623,3 +624,59 @@ def test_the_console_script_exits_2_with_one_line_and_writes_nothing(console_cas
     # Refused before any model is built: what importing TensorFlow takes
     # (about 0.9 GB), where `vocab_size` 50,000,000 used to peak at 7.2 GB.
     assert peak < 2 * 2**30, peak
+
+
+def _too_big(tiny, workspace, table_bytes=16 * 2**30):
+    """A consistent checkpoint too big for the process: the tiny BERT with
+    a word-embedding table of `table_bytes` (config.json, header and file
+    size all agree; the table is a hole in a sparse file, so the disk holds
+    kilobytes)."""
+    source, config, _ = tiny
+    directory = pathlib.Path(copy_checkpoint(source, workspace))
+    path = str(directory / "model.safetensors")
+    header, _, data = read_parts(path)
+    name = next(k for k in header if k.endswith("word_embeddings.weight"))
+    width = header[name]["shape"][1]
+    start, end = header[name]["data_offsets"]
+    rows = table_bytes // (4 * width)
+    # the table moves to the end of the data; the tensors after it move up
+    for key, entry in header.items():
+        if key != "__metadata__" and key != name and entry["data_offsets"][0] >= end:
+            entry["data_offsets"] = [o - (end - start) for o in entry["data_offsets"]]
+    data = data[:start] + data[end:]
+    header[name] = {**header[name], "shape": [rows, width],
+                    "data_offsets": [len(data), len(data) + rows * width * 4]}
+    write_parts(path, header, data)
+    with open(path, "r+b") as f:
+        f.truncate(os.path.getsize(path) + rows * width * 4)
+    (directory / "config.json").write_text(json.dumps({**config, "vocab_size": rows}))
+    return directory
+
+
+def test_a_consistent_checkpoint_too_big_for_the_process_is_one_line(tiny, workspace):
+    """Issue 51: header and config agree on a 16 GiB table; under a 10 GB
+    address-space limit (`ulimit -v`) `info` says what the load needs and
+    what the process may use, in one line, before allocating (it ended in a
+    40-line ResourceExhaustedError)."""
+    import resource
+
+    directory = _too_big(tiny, workspace)
+    limit = 10 * 10**9
+
+    def limited():
+        resource.setrlimit(resource.RLIMIT_AS, (limit, limit))
+
+    env_without_budget = {k: v for k, v in env().items() if k != "KERASBERT_MEMORY_BUDGET"}
+    with tempfile.TemporaryFile("w+") as out, tempfile.TemporaryFile("w+") as err:
+        process = subprocess.Popen([KERASBERT, "info", "--preset", directory.name],
+                                   cwd=directory.parent, env=env_without_budget, stdout=out,
+                                   stderr=err, text=True, preexec_fn=limited)
+        _, status, usage = os.wait4(process.pid, 0)
+        out.seek(0)
+        err.seek(0)
+        result = subprocess.CompletedProcess([], os.waitstatus_to_exitcode(status), out.read(),
+                                             err.read())
+    line = one_line_error(result, "GiB of float32 weights, more than the memory budget",
+                          "ulimit -v")
+    assert f"vocabulary_size={16 * 2**30 // 32}" in line  # 16 GiB of 8-wide float32 rows
+    assert usage.ru_maxrss * 1024 < 2**30
