@@ -45,9 +45,31 @@ USER_ERRNOS = frozenset({errno.ENOENT, errno.EEXIST, errno.EISDIR, errno.ENOTDIR
                          errno.ENOTEMPTY})
 
 
+#: What a user's OS error means, in the words of the path it names.
+OS_ERROR_WORDS = {
+    errno.ENOENT: "no such file or folder", errno.EEXIST: "exists already (a file where a "
+    "folder must be, or a folder in the way)", errno.EISDIR: "is a folder, not a file",
+    errno.ENOTDIR: "a part of the path is a file, not a folder",
+    errno.EACCES: "permission denied", errno.EPERM: "operation not permitted",
+    errno.ENOSPC: "the disk is full", errno.EROFS: "the file system is read-only",
+    errno.EDQUOT: "the disk quota is used up", errno.ENAMETOOLONG: "the name is too long",
+    errno.ENOTEMPTY: "the folder is not empty",
+}
+
+
+def os_error_message(err):
+    """A user's OS error as "PATH: what it means" (not Python's "[Errno 17]
+    File exists: 'PATH'")."""
+    words = OS_ERROR_WORDS.get(err.errno, (err.strerror or "").lower())
+    paths = [p for p in (err.filename, err.filename2) if p is not None]
+    return f"{' -> '.join(map(os.fsdecode, paths))}: {words}" if paths else words
+
+
 def report_error(prog, err):
     """`prog: error: MESSAGE` on one line of stderr."""
-    message = " ".join(str(err).split()) or type(err).__name__
+    text = (os_error_message(err) if isinstance(err, OSError) and err.errno in USER_ERRNOS
+            else str(err))
+    message = " ".join(text.split()) or type(err).__name__
     print(f"{prog}: error: {message}", file=sys.stderr)
 
 

@@ -1,6 +1,7 @@
 import pytest
 from reliability.console import kerasbert
 from reliability.console import ok
+from reliability.console import one_line_error
 
 from kerasbert.cli import main
 from kerasbert.models.presets import parse_overrides
@@ -115,3 +116,30 @@ def test_demo_runs_and_checks_everything(tmp_path):
     assert (root / "export" / "stdlib_area" / "1" / "saved_model.pb").exists()
     served = out.split("export for TF Serving")[1]
     assert served.count("    -> ") == 3  # labels from the SavedModel in a fresh process
+
+
+@pytest.mark.parametrize("error,message", [
+    (FileExistsError(17, "File exists", "/tmp/out"), "/tmp/out: exists already"),
+    (IsADirectoryError(21, "Is a directory", "vectors"), "vectors: is a folder, not a file"),
+    (PermissionError(13, "Permission denied", "ro/x"), "ro/x: permission denied"),
+    (OSError(28, "No space left on device"), "the disk is full"),
+])
+def test_os_errors_name_the_path_in_words(capsys, error, message):
+    """Issue 51: no raw "[Errno 17] File exists: '...'" on the command line."""
+    from kerasbert.cli import run_reporting_errors
+
+    def fail(args):
+        raise error
+
+    assert run_reporting_errors(fail, None, "kerasbert convert") == 2
+    line = capsys.readouterr().err.strip()
+    assert line.startswith(f"kerasbert convert: error: {message}") and "Errno" not in line
+
+
+def test_convert_into_a_path_under_a_file_is_one_line(tmp_path):
+    (tmp_path / "afile").write_text("")
+    (tmp_path / "v.txt").write_text("\n".join(["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]", "a"]))
+    result = kerasbert("convert", "--model", "bert_tiny", "--to", "tf1", "--output", "afile/x",
+                       "--vocab", "v.txt", cwd=tmp_path)
+    line = one_line_error(result, "afile")
+    assert "Errno" not in line
