@@ -16,6 +16,7 @@ from kerasbert.layers import TransformerEncoderBlock
 from kerasbert.layers import causal_attention_bias
 from kerasbert.layers import padding_mask_to_attention_bias
 from kerasbert.layers.activations import activation_names
+from kerasbert.layers.early_attributes import EarlyAttributes
 from kerasbert.models.presets import get_preset
 from kerasbert.models.presets import is_preset
 from kerasbert.models.presets import load_from_source
@@ -293,7 +294,7 @@ def check_tokenizer_fits(tokenizer, backbone, what="The tokenizer"):
                          "model's own vocabulary).")
 
 
-class Backbone(keras.Model):
+class Backbone(EarlyAttributes, keras.Model):
     """A functional encoder whose constructor arguments are its config.
 
     Every family takes and returns the same tensors, with TF Hub's names, so
@@ -358,6 +359,7 @@ class Backbone(keras.Model):
 
     def __init__(self, *args, dtype=None, **kwargs):
         super().__init__(*args, **kwargs)
+        self.attach_early_attributes()  # PyTorch: the sublayers set before this call
         # Functional models drop `dtype`; keep the policy the sublayers were
         # built with so get_config (and a reloaded model) records it.
         if dtype is not None:
