@@ -288,18 +288,8 @@ class Seq2SeqLM(Task):
             return self._generate_text(encoder_token_ids, max_length=max_length,
                                        strategy=strategy, beam_size=beam_size,
                                        length_penalty=length_penalty, batch_size=batch_size)
-        if max_length is None or start_id is None or end_id is None:
-            raise ValueError("Token ids in: give max_length, start_id and end_id (or pass "
-                             "source strings to a model with a preprocessor).")
-        if strategy not in STRATEGIES:
-            raise ValueError(f"strategy must be one of {STRATEGIES}, got {strategy!r}.")
+        self._check_search(max_length, start_id, end_id, strategy, beam_size)
         max_length = int(max_length)
-        limit = self.backbone.max_sequence_length
-        if not 1 <= max_length <= limit:
-            raise ValueError(f"max_length must be in [1, {limit}] (the backbone's "
-                             f"max_sequence_length), got {max_length}.")
-        if int(beam_size) < 1:
-            raise ValueError(f"beam_size must be >= 1, got {beam_size!r}.")
         beams = 1 if strategy == "greedy" else int(beam_size)
         step, cache = self._decoding_step(encoder_token_ids, encoder_padding_mask, max_length,
                                           beams)
@@ -311,6 +301,20 @@ class Seq2SeqLM(Task):
                                     max_length, int(end_id), beam_size=beams,
                                     alpha=float(length_penalty))
         return tokens
+
+    def _check_search(self, max_length, start_id, end_id, strategy, beam_size):
+        """ValueError naming a missing or bad option of `generate` on ids."""
+        if max_length is None or start_id is None or end_id is None:
+            raise ValueError("Token ids in: give max_length, start_id and end_id (or pass "
+                             "source strings to a model with a preprocessor).")
+        if strategy not in STRATEGIES:
+            raise ValueError(f"strategy must be one of {STRATEGIES}, got {strategy!r}.")
+        limit = self.backbone.max_sequence_length
+        if not 1 <= int(max_length) <= limit:
+            raise ValueError(f"max_length must be in [1, {limit}] (the backbone's "
+                             f"max_sequence_length), got {max_length}.")
+        if int(beam_size) < 1:
+            raise ValueError(f"beam_size must be >= 1, got {beam_size!r}.")
 
     def _decoding_step(self, encoder_token_ids, encoder_padding_mask, max_length, beams):
         """The decoder as the searches' step function: (step_fn, cache).
