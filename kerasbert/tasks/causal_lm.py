@@ -296,7 +296,9 @@ class CausalLM(PretrainingTask):
         Args:
             token_ids: int [B, W], each prompt left-aligned, W <= the
                 backbone's positions.
-            lengths: int [B], tokens per prompt, in [1, W].
+            lengths: int [B], tokens per prompt, in [0, W] (an empty one,
+                a served prompt of unknown pieces with no start token, sees
+                a fully masked buffer at its first step).
             max_new_tokens: int or int32 scalar tensor >= 0.
             end_token_id: int or None.
             pick: `kerasbert.decoding.sampler`'s, or None (greedy).
@@ -322,7 +324,8 @@ class CausalLM(PretrainingTask):
             logits = self.next_token_logits(ids, mask, ops.minimum(filled, width))
             return logits, (ids, filled)
 
-        last = ops.take_along_axis(ids, ops.expand_dims(lengths - 1, 1), axis=1)[:, 0]
+        last = ops.take_along_axis(ids, ops.expand_dims(ops.maximum(lengths - 1, 0), 1),
+                                   axis=1)[:, 0]
         return greedy_search(step, last, (ids, lengths - 1), max_new_tokens, end_token_id,
                              pick=pick, limits=width - lengths)
 
