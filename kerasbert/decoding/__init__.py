@@ -13,6 +13,19 @@ eagerly, inside a TensorFlow function with autograph off (the SavedModel
 exports) and under `jax.jit`. `Seq2SeqLM.generate`, `CausalLM.generate`
 and the generation exports (`serving/generation_serving.py`,
 `serving/text2text_serving.py`) all decode here.
+
+Example:
+
+>>> import numpy as np
+>>> from keras import ops
+>>> from kerasbert.decoding import greedy_search
+>>> table = ops.convert_to_tensor(np.eye(4, k=1, dtype="float32"))  # t -> t + 1
+>>> def step(tokens, index, cache):
+...     return ops.take(table, tokens, axis=0), cache
+>>> tokens, counts = greedy_search(step, np.array([0, 1], "int32"), np.zeros(2, "int32"),
+...                                max_length=4, end_id=3)
+>>> ops.convert_to_numpy(tokens).tolist(), ops.convert_to_numpy(counts).tolist()
+([[1, 2, 3, 0], [2, 3, 0, 0]], [2, 1])
 """
 
 from kerasbert.decoding.beam_search import beam_search
