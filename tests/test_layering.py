@@ -10,7 +10,7 @@ other (`structure.py` in the shared tools draws the same picture).
     errors, io_utils, kernels, metrics, version, plotting, export_door,
     fast_start, hardware
       < sources (handles, `Source`, layout detection: files only)
-      < layers, text, optimizers
+      < layers, text, optimizers, decoding (greedy, sampling and beam search)
       < models, data
       < convert, preprocessing
       < tasks
@@ -53,7 +53,7 @@ LAYERS = (
     ("errors", "io_utils", "kernels", "metrics", "version", "plotting", "export_door",
      "fast_start", "hardware"),
     ("sources",),
-    ("layers", "text", "optimizers"),
+    ("layers", "text", "optimizers", "decoding"),
     ("models", "data"),
     ("convert", "preprocessing"),
     ("tasks",),

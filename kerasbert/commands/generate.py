@@ -40,7 +40,7 @@ def add_arguments(parser):
 
 def run(args):
     # lazy: tensorflow (`kerasbert --help` imports this module)
-    from kerasbert.tasks.causal_lm import check_sampling
+    from kerasbert.decoding import check_sampling
     from kerasbert.loading.generation import generate_text, load_generator
 
     try:

@@ -6,8 +6,10 @@
            num_tokens: int32 [B]    generated pieces per prompt
 
 The tokenizer (tensorflow-text ops and lookup tables, its files as assets)
-and the decoding loop (`tf.while_loop`) are in the graph, so the SavedModel
-loads and runs with `tensorflow` + `import tensorflow_text` alone.
+and the decoding loop (`CausalLM.generate_ids`: `kerasbert.decoding`'s
+`ops.while_loop`, the one `CausalLM.generate` runs) are in the graph, so the
+SavedModel loads and runs with `tensorflow` + `import tensorflow_text`
+alone.
 
 Decoding: the prompt is encoded as the pretraining data was (start token +
 pieces; a prompt too long for the positions keeps its last pieces), then
@@ -83,7 +85,8 @@ class GenerationServing(tf.Module):
         return tf.cast(ids, tf.int32), tf.cast(ids.row_lengths(), tf.int32)
 
     def generate(self, prompts, max_new_tokens):
-        """Greedy decoding; returns {"completion", "num_tokens"}."""
+        """Greedy decoding (`CausalLM.generate_ids`, the loop of
+        `kerasbert.decoding`); returns {"completion", "num_tokens"}."""
         prompts = tf.reshape(prompts, [-1])
         max_new_tokens = tf.maximum(tf.cast(tf.reshape(max_new_tokens, []), tf.int32), 0)
         ragged, prompt_lengths = self.encode_prompts(prompts)
@@ -91,38 +94,9 @@ class GenerationServing(tf.Module):
         width = tf.minimum(self.sequence_length, longest + tf.maximum(max_new_tokens, 1))
         shape = tf.stack([ragged.nrows(), tf.cast(width, tf.int64)])
         ids = ragged.to_tensor(default_value=self.pad_id, shape=shape)
-        positions = tf.range(width)[tf.newaxis, :]
-
-        def active(lengths, done):
-            return tf.logical_and(tf.logical_not(done), lengths < width)
-
-        def cond(step, ids, lengths, done):
-            return tf.logical_and(step < max_new_tokens,
-                                  tf.reduce_any(active(lengths, done)))
-
-        def body(step, ids, lengths, done):
-            mask = tf.cast(positions < lengths[:, tf.newaxis], tf.int32)
-            logits = self.model.next_token_logits(ids, mask, lengths)
-            token = tf.argmax(logits, axis=-1, output_type=tf.int32)
-            running = active(lengths, done)
-            ended = tf.logical_and(running, tf.equal(token, self.end_id))
-            write = tf.logical_and(running, tf.logical_not(ended))
-            at = tf.logical_and(tf.equal(positions, lengths[:, tf.newaxis]),
-                                write[:, tf.newaxis])
-            ids = tf.where(at, token[:, tf.newaxis], ids)
-            return (step + 1, ids, lengths + tf.cast(write, tf.int32),
-                    tf.logical_or(done, ended))
-
-        batch = tf.shape(ids)[0]
-        _, ids, lengths, _ = tf.while_loop(
-            cond, body,
-            (tf.constant(0), ids, prompt_lengths, tf.zeros([batch], tf.bool)),
-            shape_invariants=(tf.TensorShape([]), tf.TensorShape([None, None]),
-                              tf.TensorShape([None]), tf.TensorShape([None])))
-        new = tf.RaggedTensor.from_tensor(ids, lengths=lengths)
-        keep = positions[:, : tf.shape(ids)[1]] >= prompt_lengths[:, tf.newaxis]
-        new = tf.ragged.boolean_mask(new, tf.RaggedTensor.from_tensor(keep, lengths=lengths))
-        num_tokens = tf.cast(new.row_lengths(), tf.int32)
+        new, num_tokens = self.model.generate_ids(ids, prompt_lengths, max_new_tokens,
+                                                  self.end_id)
+        new = tf.RaggedTensor.from_tensor(new, lengths=num_tokens)
         special = tf.logical_or(tf.equal(new, self.start_id), tf.equal(new, self.pad_id))
         text = self.tokenizer.detokenize(tf.ragged.boolean_mask(new, tf.logical_not(special)))
         return {"completion": text, "num_tokens": num_tokens}

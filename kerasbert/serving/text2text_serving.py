@@ -10,8 +10,9 @@ strings out, beam search in the graph.
 
 The source is encoded as in training (`kerasbert.preprocessing.
 text2text_preprocessor.encode_sources`: pieces + [end], cut and padded to
-S), `Seq2SeqLM.generate` runs its decoding loop (a `tf.while_loop` over at
-most L = the target length steps, with the key/value cache), and the ids
+S), `Seq2SeqLM.generate` runs its decoding loop (`kerasbert.decoding`: an
+`ops.while_loop` over at most L = the target length steps, with the
+key/value cache), and the ids
 go back to text through the tokenizer's detokenize op. All of it is
 TensorFlow and tensorflow-text ops: the SavedModel loads with `import
 tensorflow_text` alone.
@@ -19,6 +20,7 @@ tensorflow_text` alone.
 
 import tensorflow as tf
 
+from kerasbert.decoding import SEARCH_STRATEGIES
 from kerasbert.preprocessing.text2text_preprocessor import decode_generated
 from kerasbert.preprocessing.text2text_preprocessor import encode_sources
 from kerasbert.preprocessing.text2text_preprocessor import generated_pieces
@@ -27,7 +29,7 @@ from kerasbert.serving.task_serving import TaskServing
 from kerasbert.serving.task_serving import check_ids_in_range
 
 ENCODER_INPUTS = ("encoder_token_ids", "encoder_padding_mask")
-STRATEGIES = ("beam", "greedy")
+STRATEGIES = SEARCH_STRATEGIES
 
 
 class Text2TextServing(TaskServing):

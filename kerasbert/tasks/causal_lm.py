@@ -13,6 +13,11 @@ generates with `generate` (greedy, top-k, top-p, temperature).
 import keras
 from keras import ops
 
+from kerasbert.decoding import SAMPLING_STRATEGIES
+from kerasbert.decoding import check_sampling
+from kerasbert.decoding import greedy_search
+from kerasbert.decoding import sample_logits
+from kerasbert.decoding import sampler
 from kerasbert.kernels import decoder_cross_entropy
 from kerasbert.kernels import decoder_logits
 from kerasbert.kernels import token_cross_entropy
@@ -22,11 +27,12 @@ from kerasbert.tasks.pretraining_task import cross_replica_sum
 from kerasbert.tasks.pretraining_task import num_replicas
 
 BACKBONE_INPUTS = ("input_word_ids", "input_mask", "input_type_ids")
-STRATEGIES = ("greedy", "top_k", "top_p")
+STRATEGIES = SAMPLING_STRATEGIES
 _EPSILON = 1e-5
-# Logits of excluded tokens in top-k / top-p sampling: finite, so a row can
-# never become all -inf (NaN probabilities), and exp() of it is exactly 0.
-_EXCLUDED = -1e9
+# `generate`'s sampling helpers live with the decoding loop; these names
+# stay importable from here.
+__all__ = ["BACKBONE_INPUTS", "STRATEGIES", "CausalLM", "backbone_features", "check_sampling",
+           "next_token_elementwise", "sample_logits"]
 
 
 def backbone_features(inputs):
@@ -84,53 +90,6 @@ def next_token_elementwise(token_ids, padding_mask, decoder, hidden=None, logits
     else:
         ce, hits = token_cross_entropy(logits, targets)
     return {"ce": ce[:, :-1], "hits": hits[:, :-1], "weights": weights}
-
-
-def sample_logits(logits, strategy="greedy", top_k=50, top_p=0.9, temperature=1.0,
-                  seed=None):
-    """Picks one token per row.
-
-    Args:
-        logits: float [B, V].
-        strategy: "greedy" (argmax; temperature does not matter), "top_k"
-            (sample among the k most likely tokens) or "top_p" (nucleus:
-            sample among the smallest set of most likely tokens whose
-            probability reaches top_p; the most likely token always stays).
-        top_k: int >= 1, for "top_k".
-        top_p: float in (0, 1], for "top_p".
-        temperature: float > 0; logits are divided by it before sampling
-            (< 1 sharpens, > 1 flattens).
-        seed: a `keras.random.SeedGenerator`, an int, or None.
-
-    Returns:
-        int32 [B].
-    """
-    logits = ops.cast(logits, "float32")
-    if strategy == "greedy":
-        return ops.cast(ops.argmax(logits, axis=-1), "int32")
-    logits = logits / temperature
-    vocabulary_size = ops.shape(logits)[-1]
-    k = min(int(top_k), vocabulary_size) if strategy == "top_k" else vocabulary_size
-    values, indices = ops.top_k(logits, k=k)  # sorted, most likely first
-    if strategy == "top_p":
-        probs = ops.softmax(values, axis=-1)
-        # Probability mass strictly before each token: keep while < top_p.
-        before = ops.cumsum(probs, axis=-1) - probs
-        values = ops.where(before < top_p, values, _EXCLUDED)
-    choice = keras.random.categorical(values, 1, dtype="int32", seed=seed)  # [B, 1]
-    return ops.cast(ops.take_along_axis(indices, choice, axis=1)[:, 0], "int32")
-
-
-def check_sampling(strategy, top_k, top_p, temperature):
-    """Raises ValueError naming a bad sampling option."""
-    if strategy not in STRATEGIES:
-        raise ValueError(f"strategy must be one of {STRATEGIES}, got {strategy!r}.")
-    if not (isinstance(top_k, int) and top_k >= 1):
-        raise ValueError(f"top_k must be an integer >= 1, got {top_k!r}.")
-    if not 0.0 < float(top_p) <= 1.0:
-        raise ValueError(f"top_p must be in (0, 1], got {top_p!r}.")
-    if not float(temperature) > 0.0:
-        raise ValueError(f"temperature must be > 0, got {temperature!r}.")
 
 
 @keras.saving.register_keras_serializable(package="kerasbert")
@@ -323,23 +282,67 @@ class CausalLM(PretrainingTask):
         last = ops.take_along_axis(outputs["sequence_output"], index, axis=1)
         return self.logits(last)[:, 0, :]
 
+    def generate_ids(self, token_ids, lengths, max_new_tokens, end_token_id=None, pick=None):
+        """Continues right-padded prompts in a fixed buffer (graph-safe).
+
+        Each step runs the backbone on the whole buffer and reads the logits
+        at each row's last token (causal attention makes what follows it
+        irrelevant), then writes the chosen token after it. A row stops at
+        `end_token_id` (never written), after `max_new_tokens` tokens, or
+        when its prompt and completion fill the buffer's W positions.
+        `kerasbert.decoding.greedy_search` is the loop, so this traces in a
+        SavedModel's function (`serving/generation_serving.py`).
+
+        Args:
+            token_ids: int [B, W], each prompt left-aligned, W <= the
+                backbone's positions.
+            lengths: int [B], tokens per prompt, in [0, W] (an empty one,
+                a served prompt of unknown pieces with no start token, sees
+                a fully masked buffer at its first step).
+            max_new_tokens: int or int32 scalar tensor >= 0.
+            end_token_id: int or None.
+            pick: `kerasbert.decoding.sampler`'s, or None (greedy).
+
+        Returns:
+            (int32 [B, max_new_tokens] the new tokens, left-aligned; int32
+            [B] how many of them each row has, the end token not counted).
+        """
+        ids = ops.cast(token_ids, "int32")
+        lengths = ops.cast(lengths, "int32")
+        width = ops.shape(ids)[1]
+        positions = ops.expand_dims(ops.arange(width, dtype="int32"), 0)
+
+        def step(tokens, index, buffer):
+            # The previous step's token goes after the row's last one (the
+            # first step rewrites the prompt's last token in place); rows
+            # that ended or filled the buffer are never read again.
+            ids, filled = buffer
+            ids = ops.where(positions == ops.expand_dims(filled, 1),
+                            ops.expand_dims(tokens, 1), ids)
+            filled = filled + 1
+            mask = ops.cast(positions < ops.expand_dims(filled, 1), "int32")
+            logits = self.next_token_logits(ids, mask, ops.minimum(filled, width))
+            return logits, (ids, filled)
+
+        last = ops.take_along_axis(ids, ops.expand_dims(ops.maximum(lengths - 1, 0), 1),
+                                   axis=1)[:, 0]
+        return greedy_search(step, last, (ids, lengths - 1), max_new_tokens, end_token_id,
+                             pick=pick, limits=width - lengths)
+
     def generate(self, prompts, max_new_tokens=32, strategy="greedy", top_k=50, top_p=0.9,
                  temperature=1.0, seed=None, end_token_id=None):
-        """Continues token-id prompts.
-
-        Each step runs the backbone on the whole (fixed-size, right-padded)
-        buffer and reads the logits at each row's last token; causal
-        attention makes the padding after it irrelevant. Rows stop at
-        `end_token_id` (not included in the output), at `max_new_tokens`,
-        or when the buffer reaches the backbone's positions.
+        """Continues token-id prompts (`generate_ids` on a buffer of the
+        longest prompt + `max_new_tokens` positions, at most the
+        backbone's).
 
         Args:
             prompts: a list of ints (one prompt) or a list of such lists;
                 each non-empty, shorter than `max_sequence_length`.
             max_new_tokens: int >= 1.
-            strategy, top_k, top_p, temperature: see `sample_logits`.
+            strategy, top_k, top_p, temperature: see
+                `kerasbert.decoding.sample_logits`.
             seed: int or None; the same seed gives the same samples.
-            end_token_id: int or None.
+            end_token_id: int or None; it ends a row and is not returned.
 
         Returns:
             the new tokens: a list of ints for one prompt, else a list of
@@ -348,6 +351,25 @@ class CausalLM(PretrainingTask):
         import numpy as np
 
         check_sampling(strategy, top_k, top_p, temperature)
+        rows, single = self._prompt_rows(prompts, max_new_tokens)
+        width = min(self.backbone.max_sequence_length,
+                    max(map(len, rows)) + int(max_new_tokens))
+        ids = np.zeros((len(rows), width), "int32")
+        for i, row in enumerate(rows):
+            ids[i, :len(row)] = row
+        lengths = np.array([len(row) for row in rows], "int32")
+        pick = sampler(strategy, int(max_new_tokens), len(rows), top_k, top_p, temperature,
+                       seed)
+        new, counts = self.generate_ids(ids, lengths, int(max_new_tokens), end_token_id, pick)
+        new, counts = ops.convert_to_numpy(new), ops.convert_to_numpy(counts)
+        out = [row[:n].tolist() for row, n in zip(new, counts)]
+        return out[0] if single else out
+
+    def _prompt_rows(self, prompts, max_new_tokens):
+        """(list of token lists, whether one prompt was given); ValueError
+        for an empty or too long prompt or a bad `max_new_tokens`."""
+        import numpy as np
+
         single = len(prompts) > 0 and all(isinstance(t, (int, np.integer)) for t in prompts)
         rows = [list(prompts)] if single else [list(p) for p in prompts]
         limit = self.backbone.max_sequence_length
@@ -358,39 +380,4 @@ class CausalLM(PretrainingTask):
                              f"{limit} positions, so at most {limit - 1} leave room to generate.")
         if int(max_new_tokens) < 1:
             raise ValueError(f"max_new_tokens must be >= 1, got {max_new_tokens!r}.")
-        width = min(limit, max(map(len, rows)) + int(max_new_tokens))
-        ids = np.zeros((len(rows), width), "int32")
-        for i, row in enumerate(rows):
-            ids[i, :len(row)] = row
-        lengths = np.array([len(row) for row in rows], "int32")
-        ids, lengths = ops.convert_to_tensor(ids), ops.convert_to_tensor(lengths)
-        generator = keras.random.SeedGenerator(seed) if strategy != "greedy" else None
-        positions = ops.expand_dims(ops.arange(width, dtype="int32"), 0)
-        done = ops.zeros((len(rows),), "bool")
-        new = []
-        for _ in range(int(max_new_tokens)):
-            mask = ops.cast(positions < ops.expand_dims(lengths, 1), "int32")
-            logits = self.next_token_logits(ids, mask, lengths)
-            token = sample_logits(logits, strategy, top_k, top_p, temperature, generator)
-            room = lengths < width
-            write = ops.logical_and(ops.logical_not(done), room)
-            at = ops.logical_and(positions == ops.expand_dims(lengths, 1),
-                                 ops.expand_dims(write, 1))
-            ids = ops.where(at, ops.expand_dims(token, 1), ids)
-            new.append(ops.where(write, token, -1))
-            if end_token_id is not None:
-                done = ops.logical_or(done, ops.logical_and(write, token == end_token_id))
-            lengths = lengths + ops.cast(write, "int32")
-            if not bool(ops.convert_to_numpy(ops.any(ops.logical_and(
-                    ops.logical_not(done), lengths < width)))):
-                break
-        new = np.stack([ops.convert_to_numpy(t) for t in new], axis=1)
-        out = []
-        for row in new:
-            tokens = []
-            for t in row.tolist():
-                if t < 0 or (end_token_id is not None and t == end_token_id):
-                    break
-                tokens.append(int(t))
-            out.append(tokens)
-        return out[0] if single else out
+        return rows, single

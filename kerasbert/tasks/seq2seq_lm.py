@@ -10,8 +10,9 @@ padding, never scored).
 import keras
 from keras import ops
 
-from kerasbert.models.transformer.beam_search import beam_search
-from kerasbert.models.transformer.beam_search import greedy_search
+from kerasbert.decoding import SEARCH_STRATEGIES
+from kerasbert.decoding import beam_search
+from kerasbert.decoding import greedy_search
 from kerasbert.optimizers.recipes import TRANSFORMER_TRAINING
 from kerasbert.optimizers.recipes import transformer_peak
 from kerasbert.optimizers.recipes import transformer_warmup_steps
@@ -19,7 +20,7 @@ from kerasbert.optimizers.schedules import InverseSquareRootSchedule
 from kerasbert.tasks.task import LazyPreprocessorClass
 from kerasbert.tasks.task import Task
 
-STRATEGIES = ("beam", "greedy")
+STRATEGIES = SEARCH_STRATEGIES
 
 
 def _preprocessor_class():
@@ -287,45 +288,58 @@ class Seq2SeqLM(Task):
             return self._generate_text(encoder_token_ids, max_length=max_length,
                                        strategy=strategy, beam_size=beam_size,
                                        length_penalty=length_penalty, batch_size=batch_size)
+        self._check_search(max_length, start_id, end_id, strategy, beam_size)
+        max_length = int(max_length)
+        beams = 1 if strategy == "greedy" else int(beam_size)
+        step, cache = self._decoding_step(encoder_token_ids, encoder_padding_mask, max_length,
+                                          beams)
+        start = ops.full((ops.shape(encoder_token_ids)[0],), int(start_id), "int32")
+        if strategy == "greedy":
+            tokens, _ = greedy_search(step, start, cache, max_length, int(end_id))
+        else:
+            tokens, _ = beam_search(step, start, cache, self.backbone.vocabulary_size,
+                                    max_length, int(end_id), beam_size=beams,
+                                    alpha=float(length_penalty))
+        return tokens
+
+    def _check_search(self, max_length, start_id, end_id, strategy, beam_size):
+        """ValueError naming a missing or bad option of `generate` on ids."""
         if max_length is None or start_id is None or end_id is None:
             raise ValueError("Token ids in: give max_length, start_id and end_id (or pass "
                              "source strings to a model with a preprocessor).")
-        if encoder_padding_mask is None:
-            encoder_padding_mask = ops.cast(ops.not_equal(encoder_token_ids, 0), "int32")
         if strategy not in STRATEGIES:
             raise ValueError(f"strategy must be one of {STRATEGIES}, got {strategy!r}.")
-        max_length = int(max_length)
         limit = self.backbone.max_sequence_length
-        if not 1 <= max_length <= limit:
+        if not 1 <= int(max_length) <= limit:
             raise ValueError(f"max_length must be in [1, {limit}] (the backbone's "
                              f"max_sequence_length), got {max_length}.")
         if int(beam_size) < 1:
             raise ValueError(f"beam_size must be >= 1, got {beam_size!r}.")
+
+    def _decoding_step(self, encoder_token_ids, encoder_padding_mask, max_length, beams):
+        """The decoder as the searches' step function: (step_fn, cache).
+
+        The source is encoded once here; `step_fn` (token ids int32
+        [B * beams], index, cache) -> (logits [B * beams, V], cache) reads
+        its memory repeated `beams` times per example (every beam of an
+        example reads the same source), and `cache` is the decoder's
+        key/value cache for B rows of `max_length` tokens.
+        """
         backbone = self.backbone
         source = ops.cast(encoder_token_ids, "int32")
-        source_mask = ops.cast(encoder_padding_mask, "int32")
+        source_mask = (ops.cast(ops.not_equal(source, 0), "int32")
+                       if encoder_padding_mask is None
+                       else ops.cast(encoder_padding_mask, "int32"))
         memory = backbone.decoding_memory(backbone.encode(source, source_mask, training=False),
                                           source_mask)
-        batch = ops.shape(source)[0]
-        cache = backbone.decoding_cache(batch, max_length)
-        start = ops.full((batch,), int(start_id), "int32")
-        if strategy == "greedy":
-            def greedy_step(tokens, index, cache):
-                hidden, cache = backbone.decode_step(tokens, index, cache, memory)
-                return backbone.logits(hidden), cache
+        if beams > 1:
+            memory = keras.tree.map_structure(lambda x: ops.repeat(x, beams, axis=0), memory)
 
-            return greedy_search(greedy_step, start, cache, max_length, int(end_id))
-        # Every beam of an example reads the same source.
-        beams = int(beam_size)
-        beam_memory = keras.tree.map_structure(lambda x: ops.repeat(x, beams, axis=0), memory)
-
-        def beam_step(tokens, index, cache):
-            hidden, cache = backbone.decode_step(tokens, index, cache, beam_memory)
+        def step(tokens, index, cache):
+            hidden, cache = backbone.decode_step(tokens, index, cache, memory)
             return backbone.logits(hidden), cache
 
-        tokens, _ = beam_search(beam_step, start, cache, backbone.vocabulary_size, max_length,
-                                int(end_id), beam_size=beams, alpha=float(length_penalty))
-        return tokens
+        return step, backbone.decoding_cache(ops.shape(source)[0], max_length)
 
     def _generate_text(self, sources, batch_size=32, **options):
         if self.preprocessor is None:

@@ -179,7 +179,7 @@ def test_long_document_classifier_finetunes_exports_and_serves(world, pretrained
 @pytest.mark.slow(covered_by=(
     "tests/models/test_config_validation.py::test_impossible_reformer_overrides_are_refused_before_anything_is_built",
     "tests/serving/test_model_conversion.py::test_refusals",
-    "tests/tasks/test_causal_lm.py::TestSampling::test_same_seed_same_samples_and_bad_options"))
+    "tests/tasks/test_causal_lm.py::TestGenerate::test_same_seed_same_samples_and_bad_options"))
 def test_generation_length_and_conversion_refusals_are_one_line(world, pretrained):
     """--max-new-tokens is bounded by the model's positions; --to hf of this
     byte-level Reformer suggests no target that fails (none writes it: the

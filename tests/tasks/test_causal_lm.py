@@ -8,7 +8,6 @@ import tensorflow as tf
 from kerasbert.models import BertBackbone
 from kerasbert.models.gpt import GptBackbone
 from kerasbert.tasks import CausalLM
-from kerasbert.tasks.causal_lm import sample_logits
 from kerasbert.testing import TestCase
 
 V = 40
@@ -141,38 +140,7 @@ class TestCausalLM(TestCase):
         assert both == [text[3:8], text[10:15]]
 
 
-class TestSampling:
-    LOGITS = np.log(np.array([[0.5, 0.3, 0.15, 0.05], [0.05, 0.15, 0.3, 0.5]], "float32"))
-
-    def draw(self, n=400, **options):
-        seed = keras.random.SeedGenerator(3)
-        return np.stack([sample_logits(self.LOGITS, seed=seed, **options).numpy()
-                         for _ in range(n)])
-
-    def test_greedy_and_degenerate_settings_are_argmax(self):
-        assert sample_logits(self.LOGITS).numpy().tolist() == [0, 3]
-        assert set(self.draw(20, strategy="top_k", top_k=1).reshape(-1)) <= {0, 3}
-        assert (self.draw(20, strategy="top_p", top_p=0.01) == [0, 3]).all()
-
-    def test_top_k_samples_only_the_k_most_likely(self):
-        draws = self.draw(strategy="top_k", top_k=2)
-        assert set(draws[:, 0]) == {0, 1} and set(draws[:, 1]) == {2, 3}
-        # Renormalised over the two: 0.5 / 0.8 = 0.625 (sd 0.024 over 400
-        # draws; a uniform pick of the two, 0.5, is outside the bound).
-        assert abs((draws[:, 0] == 0).mean() - 0.625) < 0.1
-
-    def test_top_p_keeps_the_nucleus(self):
-        # 0.5 + 0.3 >= 0.7: tokens 0 and 1 (row 0), 3 and 2 (row 1).
-        draws = self.draw(strategy="top_p", top_p=0.7)
-        assert set(draws[:, 0]) == {0, 1} and set(draws[:, 1]) == {2, 3}
-
-    def test_temperature_flattens_and_sharpens(self):
-        hot = self.draw(strategy="top_k", top_k=4, temperature=5.0)
-        cold = self.draw(strategy="top_k", top_k=4, temperature=0.2)
-        # Token 0's share: 0.30 at temperature 5, 0.925 at 0.2 (0.5 at 1); the
-        # bounds are over 5 standard deviations (400 draws) from both.
-        assert (hot[:, 0] == 0).mean() < 0.45 and (cold[:, 0] == 0).mean() > 0.85
-
+class TestGenerate:
     def test_same_seed_same_samples_and_bad_options(self):
         lm = CausalLM(GptBackbone(**KWARGS))
         a = lm.generate([1, 2, 3], max_new_tokens=6, strategy="top_p", top_p=0.95, seed=11)
@@ -187,3 +155,40 @@ class TestSampling:
             lm.generate(list(range(40)))
         with pytest.raises(ValueError, match="at least one token"):
             lm.generate([[1], []])
+
+    def test_batched_generation_is_each_prompts_own_greedy_continuation(self):
+        """Prompts of different lengths in one buffer of 12 positions: each
+        row equals a one-token-at-a-time argmax over its own unpadded
+        tokens, stops at the end token or where the buffer is full, and
+        the graph (`generate_ids` in a tf.function, as the export runs it)
+        gives the same."""
+        keras.utils.set_random_seed(3)
+        lm = CausalLM(GptBackbone(**dict(KWARGS, max_sequence_length=12)))
+        prompts = [[1, 5, 6, 7, 8, 9, 10, 11, 12], [1, 7], [1, 20, 21, 22]]
+
+        def own_greedy(prompt, steps, end):
+            """The new tokens of `prompt`, one forward pass per token."""
+            row = list(prompt)
+            for _ in range(min(steps, 12 - len(row))):
+                ids = keras.ops.convert_to_tensor(np.array([row], "int32"))
+                token = int(np.argmax(keras.ops.convert_to_numpy(lm.next_token_logits(
+                    ids, keras.ops.ones_like(ids), keras.ops.convert_to_tensor([len(row)])))))
+                if token == end:
+                    break
+                row.append(token)
+            return row[len(prompt):]
+
+        free = [own_greedy(p, 6, None) for p in prompts]
+        assert lm.generate(prompts, max_new_tokens=6) == free
+        assert len(free[0]) == 3  # the buffer's room, not max_new_tokens
+        end = free[1][2]  # a token the second row chooses: it ends it there
+        ended = lm.generate(prompts, max_new_tokens=6, end_token_id=end)
+        assert ended == [own_greedy(p, 6, end) for p in prompts]
+        assert len(ended[1]) <= 2
+
+        ids = np.zeros((3, 12), "int32")
+        for i, p in enumerate(prompts):
+            ids[i, :len(p)] = p
+        graph = tf.function(lm.generate_ids, autograph=False)
+        new, counts = graph(tf.constant(ids), tf.constant([9, 2, 4]), tf.constant(6), end)
+        assert [row[:n].tolist() for row, n in zip(new.numpy(), counts.numpy())] == ended
