@@ -22,12 +22,15 @@ the unit-normalised vectors), so similar vectors hash alike:
 
 Cost: O(num_hashes * T * chunk_length * (1 + before + after)) instead of
 O(T^2). The rotations are drawn afresh at every training call (a
-SeedGenerator) and from a fixed seed otherwise, so evaluation and exported
+SeedGenerator) and from a fixed seed otherwise (NumPy's generator, the same on
+every backend), so evaluation and exported
 models are deterministic. A length that is not a multiple of
 `chunk_length` is padded internally with masked positions and cut back.
 """
 
 import math
+
+import numpy as np
 
 import keras
 from keras import ops
@@ -96,8 +99,13 @@ class LSHSelfAttention(ChunkedSelfAttention):
         """float32 [N, d, num_hashes, sum(f // 2)] random rotations."""
         width = sum(f // 2 for f in self.factors if f > 1)
         shape = (self.num_heads, self.head_dim, self.num_hashes, max(width, 1))
-        seed = self.seed_generator if training else self.seed
-        return keras.random.normal(shape, seed=seed, dtype="float32")
+        if training:
+            return keras.random.normal(shape, seed=self.seed_generator, dtype="float32")
+        # NumPy's generator, not the backend's: the same buckets on every
+        # backend, so a model evaluates (and exports) alike under
+        # TensorFlow, JAX and PyTorch.
+        rotations = np.random.default_rng(self.seed).standard_normal(shape).astype("float32")
+        return ops.convert_to_tensor(rotations)
 
     def hash_buckets(self, vectors, training=None):
         """[B, N, T, d] -> int32 [B, N, num_hashes, T] buckets in
