@@ -81,13 +81,14 @@ def run(args):
     import numpy as np
 
     # lazy: tensorflow (the model and its tokenizer)
-    from kerasbert.tasks.sentence_encoder import SentenceEncoder, load_sentence_tokenizer
+    from kerasbert.tasks.sentence_encoder import (SentenceEncoder, default_sequence_length,
+                                                  load_sentence_tokenizer)
 
     model = SentenceEncoder.from_preset(args.model, pooling=pooling, normalize=args.normalize)
     tokenizer = load_sentence_tokenizer(args.model, vocab=args.vocab,
                                         lower_case=args.do_lower_case,
                                         **tokenizer_switches(args))
-    sequence_length = args.sequence_length or model.sequence_length or 128
+    sequence_length = args.sequence_length or model.sequence_length or default_sequence_length()
     chunks = model.embed(texts(args.input), tokenizer, sequence_length=sequence_length,
                          batch_size=args.batch_size)
     written = 0

@@ -19,6 +19,7 @@ import os
 
 from kerasbert.errors import UsageError
 from kerasbert.serving import exporter
+from kerasbert.preprocessing.lengths import default_sequence_length
 from kerasbert.serving.task_serving import TaskServing
 from kerasbert.tasks.sentence_encoder import SentenceEncoder
 from kerasbert.tasks.sentence_encoder import load_sentence_tokenizer
@@ -80,7 +81,8 @@ def export_embedding(handle, output, version=None, sequence_length=None, overwri
         output: the model's base directory (`export/NAME`).
         version, overwrite, model_name, graph: as `exporter.export_model`.
         sequence_length: packed length in the graph; default the folder's
-            `max_seq_length`, else 128 (at most the backbone's positions).
+            `max_seq_length`, else the text tasks' default (at most the
+            backbone's positions).
         pooling, normalize: replace the folder's (None: keep them).
         vocab, lower_case: the tokenizer (`load_sentence_tokenizer`);
         tokenizer_switches: {switch: bool} over the source's settings
@@ -96,7 +98,7 @@ def export_embedding(handle, output, version=None, sequence_length=None, overwri
     if model.backbone.vocabulary_size < tokenizer.vocabulary_size:
         raise UsageError(f"The tokenizer has {tokenizer.vocabulary_size} tokens but the "
                          f"backbone's embedding has {model.backbone.vocabulary_size} rows.")
-    sequence_length = int(sequence_length or model.sequence_length or 128)
+    sequence_length = int(sequence_length or model.sequence_length or default_sequence_length())
     module = EmbeddingServing(model, tokenizer, sequence_length, options=graph)
     return exporter.export_model(
         model, tokenizer, TASK_TYPE, output, sequence_length=sequence_length, version=version,

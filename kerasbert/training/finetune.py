@@ -45,9 +45,6 @@ from kerasbert.data.finetuning.task_formats import task_format
 from kerasbert.errors import UsageError
 from kerasbert.io_utils import atomic_write_text
 from kerasbert.models import presets
-from kerasbert.metrics import confusion_matrix
-from kerasbert.plotting import new_figure
-from kerasbert.plotting import save_figure_atomically
 from kerasbert import runs
 from kerasbert.tasks import task_types
 from kerasbert.loading.backbones import load_backbone_from_flags as load
@@ -61,6 +58,8 @@ from kerasbert.tasks.preprocessor_factory import backbone_tokenizer
 from kerasbert.tasks.preprocessor_factory import build_preprocessor
 from kerasbert.tasks.preprocessor_factory import preprocessor_from_run
 from kerasbert.training.best_epoch import BestEpoch
+from kerasbert.training.finetune_plots import plot_confusion_matrix
+from kerasbert.training.finetune_plots import plot_curves
 from kerasbert.training.loop import progress_verbosity
 from kerasbert.training.configs import FinetuneConfig
 from kerasbert.training.strategies import resolve_strategy
@@ -265,40 +264,6 @@ def _has_unanswerable(task, *datasets):
 
 def _finite(value):
     return None if isinstance(value, float) and not math.isfinite(value) else value
-
-
-def plot_curves(history, path):
-    keys = [k for k in history if not k.startswith("val_") and k != "learning_rate"]
-    fig = new_figure(figsize=(4.5 * len(keys), 3.4))
-    axes = fig.subplots(1, len(keys), squeeze=False)
-    for ax, key in zip(axes[0], keys):
-        epochs = range(1, len(history[key]) + 1)
-        # dev_<metric>: the task metric on the dev split (BestEpoch).
-        ax.plot(epochs, history[key], marker="o",
-                label="validation" if key.startswith("dev_") else "train")
-        if f"val_{key}" in history:
-            ax.plot(epochs, history[f"val_{key}"], marker="o", label="validation")
-        ax.set(xlabel="epoch", title=key)
-        ax.grid(alpha=0.3)
-        ax.legend()
-    fig.tight_layout()
-    save_figure_atomically(fig, path)
-
-
-def plot_confusion_matrix(labels, predictions, label_names, path):
-    matrix = confusion_matrix(labels, predictions, len(label_names))
-    size = max(3.5, 0.6 * len(label_names) + 2)
-    fig = new_figure(figsize=(size, size))
-    ax = fig.subplots()
-    ax.imshow(matrix, cmap="Blues")
-    ax.set_xticks(range(len(label_names)), [str(n) for n in label_names], rotation=45)
-    ax.set_yticks(range(len(label_names)), [str(n) for n in label_names])
-    ax.set(xlabel="predicted", ylabel="gold", title="Confusion matrix (validation)")
-    for (i, j), count in np.ndenumerate(matrix):
-        ax.text(j, i, str(count), ha="center", va="center",
-                color="white" if count > matrix.max() / 2 else "black")
-    fig.tight_layout()
-    save_figure_atomically(fig, path)
 
 
 # --- the runs -----------------------------------------------------------------
