@@ -61,14 +61,13 @@ def _counterpart_of(serving_class):
 
 class ElmoServing:
     """Mixin before a `TaskServing` subclass: the tokenizer is the model's
-    `CharacterTokenizer` (default: the backbone's), the packed inputs are
-    ELMo's character features."""
+    `CharacterTokenizer` (`CharacterTokenizer.for_backbone`), the packed
+    inputs are ELMo's character features."""
 
     no_batching_reason = NO_BATCHING_FOR_CHARACTERS
 
     def __init__(self, model, tokenizer, sequence_length, *args, **kwargs):
         backbone = model.backbone
-        tokenizer = tokenizer or CharacterTokenizer.for_backbone(backbone)
         if not isinstance(tokenizer, CharacterTokenizer):
             raise ValueError(f"{type(self).__name__} reads characters: it takes a "
                              f"CharacterTokenizer, not a {type(tokenizer).__name__}.")

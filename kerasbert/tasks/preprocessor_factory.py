@@ -114,10 +114,12 @@ def handle_tokenizer(handle, found, backbone, tokenizer=None):
     path), else the handle's, else the one the backbone needs no files for
     (ELMo); checked against the backbone's embedding table. None when there
     is none (a built-in preset of a token-id family)."""
+    if tokenizer is not None and not hasattr(tokenizer, "tokenize_ids"):
+        tokenizer = load_tokenizer(tokenizer)  # a path
     if tokenizer is None:
-        tokenizer = source_tokenizer(handle, found) or backbone_tokenizer(backbone)
-    elif not hasattr(tokenizer, "tokenize_ids"):
-        tokenizer = load_tokenizer(tokenizer)
+        tokenizer = source_tokenizer(handle, found)
+    if tokenizer is None:
+        tokenizer = backbone_tokenizer(backbone)
     size = getattr(backbone, "vocabulary_size", None)
     if tokenizer is not None and size is not None and tokenizer.vocabulary_size != size:
         raise UsageError(f"The tokenizer has {tokenizer.vocabulary_size} tokens but the backbone's "
