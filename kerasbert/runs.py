@@ -39,6 +39,9 @@ from kerasbert.text.tokenizer_loading import load_tokenizer
 from kerasbert.text.tokenizer_loading import pretraining_vocab
 from kerasbert.text.tokenizer_loading import save_tokenizer_files
 from kerasbert.text.tokenizer_loading import saved_tokenizer_files
+from kerasbert.text.tokenizer_loading import tokenizer_kind
+from kerasbert.text.character_tokenizer import CharacterTokenizer
+from kerasbert.text.families import ELMO_CHARACTERS
 
 CONFIG = "config.json"
 MODEL = "model.keras"
@@ -103,15 +106,28 @@ def save_run(run_dir, models, tokenizer=None, config=None):
     os.makedirs(run_dir, exist_ok=True)
     written = {name: save_model(model, run_dir, name) for name, model in models.items()}
     if tokenizer is not None:
-        description = save_tokenizer_files(tokenizer, run_dir)
-        # "vocab" (the first file; "bytes" for the byte tokenizer, which
-        # has none) keeps readers of older run directories working.
-        files = description["files"]
-        config = dict(config or {}, tokenizer=description,
-                      vocab=files[0] if files else description["type"])
+        record = _TOKENIZER_RECORDS.get(tokenizer_kind(tokenizer), _saved_files_record)
+        config = dict(config or {}, **record(tokenizer, run_dir))
     if config is not None:
         written[CONFIG] = write_json(run_dir, CONFIG, config)
     return written
+
+
+def _saved_files_record(tokenizer, run_dir):
+    """The tokenizer's files copied into the run; config.json's "tokenizer"
+    (its description) and "vocab" (the first file; "bytes" for the byte
+    tokenizer, which has none: readers of older run directories use it)."""
+    description = save_tokenizer_files(tokenizer, run_dir)
+    files = description["files"]
+    return {"tokenizer": description, "vocab": files[0] if files else description["type"]}
+
+
+#: How config.json records a tokenizer family that has no vocabulary to
+#: describe (default `_saved_files_record`): ELMo's characters are the
+#: model's input (`INPUT`), and no file is copied.
+_TOKENIZER_RECORDS = {
+    ELMO_CHARACTERS: lambda tokenizer, run_dir: {INPUT: tokenizer.describe()},
+}
 
 
 def reads_characters(config):
@@ -172,7 +188,7 @@ class Run:
         if vocab is not None:
             return load_tokenizer(vocab, lower_case=lower_case, **switches)
         if reads_characters(self.config):
-            return None  # ELMo: the model's preprocessor reads the text itself
+            return _character_tokenizer(self.directory, self.config[INPUT], switches)
         if self.is_pretraining and "tokenizer" not in self.config:
             return self._pretraining_tokenizer()  # written before runs kept a copy
         if self.config and ("tokenizer" in self.config or "vocab" in self.config):
@@ -182,6 +198,16 @@ class Run:
     def _pretraining_tokenizer(self):
         vocab, lower_case = pretraining_vocab(self.directory, self.config)
         return load_tokenizer(vocab, lower_case=lower_case)
+
+
+def _character_tokenizer(directory, description, switches):
+    """ELMo's `CharacterTokenizer` from a run's "input"; a subword switch
+    set over it is refused (it has nothing for one to change)."""
+    given = [name for name, value in switches.items() if value is not None]
+    if given:
+        raise UsageError(f"{directory} reads characters (ELMo): it has no tokenizer for "
+                         f"--{given[0].replace('_', '-')} to change.")
+    return CharacterTokenizer.from_description(description)
 
 
 def open_run(directory):

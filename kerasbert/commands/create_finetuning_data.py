@@ -40,7 +40,8 @@ def add_arguments(parser):
     add_task_arguments(parser)
     add_tokenizer_arguments(parser)
     parser.add_argument("--max-seq-length", dest="sequence_length", type=positive_int, default=None,
-                        help="Sequence length T (default 128; 384 for qa).")
+                        help=f"Sequence length T (default {task_format('classification').sequence_length}; "
+                        f"{task_format('qa').sequence_length} for qa).")
     parser.add_argument("--doc-stride", type=positive_int, default=128,
                         help="qa: context windows start this many pieces apart.")
     parser.add_argument("--max-query-length", type=positive_int, default=64,

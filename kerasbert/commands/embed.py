@@ -87,7 +87,8 @@ def run(args):
     from kerasbert.models.backbone import check_tokenizer_fits
     from kerasbert.models import presets
     from kerasbert.sources import source
-    from kerasbert.tasks.sentence_encoder import SentenceEncoder, load_sentence_tokenizer
+    from kerasbert.tasks.sentence_encoder import (SentenceEncoder, default_sequence_length,
+                                                  load_sentence_tokenizer)
 
     found = source.resolve(args.model, presets)
     model = SentenceEncoder.from_preset(found, pooling=pooling, normalize=args.normalize)
@@ -96,7 +97,7 @@ def run(args):
                                         **tokenizer_switches(args))
     check_tokenizer_fits(tokenizer, model.backbone, f"--vocab {args.vocab}" if args.vocab
                          else "The tokenizer")
-    sequence_length = args.sequence_length or model.sequence_length or 128
+    sequence_length = args.sequence_length or model.sequence_length or default_sequence_length()
     chunks = model.embed(texts(args.input), tokenizer, sequence_length=sequence_length,
                          batch_size=args.batch_size)
     written = 0

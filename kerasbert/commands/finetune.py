@@ -12,6 +12,7 @@ from kerasbert.commands._args import columns_from_args
 from kerasbert.commands._args import TOKENIZER_HELP
 from kerasbert.commands._report import print_metrics
 from kerasbert.commands._report import print_outputs
+from kerasbert.data.finetuning.task_formats import task_format
 from kerasbert.errors import UsageError
 from kerasbert.io_utils import output_lock
 from kerasbert.optimizers.recipes import RECIPES
@@ -121,7 +122,8 @@ def add_arguments(parser):
     add("--early-stopping", type=positive_int, default=None, metavar="PATIENCE",
         help="Stop after PATIENCE epochs without a better dev metric (the best epoch's "
         "weights are kept either way).")
-    add("--max-seq-length", dest="sequence_length", type=positive_int, default=None, help="Default 128 (384 for QA).")
+    add("--max-seq-length", dest="sequence_length", type=positive_int, default=None, help=f"Default {task_format('classification').sequence_length} "
+        f"({task_format('qa').sequence_length} for QA).")
     add("--max-target-length", dest="target_length", type=positive_int, default=None, metavar="T",
         help="text2text: the target's length in pieces with [start] / [end], and the longest "
         "text the model generates (kept in config.json: evaluate and export use it). "

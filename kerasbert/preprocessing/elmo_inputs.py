@@ -1,14 +1,14 @@
-"""What ELMo's task preprocessors share: no tokenizer and no files, words
-in, character ids out (`kerasbert.text.elmo_words`), and the table that
-finds the ELMo preprocessor standing in for a task's own."""
+"""What ELMo's task preprocessors share: a `CharacterTokenizer` (no files),
+words in, character ids out (`kerasbert.text.elmo_words`), and the table
+that finds the ELMo preprocessor standing in for a task's own
+(`kerasbert.preprocessing.readers`)."""
 
 import numpy as np
 import tensorflow as tf
 
 from kerasbert.data.finetuning.features import TaskFeatures
-from kerasbert.errors import UsageError
+from kerasbert.text.character_tokenizer import CharacterTokenizer
 from kerasbert.text.elmo_characters import MAX_CHARACTERS
-from kerasbert.text.elmo_words import words_to_char_ids
 
 #: {a task's preprocessor class: its ELMo counterpart} (`elmo_preprocessor`).
 _COUNTERPARTS = {}
@@ -29,14 +29,24 @@ def elmo_preprocessor(task_preprocessor_class):
     return _COUNTERPARTS.get(task_preprocessor_class)
 
 
-def character_preprocessor(task_preprocessor_class, task_type):
-    """`elmo_preprocessor`, or a UsageError naming the task type when ELMo
-    cannot take it (QA, multiple choice, text pairs, text2text)."""
-    cls = elmo_preprocessor(task_preprocessor_class)
-    if cls is None or task_type.format.text_pair:
-        raise UsageError(f"ELMo takes tagging and single-text classification tasks, not "
-                         f"{task_type.name}.")
-    return cls
+
+
+def character_tokenizer(tokenizer=None, max_characters=None):
+    """The `CharacterTokenizer` an ELMo preprocessor reads with: the one
+    given, or one from a saved config (its description, or None and
+    `max_characters` in configs saved before it existed)."""
+    if isinstance(tokenizer, CharacterTokenizer):
+        if max_characters is not None and int(max_characters) != tokenizer.max_characters:
+            raise ValueError(f"max_characters {max_characters} differs from the tokenizer's "
+                             f"{tokenizer.max_characters}.")
+        return tokenizer
+    if isinstance(tokenizer, dict):
+        return CharacterTokenizer(tokenizer.get("max_characters", max_characters
+                                                or MAX_CHARACTERS))
+    if tokenizer is None:
+        return CharacterTokenizer(max_characters or MAX_CHARACTERS)
+    raise ValueError(f"An ELMo preprocessor reads characters: give it a CharacterTokenizer, "
+                     f"not a {type(tokenizer).__name__}.")
 
 
 class ElmoInputs:
@@ -47,29 +57,27 @@ class ElmoInputs:
         input_char_ids  int32 [B, T, max_characters]
         input_mask      int32 [B, T]
 
-    Args (beyond the task preprocessor's; `tokenizer` must be None):
-        max_characters: int, the backbone's `max_characters_per_token`.
+    Args (beyond the task preprocessor's):
+        tokenizer: a `CharacterTokenizer` (default: one of
+            `max_characters`); its packer (`CharacterPacker`) cuts and pads
+            the words.
+        max_characters: int, the backbone's `max_characters_per_token`
+            (configs saved without a tokenizer description).
     """
 
     def __init__(self, tokenizer=None, sequence_length=None, label_names=None, task_type=None,
-                 max_characters=MAX_CHARACTERS, **kwargs):
-        if tokenizer is not None:
-            raise ValueError(f"{type(self).__name__} reads characters: it takes no tokenizer.")
-        super().__init__(None, sequence_length, label_names, task_type, **kwargs)
-        self.max_characters = int(max_characters)
-
-    #: config.json's "input" type (`kerasbert.runs.INPUT`).
-    input_type = "elmo_characters"
+                 max_characters=None, **kwargs):
+        super().__init__(character_tokenizer(tokenizer, max_characters), sequence_length,
+                         label_names, task_type, **kwargs)
 
     @property
-    def tokenizer(self):
-        """None: the text is read as characters (`kerasbert.text.elmo_words`)."""
-        return None
+    def max_characters(self):
+        return self.tokenizer.max_characters
 
     def describe_input(self):
         """What a run's config.json and an export's export.json record in
-        place of a tokenizer."""
-        return {"type": self.input_type, "max_characters": self.max_characters}
+        place of a tokenizer (`CharacterTokenizer.describe`)."""
+        return self.tokenizer.describe()
 
     def task_features(self, data, batch_size=64):
         """A `TaskData` (the CLI's examples) -> `TaskFeatures` as the task
@@ -107,16 +115,16 @@ class ElmoInputs:
                             self.label_names, length, {"num_examples": len(data)})
 
     def char_features(self, words):
-        """Ragged words [B, (W)] -> the features dict."""
-        ids, mask = words_to_char_ids(words, self.max_characters, self.sequence_length, pad=True)
-        return {"input_char_ids": ids, "input_mask": mask}
+        """Ragged words [B, (W)] -> the features dict: the tokenizer's ids,
+        packed to T words by the preprocessor's packer."""
+        return self.packer(self.tokenizer.tokenize_words(words))
 
     @staticmethod
     def ragged(words):
         return words if isinstance(words, tf.RaggedTensor) else tf.RaggedTensor.from_tensor(
             words, padding=b"")
 
-    # No tokenizer files travel with the model.
+    # No tokenizer files travel with the model: the config describes it all.
     def save_assets(self, dir_path):
         pass
 

@@ -3,14 +3,11 @@
 words)."""
 
 import keras
-import tensorflow as tf
 
 from kerasbert.errors import UsageError
 from kerasbert.preprocessing.elmo_inputs import ElmoInputs
 from kerasbert.preprocessing.elmo_inputs import register_counterpart
-from kerasbert.preprocessing.task_preprocessor import clean_text
 from kerasbert.preprocessing.text_classifier_preprocessor import TextClassifierPreprocessor
-from kerasbert.text.elmo_words import split_words
 
 
 @register_counterpart(TextClassifierPreprocessor)
@@ -27,9 +24,8 @@ class ElmoTextClassifierPreprocessor(ElmoInputs, TextClassifierPreprocessor):
         super()._decide(pair)
 
     def preprocess(self, x, y=None, sample_weight=None):
+        # The text classifier's own path (its tokenizer, then its packer)
+        # reads characters as it reads pieces; only pairs are not ELMo's.
         if isinstance(x, (tuple, list)):
             raise UsageError("An ELMo classifier takes single texts, not pairs.")
-        features = self.char_features(split_words(clean_text(x)))
-        if y is not None:
-            y = tf.cast(y, tf.float32) if self.format.float_labels else self.graph_label_ids(y)
-        return keras.utils.pack_x_y_sample_weight(features, y, sample_weight)
+        return super().preprocess(x, y, sample_weight)

@@ -91,6 +91,12 @@ def row_ids(ragged):
     return tf.cast(tf.searchsorted(splits[1:], values, side="right"), tf.int64)
 
 
+def _take(ragged, index, fill):
+    """ragged.flat_values[index], `fill` where index is one past the end."""
+    values = tf.concat([ragged.flat_values, tf.constant([fill], ragged.dtype)], 0)
+    return tf.gather(values, index)
+
+
 class QAWindows:
     """The windows of a tokenizer's layout at one length and stride.
 
@@ -234,77 +240,93 @@ class QAWindows:
             first context piece), window_length (its context pieces) and
             context_offset (the position of that first piece) int64 [W].
         """
-        t = self.sequence_length
-        question_ids = question_ids.with_row_splits_dtype(tf.int64)
-        context_ids = context_ids.with_row_splits_dtype(tf.int64)
-        context_starts = context_starts.with_row_splits_dtype(tf.int64)
-        context_ends = context_ends.with_row_splits_dtype(tf.int64)
+        question_ids, context_ids, context_starts, context_ends = (
+            x.with_row_splits_dtype(tf.int64)
+            for x in (question_ids, context_ids, context_starts, context_ends))
         query_length = question_ids.row_lengths()
         num_pieces = context_ids.row_lengths()
         max_doc, stride, num_windows = self.window_layout(query_length, num_pieces)
         windows = tf.ragged.range(num_windows)  # [B, (windows)]
         example = row_ids(windows)  # [W]
-        first_window = windows.row_starts()
         best_window = self.best_window_per_piece(
-            context_ids, max_doc, stride, num_windows, first_window
+            context_ids, max_doc, stride, num_windows, windows.row_starts()
         )
-
-        def per_window(values):  # [B] -> [W, 1]
-            return tf.gather(values, example)[:, tf.newaxis]
-
-        local = windows.flat_values[:, tf.newaxis]  # window index in its example
+        span = self._window_spans(windows, example, query_length, num_pieces, max_doc, stride)
+        ids, piece_index = self._window_ids(question_ids, context_ids, example, span)
+        position, offset, length = span["position"], span["offset"], span["length"]
         global_window = tf.range(tf.shape(example, out_type=tf.int64)[0])[:, tf.newaxis]
-        q_len = per_window(query_length)
-        start = local * per_window(stride)
-        length = tf.minimum(per_window(num_pieces) - start, per_window(max_doc))
-        offset = self.layout.second_offset(q_len)  # [CLS] question [SEP](s)
-        position = tf.range(t, dtype=tf.int64)[tf.newaxis, :]  # [1, T]
-
-        is_question = (position >= 1) & (position <= q_len)
-        in_context = (position >= offset) & (position < offset + length)
-        is_sep = ((position > q_len) & (position < offset)) | (position == offset + length)
-        # Flat indices into the ragged values; the extra last element stands
-        # in off the span, so gathers never go out of range (even for P = 0).
-        question_index = tf.where(
-            is_question,
-            per_window(question_ids.row_starts()) + position - 1,
-            tf.shape(question_ids.flat_values, out_type=tf.int64)[0],
-        )
-        piece_index = tf.where(
-            in_context,
-            per_window(context_ids.row_starts()) + start + position - offset,
-            tf.shape(context_ids.flat_values, out_type=tf.int64)[0],
-        )
-
-        def take(ragged, index, fill):
-            values = tf.concat([ragged.flat_values, tf.constant([fill], ragged.dtype)], 0)
-            return tf.gather(values, index)
-
-        layout = self.layout
-        pad = layout.pad_id
-        ids = tf.where(is_question, take(question_ids, question_index, pad), pad)
-        ids = tf.where(in_context, take(context_ids, piece_index, pad), ids)
-        ids = tf.where(is_sep, layout.sep_id, ids)
-        ids = tf.where(position == 0, layout.start_id, ids)
         best_window = tf.concat([best_window, [-1]], 0)
         return {
             "input_word_ids": tf.cast(ids, tf.int32),
             "input_mask": tf.cast(position <= offset + length, tf.int32),
-            "input_type_ids": layout.second_type_id * tf.cast(
+            "input_type_ids": self.layout.second_type_id * tf.cast(
                 (position >= offset) & (position <= offset + length), tf.int32
             ),
             "example_index": example,
             "num_windows": num_windows,
-            "start_char": take(context_starts, piece_index, -1),
-            "end_char": take(context_ends, piece_index, -1),
-            "in_context": in_context,
-            "is_max_context": in_context & tf.equal(
+            "start_char": _take(context_starts, piece_index, -1),
+            "end_char": _take(context_ends, piece_index, -1),
+            "in_context": span["in_context"],
+            "is_max_context": span["in_context"] & tf.equal(
                 tf.gather(best_window, piece_index), global_window
             ),
-            "window_start": start[:, 0],
+            "window_start": span["start"][:, 0],
             "window_length": length[:, 0],
             "context_offset": offset[:, 0],
         }
+
+    def _window_spans(self, windows, example, query_length, num_pieces, max_doc, stride):
+        """Where each window's parts sit in its [T] row.
+
+        Returns:
+            a dict of int64 / bool tensors: position [1, T]; per window
+            [W, 1]: q_len, start (its first context piece), length (its
+            context pieces), offset (the position of that first piece); and
+            [W, T] masks is_question, in_context, is_sep.
+        """
+        def per_window(values):  # [B] -> [W, 1]
+            return tf.gather(values, example)[:, tf.newaxis]
+
+        local = windows.flat_values[:, tf.newaxis]  # window index in its example
+        q_len = per_window(query_length)
+        start = local * per_window(stride)
+        length = tf.minimum(per_window(num_pieces) - start, per_window(max_doc))
+        offset = self.layout.second_offset(q_len)  # [CLS] question [SEP](s)
+        position = tf.range(self.sequence_length, dtype=tf.int64)[tf.newaxis, :]  # [1, T]
+        return {
+            "position": position, "q_len": q_len, "start": start, "length": length,
+            "offset": offset,
+            "is_question": (position >= 1) & (position <= q_len),
+            "in_context": (position >= offset) & (position < offset + length),
+            "is_sep": ((position > q_len) & (position < offset)) | (position == offset + length),
+        }
+
+    def _window_ids(self, question_ids, context_ids, example, span):
+        """(ids int64 [W, T] of `[CLS] question [SEP](s) context [SEP]`,
+        padded; piece_index int64 [W, T]: each position's flat index into
+        the context pieces, one past the last off the context)."""
+        position = span["position"]
+
+        def row_start(ragged):  # [W, 1]: each window's example's first value
+            return tf.gather(ragged.row_starts(), example)[:, tf.newaxis]
+
+        # Flat indices into the ragged values; the extra last element stands
+        # in off the span, so gathers never go out of range (even for P = 0).
+        question_index = tf.where(
+            span["is_question"], row_start(question_ids) + position - 1,
+            tf.shape(question_ids.flat_values, out_type=tf.int64)[0],
+        )
+        piece_index = tf.where(
+            span["in_context"], row_start(context_ids) + span["start"] + position - span["offset"],
+            tf.shape(context_ids.flat_values, out_type=tf.int64)[0],
+        )
+        layout = self.layout
+        pad = layout.pad_id
+        ids = tf.where(span["is_question"], _take(question_ids, question_index, pad), pad)
+        ids = tf.where(span["in_context"], _take(context_ids, piece_index, pad), ids)
+        ids = tf.where(span["is_sep"], layout.sep_id, ids)
+        ids = tf.where(position == 0, layout.start_id, ids)
+        return ids, piece_index
 
     # --- answers ------------------------------------------------------------
 

@@ -37,6 +37,7 @@ import numpy as np
 import keras
 import tensorflow as tf
 
+from kerasbert.data.finetuning.convert import convert_examples
 from kerasbert.data.finetuning.examples import infer_label_names
 from kerasbert.data.finetuning.examples import label_id
 from kerasbert.data.finetuning.padding import DEFAULT_MULTIPLE
@@ -99,7 +100,7 @@ class TaskPreprocessor(keras.layers.Layer):
             byte-level BPE); from a saved config, its description (the
             files then arrive through `load_assets`).
         sequence_length: T, the packed length (default: the task type's,
-            128; 384 for QA).
+            `kerasbert.preprocessing.lengths.default_sequence_length`).
         label_names: class or tag names in id order; None to take them
             from the first labelled data as sorted distinct strings
             (`infer_label_names`), or for tasks without names.
@@ -271,6 +272,15 @@ class TaskPreprocessor(keras.layers.Layer):
         """(x, y) of a `TaskData` (the CLI's examples) in the form `fit`
         takes from a user; y is None when the examples have no labels."""
         raise NotImplementedError
+
+    def task_features(self, data):
+        """A `TaskData` (the CLI's examples) -> `TaskFeatures` as the task
+        type's metrics read them: the CLI's converter
+        (`kerasbert.data.finetuning.convert_examples`) with this
+        preprocessor's tokenizer, T and converter options (QA's windows)."""
+        options = {name: getattr(self, name) for name in task_format(data.task_type).options
+                   if hasattr(self, name)}
+        return convert_examples(data, self.tokenizer, self.sequence_length, **options)
 
     def slices(self, x, y=None, sample_weight=None, num_labels=None):
         """Python / NumPy raw inputs -> (x, y, sample_weight) tensors with a

@@ -18,6 +18,7 @@ import tensorflow as tf
 from kerasbert.data.finetuning.text2text import PAD_ID
 from kerasbert.data.finetuning.text2text import special_ids
 from kerasbert.errors import UsageError
+from kerasbert.preprocessing.lengths import check_target_length  # noqa: F401 (its old home)
 from kerasbert.preprocessing.task_preprocessor import TaskPreprocessor
 from kerasbert.preprocessing.task_preprocessor import clean_text
 from kerasbert.preprocessing.text_classifier_preprocessor import _strings
@@ -84,17 +85,6 @@ def decode_generated(tokenizer, ids):
     lengths = tf.cast(pieces.row_lengths(), tf.int32)
     # detokenize drops a dense input's padding; ragged rows may be empty.
     return tokenizer.detokenize(pieces), lengths
-
-
-def check_target_length(target_length, backbone):
-    """A target length (`--max-target-length`) the decoder's position table
-    holds: one line naming the flag otherwise. Returns it as an int."""
-    target_length = int(target_length)
-    limit = int(backbone.max_sequence_length)
-    if not 2 <= target_length <= limit:
-        raise UsageError(f"--max-target-length {target_length} must be in [2, {limit}] (the "
-                         "backbone's max_sequence_length: the decoder's positions).")
-    return target_length
 
 
 @keras.saving.register_keras_serializable(package="kerasbert")

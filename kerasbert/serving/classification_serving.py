@@ -2,7 +2,6 @@
 
 import tensorflow as tf
 
-from kerasbert.data.finetuning.task_formats import task_format
 from kerasbert.serving.task_serving import TaskServing
 
 
@@ -20,15 +19,15 @@ class ClassificationServing(TaskServing):
     """
 
     @classmethod
-    def for_run(cls, model, tokenizer, sequence_length, config):
-        pair = task_format(config["task_type"]).text_pair
-        return cls(model, tokenizer, sequence_length, config.get("label_names"), pair=pair,
-                   options=config.get("graph"))
+    def for_preprocessor(cls, model, preprocessor, label_names=None, options=None):
+        return cls(model, preprocessor.tokenizer, preprocessor.sequence_length,
+                   label_names or preprocessor.label_names, pair=preprocessor.format.text_pair,
+                   options=options, packer=preprocessor.packer)
 
     def __init__(self, model, tokenizer, sequence_length, label_names=None, pair=False,
-                 options=None, name=None):
+                 options=None, name=None, packer=None):
         super().__init__(model, tokenizer, sequence_length, label_names, options=options,
-                         name=name)
+                         name=name, packer=packer)
         self.pair = bool(pair)
         self.raw_inputs = ("text_a", "text_b") if self.pair else ("text",)
         self.is_regression = model.num_classes == 1

@@ -3,10 +3,10 @@ class (`ClassificationServing`, `TaggingServing`) with the text read as
 characters instead of a tokenizer's ids.
 
 In the graph, raw strings are cleaned (`clean_text`), split into words as
-in fine-tuning (`kerasbert.text.elmo_words`: BERT's basic split, cased),
-cut to the first `sequence_length` words and numbered byte by byte with
-begin / end-of-word marks into ELMo's 50 (max_characters) ids per word:
-tf.strings and tensorflow-text ops only, the same numbering as
+in fine-tuning by the model's `CharacterTokenizer` (BERT's basic split,
+cased), cut to the first `sequence_length` words and numbered byte by byte
+with begin / end-of-word marks into ELMo's 50 (max_characters) ids per
+word: tf.strings and tensorflow-text ops only, the same numbering as
 `kerasbert.text.elmo_characters` (the published biLM's). The batch is
 padded to its longest row, never to T (the biLM reads any length).
 
@@ -22,13 +22,19 @@ from kerasbert.serving.classification_serving import ClassificationServing
 from kerasbert.serving.tagging_serving import TaggingServing
 from kerasbert.serving.task_serving import check_ids_in_range
 from kerasbert.serving.task_serving import clean_text
-from kerasbert.text.elmo_characters import MAX_CHARACTERS
-from kerasbert.text.elmo_words import split_words
+from kerasbert.text.character_tokenizer import CharacterTokenizer
 from kerasbert.text.elmo_words import split_words_with_offsets
-from kerasbert.text.elmo_words import words_to_char_ids
 
 #: {a task type's serving class: its ELMo counterpart} (`elmo_serving`).
 _COUNTERPARTS = {}
+
+#: export.json's "batching" reason for a model that reads characters: a
+#: biLSTM's cost per batch is not the measured encoders' (layers * hidden^2
+#: * length).
+NO_BATCHING_FOR_CHARACTERS = (
+    "not written: the batching values come from throughput measured on Transformer encoders "
+    "(bench/serving_bench.py); an ELMo biLSTM's cost per batch is not theirs. Measure this "
+    "model before enabling TF Serving batching.")
 
 # Words past a byte budget, and bytes ELMo's numbering must survive.
 EDGE_TEXTS = (
@@ -54,28 +60,33 @@ def _counterpart_of(serving_class):
 
 
 class ElmoServing:
-    """Mixin before a `TaskServing` subclass: `tokenizer` must be None, the
-    packed inputs are ELMo's character features."""
+    """Mixin before a `TaskServing` subclass: the tokenizer is the model's
+    `CharacterTokenizer` (`CharacterTokenizer.for_backbone`), the packed
+    inputs are ELMo's character features."""
+
+    no_batching_reason = NO_BATCHING_FOR_CHARACTERS
 
     def __init__(self, model, tokenizer, sequence_length, *args, **kwargs):
-        if tokenizer is not None:
-            raise ValueError(f"{type(self).__name__} reads characters: it takes no tokenizer.")
-        super().__init__(model, None, sequence_length, *args, **kwargs)
         backbone = model.backbone
-        self.max_characters = int(getattr(backbone, "max_characters_per_token", MAX_CHARACTERS))
+        if not isinstance(tokenizer, CharacterTokenizer):
+            raise ValueError(f"{type(self).__name__} reads characters: it takes a "
+                             f"CharacterTokenizer, not a {type(tokenizer).__name__}.")
+        super().__init__(model, tokenizer, sequence_length, *args, **kwargs)
+        self.max_characters = tokenizer.max_characters
         self.num_characters = int(backbone.get_config()["num_characters"])
 
     def export_info(self):
+        # No vocabulary: "input" says how the graph reads the text.
         info = super().export_info()
-        info["input"] = {"type": "elmo_characters", "max_characters": self.max_characters}
+        info.update(tokenizer=None, input=self.tokenizer.describe())
         return info
 
     def words(self, texts):
         """Cleaned texts [B] -> ragged words [B, (W)], at most T a row."""
-        return split_words(texts)[:, :self.sequence_length]
+        return self.tokenizer.split_words(texts)[:, :self.sequence_length]
 
     def char_features(self, words):
-        ids, mask = words_to_char_ids(words, self.max_characters)
+        ids, mask = self.tokenizer.word_ids(words)
         return {"input_char_ids": ids, "input_mask": mask}
 
     def encode_batch(self, texts_a, texts_b=None):
@@ -108,11 +119,11 @@ class ElmoClassificationServing(ElmoServing, ClassificationServing):
     ELMo's character input; single texts only."""
 
     def __init__(self, model, tokenizer, sequence_length, label_names=None, pair=False,
-                 options=None, name=None):
+                 options=None, name=None, packer=None):
         if pair:
             raise UsageError("An ELMo classifier takes single texts, not pairs.")
         super().__init__(model, tokenizer, sequence_length, label_names, pair=False,
-                         options=options, name=name)
+                         options=options, name=name, packer=packer)
 
 
 @_counterpart_of(TaggingServing)

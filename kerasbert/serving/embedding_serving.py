@@ -21,6 +21,7 @@ from kerasbert.models import presets
 from kerasbert.models.backbone import check_tokenizer_fits
 from kerasbert.sources import source
 from kerasbert.serving import exporter
+from kerasbert.preprocessing.lengths import default_sequence_length
 from kerasbert.serving.task_serving import TaskServing
 from kerasbert.tasks.sentence_encoder import SentenceEncoder
 from kerasbert.tasks.sentence_encoder import load_sentence_tokenizer
@@ -73,7 +74,8 @@ def export_embedding(handle, output, version=None, sequence_length=None, overwri
         output: the model's base directory (`export/NAME`).
         version, overwrite, model_name, graph: as `exporter.export_model`.
         sequence_length: packed length in the graph; default the folder's
-            `max_seq_length`, else 128 (at most the backbone's positions).
+            `max_seq_length`, else the text tasks' default (at most the
+            backbone's positions).
         pooling, normalize: replace the folder's (None: keep them).
         vocab, lower_case: the tokenizer (`load_sentence_tokenizer`);
         tokenizer_switches: {switch: bool} over the source's settings
@@ -88,7 +90,7 @@ def export_embedding(handle, output, version=None, sequence_length=None, overwri
     tokenizer = load_sentence_tokenizer(found, vocab=vocab, lower_case=lower_case,
                                         **(tokenizer_switches or {}))
     check_tokenizer_fits(tokenizer, model.backbone)
-    sequence_length = int(sequence_length or model.sequence_length or 128)
+    sequence_length = int(sequence_length or model.sequence_length or default_sequence_length())
     module = EmbeddingServing(model, tokenizer, sequence_length, options=graph)
     return exporter.export_model(
         model, tokenizer, TASK_TYPE, output, sequence_length=sequence_length, version=version,

@@ -23,21 +23,22 @@ import numpy as np
 
 import tensorflow as tf
 
-from kerasbert.data.finetuning import check_max_seq_length
 from kerasbert.errors import UsageError
 from kerasbert.io_utils import atomic_directory
 from kerasbert.io_utils import file_sha256
 from kerasbert import runs
-from kerasbert.preprocessing.elmo_inputs import character_preprocessor
-from kerasbert.preprocessing.text2text_preprocessor import check_target_length
+from kerasbert.preprocessing.lengths import packed_length
 from kerasbert.serving.batching import PER_MODEL_FILENAME
 from kerasbert.serving.batching import batching_file_text
 from kerasbert.serving.batching import write_server_file
-from kerasbert.serving.elmo_serving import elmo_serving
+from kerasbert.serving.elmo_serving import NO_BATCHING_FOR_CHARACTERS  # noqa: F401 (its old home)
 from kerasbert.serving.graph_options import GraphOptions
 from kerasbert.serving.op_manifest import write_manifest
 from kerasbert.serving.task_servings import serving_class
 from kerasbert.tasks import task_types
+from kerasbert.tasks.preprocessor_factory import preprocessor_from_config
+from kerasbert.tasks.preprocessor_factory import preprocessor_from_run
+from kerasbert.tasks.preprocessor_factory import with_sequence_length
 from kerasbert.serving.warmup import write_warmup
 from kerasbert.text import tokenizer_files
 from kerasbert.text import tokenizer_kind
@@ -54,20 +55,21 @@ NO_BATCHING_FOR_GENERATION = (
     "per batch none of them measures. Measure this model before enabling TF Serving batching.")
 
 
-#: The same for a model that reads characters (ELMo): a biLSTM's cost per
-#: batch is not the measured encoders' (layers * hidden^2 * length).
-NO_BATCHING_FOR_CHARACTERS = (
-    "not written: the batching values come from throughput measured on Transformer encoders "
-    "(bench/serving_bench.py); an ELMo biLSTM's cost per batch is not theirs. Measure this "
-    "model before enabling TF Serving batching.")
+def serving_module(model, preprocessor, label_names=None, graph=None):
+    """The `TaskServing` of the preprocessor's task type (`task_servings`;
+    the counterpart that reads its tokenizer's output): built on the
+    preprocessor's own tokenizer and packer, so the graph serves exactly
+    what training fed the model."""
+    serving = serving_class(preprocessor.task_type, preprocessor.tokenizer)
+    return serving.for_preprocessor(model, preprocessor, label_names, graph)
 
 
 def build_serving_module(model, tokenizer, config, sequence_length):
-    """The `TaskServing` of the model's task type (`task_servings`)."""
-    serving = serving_class(config["task_type"])
-    if tokenizer is None:  # a model that reads characters (ELMo)
-        serving = elmo_serving(serving)
-    return serving.for_run(model, tokenizer, sequence_length, config)
+    """`serving_module` for a config.json-like dict (task_type,
+    label_names, qa, graph): the factory's preprocessor from it at
+    `sequence_length`."""
+    preprocessor = preprocessor_from_config(model, tokenizer, config, sequence_length)
+    return serving_module(model, preprocessor, config.get("label_names"), config.get("graph"))
 
 
 def describe_source(model_file):
@@ -167,49 +169,22 @@ def export_finetuned(model_dir, output, version=None, sequence_length=None, over
         dict: path, version, task_type, signatures, custom_ops.
     """
     run = runs.open_finetuned(model_dir)
-    config = run.config
     _version_dir(output, version, overwrite)  # fail before loading anything
-    given = [name for name, value in (tokenizer_switches or {}).items() if value is not None]
-    if runs.reads_characters(config) and given:
-        raise UsageError(f"{model_dir} reads characters (ELMo): it has no tokenizer for "
-                         f"--{given[0].replace('_', '-')} to change.")
-    model = run.load_model(runs.MODEL)
     tokenizer = run.tokenizer(**(tokenizer_switches or {}))
+    model = run.load_model(runs.MODEL)
     # The run's config.json is the record of how it was trained (a model
     # saved before task models carried a preprocessor has none, and a flag
-    # here may override the tokenizer's switch): the preprocessor is rebuilt
-    # from it, then the export is `Task.export`'s.
-    model.preprocessor = run_preprocessor(model, tokenizer, config, target_length)
-    task, task_file = describe_task(config, run.directory)
+    # here may override the tokenizer's switch): the one factory rebuilds
+    # the preprocessor from it, then the export is `Task.export`'s.
+    model.preprocessor = preprocessor_from_run(model, run, tokenizer, sequence_length,
+                                               target_length)
+    task, task_file = describe_task(run.config, run.directory)
     source = describe_source(run.path(runs.MODEL))
     if task_file is not None:
         source["task_file"] = task_file
     return export_task(model, output, version=version, overwrite=overwrite,
-                       model_name=model_name, graph=graph,
-                       sequence_length=sequence_length or config["max_seq_length"],
-                       task=task, source=source, precision=precision)
-
-
-def run_preprocessor(model, tokenizer, config, target_length=None):
-    """The preprocessor a fine-tuning run's config.json describes
-    (`target_length`: text2text, over the run's own)."""
-    cls = model.preprocessor_class
-    options = {name: value for name, value in (config.get("qa") or {}).items()
-               if name in cls.options}
-    if target_length is not None and "target_length" not in cls.options:
-        raise UsageError(f"--max-target-length applies to text2text models, not to a "
-                         f"{config['task_type']} model.")
-    if "target_length" in cls.options:
-        target_length = target_length or (config.get("finetune") or {}).get("target_length")
-        if target_length is not None:
-            options["target_length"] = check_target_length(target_length, model.backbone)
-    if config["task_type"] == "qa" and "version_2_with_negative" not in options:
-        options["version_2_with_negative"] = "v2" in str(config.get("task", ""))
-    arguments = {**model.preprocessor_arguments(), "task_type": config["task_type"], **options}
-    if tokenizer is None:  # ELMo: the task's character-reading counterpart
-        cls = character_preprocessor(cls, task_types.get(config["task_type"]))
-        arguments["max_characters"] = model.backbone.max_characters_per_token
-    return cls(tokenizer, config["max_seq_length"], config.get("label_names"), **arguments)
+                       model_name=model_name, graph=graph, task=task, source=source,
+                       precision=precision)
 
 
 def export_task(model, output, version=None, overwrite=False, model_name=None, graph=None,
@@ -234,21 +209,19 @@ def export_task(model, output, version=None, overwrite=False, model_name=None, g
     """
     if precision is not None:
         graph = GraphOptions.from_config(graph).to_config() | {"precision": precision}
-    preprocessor = model.preprocessor
+    preprocessor = with_sequence_length(model, model.preprocessor, sequence_length)
     label_names = preprocessor.label_names
     size = model.num_label_names()
     if label_names is None and size:
         label_names = [str(i) for i in range(size)]
-    qa_options = preprocessor.qa_options() if hasattr(preprocessor, "qa_options") else None
-    return export_model(model, preprocessor.tokenizer, preprocessor.task_type, output,
-                        label_names=label_names,
-                        sequence_length=sequence_length or preprocessor.sequence_length,
-                        qa_options=qa_options, version=version, overwrite=overwrite,
-                        model_name=model_name, task=task, graph=graph,
+    _version_dir(output, version, overwrite)  # fail before tracing anything
+    module = serving_module(model, preprocessor, label_names, graph)
+    return write_export(model, module, preprocessor.task_type, output, label_names,
+                        version=version, overwrite=overwrite, model_name=model_name, task=task,
                         source=source or {"model": type(model).__name__})
 
 
-def export_model(model, tokenizer, task_type, output, label_names=None, sequence_length=128,
+def export_model(model, tokenizer, task_type, output, label_names=None, sequence_length=None,
                  qa_options=None, version=None, overwrite=False, model_name=None, task=None,
                  source=None, graph=None, module=None):
     """Exports any fine-tuned task model (e.g. one trained with `model.fit`
@@ -264,7 +237,9 @@ def export_model(model, tokenizer, task_type, output, label_names=None, sequence
             multiple_choice.
         output: the model's base directory (`export/NAME`).
         label_names: class / tag names (classification, pair, tagging).
-        sequence_length: packed length in the graph (at most the positions).
+        sequence_length: packed length in the graph (at most the
+            positions); default the task type's
+            (`kerasbert.preprocessing.lengths.default_sequence_length`).
         qa_options: for qa: doc_stride, max_query_length,
             max_answer_length, null_score_diff_threshold,
             version_2_with_negative.
@@ -281,49 +256,69 @@ def export_model(model, tokenizer, task_type, output, label_names=None, sequence
     Returns:
         dict: path, version, task_type, signatures, custom_ops.
     """
-
-
-    version, target = _version_dir(output, version, overwrite)
-    if module is None and task_types.get(task_type).format.named_labels and not label_names:
-        raise UsageError(f"A {task_type} export needs label_names (the class or tag names).")
-    sequence_length = int(sequence_length)
-    check_max_seq_length(sequence_length, model.backbone)
-    options = GraphOptions.from_config(graph)
-    config = {"task_type": task_type, "label_names": label_names, "task": task or "",
-              "qa": dict(qa_options or {}), "graph": options}
+    _version_dir(output, version, overwrite)  # fail before building anything
     if module is None:
-        module = build_serving_module(model, tokenizer, config, sequence_length)
+        if task_types.get(task_type).format.named_labels and not label_names:
+            raise UsageError(f"A {task_type} export needs label_names (the class or tag names).")
+        # The preprocessor training would use (the one factory), served as is.
+        config = {"task_type": task_type, "label_names": label_names, "qa": qa_options or {},
+                  "task": task or ""}
+        preprocessor = preprocessor_from_config(model, tokenizer, config, sequence_length)
+        module = serving_module(model, preprocessor, label_names, graph)
+    else:
+        packed_length(model.backbone, task_type, module.sequence_length)
+    return write_export(model, module, task_type, output, label_names, version=version,
+                        overwrite=overwrite, model_name=model_name, task=task, source=source)
+
+
+def export_info(model, module, task_type, label_names, task, source):
+    """assets.extra/export.json's dict (without "batching")."""
+    tokenizer, options = module.tokenizer, module.options
+    info = {
+        "task": task, "task_type": task_type, "label_names": label_names,
+        "seq_length": module.sequence_length,
+        "lower_case": bool(getattr(tokenizer, "lower_case", False)),
+        # The switches a client's text meets (`kerasbert.text.tokenizer_loading.SWITCHES`).
+        **{name: bool(getattr(tokenizer, name, False)) for name in SWITCHES},
+        # The family tells a client how the graph packs (RoBERTa: no type ids).
+        "tokenizer": {"type": tokenizer_kind(tokenizer),
+                      "assets": [os.path.basename(p) for p in tokenizer_files(tokenizer)]},
+        "inputs": [spec.name for spec in module.input_specs()],
+        "signatures": list(SIGNATURES), "source": source,
+        "graph": options.to_config(),
+    }
+    info.update(module.export_info())
+    return info
+
+
+def batching_file(model, module):
+    """(the batching file's text or None, what it was measured on, export.json's
+    "batching" entry when none is written): the measured encoders' values,
+    unless the module says why they do not apply to it."""
+    reason = module.no_batching_reason
+    if reason is None and getattr(module, "generates_text", False):
+        # The measured curves are one forward pass a batch; none applies.
+        reason = NO_BATCHING_FOR_GENERATION
+    if reason is not None:
+        return None, None, {"file": None, "reason": reason}
+    text, measured_on = batching_file_text(model.backbone, module.sequence_length)
+    return text, measured_on, None
+
+
+def write_export(model, module, task_type, output, label_names=None, version=None,
+                 overwrite=False, model_name=None, task=None, source=None):
+    """Writes a built serving module as OUTPUT/<version> (module
+    docstring): saved, warm-up records, op manifest, export.json, batching
+    file; replayed before it is renamed to its number."""
+    version, target = _version_dir(output, version, overwrite)
     model_name = model_name or os.path.basename(os.path.normpath(output))
     requests = warmup_requests(module)
     with atomic_directory(target, overwrite=overwrite) as tmp:
         tf.saved_model.save(module, tmp, signatures=module.signatures())
         write_warmup(tmp, model_name, requests)
         manifest = write_manifest(tmp)
-        info = {
-            "task": task, "task_type": task_type, "label_names": label_names,
-            "seq_length": sequence_length,
-            "lower_case": bool(getattr(tokenizer, "lower_case", False)),
-            # The switches a client's text meets (`kerasbert.text.tokenizer_loading.SWITCHES`).
-            **{name: bool(getattr(tokenizer, name, False)) for name in SWITCHES},
-            # The family tells a client how the graph packs (RoBERTa: no type ids);
-            # None for a model that reads characters (its "input" says how).
-            "tokenizer": None if tokenizer is None else {
-                "type": tokenizer_kind(tokenizer),
-                "assets": [os.path.basename(p) for p in tokenizer_files(tokenizer)]},
-            "inputs": [spec.name for spec in module.input_specs()],
-            "signatures": list(SIGNATURES), "source": source,
-            "graph": options.to_config(),
-        }
-        info.update(module.export_info())
-        if tokenizer is None:  # ELMo's LSTMs: no measured encoder's cost applies
-            batching_text, batching_from = None, None
-            info["batching"] = {"file": None, "reason": NO_BATCHING_FOR_CHARACTERS}
-        else:
-            batching_text, batching_from = batching_file_text(model.backbone, sequence_length)
-        if getattr(module, "generates_text", False):
-            # The measured curves are one forward pass a batch; none applies.
-            batching_text, batching_from = None, None
-            info["batching"] = {"file": None, "reason": NO_BATCHING_FOR_GENERATION}
+        info = export_info(model, module, task_type, label_names, task, source)
+        batching_text, batching_from, info["batching"] = batching_file(model, module)
         if batching_text:
             with open(os.path.join(tmp, PER_MODEL_FILENAME), "w", encoding="utf-8") as f:
                 f.write(batching_text)

@@ -54,6 +54,7 @@ import tensorflow as tf
 
 from kerasbert.convert.tf_hub_encoder import BACKBONE_FILE
 from kerasbert.errors import UsageError
+from kerasbert.preprocessing.lengths import packed_length
 from kerasbert import io_utils
 from kerasbert import runs
 from kerasbert.saving import load_model
@@ -297,8 +298,8 @@ def _sequence_length(backbone, sequence_length):
     """The preprocessor's T: `sequence_length`, checked against the
     backbone's positions; None: 128, or the positions if fewer."""
     positions = getattr(backbone, "max_sequence_length", None)
-    if sequence_length is None:
-        sequence_length = min(128, positions or 128)
+    if sequence_length is None:  # the text tasks' default, at most the positions
+        sequence_length = packed_length(backbone)
     if positions is not None and int(sequence_length) > positions:
         raise UsageError(
             f"--seq-length {sequence_length} is longer than the backbone's max_sequence_length "

@@ -24,11 +24,13 @@ class MultipleChoiceServing(TaskServing):
     raw_inputs = ("context", "choices")
 
     @classmethod
-    def for_run(cls, model, tokenizer, sequence_length, config):
-        return cls(model, tokenizer, sequence_length, options=config.get("graph"))
+    def for_preprocessor(cls, model, preprocessor, label_names=None, options=None):
+        return cls(model, preprocessor.tokenizer, preprocessor.sequence_length, options=options,
+                   packer=preprocessor.packer)
 
-    def __init__(self, model, tokenizer, sequence_length, options=None, name=None):
-        super().__init__(model, tokenizer, sequence_length, options=options, name=name)
+    def __init__(self, model, tokenizer, sequence_length, options=None, name=None, packer=None):
+        super().__init__(model, tokenizer, sequence_length, options=options, name=name,
+                         packer=packer)
         self.num_choices = int(model.num_choices)
 
     def input_specs(self):

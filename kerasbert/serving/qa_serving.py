@@ -80,15 +80,15 @@ class QuestionAnsweringServing(TaskServing):
     raw_inputs = ("question", "context")
 
     @classmethod
-    def for_run(cls, model, tokenizer, sequence_length, config):
-        qa = config.get("qa", {})
-        return cls(model, tokenizer, sequence_length,
-                   doc_stride=qa.get("doc_stride", 128),
-                   max_query_length=qa.get("max_query_length", 64),
-                   max_answer_length=qa.get("max_answer_length", 30),
-                   null_score_diff_threshold=qa.get("null_score_diff_threshold", 0.0),
-                   version_2=qa.get("version_2_with_negative", "v2" in str(config.get("task", ""))),
-                   options=config.get("graph"))
+    def for_preprocessor(cls, model, preprocessor, label_names=None, options=None):
+        """The QA options and the windows (`QAWindows`) of the preprocessor."""
+        qa = preprocessor.qa_options()
+        return cls(model, preprocessor.tokenizer, preprocessor.sequence_length,
+                   doc_stride=qa["doc_stride"], max_query_length=qa["max_query_length"],
+                   max_answer_length=qa["max_answer_length"],
+                   null_score_diff_threshold=qa["null_score_diff_threshold"],
+                   version_2=qa["version_2_with_negative"], options=options,
+                   packer=preprocessor.packer, windower=preprocessor.windower)
 
     def export_info(self):
         return {"qa": {"doc_stride": self.doc_stride, "max_query_length": self.max_query_length,
@@ -98,8 +98,9 @@ class QuestionAnsweringServing(TaskServing):
 
     def __init__(self, model, tokenizer, sequence_length, doc_stride=128, max_query_length=64,
                  max_answer_length=30, null_score_diff_threshold=0.0, version_2=False,
-                 windows_per_call=64, options=None, name=None):
-        super().__init__(model, tokenizer, sequence_length, options=options, name=name)
+                 windows_per_call=64, options=None, name=None, packer=None, windower=None):
+        super().__init__(model, tokenizer, sequence_length, options=options, name=name,
+                         packer=packer)
         self.layout = segment_layout(tokenizer)
         self.doc_stride = int(doc_stride)
         self.max_query_length = int(max_query_length)
@@ -109,9 +110,10 @@ class QuestionAnsweringServing(TaskServing):
         self.windows_per_call = int(windows_per_call)
         if self.max_answer_length < 1:
             raise ValueError(f"max_answer_length must be positive, got {max_answer_length}.")
-        # The windows, as training cuts them (raises on a bad stride or length).
-        self.windower = QAWindows(self.layout, self.sequence_length, self.doc_stride,
-                                  self.max_query_length)
+        # The windows, as training cuts them (raises on a bad stride or
+        # length): the preprocessor's own when it is given.
+        self.windower = windower if windower is not None else QAWindows(self.layout, self.sequence_length,
+                                              self.doc_stride, self.max_query_length)
         self.max_windows_per_piece = self.windower.max_windows_per_piece
 
     # --- windows ------------------------------------------------------------

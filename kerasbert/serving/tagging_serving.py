@@ -72,9 +72,10 @@ class TaggingServing(TaskServing):
         num_entities int32 [B].
     """
 
-    def __init__(self, model, tokenizer, sequence_length, label_names, options=None, name=None):
+    def __init__(self, model, tokenizer, sequence_length, label_names, options=None, name=None,
+                 packer=None):
         super().__init__(model, tokenizer, sequence_length, label_names, options=options,
-                         name=name)
+                         name=name, packer=packer)
         parsed = [parse_tag(label) for label in self.label_names]
         kinds = sorted({kind for _, kind in parsed})
         self.tag_prefix = tf.constant([prefix for prefix, _ in parsed], tf.int32)

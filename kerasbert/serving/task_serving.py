@@ -104,13 +104,20 @@ class TaskServing(tf.Module):
             choice).
         options: `GraphOptions` (or its config dict) for how the graph runs
             the model; default `GraphOptions()`.
+        packer: the packer of the model's preprocessor (`for_preprocessor`
+            passes it: the graph packs with the very object training packed
+            with); default the tokenizer family's at T
+            (`kerasbert.text.make_packer`).
     """
 
     #: names of the `tf.string [None]` inputs of `serving_default`.
     raw_inputs = ("text",)
+    #: why the measured encoders' TF Serving batching values do not apply to
+    #: this module (export.json says it; no batching file), or None.
+    no_batching_reason = None
 
     def __init__(self, model, tokenizer, sequence_length, label_names=None, options=None,
-                 name=None):
+                 name=None, packer=None):
         super().__init__(name=name)
         self.tokenizer = tokenizer
         self.sequence_length = int(sequence_length)
@@ -120,18 +127,28 @@ class TaskServing(tf.Module):
         model = in_precision(model, self.options.precision)
         self.model = model
         self._forward = model_function(model, self.options.jit_compile)
-        # None: a model that reads characters (`serving.elmo_serving`) packs no ids.
-        self.packer = None if tokenizer is None else make_packer(tokenizer, self.sequence_length)
+        self.packer = packer if packer is not None else make_packer(tokenizer,
+                                                                    self.sequence_length)
         names = list(label_names or [])
         self.label_names = list(names)
         self.label_table = tf.constant(names or [""], tf.string)
 
     @classmethod
-    def for_run(cls, model, tokenizer, sequence_length, config):
-        """The module for a fine-tuning run's config.json (task_type,
-        label_names, task options); subclasses with options read theirs."""
-        return cls(model, tokenizer, sequence_length, config.get("label_names"),
-                   options=config.get("graph"))
+    def for_preprocessor(cls, model, preprocessor, label_names=None, options=None):
+        """The module that serves `model` as `preprocessor` feeds it in
+        training: its tokenizer, its packed length and its packer (the same
+        objects); subclasses read their task options from it.
+
+        Args:
+            model: the task model.
+            preprocessor: its `TaskPreprocessor` (the one factory's,
+                `kerasbert.tasks.preprocessor_factory`).
+            label_names: the names served (default the preprocessor's).
+            options: `GraphOptions` or its dict.
+        """
+        return cls(model, preprocessor.tokenizer, preprocessor.sequence_length,
+                   label_names or preprocessor.label_names, options=options,
+                   packer=preprocessor.packer)
 
     def export_info(self):
         """What assets.extra/export.json records beyond the common fields."""

@@ -14,17 +14,27 @@ here, against the task type's name, and never named by strings there).
 
 A new task type registers its `TaskType` and, here, its serving class
 (`register_serving`), in the same file (ARCHITECTURE.md, "Where to add").
+
+A tokenizer family whose output is not token ids (ELMo's characters) is
+served by the counterpart of the task type's class (`serving_class(name,
+tokenizer)`; `kerasbert.serving.elmo_serving`).
 """
 
 from kerasbert.errors import UsageError
 from kerasbert.serving.classification_serving import ClassificationServing
+from kerasbert.serving.elmo_serving import elmo_serving
 from kerasbert.serving.multiple_choice_serving import MultipleChoiceServing
 from kerasbert.serving.qa_serving import QuestionAnsweringServing
 from kerasbert.serving.tagging_serving import TaggingServing
 from kerasbert.serving.text2text_serving import Text2TextServing
 from kerasbert.tasks import task_types
+from kerasbert.text.families import ELMO_CHARACTERS
 
 _SERVINGS = {}
+
+#: {tokenizer family: (serving class -> its counterpart)} for the families
+#: whose output is not token ids.
+_COUNTERPARTS = {ELMO_CHARACTERS: elmo_serving}
 
 
 def register_serving(task_type, serving):
@@ -34,13 +44,16 @@ def register_serving(task_type, serving):
     return serving
 
 
-def serving_class(task_type):
-    """The `TaskServing` subclass of the task type named `task_type`."""
+def serving_class(task_type, tokenizer=None):
+    """The `TaskServing` subclass of the task type named `task_type`, or
+    its counterpart that reads `tokenizer`'s output (ELMo's characters)."""
     task_types.get(task_type)  # an unknown name: the error lists the registered ones
     if task_type not in _SERVINGS:
         raise UsageError(f"Task type {task_type!r} has no serving module: register one with "
                          "kerasbert.serving.task_servings.register_serving.")
-    return _SERVINGS[task_type]
+    counterpart = _COUNTERPARTS.get(getattr(type(tokenizer), "family", None))
+    serving = _SERVINGS[task_type]
+    return serving if counterpart is None else counterpart(serving)
 
 
 for _name, _serving in (

@@ -54,12 +54,16 @@ class Text2TextServing(TaskServing):
     generates_text = True
 
     @classmethod
-    def for_run(cls, model, tokenizer, sequence_length, config):
-        return cls(model, tokenizer, sequence_length, options=config.get("graph"))
+    def for_preprocessor(cls, model, preprocessor, label_names=None, options=None):
+        return cls(model, preprocessor.tokenizer, preprocessor.sequence_length,
+                   target_length=preprocessor.target_length, options=options,
+                   packer=preprocessor.packer)
 
     def __init__(self, model, tokenizer, sequence_length, label_names=None, target_length=None,
-                 strategy="beam", beam_size=4, length_penalty=0.6, options=None, name=None):
-        super().__init__(model, tokenizer, sequence_length, None, options=options, name=name)
+                 strategy="beam", beam_size=4, length_penalty=0.6, options=None, name=None,
+                 packer=None):
+        super().__init__(model, tokenizer, sequence_length, None, options=options, name=name,
+                         packer=packer)
         preprocessor = getattr(model, "preprocessor", None)
         self.target_length = int(target_length or getattr(preprocessor, "target_length", None)
                                  or self.sequence_length)

@@ -9,6 +9,7 @@ from kerasbert.data.finetuning.padding import padded_width
 from kerasbert.errors import UsageError
 from kerasbert.layers.sentence_pooling import SentencePooling
 from kerasbert.layers.sentence_pooling import check_pooling
+from kerasbert.preprocessing.lengths import default_sequence_length
 from kerasbert.sources import source
 from kerasbert.models import presets
 from kerasbert.tasks.backbone_model import BackboneModel
@@ -157,14 +158,16 @@ class SentenceEncoder(BackboneModel):
         Args:
             texts: iterable of str.
             tokenizer: the backbone's tokenizer (`kerasbert.text.load_tokenizer`).
-            sequence_length: T; default `self.sequence_length`, else 128.
+            sequence_length: T; default `self.sequence_length`, else the
+                text tasks' (`preprocessing.lengths.default_sequence_length`).
             batch_size: texts per forward pass.
             chunk_size: texts sorted and embedded together (the memory held).
 
         Yields:
             float32 arrays [n, output_dim], one per chunk (n <= chunk_size).
         """
-        sequence_length = int(sequence_length or self.sequence_length or 128)
+        sequence_length = int(sequence_length or self.sequence_length
+                              or default_sequence_length())
         if sequence_length < 3:
             raise UsageError(f"sequence_length must be at least 3, got {sequence_length}.")
         positions = getattr(self.backbone, "max_sequence_length", None)

@@ -12,6 +12,8 @@ __getattr__, __dir__, __all__ = lazy_exports(__name__, {
     "byte_pair_tokenizer": ("BytePairTokenizer",),
     "gpt1_tokenizer": ("Gpt1Tokenizer",),
     "byte_tokenizer": ("ByteTokenizer",),
+    "character_tokenizer": ("CharacterTokenizer",),
+    "character_packer": ("CharacterPacker",),
     "packer": ("BertPacker",),
     "roberta_packer": ("RobertaPacker",),
     "tokenizer_loading": (

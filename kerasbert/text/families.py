@@ -11,6 +11,7 @@ here.
     the same, tokens ending in "</w>"      gpt1_bpe        vocab.json, merges.txt
     anything else (vocab.txt)              wordpiece       vocab.txt
     the word "bytes"                       bytes           (none: UTF-8 bytes + 2)
+    (an ELMo backbone, no --vocab)         elmo_characters (none: each word's UTF-8 bytes)
 """
 
 import json
@@ -27,6 +28,9 @@ BPE_VOCABULARY, BPE_MERGES = "vocab.json", "merges.txt"
 #: Character-level text as the Reformer's enwik8 model reads it: id = UTF-8
 #: byte + 2, 0 = <pad>, 1 = </s>; `--vocab bytes` names it (no file).
 BYTES = "bytes"
+#: ELMo's character input (`kerasbert.text.character_tokenizer`): each
+#: word's UTF-8 bytes numbered as the published biLM numbers them; no file.
+ELMO_CHARACTERS = "elmo_characters"
 
 #: File names a fine-tuning directory keeps each family's files under, in
 #: the order the tokenizer class takes them. Fixed names keep user file
@@ -37,6 +41,7 @@ SAVED_FILES = {
     BPE: (BPE_VOCABULARY, BPE_MERGES),
     GPT1_BPE: (BPE_VOCABULARY, BPE_MERGES),
     BYTES: (),
+    ELMO_CHARACTERS: (),
 }
 
 

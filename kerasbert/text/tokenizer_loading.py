@@ -6,6 +6,7 @@ segment layout that go with each (the family facts are `families`).
     bpe             BytePairTokenizer       <s> a </s></s> b </s>
     gpt1_bpe        Gpt1Tokenizer           <s> a </s> b </s>
     wordpiece       WordPieceTokenizer      [CLS] a [SEP] b [SEP]
+    elmo_characters CharacterTokenizer      the first T words (CharacterPacker)
 
 A fine-tuning directory stores the files under fixed names
 (`SAVED_FILES`) and describes the tokenizer in config.json
@@ -25,6 +26,7 @@ from kerasbert.sources.source import resolve
 from kerasbert.errors import UsageError
 from kerasbert.text.families import BPE
 from kerasbert.text.families import BYTES
+from kerasbert.text.families import ELMO_CHARACTERS
 from kerasbert.text.families import GPT1_BPE
 from kerasbert.text.families import SAVED_FILES
 from kerasbert.text.families import SENTENCEPIECE
@@ -51,6 +53,7 @@ _OPTIONS = {
     BPE: ("special_tokens_in_strings", "added_tokens", "truncate_at_nul"),
     GPT1_BPE: ("special_tokens_in_strings", "added_tokens", "truncate_at_nul"),
     BYTES: ("special_tokens_in_strings",),
+    ELMO_CHARACTERS: ("max_characters",),
 }
 
 
@@ -62,6 +65,7 @@ def _construct(kind, files, lower_case, **options):
     # module without it)
     from kerasbert.text.byte_pair_tokenizer import BytePairTokenizer
     from kerasbert.text.byte_tokenizer import ByteTokenizer
+    from kerasbert.text.character_tokenizer import CharacterTokenizer
     from kerasbert.text.gpt1_tokenizer import Gpt1Tokenizer
     from kerasbert.text.sentencepiece_tokenizer import SentencePieceTokenizer
     from kerasbert.text.tokenizer import WordPieceTokenizer
@@ -70,6 +74,8 @@ def _construct(kind, files, lower_case, **options):
     try:
         if kind == BYTES:
             return ByteTokenizer(**options)
+        if kind == ELMO_CHARACTERS:
+            return CharacterTokenizer(**options)
         if kind == BPE:
             # Byte-level BPE is cased by construction: lower_case does not apply.
             return BytePairTokenizer(*files, **options)
@@ -181,7 +187,7 @@ def tokenizer_files(tokenizer):
     """The tokenizer's source file paths, in the order its class takes them
     (vocab.txt; the .model; vocab.json, merges.txt)."""
     kind = tokenizer_kind(tokenizer)
-    if kind == BYTES:
+    if not SAVED_FILES[kind]:  # bytes, ELMo's characters
         return []
     if kind in (BPE, GPT1_BPE):
         return [tokenizer.vocabulary_file, tokenizer.merges_file]
@@ -327,9 +333,15 @@ def segment_layout(tokenizer):
 
 
 def make_packer(tokenizer, sequence_length):
-    """`RobertaPacker` for byte-level BPE, `BertPacker` otherwise (ALBERT's
-    SentencePiece model has [CLS]/[SEP])."""
-    if tokenizer_kind(tokenizer) == BPE:
+    """`RobertaPacker` for byte-level BPE, `CharacterPacker` for ELMo's
+    characters, `BertPacker` otherwise (ALBERT's SentencePiece model has
+    [CLS]/[SEP])."""
+    kind = tokenizer_kind(tokenizer)
+    if kind == ELMO_CHARACTERS:
+        from kerasbert.text.character_packer import CharacterPacker  # lazy: tensorflow
+
+        return CharacterPacker(sequence_length, tokenizer.max_characters)
+    if kind == BPE:
         from kerasbert.text.roberta_packer import RobertaPacker  # lazy: tensorflow
 
         return RobertaPacker.from_tokenizer(tokenizer, sequence_length)

@@ -36,21 +36,15 @@ import numpy as np
 
 import keras
 
-from kerasbert.data.finetuning import check_max_seq_length
-from kerasbert.data.finetuning import convert_examples
 from kerasbert.data.finetuning import has_split
 from kerasbert.data.finetuning import load_task
 from kerasbert.data.finetuning import make_dataset
 from kerasbert.data.finetuning import read_features
-from kerasbert.preprocessing.text2text_preprocessor import check_target_length
 from kerasbert.data.finetuning.load import parse_task_spec
 from kerasbert.data.finetuning.task_formats import task_format
 from kerasbert.errors import UsageError
 from kerasbert.io_utils import atomic_write_text
 from kerasbert.models import presets
-from kerasbert.metrics import confusion_matrix
-from kerasbert.plotting import new_figure
-from kerasbert.plotting import save_figure_atomically
 from kerasbert import runs
 from kerasbert.tasks import task_types
 from kerasbert.loading.backbones import load_backbone_from_flags as load
@@ -60,8 +54,12 @@ from kerasbert.text import load_tokenizer
 from kerasbert.text import tokenizer_files
 from kerasbert.text.tokenizer_loading import SWITCHES
 from kerasbert.optimizers import recipes
-from kerasbert.preprocessing.elmo_inputs import character_preprocessor
+from kerasbert.tasks.preprocessor_factory import backbone_tokenizer
+from kerasbert.tasks.preprocessor_factory import build_preprocessor
+from kerasbert.tasks.preprocessor_factory import preprocessor_from_run
 from kerasbert.training.best_epoch import BestEpoch
+from kerasbert.training.finetune_plots import plot_confusion_matrix
+from kerasbert.training.finetune_plots import plot_curves
 from kerasbert.training.loop import progress_verbosity
 from kerasbert.training.configs import FinetuneConfig
 from kerasbert.training.strategies import resolve_strategy
@@ -71,17 +69,27 @@ from kerasbert.training.strategies import worker_info
 # --- pieces -----------------------------------------------------------------
 
 
-def load_backbone(config, tokenizer):
-    """The backbone to fine-tune (kerasbert.loading.backbones), checked
-    against the tokenizer's vocabulary; with no tokenizer (no --vocab), one
-    that reads characters (ELMo)."""
+def vocab_tokenizer(config):
+    """The tokenizer --vocab names (--lower-case and the switches applied);
+    None without --vocab: the backbone brings its own (`load_backbone`)."""
+    if config.vocab is None:
+        return None
+    return load_tokenizer(config.vocab, lower_case=config.lower_case,
+                          **{name: getattr(config, name) for name in SWITCHES})
 
-    if tokenizer is None:
+
+def load_backbone(config, tokenizer):
+    """(backbone, tokenizer): the backbone to fine-tune
+    (kerasbert.loading.backbones), checked against --vocab's tokenizer;
+    without --vocab, with the tokenizer it needs no files for (ELMo's
+    characters, `CharacterTokenizer`)."""
+    if config.vocab is None:
         backbone = load(config.backbone, config.preset, config.init_checkpoint, config.bert_config)
-        if "input_char_ids" not in backbone.input:
+        tokenizer = backbone_tokenizer(backbone)
+        if tokenizer is None:
             raise UsageError("Give --vocab: the tokenizer files of the backbone (only an ELMo "
                              "model reads characters without one).")
-        return in_policy(backbone, config)
+        return in_policy(backbone, config), tokenizer
     vocab_size = tokenizer.vocabulary_size
     backbone = load(config.backbone, config.preset, config.init_checkpoint, config.bert_config,
                     vocabulary_size=vocab_size,
@@ -89,7 +97,7 @@ def load_backbone(config, tokenizer):
     if backbone.vocabulary_size != vocab_size:
         raise UsageError(f"The backbone has a vocabulary of {backbone.vocabulary_size} tokens but "
                          f"--vocab {config.vocab} has {vocab_size}.")
-    return in_policy(backbone, config)
+    return in_policy(backbone, config), tokenizer
 
 
 def in_policy(backbone, config):
@@ -112,10 +120,7 @@ def describe_model(config):
     if not has_dev:
         raise UsageError("--search scores every trial on validation data: give --validation "
                          "(a file or a split), or a task that has a validation split.")
-    tokenizer = None if config.vocab is None else load_tokenizer(  # None: ELMo
-        config.vocab, lower_case=config.lower_case,
-        **{name: getattr(config, name) for name in SWITCHES})
-    backbone = load_backbone(config, tokenizer)
+    backbone, tokenizer = load_backbone(config, vocab_tokenizer(config))
     if config.features:
         features = read_features(config.features, "train",
                                  vocab_file=_fingerprinted_file(tokenizer),
@@ -171,21 +176,16 @@ def _split_spec(task, validation, flag="--validation"):
 
 
 def task_features(config, tokenizer, split, label_names=None, spec=None, preprocessor=None):
-    """(TaskData or None, TaskFeatures) of one split; with no tokenizer (a
-    model that reads characters) the features are `preprocessor`'s."""
+    """(TaskData or None, TaskFeatures) of one split: the cached --features
+    (their tokenizer checked), or the examples made into features by the
+    model's `preprocessor` (`TaskPreprocessor.task_features`)."""
 
     if config.features:
         return None, read_features(config.features, split, vocab_file=_fingerprinted_file(tokenizer),
                                    tokenizer_settings=ids_settings(tokenizer))
     data = load_task(spec or config.task, split, task_type=config.task_type,
                      columns=config.columns or None, label_names=label_names)
-    if tokenizer is None:  # ELMo: the model's preprocessor reads the words
-        return data, preprocessor.task_features(data)
-    # The converter options the task type takes (QA's windowing), from the run's flags.
-    options = {name: getattr(config, name) for name in task_format(data.task_type).options
-               if hasattr(config, name)}
-    features = convert_examples(data, tokenizer, config.sequence_length, **options)
-    return data, features
+    return data, preprocessor.task_features(data)
 
 
 def check_features_length(config, features):
@@ -218,23 +218,14 @@ def training_data(config, tokenizer):
 
 
 def _preprocessor(model, tokenizer, task_type, train, sequence_length, config):
-    """The task model's preprocessor for this run: its tokenizer, packed
-    length, label names and (QA) windowing flags."""
+    """The task model's preprocessor for this run (the one factory,
+    `kerasbert.tasks.preprocessor_factory`): its tokenizer, packed length,
+    label names, batching and (QA) windowing flags."""
     options = {name: getattr(config, name) for name in model.preprocessor_class.options
                if hasattr(config, name)}
-    if task_type.format.example == "squad":
-        options.update(max_answer_length=config.max_answer_length,
-                       null_score_diff_threshold=config.null_score_diff_threshold)
-    arguments = {**model.preprocessor_arguments(), **options}
-    if task_type.name in model.preprocessor_class.task_types and "task_type" not in arguments:
-        arguments["task_type"] = task_type.name
-    cls = model.preprocessor_class
-    if tokenizer is None:  # ELMo: the task's character-reading counterpart
-        cls = character_preprocessor(cls, task_type)
-        arguments["max_characters"] = model.backbone.max_characters_per_token
-    return cls(tokenizer, sequence_length or task_type.format.sequence_length,
-               train.label_names, padding=config.padding,
-               bucket_by_length=config.bucket_by_length, **arguments)
+    return build_preprocessor(model, tokenizer, task_type.name, sequence_length,
+                              train.label_names, padding=config.padding,
+                              bucket_by_length=config.bucket_by_length, **options)
 
 
 def fit_inputs(model, config, train, train_data, valid):
@@ -275,152 +266,92 @@ def _finite(value):
     return None if isinstance(value, float) and not math.isfinite(value) else value
 
 
-def plot_curves(history, path):
-    keys = [k for k in history if not k.startswith("val_") and k != "learning_rate"]
-    fig = new_figure(figsize=(4.5 * len(keys), 3.4))
-    axes = fig.subplots(1, len(keys), squeeze=False)
-    for ax, key in zip(axes[0], keys):
-        epochs = range(1, len(history[key]) + 1)
-        # dev_<metric>: the task metric on the dev split (BestEpoch).
-        ax.plot(epochs, history[key], marker="o",
-                label="validation" if key.startswith("dev_") else "train")
-        if f"val_{key}" in history:
-            ax.plot(epochs, history[f"val_{key}"], marker="o", label="validation")
-        ax.set(xlabel="epoch", title=key)
-        ax.grid(alpha=0.3)
-        ax.legend()
-    fig.tight_layout()
-    save_figure_atomically(fig, path)
-
-
-def plot_confusion_matrix(labels, predictions, label_names, path):
-    matrix = confusion_matrix(labels, predictions, len(label_names))
-    size = max(3.5, 0.6 * len(label_names) + 2)
-    fig = new_figure(figsize=(size, size))
-    ax = fig.subplots()
-    ax.imshow(matrix, cmap="Blues")
-    ax.set_xticks(range(len(label_names)), [str(n) for n in label_names], rotation=45)
-    ax.set_yticks(range(len(label_names)), [str(n) for n in label_names])
-    ax.set(xlabel="predicted", ylabel="gold", title="Confusion matrix (validation)")
-    for (i, j), count in np.ndenumerate(matrix):
-        ax.text(j, i, str(count), ha="center", va="center",
-                color="white" if count > matrix.max() / 2 else "black")
-    fig.tight_layout()
-    save_figure_atomically(fig, path)
-
-
 # --- the runs -----------------------------------------------------------------
 
 
-def run_finetuning(config):
-    """Fine-tunes; returns {"metrics", "outputs", "history"}."""
-    config.validate()
-    split_cpu(config.logical_cpus)
-    keras.utils.set_random_seed(config.seed)
-    strategy = resolve_strategy(config.strategy)
-    # --strategy multi_worker (TF_CONFIG): every worker trains and saves (its
-    # variables are read collectively), but only the chief writes
-    # --output-dir; the others write into a scratch folder, removed when
-    # the run ends, as pretrain's workers do.
+def _worker_config(config, strategy):
+    """(config, is_chief). --strategy multi_worker (TF_CONFIG): every worker
+    trains and saves (its variables are read collectively), but only the
+    chief writes --output-dir; the others write into a scratch folder,
+    removed when the run ends, as pretrain's workers do."""
     is_chief = worker_info(strategy)[0]
-    if not is_chief:
-        scratch = tempfile.mkdtemp(prefix="kerasbert-finetune-worker-")
-        atexit.register(shutil.rmtree, scratch, ignore_errors=True)
-        config = dataclasses.replace(config, output_dir=scratch)
-    # No --vocab: an ELMo biLM, which reads characters (config.validate
-    # allows it only for one); its preprocessor splits and numbers the text.
-    tokenizer = None if config.vocab is None else load_tokenizer(
-        config.vocab, lower_case=config.lower_case,
-        **{name: getattr(config, name) for name in SWITCHES})
+    if is_chief:
+        return config, True
+    scratch = tempfile.mkdtemp(prefix="kerasbert-finetune-worker-")
+    atexit.register(shutil.rmtree, scratch, ignore_errors=True)
+    return dataclasses.replace(config, output_dir=scratch), False
 
-    train_data, train = training_data(config, tokenizer)
-    task_type = task_types.get(train.task_type)
-    spec, split = (None, None)
+
+def validation_features(config, tokenizer, task_type):
+    """(valid TaskData or None, valid TaskFeatures or None, spec, split).
+    --features: the cached validation split when there is one (one that is
+    corrupt or truncated is an error naming the file and record); raw
+    examples: only where they are (spec, split), made into features by the
+    model's preprocessor once it is built (`task_features`)."""
+    spec, split, valid = None, None, None
     if config.features:
-        # No validation split: train without; a listed one that is corrupt
-        # or truncated is an error naming the file and record.
-        valid_data, valid = None, None
         if has_split(config.features, "validation"):
             valid = read_features(config.features, "validation",
                                   vocab_file=_fingerprinted_file(tokenizer),
                                   tokenizer_settings=ids_settings(tokenizer))
+        if task_type.needs_examples and valid is not None:
+            raise UsageError(f"{task_type.name} metrics need the raw validation examples (for "
+                             "QA, contexts and answers): give --validation with --features.")
     else:
         spec, split = _split_spec(config.task, config.validation)
-        # Characters: the validation features come from the model's
-        # preprocessor, once it is built (below).
-        valid_data, valid = (task_features(config, tokenizer, split, train.label_names, spec)
-                             if spec and tokenizer is not None else (None, None))
-    if task_type.needs_examples and valid is not None and valid_data is None:
-        raise UsageError(f"{task_type.name} metrics need the raw validation examples (for QA, "
-                         "contexts and answers): give --validation with --features.")
-
     if config.early_stopping and valid is None and spec is None:
         raise UsageError("--early-stopping needs validation data (--validation, or a task "
                          "with a validation split).")
+    return None, valid, spec, split
 
-    sequence_length = train.sequence_length if train_data is None else config.sequence_length
-    with strategy.scope():
-        backbone = load_backbone(config, tokenizer)
-        if config.freeze_backbone and hasattr(backbone, "freeze"):
-            backbone.freeze()  # ELMo: the biLM stops, its scalar mix still trains
-        elif config.freeze_backbone:  # the feature-based use: only the head trains
-            backbone.trainable = False
-        check_max_seq_length(sequence_length or task_type.format.sequence_length, backbone)
-        if config.target_length is not None:  # text2text: the decoder's positions
-            check_target_length(config.target_length, backbone)
-        recipe = resolve_hyperparameters(config, backbone)
-        model = task_type.build_model(backbone, train, config.dropout,
-                                      extract_id=getattr(tokenizer, "mask_id", None),
-                                      lm_weight=config.lm_weight)
-        model.preprocessor = _preprocessor(model, tokenizer, task_type, train, sequence_length,
-                                           config)
-        # The same compile and fit as a Python user's (kerasbert.tasks.Task):
-        # fit sizes the schedule from the batches of the first epoch.
-        model.compile_with_recipe(recipes.Recipe(
-            "run", config.learning_rate, config.batch_size, config.epochs,
-            warmup_ratio=config.warmup_ratio, weight_decay=config.weight_decay,
-            layerwise_lr_decay=config.layerwise_lr_decay))
-    if tokenizer is None and spec:  # characters: the features of the model's preprocessor
-        valid_data, valid = task_features(config, None, split, train.label_names, spec,
-                                          model.preprocessor)
-    options = dict(max_answer_length=config.max_answer_length,
-                   null_score_diff_threshold=config.null_score_diff_threshold)
-    train_x, train_y, valid_ds = fit_inputs(model, config, train, train_data, valid)
-    callbacks = []
-    if valid is not None:
-        # The epoch kept is the one with the best dev metric, not the last.
-        selection = BestEpoch(
-            lambda: task_type.evaluate(config.task, valid_data, valid,
-                                       task_type.predict_outputs(model, valid, config.batch_size),
-                                       options),
-            task_type.selection_metric(config.task), patience=config.early_stopping)
-        callbacks.append(selection)
-    history = model.fit(train_x, train_y, batch_size=None if train_data is None else config.batch_size,
-                        epochs=config.epochs,
-                        validation_data=valid_ds, seed=config.seed,
-                        callbacks=callbacks, verbose=progress_verbosity(config.progress)).history
-    task_config = {
+
+def build_task_model(config, tokenizer, task_type, train, sequence_length):
+    """(model, recipe description): the backbone (frozen with
+    --freeze-backbone), the task model with its preprocessor, compiled as a
+    Python user's (`Task.compile_with_recipe`: fit sizes the schedule from
+    the batches of the first epoch). Call in the strategy's scope."""
+    backbone, tokenizer = load_backbone(config, tokenizer)
+    if config.freeze_backbone and hasattr(backbone, "freeze"):
+        backbone.freeze()  # ELMo: the biLM stops, its scalar mix still trains
+    elif config.freeze_backbone:  # the feature-based use: only the head trains
+        backbone.trainable = False
+    recipe = resolve_hyperparameters(config, backbone)
+    model = task_type.build_model(backbone, train, config.dropout,
+                                  extract_id=getattr(tokenizer, "mask_id", None),
+                                  lm_weight=config.lm_weight)
+    model.preprocessor = _preprocessor(model, tokenizer, task_type, train, sequence_length,
+                                       config)
+    model.compile_with_recipe(recipes.Recipe(
+        "run", config.learning_rate, config.batch_size, config.epochs,
+        warmup_ratio=config.warmup_ratio, weight_decay=config.weight_decay,
+        layerwise_lr_decay=config.layerwise_lr_decay))
+    return model, recipe
+
+
+def _task_config(config, model, task_type, train, data, recipe):
+    """config.json of the run (`runs.save_run` adds the tokenizer's entry)."""
+    train_data, valid_data, spec, split, options = data
+    return {
         "task": config.task, "task_type": task_type.name, "label_names": train.label_names,
         # The data's files relative to the run (`evaluate` reads them from anywhere).
         "task_source": runs.portable_spec(config.task, config.output_dir),
         "validation_source": ({"spec": runs.portable_spec(spec, config.output_dir),
                                "split": split} if spec else None),
         "max_seq_length": model.preprocessor.sequence_length,
-        "lower_case": bool(getattr(tokenizer, "lower_case", False)),
+        "lower_case": bool(getattr(model.preprocessor.tokenizer, "lower_case", False)),
         "columns": config.columns, "model_class": type(model).__name__,
         "qa": dict(options, doc_stride=config.doc_stride, max_query_length=config.max_query_length,
                    version_2_with_negative=_has_unanswerable(config.task, train_data, valid_data)),
-        "finetune": dataclasses.asdict(config), "backbone": backbone.get_config(),
+        "finetune": dataclasses.asdict(config), "backbone": model.backbone.get_config(),
         "recipe": recipe,
         "train_stats": getattr(train, "stats", {"num_examples": len(train_data or ())}),
     }
-    if tokenizer is None:  # what the model reads instead of a tokenizer's ids
-        task_config[runs.INPUT] = model.preprocessor.describe_input()
-    # The folder appears only now: a run that fails earlier leaves nothing.
-    saved = runs.save_run(config.output_dir, {runs.MODEL: model}, tokenizer, task_config)
-    outputs = {"model": saved[runs.MODEL]}
 
-    result_metrics = {}
+
+def _write_results(config, model, task_type, valid_data, valid, options, history, selection):
+    """metrics.json (and the confusion matrix) on the validation data, and
+    the training curve; returns (metrics, {output name: path})."""
+    outputs, result_metrics = {}, {}
     if valid is not None:
         predictions = task_type.predict_outputs(model, valid, config.batch_size)
         result_metrics = task_type.evaluate(config.task, valid_data, valid, predictions, options)
@@ -431,11 +362,55 @@ def run_finetuning(config):
                                   valid.label_names, outputs["confusion_matrix"])
     outputs["metrics"] = runs.write_json(config.output_dir, runs.METRICS, {
         "validation": result_metrics, "history": history,
-        "selection": callbacks[0].summary() if callbacks else None,
+        "selection": selection.summary() if selection else None,
         "validation_examples": None if valid is None else len(valid)})
     outputs["training_curve"] = runs.run_path(config.output_dir, runs.CURVE)
     plot_curves(history, outputs["training_curve"])
-    outputs["config"] = saved[runs.CONFIG]
+    return result_metrics, outputs
+
+
+def run_finetuning(config):
+    """Fine-tunes; returns {"metrics", "outputs", "history"}."""
+    config.validate()
+    split_cpu(config.logical_cpus)
+    keras.utils.set_random_seed(config.seed)
+    strategy = resolve_strategy(config.strategy)
+    config, is_chief = _worker_config(config, strategy)
+    # No --vocab: an ELMo biLM (config.validate allows it only for one),
+    # whose CharacterTokenizer comes with its backbone (`load_backbone`).
+    tokenizer = vocab_tokenizer(config)
+    train_data, train = training_data(config, tokenizer)
+    task_type = task_types.get(train.task_type)
+    valid_data, valid, spec, split = validation_features(config, tokenizer, task_type)
+    sequence_length = train.sequence_length if train_data is None else config.sequence_length
+    with strategy.scope():
+        model, recipe = build_task_model(config, tokenizer, task_type, train, sequence_length)
+    if spec:  # raw validation examples: the features of the model's own preprocessor
+        valid_data, valid = task_features(config, tokenizer, split, train.label_names, spec,
+                                          model.preprocessor)
+    options = dict(max_answer_length=config.max_answer_length,
+                   null_score_diff_threshold=config.null_score_diff_threshold)
+    train_x, train_y, valid_ds = fit_inputs(model, config, train, train_data, valid)
+    selection = None
+    if valid is not None:
+        # The epoch kept is the one with the best dev metric, not the last.
+        selection = BestEpoch(
+            lambda: task_type.evaluate(config.task, valid_data, valid,
+                                       task_type.predict_outputs(model, valid, config.batch_size),
+                                       options),
+            task_type.selection_metric(config.task), patience=config.early_stopping)
+    history = model.fit(train_x, train_y, batch_size=None if train_data is None else config.batch_size,
+                        epochs=config.epochs, validation_data=valid_ds, seed=config.seed,
+                        callbacks=[selection] if selection else [],
+                        verbose=progress_verbosity(config.progress)).history
+    task_config = _task_config(config, model, task_type, train,
+                               (train_data, valid_data, spec, split, options), recipe)
+    # The folder appears only now: a run that fails earlier leaves nothing.
+    saved = runs.save_run(config.output_dir, {runs.MODEL: model}, model.preprocessor.tokenizer,
+                          task_config)
+    result_metrics, outputs = _write_results(config, model, task_type, valid_data, valid,
+                                             options, history, selection)
+    outputs.update(model=saved[runs.MODEL], config=saved[runs.CONFIG])
     if not is_chief:
         shutil.rmtree(config.output_dir, ignore_errors=True)
     return {"metrics": result_metrics, "outputs": outputs, "history": history,
@@ -456,12 +431,12 @@ def run_evaluation(model_dir, task=None, split=None, batch_size=32, columns=None
     if predictions_file is not None and not task_type.format.generates_text:
         raise UsageError(f"--predictions writes generated text; {model_dir} is a "
                          f"{task_type.name} model, whose outputs are not text.")
-    tokenizer = run.tokenizer()  # None: the model reads characters (ELMo)
+    tokenizer = run.tokenizer()  # ELMo: its CharacterTokenizer
     # A run keeps its files' paths relative to itself (older runs: as given).
     own_task = (runs.located_spec(saved["task_source"], model_dir)
                 if saved.get("task_source") else saved["task"])
     run_config = FinetuneConfig(task=task or own_task, output_dir=model_dir,
-                                vocab=None if tokenizer is None else tokenizer_files(tokenizer)[0],
+                                vocab=next(iter(tokenizer_files(tokenizer)), None),
                                 backbone=None, task_type=saved["task_type"],
                                 columns=columns or saved.get("columns") or {},
                                 sequence_length=saved["max_seq_length"],
@@ -482,8 +457,10 @@ def run_evaluation(model_dir, task=None, split=None, batch_size=32, columns=None
         raise UsageError(f"{model_dir} was fine-tuned without validation data: give --split "
                          "FILE (a file of the task's format) or --task.")
     model = run.load_model(runs.MODEL)
+    # The run's preprocessor as config.json records it (the one factory).
+    preprocessor = preprocessor_from_run(model, run, tokenizer)
     data, features = task_features(run_config, tokenizer, split_name, saved["label_names"], spec,
-                                   model.preprocessor)
+                                   preprocessor)
     predictions = task_type.predict_outputs(model, features, batch_size)
     result = task_type.evaluate(run_config.task, data, features, predictions, saved["qa"])
     if predictions_file is not None:

@@ -83,13 +83,13 @@ def test_token_level_tasks_in_bfloat16(tmp_path, shared_builds, task_type):
 
 def test_model_export_precision_and_refusals(tmp_path, shared_builds):
     from kerasbert import runs
-    from kerasbert.serving.exporter import run_preprocessor
     from kerasbert.serving.graph_options import GraphOptions
+    from kerasbert.tasks.preprocessor_factory import preprocessor_from_run
 
     ft, _ = shared_export(shared_builds, "classification")
     run = runs.open_finetuned(ft)
     model = run.load_model(runs.MODEL)
-    model.preprocessor = run_preprocessor(model, run.tokenizer(), run.config)
+    model.preprocessor = preprocessor_from_run(model, run)
     with pytest.raises(ValueError, match="precision 'float16'"):
         GraphOptions(precision="float16")
     done = kerasbert("export", "--model", ft, "--output", str(tmp_path / "x"),

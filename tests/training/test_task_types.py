@@ -65,7 +65,7 @@ def test_every_built_in_type_is_complete(name):
     assert entry.name == name and entry.format is task_formats.task_format(name)
     assert callable(entry.build) and callable(entry.evaluate)
     serving = task_servings.serving_class(name)
-    assert callable(serving.for_run) and callable(serving.export_info)
+    assert callable(serving.for_preprocessor) and callable(serving.export_info)
     assert entry.main_metric
 
 
