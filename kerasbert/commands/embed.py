@@ -84,19 +84,10 @@ def run(args):
     import numpy as np
 
     # lazy: tensorflow (the model and its tokenizer)
-    from kerasbert.models.backbone import check_tokenizer_fits
-    from kerasbert.models import presets
-    from kerasbert.sources import source
-    from kerasbert.tasks.sentence_encoder import (SentenceEncoder, default_sequence_length,
-                                                  load_sentence_tokenizer)
+    from kerasbert.tasks.sentence_encoder import default_sequence_length, load_sentence_encoder
 
-    found = source.resolve(args.model, presets)
-    model = SentenceEncoder.from_preset(found, pooling=pooling, normalize=args.normalize)
-    tokenizer = load_sentence_tokenizer(found, vocab=args.vocab,
-                                        lower_case=args.do_lower_case,
-                                        **tokenizer_switches(args))
-    check_tokenizer_fits(tokenizer, model.backbone, f"--vocab {args.vocab}" if args.vocab
-                         else "The tokenizer")
+    model, tokenizer = load_sentence_encoder(args.model, pooling, args.normalize, args.vocab,
+                                             args.do_lower_case, **tokenizer_switches(args))
     sequence_length = args.sequence_length or model.sequence_length or default_sequence_length()
     chunks = model.embed(texts(args.input), tokenizer, sequence_length=sequence_length,
                          batch_size=args.batch_size)

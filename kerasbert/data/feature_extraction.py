@@ -39,6 +39,7 @@ import numpy as np
 from kerasbert.data.finetuning.features import check_max_seq_length
 from kerasbert.data.finetuning.padding import padded_width
 from kerasbert.errors import UsageError
+from kerasbert.models.backbone import check_tokenizer_fits
 from kerasbert.text.tokenizer_loading import make_packer, segment_layout
 
 # The original's separator: the LAST " ||| " splits text_a from text_b
@@ -155,12 +156,7 @@ def _check_sizes(backbone, tokenizer, sequence_length, batch_size):
         raise UsageError(f"max_seq_length must be at least 3, got {sequence_length}.")
     if int(batch_size) < 1:
         raise UsageError(f"batch_size must be at least 1, got {batch_size}.")
-    vocab_limit = getattr(backbone, "vocabulary_size", None)
-    if vocab_limit is not None and tokenizer.vocabulary_size > int(vocab_limit):
-        raise UsageError(
-            f"The vocabulary has {tokenizer.vocabulary_size} tokens but the backbone's embedding "
-            f"has {vocab_limit} rows (vocabulary_size); use the backbone's own vocab.txt."
-        )
+    check_tokenizer_fits(tokenizer, backbone, "The vocabulary")
 
 
 def _pack_batch(batch, tokenizer, packer, layout, num_rows, sequence_length):

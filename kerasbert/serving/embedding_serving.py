@@ -17,14 +17,12 @@ warm-up records and checks as every fine-tuned export
 
 
 from kerasbert.errors import UsageError
-from kerasbert.models import presets
-from kerasbert.models.backbone import check_tokenizer_fits
-from kerasbert.sources import source
+from kerasbert.sources.source import handle_label
 from kerasbert.serving import exporter
 from kerasbert.preprocessing.lengths import default_sequence_length
 from kerasbert.serving.task_serving import TaskServing
 from kerasbert.tasks.sentence_encoder import SentenceEncoder
-from kerasbert.tasks.sentence_encoder import load_sentence_tokenizer
+from kerasbert.tasks.sentence_encoder import load_sentence_encoder
 
 TASK_TYPE = "embedding"
 
@@ -85,14 +83,11 @@ def export_embedding(handle, output, version=None, sequence_length=None, overwri
         dict: path, version, task_type, signatures, custom_ops.
     """
     exporter._version_dir(output, version, overwrite)  # before loading anything
-    found = source.resolve(handle, presets)
-    model = SentenceEncoder.from_preset(found, pooling=pooling, normalize=normalize)
-    tokenizer = load_sentence_tokenizer(found, vocab=vocab, lower_case=lower_case,
-                                        **(tokenizer_switches or {}))
-    check_tokenizer_fits(tokenizer, model.backbone)
+    model, tokenizer = load_sentence_encoder(handle, pooling, normalize, vocab, lower_case,
+                                             **(tokenizer_switches or {}))
     sequence_length = int(sequence_length or model.sequence_length or default_sequence_length())
     module = EmbeddingServing(model, tokenizer, sequence_length, options=graph)
     return exporter.export_model(
         model, tokenizer, TASK_TYPE, output, sequence_length=sequence_length, version=version,
         overwrite=overwrite, model_name=model_name, task=TASK_TYPE,
-        source={"handle": found.label}, graph=graph, module=module)
+        source={"handle": handle_label(handle)}, graph=graph, module=module)

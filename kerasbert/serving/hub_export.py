@@ -54,6 +54,7 @@ import tensorflow as tf
 
 from kerasbert.convert.tf_hub_encoder import BACKBONE_FILE
 from kerasbert.errors import UsageError
+from kerasbert.models.backbone import check_tokenizer_fits
 from kerasbert.preprocessing.lengths import packed_length
 from kerasbert import io_utils
 from kerasbert import runs
@@ -162,11 +163,7 @@ def _check_vocabulary_size(tokenizer, backbone, vocab_file):
     rows = getattr(backbone, "vocabulary_size", None)
     if rows is None or tokenizer.vocabulary_size == rows:
         return
-    if tokenizer.vocabulary_size > rows:
-        raise UsageError(
-            f"--vocab {vocab_file} has {tokenizer.vocabulary_size} tokens but the backbone "
-            f"only {rows} embedding rows: not the vocabulary it was trained with."
-        )
+    check_tokenizer_fits(tokenizer, backbone, f"--vocab {vocab_file}")
     print(f"warning: --vocab {vocab_file} has {tokenizer.vocabulary_size} tokens, the backbone "
           f"{rows} embedding rows; vocab_size and mlm_logits will differ in size.",
           file=sys.stderr)

@@ -215,7 +215,7 @@ class Source:
         """What export.json and messages record of the source: a hub handle
         as given, a local file or folder by its name (never an absolute
         path)."""
-        return self.handle if self.is_remote else os.path.basename(os.path.normpath(self.handle))
+        return handle_label(self.handle)
 
     @property
     def model_type(self):
@@ -233,6 +233,13 @@ class Source:
     def file(self, name):
         """Path of `name` inside the source's directory."""
         return os.path.join(self.path, name)
+
+
+def handle_label(handle):
+    """A handle as records name it: a hub handle as given, a local file or
+    folder by its name (never an absolute path)."""
+    handle = os.fspath(handle)
+    return handle if handles.is_remote(handle) else os.path.basename(os.path.normpath(handle))
 
 
 def describe_layouts():

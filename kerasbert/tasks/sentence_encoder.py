@@ -12,6 +12,7 @@ from kerasbert.layers.sentence_pooling import check_pooling
 from kerasbert.preprocessing.lengths import default_sequence_length
 from kerasbert.sources import source
 from kerasbert.models import presets
+from kerasbert.models.backbone import check_tokenizer_fits
 from kerasbert.tasks.backbone_model import BackboneModel
 from kerasbert.tasks.task import backbone_inputs
 from kerasbert.text.tokenizer_loading import load_tokenizer
@@ -28,6 +29,27 @@ def sentence_model_of(handle):
             name, a .keras file: None).
     """
     return source.resolve(handle, presets).sentence_model
+
+
+def load_sentence_encoder(handle, pooling=None, normalize=None, vocab=None, lower_case=None,
+                          **switches):
+    """(SentenceEncoder, tokenizer) of a handle, resolved once: what `embed`
+    and the embedding export run.
+
+    Args:
+        handle, pooling, normalize: as `SentenceEncoder.from_preset`.
+        vocab, lower_case, switches: as `load_sentence_tokenizer`.
+
+    Raises:
+        UsageError: as both, and a tokenizer that makes ids the model has
+            no embedding row for (naming `vocab` when given).
+    """
+    found = source.resolve(handle, presets)
+    model = SentenceEncoder.from_preset(found, pooling=pooling, normalize=normalize)
+    tokenizer = load_sentence_tokenizer(found, vocab=vocab, lower_case=lower_case, **switches)
+    check_tokenizer_fits(tokenizer, model.backbone,
+                         f"--vocab {vocab}" if vocab else "The tokenizer")
+    return model, tokenizer
 
 
 def load_sentence_tokenizer(handle, vocab=None, lower_case=None, **switches):
