@@ -14,6 +14,8 @@ from peer_fixtures import assert_close, hub_inputs, ours_inputs, padded_batch
 from kerasbert.convert import from_hf_directory
 from kerasbert.convert.safetensors_files import CheckpointError
 
+from slow_marks import slow_covered_by
+
 V, H, HEADS, FFN, LAYERS, POSITIONS = 50, 16, 2, 32, 2, 12
 
 
@@ -333,9 +335,8 @@ def test_finetune_from_a_hugging_face_directory_in_process(tmp_path, capsys):
 
 # 20 s: the same two commands as fresh console-script processes from another working
 # directory; the default suite runs them in process (main).
-@pytest.mark.slow(covered_by=(
-    "tests/convert/test_hf_checkpoint.py::test_finetune_from_a_hugging_face_directory_in_process",
-    "tests/convert/test_handles.py::test_cli_takes_a_hub_handle_in_process"))
+@slow_covered_by("tests/convert/test_hf_checkpoint.py::test_finetune_from_a_hugging_face_directory_in_process",
+                 "tests/convert/test_handles.py::test_cli_takes_a_hub_handle_in_process")
 def test_finetune_from_a_hugging_face_directory_as_users_run_it(tmp_path):
     """`kerasbert finetune --preset HF_DIR` in a fresh process, from another
     working directory: the run starts from the checkpoint's weights (its

@@ -43,6 +43,7 @@ from reliability.console import KERASBERT
 from reliability.console import env
 from reliability.console import one_line_error
 from reliability.console import tree
+from slow_marks import slow_covered_by
 
 # Bounded, reproducible, in the default suite: the same examples every run.
 PROPERTY = settings(max_examples=100, derandomize=True, database=None,
@@ -576,39 +577,39 @@ CONSOLE_PARAMS = [
     "aliased",
     # ~5 s each (a fresh process): config.json nested 100,001 levels at the console; in
     # process the Hypothesis config mutations and the keras-hub preset check nest it too.
-    pytest.param("deep_config", id="deep_config", marks=pytest.mark.slow(covered_by=(
+    pytest.param("deep_config", id="deep_config", marks=slow_covered_by(
         "tests/reliability/test_untrusted_checkpoints.py::test_a_mutated_config_loads_the_same_weights_or_is_refused",
         "tests/convert/test_untrusted_weights.py::test_a_keras_hub_preset_with_a_lying_config_is_one_line",
-        "tests/reliability/test_untrusted_checkpoints.py::test_the_console_script_exits_2_with_one_line_and_writes_nothing"))),
+        "tests/reliability/test_untrusted_checkpoints.py::test_the_console_script_exits_2_with_one_line_and_writes_nothing")),
     # A header nested 100,001 levels at the console; in process the header mutations and
     # the format checks refuse the same header in one line.
-    pytest.param("deep_header", id="deep_header", marks=pytest.mark.slow(covered_by=(
+    pytest.param("deep_header", id="deep_header", marks=slow_covered_by(
         "tests/reliability/test_untrusted_checkpoints.py::test_a_mutated_header_loads_what_the_format_says_or_is_refused",
         "tests/convert/test_untrusted_weights.py::test_a_header_the_format_refuses_is_refused_in_one_line",
-        "tests/reliability/test_untrusted_checkpoints.py::test_the_console_script_exits_2_with_one_line_and_writes_nothing"))),
+        "tests/reliability/test_untrusted_checkpoints.py::test_the_console_script_exits_2_with_one_line_and_writes_nothing")),
     "huge_vocab",
     # hidden_size 2**20 at the console (peak memory of the process); in process the
     # issue's config cases are refused within the same memory bound.
-    pytest.param("huge_width", id="huge_width", marks=pytest.mark.slow(covered_by=(
+    pytest.param("huge_width", id="huge_width", marks=slow_covered_by(
         "tests/reliability/test_untrusted_checkpoints.py::test_each_config_case_of_the_issue_is_one_line",
-        "tests/reliability/test_untrusted_checkpoints.py::test_the_console_script_exits_2_with_one_line_and_writes_nothing"))),
+        "tests/reliability/test_untrusted_checkpoints.py::test_the_console_script_exits_2_with_one_line_and_writes_nothing")),
     # pretrain --preset reformer_tiny --set num_hashes=0 at the console; the same override
     # is refused before anything is built in process.
-    pytest.param("reformer", id="reformer", marks=pytest.mark.slow(covered_by=(
+    pytest.param("reformer", id="reformer", marks=slow_covered_by(
         "tests/models/test_config_validation.py::test_impossible_reformer_overrides_are_refused_before_anything_is_built",
-        "tests/reliability/test_untrusted_checkpoints.py::test_the_console_script_exits_2_with_one_line_and_writes_nothing"))),
+        "tests/reliability/test_untrusted_checkpoints.py::test_the_console_script_exits_2_with_one_line_and_writes_nothing")),
     # info --set lsh_chunk_length=0 at the console; refused in process as above.
-    pytest.param("reformer_info", id="reformer_info", marks=pytest.mark.slow(covered_by=(
+    pytest.param("reformer_info", id="reformer_info", marks=slow_covered_by(
         "tests/models/test_config_validation.py::test_impossible_reformer_overrides_are_refused_before_anything_is_built",
-        "tests/reliability/test_untrusted_checkpoints.py::test_the_console_script_exits_2_with_one_line_and_writes_nothing"))),
+        "tests/reliability/test_untrusted_checkpoints.py::test_the_console_script_exits_2_with_one_line_and_writes_nothing")),
     # hidden_size "abc" at the console; the same case is one line in process.
-    pytest.param("text_width", id="text_width", marks=pytest.mark.slow(covered_by=(
+    pytest.param("text_width", id="text_width", marks=slow_covered_by(
         "tests/reliability/test_untrusted_checkpoints.py::test_each_config_case_of_the_issue_is_one_line",
-        "tests/reliability/test_untrusted_checkpoints.py::test_the_console_script_exits_2_with_one_line_and_writes_nothing"))),
+        "tests/reliability/test_untrusted_checkpoints.py::test_the_console_script_exits_2_with_one_line_and_writes_nothing")),
     # num_attention_heads 0 at the console; the same case is one line in process.
-    pytest.param("zero_heads", id="zero_heads", marks=pytest.mark.slow(covered_by=(
+    pytest.param("zero_heads", id="zero_heads", marks=slow_covered_by(
         "tests/reliability/test_untrusted_checkpoints.py::test_each_config_case_of_the_issue_is_one_line",
-        "tests/reliability/test_untrusted_checkpoints.py::test_the_console_script_exits_2_with_one_line_and_writes_nothing"))),
+        "tests/reliability/test_untrusted_checkpoints.py::test_the_console_script_exits_2_with_one_line_and_writes_nothing")),
 ]
 assert [p if isinstance(p, str) else p.values[0] for p in CONSOLE_PARAMS] == sorted(CONSOLE)
 

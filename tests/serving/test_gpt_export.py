@@ -15,6 +15,7 @@ from kerasbert.testing import assert_same_decisions
 from serving_fixtures import run_fresh
 from serving_fixtures import run_in_process
 from serving_fixtures import write_vocab
+from slow_marks import slow_covered_by
 
 PROMPTS = ["the quick brown fox", "paris", "", "a city near the river in france was old"]
 
@@ -70,8 +71,7 @@ def greedy_margins(lm, tokenizer, prompt, max_new_tokens):
 
 # 24 s: the generation SavedModel in a fresh process with only tensorflow +
 # tensorflow_text; the default suite runs the same script in-process.
-@pytest.mark.slow(covered_by=(
-    "tests/serving/test_gpt_export.py::test_generation_export_matches_python_generate_in_process",))
+@slow_covered_by("tests/serving/test_gpt_export.py::test_generation_export_matches_python_generate_in_process")
 def test_generation_export_matches_python_generate_in_a_fresh_process(generation_run, tmp_path):
     _check_generation_export(generation_run, tmp_path, run_fresh)
 
@@ -155,8 +155,7 @@ def classifier_dir(tmp_path_factory):
 
 # 16 s: the classifier SavedModel in a fresh process with only tensorflow +
 # tensorflow_text; the default suite runs the same script in-process.
-@pytest.mark.slow(covered_by=(
-    "tests/serving/test_gpt_export.py::test_classification_export_reads_the_extract_token_in_process",))
+@slow_covered_by("tests/serving/test_gpt_export.py::test_classification_export_reads_the_extract_token_in_process")
 def test_classification_export_reads_the_extract_token(classifier_dir, tmp_path):
     _check_classification_export(classifier_dir, tmp_path, run_fresh)
 

@@ -28,6 +28,8 @@ from test_source_tokenizer_parity import albert_directory  # noqa: F401  (fixtur
 from test_source_tokenizer_parity import lines  # noqa: F401  (fixture)
 from test_source_tokenizer_parity import roberta_directory  # noqa: F401  (fixture)
 
+from slow_marks import slow_covered_by
+
 tokenizers = pytest.importorskip("tokenizers")
 keras_hub = pytest.importorskip("keras_hub")
 
@@ -73,9 +75,9 @@ def _keras_hub_ids(tokenizer, texts):
     # 21 s: lower-casing (NFKC case folding) and a SavedModel in both settings; the default
     # suite runs the same keras-hub pipeline cased on every line, and SavedModels of loaded
     # WordPiece tokenizers.
-    pytest.param(True, id="uncased", marks=pytest.mark.slow(covered_by=(
+    pytest.param(True, id="uncased", marks=slow_covered_by(
         "tests/text/test_keras_hub_tokenizer_parity.py::test_keras_hub_bert_presets",
-        "tests/text/test_source_tokenizer_parity.py::test_wordpiece_directories"))),
+        "tests/text/test_source_tokenizer_parity.py::test_wordpiece_directories")),
     pytest.param(False, id="cased")])
 def test_keras_hub_bert_presets(tmp_path, lines, adversarial, lower_case):
     """keras-hub's BertTokenizer reads text its own way (no control-character
@@ -148,9 +150,9 @@ def test_keras_hub_albert_and_roberta_presets_on_a_sample(tmp_path, lines, adver
 
 # 32 s: every multilingual line (a quarter for RoBERTa), all short adversarial lines, and
 # SavedModels in both NUL settings; the default suite checks a slice in Python.
-@pytest.mark.slow(covered_by=(
+@slow_covered_by(
     "tests/text/test_keras_hub_tokenizer_parity.py::test_keras_hub_albert_and_roberta_presets_on_a_sample",
-    "tests/text/test_source_tokenizer_parity.py::test_bpe_tokenizer_json_on_a_sample"))
+    "tests/text/test_source_tokenizer_parity.py::test_bpe_tokenizer_json_on_a_sample")
 def test_keras_hub_albert_and_roberta_presets(tmp_path, lines, adversarial, albert_directory,
                                               roberta_directory):
     """keras-hub's SentencePiece tokenizer (no lower-casing, no special

@@ -53,6 +53,8 @@ import adversarial_sample
 import multilingual_sample as corpus
 from kerasbert.text import load_tokenizer
 
+from slow_marks import slow_covered_by
+
 tokenizers = pytest.importorskip("tokenizers")
 
 SWITCH = pytest.mark.parametrize("on", [True, False], ids=["specials_on", "specials_off"])
@@ -227,9 +229,9 @@ def _sample(lines, adversarial):
     "vocab_json_merges",
     # 26 s: a quarter of the multilingual sample and all adversarial lines, offsets, a
     # SavedModel in both settings; the default suite checks the same on a slice.
-    pytest.param("tokenizer_json", id="tokenizer_json", marks=pytest.mark.slow(covered_by=(
+    pytest.param("tokenizer_json", id="tokenizer_json", marks=slow_covered_by(
         "tests/text/test_source_tokenizer_parity.py::test_bpe_tokenizer_json_on_a_sample",
-        "tests/text/test_source_tokenizer_parity.py::test_bpe_directories")))])
+        "tests/text/test_source_tokenizer_parity.py::test_bpe_directories"))])
 def test_bpe_directories(tmp_path, lines, adversarial, roberta_directory, layout, monkeypatch):
     monkeypatch.setenv("KERASBERT_CACHE", str(tmp_path / "cache"))
     root, reference = roberta_directory
@@ -344,10 +346,9 @@ _LONG_GRAPHEME = re.compile("[\u0370-\u03ff][\u0300-\u036f]{2,}")
 # 14 s: every line of both samples, default and exact_unigram, both switch settings, and a
 # SavedModel; the default suite compares both with the library on the lines where they
 # differ and every 50th, and exact_unigram's lattice in a SavedModel on a slice.
-@pytest.mark.slow(covered_by=(
-    "tests/text/test_source_tokenizer_parity.py::test_spiece_ties_are_the_path_scores_rounding",
-    "tests/text/test_source_tokenizer_parity.py::test_unigram_tokenizer_json_on_a_sample",
-    "tests/text/test_sentencepiece_tokenizer.py::TestTokenizer::test_saved_model_in_process"))
+@slow_covered_by("tests/text/test_source_tokenizer_parity.py::test_spiece_ties_are_the_path_scores_rounding",
+                 "tests/text/test_source_tokenizer_parity.py::test_unigram_tokenizer_json_on_a_sample",
+                 "tests/text/test_sentencepiece_tokenizer.py::TestTokenizer::test_saved_model_in_process")
 def test_spiece_model_directory(tmp_path, lines, adversarial, albert_directory):
     """exact_unigram: the sentencepiece library's ids on every line, with
     the switch on and off, in Python and in a SavedModel. The default (the
@@ -511,9 +512,8 @@ def test_unigram_tokenizer_json_on_a_sample(tmp_path, lines, adversarial, albert
 # 25 s: every line of both samples, the op's default beside exact_unigram with each
 # difference explained, offsets, a SavedModel; the default suite checks exact_unigram on a
 # slice in Python and in a SavedModel.
-@pytest.mark.slow(covered_by=(
-    "tests/text/test_source_tokenizer_parity.py::test_unigram_tokenizer_json_on_a_sample",
-    "tests/text/test_source_tokenizer_parity.py::test_spiece_ties_are_the_path_scores_rounding"))
+@slow_covered_by("tests/text/test_source_tokenizer_parity.py::test_unigram_tokenizer_json_on_a_sample",
+                 "tests/text/test_source_tokenizer_parity.py::test_spiece_ties_are_the_path_scores_rounding")
 def test_unigram_tokenizer_json_directory(tmp_path, lines, adversarial, albert_directory,
                                           monkeypatch):
     """A directory with only a Unigram tokenizer.json loads (its model
@@ -614,9 +614,8 @@ def _check_the_published_tokenizer(published_minilm, lines, adversarial, against
 # 13 s: a SavedModel of the published tokenizer in both settings (and the switch off
 # against the library's default); the default suite checks every line in Python and the
 # SavedModel of a WordPiece tokenizer.json.
-@pytest.mark.slow(covered_by=(
-    "tests/text/test_source_tokenizer_parity.py::test_the_published_checkpoints_tokenizer_in_python",
-    "tests/text/test_source_tokenizer_parity.py::test_wordpiece_directories"))
+@slow_covered_by("tests/text/test_source_tokenizer_parity.py::test_the_published_checkpoints_tokenizer_in_python",
+                 "tests/text/test_source_tokenizer_parity.py::test_wordpiece_directories")
 def test_the_published_checkpoints_tokenizer(tmp_path, lines, adversarial, published_minilm):
     """sentence-transformers/all-MiniLM-L6-v2 as published (its tokenizer.json
     says max_input_chars_per_word 100 and registers [PAD] [UNK] [CLS] [SEP]

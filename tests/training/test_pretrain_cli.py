@@ -15,6 +15,8 @@ import pytest
 import pretrain_data as pd
 from kerasbert.cli import main
 
+from slow_marks import slow_covered_by
+
 
 @pytest.fixture(scope="module")
 def data(tmp_path_factory):
@@ -128,11 +130,10 @@ def test_bad_input_exits_2(data, tmp_path, capsys, problem, expected):
 
 # 46 s: two fresh runs, one device and MirroredStrategy over 2 logical CPUs, with equal
 # losses; the default suite trains multi-replica through two multi_worker processes.
-@pytest.mark.slow(covered_by=(
-    "tests/training/test_finetune_cli.py::test_multi_worker_strategy_two_console_script_processes",
-    "tests/data/test_reader_interop.py::test_mirrored_strategy_per_replica_batches",
-    "tests/training/test_strategy_refusals.py::test_mirrored_needs_gpus_or_logical_cpus",
-    "tests/training/test_pretrain_cli.py::test_run_writes_every_output"))
+@slow_covered_by("tests/training/test_finetune_cli.py::test_multi_worker_strategy_two_console_script_processes",
+                 "tests/data/test_reader_interop.py::test_mirrored_strategy_per_replica_batches",
+                 "tests/training/test_strategy_refusals.py::test_mirrored_needs_gpus_or_logical_cpus",
+                 "tests/training/test_pretrain_cli.py::test_run_writes_every_output")
 def test_mirrored_matches_single_device(data, tmp_path):
     """Same global batch on 1 device and on 2 logical CPUs (dropout off):
     the loss trajectories agree to float32 reduction-order noise."""
@@ -153,10 +154,9 @@ def test_mirrored_matches_single_device(data, tmp_path):
 
 # 37 s: two fresh CLI runs, accumulation 2 x 4 equal to a batch of 8; the default suite
 # checks the same equivalence in a custom tf.function step and in fit.
-@pytest.mark.slow(covered_by=(
-    "tests/optimizers/test_optimizers.py::test_accumulation_in_a_custom_tf_function_step",
-    "tests/optimizers/test_optimizers.py::test_accumulated_steps_equal_one_big_batch_in_fit",
-    "tests/training/test_pretrain_cli.py::test_run_writes_every_output"))
+@slow_covered_by("tests/optimizers/test_optimizers.py::test_accumulation_in_a_custom_tf_function_step",
+                 "tests/optimizers/test_optimizers.py::test_accumulated_steps_equal_one_big_batch_in_fit",
+                 "tests/training/test_pretrain_cli.py::test_run_writes_every_output")
 def test_accumulation_equals_big_batch(data, tmp_path):
     """2 micro-batches of 4 = one batch of 8 (same input order, dropout off)."""
     vocab, shards = data
@@ -171,11 +171,11 @@ def test_accumulation_equals_big_batch(data, tmp_path):
 
 # 25-36 s each: fresh CLI processes (bfloat16 with --jit-compile and LAMB); the default
 # suite runs float16 in process and the bfloat16 XLA step.
-@pytest.mark.slow(covered_by=(
+@slow_covered_by(
     "tests/training/test_pretrain_cli.py::test_float16_in_process_scales_the_loss",
     "tests/training/test_tpu_paths.py::test_the_pretraining_step_compiles_whole_on_static_shapes_in_bfloat16",
     "tests/tasks/test_bert_pretrainer.py::TestBertPretrainer::test_mixed_precision_fit",
-    "tests/optimizers/test_optimizers.py::test_weight_decay_skips_layer_norm_and_biases"))
+    "tests/optimizers/test_optimizers.py::test_weight_decay_skips_layer_norm_and_biases")
 @pytest.mark.parametrize("precision", ["mixed_bfloat16", "mixed_float16"])
 def test_half_precision_runs_stay_finite(data, tmp_path, precision):
     vocab, shards = data
@@ -207,8 +207,7 @@ def test_float16_in_process_scales_the_loss(data, tmp_path):
 
 
 # 24 s: the same run in a fresh process (the interpreter's exit code 2).
-@pytest.mark.slow(covered_by=(
-    "tests/training/test_pretrain_cli.py::test_a_non_finite_loss_stops_the_run_in_process",))
+@slow_covered_by("tests/training/test_pretrain_cli.py::test_a_non_finite_loss_stops_the_run_in_process")
 def test_non_finite_loss_stops_with_step(data, tmp_path):
     vocab, shards = data
     run = str(tmp_path / "nan")
@@ -228,8 +227,7 @@ def test_a_non_finite_loss_stops_the_run_in_process(data, tmp_path, capsys):
 
 # 26 s: phase 1 of 3 steps, phase 2 in a fresh process; the default suite runs one
 # step per phase in process.
-@pytest.mark.slow(covered_by=(
-    "tests/training/test_pretrain_cli.py::test_phase_two_in_process_starts_from_phase_one",))
+@slow_covered_by("tests/training/test_pretrain_cli.py::test_phase_two_in_process_starts_from_phase_one")
 def test_two_phase_init_from(data, tmp_path):
     """Phase 2 (sequence 64) starts from phase 1's (sequence 32) weights."""
     vocab, shards_128 = data
@@ -268,9 +266,8 @@ def test_phase_two_in_process_starts_from_phase_one(data, tmp_path, capsys):
 
 # 14 s: 300 steps of a 2-layer model take the masked-LM loss below 3.0; the default
 # suite checks the run's outputs and that a TrainStep lowers the loss.
-@pytest.mark.slow(covered_by=(
-    "tests/training/test_pretrain_cli.py::test_run_writes_every_output",
-    "tests/training/test_loop.py::test_unused_variables_are_left_alone_and_the_rest_train"))
+@slow_covered_by("tests/training/test_pretrain_cli.py::test_run_writes_every_output",
+                 "tests/training/test_loop.py::test_unused_variables_are_left_alone_and_the_rest_train")
 def test_mlm_loss_falls_on_tiny_corpus(data, tmp_path):
     """A 2-layer width-64 BERT on the synthetic corpus: the masked-LM loss
     starts near ln(vocabulary) (5.3) and falls below 3.0 within 300 steps

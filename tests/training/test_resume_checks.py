@@ -16,6 +16,8 @@ from kerasbert.training.checkpoints import read_manifest
 from kerasbert.training.configs import PretrainConfig
 from kerasbert.training.pretrain import check_same_architecture, resume_changes, saved_input
 
+from slow_marks import slow_covered_by
+
 SHARDS = [{"file": "a.tfrecord", "bytes": 100, "records": 3},
           {"file": "b.tfrecord", "bytes": 90, "records": 2}]
 
@@ -110,11 +112,10 @@ def rows(run):
 
 # 24 s: four pretrain runs against one run directory; the default suite checks each
 # comparison on saved configs and resumes a real run.
-@pytest.mark.slow(covered_by=(
-    "tests/training/test_resume_checks.py::test_architecture_differences_are_named",
-    "tests/training/test_resume_checks.py::test_other_data_is_refused",
-    "tests/training/test_resume_checks.py::test_batch_size_and_sequence_length_changes",
-    "tests/training/test_pretrain_cli.py::test_existing_run_needs_resume"))
+@slow_covered_by("tests/training/test_resume_checks.py::test_architecture_differences_are_named",
+                 "tests/training/test_resume_checks.py::test_other_data_is_refused",
+                 "tests/training/test_resume_checks.py::test_batch_size_and_sequence_length_changes",
+                 "tests/training/test_pretrain_cli.py::test_existing_run_needs_resume")
 def test_resume_checks_against_the_run(data, tmp_path, capsys):
     vocab, shards = data
     run = str(tmp_path / "run")
