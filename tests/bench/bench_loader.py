@@ -17,6 +17,12 @@ def load_bench(name):
     return module
 
 
+def run_quick(name, *flags):
+    """Runs bench `name` in this process as `name.py --quick FLAGS`;
+    returns what its main returns (the payload it writes with --json)."""
+    return load_bench(name).main(["--quick", *flags])
+
+
 def assert_loads_and_refuses_an_unknown_flag(name, capsys):
     """What the default suite runs of bench `name`: its module loads
     (imports, constants) and its command line refuses a flag it does not

@@ -4,7 +4,7 @@ task, one search trial); accuracies and timings are never asserted."""
 import math
 
 from bench_loader import assert_loads_and_refuses_an_unknown_flag
-from bench_loader import load_bench
+from bench_loader import run_quick
 from slow_marks import slow_covered_by
 
 
@@ -15,9 +15,7 @@ from slow_marks import slow_covered_by
     "tests/training/test_best_epoch.py::test_finetune_chooses_values_for_the_model_and_keeps_the_best_epoch",
     "tests/training/test_search_edge.py::test_a_best_rate_at_the_edge_runs_one_step_past_it")
 def test_quick_run_fine_tunes_three_ways(tmp_path):
-    bench = load_bench("finetune_bench")
-    results = bench.main(["--quick", "--json", str(tmp_path / "finetune.json")])
-    [row] = results["rows"]
+    [row] = run_quick("finetune_bench", "--json", str(tmp_path / "finetune.json"))["rows"]
     assert row["size"] == "bert_tiny" and row["task"] == "stdlib-area"
     for key in ("old", "default", "search"):
         assert 0.0 <= row[key] <= 1.0 and math.isfinite(row[f"{key}_seconds"])
@@ -32,8 +30,7 @@ def test_quick_run_fine_tunes_three_ways(tmp_path):
 def test_quick_published_section(published_minilm, tmp_path):
     """--published-only --quick: the real checkpoint, one search trial at
     its default's rate, which is also the default's score (the same run)."""
-    bench = load_bench("finetune_bench")
-    results = bench.main(["--quick", "--published-only", "--published-dir", str(published_minilm)])
+    results = run_quick("finetune_bench", "--published-only", "--published-dir", str(published_minilm))
     assert results["rows"] == []
     section = results["published"]
     assert (section["num_layers"], section["hidden_dim"]) == (6, 384)

@@ -4,7 +4,7 @@ each way); steps/s are recorded, never asserted."""
 import math
 
 from bench_loader import assert_loads_and_refuses_an_unknown_flag
-from bench_loader import load_bench
+from bench_loader import run_quick
 from slow_marks import slow_covered_by
 
 
@@ -14,9 +14,8 @@ from slow_marks import slow_covered_by
                  "tests/tasks/test_raw_text_preprocessing.py::test_text_features_equal_the_converter",
                  "tests/tasks/test_raw_text_preprocessing.py::test_shuffled_order_equals_the_features_path")
 def test_quick_run_times_strings_and_features(tmp_path):
-    bench = load_bench("raw_text_bench")
-    payload = bench.main(["--quick", "--work-dir", str(tmp_path), "--json",
-                          str(tmp_path / "raw_text.json")])
+    payload = run_quick("raw_text_bench", "--work-dir", str(tmp_path),
+                        "--json", str(tmp_path / "raw_text.json"))
     [result] = payload["results"]
     assert result["size"] == "bert_tiny"
     rows = {row["contender"]: row for row in result["rows"]}

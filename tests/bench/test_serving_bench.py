@@ -4,7 +4,7 @@ length 32, every serving path); timings are never asserted, agreement is."""
 import json
 
 from bench_loader import assert_loads_and_refuses_an_unknown_flag
-from bench_loader import load_bench
+from bench_loader import run_quick
 from slow_marks import slow_covered_by
 
 
@@ -14,9 +14,7 @@ from slow_marks import slow_covered_by
                  "tests/serving/test_export.py::test_export_model_trained_in_a_script",
                  "tests/serving/test_batching.py::test_committed_measurements_give_valid_parameters")
 def test_quick_run_serves_every_path(tmp_path):
-    bench = load_bench("serving_bench")
-    results = bench.main(["--quick", "--json", str(tmp_path / "serving.json")])
-    [case] = results["cases"]
+    [case] = run_quick("serving_bench", "--json", str(tmp_path / "serving.json"))["cases"]
     assert set(case["paths"]) == {
         "a_plain", "a_longest", "a_xla", "a_longest_xla", "b_predict", "b_predict_on_batch",
         "b_direct", "b_direct_tf_function", "c_token_ids", "d_model_garden"}

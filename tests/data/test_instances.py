@@ -80,15 +80,21 @@ def test_special_tokens_never_masked(nsp_masked):
         assert sum(t == 102 for t in inst.tokens) == 2
 
 
-def test_nsp_labels_half_random_and_b_really_random():
-    docs = make_documents(2000, seed=1)
-    insts = generate(docs, seed=1, sequence_length=43, masking=False)
+def labelled_pairs(num_docs, seed, **options):
+    """Unmasked instances of length 43 from `num_docs` documents: at least
+    10,000, half of them labelled 1; (instance, index of the first [SEP],
+    segment A's tokens, segment B's tokens) for each."""
+    insts = generate(make_documents(num_docs, seed=seed), seed=seed, sequence_length=43,
+                     masking=False, **options)
     assert len(insts) >= 10_000
     labels = np.array([i.label for i in insts])
     assert abs(labels.mean() - 0.5) < 0.03, labels.mean()
-    for inst in insts:
-        sep = inst.tokens.index(102)
-        a, b = inst.tokens[1:sep], inst.tokens[sep + 1:-1]
+    return [(inst, sep, inst.tokens[1:sep], inst.tokens[sep + 1:-1])
+            for inst in insts for sep in [inst.tokens.index(102)]]
+
+
+def test_nsp_labels_half_random_and_b_really_random():
+    for inst, sep, a, b in labelled_pairs(2000, seed=1):
         assert len(set(map(doc_of, a))) == 1
         same_doc = doc_of(a[0]) == doc_of(b[0])
         assert same_doc == (inst.label == 0)
@@ -99,14 +105,7 @@ def test_nsp_labels_half_random_and_b_really_random():
 
 
 def test_sop_swaps_half_and_swaps_really_swap():
-    docs = make_documents(2500, seed=2)
-    insts = generate(docs, seed=2, sequence_length=43, objective="sop", masking=False)
-    assert len(insts) >= 10_000
-    labels = np.array([i.label for i in insts])
-    assert abs(labels.mean() - 0.5) < 0.03, labels.mean()
-    for inst in insts:
-        sep = inst.tokens.index(102)
-        a, b = inst.tokens[1:sep], inst.tokens[sep + 1:-1]
+    for inst, _, a, b in labelled_pairs(2500, seed=2, objective="sop"):
         assert doc_of(a[0]) == doc_of(b[0])  # SOP never mixes documents.
         if inst.label == 1:
             assert min(a) > max(b)

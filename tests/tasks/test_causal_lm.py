@@ -124,7 +124,7 @@ class TestCausalLM(TestCase):
     # checks a GPT CausalLM's greedy generation on prompts of different lengths.
     @slow_covered_by("tests/models/reformer/test_reformer_tasks.py::test_causal_lm_trains_saves_and_generates",
                      "tests/tasks/test_causal_lm.py::TestCausalLM::test_loss_and_loop_protocol",
-                     "tests/serving/test_gpt_export.py::test_generation_export_matches_python_generate_in_process")
+                     "tests/serving/test_gpt_export.py::test_generation_export_matches_python_generate[in_process]")
     def test_fit_memorises_a_text_and_greedy_generation_regenerates_it(self):
         keras.utils.set_random_seed(0)
         text = [1] + RNG.randint(5, V, 24).tolist() + [2]  # start ... end

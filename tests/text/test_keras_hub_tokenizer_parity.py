@@ -121,6 +121,19 @@ def _nul_as_soh(texts):
     return [text.replace("\x00", "\x01") for text in texts]
 
 
+def _check_albert_preset(folder, albert_source, label, **samples):
+    """keras-hub's SentencePiece preset of `albert_source` (the
+    albert_directory fixture), saved in `folder`: ours loads it cased and
+    gives keras-hub's ids on every line of each of `samples` (name=texts),
+    reported under `label`."""
+    albert, directory = _albert_preset(folder, albert_source)
+    ours = load_tokenizer(str(directory))
+    assert ours.lower_case is False
+    for name, texts in samples.items():
+        got, expected = ours.tokenize_ids(texts).to_list(), _keras_hub_ids(albert, texts)
+        assert _report(label, False, name, got, expected) == len(texts)
+
+
 def test_keras_hub_albert_and_roberta_presets_on_a_sample(tmp_path, lines, adversarial,
                                                          albert_directory, roberta_directory):
     """The check below on a slice of both samples (every 40th multilingual
@@ -130,12 +143,8 @@ def test_keras_hub_albert_and_roberta_presets_on_a_sample(tmp_path, lines, adver
     multilingual = lines[::40]
     short = [line for line in adversarial if len(line) <= 80][::10]
     assert sum("\x00" in line.rstrip("\x00") for line in short) > 0  # text after a NUL
-    albert, directory = _albert_preset(tmp_path / "albert", albert_directory)
-    ours = load_tokenizer(str(directory))
-    assert ours.lower_case is False
-    for name, texts in (("multilingual", multilingual), ("adversarial", short)):
-        got, expected = ours.tokenize_ids(texts).to_list(), _keras_hub_ids(albert, texts)
-        assert _report("keras-hub albert slice", False, name, got, expected) == len(texts)
+    _check_albert_preset(tmp_path / "albert", albert_directory, "keras-hub albert slice",
+                         multilingual=multilingual, adversarial=short)
     roberta, directory, reference = _roberta_preset(tmp_path / "roberta", roberta_directory)
     texts = multilingual + short  # one keras-hub trace for both (~4 s each)
     for truncate in (True, False):
@@ -166,12 +175,8 @@ def test_keras_hub_albert_and_roberta_presets(tmp_path, lines, adversarial, albe
     adversarial lines of up to 80 characters (special-token strings,
     control characters, empty lines); our BPE's long words are compared
     with `tokenizers` in test_source_tokenizer_parity.py."""
-    albert, directory = _albert_preset(tmp_path / "albert", albert_directory)
-    ours = load_tokenizer(str(directory))
-    assert ours.lower_case is False
-    for name, texts in (("multilingual", lines), ("adversarial", adversarial)):
-        got, expected = ours.tokenize_ids(texts).to_list(), _keras_hub_ids(albert, texts)
-        assert _report("keras-hub albert", False, name, got, expected) == len(texts)
+    _check_albert_preset(tmp_path / "albert", albert_directory, "keras-hub albert",
+                         multilingual=lines, adversarial=adversarial)
 
     roberta, directory, reference = _roberta_preset(tmp_path / "roberta", roberta_directory)
     short = [line for line in adversarial if len(line) <= 80]

@@ -213,10 +213,17 @@ def roberta_directory(tmp_path_factory, lines):
     reference = tokenizers.ByteLevelBPETokenizer(files["vocabulary_file"], files["merges_file"])
     reference.add_special_tokens(["<s>", "<pad>", "</s>", "<unk>",
                                   AddedToken("<mask>", lstrip=True)])
-    (root / "json_only").mkdir()
-    reference.save(str(root / "json_only" / "tokenizer.json"))
-    (root / "json_only" / "config.json").write_text(json.dumps({"model_type": "roberta"}))
+    _write_json_only(root / "json_only", reference, "roberta")
     return root, reference._tokenizer
+
+
+def _write_json_only(folder, tokenizer, model_type):
+    """Makes `folder` a checkpoint directory whose only tokenizer file is
+    `tokenizer`'s tokenizer.json (a `tokenizers` implementation), with a
+    config.json naming `model_type`."""
+    folder.mkdir()
+    tokenizer.save(str(folder / "tokenizer.json"))
+    (folder / "config.json").write_text(json.dumps({"model_type": model_type}))
 
 
 def _sample(lines, adversarial):
@@ -307,9 +314,7 @@ def albert_directory(tmp_path_factory, lines):
     converted = SentencePieceUnigramTokenizer.from_spm(str(model / "spiece.model"))
     converted.add_special_tokens(["<pad>", "<unk>", "[CLS]", "[SEP]",
                                   AddedToken("[MASK]", lstrip=True)])
-    (root / "json_only").mkdir()
-    converted.save(str(root / "json_only" / "tokenizer.json"))
-    (root / "json_only" / "config.json").write_text(json.dumps({"model_type": "big_bird"}))
+    _write_json_only(root / "json_only", converted, "big_bird")
     return root, converted._tokenizer
 
 
@@ -329,6 +334,21 @@ def _sentencepiece_ids(library, line, on):
         ids.append(library.piece_to_id(re.sub(f"^[{_WHITESPACE}]+", "", match.group())))
         position = match.end()
     return ids + library.encode(line[position:])
+
+
+def _spiece_library(root):
+    """The sentencepiece library's processor of the Albert directory's
+    spiece.model (the reference the Unigram tests compare with)."""
+    import sentencepiece
+
+    return sentencepiece.SentencePieceProcessor(model_file=str(root / "model" / "spiece.model"))
+
+
+def _exact_and_default(directory, on):
+    """`directory`'s tokenizer loaded with exact_unigram and with the default
+    (the op's Viterbi), both with special_tokens_in_strings=`on`."""
+    exact = load_tokenizer(str(directory), special_tokens_in_strings=on, exact_unigram=True)
+    return exact, load_tokenizer(str(directory), special_tokens_in_strings=on)
 
 
 def _tie(library):
@@ -353,18 +373,14 @@ def test_spiece_model_directory(tmp_path, lines, adversarial, albert_directory):
     """exact_unigram: the sentencepiece library's ids on every line, with
     the switch on and off, in Python and in a SavedModel. The default (the
     op's Viterbi) differs only on ties, at most 3 lines."""
-    import sentencepiece
-
     root, _ = albert_directory
-    library = sentencepiece.SentencePieceProcessor(model_file=str(root / "model" / "spiece.model"))
+    library = _spiece_library(root)
     tie = _tie(library)
     texts = lines + adversarial
     exact, expected = {}, {}
     for on in (True, False):
         name = f"on_{on}"
-        exact[name] = load_tokenizer(str(root / "model"), special_tokens_in_strings=on,
-                                     exact_unigram=True)
-        default = load_tokenizer(str(root / "model"), special_tokens_in_strings=on)
+        exact[name], default = _exact_and_default(root / "model", on)
         assert exact[name].lower_case is False and not exact[name].tokenizers_unigram  # BigBird
         assert exact[name].exact_unigram and not default.exact_unigram
         expected[name] = [_sentencepiece_ids(library, line, on) for line in texts]
@@ -524,20 +540,15 @@ def test_unigram_tokenizer_json_directory(tmp_path, lines, adversarial, albert_d
     it reads them with its special pieces out of reach (`_text_only`), in
     Python and in a SavedModel. The default (the op) differs only on ties,
     long graphemes and, off, special-token strings."""
-    import sentencepiece
-
     monkeypatch.setenv("KERASBERT_CACHE", str(tmp_path / "cache"))
     root, reference = albert_directory
     text_only = _text_only(root / "json_only" / "tokenizer.json")
-    library = sentencepiece.SentencePieceProcessor(model_file=str(root / "model" / "spiece.model"))
-    tie = _tie(library)
+    tie = _tie(_spiece_library(root))
     texts = lines + adversarial
     exact, expected = {}, {}
     for on in (True, False):
         name = f"on_{on}"
-        exact[name] = load_tokenizer(str(root / "json_only"), special_tokens_in_strings=on,
-                                     exact_unigram=True)
-        default = load_tokenizer(str(root / "json_only"), special_tokens_in_strings=on)
+        exact[name], default = _exact_and_default(root / "json_only", on)
         assert exact[name].tokenizers_unigram and exact[name].lower_case is False
         ids, _, _ = exact[name].tokenize_with_offsets(adversarial)
         assert ids.to_list() == exact[name].tokenize_ids(adversarial).to_list()
