@@ -171,7 +171,7 @@ FROZEN_ELMO = "tests/models/elmo/test_elmo_tasks.py::test_classification_on_a_fr
 BLEU = "tests/tasks/test_text2text_evaluation.py::test_bleu_is_sacrebleus_corpus_bleu"
 
 NOTEBOOK_RUNS = [
-    "01_quickstart",
+    pytest.param("01_quickstart"),
     pytest.param("02_glue_finetuning", marks=slow_covered_by(CLEAN, GLUE_THROUGH_TFDS, PAIR_TASK)),
     pytest.param("03_squad_question_answering",
                  marks=slow_covered_by(CLEAN, QA_FEATURES, EVERY_TASK_TYPE)),
