@@ -6,6 +6,8 @@ from reliability.console import one_line_error
 from kerasbert.cli import main
 from kerasbert.models.presets import parse_overrides
 
+from slow_marks import slow_covered_by
+
 
 def test_help_lists_commands(tmp_path):
     printed = ok(kerasbert("--help", cwd=tmp_path))
@@ -32,7 +34,7 @@ def test_info_for_every_family(capsys, preset, count):
 
 # Every preset builds (about 40 of them, some at full size); the default
 # suite prints one preset of each family.
-@pytest.mark.slow(covered_by=("tests/test_cli.py::test_info_for_every_family",))
+@slow_covered_by("tests/test_cli.py::test_info_for_every_family")
 def test_info_for_every_preset(capsys):
     from kerasbert.models import list_presets
 

@@ -1,10 +1,11 @@
 """bench/data_bench.py runs end to end (--quick); timings and ratios never asserted."""
 
-import json
 import math
 
 import pytest
+from bench_loader import assert_rows_saved_and_printed
 from bench_loader import load_bench
+from slow_marks import slow_covered_by
 
 
 @pytest.fixture(scope="module")
@@ -18,9 +19,8 @@ def _positive(value):
 
 # About 2 minutes; `make bench` runs it for real. The default suite checks
 # the bench's corpus slicing and the writers it times.
-@pytest.mark.slow(covered_by=(
-    "tests/bench/test_data_bench.py::test_corpus_slice_ends_at_a_document_boundary",
-    "tests/data/test_writer.py::test_deterministic_for_a_seed_and_across_workers"))
+@slow_covered_by("tests/bench/test_data_bench.py::test_corpus_slice_ends_at_a_document_boundary",
+                 "tests/data/test_writer.py::test_deterministic_for_a_seed_and_across_workers")
 def test_quick_run_produces_all_rows(bench, tmp_path, capsys):
     out = tmp_path / "results" / "data.json"
     payload = bench.main(["--quick", "--work-dir", str(tmp_path / "work"), "--json", str(out),
@@ -74,14 +74,7 @@ def test_quick_run_produces_all_rows(bench, tmp_path, capsys):
     assert payload["env"]["cpu_count"] and payload["env"]["tensorflow"]
     assert payload["env"]["note"] == "t"
 
-    # The JSON file holds the same rows; no temp file is left behind.
-    assert json.loads(out.read_text())["rows"][0]["row"] == rows[0]["row"]
-    assert [p.name for p in out.parent.iterdir()] == ["data.json"]
-
-    printed = capsys.readouterr().out
-    assert "ours/peer" in printed
-    for row in rows:
-        assert row["row"] in printed
+    assert_rows_saved_and_printed(out, rows, capsys.readouterr().out, "ours/peer")
 
 
 def test_slices_must_fit_in_the_corpus(bench):

@@ -4,7 +4,9 @@ import json
 import math
 
 import pytest
+from bench_loader import assert_rows_saved_and_printed
 from bench_loader import load_bench
+from slow_marks import slow_covered_by
 
 
 @pytest.fixture(scope="module")
@@ -14,10 +16,9 @@ def bench():
 
 # 32 s: BERT's rows with XLA on as well; the default suite runs the bench on
 # one family with jit off, and a whole XLA-compiled training step elsewhere.
-@pytest.mark.slow(covered_by=(
-    "tests/bench/test_encoder_bench.py::test_quick_run_family_without_pooler",
-    "tests/training/test_tpu_paths.py::"
-    "test_the_pretraining_step_compiles_whole_on_static_shapes_in_bfloat16"))
+@slow_covered_by("tests/bench/test_encoder_bench.py::test_quick_run_family_without_pooler",
+                 "tests/training/test_tpu_paths.py::"
+                 "test_the_pretraining_step_compiles_whole_on_static_shapes_in_bfloat16")
 def test_quick_run_produces_all_rows(bench, tmp_path, capsys):
     out = tmp_path / "results" / "bench.json"
     payload = bench.main(["--quick", "--json", str(out), "--backend-note", "t"])
@@ -39,14 +40,7 @@ def test_quick_run_produces_all_rows(bench, tmp_path, capsys):
     assert payload["env"]["backend"] and payload["env"]["keras"]
     assert payload["env"]["note"] == "t"
 
-    # The JSON file holds the same results, and no temp file is left behind.
-    assert json.loads(out.read_text())["rows"][0]["row"] == "forward jit=off"
-    assert [p.name for p in out.parent.iterdir()] == ["bench.json"]
-
-    printed = capsys.readouterr().out
-    assert "ours/keras-hub" in printed
-    for row in rows:
-        assert row["row"] in printed
+    assert_rows_saved_and_printed(out, rows, capsys.readouterr().out, "ours/keras-hub")
 
 
 def test_unknown_preset_is_a_clear_error(bench):
@@ -81,8 +75,8 @@ def test_quick_run_family_without_pooler(bench, tmp_path):
 
 # Eight families' models through the bench; the default suite runs one
 # family through it and builds every family in its backbone tests.
-@pytest.mark.slow(covered_by=("tests/bench/test_encoder_bench.py::test_quick_run_family_without_pooler",
-                              "tests/bench/test_encoder_bench.py::test_default_sizes_per_family"))
+@slow_covered_by("tests/bench/test_encoder_bench.py::test_quick_run_family_without_pooler",
+                 "tests/bench/test_encoder_bench.py::test_default_sizes_per_family")
 def test_quick_run_covers_every_family(bench, tmp_path, capsys):
     # jit off only: the XLA compiles of 8 models would take minutes on CPU;
     # the quick BERT test above runs the jit=on rows.

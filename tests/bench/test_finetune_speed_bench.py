@@ -10,6 +10,7 @@ import sys
 import pytest
 from bench_loader import BENCH_DIR
 from bench_loader import load_bench
+from slow_marks import slow_covered_by
 
 
 def test_rows_and_their_settings():
@@ -27,10 +28,9 @@ def test_rows_and_their_settings():
 # About 4 minutes on 2 cores (eight fine-tuned MiniLM models); `make bench` runs it
 # for real. The default suite checks what its rows compare: the same losses at
 # every padding, bfloat16 exports against float32 ones, the flags of finetune.
-@pytest.mark.slow(covered_by=(
-    "tests/tasks/test_length_aware_tasks.py::test_same_losses_metrics_and_predictions_as_fixed_padding",
-    "tests/serving/test_bfloat16_export.py::test_bfloat16_export_agrees_with_float32",
-    "tests/training/test_finetune_cli.py::test_padding_and_precision_flags"))
+@slow_covered_by("tests/tasks/test_length_aware_tasks.py::test_same_losses_metrics_and_predictions_as_fixed_padding",
+                 "tests/serving/test_bfloat16_export.py::test_bfloat16_export_agrees_with_float32",
+                 "tests/training/test_finetune_cli.py::test_padding_and_precision_flags")
 def test_quick_run_produces_every_row(tmp_path, published_minilm):
     checkpoint = published_minilm
     out = tmp_path / "speed.json"

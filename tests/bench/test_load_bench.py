@@ -2,20 +2,18 @@
 
 import math
 
-import pytest
-
-from bench_loader import load_bench
+from bench_loader import assert_loads_and_refuses_an_unknown_flag
+from bench_loader import run_quick
+from slow_marks import slow_covered_by
 
 
 # About 50 s: each load in its own process, ours and keras-hub's; the
 # default suite compares both loaders' outputs in process.
-@pytest.mark.slow(covered_by=(
-    "tests/bench/test_load_bench.py::test_the_script_loads_and_refuses_an_unknown_flag",
-    "tests/convert/test_hf_checkpoint.py::test_same_outputs_as_keras_hubs_hugging_face_loader",
-    "tests/convert/test_keras_hub.py::test_from_keras_hub_dispatches_on_the_family"))
+@slow_covered_by("tests/bench/test_load_bench.py::test_the_script_loads_and_refuses_an_unknown_flag",
+                 "tests/convert/test_hf_checkpoint.py::test_same_outputs_as_keras_hubs_hugging_face_loader",
+                 "tests/convert/test_keras_hub.py::test_from_keras_hub_dispatches_on_the_family")
 def test_quick_run_loads_both_sources_with_both_libraries(tmp_path):
-    bench = load_bench("load_bench")
-    results = bench.main(["--quick", "--json", str(tmp_path / "load.json")])
+    results = run_quick("load_bench", "--json", str(tmp_path / "load.json"))
     assert set(results["sources"]) == {"keras_hub", "hf"}
     for row in results["sources"].values():
         assert row["file_mb"] > 0
@@ -25,11 +23,10 @@ def test_quick_run_loads_both_sources_with_both_libraries(tmp_path):
     assert (tmp_path / "load.json").exists()
 
 
-@pytest.mark.slow(covered_by=(
-    "tests/convert/test_published_checkpoint.py::test_outputs_equal_keras_hubs_loader_of_the_same_directory",))
+@slow_covered_by(
+    "tests/convert/test_published_checkpoint.py::test_outputs_equal_keras_hubs_loader_of_the_same_directory")
 def test_quick_run_loads_the_published_checkpoint_too(published_minilm):
-    bench = load_bench("load_bench")
-    results = bench.main(["--quick", "--published-dir", str(published_minilm)])
+    results = run_quick("load_bench", "--published-dir", str(published_minilm))
     row = results["sources"]["published"]
     assert 80 < row["file_mb"] < 90  # all-MiniLM-L6-v2's 87 MB of float32
     for contender in ("ours", "keras_hub"):
@@ -37,10 +34,4 @@ def test_quick_run_loads_the_published_checkpoint_too(published_minilm):
 
 
 def test_the_script_loads_and_refuses_an_unknown_flag(capsys):
-    """What the default suite runs of this bench: its module loads (imports,
-    constants) and its command line refuses a flag it does not have."""
-    bench = load_bench("load_bench")
-    with pytest.raises(SystemExit) as exit_info:
-        bench.main(["--no-such-flag"])
-    assert exit_info.value.code == 2
-    assert "--no-such-flag" in capsys.readouterr().err
+    assert_loads_and_refuses_an_unknown_flag("load_bench", capsys)

@@ -8,6 +8,7 @@ import math
 
 import pytest
 from bench_loader import load_bench
+from slow_marks import slow_covered_by
 
 
 @pytest.fixture(scope="module")
@@ -107,9 +108,8 @@ def test_bad_options_exit_nonzero(bench, argv):
 
 
 # Nine worker processes; the default suite runs the workers' step in process.
-@pytest.mark.slow(covered_by=(
-    "tests/bench/test_long_sequence_bench.py::test_workers_measure_a_train_step_of_each_attention",
-    "tests/bench/test_long_sequence_bench.py::test_growth_depth_and_table"))
+@slow_covered_by("tests/bench/test_long_sequence_bench.py::test_workers_measure_a_train_step_of_each_attention",
+                 "tests/bench/test_long_sequence_bench.py::test_growth_depth_and_table")
 def test_quick_run_end_to_end(bench, tmp_path, capsys):
     # Nine workers, each a fresh Python importing TensorFlow: ~1 min.
     out = tmp_path / "r" / "long.json"

@@ -11,6 +11,7 @@ import numpy as np
 import pytest
 from bench_loader import BENCH_DIR
 from bench_loader import load_bench
+from slow_marks import slow_covered_by
 
 ROWS = ["train jit=off", "TrainStep jit=off", "train jit=on", "TrainStep jit=on"]
 
@@ -30,9 +31,9 @@ def _run_quick(tmp_path, *extra):
 
 # 44 s; `make bench` runs it for real. The default suite checks its FLOPs
 # formula and masking, and pretrains through the CLI.
-@pytest.mark.slow(covered_by=("tests/bench/test_pretrain_bench.py::test_flops_formula",
-                              "tests/bench/test_pretrain_bench.py::test_masked_positions_are_sorted_real_tokens",
-                              "tests/training/test_pretrain_cli.py::test_run_writes_every_output"))
+@slow_covered_by("tests/bench/test_pretrain_bench.py::test_flops_formula",
+                 "tests/bench/test_pretrain_bench.py::test_masked_positions_are_sorted_real_tokens",
+                 "tests/training/test_pretrain_cli.py::test_run_writes_every_output")
 def test_quick_run_produces_all_rows(tmp_path):
     out = tmp_path / "results" / "pretrain.json"
     proc = _run_quick(tmp_path, "--json", str(out), "--backend-note", "t",
@@ -63,9 +64,9 @@ def test_quick_run_produces_all_rows(tmp_path):
 
 # 35 s; the bfloat16 row (ours mixed_bfloat16, keras-hub float32). The
 # default suite checks the flag, our model's policy and the logits check.
-@pytest.mark.slow(covered_by=("tests/bench/test_pretrain_bench.py::test_ours_dtype_defaults_to_dtype_and_refuses_bad_policies",
-                              "tests/bench/test_pretrain_bench.py::test_ours_built_under_its_own_policy_from_the_peer_weights",
-                              "tests/bench/test_pretrain_bench.py::test_masked_positions_are_sorted_real_tokens"))
+@slow_covered_by("tests/bench/test_pretrain_bench.py::test_ours_dtype_defaults_to_dtype_and_refuses_bad_policies",
+                 "tests/bench/test_pretrain_bench.py::test_ours_built_under_its_own_policy_from_the_peer_weights",
+                 "tests/bench/test_pretrain_bench.py::test_masked_positions_are_sorted_real_tokens")
 def test_quick_run_ours_in_bfloat16_against_float32_peer(tmp_path):
     out = tmp_path / "pretrain_bf16.json"
     proc = _run_quick(tmp_path, "--ours-dtype", "mixed_bfloat16", "--json", str(out))

@@ -3,21 +3,19 @@ each way); steps/s are recorded, never asserted."""
 
 import math
 
-import pytest
-
-from bench_loader import load_bench
+from bench_loader import assert_loads_and_refuses_an_unknown_flag
+from bench_loader import run_quick
+from slow_marks import slow_covered_by
 
 
 # About 40 s of timed training steps; the default suite checks that strings
 # and features give the same batches, which is what the bench times.
-@pytest.mark.slow(covered_by=(
-    "tests/bench/test_raw_text_bench.py::test_the_script_loads_and_refuses_an_unknown_flag",
-    "tests/tasks/test_raw_text_preprocessing.py::test_text_features_equal_the_converter",
-    "tests/tasks/test_raw_text_preprocessing.py::test_shuffled_order_equals_the_features_path"))
+@slow_covered_by("tests/bench/test_raw_text_bench.py::test_the_script_loads_and_refuses_an_unknown_flag",
+                 "tests/tasks/test_raw_text_preprocessing.py::test_text_features_equal_the_converter",
+                 "tests/tasks/test_raw_text_preprocessing.py::test_shuffled_order_equals_the_features_path")
 def test_quick_run_times_strings_and_features(tmp_path):
-    bench = load_bench("raw_text_bench")
-    payload = bench.main(["--quick", "--work-dir", str(tmp_path), "--json",
-                          str(tmp_path / "raw_text.json")])
+    payload = run_quick("raw_text_bench", "--work-dir", str(tmp_path),
+                        "--json", str(tmp_path / "raw_text.json"))
     [result] = payload["results"]
     assert result["size"] == "bert_tiny"
     rows = {row["contender"]: row for row in result["rows"]}
@@ -30,10 +28,4 @@ def test_quick_run_times_strings_and_features(tmp_path):
 
 
 def test_the_script_loads_and_refuses_an_unknown_flag(capsys):
-    """What the default suite runs of this bench: its module loads (imports,
-    constants) and its command line refuses a flag it does not have."""
-    bench = load_bench("raw_text_bench")
-    with pytest.raises(SystemExit) as exit_info:
-        bench.main(["--no-such-flag"])
-    assert exit_info.value.code == 2
-    assert "--no-such-flag" in capsys.readouterr().err
+    assert_loads_and_refuses_an_unknown_flag("raw_text_bench", capsys)

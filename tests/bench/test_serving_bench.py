@@ -3,21 +3,18 @@ length 32, every serving path); timings are never asserted, agreement is."""
 
 import json
 
-import pytest
-
-from bench_loader import load_bench
+from bench_loader import assert_loads_and_refuses_an_unknown_flag
+from bench_loader import run_quick
+from slow_marks import slow_covered_by
 
 
 # About 100 s: ten serving paths timed on one export. The default suite
 # exports and serves through the same code, and checks the batching file.
-@pytest.mark.slow(covered_by=(
-    "tests/bench/test_serving_bench.py::test_the_script_loads_and_refuses_an_unknown_flag",
-    "tests/serving/test_export.py::test_export_model_trained_in_a_script",
-    "tests/serving/test_batching.py::test_committed_measurements_give_valid_parameters"))
+@slow_covered_by("tests/bench/test_serving_bench.py::test_the_script_loads_and_refuses_an_unknown_flag",
+                 "tests/serving/test_export.py::test_export_model_trained_in_a_script",
+                 "tests/serving/test_batching.py::test_committed_measurements_give_valid_parameters")
 def test_quick_run_serves_every_path(tmp_path):
-    bench = load_bench("serving_bench")
-    results = bench.main(["--quick", "--json", str(tmp_path / "serving.json")])
-    [case] = results["cases"]
+    [case] = run_quick("serving_bench", "--json", str(tmp_path / "serving.json"))["cases"]
     assert set(case["paths"]) == {
         "a_plain", "a_longest", "a_xla", "a_longest_xla", "b_predict", "b_predict_on_batch",
         "b_direct", "b_direct_tf_function", "c_token_ids", "d_model_garden"}
@@ -33,10 +30,4 @@ def test_quick_run_serves_every_path(tmp_path):
 
 
 def test_the_script_loads_and_refuses_an_unknown_flag(capsys):
-    """What the default suite runs of this bench: its module loads (imports,
-    constants) and its command line refuses a flag it does not have."""
-    bench = load_bench("serving_bench")
-    with pytest.raises(SystemExit) as exit_info:
-        bench.main(["--no-such-flag"])
-    assert exit_info.value.code == 2
-    assert "--no-such-flag" in capsys.readouterr().err
+    assert_loads_and_refuses_an_unknown_flag("serving_bench", capsys)

@@ -31,6 +31,8 @@ import zipfile
 import nbformat
 import pytest
 
+from slow_marks import slow_covered_by
+
 ROOT = pathlib.Path(__file__).resolve().parents[2]
 COLAB = ROOT / "colab"
 
@@ -145,54 +147,43 @@ def _stdout(nb, index):
 # kernel, TensorFlow's import, tiny training), and names the default tests of
 # the library calls its cells make. What a slow run adds: the cells themselves,
 # in order, with their plots.
+# The default-suite tests that the slow notebook runs below name: the
+# notebook check above, and the tests of the library calls their cells make.
+CLEAN = "tests/colab/test_notebooks.py::test_committed_notebook_is_clean_and_well_formed"
+GLUE_THROUGH_TFDS = "tests/training/test_finetune_cli.py::test_glue_tasks_through_tfds"
+PAIR_TASK = "tests/tasks/test_text_classifier.py::test_learns_a_pair_task"
+QA_FEATURES = "tests/serving/test_qa_serving.py::test_features_match_convert_qa"
+EVERY_TASK_TYPE = "tests/training/test_finetune_cli.py::test_every_task_type_runs_end_to_end"
+ENTITIES = "tests/tasks/test_token_classifier.py::test_learns_rule_labelled_entities"
+SCRIPT_EXPORT = "tests/serving/test_export.py::test_export_model_trained_in_a_script"
+BATCHING_FILES = "tests/serving/test_batching.py::test_export_writes_both_files_and_keeps_an_operators_file"
+WARMUP = "tests/serving/test_qa_serving.py::test_warmup_requests_pass"
+ATTENTION_PLOT = "tests/models/test_attention_maps.py::test_bad_inputs_and_plot"
+GPT1_COUNT = "tests/models/gpt/test_gpt_backbone.py::TestGptPresets::test_gpt1_parameter_count_by_parts"
+INFO_OVERRIDES = "tests/test_cli.py::test_info_applies_overrides"
+PRETRAIN_OUTPUTS = "tests/training/test_pretrain_cli.py::test_run_writes_every_output"
+NEEDS_RESUME = "tests/training/test_pretrain_cli.py::test_existing_run_needs_resume"
+PUBLISHED_LOADS = ("tests/convert/test_published_checkpoint.py::"
+                   "test_the_published_directory_loads_as_published")
+LAYOUTS = "tests/serving/test_model_conversion.py::test_every_layout_reads_back_with_the_same_outputs"
+REFORMER_LM = "tests/models/reformer/test_reformer_tasks.py::test_causal_lm_trains_saves_and_generates"
+FROZEN_ELMO = "tests/models/elmo/test_elmo_tasks.py::test_classification_on_a_frozen_elmo"
+BLEU = "tests/tasks/test_text2text_evaluation.py::test_bleu_is_sacrebleus_corpus_bleu"
+
 NOTEBOOK_RUNS = [
-    pytest.param("01_quickstart", id="01_quickstart"),
-    pytest.param("02_glue_finetuning", id="02_glue_finetuning",
-                 marks=pytest.mark.slow(covered_by=(
-        "tests/colab/test_notebooks.py::test_committed_notebook_is_clean_and_well_formed",
-        "tests/training/test_finetune_cli.py::test_glue_tasks_through_tfds",
-        "tests/tasks/test_text_classifier.py::test_learns_a_pair_task"))),
-    pytest.param("03_squad_question_answering", id="03_squad_question_answering",
-                 marks=pytest.mark.slow(covered_by=(
-        "tests/colab/test_notebooks.py::test_committed_notebook_is_clean_and_well_formed",
-        "tests/serving/test_qa_serving.py::test_features_match_convert_qa",
-        "tests/training/test_finetune_cli.py::test_every_task_type_runs_end_to_end"))),
-    pytest.param("04_ner_tagging", id="04_ner_tagging",
-                 marks=pytest.mark.slow(covered_by=(
-        "tests/colab/test_notebooks.py::test_committed_notebook_is_clean_and_well_formed",
-        "tests/tasks/test_token_classifier.py::test_learns_rule_labelled_entities",
-        "tests/serving/test_export.py::test_export_model_trained_in_a_script"))),
-    pytest.param("05_tf_serving", id="05_tf_serving",
-                 marks=pytest.mark.slow(covered_by=(
-        "tests/colab/test_notebooks.py::test_committed_notebook_is_clean_and_well_formed",
-        "tests/serving/test_export.py::test_export_model_trained_in_a_script",
-        "tests/serving/test_batching.py::test_export_writes_both_files_and_keeps_an_operators_file",
-        "tests/serving/test_qa_serving.py::test_warmup_requests_pass"))),
-    pytest.param("06_model_zoo_tour", id="06_model_zoo_tour",
-                 marks=pytest.mark.slow(covered_by=(
-        "tests/colab/test_notebooks.py::test_committed_notebook_is_clean_and_well_formed",
-        "tests/models/test_attention_maps.py::test_bad_inputs_and_plot",
-        "tests/models/gpt/test_gpt_backbone.py::TestGptPresets::test_gpt1_parameter_count_by_parts",
-        "tests/test_cli.py::test_info_applies_overrides"))),
-    pytest.param("07_pretraining_at_scale", id="07_pretraining_at_scale",
-                 marks=pytest.mark.slow(covered_by=(
-        "tests/colab/test_notebooks.py::test_committed_notebook_is_clean_and_well_formed",
-        "tests/training/test_pretrain_cli.py::test_run_writes_every_output",
-        "tests/training/test_pretrain_cli.py::test_existing_run_needs_resume"))),
-    pytest.param("08_published_checkpoints", id="08_published_checkpoints",
-                 marks=pytest.mark.slow(covered_by=(
-        "tests/colab/test_notebooks.py::test_committed_notebook_is_clean_and_well_formed",
-        "tests/convert/test_published_checkpoint.py::test_the_published_directory_loads_as_published",
-        "tests/serving/test_model_conversion.py::test_every_layout_reads_back_with_the_same_outputs"))),
-    pytest.param("09_reformer_char_lm", id="09_reformer_char_lm",
-                 marks=pytest.mark.slow(covered_by=(
-        "tests/colab/test_notebooks.py::test_committed_notebook_is_clean_and_well_formed",
-        "tests/models/reformer/test_reformer_tasks.py::test_causal_lm_trains_saves_and_generates"))),
-    pytest.param("10_feature_based_vs_fine_tuning", id="10_feature_based_vs_fine_tuning",
-                 marks=pytest.mark.slow(covered_by=(
-        "tests/colab/test_notebooks.py::test_committed_notebook_is_clean_and_well_formed",
-        "tests/models/elmo/test_elmo_tasks.py::test_classification_on_a_frozen_elmo",
-        "tests/tasks/test_text2text_evaluation.py::test_bleu_is_sacrebleus_corpus_bleu"))),
+    pytest.param("01_quickstart"),
+    pytest.param("02_glue_finetuning", marks=slow_covered_by(CLEAN, GLUE_THROUGH_TFDS, PAIR_TASK)),
+    pytest.param("03_squad_question_answering",
+                 marks=slow_covered_by(CLEAN, QA_FEATURES, EVERY_TASK_TYPE)),
+    pytest.param("04_ner_tagging", marks=slow_covered_by(CLEAN, ENTITIES, SCRIPT_EXPORT)),
+    pytest.param("05_tf_serving", marks=slow_covered_by(CLEAN, SCRIPT_EXPORT, BATCHING_FILES, WARMUP)),
+    pytest.param("06_model_zoo_tour",
+                 marks=slow_covered_by(CLEAN, ATTENTION_PLOT, GPT1_COUNT, INFO_OVERRIDES)),
+    pytest.param("07_pretraining_at_scale",
+                 marks=slow_covered_by(CLEAN, PRETRAIN_OUTPUTS, NEEDS_RESUME)),
+    pytest.param("08_published_checkpoints", marks=slow_covered_by(CLEAN, PUBLISHED_LOADS, LAYOUTS)),
+    pytest.param("09_reformer_char_lm", marks=slow_covered_by(CLEAN, REFORMER_LM)),
+    pytest.param("10_feature_based_vs_fine_tuning", marks=slow_covered_by(CLEAN, FROZEN_ELMO, BLEU)),
 ]
 
 
@@ -366,11 +357,11 @@ def _probe(python):
 # About 60 s: a wheel, a fresh environment, pip and a kernel there. The
 # default suite runs the committed cell with pip recorded (what it installs,
 # from where, and its failures) and 01_quickstart in this environment.
-@pytest.mark.slow(covered_by=(
+@slow_covered_by(
     "tests/colab/test_notebooks.py::test_install_cell_installs_from_the_repository_the_badge_opens",
     "tests/colab/test_notebooks.py::test_install_cell_does_nothing_when_kerasbert_is_importable_unless_forced",
     "tests/colab/test_notebooks.py::test_install_cell_reports_pip_failures",
-    "tests/colab/test_notebooks.py::test_notebook_runs_in_smoke_mode"))
+    "tests/colab/test_notebooks.py::test_notebook_runs_in_smoke_mode")
 def test_install_cell_installs_a_wheel_of_this_checkout_in_a_fresh_environment(tmp_path, monkeypatch):
     wheel = _build_wheel(tmp_path / "wheel")
     # The wheel holds every module of the checkout (a package folder without

@@ -22,6 +22,7 @@ from peer_fixtures import ours_inputs  # noqa: E402
 from peer_fixtures import padded_batch  # noqa: E402
 from peer_fixtures import randomize  # noqa: E402
 from peer_fixtures import tf_models_encoder as tf_models_peer  # noqa: E402
+from slow_marks import slow_covered_by  # noqa: E402
 
 TINY = dict(
     vocabulary_size=60, num_layers=4, num_heads=2, embedding_dim=8,
@@ -78,10 +79,10 @@ class TestKerasHub:
 
     # albert_base's size (11.7M weights, 64 tokens); the default suite checks parity on tiny
     # models of both block layouts and albert_base's parameter count.
-    @pytest.mark.slow(covered_by=(
+    @slow_covered_by(
         "tests/convert/test_albert_convert.py::TestKerasHub::test_parity_one_shared_block",
         "tests/convert/test_albert_convert.py::TestKerasHub::test_parity_groups_and_inner_repetitions",
-        "tests/models/albert/test_albert_backbone.py::TestAlbertPresets::test_albert_base_parameter_count"))
+        "tests/models/albert/test_albert_backbone.py::TestAlbertPresets::test_albert_base_parameter_count")
     def test_parity_at_albert_base_size(self):
         config = dict(
             vocabulary_size=30000, num_layers=12, num_heads=12, embedding_dim=128,

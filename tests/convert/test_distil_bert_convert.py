@@ -19,6 +19,7 @@ from peer_fixtures import hub_inputs  # noqa: E402
 from peer_fixtures import ours_inputs  # noqa: E402
 from peer_fixtures import padded_batch  # noqa: E402
 from peer_fixtures import randomize  # noqa: E402
+from slow_marks import slow_covered_by  # noqa: E402
 
 SIZE = dict(vocabulary_size=60, num_layers=2, num_heads=2, hidden_dim=16,
             intermediate_dim=32, max_sequence_length=12)
@@ -70,9 +71,9 @@ class TestDistilBertKerasHubConversion(TestCase):
 
     # distilbert_base's size (66M weights, 128 tokens); the default suite checks parity on a
     # tiny model and distilbert_base's parameter count.
-    @pytest.mark.slow(covered_by=(
+    @slow_covered_by(
         "tests/convert/test_distil_bert_convert.py::TestDistilBertKerasHubConversion::test_parity_on_padded_rows",
-        "tests/models/distil_bert/test_distil_bert_backbone.py::TestDistilBertPresets::test_distilbert_base_parameter_count"))
+        "tests/models/distil_bert/test_distil_bert_backbone.py::TestDistilBertPresets::test_distilbert_base_parameter_count")
     def test_parity_at_distilbert_base_size(self):
         peer = keras_hub.models.DistilBertBackbone(
             vocabulary_size=30522, num_layers=6, num_heads=12, hidden_dim=768,

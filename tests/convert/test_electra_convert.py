@@ -24,6 +24,7 @@ from peer_fixtures import ours_inputs  # noqa: E402
 from peer_fixtures import padded_batch  # noqa: E402
 from peer_fixtures import randomize  # noqa: E402
 from peer_fixtures import tf_models_encoder  # noqa: E402
+from slow_marks import slow_covered_by  # noqa: E402
 
 # keras-hub's names; vocabulary 60, E=8 -> H=16 (ELECTRA-Small's factorisation).
 HUB_TINY = dict(vocab_size=60, num_layers=3, num_heads=2, embedding_dim=8, hidden_dim=16,
@@ -83,9 +84,9 @@ class TestKerasHub:
 
     # electra_small's size (13.5M weights, 64 tokens); the default suite checks parity on tiny
     # models of both embedding widths and electra_small's parameter count.
-    @pytest.mark.slow(covered_by=(
+    @slow_covered_by(
         "tests/convert/test_electra_convert.py::TestKerasHub::test_parity",
-        "tests/models/electra/test_electra_backbone.py::TestElectraPresets::test_electra_small_parameter_count"))
+        "tests/models/electra/test_electra_backbone.py::TestElectraPresets::test_electra_small_parameter_count")
     def test_parity_at_electra_small_size(self):
         peer = keras_hub.models.ElectraBackbone(
             vocab_size=30522, num_layers=12, num_heads=4, hidden_dim=256, embedding_dim=128,
@@ -140,10 +141,9 @@ class TestTfModelsPretrainer:
 
     # ~15 s: two Model Garden encoders and a tf_keras pretrainer against ours; the default
     # suite checks the discriminator's parity and our pretrainer's wiring and labels.
-    @pytest.mark.slow(covered_by=(
-        "tests/convert/test_electra_convert.py::TestTfModels::test_discriminator_parity",
-        "tests/tasks/test_electra_pretrainer.py::TestElectraPretrainer::test_forced_samples",
-        "tests/tasks/test_electra_pretrainer.py::TestElectraPretrainer::test_loss_is_mlm_plus_50_rtd"))
+    @slow_covered_by("tests/convert/test_electra_convert.py::TestTfModels::test_discriminator_parity",
+                     "tests/tasks/test_electra_pretrainer.py::TestElectraPretrainer::test_forced_samples",
+                     "tests/tasks/test_electra_pretrainer.py::TestElectraPretrainer::test_loss_is_mlm_plus_50_rtd")
     def test_pretrainer_parity(self):
         import tensorflow as tf
         from official.nlp.modeling import models

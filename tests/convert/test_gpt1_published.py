@@ -20,6 +20,7 @@ from kerasbert.models import GptBackbone
 from kerasbert.models.vocabulary_growth import grow_vocabulary
 from reliability.console import kerasbert
 from reliability.console import ok
+from slow_marks import slow_covered_by
 
 tokenizers = pytest.importorskip("tokenizers")
 
@@ -135,13 +136,12 @@ def test_finetune_and_pretraining_grow_the_published_directory_in_process(gpt1_d
 
 # 66 s: generate, finetune, export, convert and predict, each a fresh console-script process;
 # the default suite runs finetune in process and generate, convert and growth through the API.
-@pytest.mark.slow(covered_by=(
-    "tests/convert/test_gpt1_published.py::"
-    "test_finetune_and_pretraining_grow_the_published_directory_in_process",
-    "tests/convert/test_gpt1_published.py::"
-    "test_generate_from_the_published_directory_is_gpt1s_greedy_continuation",
-    "tests/convert/test_gpt1_published.py::test_convert_to_hf_writes_openai_gpts_names_and_reads_back",
-    "tests/convert/test_gpt1_published.py::test_grown_vocabulary_keeps_every_published_row"))
+@slow_covered_by("tests/convert/test_gpt1_published.py::"
+                 "test_finetune_and_pretraining_grow_the_published_directory_in_process",
+                 "tests/convert/test_gpt1_published.py::"
+                 "test_generate_from_the_published_directory_is_gpt1s_greedy_continuation",
+                 "tests/convert/test_gpt1_published.py::test_convert_to_hf_writes_openai_gpts_names_and_reads_back",
+                 "tests/convert/test_gpt1_published.py::test_grown_vocabulary_keeps_every_published_row")
 def test_cli_generates_fine_tunes_exports_and_serves_gpt1_in_fresh_processes(gpt1_dir, tmp_path):
     from kerasbert.loading.generation import generate_text
     from kerasbert.loading.generation import load_generator
@@ -183,12 +183,11 @@ def test_cli_generates_fine_tunes_exports_and_serves_gpt1_in_fresh_processes(gpt
 
 # 36 s: create-pretraining-data, 2 pretraining steps and generate in fresh processes; the
 # default suite builds the pretraining backbone from the directory and generates from it.
-@pytest.mark.slow(covered_by=(
-    "tests/convert/test_gpt1_published.py::"
-    "test_finetune_and_pretraining_grow_the_published_directory_in_process",
-    "tests/convert/test_gpt1_published.py::"
-    "test_generate_from_the_published_directory_is_gpt1s_greedy_continuation",
-    "tests/training/test_gpt_pretrain.py::test_reader_without_masked_lm_gives_original_tokens"))
+@slow_covered_by("tests/convert/test_gpt1_published.py::"
+                 "test_finetune_and_pretraining_grow_the_published_directory_in_process",
+                 "tests/convert/test_gpt1_published.py::"
+                 "test_generate_from_the_published_directory_is_gpt1s_greedy_continuation",
+                 "tests/training/test_gpt_pretrain.py::test_reader_without_masked_lm_gives_original_tokens")
 def test_pretraining_continues_from_the_published_directory(gpt1_dir, tmp_path):
     """create-pretraining-data with GPT-1's files, `pretrain --preset DIR`
     (embeddings grown for <s> </s> ...), then `generate` from the run, each

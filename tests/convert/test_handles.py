@@ -26,6 +26,8 @@ from kerasbert.models import RobertaBackbone
 from kerasbert.models import UnknownPresetError
 from kerasbert.text import load_tokenizer
 
+from slow_marks import slow_covered_by
+
 V, H = 50, 16
 WORDS = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]"] + [f"w{i}" for i in range(V - 5)]
 TINY = dict(num_layers=2, num_heads=2, hidden_dim=H, intermediate_dim=32, max_sequence_length=24)
@@ -278,9 +280,8 @@ def test_export_hub_and_extract_features_take_a_handle(tmp_path):
 
 # 30 s: info, finetune and an uncached handle, each a fresh console-script process with the
 # cache given by environment variables; the default suite runs the same commands in process.
-@pytest.mark.slow(covered_by=(
-    "tests/convert/test_handles.py::test_cli_takes_a_hub_handle_in_process",
-    "tests/convert/test_handles.py::test_hf_handles_read_the_hugging_face_cache_offline"))
+@slow_covered_by("tests/convert/test_handles.py::test_cli_takes_a_hub_handle_in_process",
+                 "tests/convert/test_handles.py::test_hf_handles_read_the_hugging_face_cache_offline")
 def test_cli_takes_a_hub_handle_in_a_fresh_process(tmp_path):
     """`kerasbert info --preset hf://...` and `finetune --preset hf://...`
     without --vocab (the tokenizer comes from the checkpoint), offline,

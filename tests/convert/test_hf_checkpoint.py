@@ -14,6 +14,8 @@ from peer_fixtures import assert_close, hub_inputs, ours_inputs, padded_batch
 from kerasbert.convert import from_hf_directory
 from kerasbert.convert.safetensors_files import CheckpointError
 
+from slow_marks import slow_covered_by
+
 V, H, HEADS, FFN, LAYERS, POSITIONS = 50, 16, 2, 32, 2, 12
 
 
@@ -296,13 +298,25 @@ def test_bad_directories_are_clear_errors(tmp_path):
         from_hf_directory(other)
 
 
+def _assert_fine_tuned_from(run, tensors):
+    """Fine-tuned run `run` (a learning rate of 1e-9) is the checkpoint's
+    size and tokenizer, and its token table is `tensors`' (the checkpoint's)."""
+    from kerasbert.saving import load_model
+
+    config = json.load(open(run / "config.json"))
+    assert config["backbone"]["hidden_dim"] == H and config["backbone"]["vocabulary_size"] == V
+    assert config["tokenizer"]["type"] == "wordpiece"
+    model = load_model(str(run / "model.keras"))
+    table = model.backbone.embeddings.token_embedding.embeddings.numpy()
+    np.testing.assert_allclose(table, tensors["embeddings.word_embeddings.weight"], atol=1e-6)
+
+
 def test_finetune_from_a_hugging_face_directory_in_process(tmp_path, capsys):
     """`kerasbert finetune --preset HF_DIR --vocab HF_DIR` in this process
     (`main`): the run starts from the checkpoint's weights (a learning rate
     of 1e-9 leaves its token table where it started), and a vocabulary of
     another size is refused naming both sizes."""
     from kerasbert.cli import main
-    from kerasbert.saving import load_model
 
     words = [f"w{i}" for i in range(V - 5)]
     specials = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]"]
@@ -315,12 +329,7 @@ def test_finetune_from_a_hugging_face_directory_in_process(tmp_path, capsys):
                  "--task", f"csv:{tmp_path / 'train.csv'}", "--output-dir", str(tmp_path / "ft"),
                  "--epochs", "1", "--batch-size", "8", "--learning-rate", "1e-9",
                  "--max-seq-length", "8", "--no-progress"]) == 0
-    config = json.load(open(tmp_path / "ft" / "config.json"))
-    assert config["backbone"]["hidden_dim"] == H and config["backbone"]["vocabulary_size"] == V
-    assert config["tokenizer"]["type"] == "wordpiece"
-    model = load_model(str(tmp_path / "ft" / "model.keras"))
-    table = model.backbone.embeddings.token_embedding.embeddings.numpy()
-    np.testing.assert_allclose(table, tensors["embeddings.word_embeddings.weight"], atol=1e-6)
+    _assert_fine_tuned_from(tmp_path / "ft", tensors)
     (tmp_path / "small_vocab.txt").write_text("\n".join(specials + ["w0"]) + "\n")
     capsys.readouterr()
     assert main(["finetune", "--preset", str(hf_dir), "--vocab", str(tmp_path / "small_vocab.txt"),
@@ -333,9 +342,8 @@ def test_finetune_from_a_hugging_face_directory_in_process(tmp_path, capsys):
 
 # 20 s: the same two commands as fresh console-script processes from another working
 # directory; the default suite runs them in process (main).
-@pytest.mark.slow(covered_by=(
-    "tests/convert/test_hf_checkpoint.py::test_finetune_from_a_hugging_face_directory_in_process",
-    "tests/convert/test_handles.py::test_cli_takes_a_hub_handle_in_process"))
+@slow_covered_by("tests/convert/test_hf_checkpoint.py::test_finetune_from_a_hugging_face_directory_in_process",
+                 "tests/convert/test_handles.py::test_cli_takes_a_hub_handle_in_process")
 def test_finetune_from_a_hugging_face_directory_as_users_run_it(tmp_path):
     """`kerasbert finetune --preset HF_DIR` in a fresh process, from another
     working directory: the run starts from the checkpoint's weights (its
@@ -364,14 +372,7 @@ def test_finetune_from_a_hugging_face_directory_as_users_run_it(tmp_path):
                  "--task", f"csv:{data / 'train.csv'}", "--output-dir", tmp_path / "ft",
                  "--epochs", "1", "--batch-size", "8", "--learning-rate", "1e-9",
                  "--max-seq-length", "8", "--no-progress", cwd=elsewhere))
-    config = json.load(open(tmp_path / "ft" / "config.json"))
-    assert config["backbone"]["hidden_dim"] == H and config["backbone"]["vocabulary_size"] == V
-    assert config["tokenizer"]["type"] == "wordpiece"
-    from kerasbert.saving import load_model
-
-    model = load_model(str(tmp_path / "ft" / "model.keras"))
-    table = model.backbone.embeddings.token_embedding.embeddings.numpy()
-    np.testing.assert_allclose(table, tensors["embeddings.word_embeddings.weight"], atol=1e-6)
+    _assert_fine_tuned_from(tmp_path / "ft", tensors)
 
     (data / "small_vocab.txt").write_text("\n".join(["[PAD]", "[UNK]", "[CLS]", "[SEP]",
                                                      "[MASK]", "w0"]) + "\n")

@@ -16,6 +16,7 @@ from peer_fixtures import hub_inputs  # noqa: E402
 from peer_fixtures import ours_inputs  # noqa: E402
 from peer_fixtures import padded_batch  # noqa: E402
 from peer_fixtures import randomize  # noqa: E402
+from slow_marks import slow_covered_by  # noqa: E402
 
 
 def check_parity(peer, sequence_length=10, atol=1e-5):
@@ -93,9 +94,9 @@ class TestKerasHubConversion(TestCase):
 
     # bert_base's size (109M weights, 128 tokens); the default suite checks parity on a tiny
     # model and bert_base's parameter count by parts.
-    @pytest.mark.slow(covered_by=(
+    @slow_covered_by(
         "tests/convert/test_keras_hub.py::TestKerasHubConversion::test_parity_on_padded_rows",
-        "tests/models/bert/test_bert_backbone.py::TestBertPresets::test_published_parameter_counts_by_parts"))
+        "tests/models/bert/test_bert_backbone.py::TestBertPresets::test_published_parameter_counts_by_parts")
     def test_parity_at_bert_base_size(self):
         peer = keras_hub.models.BertBackbone(
             vocabulary_size=30522, num_layers=12, num_heads=12, hidden_dim=768,

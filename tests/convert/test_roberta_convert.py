@@ -19,6 +19,7 @@ from peer_fixtures import hub_inputs  # noqa: E402
 from peer_fixtures import ours_inputs  # noqa: E402
 from peer_fixtures import padded_batch  # noqa: E402
 from peer_fixtures import randomize  # noqa: E402
+from slow_marks import slow_covered_by  # noqa: E402
 
 CONFIG = dict(
     vocabulary_size=60, num_layers=2, num_heads=2, hidden_dim=16,
@@ -63,9 +64,9 @@ class TestRobertaKerasHubConversion(TestCase):
 
     # roberta_base's size (124M weights, 64 tokens); the default suite checks parity on a tiny
     # model and roberta_base's parameter count by parts.
-    @pytest.mark.slow(covered_by=(
+    @slow_covered_by(
         "tests/convert/test_roberta_convert.py::TestRobertaKerasHubConversion::test_parity_on_padded_rows",
-        "tests/models/roberta/test_roberta_backbone.py::TestRobertaPresets::test_roberta_base_parameter_count_by_parts"))
+        "tests/models/roberta/test_roberta_backbone.py::TestRobertaPresets::test_roberta_base_parameter_count_by_parts")
     def test_parity_at_roberta_base_size(self):
         peer = keras_hub.models.RobertaBackbone(
             vocabulary_size=50265, num_layers=12, num_heads=12,

@@ -14,6 +14,8 @@ from kerasbert.convert.tf_models_seq2seq import to_tf_models_seq2seq
 from kerasbert.models import TransformerBackbone
 from kerasbert.tasks import Seq2SeqLM
 
+from slow_marks import slow_covered_by
+
 VOCAB, HIDDEN, LAYERS, HEADS, INNER, DECODE = 20, 16, 2, 2, 32, 10
 EOS = 1  # Model Garden's end id; its decoder starts from id 0.
 
@@ -115,9 +117,8 @@ def test_beam_search_equal_on_other_random_weights():
 
 # 20 s: trains a copy model for 15 epochs so the beams really compete; the default suite
 # compares the beam searches on the fixture's and on other random weights.
-@pytest.mark.slow(covered_by=(
-    "tests/convert/test_tf_models_seq2seq.py::test_beam_search_outputs_equal_token_for_token",
-    "tests/convert/test_tf_models_seq2seq.py::test_beam_search_equal_on_other_random_weights"))
+@slow_covered_by("tests/convert/test_tf_models_seq2seq.py::test_beam_search_outputs_equal_token_for_token",
+                 "tests/convert/test_tf_models_seq2seq.py::test_beam_search_equal_on_other_random_weights")
 def test_beam_search_equal_on_a_trained_model():
     # Random transformers repeat one token; a model trained to copy its
     # source writes varied sequences of varied lengths, so the beams really

@@ -21,6 +21,7 @@ sys.path.insert(0, os.path.dirname(__file__))
 from pretrain_fixtures import read_shards  # noqa: E402
 from pretrain_fixtures import write_corpus  # noqa: E402
 from pretrain_fixtures import write_vocab  # noqa: E402
+from slow_marks import slow_covered_by  # noqa: E402
 
 SMALL = dict(sequence_length=32, max_predictions_per_seq=5, dupe_factor=2, progress=False)
 
@@ -79,22 +80,22 @@ OBJECTIVES = {
 # which the default suite covers with "nsp" and the local writer's tests of
 # that objective.
 @pytest.mark.parametrize("name", [
-    pytest.param("none_unmasked", id="none_unmasked", marks=pytest.mark.slow(covered_by=(
+    pytest.param("none_unmasked", id="none_unmasked", marks=slow_covered_by(
         "tests/data/test_beam_writer.py::test_direct_runner_writes_the_local_writers_records[nsp]",
-        "tests/data/test_writer_interop.py::test_our_reader_reads_static_and_unmasked_files"))),
+        "tests/data/test_writer_interop.py::test_our_reader_reads_static_and_unmasked_files")),
     pytest.param("nsp", id="nsp"),
-    pytest.param("nsp_whole_word", id="nsp_whole_word", marks=pytest.mark.slow(covered_by=(
+    pytest.param("nsp_whole_word", id="nsp_whole_word", marks=slow_covered_by(
         "tests/data/test_beam_writer.py::test_direct_runner_writes_the_local_writers_records[nsp]",
         "tests/data/test_instances.py::test_whole_word_masking_never_splits_a_word",
-        "tests/data/test_writer.py::test_gzip"))),
+        "tests/data/test_writer.py::test_gzip")),
     pytest.param("roberta_full_sentences", id="roberta_full_sentences",
-                 marks=pytest.mark.slow(covered_by=(
-        "tests/data/test_beam_writer.py::test_direct_runner_writes_the_local_writers_records[nsp]",
-        "tests/data/test_writer.py::test_subword_tokenizer_data[bpe]"))),
-    pytest.param("sop", id="sop", marks=pytest.mark.slow(covered_by=(
+                 marks=slow_covered_by(
+                     "tests/data/test_beam_writer.py::test_direct_runner_writes_the_local_writers_records[nsp]",
+                     "tests/data/test_writer.py::test_subword_tokenizer_data[bpe]")),
+    pytest.param("sop", id="sop", marks=slow_covered_by(
         "tests/data/test_beam_writer.py::test_direct_runner_writes_the_local_writers_records[nsp]",
         "tests/data/test_instances.py::test_sop_swaps_half_and_swaps_really_swap",
-        "tests/data/test_writer.py::test_subword_tokenizer_data[sentencepiece]"))),
+        "tests/data/test_writer.py::test_subword_tokenizer_data[sentencepiece]")),
 ])
 def test_direct_runner_writes_the_local_writers_records(corpus, tmp_path, name):
     """In-process and multi-process (2 SDK worker processes) DirectRunner."""
@@ -130,10 +131,9 @@ def test_direct_runner_writes_the_local_writers_records(corpus, tmp_path, name):
 # script, read by both readers; the default suite runs the 2-worker pipeline
 # through the API ("nsp": byte-identical shards), the console script with
 # Beam runners, and Model Garden's loader on the local writer's records.
-@pytest.mark.slow(covered_by=(
-    "tests/data/test_beam_writer.py::test_direct_runner_writes_the_local_writers_records[nsp]",
-    "tests/data/test_beam_writer.py::test_runner_without_its_configuration_exits_2",
-    "tests/data/test_writer_interop.py::test_model_garden_bert_pretrain_loader_reads_our_files"))
+@slow_covered_by("tests/data/test_beam_writer.py::test_direct_runner_writes_the_local_writers_records[nsp]",
+                 "tests/data/test_beam_writer.py::test_runner_without_its_configuration_exits_2",
+                 "tests/data/test_writer_interop.py::test_model_garden_bert_pretrain_loader_reads_our_files")
 def test_multi_process_direct_runner_from_the_cli(corpus, tmp_path):
     """`kerasbert create-pretraining-data --runner direct --workers 2`, run
     from another folder: the shards are byte for byte the in-process

@@ -11,6 +11,7 @@ import textwrap
 
 import numpy as np
 import pytest
+from slow_marks import slow_covered_by
 
 
 # A toy model whose logits depend on the step and the previous token.
@@ -52,10 +53,10 @@ UNDER_JAX = SEARCHES + textwrap.dedent("""
 # 30 s: a fresh JAX process traces both searches and a CausalLM's loop; the
 # default suite traces the same loops in TensorFlow functions without
 # autograph (no Python control flow on tensors, what JAX needs).
-@pytest.mark.slow(covered_by=(
+@slow_covered_by(
     "tests/decoding/test_greedy_search.py::test_a_graph_with_a_tensor_max_length_equals_eager",
     "tests/decoding/test_beam_search.py::test_a_graph_without_autograph_equals_eager_and_bad_beams_are_refused",
-    "tests/tasks/test_causal_lm.py::TestGenerate::test_batched_generation_is_each_prompts_own_greedy_continuation"))
+    "tests/tasks/test_causal_lm.py::TestGenerate::test_batched_generation_is_each_prompts_own_greedy_continuation")
 def test_the_searches_give_tensorflows_tokens_under_jax(tmp_path):
     namespace = {}
     exec(SEARCHES, namespace)  # the same toy model and searches, run here under TensorFlow

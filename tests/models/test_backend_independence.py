@@ -9,6 +9,8 @@ import sys
 
 import pytest
 
+from slow_marks import slow_covered_by
+
 PACKAGE = pathlib.Path(__file__).resolve().parents[2] / "kerasbert"
 
 
@@ -130,10 +132,9 @@ def test_encoders_and_gpt_run_under_jax():
 # 57 s: every family (BigBird's sparse path, ALBERT, ELECTRA, the Reformer), the
 # pretrainers and a Reformer training step under JAX; the default suite runs the BERT
 # encoders and GPT under JAX and the portable kernels.
-@pytest.mark.slow(covered_by=(
-    "tests/models/test_backend_independence.py::test_encoders_and_gpt_run_under_jax",
-    "tests/models/test_backend_independence.py::test_model_code_never_imports_tensorflow",
-    "tests/test_kernels.py::test_portable_forms_under_jax"))
+@slow_covered_by("tests/models/test_backend_independence.py::test_encoders_and_gpt_run_under_jax",
+                 "tests/models/test_backend_independence.py::test_model_code_never_imports_tensorflow",
+                 "tests/test_kernels.py::test_portable_forms_under_jax")
 @pytest.mark.skipif(
     importlib.util.find_spec("jax") is None, reason="jax is not installed"
 )

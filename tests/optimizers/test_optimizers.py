@@ -20,6 +20,8 @@ from kerasbert.optimizers import create_optimizer
 from kerasbert.optimizers import deduplicate_gradient
 from kerasbert.optimizers import layer_depth
 
+from slow_marks import slow_covered_by
+
 
 @pytest.fixture(scope="module")
 def bert_variables():
@@ -567,9 +569,8 @@ def _run_script(script, **env):
 
 # A second process on 2 logical CPUs with every option at once; the default
 # suite covers the strategy path through the pretrain CLI and BertPretrainer.
-@pytest.mark.slow(covered_by=(
-    "tests/tasks/test_bert_pretrainer.py::test_mirrored_strategy_matches_single_device",
-    "tests/optimizers/test_optimizers.py::test_accumulation_and_layer_decay_under_jax"))
+@slow_covered_by("tests/tasks/test_bert_pretrainer.py::test_mirrored_strategy_matches_single_device",
+                 "tests/optimizers/test_optimizers.py::test_accumulation_and_layer_decay_under_jax")
 def test_mirrored_strategy_matches_one_device():
     """2 logical CPUs, an embedding with repeated ids, LLRD, global-norm
     clipping active at every update; AdamW with accumulation 2, LAMB

@@ -13,6 +13,7 @@ from kerasbert.cli import main
 from kerasbert.testing.files import write_vocabulary
 from reliability.console import kerasbert
 from reliability.console import one_line_error
+from slow_marks import slow_covered_by
 
 SPECIALS = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]"]
 WORDS = "the a cat dog sat on mat good bad movie great is was . , ! ?".split()
@@ -334,10 +335,9 @@ def test_finetune_refuses_a_bert_config_that_cannot_be_built(tmp_path, capsys, f
 # 8-12 s: a fresh process for one `--set` refusal; the default suite checks
 # every bad value in process and `info`'s exit 2 through the console script
 # on an untrusted checkpoint.
-@pytest.mark.slow(covered_by=(
-    "tests/reliability/test_bad_input.py::test_info_refuses_architectures_that_cannot_be_built",
-    "tests/reliability/test_untrusted_checkpoints.py::"
-    "test_the_console_script_exits_2_with_one_line_and_writes_nothing"))
+@slow_covered_by("tests/reliability/test_bad_input.py::test_info_refuses_architectures_that_cannot_be_built",
+                 "tests/reliability/test_untrusted_checkpoints.py::"
+                 "test_the_console_script_exits_2_with_one_line_and_writes_nothing")
 def test_info_refuses_zero_layers_in_a_fresh_process(tmp_path):
     result = kerasbert("info", "--preset", "albert_base", "--set", "num_layers=0", cwd=tmp_path)
     line = one_line_error(result, "kerasbert info: error:", "num_layers=0", "integer >= 1")

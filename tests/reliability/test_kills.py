@@ -21,6 +21,7 @@ sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(__file__)), "ser
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(__file__)), "training"))
 import pretrain_data  # noqa: E402
 from serving_fixtures import make_finetuned_dir  # noqa: E402
+from slow_marks import slow_covered_by  # noqa: E402
 
 
 def _temporaries(*folders):
@@ -90,11 +91,10 @@ def test_kill_pretrain_then_resume(corpus, tmp_path):
 # 27 s: a console finetune SIGKILLed mid-run and run again; the default suite kills and
 # reruns a console pretrain, fine-tunes in a fresh process, and takes over dead
 # writers' locks and temporaries.
-@pytest.mark.slow(covered_by=(
-    "tests/reliability/test_kills.py::test_kill_pretrain_then_resume",
-    "tests/training/test_finetune_cli.py::test_multi_worker_strategy_two_console_script_processes",
-    "tests/reliability/test_writers.py::test_a_stale_lock_file_of_a_dead_process_does_not_block",
-    "tests/reliability/test_writers.py::test_temporaries_of_killed_writers_are_removed_under_the_lock"))
+@slow_covered_by("tests/reliability/test_kills.py::test_kill_pretrain_then_resume",
+                 "tests/training/test_finetune_cli.py::test_multi_worker_strategy_two_console_script_processes",
+                 "tests/reliability/test_writers.py::test_a_stale_lock_file_of_a_dead_process_does_not_block",
+                 "tests/reliability/test_writers.py::test_temporaries_of_killed_writers_are_removed_under_the_lock")
 def test_kill_finetune(tmp_path):
     from kerasbert.models import BertBackbone
 
@@ -124,10 +124,9 @@ def test_kill_finetune(tmp_path):
 # 35 s: a console export SIGKILLed while writing, then run again; the default suite kills
 # and reruns a console pretrain, refuses a console export over a version, and removes
 # killed writers' temporaries under the lock.
-@pytest.mark.slow(covered_by=(
-    "tests/reliability/test_kills.py::test_kill_pretrain_then_resume",
-    "tests/reliability/test_writers.py::test_export_refuses_an_existing_version_without_overwrite",
-    "tests/reliability/test_writers.py::test_temporaries_of_killed_writers_are_removed_under_the_lock"))
+@slow_covered_by("tests/reliability/test_kills.py::test_kill_pretrain_then_resume",
+                 "tests/reliability/test_writers.py::test_export_refuses_an_existing_version_without_overwrite",
+                 "tests/reliability/test_writers.py::test_temporaries_of_killed_writers_are_removed_under_the_lock")
 def test_kill_export(tmp_path):
     ft = make_finetuned_dir(str(tmp_path / "ft"), "tagging", sequence_length=16)
     out = tmp_path / "export"

@@ -26,6 +26,7 @@ import textwrap
 import pytest
 
 from reliability.console import TINY_BERT, kerasbert, ok, one_line_error, tree
+from slow_marks import slow_covered_by
 
 SUBJECTS = ("the cat", "a dog", "the small bird", "the old man", "my sister", "our teacher")
 ANIMALS = SUBJECTS[:3]
@@ -127,11 +128,10 @@ def pretrained(world):
 # 53 s (the module's vocab -> data -> pretrain -> resume, four fresh processes); the
 # default suite runs vocab and create-pretraining-data's script, create-pretraining-data
 # and a SIGKILLed pretrain resumed as console scripts.
-@pytest.mark.slow(covered_by=(
-    "tests/text/test_vocabulary.py::test_cli",
-    "tests/data/test_writer.py::test_cli_script_writes",
-    "tests/reliability/test_kills.py::test_kill_create_pretraining_data",
-    "tests/reliability/test_kills.py::test_kill_pretrain_then_resume"))
+@slow_covered_by("tests/text/test_vocabulary.py::test_cli",
+                 "tests/data/test_writer.py::test_cli_script_writes",
+                 "tests/reliability/test_kills.py::test_kill_create_pretraining_data",
+                 "tests/reliability/test_kills.py::test_kill_pretrain_then_resume")
 def test_vocabulary_and_pretraining_data(pretrained):
     vocab = (pretrained / "vocab.txt").read_text(encoding="utf-8").splitlines()
     assert vocab[:1] == ["[PAD]"] and "[MASK]" in vocab and "cat" in vocab
@@ -142,9 +142,8 @@ def test_vocabulary_and_pretraining_data(pretrained):
 
 # Needs the module's run: --resume in a new process continues the history; the default
 # suite resumes a SIGKILLed console run with each step logged once.
-@pytest.mark.slow(covered_by=(
-    "tests/reliability/test_kills.py::test_kill_pretrain_then_resume",
-    "tests/training/test_pretrain_cli.py::test_run_writes_every_output"))
+@slow_covered_by("tests/reliability/test_kills.py::test_kill_pretrain_then_resume",
+                 "tests/training/test_pretrain_cli.py::test_run_writes_every_output")
 def test_pretrain_resumes_in_a_new_process(pretrained):
     run = pretrained / "run"
     steps = [json.loads(line)["step"] for line in
@@ -183,11 +182,10 @@ def finetuned(world, pretrained):
 # 123 s for the six fine-tunings (fresh processes, from the module's pretrained run) and
 # 9-13 s per evaluate; the default suite fine-tunes in a fresh process and fine-tunes
 # and evaluates every type in process.
-@pytest.mark.slow(covered_by=(
-    "tests/training/test_finetune_cli.py::test_multi_worker_strategy_two_console_script_processes",
-    "tests/training/test_finetune_cli.py::test_classification_learns_and_writes_outputs",
-    "tests/training/test_finetune_cli.py::test_every_task_type_runs_end_to_end",
-    "tests/training/test_finetune_cli.py::test_glue_tasks_through_tfds"))
+@slow_covered_by("tests/training/test_finetune_cli.py::test_multi_worker_strategy_two_console_script_processes",
+                 "tests/training/test_finetune_cli.py::test_classification_learns_and_writes_outputs",
+                 "tests/training/test_finetune_cli.py::test_every_task_type_runs_end_to_end",
+                 "tests/training/test_finetune_cli.py::test_glue_tasks_through_tfds")
 @pytest.mark.parametrize("task_type", TASK_TYPES)
 def test_finetune_then_evaluate_in_new_processes(world, finetuned, task_type):
     work, ft = world["work"], finetuned[task_type]
@@ -243,11 +241,10 @@ print(json.dumps(result, default=lambda b: b.decode("utf-8")))
 # 109 s (six console exports of the module's runs, then serving): the default suite
 # serves exports of every task type in a process with only TensorFlow and refuses a
 # console export over an existing version.
-@pytest.mark.slow(covered_by=(
-    "tests/serving/test_export.py::test_regression_score_matches_keras",
-    "tests/serving/test_export.py::test_question_answering_outputs",
-    "tests/serving/test_export.py::test_tagging_words_labels_and_entities",
-    "tests/reliability/test_writers.py::test_export_refuses_an_existing_version_without_overwrite"))
+@slow_covered_by("tests/serving/test_export.py::test_regression_score_matches_keras",
+                 "tests/serving/test_export.py::test_question_answering_outputs",
+                 "tests/serving/test_export.py::test_tagging_words_labels_and_entities",
+                 "tests/reliability/test_writers.py::test_export_refuses_an_existing_version_without_overwrite")
 def test_exports_serve_raw_text_without_kerasbert(world, exported):
     for task_type, version in exported.items():
         assert (version / "saved_model.pb").is_file(), task_type
@@ -280,8 +277,7 @@ def test_exports_serve_raw_text_without_kerasbert(world, exported):
 
 # Needs the module's fine-tunings: a console process's progress in a log file; the
 # default suite checks finetune's progress to a pipe in process.
-@pytest.mark.slow(covered_by=(
-    "tests/training/test_finetune_cli.py::test_a_run_made_from_relative_paths_travels",))
+@slow_covered_by("tests/training/test_finetune_cli.py::test_a_run_made_from_relative_paths_travels")
 def test_progress_in_a_log_file_is_one_line_per_epoch(world, finetuned):
     """stdout is not a terminal: Keras' one-line-per-epoch output
     (verbose=2), not a progress bar redrawn at every step with `\\r`."""
@@ -294,9 +290,8 @@ def test_progress_in_a_log_file_is_one_line_per_epoch(world, finetuned):
 # 20 s on the module's runs, console processes from elsewhere/; the default suite
 # evaluates and exports a run made from relative paths from another folder in process
 # and converts a pretraining run with its tokenizer.
-@pytest.mark.slow(covered_by=(
-    "tests/training/test_finetune_cli.py::test_a_run_made_from_relative_paths_travels",
-    "tests/serving/test_model_conversion.py::test_every_layout_reads_back_with_the_same_outputs"))
+@slow_covered_by("tests/training/test_finetune_cli.py::test_a_run_made_from_relative_paths_travels",
+                 "tests/serving/test_model_conversion.py::test_every_layout_reads_back_with_the_same_outputs")
 def test_a_run_travels_to_another_directory(world, pretrained, finetuned, exported):
     """Made with relative paths in work/, used from elsewhere/: the
     pretraining run keeps its tokenizer (convert finds it), evaluate reads
@@ -331,9 +326,8 @@ def test_a_run_travels_to_another_directory(world, pretrained, finetuned, export
 # 24 s on the module's runs (console processes), with convert --to tf-hub of a lone
 # .keras warning without naming --no-mlm; the default suite refuses evaluate without
 # validation data (naming --split) in process and converts runs to tf-hub.
-@pytest.mark.slow(covered_by=(
-    "tests/reliability/test_bad_input.py::test_evaluate_of_a_run_without_validation_data_names_split",
-    "tests/serving/test_model_conversion.py::test_every_layout_reads_back_with_the_same_outputs"))
+@slow_covered_by("tests/reliability/test_bad_input.py::test_evaluate_of_a_run_without_validation_data_names_split",
+                 "tests/serving/test_model_conversion.py::test_every_layout_reads_back_with_the_same_outputs")
 def test_errors_name_only_the_commands_own_flags(world, pretrained, finetuned):
     """evaluate on a run without validation data names --split (not
     finetune's --validation); convert --to tf-hub of a lone .keras file
@@ -362,9 +356,8 @@ def test_errors_name_only_the_commands_own_flags(world, pretrained, finetuned):
 
 # 32 s on the module's run (console processes); the default suite makes the same
 # refusals of pretrain and finetune --features in process.
-@pytest.mark.slow(covered_by=(
-    "tests/training/test_pretrain_cli.py::test_refusals_leave_no_run_folder_and_the_run_untouched",
-    "tests/reliability/test_bad_input.py::test_finetune_refuses_features_of_another_length"))
+@slow_covered_by("tests/training/test_pretrain_cli.py::test_refusals_leave_no_run_folder_and_the_run_untouched",
+                 "tests/reliability/test_bad_input.py::test_finetune_refuses_features_of_another_length")
 def test_pretrain_and_finetune_refusals_leave_nothing(world, pretrained):
     """A usage error in pretrain leaves no run folder (no empty
     checkpoints/); --resume --steps below the run's step is refused, the run

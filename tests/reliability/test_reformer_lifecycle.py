@@ -23,6 +23,7 @@ import textwrap
 import pytest
 
 from reliability.console import kerasbert, ok, one_line_error, tree
+from slow_marks import slow_covered_by
 
 LENGTH = 16384
 WORDS = ("river", "stone", "garden", "lamp", "violin", "harbour", "orchard", "ledger")
@@ -63,11 +64,10 @@ def pretrained(world):
 # 122 s (the module's 16384-byte data and 2-step reformer_tiny run, fresh processes):
 # greedy `generate` equal across processes; the default suite trains, saves and
 # generates with a Reformer causal LM in process and writes bytes data without masks.
-@pytest.mark.slow(covered_by=(
-    "tests/models/reformer/test_reformer_tasks.py::test_causal_lm_trains_saves_and_generates",
-    "tests/data/test_writer.py::test_objective_none_and_no_masking",
-    "tests/text/test_byte_tokenizer.py::test_masked_data_with_bytes_is_refused",
-    "tests/training/test_gpt_pretrain.py::test_generate_regenerates_the_memorised_text"))
+@slow_covered_by("tests/models/reformer/test_reformer_tasks.py::test_causal_lm_trains_saves_and_generates",
+                 "tests/data/test_writer.py::test_objective_none_and_no_masking",
+                 "tests/text/test_byte_tokenizer.py::test_masked_data_with_bytes_is_refused",
+                 "tests/training/test_gpt_pretrain.py::test_generate_regenerates_the_memorised_text")
 def test_pretraining_on_16k_sequences_writes_a_generating_run(world, pretrained):
     config = json.loads((pretrained / "config.json").read_text())
     assert config["backbone_class"] == "ReformerBackbone"
@@ -105,10 +105,9 @@ def _fresh(script, *args):
 
 # 22 s: a generation SavedModel at 16384 positions served with only TensorFlow; the
 # default suite serves exports of fine-tuned models that way.
-@pytest.mark.slow(covered_by=(
-    "tests/models/reformer/test_reformer_tasks.py::test_causal_lm_trains_saves_and_generates",
-    "tests/serving/test_gpt_export.py::test_generation_export_errors",
-    "tests/serving/test_export.py::test_question_answering_outputs"))
+@slow_covered_by("tests/models/reformer/test_reformer_tasks.py::test_causal_lm_trains_saves_and_generates",
+                 "tests/serving/test_gpt_export.py::test_generation_export_errors",
+                 "tests/serving/test_export.py::test_question_answering_outputs")
 def test_generation_export_at_16k_positions_serves_without_kerasbert(world, pretrained):
     work = world["work"]
     out = ok(kerasbert("export", "--model", "run", "--output", "serving/charlm",
@@ -137,10 +136,9 @@ print(json.dumps({k: v.numpy().tolist() for k, v in out.items()},
 # 55 s: a Reformer classifier fine-tuned on bytes, exported at 16384 positions, serving
 # a 12000-byte document; the default suite builds the Reformer classifier in process
 # and fine-tunes, exports and serves other backbones.
-@pytest.mark.slow(covered_by=(
-    "tests/models/reformer/test_reformer_tasks.py::test_classifier_and_refusals",
-    "tests/training/test_finetune_cli.py::test_a_run_made_from_relative_paths_travels",
-    "tests/serving/test_export.py::test_regression_score_matches_keras"))
+@slow_covered_by("tests/models/reformer/test_reformer_tasks.py::test_classifier_and_refusals",
+                 "tests/training/test_finetune_cli.py::test_a_run_made_from_relative_paths_travels",
+                 "tests/serving/test_export.py::test_regression_score_matches_keras")
 def test_long_document_classifier_finetunes_exports_and_serves(world, pretrained):
     work, rng = world["work"], random.Random(5)
     rows = []
@@ -176,10 +174,10 @@ def test_long_document_classifier_finetunes_exports_and_serves(world, pretrained
 # 38 s (fresh processes on the module's run): --max-new-tokens past 16384 positions and
 # --to hf / tf-hub of a bytes Reformer refused; the default suite refuses impossible
 # Reformer settings and conversions of other models in process.
-@pytest.mark.slow(covered_by=(
+@slow_covered_by(
     "tests/models/test_config_validation.py::test_impossible_reformer_overrides_are_refused_before_anything_is_built",
     "tests/serving/test_model_conversion.py::test_refusals",
-    "tests/tasks/test_causal_lm.py::TestGenerate::test_same_seed_same_samples_and_bad_options"))
+    "tests/tasks/test_causal_lm.py::TestGenerate::test_same_seed_same_samples_and_bad_options")
 def test_generation_length_and_conversion_refusals_are_one_line(world, pretrained):
     """--max-new-tokens is bounded by the model's positions; --to hf of this
     byte-level Reformer suggests no target that fails (none writes it: the

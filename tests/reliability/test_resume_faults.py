@@ -23,6 +23,8 @@ import pretrain_data as pd  # noqa: E402
 from kerasbert.training.checkpoints import list_checkpoints, verify_checkpoint  # noqa: E402
 from kerasbert.testing.files import tfrecord_offsets  # noqa: E402
 
+from slow_marks import slow_covered_by  # noqa: E402
+
 TINY = ("--preset", "bert_tiny", "--set", "num_layers=1", "--set", "hidden_dim=32",
         "--set", "num_heads=2", "--set", "intermediate_dim=64",
         "--set", "max_sequence_length=64", "--batch-size", "8", "--learning-rate", "1e-3",
@@ -58,11 +60,10 @@ def model_tensors(prefix):
 # 80 s: two 100-step console runs, one SIGKILLed and resumed from elsewhere after its
 # data moved, bit-identical; the default suite SIGKILLs and resumes a console run,
 # records data by name and restores the input position.
-@pytest.mark.slow(covered_by=(
-    "tests/reliability/test_kills.py::test_kill_pretrain_then_resume",
-    "tests/training/test_resume_checks.py::test_saved_input_from_manifest_else_config_json",
-    "tests/training/test_resume_checks.py::test_same_input_has_no_changes",
-    "tests/training/test_checkpoints.py::test_input_position_restores_on_its_own"))
+@slow_covered_by("tests/reliability/test_kills.py::test_kill_pretrain_then_resume",
+                 "tests/training/test_resume_checks.py::test_saved_input_from_manifest_else_config_json",
+                 "tests/training/test_resume_checks.py::test_same_input_has_no_changes",
+                 "tests/training/test_checkpoints.py::test_input_position_restores_on_its_own")
 def test_resume_from_another_directory_after_the_data_moved(made, tmp_path):
     """Process 1 trains from directory A with a relative --data and is
     SIGKILLed after a few checkpoints; the data folder moves; process 2
@@ -112,10 +113,9 @@ def test_resume_from_another_directory_after_the_data_moved(made, tmp_path):
 
 # 41 s: two console runs, two damaged checkpoints passed over with one warning each;
 # the default suite falls back over every kind of damage in process.
-@pytest.mark.slow(covered_by=(
-    "tests/training/test_checkpoints.py::test_damaged_newest_checkpoint_falls_back_with_a_warning",
-    "tests/training/test_checkpoints.py::test_save_writes_manifest_and_prunes_with_it",
-    "tests/reliability/test_kills.py::test_kill_pretrain_then_resume"))
+@slow_covered_by("tests/training/test_checkpoints.py::test_damaged_newest_checkpoint_falls_back_with_a_warning",
+                 "tests/training/test_checkpoints.py::test_save_writes_manifest_and_prunes_with_it",
+                 "tests/reliability/test_kills.py::test_kill_pretrain_then_resume")
 def test_damaged_newest_checkpoints_fall_back(made, tmp_path):
     """ckpt-6 truncated and ckpt-4 with flipped bytes: the resume warns
     about each on one line, restores ckpt-2 and trains on from there."""
@@ -171,10 +171,9 @@ def test_data_without_records_exits_2_at_once(made, tmp_path):
 
 # 14 s: a console pretrain reaching a corrupt record; the default suite refuses data
 # without records at the console and turns the reader's record errors into one line.
-@pytest.mark.slow(covered_by=(
-    "tests/reliability/test_resume_faults.py::test_data_without_records_exits_2_at_once",
-    "tests/training/test_loop.py::test_data_errors_become_one_line_usage_errors",
-    "tests/data/test_corrupt_data.py::test_flipped_bytes_mid_file"))
+@slow_covered_by("tests/reliability/test_resume_faults.py::test_data_without_records_exits_2_at_once",
+                 "tests/training/test_loop.py::test_data_errors_become_one_line_usage_errors",
+                 "tests/data/test_corrupt_data.py::test_flipped_bytes_mid_file")
 def test_corrupt_record_is_one_line_naming_file_and_record(made, tmp_path):
     vocab, shards = copy_data(made, tmp_path / "data")
     path = os.path.join(shards, "part-00001-of-00002.tfrecord")
@@ -194,10 +193,9 @@ def test_corrupt_record_is_one_line_naming_file_and_record(made, tmp_path):
 
 # 14 s: a console pretrain reaching an id past the vocabulary; the default suite refuses
 # data without records at the console and out-of-range ids in the reader and finetune.
-@pytest.mark.slow(covered_by=(
-    "tests/reliability/test_resume_faults.py::test_data_without_records_exits_2_at_once",
-    "tests/data/test_corrupt_data.py::test_value_out_of_range_names_file_record_and_value",
-    "tests/reliability/test_bad_input.py::test_finetune_refuses_token_ids_outside_the_vocabulary"))
+@slow_covered_by("tests/reliability/test_resume_faults.py::test_data_without_records_exits_2_at_once",
+                 "tests/data/test_corrupt_data.py::test_value_out_of_range_names_file_record_and_value",
+                 "tests/reliability/test_bad_input.py::test_finetune_refuses_token_ids_outside_the_vocabulary")
 def test_token_id_beyond_the_vocabulary_is_one_line(made, tmp_path):
     vocab, shards = copy_data(made, tmp_path / "data")
     vocab_size = json.load(open(os.path.join(shards, "metadata.json")))["vocab_size"]

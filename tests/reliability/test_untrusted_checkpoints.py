@@ -44,6 +44,7 @@ from reliability.console import KERASBERT
 from reliability.console import env
 from reliability.console import one_line_error
 from reliability.console import tree
+from slow_marks import slow_covered_by
 
 # Bounded, reproducible, in the default suite: the same examples every run.
 PROPERTY = settings(max_examples=100, derandomize=True, database=None,
@@ -299,20 +300,27 @@ def test_a_mutated_header_loads_what_the_format_says_or_is_refused(tiny, workspa
     shutil.rmtree(directory)
 
 
+def alias_key_to_query(checkpoint, workspace, layer, link=()):
+    """A copy of `checkpoint` whose safetensors header points encoder layer
+    `layer`'s key.weight at its query.weight's bytes, which the format's
+    own reader refuses; returns (the copy, query's name, key's name)."""
+    directory = copy_checkpoint(checkpoint[0], workspace, link=link)
+    path = os.path.join(directory, "model.safetensors")
+    header, _, data = read_parts(path)
+    query, key = (f"encoder.layer.{layer}.attention.self.query.weight",
+                  f"encoder.layer.{layer}.attention.self.key.weight")
+    header[key]["data_offsets"] = list(header[query]["data_offsets"])
+    write_parts(path, header, data)
+    assert read_by_the_format(path) is None
+    return directory, query, key
+
+
 def test_key_weights_pointing_at_the_query_bytes_are_refused_like_the_format_does(tiny,
                                                                                   workspace):
     """The issue's case: the header's key.weight points at query.weight's
     bytes. It used to load, fine-tune and save a model whose key weights
     equal its query weights."""
-    source, _, _ = tiny
-    directory = copy_checkpoint(source, workspace)
-    path = os.path.join(directory, "model.safetensors")
-    header, _, data = read_parts(path)
-    query, key = ("encoder.layer.0.attention.self.query.weight",
-                  "encoder.layer.0.attention.self.key.weight")
-    header[key]["data_offsets"] = list(header[query]["data_offsets"])
-    write_parts(path, header, data)
-    assert read_by_the_format(path) is None
+    directory, query, key = alias_key_to_query(tiny, workspace, 0)
     with pytest.raises(UsageError) as err:
         load_backbone(directory)
     assert_one_line(err.value, "model.safetensors", "overlaps", query, key)
@@ -381,14 +389,34 @@ def check_config_mutation(directory, reference, mutation):
     return backbone
 
 
-@PROPERTY
-@given(mutation=CONFIG_MUTATIONS)
-def test_a_mutated_config_loads_the_same_weights_or_is_refused(tiny, workspace, mutation):
-    source, config, reference = tiny
-    directory = copy_checkpoint(source, workspace)
+def check_mutated_copy(checkpoint, workspace, mutation, link=()):
+    """`mutation` applied to config.json in a copy of `checkpoint`
+    ((directory, config, reference weights)): check_config_mutation's
+    checks, then the copy is removed."""
+    source, config, reference = checkpoint
+    directory = copy_checkpoint(source, workspace, link=link)
     mutate_config(os.path.join(directory, "config.json"), config, mutation)
     check_config_mutation(directory, reference, mutation)
     shutil.rmtree(directory)
+
+
+def refuse_a_lying_copy(checkpoint, workspace, field, value, link=()):
+    """Loads a copy of `checkpoint` whose config.json says `field`: `value`,
+    which must raise UsageError; returns (the copy, the error, the
+    PeakMemory of the attempt)."""
+    source, config, _ = checkpoint
+    directory = copy_checkpoint(source, workspace, link=link)
+    with open(os.path.join(directory, "config.json"), "w") as f:
+        json.dump({**config, field: value}, f)
+    with PeakMemory() as peak, pytest.raises(UsageError) as err:
+        load_backbone(directory)
+    return directory, err.value, peak
+
+
+@PROPERTY
+@given(mutation=CONFIG_MUTATIONS)
+def test_a_mutated_config_loads_the_same_weights_or_is_refused(tiny, workspace, mutation):
+    check_mutated_copy(tiny, workspace, mutation)
 
 
 @pytest.mark.parametrize("field, value, fragments", [
@@ -402,13 +430,8 @@ def test_a_mutated_config_loads_the_same_weights_or_is_refused(tiny, workspace, 
     ("num_hidden_layers", 1, ["num_hidden_layers=1", "holds 2 layers"]),
 ])
 def test_each_config_case_of_the_issue_is_one_line(tiny, workspace, field, value, fragments):
-    source, config, reference = tiny
-    directory = copy_checkpoint(source, workspace)
-    with open(os.path.join(directory, "config.json"), "w") as f:
-        json.dump({**config, field: value}, f)
-    with PeakMemory() as peak, pytest.raises(UsageError) as err:
-        load_backbone(directory)
-    assert_one_line(err.value, directory, *fragments)
+    directory, error, peak = refuse_a_lying_copy(tiny, workspace, field, value)
+    assert_one_line(error, directory, *fragments)
     assert peak.growth <= file_bytes(directory) + SLACK_BYTES
 
 
@@ -428,11 +451,7 @@ def minilm(published_minilm):
 @given(mutation=CONFIG_MUTATIONS)
 def test_the_published_config_mutated_loads_its_weights_or_is_refused(minilm, workspace,
                                                                       mutation):
-    source, config, reference = minilm
-    directory = copy_checkpoint(source, workspace, link=MINILM_LINKED)
-    mutate_config(os.path.join(directory, "config.json"), config, mutation)
-    check_config_mutation(directory, reference, mutation)
-    shutil.rmtree(directory)
+    check_mutated_copy(minilm, workspace, mutation, link=MINILM_LINKED)
 
 
 @pytest.mark.parametrize("field, value, fragments", [
@@ -445,27 +464,15 @@ def test_the_published_config_mutated_loads_its_weights_or_is_refused(minilm, wo
 ])
 def test_the_published_checkpoint_with_a_lying_config_is_refused(minilm, workspace, field,
                                                                  value, fragments):
-    source, config, _ = minilm
-    directory = copy_checkpoint(source, workspace, link=MINILM_LINKED)
-    with open(os.path.join(directory, "config.json"), "w") as f:
-        json.dump({**config, field: value}, f)
-    with PeakMemory() as peak, pytest.raises(UsageError) as err:
-        load_backbone(directory)
-    assert_one_line(err.value, directory, *fragments)
+    directory, error, peak = refuse_a_lying_copy(minilm, workspace, field, value,
+                                                 link=MINILM_LINKED)
+    assert_one_line(error, directory, *fragments)
     # Refused before the model is built: not even the 90 MB the file holds.
     assert peak.growth <= SLACK_BYTES
 
 
 def test_the_published_header_with_aliased_tensors_is_refused(minilm, workspace):
-    source, _, _ = minilm
-    directory = copy_checkpoint(source, workspace, link=MINILM_LINKED)
-    path = os.path.join(directory, "model.safetensors")
-    header, _, data = read_parts(path)
-    query, key = ("encoder.layer.3.attention.self.query.weight",
-                  "encoder.layer.3.attention.self.key.weight")
-    header[key]["data_offsets"] = list(header[query]["data_offsets"])
-    write_parts(path, header, data)
-    assert read_by_the_format(path) is None
+    directory, query, key = alias_key_to_query(minilm, workspace, 3, link=MINILM_LINKED)
     with pytest.raises(UsageError) as err:
         load_backbone(directory)
     assert_one_line(err.value, "overlaps", query, key)
@@ -573,43 +580,39 @@ def console_results(console_cases, workspace, request):
 # headline case (`info`, a 50,000,000-row vocabulary) and the one that
 # reaches `finetune`'s loader (aliased tensors); the other cases' messages
 # are checked in process above, and their fresh processes are slow.
+# The default-suite tests that the slow cases below name.
+AT_THE_CONSOLE = ("tests/reliability/test_untrusted_checkpoints.py::"
+                  "test_the_console_script_exits_2_with_one_line_and_writes_nothing")
+ISSUE_CASES = "tests/reliability/test_untrusted_checkpoints.py::test_each_config_case_of_the_issue_is_one_line"
+MUTATED_CONFIG = ("tests/reliability/test_untrusted_checkpoints.py::"
+                  "test_a_mutated_config_loads_the_same_weights_or_is_refused")
+MUTATED_HEADER = ("tests/reliability/test_untrusted_checkpoints.py::"
+                  "test_a_mutated_header_loads_what_the_format_says_or_is_refused")
+LYING_PRESET = "tests/convert/test_untrusted_weights.py::test_a_keras_hub_preset_with_a_lying_config_is_one_line"
+REFUSED_HEADER = "tests/convert/test_untrusted_weights.py::test_a_header_the_format_refuses_is_refused_in_one_line"
+REFORMER_OVERRIDES = ("tests/models/test_config_validation.py::"
+                      "test_impossible_reformer_overrides_are_refused_before_anything_is_built")
 CONSOLE_PARAMS = [
     "aliased",
     # ~5 s each (a fresh process): config.json nested 100,001 levels at the console; in
     # process the Hypothesis config mutations and the keras-hub preset check nest it too.
-    pytest.param("deep_config", id="deep_config", marks=pytest.mark.slow(covered_by=(
-        "tests/reliability/test_untrusted_checkpoints.py::test_a_mutated_config_loads_the_same_weights_or_is_refused",
-        "tests/convert/test_untrusted_weights.py::test_a_keras_hub_preset_with_a_lying_config_is_one_line",
-        "tests/reliability/test_untrusted_checkpoints.py::test_the_console_script_exits_2_with_one_line_and_writes_nothing"))),
+    pytest.param("deep_config", marks=slow_covered_by(MUTATED_CONFIG, LYING_PRESET, AT_THE_CONSOLE)),
     # A header nested 100,001 levels at the console; in process the header mutations and
     # the format checks refuse the same header in one line.
-    pytest.param("deep_header", id="deep_header", marks=pytest.mark.slow(covered_by=(
-        "tests/reliability/test_untrusted_checkpoints.py::test_a_mutated_header_loads_what_the_format_says_or_is_refused",
-        "tests/convert/test_untrusted_weights.py::test_a_header_the_format_refuses_is_refused_in_one_line",
-        "tests/reliability/test_untrusted_checkpoints.py::test_the_console_script_exits_2_with_one_line_and_writes_nothing"))),
+    pytest.param("deep_header", marks=slow_covered_by(MUTATED_HEADER, REFUSED_HEADER, AT_THE_CONSOLE)),
     "huge_vocab",
     # hidden_size 2**20 at the console (peak memory of the process); in process the
     # issue's config cases are refused within the same memory bound.
-    pytest.param("huge_width", id="huge_width", marks=pytest.mark.slow(covered_by=(
-        "tests/reliability/test_untrusted_checkpoints.py::test_each_config_case_of_the_issue_is_one_line",
-        "tests/reliability/test_untrusted_checkpoints.py::test_the_console_script_exits_2_with_one_line_and_writes_nothing"))),
+    pytest.param("huge_width", marks=slow_covered_by(ISSUE_CASES, AT_THE_CONSOLE)),
     # pretrain --preset reformer_tiny --set num_hashes=0 at the console; the same override
     # is refused before anything is built in process.
-    pytest.param("reformer", id="reformer", marks=pytest.mark.slow(covered_by=(
-        "tests/models/test_config_validation.py::test_impossible_reformer_overrides_are_refused_before_anything_is_built",
-        "tests/reliability/test_untrusted_checkpoints.py::test_the_console_script_exits_2_with_one_line_and_writes_nothing"))),
+    pytest.param("reformer", marks=slow_covered_by(REFORMER_OVERRIDES, AT_THE_CONSOLE)),
     # info --set lsh_chunk_length=0 at the console; refused in process as above.
-    pytest.param("reformer_info", id="reformer_info", marks=pytest.mark.slow(covered_by=(
-        "tests/models/test_config_validation.py::test_impossible_reformer_overrides_are_refused_before_anything_is_built",
-        "tests/reliability/test_untrusted_checkpoints.py::test_the_console_script_exits_2_with_one_line_and_writes_nothing"))),
+    pytest.param("reformer_info", marks=slow_covered_by(REFORMER_OVERRIDES, AT_THE_CONSOLE)),
     # hidden_size "abc" at the console; the same case is one line in process.
-    pytest.param("text_width", id="text_width", marks=pytest.mark.slow(covered_by=(
-        "tests/reliability/test_untrusted_checkpoints.py::test_each_config_case_of_the_issue_is_one_line",
-        "tests/reliability/test_untrusted_checkpoints.py::test_the_console_script_exits_2_with_one_line_and_writes_nothing"))),
+    pytest.param("text_width", marks=slow_covered_by(ISSUE_CASES, AT_THE_CONSOLE)),
     # num_attention_heads 0 at the console; the same case is one line in process.
-    pytest.param("zero_heads", id="zero_heads", marks=pytest.mark.slow(covered_by=(
-        "tests/reliability/test_untrusted_checkpoints.py::test_each_config_case_of_the_issue_is_one_line",
-        "tests/reliability/test_untrusted_checkpoints.py::test_the_console_script_exits_2_with_one_line_and_writes_nothing"))),
+    pytest.param("zero_heads", marks=slow_covered_by(ISSUE_CASES, AT_THE_CONSOLE)),
 ]
 assert [p if isinstance(p, str) else p.values[0] for p in CONSOLE_PARAMS] == sorted(CONSOLE)
 

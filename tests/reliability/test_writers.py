@@ -20,6 +20,7 @@ from reliability.console import kerasbert, ok, one_line_error, start
 # Tiny fine-tuning directories of every task type (tests/serving).
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(__file__)), "serving"))
 from serving_fixtures import make_finetuned_dir  # noqa: E402
+from slow_marks import slow_covered_by  # noqa: E402
 
 
 # --- the lock itself -------------------------------------------------------------
@@ -182,11 +183,10 @@ def test_an_output_of_the_wrong_kind_is_one_line_exit_2(tmp_path, capsys, monkey
 # 26 s: three console exports, two at once, into one OUTPUT; the default suite checks
 # the lock against a second writer of each command, a console export refused over an
 # existing version, and the export's permissions and export.json in process.
-@pytest.mark.slow(covered_by=(
-    "tests/reliability/test_writers.py::test_a_second_writer_exits_2_naming_the_holder",
-    "tests/reliability/test_writers.py::test_export_refuses_an_existing_version_without_overwrite",
-    "tests/reliability/test_writers.py::test_atomic_writes_have_ordinary_permissions",
-    "tests/training/test_finetune_cli.py::test_a_run_made_from_relative_paths_travels"))
+@slow_covered_by("tests/reliability/test_writers.py::test_a_second_writer_exits_2_naming_the_holder",
+                 "tests/reliability/test_writers.py::test_export_refuses_an_existing_version_without_overwrite",
+                 "tests/reliability/test_writers.py::test_atomic_writes_have_ordinary_permissions",
+                 "tests/training/test_finetune_cli.py::test_a_run_made_from_relative_paths_travels")
 def test_two_export_processes_never_share_a_version(tmp_path):
     """Two `kerasbert export` processes into one OUTPUT at once, without
     --version: each either writes its own version or is refused by the lock;

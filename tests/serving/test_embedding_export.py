@@ -15,6 +15,7 @@ from reliability.console import ok
 from reliability.console import one_line_error
 from serving_fixtures import run_fresh
 from serving_fixtures import run_in_process
+from slow_marks import slow_covered_by
 
 TEXTS = ["The quick brown fox jumps over the lazy dog.", "hello world!", "",
          "a cat sat on the mat , and a dog sits on the rug . " * 3, "Dogs?"]
@@ -62,8 +63,7 @@ print(json.dumps(out))
 
 # 14 s: SERVE in a fresh process with only tensorflow + tensorflow_text; the
 # default suite runs it on the same export in-process.
-@pytest.mark.slow(covered_by=(
-    "tests/serving/test_embedding_export.py::test_served_vectors_equal_keras_in_process",))
+@slow_covered_by("tests/serving/test_embedding_export.py::test_served_vectors_equal_keras_in_process")
 def test_served_vectors_equal_keras(exported):
     _check_served_vectors(exported, run_fresh)
 
@@ -100,9 +100,8 @@ def test_export_files(exported):
 
 # 24 s: the installed console script, three fresh processes; the default
 # suite runs `export --task embedding` and `predict` in-process.
-@pytest.mark.slow(covered_by=(
-    "tests/serving/test_embedding_export.py::test_export_flags_and_errors",
-    "tests/serving/test_embedding_export.py::test_predict_command_on_the_export"))
+@slow_covered_by("tests/serving/test_embedding_export.py::test_export_flags_and_errors",
+                 "tests/serving/test_embedding_export.py::test_predict_command_on_the_export")
 def test_console_script_export_and_predict(tmp_path):
     folder, _, _ = write_sentence_model(str(tmp_path / "st"), ("mean",), True, max_seq_length=16)
     out = tmp_path / "export" / "vectors"
@@ -173,9 +172,8 @@ print(json.dumps(vectors["embedding"].numpy().tolist()))
 # 27 s: exports the published 22M-parameter model and serves it in a fresh
 # process; the default suite checks the same model's Keras vectors against
 # NumPy and a tiny model's served vectors against Keras.
-@pytest.mark.slow(covered_by=(
-    "tests/tasks/test_sentence_encoder.py::test_real_all_minilm_equals_numpy_reference",
-    "tests/serving/test_embedding_export.py::test_served_vectors_equal_keras_in_process"))
+@slow_covered_by("tests/tasks/test_sentence_encoder.py::test_real_all_minilm_equals_numpy_reference",
+                 "tests/serving/test_embedding_export.py::test_served_vectors_equal_keras_in_process")
 def test_real_all_minilm_serves_its_vectors(published_minilm, tmp_path):
     """all-MiniLM-L6-v2 as published: served vectors equal the Keras
     encoder's (which equal a NumPy forward pass, tests/tasks/

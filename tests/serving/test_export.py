@@ -17,6 +17,7 @@ from reliability.console import ok
 from serving_fixtures import make_finetuned_dir
 from serving_fixtures import run_fresh
 from serving_fixtures import shared_export
+from slow_marks import slow_covered_by
 
 REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 TASKS = ("classification", "pair", "regression", "tagging", "multiple_choice", "qa")
@@ -224,8 +225,7 @@ SIGNATURE_CONTRACT = [
 
 # 20 s: two runs of the saved_model_cli console script; the default suite
 # checks the same signature defs, read from saved_model.pb as it reads them.
-@pytest.mark.slow(covered_by=(
-    "tests/serving/test_export.py::test_signature_defs_as_saved_model_cli_reads_them",))
+@slow_covered_by("tests/serving/test_export.py::test_signature_defs_as_saved_model_cli_reads_them")
 def test_saved_model_cli_contract(exports):
     """`saved_model_cli show`: names, dtypes, batch dimension -1, method."""
     cli = os.path.join(os.path.dirname(sys.executable), "saved_model_cli")
@@ -334,9 +334,8 @@ def _failed_exports_leave_the_versions(ft, out, newest, monkeypatch):
 # 14 s: five exports (versions 1-3 through the CLI and export_saved_model.py);
 # the default suite checks the refusals and the failed exports on a copy of
 # the shared export, and test_batching exports twice into one model folder.
-@pytest.mark.slow(covered_by=(
-    "tests/serving/test_export.py::test_failed_exports_leave_the_versions_alone",
-    "tests/serving/test_batching.py::test_export_writes_both_files_and_keeps_an_operators_file"))
+@slow_covered_by("tests/serving/test_export.py::test_failed_exports_leave_the_versions_alone",
+                 "tests/serving/test_batching.py::test_export_writes_both_files_and_keeps_an_operators_file")
 def test_versions_overwrite_and_atomic_failure(tmp_path, monkeypatch):
     from kerasbert.cli import main
 

@@ -19,6 +19,8 @@ from serving_fixtures import run_in_process
 from test_qa_serving import DOC_STRIDE, MAX_ANSWER, MAX_QUERY, PAIRS, SEQ_LENGTH
 from test_qa_serving import _check_parity, _compare_features, _python_pipeline
 
+from slow_marks import slow_covered_by
+
 TEXTS = ["John lives in Paris, naïve café.", "the quick brown fox jumps over the lazy dog",
          "Mary works at the bank near the river in London!", ""]
 FAMILIES = {  # name: (backbone class, tokenizer kind, files the export must carry)
@@ -119,8 +121,7 @@ def exported(tmp_path_factory):
 # each family's pair model and serves it in-process (test_pair_export_in_process).
 
 # 70 s (the fixture): served in a fresh process, every source file deleted.
-@pytest.mark.slow(covered_by=(
-    "tests/serving/test_export_families.py::test_pair_export_in_process",))
+@slow_covered_by("tests/serving/test_export_families.py::test_pair_export_in_process")
 @pytest.mark.parametrize("name", sorted(FAMILIES))
 def test_pair_export_serves_like_keras(exported, name):
     result, served = exported
@@ -131,8 +132,7 @@ def test_pair_export_serves_like_keras(exported, name):
 
 
 # The fixture's cost; the default suite checks the same files on its exports.
-@pytest.mark.slow(covered_by=(
-    "tests/serving/test_export_families.py::test_pair_export_in_process",))
+@slow_covered_by("tests/serving/test_export_families.py::test_pair_export_in_process")
 @pytest.mark.parametrize("name", sorted(FAMILIES))
 def test_export_carries_its_tokenizer(exported, name):
     result, _ = exported
@@ -144,8 +144,7 @@ def test_export_carries_its_tokenizer(exported, name):
 
 
 # The fixture's cost; the default suite checks the layout on its RoBERTa export.
-@pytest.mark.slow(covered_by=(
-    "tests/serving/test_export_families.py::test_pair_export_in_process",))
+@slow_covered_by("tests/serving/test_export_families.py::test_pair_export_in_process")
 def test_roberta_pairs_use_roberta_layout(exported):
     """`<s> a </s></s> b </s>`, type ids all 0 (checked on the features the
     served model was compared against)."""
@@ -158,10 +157,9 @@ def test_roberta_pairs_use_roberta_layout(exported):
 
 # The fixture's cost: RoBERTa's QA export; the default suite serves BPE pairs
 # (test_pair_export_in_process) and WordPiece QA windows and answers.
-@pytest.mark.slow(covered_by=(
-    "tests/serving/test_export_families.py::test_pair_export_in_process",
-    "tests/serving/test_qa_serving.py::test_features_match_convert_qa",
-    "tests/serving/test_qa_serving.py::test_parity_version_1"))
+@slow_covered_by("tests/serving/test_export_families.py::test_pair_export_in_process",
+                 "tests/serving/test_qa_serving.py::test_features_match_convert_qa",
+                 "tests/serving/test_qa_serving.py::test_parity_version_1")
 def test_roberta_qa_windows_and_answers(exported):
     """In-graph windows equal `convert_qa`'s (`<s> q </s></s> ctx </s>`),
     and the served answers equal the Python pipeline's."""
@@ -251,9 +249,8 @@ def _softmax(logits):
 
 # The fixture's cost: BPE word groups in a tagging export; the default suite
 # serves BPE pairs and WordPiece tagging (words, labels and entities).
-@pytest.mark.slow(covered_by=(
-    "tests/serving/test_export_families.py::test_pair_export_in_process",
-    "tests/serving/test_export.py::test_tagging_words_labels_and_entities"))
+@slow_covered_by("tests/serving/test_export_families.py::test_pair_export_in_process",
+                 "tests/serving/test_export.py::test_tagging_words_labels_and_entities")
 def test_roberta_tagging_export_serves_like_keras(exported):
     """Served words are the BPE word groups ("Paris," is one word: "," has
     no leading-space mark); each word's probabilities equal the Keras model's
@@ -285,9 +282,8 @@ def test_roberta_tagging_export_serves_like_keras(exported):
 
 # The fixture's cost: RoBERTa's multiple-choice export; the default suite
 # serves BPE pairs and WordPiece multiple choice.
-@pytest.mark.slow(covered_by=(
-    "tests/serving/test_export_families.py::test_pair_export_in_process",
-    "tests/serving/test_export.py::test_probabilities_match_keras"))
+@slow_covered_by("tests/serving/test_export_families.py::test_pair_export_in_process",
+                 "tests/serving/test_export.py::test_probabilities_match_keras")
 def test_roberta_multiple_choice_export_serves_like_keras(exported):
     from kerasbert.data.finetuning import convert_examples
     from kerasbert.data.finetuning.examples import TaskData

@@ -15,6 +15,7 @@ from kerasbert.testing import assert_same_decisions
 from serving_fixtures import run_fresh
 from serving_fixtures import run_in_process
 from serving_fixtures import write_vocab
+from slow_marks import slow_covered_by
 
 PROMPTS = ["the quick brown fox", "paris", "", "a city near the river in france was old"]
 
@@ -68,20 +69,12 @@ def greedy_margins(lm, tokenizer, prompt, max_new_tokens):
     return margins
 
 
-# 24 s: the generation SavedModel in a fresh process with only tensorflow +
-# tensorflow_text; the default suite runs the same script in-process.
-@pytest.mark.slow(covered_by=(
-    "tests/serving/test_gpt_export.py::test_generation_export_matches_python_generate_in_process",))
-def test_generation_export_matches_python_generate_in_a_fresh_process(generation_run, tmp_path):
-    _check_generation_export(generation_run, tmp_path, run_fresh)
-
-
-def test_generation_export_matches_python_generate_in_process(generation_run, tmp_path):
-    """The same export and checks, the script run in this process."""
-    _check_generation_export(generation_run, tmp_path, run_in_process)
-
-
-def _check_generation_export(generation_run, tmp_path, runner):
+# The generation SavedModel's checks run as a script in this process, and (24 s,
+# slow) in a fresh process with only tensorflow + tensorflow_text.
+@pytest.mark.parametrize("runner", [run_in_process, pytest.param(run_fresh, marks=slow_covered_by(
+    "tests/serving/test_gpt_export.py::test_generation_export_matches_python_generate[in_process]"))],
+    ids=["in_process", "in_a_fresh_process"])
+def test_generation_export_matches_python_generate(generation_run, tmp_path, runner):
     from kerasbert.loading.generation import generate_text
 
     run, lm, tokenizer = generation_run
@@ -153,20 +146,12 @@ def classifier_dir(tmp_path_factory):
     return str(ft), model, tokenizer
 
 
-# 16 s: the classifier SavedModel in a fresh process with only tensorflow +
-# tensorflow_text; the default suite runs the same script in-process.
-@pytest.mark.slow(covered_by=(
-    "tests/serving/test_gpt_export.py::test_classification_export_reads_the_extract_token_in_process",))
-def test_classification_export_reads_the_extract_token(classifier_dir, tmp_path):
-    _check_classification_export(classifier_dir, tmp_path, run_fresh)
-
-
-def test_classification_export_reads_the_extract_token_in_process(classifier_dir, tmp_path):
-    """The same export and checks, the script run in this process."""
-    _check_classification_export(classifier_dir, tmp_path, run_in_process)
-
-
-def _check_classification_export(classifier_dir, tmp_path, runner):
+# The classifier SavedModel's checks run as a script in this process, and (16 s,
+# slow) in a fresh process with only tensorflow + tensorflow_text.
+@pytest.mark.parametrize("runner", [run_in_process, pytest.param(run_fresh, marks=slow_covered_by(
+    "tests/serving/test_gpt_export.py::test_classification_export_reads_the_extract_token[in_process]"))],
+    ids=["in_process", "in_a_fresh_process"])
+def test_classification_export_reads_the_extract_token(classifier_dir, tmp_path, runner):
     from kerasbert.text import make_packer
 
     ft, model, tokenizer = classifier_dir

@@ -15,6 +15,8 @@ from serving_fixtures import shared_export
 from test_export import TASKS
 from test_export import _inputs
 
+from slow_marks import slow_covered_by
+
 VARIANTS = {  # name: export options
     "plain": {"pad_to_longest": False, "jit_compile": False},
     "longest": {"pad_to_longest": True, "jit_compile": False},
@@ -134,10 +136,10 @@ def _assert_variants_equal_plain(served, task_type):
 # classification variants in-process, and test_export checks every task
 # type's default ("longest") export against the Keras model (full padding).
 @pytest.mark.parametrize("task_type", [
-    pytest.param(task_type, marks=pytest.mark.slow(covered_by=(
+    pytest.param(task_type, marks=slow_covered_by(
         "tests/serving/test_graph_options.py::test_classification_variants_equal_plain_in_process",
         "tests/serving/test_export.py::test_probabilities_match_keras",
-        "tests/serving/test_export.py::test_tagging_words_labels_and_entities")), id=task_type)
+        "tests/serving/test_export.py::test_tagging_words_labels_and_entities"), id=task_type)
     for task_type in TASKS])
 def test_variants_equal_plain_export(served, task_type):
     _assert_variants_equal_plain(served, task_type)

@@ -29,6 +29,7 @@ from serving_fixtures import FRESH_PREAMBLE
 from serving_fixtures import run_in_process
 from serving_fixtures import tiny_backbone
 from serving_fixtures import write_vocab
+from slow_marks import slow_covered_by
 
 SEQ_LENGTH = 32  # The preprocessor's default T.
 PAIR_LENGTH = 24  # T passed to bert_pack_inputs.
@@ -356,8 +357,7 @@ def test_mismatched_pretrainer_is_a_usage_error(exported, tmp_path):
 
 # 13 s (and the tutorial's process beside it): STRICT_SCRIPT in a fresh process
 # where kerasbert cannot be imported; the default suite runs it in-process.
-@pytest.mark.slow(covered_by=(
-    "tests/serving/test_hub_export.py::test_savedmodels_match_keras_in_process",))
+@slow_covered_by("tests/serving/test_hub_export.py::test_savedmodels_match_keras_in_process")
 def test_savedmodels_match_keras_with_only_tensorflow_text(exported):
     assert _finish(exported["started"]("strict")).strip().endswith("ok")
 
@@ -386,8 +386,7 @@ def test_savedmodels_match_keras_in_process(exported):
 # ~20 s of tf-keras and TF Hub start-up: the TF Hub tutorial fine-tunes the
 # encoder through hub.KerasLayer; the default suite loads the same SavedModels
 # in-process and checks the encoder's gradients and the pair packing.
-@pytest.mark.slow(covered_by=(
-    "tests/serving/test_hub_export.py::test_savedmodels_match_keras_in_process",))
+@slow_covered_by("tests/serving/test_hub_export.py::test_savedmodels_match_keras_in_process")
 def test_tf_hub_tutorial_fine_tunes_the_encoder(exported):
     result = json.loads(_finish(exported["started"]("tutorial")).strip().splitlines()[-1])
     assert np.isfinite(result["loss"])

@@ -20,6 +20,8 @@ from serving_fixtures import tiny_backbone
 from serving_fixtures import write_tokenizer
 from test_hub_export import cli
 
+from slow_marks import slow_covered_by
+
 FAMILIES = {  # name: (backbone class, tokenizer kind, assets the preprocessor carries)
     "albert": ("AlbertBackbone", "sentencepiece", ["sentencepiece.model"]),
     "roberta": ("RobertaBackbone", "bpe", ["merges.txt", "vocab.json"]),
@@ -110,9 +112,8 @@ def exported(tmp_path_factory):
 # ~90 s: two families' export-hub runs and a fresh process; the default suite
 # checks BERT's export-hub SavedModels, and each family's tokenizer in an
 # export's graph (test_pair_export_in_process).
-@pytest.mark.slow(covered_by=(
-    "tests/serving/test_hub_export.py::test_savedmodels_match_keras_in_process",
-    "tests/serving/test_export_families.py::test_pair_export_in_process"))
+@slow_covered_by("tests/serving/test_hub_export.py::test_savedmodels_match_keras_in_process",
+                 "tests/serving/test_export_families.py::test_pair_export_in_process")
 @pytest.mark.parametrize("name", sorted(FAMILIES))
 def test_hub_export_of_family(exported, name):
     expected, served = exported[0][name], exported[1][name]

@@ -8,11 +8,10 @@ tensorflow and tensorflow_text, on a SavedModel whose warm-up requests
 import json
 import os
 
-import pytest
-
 from serving_fixtures import run_fresh
 from serving_fixtures import run_in_process
 from serving_fixtures import shared_export
+from slow_marks import slow_covered_by
 
 CHECK_SCRIPT = """
 import sys
@@ -50,9 +49,8 @@ print(json.dumps(result))
 
 # 12 s: the checks in a fresh process with only tensorflow + tensorflow_text;
 # the default suite runs the same script on the same export in-process.
-@pytest.mark.slow(covered_by=(
-    "tests/serving/test_token_id_checks.py::test_out_of_range_token_ids_are_an_error_in_process",
-    "tests/serving/test_export.py::test_custom_ops_are_registered_by_tensorflow_text"))
+@slow_covered_by("tests/serving/test_token_id_checks.py::test_out_of_range_token_ids_are_an_error_in_process",
+                 "tests/serving/test_export.py::test_custom_ops_are_registered_by_tensorflow_text")
 def test_out_of_range_token_ids_are_an_error_not_a_wrap_around(shared_builds):
     _check_token_ids(shared_builds, run_fresh)
 

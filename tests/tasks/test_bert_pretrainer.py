@@ -17,6 +17,7 @@ from kerasbert.testing import TestCase
 
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), os.pardir, "data"))
 from pretrain_fixtures import write_vocab  # noqa: E402
+from slow_marks import slow_covered_by  # noqa: E402
 
 V, T, P, B = 60, 16, 4, 4
 TINY = dict(
@@ -254,8 +255,7 @@ def test_fit_and_evaluate_on_tfrecords(records):
 
 # 18 s: 400 steps to a masked-LM loss below 1.0; the default suite fits and
 # evaluates on the same records (6 steps).
-@pytest.mark.slow(covered_by=(
-    "tests/tasks/test_bert_pretrainer.py::test_fit_and_evaluate_on_tfrecords",))
+@slow_covered_by("tests/tasks/test_bert_pretrainer.py::test_fit_and_evaluate_on_tfrecords")
 def test_learns_a_repetitive_corpus(records):
     """Stated bound: the mean MLM loss of steps 301-400 (batch 16, four
     repeated sentences, ln V = 4.6 at the start) is below 1.0 (measured

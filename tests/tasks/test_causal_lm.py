@@ -10,6 +10,8 @@ from kerasbert.models.gpt import GptBackbone
 from kerasbert.tasks import CausalLM
 from kerasbert.testing import TestCase
 
+from slow_marks import slow_covered_by
+
 V = 40
 KWARGS = dict(vocabulary_size=V, num_layers=2, num_heads=2, hidden_dim=32, intermediate_dim=64,
               max_sequence_length=40, dropout=0.0)
@@ -119,10 +121,9 @@ class TestCausalLM(TestCase):
     # 250 steps to memorise a text, then greedy generation regenerates it; the
     # default suite trains a CausalLM a few steps and generates (Reformer), and
     # checks a GPT CausalLM's greedy generation on prompts of different lengths.
-    @pytest.mark.slow(covered_by=(
-        "tests/models/reformer/test_reformer_tasks.py::test_causal_lm_trains_saves_and_generates",
-        "tests/tasks/test_causal_lm.py::TestCausalLM::test_loss_and_loop_protocol",
-        "tests/serving/test_gpt_export.py::test_generation_export_matches_python_generate_in_process"))
+    @slow_covered_by("tests/models/reformer/test_reformer_tasks.py::test_causal_lm_trains_saves_and_generates",
+                     "tests/tasks/test_causal_lm.py::TestCausalLM::test_loss_and_loop_protocol",
+                     "tests/serving/test_gpt_export.py::test_generation_export_matches_python_generate[in_process]")
     def test_fit_memorises_a_text_and_greedy_generation_regenerates_it(self):
         keras.utils.set_random_seed(0)
         text = [1] + RNG.randint(5, V, 24).tolist() + [2]  # start ... end

@@ -19,6 +19,7 @@ from kerasbert.optimizers.bert_optimizers import AdamW
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(__file__)), "training"))
 import pretrain_data as pd  # noqa: E402
+from slow_marks import slow_covered_by  # noqa: E402
 
 TINY = dict(vocabulary_size=40, num_heads=2, hidden_dim=16, intermediate_dim=32,
             max_sequence_length=16)
@@ -256,9 +257,8 @@ def test_fit_trains_the_student_and_leaves_the_teacher():
 # 58 s (with the module's 160-step teacher): 60 steps each of a distilled and
 # an MLM-only student, compared on held-out data; the default suite fits a
 # distiller a few steps and checks each loss against its definition.
-@pytest.mark.slow(covered_by=(
-    "tests/tasks/test_distiller.py::test_fit_trains_the_student_and_leaves_the_teacher",
-    "tests/tasks/test_distiller.py::TestDistillerLosses::test_losses_match_their_definitions"))
+@slow_covered_by("tests/tasks/test_distiller.py::test_fit_trains_the_student_and_leaves_the_teacher",
+                 "tests/tasks/test_distiller.py::TestDistillerLosses::test_losses_match_their_definitions")
 def test_distilled_student_matches_teacher_better_than_mlm_only(trained_teacher):
     """Two 1-layer students start from the same copy of the teacher (its
     embeddings, layer 0 and masked-LM head) and train 60 steps on the same

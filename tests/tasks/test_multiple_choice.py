@@ -15,6 +15,7 @@ sys.path.insert(0, os.path.dirname(__file__))
 from task_fixtures import choose_overlap  # noqa: E402
 from task_fixtures import micro_backbone  # noqa: E402
 from task_fixtures import tiny_backbone  # noqa: E402
+from slow_marks import slow_covered_by  # noqa: E402
 
 B, C = 3, 4
 
@@ -52,9 +53,8 @@ class TestMultipleChoice(TestCase):
 
 # 23 s: 16 epochs of 1024 examples to accuracy >= 0.8; the default suite fits,
 # evaluates and round-trips the task and scores each choice alone.
-@pytest.mark.slow(covered_by=(
-    "tests/tasks/test_multiple_choice.py::TestMultipleChoice::test_task_basics",
-    "tests/tasks/test_multiple_choice.py::TestMultipleChoice::test_each_choice_is_scored_alone"))
+@slow_covered_by("tests/tasks/test_multiple_choice.py::TestMultipleChoice::test_task_basics",
+                 "tests/tasks/test_multiple_choice.py::TestMultipleChoice::test_each_choice_is_scored_alone")
 def test_learns_to_pick_the_overlapping_choice():
     """[CLS] context [SEP] choice [SEP] x 4: the right choice repeats the
     context token, the others do not (6 token ids). Bound: accuracy >= 0.8

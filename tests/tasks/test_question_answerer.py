@@ -19,6 +19,7 @@ from task_fixtures import micro_backbone  # noqa: E402
 from task_fixtures import random_features  # noqa: E402
 from task_fixtures import span_copy  # noqa: E402
 from task_fixtures import tiny_backbone  # noqa: E402
+from slow_marks import slow_covered_by  # noqa: E402
 
 B, T = 4, 12
 LABELS = {"start_positions": np.array([0, 3, 5, 2], "int32"),
@@ -83,10 +84,9 @@ class TestQuestionAnswerer(TestCase):
 # 79 s: 16 epochs of 1024 examples to exact match >= 0.9; the default suite
 # fits, evaluates and round-trips the task, checks its loss, and decodes
 # predicted windows back to character spans.
-@pytest.mark.slow(covered_by=(
-    "tests/tasks/test_question_answerer.py::TestQuestionAnswerer::test_task_basics",
-    "tests/tasks/test_question_answerer.py::TestQuestionAnswerer::test_loss_is_the_mean_of_start_and_end",
-    "tests/tasks/test_raw_text_preprocessing.py::test_qa_predict_decodes_windows_back_to_character_spans"))
+@slow_covered_by("tests/tasks/test_question_answerer.py::TestQuestionAnswerer::test_task_basics",
+                 "tests/tasks/test_question_answerer.py::TestQuestionAnswerer::test_loss_is_the_mean_of_start_and_end",
+                 "tests/tasks/test_raw_text_preprocessing.py::test_qa_predict_decodes_windows_back_to_character_spans")
 def test_learns_span_copy():
     """[CLS] q [SEP] context [SEP] (8 context tokens): the answer starts
     where q occurs in the context and is 1 + q % 3 tokens long (its later

@@ -43,6 +43,8 @@ import pytest
 from kerasbert.testing.sentence_models import write_sentence_model
 from kerasbert.testing.workers import run_workers
 
+from slow_marks import slow_covered_by
+
 COMMON = """
 import json, os, sys, time
 import numpy as np
@@ -230,10 +232,10 @@ def _mirrored(directory, folder, case):
 # too); the default suite checks MirroredStrategy against one device on the
 # pretrainer, fits tasks on strings, and fits from strings in a strategy's
 # scope across two worker processes.
-@pytest.mark.slow(covered_by=(
+@slow_covered_by(
     "tests/tasks/test_bert_pretrainer.py::test_mirrored_strategy_matches_single_device",
     "tests/tasks/test_raw_text_lifecycle.py::test_fits_and_predicts_from_strings",
-    "tests/tasks/test_raw_text_distributed.py::test_multi_worker_two_processes_fit_the_same_model_from_strings"))
+    "tests/tasks/test_raw_text_distributed.py::test_multi_worker_two_processes_fit_the_same_model_from_strings")
 def test_mirrored_text_classifier_fits_predicts_and_saves_from_strings(published, tmp_path):
     result = _mirrored(published, tmp_path, "classifier")
     assert result["same_strategy"]
@@ -253,10 +255,10 @@ def test_mirrored_text_classifier_fits_predicts_and_saves_from_strings(published
 # 27 s: a fresh process on 2 logical CPUs fits the tagger under
 # MirroredStrategy; the default suite fits the tagger on words with string
 # tags in-process, and a classifier from strings across two workers.
-@pytest.mark.slow(covered_by=(
+@slow_covered_by(
     "tests/tasks/test_raw_text_lifecycle.py::test_fits_and_predicts_from_strings",
     "tests/tasks/test_raw_text_distributed.py::test_multi_worker_two_processes_fit_the_same_model_from_strings",
-    "tests/tasks/test_bert_pretrainer.py::test_mirrored_strategy_matches_single_device"))
+    "tests/tasks/test_bert_pretrainer.py::test_mirrored_strategy_matches_single_device")
 def test_mirrored_token_classifier_fits_words_with_string_tags(published, tmp_path):
     result = _mirrored(published, tmp_path, "tagger")
     assert result["labels"] == ["B-ANI", "O"]

@@ -8,9 +8,10 @@ import subprocess
 import sys
 
 import numpy as np
-import pytest
 
 from kerasbert.testing.sentence_models import write_sentence_model
+
+from slow_marks import slow_covered_by
 
 SCRIPT = """
 import json, os, sys
@@ -42,9 +43,9 @@ json.dump({"loss": loss, "probabilities": probabilities.tolist(), "again": again
 # compiles): strings tokenized in tf.data feed JAX's compiled steps; the
 # default suite fits each task on strings under TensorFlow and trains the
 # task models under JAX.
-@pytest.mark.slow(covered_by=(
+@slow_covered_by(
     "tests/tasks/test_raw_text_lifecycle.py::test_fits_and_predicts_from_strings",
-    "tests/tasks/test_tasks_without_tensorflow.py::test_a_text_classifier_trains_under_jax_without_tensorflow"))
+    "tests/tasks/test_tasks_without_tensorflow.py::test_a_text_classifier_trains_under_jax_without_tensorflow")
 def test_raw_text_fits_under_jax(tmp_path):
     directory, _, _ = write_sentence_model(tmp_path / "published", positions=64,
                                            sentence_files=False)

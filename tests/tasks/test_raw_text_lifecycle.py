@@ -25,6 +25,8 @@ import pytest
 
 from kerasbert.testing.sentence_models import write_sentence_model
 
+from slow_marks import slow_covered_by
+
 COMMON = """
 import json, sys
 import numpy as np
@@ -178,8 +180,7 @@ def _close(a, b, atol):
 # as a handle (the tests at the end of this file).
 
 # 142 s (the fixture): the saved task as a handle in a fresh process.
-@pytest.mark.slow(covered_by=(
-    "tests/tasks/test_raw_text_lifecycle.py::test_a_saved_task_exports_and_is_a_handle_in_process",))
+@slow_covered_by("tests/tasks/test_raw_text_lifecycle.py::test_a_saved_task_exports_and_is_a_handle_in_process")
 def test_a_saved_task_is_a_handle(lifecycle):
     _, loaded, _ = lifecycle
     started = loaded["from_preset"]
@@ -189,10 +190,9 @@ def test_a_saved_task_is_a_handle(lifecycle):
 
 # The fixture's cost: one process per step, and the SavedModels served with
 # only tensorflow + tensorflow_text.
-@pytest.mark.slow(covered_by=(
-    "tests/tasks/test_raw_text_lifecycle.py::test_fits_and_predicts_from_strings",
-    "tests/tasks/test_raw_text_lifecycle.py::test_a_saved_task_exports_and_is_a_handle_in_process",
-    "tests/serving/test_export.py::test_probabilities_match_keras"))
+@slow_covered_by("tests/tasks/test_raw_text_lifecycle.py::test_fits_and_predicts_from_strings",
+                 "tests/tasks/test_raw_text_lifecycle.py::test_a_saved_task_exports_and_is_a_handle_in_process",
+                 "tests/serving/test_export.py::test_probabilities_match_keras")
 @pytest.mark.parametrize("name", NAMES)
 def test_trained_saved_loaded_and_served_from_strings(lifecycle, name):
     trained, loaded, served = lifecycle

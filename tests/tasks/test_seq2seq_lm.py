@@ -14,6 +14,8 @@ from kerasbert.tasks import LabelSmoothedCrossEntropy
 from kerasbert.tasks import Seq2SeqLM
 from kerasbert.testing import TestCase
 
+from slow_marks import slow_covered_by
+
 KWARGS = dict(vocabulary_size=30, num_layers=1, num_heads=2, hidden_dim=16,
               intermediate_dim=32, dropout=0.0, max_sequence_length=16)
 START, END = 2, 1
@@ -188,9 +190,9 @@ class TestSeq2SeqLM(TestCase):
     # 14 s: JAX traces generate's greedy and beam loops in a fresh process; the
     # default suite traces both loops without autograph (no Python control
     # flow on tensors, what JAX needs) and runs kerasbert code under JAX.
-    @pytest.mark.slow(covered_by=(
+    @slow_covered_by(
         "tests/tasks/test_seq2seq_lm.py::TestSeq2SeqLM::test_generate_traces_in_tf_function_without_autograph",
-        "tests/tasks/test_tasks_without_tensorflow.py::test_a_text_classifier_trains_under_jax_without_tensorflow"))
+        "tests/tasks/test_tasks_without_tensorflow.py::test_a_text_classifier_trains_under_jax_without_tensorflow")
     def test_generate_runs_under_jax(self, tmp_path):
         code = textwrap.dedent("""
             import numpy as np

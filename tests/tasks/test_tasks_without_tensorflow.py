@@ -12,9 +12,10 @@ import subprocess
 import sys
 
 import numpy as np
-import pytest
 
 from kerasbert.testing.without_tensorflow import HIDE_TENSORFLOW
+
+from slow_marks import slow_covered_by
 
 TASKS = ("TextClassifier", "TokenClassifier", "QuestionAnswerer", "MultipleChoice")
 
@@ -95,11 +96,11 @@ def test_a_text_classifier_trains_under_jax_without_tensorflow(tmp_path):
 # 23 s: a train step of each of the four task models, each its own XLA
 # compile; the default suite trains the TextClassifier in the same script
 # and fits every task type on token ids under TensorFlow.
-@pytest.mark.slow(covered_by=(
+@slow_covered_by(
     "tests/tasks/test_tasks_without_tensorflow.py::test_a_text_classifier_trains_under_jax_without_tensorflow",
     "tests/tasks/test_token_classifier.py::TestTokenClassifier::test_task_basics",
     "tests/tasks/test_question_answerer.py::TestQuestionAnswerer::test_task_basics",
-    "tests/tasks/test_multiple_choice.py::TestMultipleChoice::test_task_basics"))
+    "tests/tasks/test_multiple_choice.py::TestMultipleChoice::test_task_basics")
 def test_task_models_train_under_jax_without_tensorflow(tmp_path):
     result = _train_under_jax(tmp_path, TASKS)
     for name in ("TextClassifier", "TokenClassifier", "QuestionAnswerer", "MultipleChoice"):

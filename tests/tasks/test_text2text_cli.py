@@ -18,6 +18,7 @@ from kerasbert.testing.files import write_vocabulary
 from reliability.console import kerasbert
 from reliability.console import ok
 from reliability.console import one_line_error
+from slow_marks import slow_covered_by
 
 SUBJECTS = ("the cat", "a dog", "the old man", "my sister", "the small bird", "our teacher")
 VERBS = ("sees", "likes", "finds", "paints", "follows", "calls")
@@ -65,10 +66,9 @@ def finetune(setup, out, train, valid, *extra, timeout=300):
 # 55 s: finetune, export and predict each a fresh process of the console
 # script; the default suite runs finetune and evaluate in-process, and the
 # export and `predict` of a text2text model in tests/serving.
-@pytest.mark.slow(covered_by=(
-    "tests/tasks/test_text2text_cli.py::test_finetune_and_evaluate_in_process",
-    "tests/serving/test_text2text_export.py::test_predict_command_answers_as_generate",
-    "tests/serving/test_text2text_export.py::test_fresh_process_with_only_tensorflow_answers_as_generate"))
+@slow_covered_by("tests/tasks/test_text2text_cli.py::test_finetune_and_evaluate_in_process",
+                 "tests/serving/test_text2text_export.py::test_predict_command_answers_as_generate",
+                 "tests/serving/test_text2text_export.py::test_fresh_process_with_only_tensorflow_answers_as_generate")
 def test_finetune_evaluate_export_predict_across_processes(setup, tmp_path):
     train = write_csv(tmp_path / "train.tsv", ["source", "target"], reversed_rows(48, 0),
                       delimiter="\t")
@@ -138,9 +138,8 @@ def _check_long_targets_kept(out, rows):
 # 91 s: 40 epochs on targets of 10-12 words in console-script processes, then
 # two exports; the default suite fine-tunes in-process with --max-target-length
 # 14 over sources cut to 8, and checks the decoding length an export records.
-@pytest.mark.slow(covered_by=(
-    "tests/tasks/test_text2text_cli.py::test_finetune_and_evaluate_in_process",
-    "tests/serving/test_text2text_export.py::test_export_layout_and_what_it_records"))
+@slow_covered_by("tests/tasks/test_text2text_cli.py::test_finetune_and_evaluate_in_process",
+                 "tests/serving/test_text2text_export.py::test_export_layout_and_what_it_records")
 def test_max_target_length_keeps_long_targets_and_bounds_the_export(setup, tmp_path):
     """--max-target-length 14 with sources cut to 8: a target of 10-12 words
     is kept whole, config.json keeps T, and the export generates up to T."""
@@ -244,9 +243,8 @@ def test_bad_input_is_one_line(setup, tmp_path, capsys):
 # Minutes: 8 epochs of 480 pairs to dev BLEU > 60; the default suite
 # fine-tunes one short epoch through the same commands and a Seq2SeqLM
 # learns to copy.
-@pytest.mark.slow(covered_by=(
-    "tests/tasks/test_text2text_cli.py::test_finetune_and_evaluate_in_process",
-    "tests/tasks/test_seq2seq_lm.py::TestSeq2SeqLM::test_fit_learns_to_copy_and_generate_reproduces_it"))
+@slow_covered_by("tests/tasks/test_text2text_cli.py::test_finetune_and_evaluate_in_process",
+                 "tests/tasks/test_seq2seq_lm.py::TestSeq2SeqLM::test_fit_learns_to_copy_and_generate_reproduces_it")
 def test_a_tiny_transformer_learns_to_reverse_words(setup, tmp_path):
     train = write_csv(tmp_path / "train.tsv", ["source", "target"], reversed_rows(480, 0),
                       delimiter="\t")
@@ -265,9 +263,8 @@ def test_a_tiny_transformer_learns_to_reverse_words(setup, tmp_path):
 # A console-script fine-tuning run on the built-in task (its vocabulary
 # learned first); the default suite loads the built-in task and fine-tunes
 # text2text through the same command in-process.
-@pytest.mark.slow(covered_by=(
-    "tests/data/finetuning/test_ft_text2text.py::test_builtin_reverse_words",
-    "tests/tasks/test_text2text_cli.py::test_finetune_and_evaluate_in_process"))
+@slow_covered_by("tests/data/finetuning/test_ft_text2text.py::test_builtin_reverse_words",
+                 "tests/tasks/test_text2text_cli.py::test_finetune_and_evaluate_in_process")
 def test_the_built_in_task_runs_offline(tmp_path):
     """`--task builtin/reverse_words`, the demo-style path: no files but a
     vocabulary (learned here from the task's own sentences) and a backbone."""

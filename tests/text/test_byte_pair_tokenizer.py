@@ -13,6 +13,8 @@ from kerasbert.text.roberta_packer import RobertaPacker
 from tests.text.multilingual_sample import EMOJI_LINES
 from tests.text.multilingual_sample import multilingual_lines
 
+from slow_marks import slow_covered_by
+
 # Edge cases of GPT-2's pre-tokenization regex: runs of spaces, newlines and
 # tabs before words and at the end, Unicode spaces (NBSP, ideographic),
 # contractions, combining accents, split multi-byte characters, text that
@@ -100,9 +102,9 @@ def test_ids_and_offsets_equal_hf_tokenizers(bpe_files, lines, trim):
 
 # ~5 s: tracing keras-hub's BytePairTokenizer on these files' edge lines; the default suite
 # compares these files with tokenizers, and keras-hub's RoBERTa graph path with ours.
-@pytest.mark.slow(covered_by=(
+@slow_covered_by(
     "tests/text/test_byte_pair_tokenizer.py::test_ids_and_offsets_equal_hf_tokenizers",
-    "tests/text/test_keras_hub_tokenizer_parity.py::test_keras_hub_albert_and_roberta_presets_on_a_sample"))
+    "tests/text/test_keras_hub_tokenizer_parity.py::test_keras_hub_albert_and_roberta_presets_on_a_sample")
 def test_ids_equal_keras_hub_graph_tokenizer(bpe_files, tokenizer):
     import keras_hub
 
@@ -186,9 +188,8 @@ def export_tokenizer(tmp_path, bpe_files):
 
 # ~6-12 s: trace, save, load and first run of the tokenizer and packer graph; the default
 # suite serves a RoBERTa export whose source files are deleted, and a BPE SavedModel.
-@pytest.mark.slow(covered_by=(
-    "tests/serving/test_export_families.py::test_pair_export_in_process",
-    "tests/text/test_source_tokenizer_parity.py::test_bpe_tokenizer_json_on_a_sample"))
+@slow_covered_by("tests/serving/test_export_families.py::test_pair_export_in_process",
+                 "tests/text/test_source_tokenizer_parity.py::test_bpe_tokenizer_json_on_a_sample")
 def test_saved_model_is_self_contained(tmp_path, bpe_files):
     export, a, b, expected = export_tokenizer(tmp_path, bpe_files)
     loaded = tf.saved_model.load(str(export))
@@ -198,9 +199,8 @@ def test_saved_model_is_self_contained(tmp_path, bpe_files):
 
 # ~15-30 s: a second Python process with only tensorflow and tensorflow_text; the default
 # suite serves a RoBERTa export in process and a WordPiece export in a TF-only process.
-@pytest.mark.slow(covered_by=(
-    "tests/serving/test_export_families.py::test_pair_export_in_process",
-    "tests/serving/test_qa_serving.py::test_parity_version_2_fresh_process"))
+@slow_covered_by("tests/serving/test_export_families.py::test_pair_export_in_process",
+                 "tests/serving/test_qa_serving.py::test_parity_version_2_fresh_process")
 def test_saved_model_loads_with_tensorflow_text_only(tmp_path, bpe_files):
     export, a, b, expected = export_tokenizer(tmp_path, bpe_files)
     script = textwrap.dedent(

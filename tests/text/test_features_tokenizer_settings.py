@@ -20,6 +20,8 @@ from kerasbert.testing.files import write_vocabulary
 from kerasbert.text import ids_settings
 from kerasbert.text import load_tokenizer
 
+from slow_marks import slow_covered_by
+
 WORDS = "the a movie good bad great film plot was not [ ] mask sep".split()
 
 
@@ -135,9 +137,9 @@ def test_finetune_takes_features_of_the_same_settings_in_process(made, tmp_path)
 
 # 16 s: the same fine-tuning as a fresh console-script process; the default suite runs it in
 # process, and the refusals through the console script.
-@pytest.mark.slow(covered_by=(
+@slow_covered_by(
     "tests/text/test_features_tokenizer_settings.py::test_finetune_takes_features_of_the_same_settings_in_process",
-    "tests/text/test_features_tokenizer_settings.py::test_finetune_refuses_features_of_other_settings"))
+    "tests/text/test_features_tokenizer_settings.py::test_finetune_refuses_features_of_other_settings")
 def test_finetune_takes_features_of_the_same_settings(made, tmp_path):
     out = tmp_path / "run"
     code, stdout, stderr = _finetune(made, out, "--special-tokens-in-strings",

@@ -18,6 +18,7 @@ from kerasbert.text import build_wordpiece_vocab
 from kerasbert.text import write_vocab
 import adversarial_sample
 import multilingual_sample as corpus
+from slow_marks import slow_covered_by
 
 tokenizers = pytest.importorskip("tokenizers")
 
@@ -70,9 +71,9 @@ def test_ids_and_words_match_hf_tokenizers_with_a_smaller_vocabulary(sample, tmp
 # 17 s each: our builder's 8000-piece vocabulary from every 4th line (~10 s to learn), then
 # every line; the default suite checks the same with a 3000-piece vocabulary, and the cased
 # pipeline against tokenizers on both samples.
-SLOW_VOCABULARY = pytest.mark.slow(covered_by=(
+SLOW_VOCABULARY = slow_covered_by(
     "tests/text/test_hf_parity.py::test_ids_and_words_match_hf_tokenizers_with_a_smaller_vocabulary",
-    "tests/text/test_source_tokenizer_parity.py::test_wordpiece_directories"))
+    "tests/text/test_source_tokenizer_parity.py::test_wordpiece_directories")
 
 
 @pytest.mark.parametrize("lower_case", [

@@ -28,6 +28,8 @@ from test_source_tokenizer_parity import albert_directory  # noqa: F401  (fixtur
 from test_source_tokenizer_parity import lines  # noqa: F401  (fixture)
 from test_source_tokenizer_parity import roberta_directory  # noqa: F401  (fixture)
 
+from slow_marks import slow_covered_by
+
 tokenizers = pytest.importorskip("tokenizers")
 keras_hub = pytest.importorskip("keras_hub")
 
@@ -73,9 +75,9 @@ def _keras_hub_ids(tokenizer, texts):
     # 21 s: lower-casing (NFKC case folding) and a SavedModel in both settings; the default
     # suite runs the same keras-hub pipeline cased on every line, and SavedModels of loaded
     # WordPiece tokenizers.
-    pytest.param(True, id="uncased", marks=pytest.mark.slow(covered_by=(
+    pytest.param(True, id="uncased", marks=slow_covered_by(
         "tests/text/test_keras_hub_tokenizer_parity.py::test_keras_hub_bert_presets",
-        "tests/text/test_source_tokenizer_parity.py::test_wordpiece_directories"))),
+        "tests/text/test_source_tokenizer_parity.py::test_wordpiece_directories")),
     pytest.param(False, id="cased")])
 def test_keras_hub_bert_presets(tmp_path, lines, adversarial, lower_case):
     """keras-hub's BertTokenizer reads text its own way (no control-character
@@ -119,6 +121,19 @@ def _nul_as_soh(texts):
     return [text.replace("\x00", "\x01") for text in texts]
 
 
+def _check_albert_preset(folder, albert_source, label, **samples):
+    """keras-hub's SentencePiece preset of `albert_source` (the
+    albert_directory fixture), saved in `folder`: ours loads it cased and
+    gives keras-hub's ids on every line of each of `samples` (name=texts),
+    reported under `label`."""
+    albert, directory = _albert_preset(folder, albert_source)
+    ours = load_tokenizer(str(directory))
+    assert ours.lower_case is False
+    for name, texts in samples.items():
+        got, expected = ours.tokenize_ids(texts).to_list(), _keras_hub_ids(albert, texts)
+        assert _report(label, False, name, got, expected) == len(texts)
+
+
 def test_keras_hub_albert_and_roberta_presets_on_a_sample(tmp_path, lines, adversarial,
                                                          albert_directory, roberta_directory):
     """The check below on a slice of both samples (every 40th multilingual
@@ -128,12 +143,8 @@ def test_keras_hub_albert_and_roberta_presets_on_a_sample(tmp_path, lines, adver
     multilingual = lines[::40]
     short = [line for line in adversarial if len(line) <= 80][::10]
     assert sum("\x00" in line.rstrip("\x00") for line in short) > 0  # text after a NUL
-    albert, directory = _albert_preset(tmp_path / "albert", albert_directory)
-    ours = load_tokenizer(str(directory))
-    assert ours.lower_case is False
-    for name, texts in (("multilingual", multilingual), ("adversarial", short)):
-        got, expected = ours.tokenize_ids(texts).to_list(), _keras_hub_ids(albert, texts)
-        assert _report("keras-hub albert slice", False, name, got, expected) == len(texts)
+    _check_albert_preset(tmp_path / "albert", albert_directory, "keras-hub albert slice",
+                         multilingual=multilingual, adversarial=short)
     roberta, directory, reference = _roberta_preset(tmp_path / "roberta", roberta_directory)
     texts = multilingual + short  # one keras-hub trace for both (~4 s each)
     for truncate in (True, False):
@@ -148,9 +159,9 @@ def test_keras_hub_albert_and_roberta_presets_on_a_sample(tmp_path, lines, adver
 
 # 32 s: every multilingual line (a quarter for RoBERTa), all short adversarial lines, and
 # SavedModels in both NUL settings; the default suite checks a slice in Python.
-@pytest.mark.slow(covered_by=(
+@slow_covered_by(
     "tests/text/test_keras_hub_tokenizer_parity.py::test_keras_hub_albert_and_roberta_presets_on_a_sample",
-    "tests/text/test_source_tokenizer_parity.py::test_bpe_tokenizer_json_on_a_sample"))
+    "tests/text/test_source_tokenizer_parity.py::test_bpe_tokenizer_json_on_a_sample")
 def test_keras_hub_albert_and_roberta_presets(tmp_path, lines, adversarial, albert_directory,
                                               roberta_directory):
     """keras-hub's SentencePiece tokenizer (no lower-casing, no special
@@ -164,12 +175,8 @@ def test_keras_hub_albert_and_roberta_presets(tmp_path, lines, adversarial, albe
     adversarial lines of up to 80 characters (special-token strings,
     control characters, empty lines); our BPE's long words are compared
     with `tokenizers` in test_source_tokenizer_parity.py."""
-    albert, directory = _albert_preset(tmp_path / "albert", albert_directory)
-    ours = load_tokenizer(str(directory))
-    assert ours.lower_case is False
-    for name, texts in (("multilingual", lines), ("adversarial", adversarial)):
-        got, expected = ours.tokenize_ids(texts).to_list(), _keras_hub_ids(albert, texts)
-        assert _report("keras-hub albert", False, name, got, expected) == len(texts)
+    _check_albert_preset(tmp_path / "albert", albert_directory, "keras-hub albert",
+                         multilingual=lines, adversarial=adversarial)
 
     roberta, directory, reference = _roberta_preset(tmp_path / "roberta", roberta_directory)
     short = [line for line in adversarial if len(line) <= 80]

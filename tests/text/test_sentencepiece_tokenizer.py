@@ -16,6 +16,8 @@ import tensorflow as tf
 from kerasbert.text.sentencepiece_tokenizer import SentencePieceTokenizer
 from kerasbert.text.sentencepiece_training import train_sentencepiece
 
+from slow_marks import slow_covered_by
+
 VOCAB_SIZE = 300
 SAMPLES = [
     "Kato  RIMUN sel!",
@@ -256,9 +258,8 @@ class TestTokenizer:
 
     # 17 s: a second Python with only tensorflow and tensorflow_text loads it; the default
     # suite loads the same SavedModel in process and serves SentencePiece exports there.
-    @pytest.mark.slow(covered_by=(
-        "tests/text/test_sentencepiece_tokenizer.py::TestTokenizer::test_saved_model_in_process",
-        "tests/serving/test_export_families.py::test_pair_export_in_process"))
+    @slow_covered_by("tests/text/test_sentencepiece_tokenizer.py::TestTokenizer::test_saved_model_in_process",
+                     "tests/serving/test_export_families.py::test_pair_export_in_process")
     def test_saved_model_in_fresh_process(self, tokenizer, trained, tmp_path):
         export, expected = _saved_tokenizers(tokenizer, trained, tmp_path / "export")
         expected["text"] = expected["text"].astype("S")  # No pickled objects.

@@ -53,6 +53,8 @@ import adversarial_sample
 import multilingual_sample as corpus
 from kerasbert.text import load_tokenizer
 
+from slow_marks import slow_covered_by
+
 tokenizers = pytest.importorskip("tokenizers")
 
 SWITCH = pytest.mark.parametrize("on", [True, False], ids=["specials_on", "specials_off"])
@@ -211,10 +213,17 @@ def roberta_directory(tmp_path_factory, lines):
     reference = tokenizers.ByteLevelBPETokenizer(files["vocabulary_file"], files["merges_file"])
     reference.add_special_tokens(["<s>", "<pad>", "</s>", "<unk>",
                                   AddedToken("<mask>", lstrip=True)])
-    (root / "json_only").mkdir()
-    reference.save(str(root / "json_only" / "tokenizer.json"))
-    (root / "json_only" / "config.json").write_text(json.dumps({"model_type": "roberta"}))
+    _write_json_only(root / "json_only", reference, "roberta")
     return root, reference._tokenizer
+
+
+def _write_json_only(folder, tokenizer, model_type):
+    """Makes `folder` a checkpoint directory whose only tokenizer file is
+    `tokenizer`'s tokenizer.json (a `tokenizers` implementation), with a
+    config.json naming `model_type`."""
+    folder.mkdir()
+    tokenizer.save(str(folder / "tokenizer.json"))
+    (folder / "config.json").write_text(json.dumps({"model_type": model_type}))
 
 
 def _sample(lines, adversarial):
@@ -227,9 +236,9 @@ def _sample(lines, adversarial):
     "vocab_json_merges",
     # 26 s: a quarter of the multilingual sample and all adversarial lines, offsets, a
     # SavedModel in both settings; the default suite checks the same on a slice.
-    pytest.param("tokenizer_json", id="tokenizer_json", marks=pytest.mark.slow(covered_by=(
+    pytest.param("tokenizer_json", id="tokenizer_json", marks=slow_covered_by(
         "tests/text/test_source_tokenizer_parity.py::test_bpe_tokenizer_json_on_a_sample",
-        "tests/text/test_source_tokenizer_parity.py::test_bpe_directories")))])
+        "tests/text/test_source_tokenizer_parity.py::test_bpe_directories"))])
 def test_bpe_directories(tmp_path, lines, adversarial, roberta_directory, layout, monkeypatch):
     monkeypatch.setenv("KERASBERT_CACHE", str(tmp_path / "cache"))
     root, reference = roberta_directory
@@ -305,9 +314,7 @@ def albert_directory(tmp_path_factory, lines):
     converted = SentencePieceUnigramTokenizer.from_spm(str(model / "spiece.model"))
     converted.add_special_tokens(["<pad>", "<unk>", "[CLS]", "[SEP]",
                                   AddedToken("[MASK]", lstrip=True)])
-    (root / "json_only").mkdir()
-    converted.save(str(root / "json_only" / "tokenizer.json"))
-    (root / "json_only" / "config.json").write_text(json.dumps({"model_type": "big_bird"}))
+    _write_json_only(root / "json_only", converted, "big_bird")
     return root, converted._tokenizer
 
 
@@ -329,6 +336,21 @@ def _sentencepiece_ids(library, line, on):
     return ids + library.encode(line[position:])
 
 
+def _spiece_library(root):
+    """The sentencepiece library's processor of the Albert directory's
+    spiece.model (the reference the Unigram tests compare with)."""
+    import sentencepiece
+
+    return sentencepiece.SentencePieceProcessor(model_file=str(root / "model" / "spiece.model"))
+
+
+def _exact_and_default(directory, on):
+    """`directory`'s tokenizer loaded with exact_unigram and with the default
+    (the op's Viterbi), both with special_tokens_in_strings=`on`."""
+    exact = load_tokenizer(str(directory), special_tokens_in_strings=on, exact_unigram=True)
+    return exact, load_tokenizer(str(directory), special_tokens_in_strings=on)
+
+
 def _tie(library):
     """Two segmentations of equal Unigram score in exact arithmetic (the
     same pieces in another order), which the op and the library break by
@@ -344,26 +366,21 @@ _LONG_GRAPHEME = re.compile("[\u0370-\u03ff][\u0300-\u036f]{2,}")
 # 14 s: every line of both samples, default and exact_unigram, both switch settings, and a
 # SavedModel; the default suite compares both with the library on the lines where they
 # differ and every 50th, and exact_unigram's lattice in a SavedModel on a slice.
-@pytest.mark.slow(covered_by=(
-    "tests/text/test_source_tokenizer_parity.py::test_spiece_ties_are_the_path_scores_rounding",
-    "tests/text/test_source_tokenizer_parity.py::test_unigram_tokenizer_json_on_a_sample",
-    "tests/text/test_sentencepiece_tokenizer.py::TestTokenizer::test_saved_model_in_process"))
+@slow_covered_by("tests/text/test_source_tokenizer_parity.py::test_spiece_ties_are_the_path_scores_rounding",
+                 "tests/text/test_source_tokenizer_parity.py::test_unigram_tokenizer_json_on_a_sample",
+                 "tests/text/test_sentencepiece_tokenizer.py::TestTokenizer::test_saved_model_in_process")
 def test_spiece_model_directory(tmp_path, lines, adversarial, albert_directory):
     """exact_unigram: the sentencepiece library's ids on every line, with
     the switch on and off, in Python and in a SavedModel. The default (the
     op's Viterbi) differs only on ties, at most 3 lines."""
-    import sentencepiece
-
     root, _ = albert_directory
-    library = sentencepiece.SentencePieceProcessor(model_file=str(root / "model" / "spiece.model"))
+    library = _spiece_library(root)
     tie = _tie(library)
     texts = lines + adversarial
     exact, expected = {}, {}
     for on in (True, False):
         name = f"on_{on}"
-        exact[name] = load_tokenizer(str(root / "model"), special_tokens_in_strings=on,
-                                     exact_unigram=True)
-        default = load_tokenizer(str(root / "model"), special_tokens_in_strings=on)
+        exact[name], default = _exact_and_default(root / "model", on)
         assert exact[name].lower_case is False and not exact[name].tokenizers_unigram  # BigBird
         assert exact[name].exact_unigram and not default.exact_unigram
         expected[name] = [_sentencepiece_ids(library, line, on) for line in texts]
@@ -511,9 +528,8 @@ def test_unigram_tokenizer_json_on_a_sample(tmp_path, lines, adversarial, albert
 # 25 s: every line of both samples, the op's default beside exact_unigram with each
 # difference explained, offsets, a SavedModel; the default suite checks exact_unigram on a
 # slice in Python and in a SavedModel.
-@pytest.mark.slow(covered_by=(
-    "tests/text/test_source_tokenizer_parity.py::test_unigram_tokenizer_json_on_a_sample",
-    "tests/text/test_source_tokenizer_parity.py::test_spiece_ties_are_the_path_scores_rounding"))
+@slow_covered_by("tests/text/test_source_tokenizer_parity.py::test_unigram_tokenizer_json_on_a_sample",
+                 "tests/text/test_source_tokenizer_parity.py::test_spiece_ties_are_the_path_scores_rounding")
 def test_unigram_tokenizer_json_directory(tmp_path, lines, adversarial, albert_directory,
                                           monkeypatch):
     """A directory with only a Unigram tokenizer.json loads (its model
@@ -524,20 +540,15 @@ def test_unigram_tokenizer_json_directory(tmp_path, lines, adversarial, albert_d
     it reads them with its special pieces out of reach (`_text_only`), in
     Python and in a SavedModel. The default (the op) differs only on ties,
     long graphemes and, off, special-token strings."""
-    import sentencepiece
-
     monkeypatch.setenv("KERASBERT_CACHE", str(tmp_path / "cache"))
     root, reference = albert_directory
     text_only = _text_only(root / "json_only" / "tokenizer.json")
-    library = sentencepiece.SentencePieceProcessor(model_file=str(root / "model" / "spiece.model"))
-    tie = _tie(library)
+    tie = _tie(_spiece_library(root))
     texts = lines + adversarial
     exact, expected = {}, {}
     for on in (True, False):
         name = f"on_{on}"
-        exact[name] = load_tokenizer(str(root / "json_only"), special_tokens_in_strings=on,
-                                     exact_unigram=True)
-        default = load_tokenizer(str(root / "json_only"), special_tokens_in_strings=on)
+        exact[name], default = _exact_and_default(root / "json_only", on)
         assert exact[name].tokenizers_unigram and exact[name].lower_case is False
         ids, _, _ = exact[name].tokenize_with_offsets(adversarial)
         assert ids.to_list() == exact[name].tokenize_ids(adversarial).to_list()
@@ -614,9 +625,8 @@ def _check_the_published_tokenizer(published_minilm, lines, adversarial, against
 # 13 s: a SavedModel of the published tokenizer in both settings (and the switch off
 # against the library's default); the default suite checks every line in Python and the
 # SavedModel of a WordPiece tokenizer.json.
-@pytest.mark.slow(covered_by=(
-    "tests/text/test_source_tokenizer_parity.py::test_the_published_checkpoints_tokenizer_in_python",
-    "tests/text/test_source_tokenizer_parity.py::test_wordpiece_directories"))
+@slow_covered_by("tests/text/test_source_tokenizer_parity.py::test_the_published_checkpoints_tokenizer_in_python",
+                 "tests/text/test_source_tokenizer_parity.py::test_wordpiece_directories")
 def test_the_published_checkpoints_tokenizer(tmp_path, lines, adversarial, published_minilm):
     """sentence-transformers/all-MiniLM-L6-v2 as published (its tokenizer.json
     says max_input_chars_per_word 100 and registers [PAD] [UNK] [CLS] [SEP]

@@ -2,6 +2,7 @@
 corpus (sentences from a small grammar), its WordPiece vocabulary, and
 pretraining TFRecords written by our own writer."""
 
+import json
 import os
 import random
 import subprocess
@@ -58,6 +59,13 @@ def pretrain_args(vocab, data, run_dir, *extra, steps=6, batch_size=8):
             "--set", "intermediate_dim=64", "--set", "max_sequence_length=64",
             "--learning-rate", "1e-3", "--warmup-steps", "1", "--no-progress",
             *extra]
+
+
+def history(run_dir):
+    """The rows of RUN/history.jsonl, every line parsed (read here, not by
+    kerasbert.runs, so that a malformed line fails the test)."""
+    with open(os.path.join(run_dir, "history.jsonl")) as f:
+        return [json.loads(line) for line in f]
 
 
 def run_cli(args, env=None, **kwargs):

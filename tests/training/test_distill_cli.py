@@ -23,6 +23,8 @@ from kerasbert.cli import run_reporting_errors
 from kerasbert.models.distil_bert import DistilBertBackbone
 from kerasbert import commands
 
+from slow_marks import slow_covered_by
+
 STUDENT = ["--set", "num_layers=1", "--set", "hidden_dim=32", "--set", "num_heads=2",
            "--set", "intermediate_dim=64"]
 
@@ -57,10 +59,9 @@ def distill_args(teacher_run, out, *extra, steps=6, student=STUDENT):
 # 23 s (with the module's teacher run, which then moves to test_bad_input_exits_2): every
 # output, the student reloaded in safe mode, the teacher untouched; the default suite
 # distills from the same teacher and checks the student's initialisation and losses.
-@pytest.mark.slow(covered_by=(
-    "tests/training/test_distill_cli.py::test_teacher_given_as_a_handle",
-    "tests/tasks/test_distiller.py::TestStudentInitialisation::test_every_other_layer_and_the_embeddings",
-    "tests/tasks/test_distiller.py::TestDistillerLosses::test_teacher_is_frozen_and_checks"))
+@slow_covered_by("tests/training/test_distill_cli.py::test_teacher_given_as_a_handle",
+                 "tests/tasks/test_distiller.py::TestStudentInitialisation::test_every_other_layer_and_the_embeddings",
+                 "tests/tasks/test_distiller.py::TestDistillerLosses::test_teacher_is_frozen_and_checks")
 def test_distill_writes_a_reloadable_student(teacher_run, tmp_path, capsys):
     vocab, shards, run = teacher_run
     teacher_file = os.path.join(run, "backbone.keras")
@@ -129,10 +130,9 @@ def test_bad_input_exits_2(teacher_run, tmp_path, capsys, problem, expected):
 
 # A fresh process distilling over 2 logical CPUs (MirroredStrategy); the default suite
 # distills on one device and runs a multi-replica finetune across two processes.
-@pytest.mark.slow(covered_by=(
-    "tests/training/test_distill_cli.py::test_teacher_given_as_a_handle",
-    "tests/training/test_finetune_cli.py::test_multi_worker_strategy_two_console_script_processes",
-    "tests/data/test_reader_interop.py::test_mirrored_strategy_per_replica_batches"))
+@slow_covered_by("tests/training/test_distill_cli.py::test_teacher_given_as_a_handle",
+                 "tests/training/test_finetune_cli.py::test_multi_worker_strategy_two_console_script_processes",
+                 "tests/data/test_reader_interop.py::test_mirrored_strategy_per_replica_batches")
 def test_mirrored_strategy_over_two_logical_cpus(teacher_run, tmp_path):
     """Teacher and student under MirroredStrategy (2 logical CPUs, a fresh
     process since the device split must precede TensorFlow's start)."""
@@ -159,9 +159,8 @@ def test_mirrored_strategy_over_two_logical_cpus(teacher_run, tmp_path):
 
 # The CLI's --precision for the student; the default suite checks the Distiller at both
 # precisions (loss scaling under float16) and the CLI at float32.
-@pytest.mark.slow(covered_by=(
-    "tests/tasks/test_distiller.py::TestDistillerLosses::test_half_precision_student",
-    "tests/training/test_distill_cli.py::test_teacher_given_as_a_handle"))
+@slow_covered_by("tests/tasks/test_distiller.py::TestDistillerLosses::test_half_precision_student",
+                 "tests/training/test_distill_cli.py::test_teacher_given_as_a_handle")
 @pytest.mark.parametrize("precision", ["mixed_float16", "mixed_bfloat16"])
 def test_half_precision_student(teacher_run, tmp_path, precision):
     out = str(tmp_path / precision)

@@ -29,6 +29,7 @@ sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(__file__)), "ser
 import pretrain_data as pd  # noqa: E402
 from kerasbert.cli import main  # noqa: E402
 from serving_fixtures import run_fresh  # noqa: E402
+from slow_marks import slow_covered_by  # noqa: E402
 
 WORDS = ("alpha bravo charlie delta echo foxtrot golf hotel india juliet kilo lima mike "
          "november oscar papa quebec romeo sierra tango uniform victor whiskey xray yankee "
@@ -107,8 +108,7 @@ def quick_run(data, tmp_path_factory):
 
 # 31 s (the module's 400-step run): the checks below on a trained run, its history every
 # 50 steps; the default suite makes the same checks on a 3-step run.
-@pytest.mark.slow(covered_by=(
-    "tests/training/test_electra_pretrain.py::test_a_short_run_writes_the_discriminator",))
+@slow_covered_by("tests/training/test_electra_pretrain.py::test_a_short_run_writes_the_discriminator")
 def test_run_writes_the_discriminator(quick_run):
     import keras
 
@@ -148,9 +148,8 @@ def test_run_writes_the_discriminator(quick_run):
 
 # Needs the 400-step run: the discriminator beats the base rate; the default suite checks
 # ElectraPretrainer's metrics on a fit and the CLI's run on 3 steps.
-@pytest.mark.slow(covered_by=(
-    "tests/tasks/test_electra_pretrainer.py::TestElectraPretrainer::test_fit_and_metrics",
-    "tests/training/test_electra_pretrain.py::test_a_short_run_writes_the_discriminator"))
+@slow_covered_by("tests/tasks/test_electra_pretrainer.py::TestElectraPretrainer::test_fit_and_metrics",
+                 "tests/training/test_electra_pretrain.py::test_a_short_run_writes_the_discriminator")
 def test_discriminator_beats_the_base_rate_quickly(quick_run):
     """After 400 steps the discriminator knows more than the share of
     replaced tokens: its cross-entropy is below 0.9 x the entropy of that
@@ -171,10 +170,9 @@ def test_discriminator_beats_the_base_rate_quickly(quick_run):
 # 27 s: finetune + export from the 400-step run, served in a fresh process like Keras;
 # the default suite fine-tunes from a short run's discriminator and checks exports of
 # fine-tuned models against Keras in a process with only TensorFlow.
-@pytest.mark.slow(covered_by=(
-    "tests/training/test_electra_pretrain.py::test_a_short_run_writes_the_discriminator",
-    "tests/serving/test_export.py::test_regression_score_matches_keras",
-    "tests/convert/test_handles.py::test_our_tf_hub_encoders_of_every_family_read_back"))
+@slow_covered_by("tests/training/test_electra_pretrain.py::test_a_short_run_writes_the_discriminator",
+                 "tests/serving/test_export.py::test_regression_score_matches_keras",
+                 "tests/convert/test_handles.py::test_our_tf_hub_encoders_of_every_family_read_back")
 def test_finetune_and_export_use_the_discriminator(quick_run, data, tmp_path):
     import keras
 
@@ -257,9 +255,8 @@ def test_sentence_objective_data_is_refused():
 
 # 800 steps: the discriminator's recall, precision and loss reach fixed bounds; the default
 # suite checks ElectraPretrainer's metrics on a fit and the CLI's run on 3 steps.
-@pytest.mark.slow(covered_by=(
-    "tests/tasks/test_electra_pretrainer.py::TestElectraPretrainer::test_fit_and_metrics",
-    "tests/training/test_electra_pretrain.py::test_a_short_run_writes_the_discriminator"))
+@slow_covered_by("tests/tasks/test_electra_pretrainer.py::TestElectraPretrainer::test_fit_and_metrics",
+                 "tests/training/test_electra_pretrain.py::test_a_short_run_writes_the_discriminator")
 def test_discriminator_learns_to_detect_replacements(data, tmp_path):
     """800 steps of a 2-layer, width-32 discriminator (width-8 generator).
     Bounds: on the last 50 steps the discriminator finds at least 40% of

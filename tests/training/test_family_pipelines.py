@@ -25,6 +25,8 @@ from kerasbert.cli import main  # noqa: E402
 from serving_fixtures import run_fresh  # noqa: E402
 from test_finetune_cli import write_classification  # noqa: E402
 
+from slow_marks import slow_covered_by  # noqa: E402
+
 TINY = ["num_layers=1", "hidden_dim=32", "num_heads=2", "intermediate_dim=64",
         "max_sequence_length=64"]
 FAMILIES = {
@@ -147,14 +149,13 @@ def _dump(factory, name, value):
 # 76 s (the module's four pipelines, vocab -> data -> pretrain -> finetune -> export ->
 # serve); the default suite covers each step per family: their tokenizers' data and
 # objectives, their pretrainers, ALBERT's finetune -> export -> predict, each one's export.
-@pytest.mark.slow(covered_by=(
-    "tests/data/test_writer.py::test_subword_tokenizer_data",
-    "tests/data/test_writer.py::test_objective_sop",
-    "tests/data/test_writer.py::test_objective_none_and_no_masking",
-    "tests/tasks/test_bert_pretrainer.py::test_sparse_last_layer_equals_the_full_encoder",
-    "tests/training/test_electra_pretrain.py::test_a_short_run_writes_the_discriminator",
-    "tests/training/test_finetune_cli.py::test_albert_sentencepiece_finetune_export_predict",
-    "tests/serving/test_export_families.py::test_pair_export_in_process"))
+@slow_covered_by("tests/data/test_writer.py::test_subword_tokenizer_data",
+                 "tests/data/test_writer.py::test_objective_sop",
+                 "tests/data/test_writer.py::test_objective_none_and_no_masking",
+                 "tests/tasks/test_bert_pretrainer.py::test_sparse_last_layer_equals_the_full_encoder",
+                 "tests/training/test_electra_pretrain.py::test_a_short_run_writes_the_discriminator",
+                 "tests/training/test_finetune_cli.py::test_albert_sentencepiece_finetune_export_predict",
+                 "tests/serving/test_export_families.py::test_pair_export_in_process")
 @pytest.mark.parametrize("name", sorted(FAMILIES))
 def test_family_life_cycle(pipelines, name):
     result = pipelines[name]

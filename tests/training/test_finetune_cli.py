@@ -18,6 +18,8 @@ from kerasbert.cli import main
 from kerasbert.testing.files import write_csv
 from kerasbert.testing.files import write_jsonl
 
+from slow_marks import slow_covered_by
+
 ANIMALS = ("the cat", "a dog", "the small bird")
 
 
@@ -134,9 +136,9 @@ def test_a_run_made_from_relative_paths_travels(setup, tmp_path, monkeypatch, ca
     "classification",
     # 17 s: QA's several windows per question cached and raw; the default suite caches
     # classification features and fine-tunes QA from raw text.
-    pytest.param("qa", id="qa", marks=pytest.mark.slow(covered_by=(
+    pytest.param("qa", id="qa", marks=slow_covered_by(
         "tests/training/test_finetune_cli.py::test_cached_features_train_like_raw_text",
-        "tests/training/test_finetune_cli.py::test_every_task_type_runs_end_to_end"))),
+        "tests/training/test_finetune_cli.py::test_every_task_type_runs_end_to_end")),
 ])
 def test_cached_features_train_like_raw_text(setup, tmp_path, capsys, kind):
     if kind == "qa":  # several windows per question: they are shuffled, not the questions
@@ -278,11 +280,11 @@ def swag_csv(path, n, seed):
 @pytest.mark.parametrize("kind", [
     # 18 s: tagging through finetune -> evaluate; the default suite fine-tunes the other
     # types this way, reads tagging files through the script and trains a tagger.
-    pytest.param("tagging", id="tagging", marks=pytest.mark.slow(covered_by=(
+    pytest.param("tagging", id="tagging", marks=slow_covered_by(
         "tests/training/test_finetune_cli.py::test_every_task_type_runs_end_to_end",
         "tests/data/finetuning/test_ft_create_command.py::test_jsonl_tagging_through_the_script",
         "tests/tasks/test_token_classifier.py::test_learns_rule_labelled_entities",
-        "tests/serving/test_export.py::test_tagging_words_labels_and_entities"))),
+        "tests/serving/test_export.py::test_tagging_words_labels_and_entities")),
     "qa",
     "multiple_choice",
 ])
@@ -338,10 +340,9 @@ def test_glue_tasks_through_tfds(setup, tmp_path, task, keys):
 
 # 19 s: a fresh process fine-tunes over 2 logical CPUs (MirroredStrategy); the default
 # suite fine-tunes multi-replica through two multi_worker console scripts.
-@pytest.mark.slow(covered_by=(
-    "tests/training/test_finetune_cli.py::test_multi_worker_strategy_two_console_script_processes",
-    "tests/data/test_reader_interop.py::test_mirrored_strategy_per_replica_batches",
-    "tests/training/test_strategy_refusals.py::test_mirrored_needs_gpus_or_logical_cpus"))
+@slow_covered_by("tests/training/test_finetune_cli.py::test_multi_worker_strategy_two_console_script_processes",
+                 "tests/data/test_reader_interop.py::test_mirrored_strategy_per_replica_batches",
+                 "tests/training/test_strategy_refusals.py::test_mirrored_needs_gpus_or_logical_cpus")
 def test_mirrored_strategy_on_two_logical_cpus(setup, tmp_path):
     """`--strategy mirrored` (model.fit over 2 replicas) fine-tunes too."""
     out = tmp_path / "ft"

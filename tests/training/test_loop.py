@@ -11,6 +11,8 @@ from kerasbert.optimizers import AdamW
 from kerasbert.training.loop import TrainStep
 from kerasbert.training.strategies import resolve_strategy
 
+from slow_marks import slow_covered_by
+
 RNG = np.random.default_rng(0)
 V, B, T, P = 50, 4, 12, 3
 IDS = RNG.integers(5, V, size=(B, T)).astype("int32")
@@ -47,9 +49,9 @@ def _trained(jit_compile, steps=2):
     False,
     # 15 s (XLA's compile): the same checks on the XLA step; the default suite compiles
     # the pretraining TrainStep with XLA in test_tpu_paths.
-    pytest.param(True, id="True", marks=pytest.mark.slow(covered_by=(
+    pytest.param(True, id="True", marks=slow_covered_by(
         "tests/training/test_loop.py::test_unused_variables_are_left_alone_and_the_rest_train",
-        "tests/training/test_tpu_paths.py::test_the_pretraining_step_compiles_whole_on_static_shapes_in_bfloat16"))),
+        "tests/training/test_tpu_paths.py::test_the_pretraining_step_compiles_whole_on_static_shapes_in_bfloat16")),
 ])
 def test_unused_variables_are_left_alone_and_the_rest_train(jit_compile):
     """An MLM-only run never reads the pooler: like `model.fit`, TrainStep
@@ -67,9 +69,9 @@ def test_unused_variables_are_left_alone_and_the_rest_train(jit_compile):
 
 # 13 s (XLA's compile): XLA and graph steps give equal weights; the default suite runs
 # each of the two steps on its own.
-@pytest.mark.slow(covered_by=(
+@slow_covered_by(
     "tests/training/test_loop.py::test_unused_variables_are_left_alone_and_the_rest_train",
-    "tests/training/test_tpu_paths.py::test_the_pretraining_step_compiles_whole_on_static_shapes_in_bfloat16"))
+    "tests/training/test_tpu_paths.py::test_the_pretraining_step_compiles_whole_on_static_shapes_in_bfloat16")
 def test_xla_step_equals_the_graph_step():
     _, graph, graph_sums = _trained(jit_compile=False)
     _, xla, xla_sums = _trained(jit_compile=True)

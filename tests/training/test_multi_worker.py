@@ -11,6 +11,8 @@ import pytest
 
 from kerasbert.testing.workers import run_workers as launch
 
+from slow_marks import slow_covered_by
+
 
 @pytest.fixture(scope="module")
 def data(tmp_path_factory):
@@ -26,10 +28,9 @@ def run_workers(args):
 
 # 48 s: pretrain's own loop over two worker processes, then both resume; the default
 # suite runs two multi_worker finetune console scripts and a SIGKILLed pretrain resumed.
-@pytest.mark.slow(covered_by=(
-    "tests/training/test_finetune_cli.py::test_multi_worker_strategy_two_console_script_processes",
-    "tests/reliability/test_kills.py::test_kill_pretrain_then_resume",
-    "tests/training/test_strategy_refusals.py::test_a_whole_tf_config_passes"))
+@slow_covered_by("tests/training/test_finetune_cli.py::test_multi_worker_strategy_two_console_script_processes",
+                 "tests/reliability/test_kills.py::test_kill_pretrain_then_resume",
+                 "tests/training/test_strategy_refusals.py::test_a_whole_tf_config_passes")
 def test_two_workers_train_and_only_chief_writes(data, tmp_path):
     vocab, shards = data
     run = str(tmp_path / "run")

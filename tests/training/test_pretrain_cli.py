@@ -15,15 +15,12 @@ import pytest
 import pretrain_data as pd
 from kerasbert.cli import main
 
+from slow_marks import slow_covered_by
+
 
 @pytest.fixture(scope="module")
 def data(tmp_path_factory):
     return pd.make_data(str(tmp_path_factory.mktemp("pretrain-data")))
-
-
-def history(run_dir):
-    with open(os.path.join(run_dir, "history.jsonl")) as f:
-        return [json.loads(line) for line in f]
 
 
 def cli_ok(args, **kwargs):
@@ -45,7 +42,7 @@ def test_run_writes_every_output(data, tmp_path):
         "ckpt-6.data-00000-of-00001", "ckpt-6.index", "ckpt-6.manifest.json"]
     assert any(f.startswith("events.out.tfevents")
                for f in os.listdir(os.path.join(run, "logs", "train")))
-    rows = history(run)
+    rows = pd.history(run)
     assert [r["step"] for r in rows] == [2, 4, 6]
     for row in rows:
         assert np.isfinite(row["loss"]) and 0 <= row["mlm_accuracy"] <= 1
@@ -128,11 +125,10 @@ def test_bad_input_exits_2(data, tmp_path, capsys, problem, expected):
 
 # 46 s: two fresh runs, one device and MirroredStrategy over 2 logical CPUs, with equal
 # losses; the default suite trains multi-replica through two multi_worker processes.
-@pytest.mark.slow(covered_by=(
-    "tests/training/test_finetune_cli.py::test_multi_worker_strategy_two_console_script_processes",
-    "tests/data/test_reader_interop.py::test_mirrored_strategy_per_replica_batches",
-    "tests/training/test_strategy_refusals.py::test_mirrored_needs_gpus_or_logical_cpus",
-    "tests/training/test_pretrain_cli.py::test_run_writes_every_output"))
+@slow_covered_by("tests/training/test_finetune_cli.py::test_multi_worker_strategy_two_console_script_processes",
+                 "tests/data/test_reader_interop.py::test_mirrored_strategy_per_replica_batches",
+                 "tests/training/test_strategy_refusals.py::test_mirrored_needs_gpus_or_logical_cpus",
+                 "tests/training/test_pretrain_cli.py::test_run_writes_every_output")
 def test_mirrored_matches_single_device(data, tmp_path):
     """Same global batch on 1 device and on 2 logical CPUs (dropout off):
     the loss trajectories agree to float32 reduction-order noise."""
@@ -143,7 +139,7 @@ def test_mirrored_matches_single_device(data, tmp_path):
         run = str(tmp_path / name)
         cli_ok(pd.pretrain_args(vocab, shards, run, "--set", "dropout=0.0", "--log-every", "1",
                                 "--deterministic", *extra, steps=5))
-        losses[name] = [r["loss"] for r in history(run)]
+        losses[name] = [r["loss"] for r in pd.history(run)]
         if name == "two":
             assert json.load(open(os.path.join(run, "config.json")))["strategy"]["replicas"] == 2
     np.testing.assert_allclose(losses["two"], losses["one"], rtol=1e-5)
@@ -153,10 +149,9 @@ def test_mirrored_matches_single_device(data, tmp_path):
 
 # 37 s: two fresh CLI runs, accumulation 2 x 4 equal to a batch of 8; the default suite
 # checks the same equivalence in a custom tf.function step and in fit.
-@pytest.mark.slow(covered_by=(
-    "tests/optimizers/test_optimizers.py::test_accumulation_in_a_custom_tf_function_step",
-    "tests/optimizers/test_optimizers.py::test_accumulated_steps_equal_one_big_batch_in_fit",
-    "tests/training/test_pretrain_cli.py::test_run_writes_every_output"))
+@slow_covered_by("tests/optimizers/test_optimizers.py::test_accumulation_in_a_custom_tf_function_step",
+                 "tests/optimizers/test_optimizers.py::test_accumulated_steps_equal_one_big_batch_in_fit",
+                 "tests/training/test_pretrain_cli.py::test_run_writes_every_output")
 def test_accumulation_equals_big_batch(data, tmp_path):
     """2 micro-batches of 4 = one batch of 8 (same input order, dropout off)."""
     vocab, shards = data
@@ -165,17 +160,17 @@ def test_accumulation_equals_big_batch(data, tmp_path):
         run = str(tmp_path / name)
         cli_ok(pd.pretrain_args(vocab, shards, run, "--set", "dropout=0.0", "--log-every", "1",
                                 "--deterministic", *extra, steps=4, batch_size=batch))
-        losses[name] = [r["loss"] for r in history(run)]
+        losses[name] = [r["loss"] for r in pd.history(run)]
     np.testing.assert_allclose(losses["acc"], losses["big"], rtol=1e-5)
 
 
 # 25-36 s each: fresh CLI processes (bfloat16 with --jit-compile and LAMB); the default
 # suite runs float16 in process and the bfloat16 XLA step.
-@pytest.mark.slow(covered_by=(
+@slow_covered_by(
     "tests/training/test_pretrain_cli.py::test_float16_in_process_scales_the_loss",
     "tests/training/test_tpu_paths.py::test_the_pretraining_step_compiles_whole_on_static_shapes_in_bfloat16",
     "tests/tasks/test_bert_pretrainer.py::TestBertPretrainer::test_mixed_precision_fit",
-    "tests/optimizers/test_optimizers.py::test_weight_decay_skips_layer_norm_and_biases"))
+    "tests/optimizers/test_optimizers.py::test_weight_decay_skips_layer_norm_and_biases")
 @pytest.mark.parametrize("precision", ["mixed_bfloat16", "mixed_float16"])
 def test_half_precision_runs_stay_finite(data, tmp_path, precision):
     vocab, shards = data
@@ -184,7 +179,7 @@ def test_half_precision_runs_stay_finite(data, tmp_path, precision):
     jit = ["--jit-compile", "--optimizer", "lamb"] if precision == "mixed_bfloat16" else []
     cli_ok(pd.pretrain_args(vocab, shards, run, "--precision", precision, "--log-every", "1",
                             *jit, steps=3))
-    rows = history(run)
+    rows = pd.history(run)
     assert len(rows) == 3 and all(np.isfinite(r["loss"]) for r in rows)
     config = json.load(open(os.path.join(run, "config.json")))
     assert config["backbone"]["dtype"]["config"]["name"] == precision
@@ -199,7 +194,7 @@ def test_float16_in_process_scales_the_loss(data, tmp_path):
     run = str(tmp_path / "fp16")
     assert main(pd.pretrain_args(vocab, shards, run, "--precision", "mixed_float16",
                                  "--log-every", "1", steps=2)) == 0
-    rows = history(run)
+    rows = pd.history(run)
     assert len(rows) == 2 and all(np.isfinite(r["loss"]) for r in rows)
     config = json.load(open(os.path.join(run, "config.json")))
     assert config["backbone"]["dtype"]["config"]["name"] == "mixed_float16"
@@ -207,8 +202,7 @@ def test_float16_in_process_scales_the_loss(data, tmp_path):
 
 
 # 24 s: the same run in a fresh process (the interpreter's exit code 2).
-@pytest.mark.slow(covered_by=(
-    "tests/training/test_pretrain_cli.py::test_a_non_finite_loss_stops_the_run_in_process",))
+@slow_covered_by("tests/training/test_pretrain_cli.py::test_a_non_finite_loss_stops_the_run_in_process")
 def test_non_finite_loss_stops_with_step(data, tmp_path):
     vocab, shards = data
     run = str(tmp_path / "nan")
@@ -226,10 +220,20 @@ def test_a_non_finite_loss_stops_the_run_in_process(data, tmp_path, capsys):
     assert "Non-finite loss" in err and "at step" in err
 
 
+def _assert_phase_two_starts_from_phase_one(phase1, phase2):
+    """Run `phase2` (sequence length 64, a learning rate of 1e-9) holds run
+    `phase1`'s backbone weights."""
+    first = keras.saving.load_model(os.path.join(phase1, "backbone.keras")).get_weights()
+    second = keras.saving.load_model(os.path.join(phase2, "backbone.keras")).get_weights()
+    for a, b in zip(first, second):
+        np.testing.assert_allclose(a, b, atol=1e-6)
+    config = json.load(open(os.path.join(phase2, "config.json")))
+    assert config["data"]["max_seq_length"] == 64
+
+
 # 26 s: phase 1 of 3 steps, phase 2 in a fresh process; the default suite runs one
 # step per phase in process.
-@pytest.mark.slow(covered_by=(
-    "tests/training/test_pretrain_cli.py::test_phase_two_in_process_starts_from_phase_one",))
+@slow_covered_by("tests/training/test_pretrain_cli.py::test_phase_two_in_process_starts_from_phase_one")
 def test_two_phase_init_from(data, tmp_path):
     """Phase 2 (sequence 64) starts from phase 1's (sequence 32) weights."""
     vocab, shards_128 = data
@@ -239,12 +243,7 @@ def test_two_phase_init_from(data, tmp_path):
     result = cli_ok(pd.pretrain_args(vocab, shards_512, phase2, "--init-from", phase1,
                                      "--learning-rate", "1e-9", steps=1))
     assert "Initialised from" in result.stdout
-    first = keras.saving.load_model(os.path.join(phase1, "backbone.keras")).get_weights()
-    second = keras.saving.load_model(os.path.join(phase2, "backbone.keras")).get_weights()
-    for a, b in zip(first, second):
-        np.testing.assert_allclose(a, b, atol=1e-6)
-    config = json.load(open(os.path.join(phase2, "config.json")))
-    assert config["data"]["max_seq_length"] == 64
+    _assert_phase_two_starts_from_phase_one(phase1, phase2)
 
 
 def test_phase_two_in_process_starts_from_phase_one(data, tmp_path, capsys):
@@ -258,19 +257,13 @@ def test_phase_two_in_process_starts_from_phase_one(data, tmp_path, capsys):
     assert main(pd.pretrain_args(vocab, shards_64, phase2, "--init-from", phase1,
                                  "--learning-rate", "1e-9", steps=1)) == 0
     assert "Initialised from" in capsys.readouterr().out
-    first = keras.saving.load_model(os.path.join(phase1, "backbone.keras")).get_weights()
-    second = keras.saving.load_model(os.path.join(phase2, "backbone.keras")).get_weights()
-    for a, b in zip(first, second):
-        np.testing.assert_allclose(a, b, atol=1e-6)
-    config = json.load(open(os.path.join(phase2, "config.json")))
-    assert config["data"]["max_seq_length"] == 64
+    _assert_phase_two_starts_from_phase_one(phase1, phase2)
 
 
 # 14 s: 300 steps of a 2-layer model take the masked-LM loss below 3.0; the default
 # suite checks the run's outputs and that a TrainStep lowers the loss.
-@pytest.mark.slow(covered_by=(
-    "tests/training/test_pretrain_cli.py::test_run_writes_every_output",
-    "tests/training/test_loop.py::test_unused_variables_are_left_alone_and_the_rest_train"))
+@slow_covered_by("tests/training/test_pretrain_cli.py::test_run_writes_every_output",
+                 "tests/training/test_loop.py::test_unused_variables_are_left_alone_and_the_rest_train")
 def test_mlm_loss_falls_on_tiny_corpus(data, tmp_path):
     """A 2-layer width-64 BERT on the synthetic corpus: the masked-LM loss
     starts near ln(vocabulary) (5.3) and falls below 3.0 within 300 steps
@@ -283,7 +276,7 @@ def test_mlm_loss_falls_on_tiny_corpus(data, tmp_path):
                             "--warmup-steps", "20", "--log-every", "25",
                             "--checkpoint-every", "1000", steps=300, batch_size=16)
     assert main(args) == 0
-    rows = history(run)
+    rows = pd.history(run)
     vocab_size = len(open(vocab, encoding="utf-8").read().splitlines())
     print(f"pretrain CLI masked-LM loss {rows[0]['mlm_loss']:.3f} -> {rows[-1]['mlm_loss']:.3f}, "
           f"accuracy {rows[-1]['mlm_accuracy']:.3f}")

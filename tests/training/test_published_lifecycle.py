@@ -13,7 +13,6 @@ import os
 import sys
 
 import numpy as np
-import pytest
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(__file__)), "serving"))
 from reliability.console import kerasbert  # noqa: E402
@@ -21,6 +20,8 @@ from reliability.console import ok  # noqa: E402
 from serving_fixtures import run_fresh  # noqa: E402
 
 from kerasbert.optimizers.recipes import default_recipe  # noqa: E402
+
+from slow_marks import slow_covered_by  # noqa: E402
 
 GOOD = ["a wonderful film with great acting", "the story was lovely and warm",
         "i enjoyed every minute of it", "a bright and funny movie"]
@@ -31,11 +32,11 @@ BAD = ["a dull film with poor acting", "the story was boring and cold",
 # 74 s: the real 22M-parameter checkpoint through info, finetune, export and serving in
 # fresh processes; the default suite loads it (and its recipe row) in process and runs
 # the same commands on tiny models.
-@pytest.mark.slow(covered_by=(
+@slow_covered_by(
     "tests/reliability/test_untrusted_checkpoints.py::test_the_published_config_mutated_loads_its_weights_or_is_refused",
     "tests/training/test_recipes.py::test_published_narrow_berts_take_their_own_row",
     "tests/training/test_finetune_cli.py::test_multi_worker_strategy_two_console_script_processes",
-    "tests/serving/test_export.py::test_regression_score_matches_keras"))
+    "tests/serving/test_export.py::test_regression_score_matches_keras")
 def test_published_checkpoint_fine_tunes_exports_and_serves(published_minilm, tmp_path):
     elsewhere = tmp_path / "elsewhere"
     elsewhere.mkdir()

@@ -17,6 +17,8 @@ import pytest
 import pretrain_data as pd
 from kerasbert.tasks import BertPretrainer  # noqa: F401  (registers the classes for loading)
 
+from slow_marks import slow_covered_by
+
 
 @pytest.fixture(scope="module")
 def data(tmp_path_factory):
@@ -68,9 +70,8 @@ sys.exit(main(sys.argv[1:]))
 # 60 s: three fresh runs, killed at step 13 and resumed bit-identical to an uninterrupted
 # one; the default suite SIGKILLs and resumes a console run and restores the input
 # position from a checkpoint.
-@pytest.mark.slow(covered_by=(
-    "tests/reliability/test_kills.py::test_kill_pretrain_then_resume",
-    "tests/training/test_checkpoints.py::test_input_position_restores_on_its_own"))
+@slow_covered_by("tests/reliability/test_kills.py::test_kill_pretrain_then_resume",
+                 "tests/training/test_checkpoints.py::test_input_position_restores_on_its_own")
 def test_sigkill_then_resume_equals_uninterrupted_run(data, tmp_path):
     reference, killed = str(tmp_path / "reference"), str(tmp_path / "killed")
     result = pd.run_cli(args_for(data, reference))
@@ -104,9 +105,8 @@ def test_sigkill_then_resume_equals_uninterrupted_run(data, tmp_path):
 
 # 38 s: two fresh runs around a damaged ckpt-4; the default suite falls back over every
 # kind of damage in process and resumes a console run.
-@pytest.mark.slow(covered_by=(
-    "tests/training/test_checkpoints.py::test_damaged_newest_checkpoint_falls_back_with_a_warning",
-    "tests/reliability/test_kills.py::test_kill_pretrain_then_resume"))
+@slow_covered_by("tests/training/test_checkpoints.py::test_damaged_newest_checkpoint_falls_back_with_a_warning",
+                 "tests/reliability/test_kills.py::test_kill_pretrain_then_resume")
 def test_corrupt_newest_checkpoint_falls_back(data, tmp_path):
     run = str(tmp_path / "run")
     vocab, shards = data

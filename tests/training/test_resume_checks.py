@@ -16,6 +16,8 @@ from kerasbert.training.checkpoints import read_manifest
 from kerasbert.training.configs import PretrainConfig
 from kerasbert.training.pretrain import check_same_architecture, resume_changes, saved_input
 
+from slow_marks import slow_covered_by
+
 SHARDS = [{"file": "a.tfrecord", "bytes": 100, "records": 3},
           {"file": "b.tfrecord", "bytes": 90, "records": 2}]
 
@@ -103,18 +105,12 @@ def data(tmp_path_factory):
     return pd.make_data(str(tmp_path_factory.mktemp("resume-checks-data")))
 
 
-def rows(run):
-    with open(os.path.join(run, "history.jsonl")) as f:
-        return [json.loads(line) for line in f]
-
-
 # 24 s: four pretrain runs against one run directory; the default suite checks each
 # comparison on saved configs and resumes a real run.
-@pytest.mark.slow(covered_by=(
-    "tests/training/test_resume_checks.py::test_architecture_differences_are_named",
-    "tests/training/test_resume_checks.py::test_other_data_is_refused",
-    "tests/training/test_resume_checks.py::test_batch_size_and_sequence_length_changes",
-    "tests/training/test_pretrain_cli.py::test_existing_run_needs_resume"))
+@slow_covered_by("tests/training/test_resume_checks.py::test_architecture_differences_are_named",
+                 "tests/training/test_resume_checks.py::test_other_data_is_refused",
+                 "tests/training/test_resume_checks.py::test_batch_size_and_sequence_length_changes",
+                 "tests/training/test_pretrain_cli.py::test_existing_run_needs_resume")
 def test_resume_checks_against_the_run(data, tmp_path, capsys):
     vocab, shards = data
     run = str(tmp_path / "run")
@@ -134,7 +130,7 @@ def test_resume_checks_against_the_run(data, tmp_path, capsys):
     assert "hidden_dim: run 32 vs given 64" in err
     assert "intermediate_dim: run 64 vs given 128" in err
     assert sorted(os.listdir(os.path.join(run, "checkpoints"))) == before
-    assert [r["step"] for r in rows(run)] == [1, 2]
+    assert [r["step"] for r in pd.history(run)] == [1, 2]
     assert json.load(open(os.path.join(run, "config.json")))["backbone"]["hidden_dim"] == 32
 
     # Other data (one shard of the two): refused.
@@ -155,7 +151,7 @@ def test_resume_checks_against_the_run(data, tmp_path, capsys):
     assert main(args("--resume", steps=4, batch_size=16)) == 0
     err = capsys.readouterr().err
     assert "warning: --resume at step 2: batch_size 8 -> 16" in err
-    history = rows(run)
+    history = pd.history(run)
     assert [r["step"] for r in history] == [1, 2, 2, 3, 4]
     note = history[2]
     assert note["event"] == "resume" and note["changed"] == {
@@ -169,7 +165,7 @@ def test_resume_checks_against_the_run(data, tmp_path, capsys):
     # Same settings again: an exact resume, no new note.
     assert main(args("--resume", steps=6, batch_size=16)) == 0
     assert "warning" not in capsys.readouterr().err
-    assert [r["step"] for r in rows(run)] == [1, 2, 2, 3, 4, 5, 6]
+    assert [r["step"] for r in pd.history(run)] == [1, 2, 2, 3, 4, 5, 6]
     assert json.load(open(os.path.join(run, "config.json")))["data"]["start_step"] == 2
     assert os.path.exists(os.path.join(run, "training_curve.png"))
     shutil.rmtree(run)

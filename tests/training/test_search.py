@@ -25,6 +25,8 @@ from kerasbert.training.configs import FinetuneConfig
 from kerasbert.training.search import full_grid
 from kerasbert.training.search import parse_grid
 
+from slow_marks import slow_covered_by
+
 
 @pytest.fixture(scope="module")
 def files(tmp_path_factory):
@@ -69,10 +71,10 @@ def test_grid_keys_and_precedence():
 # 52 s: two trials that train (2 epochs each) and the best one's weights adopted; the
 # default suite runs a 2-trial search in fresh processes whose trials fail, and the
 # choice and adoption of the best trial with stub trials.
-@pytest.mark.slow(covered_by=(
+@slow_covered_by(
     "tests/training/test_search.py::test_a_search_whose_every_trial_fails_exits_2_with_the_first_trials_error",
     "tests/training/test_search_edge.py::test_a_best_rate_at_the_edge_runs_one_step_past_it",
-    "tests/training/test_search_edge.py::test_an_inside_optimum_or_no_extend_runs_the_grid_only"))
+    "tests/training/test_search_edge.py::test_an_inside_optimum_or_no_extend_runs_the_grid_only")
 def test_a_two_trial_search_keeps_the_best_trials_weights(files, tmp_path):
     """Both trials at once (--parallel-trials 2, one CPU thread each)."""
     from kerasbert.saving import load_model
@@ -102,10 +104,10 @@ def test_a_two_trial_search_keeps_the_best_trials_weights(files, tmp_path):
 
 # 98 s: a 3-trial search SIGKILLed after its first trial and resumed; the default suite
 # resumes a stub-trial search from its search.json and SIGKILLs and resumes pretrain.
-@pytest.mark.slow(covered_by=(
+@slow_covered_by(
     "tests/training/test_search_edge.py::test_a_resumed_search_keeps_its_stored_grid_seeds_and_trial_list",
     "tests/training/test_search.py::test_a_search_whose_every_trial_fails_exits_2_with_the_first_trials_error",
-    "tests/reliability/test_kills.py::test_kill_pretrain_then_resume"))
+    "tests/reliability/test_kills.py::test_kill_pretrain_then_resume")
 def test_a_killed_search_resumes_without_repeating_finished_trials(files, tmp_path):
     """... and keeps its word: `--resume` alone continues the grid and seed
     search.json stored (not the recipe's 25 trials, not the default seed);

@@ -18,6 +18,8 @@ from kerasbert.serving import task_servings
 from kerasbert.tasks import task_types
 from kerasbert.testing.files import write_csv
 
+from slow_marks import slow_covered_by
+
 # The whole of a toy task type: ordinal ratings (classes in order) scored by
 # the mean distance between the predicted and the gold class.
 TOY_TASK_FILE = '''
@@ -76,10 +78,9 @@ def test_unknown_type_names_the_registered_ones():
 
 # 15 s: a type registered from a file outside the package is fine-tuned, evaluated and
 # exported; the default suite runs the built-in types through the same registries.
-@pytest.mark.slow(covered_by=(
-    "tests/training/test_task_types.py::test_every_built_in_type_is_complete",
-    "tests/training/test_finetune_cli.py::test_every_task_type_runs_end_to_end",
-    "tests/serving/test_export.py::test_regression_score_matches_keras"))
+@slow_covered_by("tests/training/test_task_types.py::test_every_built_in_type_is_complete",
+                 "tests/training/test_finetune_cli.py::test_every_task_type_runs_end_to_end",
+                 "tests/serving/test_export.py::test_regression_score_matches_keras")
 def test_a_new_task_type_is_one_file(tmp_path, monkeypatch):
     import keras
     import tensorflow as tf

@@ -21,6 +21,8 @@ from kerasbert.tasks import TextClassifier
 from kerasbert.training.loop import TrainStep
 from kerasbert.training.strategies import resolve_strategy
 
+from slow_marks import slow_covered_by
+
 PYTHON_OPS = {"PyFunc", "PyFuncStateless", "EagerPyFunc"}
 
 
@@ -82,10 +84,10 @@ def test_the_pretraining_step_compiles_whole_on_static_shapes_in_bfloat16(tmp_pa
 
 # 14 s (XLA's compile): model.fit's loop of steps_per_execution XLA-compiled in
 # bfloat16; the default suite compiles the pretraining step the same way.
-@pytest.mark.slow(covered_by=(
+@slow_covered_by(
     "tests/training/test_tpu_paths.py::test_the_pretraining_step_compiles_whole_on_static_shapes_in_bfloat16",
     "tests/training/test_tpu_paths.py::test_the_graph_walk_sees_a_py_function_and_xla",
-    "tests/tasks/test_bert_pretrainer.py::TestBertPretrainer::test_mixed_precision_fit"))
+    "tests/tasks/test_bert_pretrainer.py::TestBertPretrainer::test_mixed_precision_fit")
 def test_the_fine_tuning_step_compiles_with_steps_per_execution():
     rng = np.random.default_rng(0)
     n, length = 12, 16

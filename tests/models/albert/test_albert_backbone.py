@@ -8,6 +8,8 @@ from kerasbert.testing import TestCase
 from kerasbert.testing import tiny_encoder_config
 from kerasbert.testing import tiny_encoder_inputs
 
+from slow_marks import slow_covered_by
+
 KWARGS = tiny_encoder_config(num_layers=4, embedding_dim=8)
 INPUTS = tiny_encoder_inputs()
 
@@ -72,9 +74,9 @@ class TestAlbertPresets(TestCase):
 
     # Builds the large presets whole (up to 223M weights); the default suite counts
     # albert_base built whole and checks every family's parameter estimate.
-    @pytest.mark.slow(covered_by=(
+    @slow_covered_by(
         "tests/models/albert/test_albert_backbone.py::TestAlbertPresets::test_albert_base_parameter_count",
-        "tests/models/test_config_validation.py::test_the_parameter_estimate_bounds_the_built_model_for_every_family"))
+        "tests/models/test_config_validation.py::test_the_parameter_estimate_bounds_the_built_model_for_every_family")
     @pytest.mark.parametrize("name", ["albert_large", "albert_xlarge", "albert_xxlarge"])
     def test_published_parameter_counts(self, name):
         # large 17,683,968; xlarge 58,724,864; xxlarge 222,595,584 (equal to

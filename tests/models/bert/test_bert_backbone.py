@@ -7,6 +7,8 @@ from kerasbert.testing import TestCase
 from kerasbert.testing import tiny_encoder_config
 from kerasbert.testing import tiny_encoder_inputs
 
+from slow_marks import slow_covered_by
+
 
 class TestBertBackbone(TestCase):
     def test_backbone_basics(self):
@@ -44,9 +46,9 @@ class TestBertPresets(TestCase):
             assert embeddings + layers * per_layer + pooler == count, name
 
     # 14 s: builds the whole bert_base and bert_large; the default suite adds up one layer of each.
-    @pytest.mark.slow(covered_by=(
+    @slow_covered_by(
         "tests/models/bert/test_bert_backbone.py::TestBertPresets::test_published_parameter_counts_by_parts",
-        "tests/test_cli.py::test_info_prints_architecture_and_count"))
+        "tests/test_cli.py::test_info_prints_architecture_and_count")
     def test_published_parameter_counts(self):
         assert BertBackbone.from_preset("bert_base").count_params() == 109482240
         assert BertBackbone.from_preset("bert_large").count_params() == 335141888

@@ -10,7 +10,6 @@ import random
 import sys
 
 import numpy as np
-import pytest
 
 sys.path.insert(0, str(pathlib.Path(__file__).resolve().parent))
 sys.path.insert(0, str(pathlib.Path(__file__).resolve().parents[2] / "serving"))
@@ -18,18 +17,20 @@ from serving_fixtures import write_tokenizer  # noqa: E402
 from test_big_bird_finetune_export import _classification_csv, _load  # noqa: E402
 from test_big_bird_finetune_export import _squad_json  # noqa: E402
 
+from slow_marks import slow_covered_by  # noqa: E402
+
 LENGTH = 4096
 
 
 # 21 s: fine-tuning, export and serving at the presets' real length (4096 tokens, blocks
 # of 64); the default suite has the pieces at short lengths (the sparse path in a SavedModel
 # and in training, SentencePiece fine-tuning and export, ragged block padding).
-@pytest.mark.slow(covered_by=(
+@slow_covered_by(
     "tests/models/big_bird/test_big_bird_backbone.py::TestBigBirdBackbone::test_backbone_basics",
     "tests/models/big_bird/test_big_bird_backbone.py::TestBigBirdBackbone::test_masked_lm_pretrainer_runs_on_the_sparse_path",
     "tests/training/test_finetune_cli.py::test_albert_sentencepiece_finetune_export_predict",
     "tests/serving/test_export_families.py::test_pair_export_in_process",
-    "tests/layers/test_block_sparse_attention.py::TestBlockSparseSelfAttention::test_length_not_a_multiple_of_the_block_is_padded_internally"))
+    "tests/layers/test_block_sparse_attention.py::TestBlockSparseSelfAttention::test_length_not_a_multiple_of_the_block_is_padded_internally")
 def test_classification_and_qa_at_4096_tokens(tmp_path, monkeypatch):
     import keras
     import tensorflow as tf

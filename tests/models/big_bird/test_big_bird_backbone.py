@@ -14,6 +14,8 @@ from kerasbert.testing import TestCase
 from kerasbert.testing import tiny_encoder_config
 from kerasbert.testing import tiny_encoder_inputs
 
+from slow_marks import slow_covered_by
+
 # Blocks of 4, 1 random block: block-sparse above 28 tokens.
 KWARGS = tiny_encoder_config(max_sequence_length=64, block_size=4, num_random_blocks=1)
 INPUTS = tiny_encoder_inputs(length=40, padding=10)
@@ -89,9 +91,9 @@ class TestBigBirdPresets(TestCase):
         assert embeddings + 12 * per_layer + pooler == 127_468_800
 
     # ~15 s: builds bigbird_roberta_base whole; the default suite adds up one layer at its widths.
-    @pytest.mark.slow(covered_by=(
+    @slow_covered_by(
         "tests/models/big_bird/test_big_bird_backbone.py::TestBigBirdPresets::test_bigbird_roberta_base_parameter_count_by_parts",
-        "tests/models/big_bird/test_big_bird_backbone.py::TestBigBirdBackbone::test_config_records_the_attention"))
+        "tests/models/big_bird/test_big_bird_backbone.py::TestBigBirdBackbone::test_config_records_the_attention")
     def test_bigbird_roberta_base_parameter_count(self):
         model = from_preset("bigbird_roberta_base")
         assert isinstance(model, BigBirdBackbone)
@@ -123,9 +125,8 @@ print("ok", type(out["sequence_output"]).__module__)
 
 # ~25 s: a fresh Python importing JAX runs the block-sparse path against TensorFlow's
 # outputs; the default suite runs BERT-family encoders under JAX and the sparse path in TF.
-@pytest.mark.slow(covered_by=(
-    "tests/models/test_backend_independence.py::test_encoders_and_gpt_run_under_jax",
-    "tests/models/big_bird/test_big_bird_backbone.py::TestBigBirdBackbone::test_backbone_basics"))
+@slow_covered_by("tests/models/test_backend_independence.py::test_encoders_and_gpt_run_under_jax",
+                 "tests/models/big_bird/test_big_bird_backbone.py::TestBigBirdBackbone::test_backbone_basics")
 @pytest.mark.skipif(importlib.util.find_spec("jax") is None, reason="jax is not installed")
 def test_runs_under_jax_like_tensorflow(tmp_path):
     """The same layer code (keras.ops only) under JAX gives TensorFlow's

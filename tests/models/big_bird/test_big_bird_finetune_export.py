@@ -21,6 +21,7 @@ from kerasbert.testing import assert_same_choice  # noqa: E402
 from kerasbert.testing import assert_same_decisions  # noqa: E402
 from kerasbert.testing.files import write_csv  # noqa: E402
 from serving_fixtures import WORDS, run_fresh, write_tokenizer  # noqa: E402
+from slow_marks import slow_covered_by  # noqa: E402
 
 SEQ_LENGTH = 64
 QA = dict(doc_stride=16, max_query_length=12, max_answer_length=6)
@@ -166,12 +167,12 @@ def exported(tmp_path_factory):
 # The module fixture (38 s): two fine-tuning runs at a block-sparse length, two exports and
 # a fresh process; the default suite has the pieces: the sparse path in a SavedModel and in
 # training, SentencePiece fine-tuning, export and serving, and long-document QA serving.
-@pytest.mark.slow(covered_by=(
+@slow_covered_by(
     "tests/models/big_bird/test_big_bird_backbone.py::TestBigBirdBackbone::test_backbone_basics",
     "tests/models/big_bird/test_big_bird_backbone.py::TestBigBirdBackbone::test_masked_lm_pretrainer_runs_on_the_sparse_path",
     "tests/training/test_finetune_cli.py::test_albert_sentencepiece_finetune_export_predict",
     "tests/serving/test_export_families.py::test_pair_export_in_process",
-    "tests/serving/test_qa_serving.py::test_parity_version_1"))
+    "tests/serving/test_qa_serving.py::test_parity_version_1")
 def test_classification_export_serves_like_keras(exported):
     expected, served, _ = exported
     assert_same_decisions(expected["classify"], served["classify"]["probabilities"],
@@ -179,13 +180,13 @@ def test_classification_export_serves_like_keras(exported):
 
 
 # The module fixture's cost (see above): QA windows over 80-word contexts, served.
-@pytest.mark.slow(covered_by=(
+@slow_covered_by(
     "tests/models/big_bird/test_big_bird_backbone.py::TestBigBirdBackbone::test_backbone_basics",
     "tests/models/big_bird/test_big_bird_backbone.py::TestBigBirdBackbone::test_masked_lm_pretrainer_runs_on_the_sparse_path",
     "tests/training/test_finetune_cli.py::test_albert_sentencepiece_finetune_export_predict",
     "tests/serving/test_export_families.py::test_pair_export_in_process",
     "tests/serving/test_qa_serving.py::test_parity_version_1",
-    "tests/serving/test_qa_serving.py::test_features_match_convert_qa"))
+    "tests/serving/test_qa_serving.py::test_features_match_convert_qa")
 def test_qa_export_answers_like_keras_on_long_documents(exported):
     expected, served, windows = exported
     assert windows > len(expected["qa"])  # 80-word contexts take several windows

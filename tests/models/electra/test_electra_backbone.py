@@ -9,6 +9,8 @@ from kerasbert.testing import TestCase
 from kerasbert.testing import tiny_encoder_config
 from kerasbert.testing import tiny_encoder_inputs
 
+from slow_marks import slow_covered_by
+
 KWARGS = tiny_encoder_config(embedding_dim=8)
 INPUTS = tiny_encoder_inputs()
 
@@ -118,9 +120,9 @@ class TestElectraPresets(TestCase):
 
     # Builds electra_base and electra_large whole (109M / 335M weights); the default suite
     # counts electra_small built whole and BERT-Base / -Large's sizes by parts.
-    @pytest.mark.slow(covered_by=(
+    @slow_covered_by(
         "tests/models/electra/test_electra_backbone.py::TestElectraPresets::test_electra_small_parameter_count",
-        "tests/models/bert/test_bert_backbone.py::TestBertPresets::test_published_parameter_counts_by_parts"))
+        "tests/models/bert/test_bert_backbone.py::TestBertPresets::test_published_parameter_counts_by_parts")
     @pytest.mark.parametrize("name", ["electra_base", "electra_large"])
     def test_published_parameter_counts(self, name):
         # base 109,482,240 and large 335,141,888: BERT-Base / -Large sizes.

@@ -13,6 +13,7 @@ from kerasbert.text.elmo_characters import batch_char_ids
 from reliability.console import kerasbert as console
 from reliability.console import ok
 from reliability.console import one_line_error
+from slow_marks import slow_covered_by
 
 TINY = dict(lstm_dim=8, projection_dim=4, num_layers=2, num_highway=1,
             filters=[[1, 4], [2, 4]], max_characters_per_token=10)
@@ -105,12 +106,12 @@ def test_small_preset_builds_with_that_count():
 # 19 s: two fresh console-script processes; the default suite runs `kerasbert info` as a
 # console script (the Transformer's count), on an ELMo weight directory in process, prints
 # counts through `info` in process and checks the presets' published counts.
-@pytest.mark.slow(covered_by=(
+@slow_covered_by(
     "tests/models/transformer/test_transformer_backbone.py::TestTransformerBackbone::test_info_prints_the_count_through_the_console_script",
     "tests/convert/test_elmo_weights.py::test_mismatched_shape_names_the_dataset",
     "tests/models/elmo/test_elmo_backbone.py::test_presets_have_the_published_counts",
     "tests/models/elmo/test_elmo_backbone.py::test_small_preset_builds_with_that_count",
-    "tests/test_cli.py::test_info_for_every_family"))
+    "tests/test_cli.py::test_info_for_every_family")
 def test_console_info_prints_the_published_count(tmp_path):
     out = ok(console("info", "--preset", "elmo_original", cwd=tmp_path))
     assert "ElmoBackbone" in out

@@ -6,7 +6,6 @@ finetune --freeze-backbone` classifies texts with validation metrics."""
 import json
 
 import numpy as np
-import pytest
 import tensorflow as tf
 
 from kerasbert.convert.elmo_weights import save_elmo
@@ -16,6 +15,7 @@ from kerasbert.text.elmo_words import texts_to_char_ids
 from reliability.console import kerasbert as console
 from reliability.console import ok
 from reliability.console import one_line_error
+from slow_marks import slow_covered_by
 
 TINY = dict(lstm_dim=8, projection_dim=4, num_layers=2, num_highway=1,
             filters=[[1, 4], [2, 4]], max_characters_per_token=12)
@@ -88,8 +88,7 @@ def test_finetune_on_a_frozen_elmo_in_process(tmp_path):
 
 # 24 s: the same command as two fresh console-script processes; the default suite runs it
 # in process.
-@pytest.mark.slow(covered_by=(
-    "tests/models/elmo/test_elmo_features.py::test_extract_features_on_a_weight_directory_in_process",))
+@slow_covered_by("tests/models/elmo/test_elmo_features.py::test_extract_features_on_a_weight_directory_in_process")
 def test_console_extract_features_on_a_weight_directory(tmp_path):
     backbone = ElmoBackbone(**TINY)
     save_elmo(backbone, tmp_path / "elmo")
@@ -119,9 +118,8 @@ def test_console_extract_features_on_a_weight_directory(tmp_path):
 
 # 31 s: a fresh console-script process, with a validation file scored; the default suite
 # fine-tunes the same way in process and trains a classifier on a frozen biLM.
-@pytest.mark.slow(covered_by=(
-    "tests/models/elmo/test_elmo_features.py::test_finetune_on_a_frozen_elmo_in_process",
-    "tests/models/elmo/test_elmo_tasks.py::test_classification_on_a_frozen_elmo"))
+@slow_covered_by("tests/models/elmo/test_elmo_features.py::test_finetune_on_a_frozen_elmo_in_process",
+                 "tests/models/elmo/test_elmo_tasks.py::test_classification_on_a_frozen_elmo")
 def test_console_finetune_classification_on_a_frozen_elmo(tmp_path):
     from kerasbert.testing.files import write_csv
 

@@ -7,7 +7,6 @@ import json
 
 import keras
 import numpy as np
-import pytest
 
 import kerasbert
 from kerasbert.convert.elmo_weights import save_elmo
@@ -17,6 +16,7 @@ from reliability.console import in_process
 from reliability.console import kerasbert as console
 from reliability.console import ok
 from reliability.console import one_line_error
+from slow_marks import slow_covered_by
 
 TINY = dict(lstm_dim=8, projection_dim=4, num_layers=2, num_highway=1,
             filters=[[1, 4], [2, 4]], max_characters_per_token=12)
@@ -32,9 +32,8 @@ def _tagging_records():
 # 40 s: tagging through fresh console-script processes, each epoch scored on validation
 # words; the default suite fine-tunes an ELMo directory in process and fits a tagger on a
 # frozen biLM.
-@pytest.mark.slow(covered_by=(
-    "tests/models/elmo/test_elmo_features.py::test_finetune_on_a_frozen_elmo_in_process",
-    "tests/models/elmo/test_elmo_tasks.py::test_tagging_on_a_frozen_elmo"))
+@slow_covered_by("tests/models/elmo/test_elmo_features.py::test_finetune_on_a_frozen_elmo_in_process",
+                 "tests/models/elmo/test_elmo_tasks.py::test_tagging_on_a_frozen_elmo")
 def test_console_finetune_tagging_on_a_frozen_elmo(tmp_path):
     backbone = ElmoBackbone(**TINY)
     save_elmo(backbone, tmp_path / "elmo")

@@ -8,7 +8,6 @@ encoder. Also the sampled softmax's log-uniform proposal."""
 import json
 
 import numpy as np
-import pytest
 
 from kerasbert.tasks.elmo_pretrainer import draw_candidates
 from kerasbert.tasks.elmo_pretrainer import log_uniform_log_probability
@@ -18,6 +17,7 @@ from kerasbert.testing.files import write_csv
 from reliability.console import kerasbert as console
 from reliability.console import ok
 from reliability.console import one_line_error
+from slow_marks import slow_covered_by
 
 WORDS = ["the", "cat", "dog", "sat", "on", "mat", "log", "a", "saw", "."]
 SENTENCES = ["the cat sat on the mat .", "the dog sat on the log .", "a cat saw a dog .",
@@ -42,11 +42,10 @@ def test_log_uniform_draws_follow_the_proposal():
 # 83 s: create-pretraining-data, pretrain, resume and finetune as fresh console-script
 # processes; the default suite trains the ELMo pretrainer, checks the token-character table
 # and the proposal, and fine-tunes a frozen ELMo in process.
-@pytest.mark.slow(covered_by=(
-    "tests/models/elmo/test_elmo_pretrainer.py::test_full_softmax_loss_falls_and_round_trips",
-    "tests/models/elmo/test_elmo_pretrain_cli.py::test_log_uniform_draws_follow_the_proposal",
-    "tests/models/elmo/test_elmo_features.py::test_finetune_on_a_frozen_elmo_in_process",
-    "tests/models/elmo/test_elmo_backbone.py::test_a_saved_elmo_keras_file_needs_no_vocab"))
+@slow_covered_by("tests/models/elmo/test_elmo_pretrainer.py::test_full_softmax_loss_falls_and_round_trips",
+                 "tests/models/elmo/test_elmo_pretrain_cli.py::test_log_uniform_draws_follow_the_proposal",
+                 "tests/models/elmo/test_elmo_features.py::test_finetune_on_a_frozen_elmo_in_process",
+                 "tests/models/elmo/test_elmo_backbone.py::test_a_saved_elmo_keras_file_needs_no_vocab")
 def test_console_pretrain_elmo_on_token_records_resume_and_finetune(tmp_path):
     specials = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]"]
     (tmp_path / "vocab.txt").write_text("\n".join(specials + WORDS) + "\n")

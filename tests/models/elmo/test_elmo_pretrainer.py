@@ -7,13 +7,14 @@ import tempfile
 
 import keras
 import numpy as np
-import pytest
 
 from kerasbert.data.elmo_lm_data import build_word_vocabulary
 from kerasbert.data.elmo_lm_data import elmo_lm_dataset
 from kerasbert.models import ElmoBackbone
 from kerasbert.tasks.elmo_pretrainer import ElmoPretrainer
 from kerasbert.tasks.elmo_pretrainer import lm_targets
+
+from slow_marks import slow_covered_by
 
 TINY = dict(lstm_dim=16, projection_dim=8, num_layers=1, num_highway=1,
             filters=[[1, 8], [2, 8], [3, 8]], max_characters_per_token=12)
@@ -61,9 +62,8 @@ def test_full_softmax_loss_falls_and_round_trips():
 
 # 18 s (tracing the training step): the sampled softmax's step; the default suite trains
 # with the full softmax and checks the sampler's log-uniform draws.
-@pytest.mark.slow(covered_by=(
-    "tests/models/elmo/test_elmo_pretrainer.py::test_full_softmax_loss_falls_and_round_trips",
-    "tests/models/elmo/test_elmo_pretrain_cli.py::test_log_uniform_draws_follow_the_proposal"))
+@slow_covered_by("tests/models/elmo/test_elmo_pretrainer.py::test_full_softmax_loss_falls_and_round_trips",
+                 "tests/models/elmo/test_elmo_pretrain_cli.py::test_log_uniform_draws_follow_the_proposal")
 def test_sampled_softmax_trains():
     _, _, before, after, history = _train(8, 60)
     assert np.isfinite(history["loss"]).all()

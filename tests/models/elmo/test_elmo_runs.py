@@ -11,7 +11,6 @@ import os
 import sys
 
 import numpy as np
-import pytest
 import tensorflow as tf
 
 from kerasbert.convert.elmo_weights import save_elmo
@@ -29,6 +28,7 @@ from reliability.console import one_line_error
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(os.path.dirname(
     os.path.abspath(__file__)))), "serving"))
 from serving_fixtures import run_fresh  # noqa: E402
+from slow_marks import slow_covered_by  # noqa: E402
 
 TINY = dict(lstm_dim=8, projection_dim=4, num_layers=1, num_highway=1,
             filters=[[1, 4], [2, 4]], max_characters_per_token=50)
@@ -84,11 +84,10 @@ def _tiny_elmo(tmp_path):
 # TensorFlow-only process; the default suite covers each piece: an ELMo directory fine-tuned
 # in process, a tagger on a frozen biLM saved and reloaded, the export graph's word split and
 # character ids, and the export of a run trained in a script.
-@pytest.mark.slow(covered_by=(
-    "tests/models/elmo/test_elmo_features.py::test_finetune_on_a_frozen_elmo_in_process",
-    "tests/models/elmo/test_elmo_tasks.py::test_tagging_on_a_frozen_elmo",
-    "tests/models/elmo/test_elmo_runs.py::test_graph_char_ids_equal_python_ones_on_hostile_strings",
-    "tests/serving/test_export.py::test_export_model_trained_in_a_script"))
+@slow_covered_by("tests/models/elmo/test_elmo_features.py::test_finetune_on_a_frozen_elmo_in_process",
+                 "tests/models/elmo/test_elmo_tasks.py::test_tagging_on_a_frozen_elmo",
+                 "tests/models/elmo/test_elmo_runs.py::test_graph_char_ids_equal_python_ones_on_hostile_strings",
+                 "tests/serving/test_export.py::test_export_model_trained_in_a_script")
 def test_console_tagging_run_evaluates_exports_and_serves(tmp_path):
     elmo = _tiny_elmo(tmp_path)
     train = write_jsonl(tmp_path / "train.jsonl", _tagging_records())
@@ -149,11 +148,10 @@ def test_console_tagging_run_evaluates_exports_and_serves(tmp_path):
 
 # 75 s: finetune, evaluate and export as fresh console-script processes, then a
 # TensorFlow-only process; the default suite covers the pieces (see the tagging run above).
-@pytest.mark.slow(covered_by=(
-    "tests/models/elmo/test_elmo_features.py::test_finetune_on_a_frozen_elmo_in_process",
-    "tests/models/elmo/test_elmo_tasks.py::test_classification_on_a_frozen_elmo",
-    "tests/models/elmo/test_elmo_runs.py::test_graph_char_ids_equal_python_ones_on_hostile_strings",
-    "tests/serving/test_export.py::test_export_model_trained_in_a_script"))
+@slow_covered_by("tests/models/elmo/test_elmo_features.py::test_finetune_on_a_frozen_elmo_in_process",
+                 "tests/models/elmo/test_elmo_tasks.py::test_classification_on_a_frozen_elmo",
+                 "tests/models/elmo/test_elmo_runs.py::test_graph_char_ids_equal_python_ones_on_hostile_strings",
+                 "tests/serving/test_export.py::test_export_model_trained_in_a_script")
 def test_console_classification_run_evaluates_and_exports(tmp_path):
     elmo = _tiny_elmo(tmp_path)
     rows = [["a good film", "pos"], ["bad, bad plot", "neg"], ["good acting", "pos"],

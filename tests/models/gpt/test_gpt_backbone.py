@@ -8,6 +8,8 @@ from kerasbert.testing import TestCase
 from kerasbert.testing import tiny_encoder_config
 from kerasbert.testing import tiny_encoder_inputs
 
+from slow_marks import slow_covered_by
+
 KWARGS = tiny_encoder_config(dropout=0.0)
 INPUTS = tiny_encoder_inputs(seed=5, segments=False)
 
@@ -84,8 +86,7 @@ class TestGptPresets(TestCase):
         assert 40478 * 768 + 512 * 768 + 12 * per_layer == 116_534_784
 
     # Builds gpt1 whole (117M weights); the default suite adds up one layer at its widths.
-    @pytest.mark.slow(covered_by=(
-        "tests/models/gpt/test_gpt_backbone.py::TestGptPresets::test_gpt1_parameter_count_by_parts",))
+    @slow_covered_by("tests/models/gpt/test_gpt_backbone.py::TestGptPresets::test_gpt1_parameter_count_by_parts")
     def test_gpt1_parameter_count(self):
         model = from_preset("gpt1")
         assert isinstance(model, GptBackbone)

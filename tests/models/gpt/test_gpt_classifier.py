@@ -17,6 +17,8 @@ from kerasbert.tasks import CausalLM
 from kerasbert.tasks import GptClassifier
 from kerasbert.testing import TestCase
 
+from slow_marks import slow_covered_by
+
 V = 30
 EXTRACT = 4
 KWARGS = dict(vocabulary_size=V, num_layers=1, num_heads=2, hidden_dim=16, intermediate_dim=32,
@@ -111,9 +113,9 @@ def write_pairs(path, n, seed):
 
 # ~14 s each: pair fine-tuning through the CLI with --lm-weight and validation; the default
 # suite fits the GptClassifier above and fine-tunes a GPT through the CLI in process.
-@pytest.mark.slow(covered_by=(
+@slow_covered_by(
     "tests/models/gpt/test_gpt_classifier.py::TestGptClassifier::test_fit_config_save_load_and_errors",
-    "tests/convert/test_gpt1_published.py::test_finetune_and_pretraining_grow_the_published_directory_in_process"))
+    "tests/convert/test_gpt1_published.py::test_finetune_and_pretraining_grow_the_published_directory_in_process")
 @pytest.mark.parametrize("lm_weight", ["0.5", "0"])
 def test_finetune_cli_builds_a_gpt_classifier(tmp_path, lm_weight):
     from kerasbert.cli import main

@@ -11,6 +11,8 @@ from kerasbert.models.backbone import ConfigError
 from kerasbert.testing import TestCase
 from kerasbert.testing import tiny_encoder_inputs
 
+from slow_marks import slow_covered_by
+
 KWARGS = dict(vocabulary_size=50, num_layers=2, num_heads=2, hidden_dim=16,
               intermediate_dim=32, max_sequence_length=64, attention_layers=["local", "lsh"],
               num_hashes=2, num_buckets=4, lsh_chunk_length=4, local_chunk_length=4,
@@ -94,10 +96,9 @@ class TestReformerBackbone(TestCase):
         _check_reversible_gradients(num_layers=2, length=12, padded_from=8)
 
     # 20 s: 4 layers over 30 tokens, recomputation chained deeper; the default suite runs 2 over 12.
-    @pytest.mark.slow(covered_by=(
-        "tests/models/reformer/test_reformer_backbone.py::TestReformerBackbone::"
-        "test_reversible_gradients_equal_backpropagation_on_two_layers",
-        "tests/test_kernels.py::test_the_eager_reversible_forward_pass_tapes_nothing"))
+    @slow_covered_by("tests/models/reformer/test_reformer_backbone.py::TestReformerBackbone::"
+                     "test_reversible_gradients_equal_backpropagation_on_two_layers",
+                     "tests/test_kernels.py::test_the_eager_reversible_forward_pass_tapes_nothing")
     def test_reversible_training_gradients_equal_ordinary_backpropagation(self):
         """The recomputing backward pass (activations rebuilt from each
         layer's output) gives the gradients of the same layers run as an

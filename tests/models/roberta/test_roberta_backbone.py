@@ -6,6 +6,8 @@ from kerasbert.testing import TestCase
 from kerasbert.testing import tiny_encoder_config
 from kerasbert.testing import tiny_encoder_inputs
 
+from slow_marks import slow_covered_by
+
 KWARGS = tiny_encoder_config()
 INPUTS = tiny_encoder_inputs(segments=False)
 
@@ -48,8 +50,8 @@ class TestRobertaPresets(TestCase):
         assert embeddings + 12 * per_layer == 124_052_736
 
     # ~10 s: builds roberta_base whole; the default suite adds up one layer at its widths.
-    @pytest.mark.slow(covered_by=(
-        "tests/models/roberta/test_roberta_backbone.py::TestRobertaPresets::test_roberta_base_parameter_count_by_parts",))
+    @slow_covered_by(
+        "tests/models/roberta/test_roberta_backbone.py::TestRobertaPresets::test_roberta_base_parameter_count_by_parts")
     def test_roberta_base_parameter_count(self):
         # keras-hub's count: 50265 tokens, 512 positions, no pooler.
         model = RobertaBackbone.from_preset("roberta_base")
@@ -58,9 +60,9 @@ class TestRobertaPresets(TestCase):
 
     # Builds roberta_large and keras-hub's peer whole (354M weights each); the default suite
     # counts roberta_base by parts and converts keras-hub's RoBERTa at tiny size.
-    @pytest.mark.slow(covered_by=(
+    @slow_covered_by(
         "tests/models/roberta/test_roberta_backbone.py::TestRobertaPresets::test_roberta_base_parameter_count_by_parts",
-        "tests/convert/test_roberta_convert.py::TestRobertaKerasHubConversion::test_parity_on_padded_rows"))
+        "tests/convert/test_roberta_convert.py::TestRobertaKerasHubConversion::test_parity_on_padded_rows")
     def test_roberta_large_parameter_count(self):
         import keras_hub
 
