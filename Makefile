@@ -4,7 +4,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: demo test test-slow bench clean published
+.PHONY: demo test test-slow test-torch bench clean published
 
 # The suite runs on both cores of the CI machine: whole test files per
 # worker (module fixtures stay shared), `make test PYTEST_WORKERS=0` for one
@@ -33,6 +33,14 @@ test: $(STAMP) published
 
 test-slow: $(STAMP) published
 	$(PYTEST) -m slow
+
+# The PyTorch backend: installs the `torch` extra (a CPU build) into .venv/
+# and runs the backend's tests (each family against TensorFlow, raw-text
+# fine-tuning, .keras files across backends, generation); `make test` skips
+# them where torch is not installed.
+test-torch: $(STAMP)
+	$(BIN)/python -m pip install --quiet --disable-pip-version-check -c constraints.txt -e '.[torch]'
+	$(BIN)/python -m pytest -p no:cacheprovider tests/models/test_torch_backend.py
 
 bench: $(STAMP)
 	$(BIN)/python bench/encoder_bench.py --family all

@@ -59,6 +59,10 @@ setup(
         # and the workers run the SDK container or beam/boot.sh.
         "flink": ["apache-beam~=2.77.0"],
         "spark": ["apache-beam~=2.77.0"],
+        # The PyTorch backend (KERAS_BACKEND=torch): the CPU build, 2.13.0+cpu
+        # (864 MB in the venv, 54 s to install here); `make test-torch`
+        # installs it and runs tests/models/test_torch_backend.py.
+        "torch": ["torch==2.13.0"],
         # Peers used for checkpoint conversion and parity tests.
         "interop": ["tf-models-official~=2.20.0", "tf-keras~=2.20.0"],
         "test": [
