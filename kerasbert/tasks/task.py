@@ -14,20 +14,21 @@ dropout and a small head. This module holds what every task shares:
 - `get_config` / `from_config` serialize the backbone with the task's own
   constructor arguments, so `.keras` files load in safe mode;
 - `compile(optimizer="auto", ...)` builds the BERT fine-tuning optimizer
-  (`kerasbert.optimizers.create_optimizer`: AdamW, weight decay 0.01 except
+  (`kerasbert.optimizers.OptimizerOptions`: AdamW, weight decay 0.01 except
   LayerNorm and biases, linear warm-up, linear decay, global-norm clipping
   1.0, optional layer-wise learning-rate decay) and the task's default
   loss and metrics.
 """
 
 import contextlib
+import dataclasses
 
 import keras
 import numpy as np
 from keras import ops
 
 from kerasbert.errors import UsageError
-from kerasbert.optimizers.optimization import create_optimizer
+from kerasbert.optimizers.optimizer_options import OptimizerOptions
 from kerasbert.tasks.task_presets import build_from_preset
 from kerasbert import export_door
 from kerasbert.tasks.backbone_model import BackboneModel
@@ -94,58 +95,23 @@ def head_initializer(backbone):
     )
 
 
-def fine_tuning_optimizer(
-    learning_rate=2e-5,
-    num_train_steps=None,
-    warmup_ratio=0.1,
-    warmup_steps=None,
-    weight_decay=0.01,
-    layer_decay=None,
-    **kwargs,
-):
-    """The BERT fine-tuning optimizer via `create_optimizer`.
+def fine_tuning_optimizer(options=None, **keywords):
+    """The BERT fine-tuning optimizer: `OptimizerOptions(**keywords).build()`
+    (or `options.build()`, given an `OptimizerOptions`).
 
     With `num_train_steps` known: linear warm-up over `warmup_steps` (or
-    `warmup_ratio * num_train_steps`, rounded) then linear decay to 0 at
-    `num_train_steps`. With `num_train_steps=None` the total is unknown, so
-    the rate stays constant at `learning_rate` after the warm-up (only an
-    explicit `warmup_steps` warms up; `warmup_ratio` needs a total).
-    Other keyword arguments go to `create_optimizer` (optimizer="lamb",
-    clipnorm, accumulation_steps, ...).
+    `warmup_ratio * num_train_steps`, rounded; 0.1 by default) then linear
+    decay to 0 at `num_train_steps`. With `num_train_steps=None` the total
+    is unknown, so the rate stays constant at `learning_rate` (2e-5) after
+    the warm-up (only an explicit `warmup_steps` warms up; `warmup_ratio`
+    needs a total). The other keywords are `OptimizerOptions`' (weight_decay,
+    layer_decay, optimizer="lamb", clipnorm, accumulation_steps, ...).
     """
-    if num_train_steps is not None:
-        num_train_steps = int(num_train_steps)
-        if num_train_steps <= 0:
-            raise ValueError(
-                f"num_train_steps must be a positive number of optimizer "
-                f"updates, got {num_train_steps}."
-            )
-        if warmup_steps is None:
-            if not 0.0 <= float(warmup_ratio) <= 1.0:
-                raise ValueError(
-                    f"warmup_ratio must be in [0, 1], got {warmup_ratio!r}."
-                )
-            warmup_steps = int(round(float(warmup_ratio) * num_train_steps))
-        return create_optimizer(
-            learning_rate,
-            num_train_steps=num_train_steps,
-            warmup_steps=int(warmup_steps),
-            weight_decay=weight_decay,
-            layer_decay=layer_decay,
-            **kwargs,
-        )
-    # Unknown total: warm up (if asked) then hold the peak. The schedule's
-    # decay ends at the warm-up and decays to the peak itself.
-    warmup_steps = int(warmup_steps or 0)
-    return create_optimizer(
-        learning_rate,
-        num_train_steps=max(warmup_steps, 1),
-        warmup_steps=warmup_steps,
-        end_learning_rate=learning_rate,
-        weight_decay=weight_decay,
-        layer_decay=layer_decay,
-        **kwargs,
-    )
+    if options is None:
+        options = OptimizerOptions(**keywords)
+    elif keywords:
+        options = dataclasses.replace(options, **keywords)
+    return options.build()
 
 
 class Task(BackboneModel):
@@ -511,73 +477,46 @@ class Task(BackboneModel):
     def default_weighted_metrics(self):
         return None
 
-    def compile(
-        self,
-        optimizer="auto",
-        loss="auto",
-        *,
-        metrics="auto",
-        weighted_metrics="auto",
-        learning_rate=2e-5,
-        num_train_steps=None,
-        warmup_ratio=0.1,
-        warmup_steps=None,
-        weight_decay=0.01,
-        layer_decay=None,
-        clipnorm=1.0,
-        **kwargs,
-    ):
+    def compile(self, optimizer="auto", loss="auto", *, metrics="auto",
+                weighted_metrics="auto", **kwargs):
         """Configures the model for `fit` with fine-tuning defaults.
 
         Args:
-            optimizer: "auto" builds kerasbert's AdamW (see
-                `fine_tuning_optimizer`: weight decay except LayerNorm and
-                biases, warm-up then linear decay over `num_train_steps`, or
-                a constant rate after warm-up when that is None, global-norm
-                clipping 1.0, optional `layer_decay`). Anything else goes to
-                `keras.Model.compile` as is (then the learning-rate
-                arguments below are ignored).
+            optimizer: "auto" builds kerasbert's AdamW from the
+                `OptimizerOptions` keywords below (`fine_tuning_optimizer`:
+                weight decay except LayerNorm and biases, warm-up then
+                linear decay over `num_train_steps`, or a constant rate after
+                warm-up when that is None, global-norm clipping 1.0, optional
+                `layer_decay`); an `OptimizerOptions` is built as it is.
+                Anything else goes to `keras.Model.compile` as is (then the
+                learning-rate keywords are ignored).
             loss: "auto" = the task's default (see the class docstring).
             metrics, weighted_metrics: "auto" = the task's defaults.
-            learning_rate: peak learning rate (2e-5).
-            num_train_steps: total optimizer updates (epochs *
-                steps_per_epoch), or None.
-            warmup_ratio: warm-up share of num_train_steps (0.1).
-            warmup_steps: explicit warm-up length; overrides warmup_ratio.
-            weight_decay: 0.01.
-            layer_decay: float in (0, 1] or None: layer-wise LR decay.
-            clipnorm: clip the gradient by its global norm (1.0; None: no
-                clipping). Under a `tf.distribute` strategy the norm is that
-                of the all-reduced gradient, so N replicas clip as one device
-                (`kerasbert.optimizers.tensorflow_paths`).
-            **kwargs: `keras.Model.compile` arguments (run_eagerly,
-                jit_compile, steps_per_execution, loss_weights, ...).
+            **kwargs: `OptimizerOptions` fields for "auto":
+                learning_rate (2e-5), num_train_steps (total optimizer
+                updates, or None), warmup_ratio (0.1), warmup_steps
+                (overrides the ratio), weight_decay (0.01), layer_decay
+                (None), clipnorm (1.0; None: no clipping; under a
+                `tf.distribute` strategy the norm is that of the all-reduced
+                gradient, so N replicas clip as one device); and
+                `keras.Model.compile` arguments (run_eagerly, jit_compile,
+                steps_per_execution, loss_weights, ...).
         """
         # A compile by the user replaces the recipe's (and its sizing by fit).
         self._recipe_compile = None
-        if isinstance(optimizer, str) and optimizer == "auto":
-            optimizer = fine_tuning_optimizer(
-                learning_rate=learning_rate,
-                num_train_steps=num_train_steps,
-                warmup_ratio=warmup_ratio,
-                warmup_steps=warmup_steps,
-                weight_decay=weight_decay,
-                layer_decay=layer_decay,
-                clipnorm=clipnorm,
-            )
+        options, kwargs = OptimizerOptions.split(kwargs)
+        if isinstance(optimizer, OptimizerOptions):
+            optimizer = optimizer.build()
+        elif isinstance(optimizer, str) and optimizer == "auto":
+            optimizer = fine_tuning_optimizer(options)
         if isinstance(loss, str) and loss == "auto":
             loss = self.default_loss()
         if isinstance(metrics, str) and metrics == "auto":
             metrics = self.default_metrics()
         if isinstance(weighted_metrics, str) and weighted_metrics == "auto":
             weighted_metrics = self.default_weighted_metrics()
-        super().compile(
-            optimizer=optimizer,
-            loss=loss,
-            metrics=metrics,
-            weighted_metrics=weighted_metrics,
-            **kwargs,
-        )
+        super().compile(optimizer=optimizer, loss=loss, metrics=metrics,
+                        weighted_metrics=weighted_metrics, **kwargs)
 
     def compile_with_recipe(self, recipe):
         """Compiles with a recipe's rate, warm-up share, weight decay and
