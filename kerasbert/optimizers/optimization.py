@@ -1,7 +1,6 @@
 """`create_optimizer`: the BERT optimizer recipe in one call; its
 arguments are `OptimizerOptions`' (kerasbert/optimizers/optimizer_options.py)."""
 
-from kerasbert.optimizers.optimizer_options import OPTIMIZERS  # noqa: F401 (public name)
 from kerasbert.optimizers.optimizer_options import OptimizerOptions
 
 

@@ -14,7 +14,7 @@ from kerasbert.cli import main
 from kerasbert.errors import UsageError
 from kerasbert.training.checkpoints import read_manifest
 from kerasbert.training.configs import PretrainConfig
-from kerasbert.training.pretrain import check_same_architecture, resume_changes, saved_input
+from kerasbert.training.resume_checks import check_same_architecture, resume_changes, saved_input
 
 SHARDS = [{"file": "a.tfrecord", "bytes": 100, "records": 3},
           {"file": "b.tfrecord", "bytes": 90, "records": 2}]
