@@ -81,12 +81,14 @@ class OptimizerOptions:
             raise ValueError(f"accumulation_steps must be >= 1, got {self.accumulation_steps}.")
 
     @classmethod
-    def split(cls, keywords):
-        """(the options named in `keywords`, the other keywords): how
-        `Task.compile` tells its optimizer arguments from Keras's."""
+    def split(cls, keywords, base=None):
+        """(`base`, or the defaults, with the fields `keywords` names; the
+        other keywords): how `Task.compile` tells its optimizer arguments
+        from Keras's."""
         names = {field.name for field in dataclasses.fields(cls)}
         own = {k: v for k, v in keywords.items() if k in names}
-        return cls(**own), {k: v for k, v in keywords.items() if k not in names}
+        options = dataclasses.replace(base, **own) if base is not None else cls(**own)
+        return options, {k: v for k, v in keywords.items() if k not in names}
 
     def schedule(self):
         """The `WarmupDecaySchedule`: warm-up, then decay to

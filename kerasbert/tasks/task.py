@@ -377,7 +377,8 @@ class Task(BackboneModel):
                 weight decay except LayerNorm and biases, warm-up then
                 linear decay over `num_train_steps`, or a constant rate after
                 warm-up when that is None, global-norm clipping 1.0, optional
-                `layer_decay`); an `OptimizerOptions` is built as it is.
+                `layer_decay`); an `OptimizerOptions` is built with the
+                keywords below replacing its fields.
                 Anything else goes to `keras.Model.compile` as is (then the
                 learning-rate keywords are ignored).
             loss: "auto" = the task's default (see the class docstring).
@@ -394,10 +395,9 @@ class Task(BackboneModel):
         """
         # A compile by the user replaces the recipe's (and its sizing by fit).
         self._recipe_compile = None
-        options, kwargs = OptimizerOptions.split(kwargs)
-        if isinstance(optimizer, OptimizerOptions):
-            optimizer = optimizer.build()
-        elif isinstance(optimizer, str) and optimizer == "auto":
+        given = optimizer if isinstance(optimizer, OptimizerOptions) else None
+        options, kwargs = OptimizerOptions.split(kwargs, given)
+        if given is not None or (isinstance(optimizer, str) and optimizer == "auto"):
             optimizer = fine_tuning_optimizer(options)
         if isinstance(loss, str) and loss == "auto":
             loss = self.default_loss()

@@ -67,6 +67,10 @@ def test_split_tells_optimizer_keywords_from_keras_ones():
                                             "run_eagerly": True, "jit_compile": False})
     assert (options.learning_rate, options.clipnorm, options.weight_decay) == (1e-3, None, 0.01)
     assert rest == {"run_eagerly": True, "jit_compile": False}
+    base = OptimizerOptions(learning_rate=5e-5, num_train_steps=9)
+    options, rest = OptimizerOptions.split({"warmup_steps": 2, "run_eagerly": True}, base)
+    assert (options.learning_rate, options.num_train_steps, options.warmup_steps) == (5e-5, 9, 2)
+    assert rest == {"run_eagerly": True}
 
 
 def test_task_compile_takes_the_keywords_or_an_options_object():
@@ -78,5 +82,10 @@ def test_task_compile_takes_the_keywords_or_an_options_object():
     assert model.run_eagerly
     model.compile(optimizer=OptimizerOptions(learning_rate=4e-5, num_train_steps=30,
                                              warmup_steps=3, clipnorm=None))
+    assert config(model.optimizer) == config(by_keywords)
+    # Keywords beside an options object replace its fields.
+    model.compile(optimizer=OptimizerOptions(learning_rate=1.0, num_train_steps=30,
+                                             warmup_steps=3, clipnorm=None),
+                  learning_rate=4e-5)
     assert config(model.optimizer) == config(by_keywords)
     np.testing.assert_allclose(rates(model.optimizer, [0, 15, 30]), [0, 2e-5, 0], atol=1e-10)
