@@ -22,10 +22,8 @@ class OptimizerOptions:
     skips LayerNorm and bias variables, a linear warm-up then polynomial
     (linear by default) decay schedule, clipping by the *global* gradient
     norm, and optionally gradient accumulation and layer-wise
-    learning-rate decay. The defaults are BERT fine-tuning's.
-
-        options = OptimizerOptions(learning_rate=3e-5, num_train_steps=1000)
-        optimizer = options.build()  # AdamW on a WarmupDecaySchedule
+    learning-rate decay. The defaults are BERT fine-tuning's;
+    `Task.compile(optimizer=options)` takes one as it is.
 
     Attributes:
         learning_rate: float. Peak learning rate (2e-5).
@@ -53,6 +51,16 @@ class OptimizerOptions:
             it from the variable paths (`transformer_layer_<i>`).
         exclude_from_weight_decay: regex patterns searched in each
             variable's own name.
+
+    Example:
+
+    >>> from kerasbert.optimizers import OptimizerOptions
+    >>> options = OptimizerOptions(learning_rate=3e-5, num_train_steps=1000)
+    >>> options.schedule().warmup_steps                      # 10% of the updates
+    100
+    >>> optimizer = options.build()                          # AdamW on that schedule
+    >>> type(optimizer).__name__, optimizer.global_clipnorm
+    ('AdamW', 1.0)
     """
 
     learning_rate: float = 2e-5

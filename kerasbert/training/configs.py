@@ -94,7 +94,20 @@ class LanguageModelRunOptions:
 @dataclasses.dataclass
 class PretrainConfig(LanguageModelRunOptions):
     """Every `kerasbert pretrain` option (the CLI flags, same names); the
-    shared ones are `LanguageModelRunOptions`'."""
+    shared ones are `LanguageModelRunOptions`'.
+
+    Example:
+
+    >>> from kerasbert.training import PretrainConfig
+    >>> config = PretrainConfig(preset="bert_tiny", vocab="vocab.txt", data="data/*.tfrecord",
+    ...                         output_dir="run", steps=0)
+    >>> config.batch_size, config.learning_rate              # the CLI's defaults
+    (32, 0.0001)
+    >>> config.validate()                                    # checked before TensorFlow loads
+    Traceback (most recent call last):
+    ...
+    kerasbert.errors.UsageError: --steps must be >= 1, got 0.
+    """
 
     preset: str
     vocab: str
