@@ -15,5 +15,6 @@ __getattr__, __dir__, __all__ = lazy_exports(__name__, {
     ),
     "tensorflow_paths": ("deduplicate_gradient",),
     "optimization": ("create_optimizer",),
+    "optimizer_options": ("OptimizerOptions",),
     "layer_decay": ("layer_depth", "layer_decay_multiplier"),
 })

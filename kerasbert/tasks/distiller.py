@@ -41,6 +41,30 @@ def default_layer_map(num_student_layers, num_teacher_layers):
     return layer_map
 
 
+def _copy_embeddings(s_emb, t_emb):
+    """The teacher's token table, positions [P, H] (with its segment-0 row
+    folded in when the student has no segment table), segment rows and
+    embedding LayerNorm into the student's embeddings layer."""
+    s_emb.token_embedding.embeddings.assign(t_emb.token_embedding.embeddings)
+    positions = np.array(t_emb.position_embedding.position_embeddings.numpy())
+    if t_emb.segment_embedding is not None and s_emb.segment_embedding is None:
+        positions = positions + t_emb.segment_embedding.embeddings.numpy()[0]
+    elif t_emb.segment_embedding is not None:
+        s_seg = s_emb.segment_embedding.embeddings
+        rows = min(s_seg.shape[0], t_emb.segment_embedding.embeddings.shape[0])
+        s_seg.assign(
+            np.concatenate(
+                [t_emb.segment_embedding.embeddings.numpy()[:rows], s_seg.numpy()[rows:]]
+            )
+        )
+    s_pos = s_emb.position_embedding.position_embeddings
+    rows = min(s_pos.shape[0], positions.shape[0])
+    # Extra student positions (if any) keep their random initialisation.
+    s_pos.assign(np.concatenate([positions[:rows], s_pos.numpy()[rows:]]))
+    s_emb.layer_norm.gamma.assign(t_emb.layer_norm.gamma)
+    s_emb.layer_norm.beta.assign(t_emb.layer_norm.beta)
+
+
 def init_student_from_teacher(student, teacher, layer_map=None):
     """Copies a teacher's weights into a shallower student of equal width.
 
@@ -87,26 +111,7 @@ def init_student_from_teacher(student, teacher, layer_map=None):
             "layers."
         )
 
-    s_emb, t_emb = s_bb.embeddings, t_bb.embeddings
-    s_emb.token_embedding.embeddings.assign(t_emb.token_embedding.embeddings)
-    positions = np.array(t_emb.position_embedding.position_embeddings.numpy())
-    if t_emb.segment_embedding is not None and s_emb.segment_embedding is None:
-        positions = positions + t_emb.segment_embedding.embeddings.numpy()[0]
-    elif t_emb.segment_embedding is not None:
-        s_seg = s_emb.segment_embedding.embeddings
-        rows = min(s_seg.shape[0], t_emb.segment_embedding.embeddings.shape[0])
-        s_seg.assign(
-            np.concatenate(
-                [t_emb.segment_embedding.embeddings.numpy()[:rows], s_seg.numpy()[rows:]]
-            )
-        )
-    s_pos = s_emb.position_embedding.position_embeddings
-    rows = min(s_pos.shape[0], positions.shape[0])
-    # Extra student positions (if any) keep their random initialisation.
-    s_pos.assign(np.concatenate([positions[:rows], s_pos.numpy()[rows:]]))
-    s_emb.layer_norm.gamma.assign(t_emb.layer_norm.gamma)
-    s_emb.layer_norm.beta.assign(t_emb.layer_norm.beta)
-
+    _copy_embeddings(s_bb.embeddings, t_bb.embeddings)
     for i, t_index in enumerate(layer_map):
         set_block_weights(
             s_layers[i],

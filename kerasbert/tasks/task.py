@@ -14,26 +14,32 @@ dropout and a small head. This module holds what every task shares:
 - `get_config` / `from_config` serialize the backbone with the task's own
   constructor arguments, so `.keras` files load in safe mode;
 - `compile(optimizer="auto", ...)` builds the BERT fine-tuning optimizer
-  (`kerasbert.optimizers.create_optimizer`: AdamW, weight decay 0.01 except
+  (`kerasbert.optimizers.OptimizerOptions`: AdamW, weight decay 0.01 except
   LayerNorm and biases, linear warm-up, linear decay, global-norm clipping
   1.0, optional layer-wise learning-rate decay) and the task's default
   loss and metrics.
 """
 
 import contextlib
+import dataclasses
 
 import keras
-import numpy as np
 from keras import ops
 
 from kerasbert.errors import UsageError
-from kerasbert.optimizers.optimization import create_optimizer
+from kerasbert.optimizers.optimizer_options import OptimizerOptions
 from kerasbert.tasks.task_presets import build_from_preset
 from kerasbert import export_door
 from kerasbert.tasks.backbone_model import BackboneModel
-from kerasbert.tasks.row_order import length_order
-from kerasbert.tasks.row_order import pad_axis_1
-from kerasbert.tasks.row_order import take_rows
+from kerasbert.tasks.multi_worker import symbolic_build_inputs
+from kerasbert.tasks.multi_worker import worker_logs
+from kerasbert.tasks.raw_text_fit import batches_per_epoch
+from kerasbert.tasks.raw_text_fit import dense_outputs
+from kerasbert.tasks.raw_text_fit import fit_inputs
+from kerasbert.tasks.raw_text_fit import is_raw
+from kerasbert.tasks.raw_text_fit import padded_outputs
+from kerasbert.tasks.raw_text_fit import predict_raw
+from kerasbert.tasks.raw_text_fit import raw_dataset
 
 BACKBONE_INPUTS = ("input_word_ids", "input_mask", "input_type_ids")
 
@@ -94,58 +100,23 @@ def head_initializer(backbone):
     )
 
 
-def fine_tuning_optimizer(
-    learning_rate=2e-5,
-    num_train_steps=None,
-    warmup_ratio=0.1,
-    warmup_steps=None,
-    weight_decay=0.01,
-    layer_decay=None,
-    **kwargs,
-):
-    """The BERT fine-tuning optimizer via `create_optimizer`.
+def fine_tuning_optimizer(options=None, **keywords):
+    """The BERT fine-tuning optimizer: `OptimizerOptions(**keywords).build()`
+    (or `options.build()`, given an `OptimizerOptions`).
 
     With `num_train_steps` known: linear warm-up over `warmup_steps` (or
-    `warmup_ratio * num_train_steps`, rounded) then linear decay to 0 at
-    `num_train_steps`. With `num_train_steps=None` the total is unknown, so
-    the rate stays constant at `learning_rate` after the warm-up (only an
-    explicit `warmup_steps` warms up; `warmup_ratio` needs a total).
-    Other keyword arguments go to `create_optimizer` (optimizer="lamb",
-    clipnorm, accumulation_steps, ...).
+    `warmup_ratio * num_train_steps`, rounded; 0.1 by default) then linear
+    decay to 0 at `num_train_steps`. With `num_train_steps=None` the total
+    is unknown, so the rate stays constant at `learning_rate` (2e-5) after
+    the warm-up (only an explicit `warmup_steps` warms up; `warmup_ratio`
+    needs a total). The other keywords are `OptimizerOptions`' (weight_decay,
+    layer_decay, optimizer="lamb", clipnorm, accumulation_steps, ...).
     """
-    if num_train_steps is not None:
-        num_train_steps = int(num_train_steps)
-        if num_train_steps <= 0:
-            raise ValueError(
-                f"num_train_steps must be a positive number of optimizer "
-                f"updates, got {num_train_steps}."
-            )
-        if warmup_steps is None:
-            if not 0.0 <= float(warmup_ratio) <= 1.0:
-                raise ValueError(
-                    f"warmup_ratio must be in [0, 1], got {warmup_ratio!r}."
-                )
-            warmup_steps = int(round(float(warmup_ratio) * num_train_steps))
-        return create_optimizer(
-            learning_rate,
-            num_train_steps=num_train_steps,
-            warmup_steps=int(warmup_steps),
-            weight_decay=weight_decay,
-            layer_decay=layer_decay,
-            **kwargs,
-        )
-    # Unknown total: warm up (if asked) then hold the peak. The schedule's
-    # decay ends at the warm-up and decays to the peak itself.
-    warmup_steps = int(warmup_steps or 0)
-    return create_optimizer(
-        learning_rate,
-        num_train_steps=max(warmup_steps, 1),
-        warmup_steps=warmup_steps,
-        end_learning_rate=learning_rate,
-        weight_decay=weight_decay,
-        layer_decay=layer_decay,
-        **kwargs,
-    )
+    if options is None:
+        options = OptimizerOptions(**keywords)
+    elif keywords:
+        options = dataclasses.replace(options, **keywords)
+    return options.build()
 
 
 class Task(BackboneModel):
@@ -206,7 +177,7 @@ class Task(BackboneModel):
         )
         self.preprocessor = preprocessor
         self._recipe_compile = None
-        self._repeated_input = False  # fit's raw dataset repeats (`_one_iterator`)
+        self._repeated_input = False  # fit's dataset repeats (`raw_text_fit.one_iterator`)
 
     def encode(self, inputs, training=False):
         """The backbone's output dict for a feature dict."""
@@ -268,21 +239,11 @@ class Task(BackboneModel):
 
     def _raw(self, x):
         """Whether `x` is raw input (then it needs the preprocessor)."""
-        if self.preprocessor is not None:
-            return self.preprocessor.is_raw(x)
-        if not isinstance(x, dict) and _looks_like_text(x):
-            raise UsageError(
-                f"This {type(self).__name__} has no preprocessor, so it takes token-id dicts "
-                "only: build it with from_preset(handle) (or tokenizer=...), or load a .keras "
-                "file saved with one.")
-        return False
+        return is_raw(self, x)
 
     def _raw_dataset(self, x, y=None, sample_weight=None, batch_size=None, shuffle=False,
                      seed=None):
-        return self.preprocessor.dataset(x, y, sample_weight, batch_size=batch_size,
-                                         shuffle=shuffle, seed=seed,
-                                         num_labels=self.num_label_names(),
-                                         fixed_shapes=self.needs_fixed_shapes())
+        return raw_dataset(self, x, y, sample_weight, batch_size, shuffle, seed)
 
     def batch_padding(self):
         """How batches of token ids for this model are padded
@@ -324,26 +285,8 @@ class Task(BackboneModel):
         linear decay to 0) from the epochs and batches here, on the first
         call.
         """
-        if self._raw(x):
-            if kwargs.get("validation_split"):
-                raise UsageError("validation_split does not apply to raw text: give "
-                                 "validation_data=(x, y).")
-            batch_size = batch_size or self._default_batch_size()
-            if seed is None and self._across_workers():
-                # Each worker runs the whole pipeline and keeps its shard of
-                # every batch: they must all shuffle alike.
-                seed = 0
-            x = self._raw_dataset(x, y, sample_weight, batch_size, shuffle, seed)
-            y = sample_weight = None
-        if validation_data is not None:
-            validation_data = self._raw_validation(validation_data, batch_size)
-            if _is_dataset(validation_data):
-                validation_data = self._one_iterator(validation_data, epochs, kwargs,
-                                                     "validation_steps")
-        if _is_dataset(x):
-            # It batches and shuffles itself (Keras warns when told to shuffle it).
-            batch_size, shuffle = None, False
-            x = self._one_iterator(x, epochs, kwargs, "steps_per_epoch")
+        x, y, batch_size, validation_data, shuffle, sample_weight = fit_inputs(
+            self, x, y, batch_size, epochs, validation_data, shuffle, sample_weight, seed, kwargs)
         self._size_recipe_schedule(x, y, batch_size, epochs, kwargs.get("steps_per_epoch"))
         try:
             return super().fit(x, y, batch_size=batch_size, epochs=epochs,
@@ -352,36 +295,10 @@ class Task(BackboneModel):
         finally:
             self._repeated_input = False
 
-    def _one_iterator(self, dataset, epochs, kwargs, steps):
-        """A dataset of known length repeated, its batches per epoch given
-        as `kwargs[steps]`: Keras then keeps one iterator for every epoch
-        instead of starting one (two, for a dataset of known length) per
-        epoch, which for raw text costs the tokenizer's graph (QA: and the
-        windows') each time, a few tenths of a second. Each pass is one
-        epoch of the same batches; a seeded `shuffle` gives pass k the
-        order its k-th iterator gives, so raw text and its cached features
-        still train alike. Left as it is when the caller gave
-        `kwargs[steps]` or one epoch runs."""
-        count = int(dataset.cardinality())
-        if kwargs.get(steps) is not None or count <= 0 \
-                or int(epochs) - int(kwargs.get("initial_epoch", 0)) < 2:
-            return dataset
-        kwargs[steps] = count
-        self._repeated_input = True
-        return dataset.repeat()
-
-    def _raw_validation(self, data, batch_size):
-        if isinstance(data, tuple) and data and self._raw(data[0]):
-            x, y = data[0], data[1] if len(data) > 1 else None
-            return self._raw_dataset(x, y, None, batch_size or self._default_batch_size())
-        if not isinstance(data, tuple) and self._raw(data):
-            return self._raw_dataset(data, batch_size=batch_size or self._default_batch_size())
-        return data
-
     def evaluate(self, x=None, y=None, batch_size=None, *, sample_weight=None, **kwargs):
         """`keras.Model.evaluate`, and on raw inputs with their labels."""
         if self._raw(x):
-            x = self._raw_dataset(x, y, sample_weight, batch_size or self._default_batch_size())
+            x = self._raw_dataset(x, y, sample_weight, batch_size or self.default_batch_size())
             y = sample_weight = batch_size = None
         return super().evaluate(x, y, batch_size=batch_size, sample_weight=sample_weight,
                                 **kwargs)
@@ -392,17 +309,10 @@ class Task(BackboneModel):
         lists run in length order (short rows batched together, so the
         batches' padding is small) and come back in input order."""
         if not self._raw(x):
-            return self._dense_outputs(super().predict(
+            return dense_outputs(self, super().predict(
                 x, batch_size=batch_size, verbose=verbose, steps=steps, callbacks=callbacks))
-        order = None if steps is not None or self.needs_fixed_shapes() \
-            or self.preprocessor.padding != "longest" else length_order(x)
-        if order is not None:
-            x = take_rows(x, order)
-        dataset, context = self.preprocessor.predict_dataset(
-            x, batch_size or self._default_batch_size(), fixed_shapes=self.needs_fixed_shapes())
-        outputs = super().predict(dataset, verbose=verbose, steps=steps, callbacks=callbacks)
-        result = self.preprocessor.postprocess(self._dense_outputs(outputs), context)
-        return result if order is None else take_rows(result, np.argsort(order))
+        return predict_raw(self, x, batch_size, super().predict, verbose=verbose, steps=steps,
+                           callbacks=callbacks)
 
     #: whether every output has the token axis (axis 1): tagging, QA.
     per_token_outputs = False
@@ -411,78 +321,24 @@ class Task(BackboneModel):
         # JAX's step is (state, data) -> (outputs, variables); the others' data -> outputs.
         result = super().predict_step(*args)
         if len(args) == 2:
-            return self._padded_outputs(result[0]), result[1]
-        return self._padded_outputs(result)
+            return padded_outputs(self, result[0]), result[1]
+        return padded_outputs(self, result)
 
-    def _padded_outputs(self, outputs):
-        """Per-token outputs of a batch cut to its longest row [B, L, ...]
-        padded back to T, so predict can stack the batches (with -1e4, far
-        below any logit: never chosen)."""
-        length = getattr(self.preprocessor, "sequence_length", None)
-        if not self.per_token_outputs or not length:
-            return outputs
-        return keras.tree.map_structure(lambda t: pad_axis_1(t, int(length), -1e4), outputs)
-
-    def _dense_outputs(self, outputs):
-        """TensorFlow's predict stacks outputs of different lengths as
-        ragged tensors (a model without a preprocessor has no T to pad
-        to in `predict_step`): padded to the longest here."""
-        def dense(value):
-            if hasattr(value, "to_tensor") and hasattr(value, "row_splits"):
-                return np.asarray(value.to_tensor(default_value=-1e4))
-            return value
-        return keras.tree.map_structure(dense, outputs) if self.per_token_outputs else outputs
-
-    def _default_batch_size(self):
+    def default_batch_size(self):
+        """Raw inputs' batch size when none is given: the recipe's, else 32."""
         return (self._recipe_compile or {}).get("batch_size", 32)
 
-    # --- under MultiWorkerMirroredStrategy ------------------------------------
-    # Keras 3.15's TensorFlow trainer cannot `fit` under MWMS by itself
-    # (keras-team/keras#20329, tensorflow/tensorflow#72388); these fix it.
-
-    def _across_workers(self):
-        """Whether this model runs under MultiWorkerMirroredStrategy with
-        several workers (Keras' own test, TensorFlow backend only)."""
-        if keras.backend.backend() != "tensorflow":
-            return False
-        import tensorflow as tf  # lazy: only under the TensorFlow backend
-
-        strategy = self.distribute_strategy
-        return (isinstance(strategy, tf.distribute.MultiWorkerMirroredStrategy)
-                and strategy.extended._in_multi_worker_mode())
+    # --- under MultiWorkerMirroredStrategy: tasks/multi_worker.py -------------
 
     def _maybe_symbolic_build(self, iterator=None, data_batch=None):
-        if iterator is not None and getattr(self, "_repeated_input", False) \
-                and self._distribute_strategy is not None:
-            # Under a strategy Keras builds from the first batch of the
-            # epoch iterator, whose one iterator lives on over a repeated
-            # dataset (`_one_iterator`): training would start at its second
-            # batch. A fresh iterator's first batch builds it instead, as
-            # when every epoch starts its own.
-            iterator = [(0, 0, iter(iterator._get_iterator()))]
-        # Keras MEAN-reduces the first batch across the replicas only to learn
-        # its shapes; across workers that reduce refuses a dict of features.
-        # One local replica's batch has the same shapes and dtypes.
-        if iterator is not None and self._across_workers():
-            for _, _, batches in iterator:
-                batch = next(batches)
-                break
-            local = self.distribute_strategy.experimental_local_results
-            data_batch, iterator = keras.tree.map_structure(lambda v: local(v)[0], batch), None
+        iterator, data_batch = symbolic_build_inputs(self, iterator, data_batch)
         return super()._maybe_symbolic_build(iterator=iterator, data_batch=data_batch)
 
     def train_step(self, *args, **kwargs):
-        return self._worker_logs(super().train_step(*args, **kwargs))
+        return worker_logs(self, super().train_step(*args, **kwargs))
 
     def test_step(self, *args, **kwargs):
-        return self._worker_logs(super().test_step(*args, **kwargs))
-
-    def _worker_logs(self, logs):
-        # Across workers Keras reduces each step's logs with MEAN over axis 0,
-        # which a scalar loss or metric lacks: give each value that axis.
-        if not self._across_workers():
-            return logs
-        return keras.tree.map_structure(lambda v: ops.expand_dims(v, 0), logs)
+        return worker_logs(self, super().test_step(*args, **kwargs))
 
     # --- export ----------------------------------------------------------------
 
@@ -525,73 +381,46 @@ class Task(BackboneModel):
     def default_weighted_metrics(self):
         return None
 
-    def compile(
-        self,
-        optimizer="auto",
-        loss="auto",
-        *,
-        metrics="auto",
-        weighted_metrics="auto",
-        learning_rate=2e-5,
-        num_train_steps=None,
-        warmup_ratio=0.1,
-        warmup_steps=None,
-        weight_decay=0.01,
-        layer_decay=None,
-        clipnorm=1.0,
-        **kwargs,
-    ):
+    def compile(self, optimizer="auto", loss="auto", *, metrics="auto",
+                weighted_metrics="auto", **kwargs):
         """Configures the model for `fit` with fine-tuning defaults.
 
         Args:
-            optimizer: "auto" builds kerasbert's AdamW (see
-                `fine_tuning_optimizer`: weight decay except LayerNorm and
-                biases, warm-up then linear decay over `num_train_steps`, or
-                a constant rate after warm-up when that is None, global-norm
-                clipping 1.0, optional `layer_decay`). Anything else goes to
-                `keras.Model.compile` as is (then the learning-rate
-                arguments below are ignored).
+            optimizer: "auto" builds kerasbert's AdamW from the
+                `OptimizerOptions` keywords below (`fine_tuning_optimizer`:
+                weight decay except LayerNorm and biases, warm-up then
+                linear decay over `num_train_steps`, or a constant rate after
+                warm-up when that is None, global-norm clipping 1.0, optional
+                `layer_decay`); an `OptimizerOptions` is built with the
+                keywords below replacing its fields.
+                Anything else goes to `keras.Model.compile` as is (then the
+                learning-rate keywords are ignored).
             loss: "auto" = the task's default (see the class docstring).
             metrics, weighted_metrics: "auto" = the task's defaults.
-            learning_rate: peak learning rate (2e-5).
-            num_train_steps: total optimizer updates (epochs *
-                steps_per_epoch), or None.
-            warmup_ratio: warm-up share of num_train_steps (0.1).
-            warmup_steps: explicit warm-up length; overrides warmup_ratio.
-            weight_decay: 0.01.
-            layer_decay: float in (0, 1] or None: layer-wise LR decay.
-            clipnorm: clip the gradient by its global norm (1.0; None: no
-                clipping). Under a `tf.distribute` strategy the norm is that
-                of the all-reduced gradient, so N replicas clip as one device
-                (`kerasbert.optimizers.tensorflow_paths`).
-            **kwargs: `keras.Model.compile` arguments (run_eagerly,
-                jit_compile, steps_per_execution, loss_weights, ...).
+            **kwargs: `OptimizerOptions` fields for "auto":
+                learning_rate (2e-5), num_train_steps (total optimizer
+                updates, or None), warmup_ratio (0.1), warmup_steps
+                (overrides the ratio), weight_decay (0.01), layer_decay
+                (None), clipnorm (1.0; None: no clipping; under a
+                `tf.distribute` strategy the norm is that of the all-reduced
+                gradient, so N replicas clip as one device); and
+                `keras.Model.compile` arguments (run_eagerly, jit_compile,
+                steps_per_execution, loss_weights, ...).
         """
         # A compile by the user replaces the recipe's (and its sizing by fit).
         self._recipe_compile = None
-        if isinstance(optimizer, str) and optimizer == "auto":
-            optimizer = fine_tuning_optimizer(
-                learning_rate=learning_rate,
-                num_train_steps=num_train_steps,
-                warmup_ratio=warmup_ratio,
-                warmup_steps=warmup_steps,
-                weight_decay=weight_decay,
-                layer_decay=layer_decay,
-                clipnorm=clipnorm,
-            )
+        given = optimizer if isinstance(optimizer, OptimizerOptions) else None
+        options, kwargs = OptimizerOptions.split(kwargs, given)
+        if given is not None or (isinstance(optimizer, str) and optimizer == "auto"):
+            optimizer = fine_tuning_optimizer(options)
         if isinstance(loss, str) and loss == "auto":
             loss = self.default_loss()
         if isinstance(metrics, str) and metrics == "auto":
             metrics = self.default_metrics()
         if isinstance(weighted_metrics, str) and weighted_metrics == "auto":
             weighted_metrics = self.default_weighted_metrics()
-        super().compile(
-            optimizer=optimizer,
-            loss=loss,
-            metrics=metrics,
-            weighted_metrics=weighted_metrics,
-            **kwargs,
-        )
+        super().compile(optimizer=optimizer, loss=loss, metrics=metrics,
+                        weighted_metrics=weighted_metrics, **kwargs)
 
     def compile_with_recipe(self, recipe):
         """Compiles with a recipe's rate, warm-up share, weight decay and
@@ -610,7 +439,7 @@ class Task(BackboneModel):
         recipe = self._recipe_compile
         if not recipe or self.optimizer is None or int(self.optimizer.iterations.numpy()) > 0:
             return
-        steps = steps_per_epoch or _batches_per_epoch(x, y, batch_size)
+        steps = steps_per_epoch or batches_per_epoch(x, y, batch_size)
         if not steps:
             return
         arguments = {k: v for k, v in recipe.items() if k != "batch_size"}
@@ -636,34 +465,4 @@ class Task(BackboneModel):
             _ = cls.preprocessor_class  # imports the class, so Keras knows its name
             config["preprocessor"] = keras.saving.deserialize_keras_object(config["preprocessor"])
         return super().from_config(config)
-
-
-def _looks_like_text(x):
-    """Strings where token ids were expected (no TensorFlow needed)."""
-    while isinstance(x, (list, tuple)) and x:
-        x = x[0]
-    if isinstance(x, (str, bytes)):
-        return True
-    dtype = getattr(x, "dtype", None)
-    return dtype is not None and (getattr(dtype, "kind", "") in "USO" or str(dtype) == "<dtype: 'string'>")
-
-
-def _is_dataset(x):
-    """A `tf.data.Dataset` (without importing TensorFlow for other inputs)."""
-    return type(x).__module__.startswith("tensorflow.") and hasattr(x, "element_spec")
-
-
-def _batches_per_epoch(x, y, batch_size):
-    """Batches in one pass over `x` (a finite dataset, or arrays), or None."""
-    import tensorflow as tf  # lazy: only for datasets
-
-    if isinstance(x, tf.data.Dataset):
-        count = int(x.cardinality())
-        return count if count > 0 else None
-    if isinstance(x, dict) and x:
-        x = next(iter(x.values()))
-    length = getattr(x, "shape", None)
-    if length is None or not length:
-        return None
-    return -(-int(length[0]) // int(batch_size or 32))
 

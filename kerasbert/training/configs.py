@@ -28,9 +28,73 @@ PADDINGS = ("longest", "max_length")
 
 
 
+@dataclasses.dataclass(kw_only=True)
+class LanguageModelRunOptions:
+    """The options `kerasbert pretrain` and `kerasbert distill` share (the
+    CLI flags, same names): batches, the optimizer and its schedule, the
+    strategy, precision, logging, seeds and the data's shapes. Each field
+    and its check is stated here once; a subclass adds its own fields and
+    checks (`_validate_own`) and the counts that must be >= 1
+    (`_positive_counts`).
+
+    Keyword-only, so the subclasses keep their required fields (`preset`,
+    `steps`, ...) first and positional, and a config.json "pretrain" /
+    "distill" entry written by any earlier run loads as `Config(**entry)`.
+    """
+
+    batch_size: int = 32
+    learning_rate: float = 1e-4
+    warmup_steps: int = None  # None: 10% of steps (BERT used 10k of 1M)
+    end_learning_rate: float = 0.0
+    power: float = 1.0
+    optimizer: str = "adamw"
+    weight_decay: float = 0.01
+    clipnorm: float = 1.0
+    strategy: str = "auto"
+    tpu: str = None
+    logical_cpus: int = 0
+    precision: str = "float32"
+    log_every: int = 10
+    seed: int = 12345
+    deterministic: bool = False
+    dynamic_masking: bool = False
+    sequence_length: int = None
+    max_predictions_per_seq: int = None
+    overrides: dict = dataclasses.field(default_factory=dict)
+    progress: bool = True  # progress bar (pretrain) / lines (distill) on the chief
+
+    #: the options that count something and must be >= 1.
+    _positive_counts = ("steps", "batch_size", "log_every")
+
+    def validate(self):
+        """UsageError naming the first bad option (no TensorFlow needed)."""
+        for name in self._positive_counts:
+            if getattr(self, name) < 1:
+                raise UsageError(f"--{name.replace('_', '-')} must be >= 1, "
+                                 f"got {getattr(self, name)}.")
+        check_learning_rate(self.learning_rate)
+        check_finite("--end-learning-rate", self.end_learning_rate, low_inclusive=True)
+        check_finite("--weight-decay", self.weight_decay, low_inclusive=True)
+        if self.warmup_steps is not None and not 0 <= self.warmup_steps <= self.steps:
+            raise UsageError(f"--warmup-steps {self.warmup_steps} must be in "
+                             f"[0, --steps {self.steps}].")
+        if self.precision not in PRECISIONS:
+            raise UsageError(f"--precision {self.precision!r}: expected one of {PRECISIONS}.")
+        self._validate_own()
+        check_strategy(self.strategy, self.tpu)  # no TPU, no TF_CONFIG: one line, at once
+
+    def _validate_own(self):
+        """The subclass's own checks, run before the strategy's."""
+
+    def warmup(self):
+        """The warm-up length in updates: --warmup-steps, else 10% of --steps."""
+        return self.warmup_steps if self.warmup_steps is not None else self.steps // 10
+
+
 @dataclasses.dataclass
-class PretrainConfig:
-    """Every `kerasbert pretrain` option (the CLI flags, same names).
+class PretrainConfig(LanguageModelRunOptions):
+    """Every `kerasbert pretrain` option (the CLI flags, same names); the
+    shared ones are `LanguageModelRunOptions`'.
 
     Example:
 
@@ -50,50 +114,24 @@ class PretrainConfig:
     data: str
     output_dir: str
     steps: int
-    batch_size: int = 32
-    learning_rate: float = 1e-4
-    warmup_steps: int = None  # None: 10% of steps (BERT used 10k of 1M)
-    end_learning_rate: float = 0.0
-    power: float = 1.0
-    optimizer: str = "adamw"
-    weight_decay: float = 0.01
-    clipnorm: float = 1.0
     accumulation_steps: int = 1
-    strategy: str = "auto"
-    tpu: str = None
-    logical_cpus: int = 0
-    precision: str = "float32"
     jit_compile: bool = False
     checkpoint_every: int = 1000
     keep_checkpoints: int = 3
-    log_every: int = 10
     resume: bool = False
     init_from: str = None
-    seed: int = 12345
-    deterministic: bool = False
-    dynamic_masking: bool = False
     whole_word_mask: bool = False
-    sequence_length: int = None
-    max_predictions_per_seq: int = None
-    overrides: dict = dataclasses.field(default_factory=dict)
-    progress: bool = True  # progress bar on the chief
 
-    def validate(self):
-        for name in ("steps", "batch_size", "accumulation_steps", "checkpoint_every",
-                     "log_every", "keep_checkpoints"):
-            if getattr(self, name) < 1:
-                raise UsageError(f"--{name.replace('_', '-')} must be >= 1, got {getattr(self, name)}.")
-        check_learning_rate(self.learning_rate)
-        check_finite("--end-learning-rate", self.end_learning_rate, low_inclusive=True)
-        check_finite("--weight-decay", self.weight_decay, low_inclusive=True)
-        if self.warmup_steps is not None and not 0 <= self.warmup_steps <= self.steps:
-            raise UsageError(f"--warmup-steps {self.warmup_steps} must be in [0, --steps {self.steps}].")
-        if self.precision not in PRECISIONS:
-            raise UsageError(f"--precision {self.precision!r}: expected one of {PRECISIONS}.")
+    _positive_counts = ("steps", "batch_size", "accumulation_steps", "checkpoint_every",
+                        "log_every", "keep_checkpoints")
+
+    def _validate_own(self):
         if self.resume and self.init_from:
             raise UsageError("--resume and --init-from exclude each other (resume continues this "
                              "run; init-from starts a new run from another one's weights).")
-        check_strategy(self.strategy, self.tpu)  # no TPU, no TF_CONFIG: one line, at once
+
+    def validate(self):
+        super().validate()
         resolve_tokenizer_path(self.vocab)  # names a missing file
 
 
@@ -247,8 +285,9 @@ class FinetuneConfig:
 
 
 @dataclasses.dataclass
-class DistillConfig:
-    """Every `kerasbert distill` option (the CLI flags, same names)."""
+class DistillConfig(LanguageModelRunOptions):
+    """Every `kerasbert distill` option (the CLI flags, same names); the
+    shared ones are `LanguageModelRunOptions`'."""
 
     teacher: str
     preset: str
@@ -262,50 +301,21 @@ class DistillConfig:
     alpha_ce: float = 5.0
     alpha_mlm: float = 2.0
     alpha_cos: float = 1.0
-    batch_size: int = 32
-    learning_rate: float = 5e-4  # DistilBERT's
-    warmup_steps: int = None  # None: 10% of steps, as pretrain
-    end_learning_rate: float = 0.0
-    power: float = 1.0
-    optimizer: str = "adamw"
-    weight_decay: float = 0.01
-    clipnorm: float = 1.0
-    strategy: str = "auto"
-    tpu: str = None
-    logical_cpus: int = 0
-    precision: str = "float32"
-    log_every: int = 10
-    seed: int = 12345
-    deterministic: bool = False
-    dynamic_masking: bool = False
-    sequence_length: int = None
-    max_predictions_per_seq: int = None
-    overrides: dict = dataclasses.field(default_factory=dict)
-    progress: bool = True
+    learning_rate: float = dataclasses.field(default=5e-4, kw_only=True)  # DistilBERT's
 
-    def validate(self):
-        for name in ("steps", "batch_size", "log_every"):
-            if getattr(self, name) < 1:
-                raise UsageError(f"--{name.replace('_', '-')} must be >= 1, "
-                                 f"got {getattr(self, name)}.")
-        check_learning_rate(self.learning_rate)
-        check_finite("--end-learning-rate", self.end_learning_rate, low_inclusive=True)
-        check_finite("--weight-decay", self.weight_decay, low_inclusive=True)
-        if self.warmup_steps is not None and not 0 <= self.warmup_steps <= self.steps:
-            raise UsageError(f"--warmup-steps {self.warmup_steps} must be in "
-                             f"[0, --steps {self.steps}].")
+    def _validate_own(self):
         check_finite("--temperature", self.temperature)
         alphas = (self.alpha_ce, self.alpha_mlm, self.alpha_cos)
         if not all(math.isfinite(a) for a in alphas) or min(alphas) < 0 or max(alphas) == 0:
             raise UsageError(f"--alpha-ce/--alpha-mlm/--alpha-cos must be >= 0 and not "
                              f"all 0, got {alphas}.")
-        if self.precision not in PRECISIONS:
-            raise UsageError(f"--precision {self.precision!r}: expected one of {PRECISIONS}.")
         if self.strategy == "multi_worker":
             raise UsageError("kerasbert distill trains with model.fit, which Keras 3 cannot "
                              "drive under MultiWorkerMirroredStrategy; use auto, cpu, "
                              "mirrored or tpu.")
-        check_strategy(self.strategy, self.tpu)  # no TPU: one line, at once
+
+    def validate(self):
+        super().validate()
         for flag, path in (("--vocab", self.vocab), ("--teacher", self.teacher),
                            ("--teacher-pretrainer", self.teacher_pretrainer)):
             if flag == "--teacher" and (handles.is_remote(path) or os.path.isdir(path)):

@@ -5,8 +5,8 @@
     the teacher's embeddings and every other layer, Distiller + optimizer
     -> `model.fit` on pretraining batches -> backbone.keras, pretrainer.keras
 
-The data, backbone and strategy handling is `kerasbert pretrain`'s
-(kerasbert.training.pretrain, kerasbert.training.strategies). Training uses
+The data, backbone, strategy, optimizer and saving steps are `kerasbert pretrain`'s
+(kerasbert.training.run_setup, pretrain_model). Training uses
 `model.fit` (the Distiller computes its own loss with replica-exact
 denominators), so every strategy `fit` supports works: the CPU, one or
 several GPUs (mirrored, also over logical CPUs), TPU; not multi-worker
@@ -28,11 +28,8 @@ import os
 import time
 
 import keras
-import tensorflow as tf
 
-from kerasbert.data import pretraining_dataset
 from kerasbert.errors import UsageError
-from kerasbert.optimizers import create_optimizer
 from kerasbert import runs
 from kerasbert.saving import load_model
 from kerasbert.tasks import BertPretrainer
@@ -41,11 +38,14 @@ from kerasbert.tasks.distiller import init_student_from_teacher
 from kerasbert.loading.masked_lm import load_masked_lm_from_handle
 from kerasbert.text.vocabulary import load_vocab
 from kerasbert.training.loop import data_errors_as_usage_errors
-from kerasbert.training.pretrain import build_backbone
-from kerasbert.training.pretrain import data_description
-from kerasbert.training.pretrain import dummy_batch
-from kerasbert.training.strategies import resolve_strategy
-from kerasbert.training.strategies import split_cpu
+from kerasbert.training.pretrain_model import build_backbone
+from kerasbert.training.run_setup import data_description
+from kerasbert.training.run_setup import dummy_batch
+from kerasbert.training.run_setup import log_row
+from kerasbert.training.run_setup import pretraining_batches
+from kerasbert.training.run_setup import run_optimizer
+from kerasbert.training.run_setup import save_outputs
+from kerasbert.training.run_setup import start_strategy
 
 
 # --- teacher ----------------------------------------------------------------
@@ -112,19 +112,6 @@ def _student_overrides(config, teacher_backbone):
     return overrides
 
 
-def _make_optimizer(config, warmup_steps):
-    """The pretrain recipe's optimizer. Under mixed_float16 the Distiller's
-    `compile` wraps it in a LossScaleOptimizer (its policy is the
-    student's)."""
-
-    return create_optimizer(
-        config.learning_rate, num_train_steps=config.steps, warmup_steps=warmup_steps,
-        optimizer=config.optimizer, weight_decay=config.weight_decay,
-        end_learning_rate=config.end_learning_rate, power=config.power,
-        # kerasbert's optimizers clip the gradient summed over replicas.
-        clipnorm=config.clipnorm or None)
-
-
 def _run_log_callback(config, history, tensorboard, optimizer):
     class RunLog(keras.callbacks.Callback):
         """Logs each `log_every`-step epoch; stops at exactly `steps`."""
@@ -144,13 +131,8 @@ def _run_log_callback(config, history, tensorboard, optimizer):
                 raise FloatingPointError(
                     f"Non-finite loss ({row['loss']}) by step {step}: stopping. Lower "
                     "--learning-rate or use --precision float32 / mixed_bfloat16.")
-            elapsed = max(time.perf_counter() - self.start, 1e-9)
-            row["step"] = step
-            row["learning_rate"] = float(keras.ops.convert_to_numpy(optimizer.learning_rate))
-            row["sequences_per_second"] = (step - self.first_step) * config.batch_size / elapsed
-            history.append(row)
-            tensorboard.write(step, {k: v for k, v in row.items() if k != "step"})
-            self.last = row
+            self.last = log_row(row, step, optimizer, (step - self.first_step) * config.batch_size,
+                                time.perf_counter() - self.start, history, tensorboard)
             if config.progress:
                 print(f"step {step}/{config.steps}: loss {row['loss']:.4f}, ce "
                       f"{row['ce_loss']:.4f}, mlm {row['mlm_loss']:.4f}, cos "
@@ -164,86 +146,88 @@ def run_distillation(config):
     """Distils a teacher into a student preset; returns a dict: final step,
     last logged metrics, teacher layers used, output paths."""
     config.validate()
-
-
     meta, sequence_length, num_predictions, objective, stored_masks = data_description(config)
     dynamic = config.dynamic_masking or not stored_masks
     for name in (runs.BACKBONE, runs.PRETRAINER):
         if os.path.exists(runs.run_path(config.output_dir, name)):
             raise UsageError(f"{config.output_dir} already holds {name}; choose a new "
                              "--output-dir.")
-
-    split_cpu(config.logical_cpus)
-    if config.deterministic:
-        tf.config.experimental.enable_op_determinism()
-    keras.utils.set_random_seed(config.seed)
-    strategy = resolve_strategy(config.strategy, config.tpu)
-    if config.batch_size % strategy.num_replicas_in_sync:
-        raise UsageError(f"--batch-size {config.batch_size} is not divisible by the "
-                         f"{strategy.num_replicas_in_sync} replicas of the strategy.")
-    warmup_steps = (config.warmup_steps if config.warmup_steps is not None
-                    else config.steps // 10)
+    strategy = start_strategy(config)
     vocab_size = len(load_vocab(config.vocab))
     os.makedirs(config.output_dir, exist_ok=True)
-
     with strategy.scope():
-        # The teacher keeps the policy it was saved with; the student (and
-        # so the Distiller and its optimizer) takes --precision.
-        teacher = load_teacher(config.teacher, config.teacher_pretrainer)
-        t_backbone = teacher.backbone
-        if t_backbone.vocabulary_size != vocab_size:
-            raise UsageError(f"The teacher has a vocabulary of {t_backbone.vocabulary_size} "
-                             f"tokens but --vocab {config.vocab} has {vocab_size}.")
-        keras.mixed_precision.set_dtype_policy(config.precision)
-        try:
-            student_config = dataclasses.replace(
-                config, overrides=_student_overrides(config, t_backbone))
-            backbone = build_backbone(student_config, vocab_size, sequence_length)
-        finally:
-            keras.mixed_precision.set_dtype_policy("float32")
-        if backbone.hidden_dim != t_backbone.hidden_dim:
-            raise UsageError(
-                f"The student ({config.preset}) has hidden_dim {backbone.hidden_dim}, the "
-                f"teacher {t_backbone.hidden_dim}: distillation copies the teacher's "
-                f"layers and compares hidden states, so they must match (--set "
-                f"hidden_dim={t_backbone.hidden_dim} and matching num_heads, "
-                "intermediate_dim).")
-        student = BertPretrainer(backbone, objectives=("mlm",))
-        student(dummy_batch(sequence_length, num_predictions, False))
-        try:
-            layer_map = init_student_from_teacher(student, teacher, config.teacher_layers)
-        except ValueError as err:
-            raise UsageError(f"Cannot initialise the student from the teacher: {err}") from None
+        teacher, student, layer_map = _teacher_and_student(config, vocab_size, sequence_length,
+                                                           num_predictions)
         distiller = Distiller(teacher, student, temperature=config.temperature,
                               weights=(config.alpha_ce, config.alpha_mlm, config.alpha_cos))
-        optimizer = _make_optimizer(config, warmup_steps)
-        distiller.compile(optimizer=optimizer)
+        # Under mixed_float16 the Distiller's `compile` wraps the optimizer in
+        # a LossScaleOptimizer (its policy is the student's).
+        distiller.compile(optimizer=run_optimizer(config))
     teacher_weights = [w.numpy() for w in teacher.weights]
-
-    dataset = pretraining_dataset(
-        config.data, config.batch_size, dynamic_masking=dynamic, seed=config.seed,
-        deterministic=config.deterministic, vocab_file=config.vocab,
-        sequence_length=sequence_length, max_predictions_per_seq=num_predictions)
+    dataset = pretraining_batches(config, sequence_length, num_predictions, dynamic=dynamic,
+                                  seed=config.seed)
     runs.write_json(config.output_dir, runs.CONFIG, {
-        "distill": dataclasses.asdict(config),
-        "teacher_layers": layer_map,
-        "warmup_steps": warmup_steps,
-        "dynamic_masking": dynamic,
-        "teacher_class": type(t_backbone).__name__,
-        "teacher": t_backbone.get_config(),
-        "backbone_class": type(backbone).__name__,
-        "backbone": backbone.get_config(),
+        "distill": dataclasses.asdict(config), "teacher_layers": layer_map,
+        "warmup_steps": config.warmup(), "dynamic_masking": dynamic,
+        "teacher_class": type(teacher.backbone).__name__, "teacher": teacher.backbone.get_config(),
+        "backbone_class": type(student.backbone).__name__,
+        "backbone": student.backbone.get_config(),
         "data": {"max_seq_length": sequence_length, "max_predictions_per_seq": num_predictions,
                  "objective": objective, "metadata": meta},
         "strategy": {"name": config.strategy, "class": type(strategy).__name__,
                      "replicas": strategy.num_replicas_in_sync},
     })
+    inner, last = _fit(config, distiller, dataset)
+    # The teacher is frozen: a changed weight would mean a wiring bug.
+    for before, after in zip(teacher_weights, teacher.weights):
+        if not (before == after.numpy()).all():
+            raise RuntimeError(f"The teacher's {after.path} changed during distillation.")
+    outputs = save_outputs(config.output_dir, student.backbone, student)
+    return {"step": int(inner.iterations.numpy()), "metrics": last,
+            "teacher_layers": layer_map, "outputs": outputs}
 
+
+def _teacher_and_student(config, vocab_size, sequence_length, num_predictions):
+    """(the frozen teacher, the student pretrainer built and initialised
+    from the teacher's layers, the teacher layer of each student layer);
+    called in the strategy's scope."""
+    # The teacher keeps the policy it was saved with; the student (and
+    # so the Distiller and its optimizer) takes --precision.
+    teacher = load_teacher(config.teacher, config.teacher_pretrainer)
+    t_backbone = teacher.backbone
+    if t_backbone.vocabulary_size != vocab_size:
+        raise UsageError(f"The teacher has a vocabulary of {t_backbone.vocabulary_size} "
+                         f"tokens but --vocab {config.vocab} has {vocab_size}.")
+    keras.mixed_precision.set_dtype_policy(config.precision)
+    try:
+        student_config = dataclasses.replace(
+            config, overrides=_student_overrides(config, t_backbone))
+        backbone = build_backbone(student_config, vocab_size, sequence_length)
+    finally:
+        keras.mixed_precision.set_dtype_policy("float32")
+    if backbone.hidden_dim != t_backbone.hidden_dim:
+        raise UsageError(
+            f"The student ({config.preset}) has hidden_dim {backbone.hidden_dim}, the "
+            f"teacher {t_backbone.hidden_dim}: distillation copies the teacher's "
+            f"layers and compares hidden states, so they must match (--set "
+            f"hidden_dim={t_backbone.hidden_dim} and matching num_heads, "
+            "intermediate_dim).")
+    student = BertPretrainer(backbone, objectives=("mlm",))
+    student(dummy_batch(sequence_length, num_predictions, False))
+    try:
+        layer_map = init_student_from_teacher(student, teacher, config.teacher_layers)
+    except ValueError as err:
+        raise UsageError(f"Cannot initialise the student from the teacher: {err}") from None
+    return teacher, student, layer_map
+
+
+def _fit(config, distiller, dataset):
+    """`distiller.fit` up to --steps, one epoch per --log-every steps;
+    returns (the inner optimizer, the last logged metrics row)."""
     history = runs.History(config.output_dir, 0)
     tensorboard = runs.TensorBoardLog(config.output_dir)
     inner = getattr(distiller.optimizer, "inner_optimizer", distiller.optimizer)
     callback = _run_log_callback(config, history, tensorboard, inner)
-
     try:
         # A corrupt record or a vanished shard: one line naming the file.
         with data_errors_as_usage_errors():
@@ -252,17 +236,4 @@ def run_distillation(config):
                           callbacks=[callback], verbose=0)
     finally:
         tensorboard.close()
-
-    # The teacher is frozen: a changed weight would mean a wiring bug.
-    for before, after in zip(teacher_weights, teacher.weights):
-        if not (before == after.numpy()).all():
-            raise RuntimeError(f"The teacher's {after.path} changed during distillation.")
-
-    saved = runs.save_run(config.output_dir, {runs.BACKBONE: backbone, runs.PRETRAINER: student})
-    outputs = {"backbone": saved[runs.BACKBONE], "pretrainer": saved[runs.PRETRAINER]}
-    curve = runs.plot_training_curve(config.output_dir)
-    if curve:
-        outputs["training_curve"] = curve
-    outputs["logs"] = runs.run_path(config.output_dir, runs.LOGS)
-    return {"step": int(inner.iterations.numpy()), "metrics": getattr(callback, "last", {}),
-            "teacher_layers": layer_map, "outputs": outputs}
+    return inner, getattr(callback, "last", {})

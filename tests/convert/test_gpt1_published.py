@@ -111,7 +111,7 @@ def test_finetune_and_pretraining_grow_the_published_directory_in_process(gpt1_d
     from kerasbert.cli import main
     from kerasbert.loading.generation import load_generator
     from kerasbert.training.configs import PretrainConfig
-    from kerasbert.training.pretrain import build_backbone
+    from kerasbert.training.pretrain_model import build_backbone
 
     root, t, _ = gpt1_dir
     _, tokenizer, _ = load_generator(str(root))

@@ -99,13 +99,13 @@ def test_pretrain_init_from_a_checkpoint_takes_its_heads(tmp_path):
     masked-LM and NSP heads go into a new run's pretrainer."""
     from kerasbert.models import BertBackbone
     from kerasbert.tasks import BertPretrainer
-    from kerasbert.training.pretrain import _init_from
+    from kerasbert.training.pretrain_model import init_weights_from
 
     path, tensors = _checkpoint(tmp_path / "mlm")
     fresh = BertPretrainer(BertBackbone(vocabulary_size=V, num_layers=2, num_heads=2,
                                         hidden_dim=H, intermediate_dim=32,
                                         max_sequence_length=12))
-    said = _init_from(path, fresh)
+    said = init_weights_from(path, fresh)
     assert "masked-LM and NSP heads" in said
     np.testing.assert_array_equal(fresh.masked_lm_head.output_bias.numpy(),
                                   tensors["cls.predictions.bias"])
@@ -118,7 +118,7 @@ def test_pretrain_init_from_a_checkpoint_takes_its_heads(tmp_path):
 def test_pretrain_init_from_an_electra_discriminator_takes_its_head(tmp_path):
     from kerasbert.models import ElectraBackbone
     from kerasbert.tasks import ElectraPretrainer
-    from kerasbert.training.pretrain import _init_from
+    from kerasbert.training.pretrain_model import init_weights_from
 
     rng = np.random.default_rng(8)
     tensors = {"electra." + k: v for k, v in hf_tensors().items()
@@ -133,7 +133,7 @@ def test_pretrain_init_from_an_electra_discriminator_takes_its_head(tmp_path):
                                               hidden_dim=H, intermediate_dim=32,
                                               max_sequence_length=12),
                               generator_fraction=0.5)
-    said = _init_from(path, fresh)
+    said = init_weights_from(path, fresh)
     assert "replaced-token heads" in said
     np.testing.assert_array_equal(fresh.rtd_head.logits.kernel.numpy(),
                                   tensors["discriminator_predictions.dense_prediction.weight"].T)

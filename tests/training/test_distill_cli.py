@@ -147,8 +147,9 @@ def test_mirrored_strategy_over_two_logical_cpus(teacher_run, tmp_path):
         [sys.executable, "-c", code, *distill_args(teacher_run, out, "--strategy", "mirrored",
                                                    "--logical-cpus", "2", steps=3)],
         capture_output=True, text=True, cwd=pd.REPO,
-        env=dict(os.environ, PYTHONPATH=os.pathsep.join([pd.REPO, os.path.dirname(__file__)]),
-                 TF_CPP_MIN_LOG_LEVEL="2"))
+        # tests/ too: this module imports the `reliability` helpers from there.
+        env=dict(os.environ, TF_CPP_MIN_LOG_LEVEL="2", PYTHONPATH=os.pathsep.join(
+            [pd.REPO, os.path.dirname(os.path.dirname(__file__)), os.path.dirname(__file__)])))
     assert result.returncode == 0, result.stdout[-2000:] + result.stderr[-3000:]
     config = json.load(open(os.path.join(out, "config.json")))
     assert config["strategy"]["replicas"] == 2

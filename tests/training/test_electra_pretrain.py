@@ -244,7 +244,7 @@ def test_a_short_run_writes_the_discriminator(data, tmp_path):
 def test_sentence_objective_data_is_refused():
     from kerasbert.errors import UsageError
     from kerasbert.models import ElectraBackbone
-    from kerasbert.training.pretrain import make_pretrainer
+    from kerasbert.training.pretrain_model import make_pretrainer
 
     backbone = ElectraBackbone(vocabulary_size=32, num_layers=1, num_heads=2, hidden_dim=16,
                                intermediate_dim=32, max_sequence_length=16)

@@ -14,7 +14,7 @@ from kerasbert.cli import main
 from kerasbert.errors import UsageError
 from kerasbert.training.checkpoints import read_manifest
 from kerasbert.training.configs import PretrainConfig
-from kerasbert.training.pretrain import check_same_architecture, resume_changes, saved_input
+from kerasbert.training.resume_checks import check_same_architecture, resume_changes, saved_input
 
 from slow_marks import slow_covered_by
 

@@ -15,6 +15,7 @@ import time
 import pytest
 
 from kerasbert.training import search
+from kerasbert.training import search_trials
 from kerasbert.training.configs import FinetuneConfig
 from kerasbert.training.search import edge_extension
 from kerasbert.training.search import locate_optimum
@@ -85,7 +86,7 @@ def stub_search(monkeypatch):
         return process, {"trial": trial.trial_id, "values": values, "restart": int(restart),
                          "seed": config.seed, "folder": folder, "started": time.time()}
 
-    monkeypatch.setattr(search, "_start", start)
+    monkeypatch.setattr(search_trials, "start_trial", start)
     # The size a search reads from the model: a 4 x 256 BERT, no model loaded.
     monkeypatch.setattr(finetune, "describe_model",
                         lambda config: (BertBackbone, 4, 256, "classification"))

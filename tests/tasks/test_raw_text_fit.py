@@ -1,0 +1,54 @@
+"""`tasks/raw_text_fit.py`, the raw-text plumbing `Task.fit` / `evaluate` /
+`predict` delegate to, on its own: what counts as text, batches per epoch,
+one repeated iterator for every epoch, and the refusal of text by a task
+without a preprocessor."""
+
+import types
+
+import numpy as np
+import pytest
+import tensorflow as tf
+
+from kerasbert.errors import UsageError
+from kerasbert.tasks import raw_text_fit
+
+
+def test_text_is_told_from_token_ids():
+    assert raw_text_fit.looks_like_text(["a review", "another"])
+    assert raw_text_fit.looks_like_text([("question", "context")])
+    assert raw_text_fit.looks_like_text(np.array(["한국어 리뷰"]))
+    assert raw_text_fit.looks_like_text(tf.constant(["text"]))
+    assert not raw_text_fit.looks_like_text(np.zeros((2, 3), "int32"))
+    assert not raw_text_fit.looks_like_text([[1, 2, 3]])
+    assert raw_text_fit.is_dataset(tf.data.Dataset.range(3))
+    assert not raw_text_fit.is_dataset(np.arange(3))
+
+
+def test_batches_per_epoch_of_arrays_dicts_and_datasets():
+    assert raw_text_fit.batches_per_epoch(np.zeros((10, 4)), None, 4) == 3
+    assert raw_text_fit.batches_per_epoch({"input_word_ids": np.zeros((8, 4))}, None, 4) == 2
+    assert raw_text_fit.batches_per_epoch(tf.data.Dataset.range(10).batch(3), None, None) == 4
+    # An endless dataset has no count.
+    assert raw_text_fit.batches_per_epoch(tf.data.Dataset.range(3).repeat(), None, 2) is None
+
+
+def test_one_iterator_repeats_a_finite_dataset_for_several_epochs():
+    task = types.SimpleNamespace(_repeated_input=False)
+    dataset = tf.data.Dataset.range(6).batch(2)
+    kwargs = {}
+    repeated = raw_text_fit.one_iterator(task, dataset, 3, kwargs, "steps_per_epoch")
+    assert kwargs == {"steps_per_epoch": 3} and task._repeated_input
+    assert [int(b[0]) for b in repeated.take(6)] == [0, 2, 4, 0, 2, 4]
+    # One epoch, or steps the caller chose: the dataset as it is.
+    for epochs, given in ((1, {}), (3, {"steps_per_epoch": 2})):
+        task._repeated_input = False
+        assert raw_text_fit.one_iterator(task, dataset, epochs, given,
+                                         "steps_per_epoch") is dataset
+        assert not task._repeated_input
+
+
+def test_text_without_a_preprocessor_is_refused_naming_the_way_out():
+    task = types.SimpleNamespace(preprocessor=None)
+    with pytest.raises(UsageError, match="from_preset"):
+        raw_text_fit.is_raw(task, ["some text"])
+    assert not raw_text_fit.is_raw(task, {"input_word_ids": np.zeros((1, 3), "int32")})
