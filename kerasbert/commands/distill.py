@@ -35,7 +35,7 @@ def _teacher_layers(text):
 
 def config_from_args(args):
     # lazy: numpy (--help stays light)
-    from kerasbert.models.backbone import check_overrides
+    from kerasbert.models.config_checks import check_overrides
     from kerasbert.models.presets import parse_overrides
     from kerasbert.training.configs import DistillConfig
 

@@ -30,7 +30,7 @@ def _config_from_args(args):
     """The run's PretrainConfig, checked (before TensorFlow loads)."""
     from kerasbert.models.presets import parse_overrides  # lazy: numpy (--help stays light)
     from kerasbert.training.configs import PretrainConfig
-    from kerasbert.models.backbone import check_overrides
+    from kerasbert.models.config_checks import check_overrides
 
     fields = {k: v for k, v in vars(args).items() if k in PretrainConfig.__dataclass_fields__}
     fields["overrides"] = parse_overrides(args.set)

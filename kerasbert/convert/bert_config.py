@@ -127,7 +127,7 @@ _FIELD_OF = {
 def _check_buildable(kwargs, where):
     """`validate_config` on translated kwargs; the ConfigError names the
     file and its own field names (num_attention_heads, not num_heads)."""
-    from kerasbert.models.backbone import ConfigError, validate_config  # lazy: keras
+    from kerasbert.models.config_checks import ConfigError, validate_config  # lazy: keras
 
     try:
         validate_config(kwargs)

@@ -28,8 +28,8 @@ import numpy as np
 from kerasbert.errors import CheckpointError
 from kerasbert.io_utils import atomic_directory
 from kerasbert.sources.source import elmo_files
-from kerasbert.models.backbone import ConfigError
-from kerasbert.models.backbone import validate_config
+from kerasbert.models.config_checks import ConfigError
+from kerasbert.models.config_checks import validate_config
 from kerasbert.models.elmo import ElmoBackbone
 
 OPTIONS_FILE, WEIGHTS_FILE = "options.json", "weights.hdf5"

@@ -49,9 +49,9 @@ from kerasbert.models import GptBackbone
 from kerasbert.models import ReformerBackbone
 from kerasbert.models import RobertaBackbone
 from kerasbert.layers.initializers import loads_checkpoint
-from kerasbert.models.backbone import ConfigError
-from kerasbert.models.backbone import check_stored_parameters
-from kerasbert.models.backbone import validate_config
+from kerasbert.models.config_checks import ConfigError
+from kerasbert.models.config_checks import check_stored_parameters
+from kerasbert.models.config_checks import validate_config
 
 CONFIG_FILE = "config.json"
 

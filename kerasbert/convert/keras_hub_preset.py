@@ -33,8 +33,8 @@ from kerasbert.io_utils import cache_dir
 from kerasbert.io_utils import json_or_none
 from kerasbert.layers.initializers import loads_checkpoint
 from kerasbert.sources.source import read_json_file
-from kerasbert.models.backbone import check_stored_parameters
-from kerasbert.models.backbone import stored_config_arguments
+from kerasbert.models.config_checks import check_stored_parameters
+from kerasbert.models.config_checks import stored_config_arguments
 
 #: constructor arguments that are sizes, and the tiny value the probe uses
 _TINY = {"vocabulary_size": 8, "vocab_size": 8, "hidden_dim": 4, "intermediate_dim": 4,

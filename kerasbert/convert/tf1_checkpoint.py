@@ -238,7 +238,7 @@ def _check_declared_size(kwargs, ckpt):
     be stored in the checkpoint and fit the memory budget
     (`check_stored_parameters`)."""
     from kerasbert.models import BertBackbone  # lazy: keras
-    from kerasbert.models.backbone import check_stored_parameters
+    from kerasbert.models.config_checks import check_stored_parameters
 
     check_stored_parameters(BertBackbone, kwargs,
                             sum(math.prod(shape) for shape in ckpt.shapes.values()),

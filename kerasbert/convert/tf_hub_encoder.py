@@ -27,8 +27,8 @@ from kerasbert.sources.source import read_json_file
 from kerasbert.models import Backbone
 from kerasbert.models import BertBackbone
 from kerasbert.layers.initializers import loads_checkpoint
-from kerasbert.models.backbone import check_stored_parameters
-from kerasbert.models.backbone import stored_config_arguments
+from kerasbert.models.config_checks import check_stored_parameters
+from kerasbert.models.config_checks import stored_config_arguments
 
 #: Written by our export-hub beside the warm-up records: {"class_name", "config"}.
 BACKBONE_FILE = os.path.join("assets.extra", "kerasbert_backbone.json")

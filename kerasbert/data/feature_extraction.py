@@ -39,7 +39,7 @@ import numpy as np
 from kerasbert.data.finetuning.features import check_max_seq_length
 from kerasbert.data.finetuning.padding import padded_width
 from kerasbert.errors import UsageError
-from kerasbert.models.backbone import check_tokenizer_fits
+from kerasbert.models.config_checks import check_tokenizer_fits
 from kerasbert.text.tokenizer_loading import make_packer, segment_layout
 
 # The original's separator: the LAST " ||| " splits text_a from text_b

@@ -33,8 +33,8 @@ from kerasbert.loading.published import apply_overrides
 from kerasbert.loading.published import load_published
 from kerasbert.models import presets
 from kerasbert.models.backbone import Backbone
-from kerasbert.models.backbone import check_stored_parameters
-from kerasbert.models.backbone import stored_config_arguments
+from kerasbert.models.config_checks import check_stored_parameters
+from kerasbert.models.config_checks import stored_config_arguments
 from kerasbert.models.vocabulary_growth import grow_vocabulary
 from kerasbert.saving import load_model
 

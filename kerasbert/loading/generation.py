@@ -16,7 +16,6 @@ sequence. A published GPT-1 knows neither (its tokenizer appends them,
 generation runs to the requested length.
 """
 
-import os
 
 import tensorflow as tf
 

@@ -29,7 +29,7 @@ from kerasbert.sources.source import TF1
 from kerasbert.sources.source import TF1_CONFIG
 from kerasbert.sources.source import TF_HUB
 from kerasbert.sources.source import describe_layouts
-from kerasbert.models.backbone import validate_config
+from kerasbert.models.config_checks import validate_config
 
 #: Arguments that fix the shapes of the weights: an override of one of them
 #: that differs from the source is an error, never a silent rebuild.

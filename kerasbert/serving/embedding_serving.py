@@ -16,12 +16,10 @@ warm-up records and checks as every fine-tuned export
 """
 
 
-from kerasbert.errors import UsageError
 from kerasbert.sources.source import handle_label
 from kerasbert.serving import exporter
 from kerasbert.preprocessing.lengths import default_sequence_length
 from kerasbert.serving.task_serving import TaskServing
-from kerasbert.tasks.sentence_encoder import SentenceEncoder
 from kerasbert.tasks.sentence_encoder import load_sentence_encoder
 
 TASK_TYPE = "embedding"

@@ -54,7 +54,7 @@ import tensorflow as tf
 
 from kerasbert.convert.tf_hub_encoder import BACKBONE_FILE
 from kerasbert.errors import UsageError
-from kerasbert.models.backbone import check_tokenizer_fits
+from kerasbert.models.config_checks import check_tokenizer_fits
 from kerasbert.preprocessing.lengths import packed_length
 from kerasbert import io_utils
 from kerasbert import runs

@@ -12,7 +12,7 @@ from kerasbert.layers.sentence_pooling import check_pooling
 from kerasbert.preprocessing.lengths import default_sequence_length
 from kerasbert.sources import source
 from kerasbert.models import presets
-from kerasbert.models.backbone import check_tokenizer_fits
+from kerasbert.models.config_checks import check_tokenizer_fits
 from kerasbert.tasks.backbone_model import BackboneModel
 from kerasbert.tasks.task import backbone_inputs
 from kerasbert.text.tokenizer_loading import load_tokenizer

@@ -10,11 +10,11 @@ from kerasbert.errors import UsageError
 from kerasbert.models import AlbertBackbone
 from kerasbert.models import BertBackbone
 from kerasbert.models import ReformerBackbone
-from kerasbert.models.backbone import MEMORY_BUDGET_VARIABLE
-from kerasbert.models.backbone import ConfigError
-from kerasbert.models.backbone import check_overrides
-from kerasbert.models.backbone import memory_budget
-from kerasbert.models.backbone import validate_config
+from kerasbert.models.config_checks import MEMORY_BUDGET_VARIABLE
+from kerasbert.models.config_checks import ConfigError
+from kerasbert.models.config_checks import check_overrides
+from kerasbert.models.config_checks import memory_budget
+from kerasbert.models.config_checks import validate_config
 from kerasbert.models.presets import get_preset
 from kerasbert.models.presets import list_presets
 

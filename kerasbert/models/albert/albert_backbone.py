@@ -3,7 +3,7 @@
 import keras
 
 from kerasbert.models.backbone import Backbone
-from kerasbert.models.backbone import ConfigError
+from kerasbert.models.config_checks import ConfigError
 
 
 @keras.saving.register_keras_serializable(package="kerasbert")

@@ -10,7 +10,7 @@ from kerasbert.layers.highway import Highway
 from kerasbert.layers.projected_lstm import ProjectedLSTM
 from kerasbert.layers.scalar_mix import ScalarMix
 from kerasbert.models.backbone import Backbone
-from kerasbert.models.backbone import ConfigError
+from kerasbert.models.config_checks import ConfigError
 from kerasbert.text.elmo_characters import BEGIN_SENTENCE
 from kerasbert.text.elmo_characters import END_SENTENCE
 from kerasbert.text.elmo_characters import boundary_char_ids

@@ -10,7 +10,7 @@ from kerasbert.layers import LSHSelfAttention
 from kerasbert.layers import PreNormBranch
 from kerasbert.layers import ReversibleSequence
 from kerasbert.models.backbone import Backbone
-from kerasbert.models.backbone import ConfigError
+from kerasbert.models.config_checks import ConfigError
 from kerasbert.models.gpt.gpt_backbone import last_token_state
 
 ATTENTION_KINDS = ("lsh", "local")

@@ -12,7 +12,7 @@ from kerasbert.layers import TransformerEncoderBlock
 from kerasbert.layers import causal_attention_bias
 from kerasbert.layers import padding_mask_to_attention_bias
 from kerasbert.models.backbone import Backbone
-from kerasbert.models.backbone import ConfigError
+from kerasbert.models.config_checks import ConfigError
 
 #: The backbone's inputs (int32 [B, S] or [B, T]; masks: 1 = real token).
 INPUTS = ("encoder_token_ids", "encoder_padding_mask", "decoder_token_ids",

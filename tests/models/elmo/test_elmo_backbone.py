@@ -6,7 +6,7 @@ import pytest
 
 from kerasbert.models import ElmoBackbone
 from kerasbert.models import from_preset
-from kerasbert.models.backbone import ConfigError
+from kerasbert.models.config_checks import ConfigError
 from kerasbert.models.presets import get_preset
 from kerasbert.testing import TestCase
 from kerasbert.text.elmo_characters import batch_char_ids

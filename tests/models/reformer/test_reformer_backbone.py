@@ -7,7 +7,7 @@ import pytest
 import tensorflow as tf
 
 from kerasbert.models import ReformerBackbone
-from kerasbert.models.backbone import ConfigError
+from kerasbert.models.config_checks import ConfigError
 from kerasbert.testing import TestCase
 from kerasbert.testing import tiny_encoder_inputs
 

@@ -6,7 +6,7 @@ from reliability.console import ok
 from kerasbert.models import TransformerBackbone
 from kerasbert.models import from_preset
 from kerasbert.models import list_presets
-from kerasbert.models.backbone import ConfigError
+from kerasbert.models.config_checks import ConfigError
 from kerasbert.models.transformer.transformer_presets import TRANSFORMER_BASE_PARAMETERS
 from kerasbert.models.transformer.transformer_presets import TRANSFORMER_BIG_PARAMETERS
 from kerasbert.models.transformer.transformer_presets import TRANSFORMER_PRESETS
