@@ -19,6 +19,13 @@ class CharacterPacker(tf.Module):
     Returns:
         {"input_char_ids": int32 [B, T, C], "input_mask": int32 [B, T]}
         (id 0 and mask 0 past a row's words).
+
+    Example:
+        >>> from kerasbert.text import CharacterTokenizer
+        >>> tokenizer = CharacterTokenizer(max_characters=8)
+        >>> packed = CharacterPacker(4, 8)(tokenizer.tokenize_ids(["Hi there", "a b c d e"]))
+        >>> packed["input_char_ids"].shape.as_list(), packed["input_mask"].numpy().tolist()
+        ([2, 4, 8], [[1, 1, 0, 0], [1, 1, 1, 1]])
     """
 
     def __init__(self, sequence_length, max_characters, name=None):
