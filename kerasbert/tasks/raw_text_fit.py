@@ -14,6 +14,7 @@ compiled step. `Task` delegates to these functions; each takes the task.
 import keras
 import numpy as np
 
+from kerasbert.errors import TaskDataError
 from kerasbert.errors import UsageError
 from kerasbert.tasks.multi_worker import across_workers
 from kerasbert.tasks.row_order import length_order
@@ -33,6 +34,23 @@ def looks_like_text(x):
     dtype = getattr(x, "dtype", None)
     return dtype is not None and (getattr(dtype, "kind", "") in "USO"
                                   or str(dtype) == "<dtype: 'string'>")
+
+
+def refuse_empty(x, call):
+    """Refuses an empty list, tuple or array (or a tuple of empty ones, a
+    text pair) before Keras sees it: it would end in "pop from an empty
+    set", naming nothing.
+
+    Raises:
+        TaskDataError: naming the call.
+    """
+    parts = x if isinstance(x, tuple) and x and all(
+        isinstance(p, (list, tuple)) or hasattr(p, "shape") for p in x) else (x,)
+    for part in parts:
+        size = len(part) if isinstance(part, (list, tuple)) else (
+            getattr(part, "shape", (None,)) or (None,))[0]
+        if size == 0:
+            raise TaskDataError(f"{call}() got no examples: x is empty.")
 
 
 def is_dataset(x):

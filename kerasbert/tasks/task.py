@@ -39,6 +39,7 @@ from kerasbert.tasks.raw_text_fit import fit_inputs
 from kerasbert.tasks.raw_text_fit import is_raw
 from kerasbert.tasks.raw_text_fit import padded_outputs
 from kerasbert.tasks.raw_text_fit import predict_raw
+from kerasbert.tasks.raw_text_fit import refuse_empty
 from kerasbert.tasks.raw_text_fit import raw_dataset
 
 BACKBONE_INPUTS = ("input_word_ids", "input_mask", "input_type_ids")
@@ -285,6 +286,7 @@ class Task(BackboneModel):
         linear decay to 0) from the epochs and batches here, on the first
         call.
         """
+        refuse_empty(x, "fit")
         x, y, batch_size, validation_data, shuffle, sample_weight = fit_inputs(
             self, x, y, batch_size, epochs, validation_data, shuffle, sample_weight, seed, kwargs)
         self._size_recipe_schedule(x, y, batch_size, epochs, kwargs.get("steps_per_epoch"))
@@ -297,6 +299,7 @@ class Task(BackboneModel):
 
     def evaluate(self, x=None, y=None, batch_size=None, *, sample_weight=None, **kwargs):
         """`keras.Model.evaluate`, and on raw inputs with their labels."""
+        refuse_empty(x, "evaluate")
         if self._raw(x):
             x = self._raw_dataset(x, y, sample_weight, batch_size or self.default_batch_size())
             y = sample_weight = batch_size = None
@@ -308,6 +311,7 @@ class Task(BackboneModel):
         outputs (probabilities, spans, per-word tags: see its class). Raw
         lists run in length order (short rows batched together, so the
         batches' padding is small) and come back in input order."""
+        refuse_empty(x, "predict")
         if not self._raw(x):
             return dense_outputs(self, super().predict(
                 x, batch_size=batch_size, verbose=verbose, steps=steps, callbacks=callbacks))

@@ -52,3 +52,29 @@ def test_text_without_a_preprocessor_is_refused_naming_the_way_out():
     with pytest.raises(UsageError, match="from_preset"):
         raw_text_fit.is_raw(task, ["some text"])
     assert not raw_text_fit.is_raw(task, {"input_word_ids": np.zeros((1, 3), "int32")})
+
+
+@pytest.mark.parametrize("x", [[], (), np.zeros((0, 4), "int32"), ([], [])])
+def test_no_examples_is_a_clear_error_not_a_keras_key_error(x):
+    """Issue 51: fit([], []) and predict([]) ended in Keras's "pop from an
+    empty set"."""
+    from kerasbert.errors import TaskDataError
+
+    with pytest.raises(TaskDataError, match=r"predict\(\) got no examples"):
+        raw_text_fit.refuse_empty(x, "predict")
+    raw_text_fit.refuse_empty(["a text"], "fit")  # one example is enough
+    raw_text_fit.refuse_empty(None, "fit")  # a dataset comes as x=None's sibling
+
+
+def test_a_task_refuses_empty_fit_evaluate_and_predict():
+    from kerasbert.errors import TaskDataError
+    from kerasbert.models import BertBackbone
+    from kerasbert.tasks import TextClassifier
+
+    model = TextClassifier(BertBackbone(vocabulary_size=20, num_layers=1, num_heads=2,
+                                        hidden_dim=8, intermediate_dim=16,
+                                        max_sequence_length=8), num_classes=2)
+    for call in (lambda: model.fit([], []), lambda: model.evaluate([], []),
+                 lambda: model.predict([])):
+        with pytest.raises(TaskDataError, match="got no examples"):
+            call()
