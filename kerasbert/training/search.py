@@ -34,6 +34,7 @@ keeps the model that scores best on the dev set. Here:
                time) and OUT/search.png (score against learning rate).
 """
 
+import contextlib
 import dataclasses
 import json
 import os
@@ -90,7 +91,10 @@ def run_search(config, grid_items, restarts=None, parallel=1, resume=False, exte
     header = {"metric": metric, "grid": {k: list(v) for k, v in grid.items()},
               "restarts": restarts, "seed": config.seed,
               "trial_list": trial_list(grid, restarts, config.seed)}
-    records = _previous_records(output_dir) if resume else {}
+    # A failed trial is not finished: --resume runs it again (its cause may
+    # be fixed now), under its own id and folder.
+    records = ({k: r for k, r in _previous_records(output_dir).items()
+                if r.get("score") is not None} if resume else {})
     # The grid, seeds and trial list are on disk before the search state and
     # the first trial: a search killed at any point resumes exactly
     # (--resume alone).
@@ -124,9 +128,11 @@ def _search_plan(config, given, restarts, output_dir, resume):
 
     state = os.path.join(output_dir, SEARCH_DIR)
     if os.path.isdir(state) and not resume:
-        raise UsageError(f"{output_dir} holds a search already: --resume continues it "
-                         "(finished trials are not run again); pick another --output-dir "
-                         "to start over.")
+        if not config.overwrite:
+            raise UsageError(f"{output_dir} holds a search already: --resume continues it "
+                             "(finished trials are not run again, failed ones are), "
+                             "--overwrite starts it over, or pick another --output-dir.")
+        _remove_search(output_dir)
     if resume and not os.path.isdir(state):
         raise UsageError(f"--resume: no search in {output_dir} to continue.")
     stored = _stored_search(output_dir) if resume else None
@@ -164,6 +170,17 @@ def _past_the_edge(config, grid, output_dir, parallel, records, header):
     oracle, _ = grid_oracle(output_dir, grid, restarts, metric, True, extra)
     run_trials(oracle, config, output_dir, parallel, records, header)
     return extended
+
+
+def _remove_search(output_dir):
+    """Removes a search's own files (its state, trials and table) from
+    `output_dir` for --overwrite; the model files it adopted are replaced
+    when the new search adopts its best."""
+    for name in (SEARCH_DIR, TRIALS_DIR):
+        shutil.rmtree(os.path.join(output_dir, name), ignore_errors=True)
+    for name in (SEARCH_JSON, SEARCH_PLOT):
+        with contextlib.suppress(FileNotFoundError):
+            os.remove(os.path.join(output_dir, name))
 
 
 def _previous_records(output_dir):

@@ -71,6 +71,10 @@ def grid_oracle(directory, grid, restarts, metric, resume, extra=()):
     oracle._set_project_dir(directory, SEARCH_DIR)
     if resume:
         oracle.reload()
+        # A failed trial runs again: KerasTuner's retry queue (1.4.8) hands
+        # it out before any new combination, under its own id and folder.
+        oracle._retry_queue.extend(t.trial_id for t in oracle.trials.values()
+                                   if t.status == keras_tuner.engine.trial.TrialStatus.FAILED)
         # The saved space is the one the search started with: a rate past
         # the grid's edge joins it here.
         oracle.hyperparameters = _hyperparameters(space, restarts)
