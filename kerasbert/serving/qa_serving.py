@@ -40,6 +40,12 @@ NO_SPAN_SCORE = float(np.finfo(np.float32).min)
 NO_SPAN_SCORE_DIFF = float(np.finfo(np.float32).max)
 
 
+#: The longest context one QA request may send: 1 MiB of UTF-8, about 400
+#: windows of 384 pieces (SQuAD's contexts are about 1 KB); longer documents
+#: are split by the client.
+MAX_CONTEXT_BYTES = 2**20
+
+
 class QuestionAnsweringServing(TaskServing):
     """`QuestionAnswerer` on raw `question` + `context` strings.
 
@@ -243,7 +249,14 @@ class QuestionAnsweringServing(TaskServing):
     def serve(self, inputs):
         """{"question": string [B], "context": string [B]} -> the outputs
         listed in the class docstring."""
-        contexts = clean_text(inputs["context"])
+        # A request's cost grows with its context (every window runs the
+        # encoder): one past the cap is refused, naming it, before any work.
+        check = tf.debugging.assert_less_equal(
+            tf.strings.length(inputs["context"]), tf.constant(MAX_CONTEXT_BYTES),
+            message=f"a QA context longer than {MAX_CONTEXT_BYTES:,} bytes: split the document "
+            "and ask each part")
+        with tf.control_dependencies([check]):
+            contexts = clean_text(tf.identity(inputs["context"]))
         pieces = self.windower.tokenize(self.tokenizer, inputs["question"], contexts)
         features = self._features(*pieces)
         outputs = self._run_model(

@@ -295,3 +295,15 @@ def test_warmup_requests_pass(setup):
     for request in requests:
         pairs = list(zip(request["question"], request["context"]))
         _check_well_formed(_call(serve, pairs), pairs)
+
+
+def test_a_context_past_the_cap_is_refused_naming_it(setup):
+    """Issue 51: a request's cost grows with its context, so one context
+    over `MAX_CONTEXT_BYTES` (1 MiB) is refused before any tokenizing."""
+    from kerasbert.serving.qa_serving import MAX_CONTEXT_BYTES
+
+    serve = setup["v1_serve"]
+    huge = "word " * (MAX_CONTEXT_BYTES // 5 + 1)
+    with pytest.raises(tf.errors.InvalidArgumentError, match="QA context longer than 1,048,576"):
+        _call(serve, [("what ?", "a short one"), ("what ?", huge)])
+    _check_well_formed(_call(serve, [("what ?", "a short one")]), [("what ?", "a short one")])
