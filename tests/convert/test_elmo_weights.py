@@ -144,21 +144,11 @@ def test_options_that_lie_about_the_weights_are_refused_before_building(tmp_path
 def test_a_lying_options_file_is_one_line_from_the_console(tmp_path):
     """The installed script, fresh process: rc 2, one line, and the peak
     memory of a process that built nothing (under 1 GB)."""
-    import subprocess
-    import tempfile
-
-    from reliability.console import KERASBERT, env
+    from reliability.console import measured
 
     value, fragment = LIES["lstm.dim"]
     write_elmo_dir(tmp_path / "lie", _lying(TINY_OPTIONS, "lstm.dim", value),
                    random_weights(TINY_OPTIONS, seed=5))
-    with tempfile.TemporaryFile("w+") as out, tempfile.TemporaryFile("w+") as err:
-        process = subprocess.Popen([KERASBERT, "info", "--preset", "lie"], cwd=tmp_path,
-                                   env=env(), stdout=out, stderr=err, text=True)
-        _, status, usage = os.wait4(process.pid, 0)  # this child's own peak
-        out.seek(0)
-        err.seek(0)
-        result = subprocess.CompletedProcess([], os.waitstatus_to_exitcode(status), out.read(),
-                                             err.read())
+    result, peak = measured("info", "--preset", "lie", cwd=tmp_path)
     one_line_error(result, fragment)
-    assert usage.ru_maxrss * 1024 < 2**30, f"peak RSS {usage.ru_maxrss / 2**10:.0f} MiB"
+    assert peak < 2**30, f"peak RSS {peak / 2**20:.0f} MiB"

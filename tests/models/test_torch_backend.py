@@ -156,7 +156,7 @@ BUILD = {
     "classification": lambda: TextClassifier.from_preset(folder, label_names=["animal",
                                                                              "greeting"], **off),
     "tagging": lambda: TokenClassifier.from_preset(folder, label_names=["O", "B-ANI"], **off),
-    "qa": lambda: QuestionAnswerer.from_preset(folder, sequence_length=32, max_query_length=8,
+    "qa": lambda: QuestionAnswerer.from_preset(folder, sequence_length=24, max_query_length=8,
                                                doc_stride=8, **off),
 }
 result = {}

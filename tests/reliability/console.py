@@ -54,6 +54,38 @@ def in_process(*args, cwd=None):
                                        err.getvalue())
 
 
+# Runs the installed console script's own file in a fresh interpreter and,
+# at exit, writes the process's peak resident memory since it started
+# (VmHWM: the memory of this program, not of the test process it was
+# forked from, which `ru_maxrss` of a forked child also counts).
+_MEASURED = """
+import atexit, runpy, sys
+def _peak(path=sys.argv[1]):
+    with open("/proc/self/status") as f:
+        kib = next(int(line.split()[1]) for line in f if line.startswith("VmHWM:"))
+    with open(path, "w") as out:
+        out.write(str(kib * 1024))
+atexit.register(_peak)
+sys.argv = sys.argv[2:]
+runpy.run_path(sys.argv[0], run_name="__main__")
+"""
+
+
+def measured(*args, cwd, timeout=300, preexec_fn=None, env_extra=None):
+    """(CompletedProcess, peak resident bytes) of `kerasbert ARGS` run from
+    the installed console script in a fresh process (`preexec_fn` may set
+    its limits, e.g. RLIMIT_AS)."""
+    import tempfile
+
+    with tempfile.NamedTemporaryFile("r", suffix=".peak") as peak:
+        result = subprocess.run(
+            [sys.executable, "-c", _MEASURED, peak.name, KERASBERT, *map(str, args)],
+            cwd=str(cwd), env=env(**(env_extra or {})), capture_output=True, text=True,
+            timeout=timeout, errors="replace", preexec_fn=preexec_fn)
+        text = peak.read().strip()
+    return result, int(text) if text else None
+
+
 def ok(result):
     """Asserts exit 0 (showing the output when not); returns stdout."""
     assert result.returncode == 0, (
