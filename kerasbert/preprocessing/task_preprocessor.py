@@ -52,6 +52,11 @@ from kerasbert.text import make_packer
 from kerasbert.text import save_tokenizer_files
 
 
+#: Marks the graph assertions on a dataset's values that `Task.fit` and
+#: `evaluate` report as a `TaskDataError` (`kerasbert.tasks.raw_text_fit`).
+DATA_ERROR = "kerasbert data error:"
+
+
 def clean_text(texts):
     """Any bytes made valid UTF-8: invalid sequences become U+FFFD, which
     every tokenizer drops. The same op runs in training and in the exported
@@ -241,18 +246,27 @@ class TaskPreprocessor(keras.layers.Layer):
     def graph_label_ids(self, labels):
         """Labels inside `tf.data` (strings or ints) -> int32 ids, each
         asserted to be in the label set."""
+        checks = []
         if labels.dtype == tf.string:
             if self.label_names is None:
                 raise UsageError("String labels in a tf.data dataset need the label vocabulary "
                                  "first: build the task with label_names=[...].")
             ids = self.label_table().lookup(labels)
+            # The unknown labels themselves, in the message `fit` turns into
+            # a TaskDataError (`raw_text_fit.data_errors`).
+            shown = ", ".join(repr(name) for name in self.label_names[:8])
+            checks.append(tf.debugging.Assert(
+                tf.reduce_all(ids >= 0),
+                [f"{DATA_ERROR} a label of the dataset is not in the label set [{shown}]:",
+                 tf.boolean_mask(labels, ids < 0)], summarize=3))
         else:
             ids = tf.cast(labels, tf.int32)
         size = len(self.label_names) if self.label_names else None
-        checks = [tf.debugging.assert_non_negative(ids, message="a label is not in the label set")]
+        checks.append(tf.debugging.assert_non_negative(
+            ids, message=f"{DATA_ERROR} a label is not in the label set"))
         if size:
-            checks.append(tf.debugging.assert_less(ids, size,
-                                                   message="a label id is past the label set"))
+            checks.append(tf.debugging.assert_less(
+                ids, size, message=f"{DATA_ERROR} a label id is past the label set of {size}"))
         with tf.control_dependencies(checks):
             return tf.identity(ids)
 

@@ -11,10 +11,12 @@ compiled step. `Task` delegates to these functions; each takes the task.
     dense_outputs      stackable ([B, T, ...])
 """
 
+import contextlib
 import keras
 import numpy as np
 
 from kerasbert.errors import TaskDataError
+from kerasbert.preprocessing.task_preprocessor import DATA_ERROR
 from kerasbert.errors import UsageError
 from kerasbert.tasks.multi_worker import across_workers
 from kerasbert.tasks.row_order import length_order
@@ -51,6 +53,26 @@ def refuse_empty(x, call):
             getattr(part, "shape", (None,)) or (None,))[0]
         if size == 0:
             raise TaskDataError(f"{call}() got no examples: x is empty.")
+
+
+@contextlib.contextmanager
+def data_errors():
+    """Turns a failed graph assertion on the data (`DATA_ERROR`: a
+    `tf.data` dataset's label outside the label set) into one
+    `TaskDataError` line, as a list of the same examples gets; any other
+    error passes unchanged."""
+    import tensorflow as tf  # lazy: only where a dataset runs
+
+    try:
+        yield
+    except tf.errors.InvalidArgumentError as err:
+        text = " ".join(str(err.message).split())
+        if DATA_ERROR not in text:
+            raise
+        detail = text.split(DATA_ERROR, 1)[1]
+        detail = detail.split(" [[", 1)[0].replace("] [", " ").replace("\\'", "'")
+        detail = detail.strip(" []")
+        raise TaskDataError(detail) from None
 
 
 def is_dataset(x):

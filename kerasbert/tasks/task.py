@@ -34,6 +34,7 @@ from kerasbert.tasks.backbone_model import BackboneModel
 from kerasbert.tasks.multi_worker import symbolic_build_inputs
 from kerasbert.tasks.multi_worker import worker_logs
 from kerasbert.tasks.raw_text_fit import batches_per_epoch
+from kerasbert.tasks.raw_text_fit import data_errors
 from kerasbert.tasks.raw_text_fit import dense_outputs
 from kerasbert.tasks.raw_text_fit import fit_inputs
 from kerasbert.tasks.raw_text_fit import is_raw
@@ -291,9 +292,10 @@ class Task(BackboneModel):
             self, x, y, batch_size, epochs, validation_data, shuffle, sample_weight, seed, kwargs)
         self._size_recipe_schedule(x, y, batch_size, epochs, kwargs.get("steps_per_epoch"))
         try:
-            return super().fit(x, y, batch_size=batch_size, epochs=epochs,
-                               validation_data=validation_data, shuffle=shuffle,
-                               sample_weight=sample_weight, **kwargs)
+            with data_errors():
+                return super().fit(x, y, batch_size=batch_size, epochs=epochs,
+                                   validation_data=validation_data, shuffle=shuffle,
+                                   sample_weight=sample_weight, **kwargs)
         finally:
             self._repeated_input = False
 
@@ -303,8 +305,9 @@ class Task(BackboneModel):
         if self._raw(x):
             x = self._raw_dataset(x, y, sample_weight, batch_size or self.default_batch_size())
             y = sample_weight = batch_size = None
-        return super().evaluate(x, y, batch_size=batch_size, sample_weight=sample_weight,
-                                **kwargs)
+        with data_errors():
+            return super().evaluate(x, y, batch_size=batch_size, sample_weight=sample_weight,
+                                    **kwargs)
 
     def predict(self, x, batch_size=None, verbose="auto", steps=None, callbacks=None):
         """`keras.Model.predict`; on raw inputs, the preprocessor decodes the

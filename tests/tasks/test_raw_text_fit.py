@@ -78,3 +78,22 @@ def test_a_task_refuses_empty_fit_evaluate_and_predict():
                  lambda: model.predict([])):
         with pytest.raises(TaskDataError, match="got no examples"):
             call()
+
+
+def test_a_dataset_label_outside_the_label_set_is_one_task_data_error(tmp_path):
+    """Issue 51: a tf.data dataset of (text, label) whose string label is not
+    in `label_names` ended in a graph InvalidArgumentError after two steps;
+    a list of the same examples gets a TaskDataError, and so does this."""
+    from kerasbert.errors import TaskDataError
+    from kerasbert.tasks import TextClassifier
+    from kerasbert.testing.sentence_models import write_sentence_model
+
+    write_sentence_model(tmp_path / "m")
+    model = TextClassifier.from_preset(str(tmp_path / "m"), label_names=["neg", "pos"])
+    texts = ["good film", "bad film", "fine", "awful", "great", "dull"]
+    labels = ["pos", "neg", "pos", "neg", "pos", "neutral"]
+    data = tf.data.Dataset.from_tensor_slices((texts, labels))
+    with pytest.raises(TaskDataError, match="not in the label set .'neg', 'pos'.*neutral"):
+        model.fit(data, batch_size=2, epochs=1, verbose=0)
+    with pytest.raises(TaskDataError, match="neutral"):
+        model.evaluate(data, batch_size=2, verbose=0)
