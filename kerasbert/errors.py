@@ -30,3 +30,9 @@ class CheckpointError(UsageError, ValueError):
     can have, a JSON file or header past the limits, a weight file whose
     tensors contradict its config or each other. The message names the
     file and the field or tensor."""
+
+
+#: Marks the graph assertions on a dataset's values (a `tf.data` label
+#: outside the label set) that `Task.fit` and `evaluate` report as one
+#: `TaskDataError` (`kerasbert.tasks.raw_text_fit.data_errors`).
+DATA_ERROR = "kerasbert data error:"

@@ -45,16 +45,13 @@ from kerasbert.data.finetuning.padding import bucket_batches
 from kerasbert.data.finetuning.padding import check_padding
 from kerasbert.data.finetuning.padding import trim_element
 from kerasbert.data.finetuning.task_formats import task_format
+from kerasbert.errors import DATA_ERROR
 from kerasbert.errors import UsageError
 from kerasbert.text import describe_tokenizer
 from kerasbert.text import load_saved_tokenizer
 from kerasbert.text import make_packer
 from kerasbert.text import save_tokenizer_files
 
-
-#: Marks the graph assertions on a dataset's values that `Task.fit` and
-#: `evaluate` report as a `TaskDataError` (`kerasbert.tasks.raw_text_fit`).
-DATA_ERROR = "kerasbert data error:"
 
 
 def clean_text(texts):

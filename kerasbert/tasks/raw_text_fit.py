@@ -16,7 +16,7 @@ import keras
 import numpy as np
 
 from kerasbert.errors import TaskDataError
-from kerasbert.preprocessing.task_preprocessor import DATA_ERROR
+from kerasbert.errors import DATA_ERROR
 from kerasbert.errors import UsageError
 from kerasbert.tasks.multi_worker import across_workers
 from kerasbert.tasks.row_order import length_order
