@@ -34,10 +34,10 @@ test: $(STAMP) published
 test-slow: $(STAMP) published
 	$(PYTEST) -m slow
 
-# The PyTorch backend: installs the `torch` extra (a CPU build) into .venv/
-# and runs the backend's tests (each family against TensorFlow, raw-text
-# fine-tuning, .keras files across backends, generation); `make test` skips
-# them where torch is not installed.
+# The PyTorch backend alone: installs the `torch` extra (a CPU build) into
+# .venv/ and runs the backend's tests (each family against TensorFlow,
+# raw-text fine-tuning, .keras files across backends, generation); the
+# default suite runs them too, the `test` extra installing torch.
 test-torch: $(STAMP)
 	$(BIN)/python -m pip install --quiet --disable-pip-version-check -c constraints.txt -e '.[torch]'
 	$(BIN)/python -m pytest -p no:cacheprovider tests/models/test_torch_backend.py

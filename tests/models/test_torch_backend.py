@@ -6,8 +6,9 @@ backends both ways, and generation (GPT, the Reformer, the Transformer's
 beam search) runs. The backend is chosen at import, so the torch side runs
 in a fresh process; the TensorFlow side runs here or in its own process.
 
-`make test-torch` installs torch into the venv and runs this file (the
-default suite skips it when torch is not installed)."""
+The `test` extra installs torch (`make test` runs this file); `make
+test-torch` installs the `torch` extra alone and runs it; without torch the
+file skips, saying why."""
 
 import importlib.util
 import json
