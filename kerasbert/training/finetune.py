@@ -83,21 +83,37 @@ def load_backbone(config, tokenizer):
     (kerasbert.loading.backbones), checked against --vocab's tokenizer;
     without --vocab, with the tokenizer it needs no files for (ELMo's
     characters, `CharacterTokenizer`)."""
+    flags = (config.backbone, config.preset, config.init_checkpoint, config.bert_config)
     if config.vocab is None:
-        backbone = load(config.backbone, config.preset, config.init_checkpoint, config.bert_config)
+        backbone = load(*flags)
         tokenizer = backbone_tokenizer(backbone)
         if tokenizer is None:
             raise UsageError("Give --vocab: the tokenizer files of the backbone (only an ELMo "
                              "model reads characters without one).")
+        refuse_token_options(config, given=[f"--{name.replace('_', '-')}" for name in SWITCHES
+                                            if getattr(config, name) is not None])
         return in_policy(backbone, config), tokenizer
     vocab_size = tokenizer.vocabulary_size
-    backbone = load(config.backbone, config.preset, config.init_checkpoint, config.bert_config,
-                    vocabulary_size=vocab_size,
-                    added_tokens=len(getattr(tokenizer, "added_ids", ())))
+    try:
+        backbone = load(*flags, vocabulary_size=vocab_size,
+                        added_tokens=len(getattr(tokenizer, "added_ids", ())))
+    except UsageError:
+        if backbone_tokenizer(load(*flags)) is not None:  # the override's error hides this
+            refuse_token_options(config, given=[f"--vocab {config.vocab}"])
+        raise
     if backbone.vocabulary_size != vocab_size:
         raise UsageError(f"The backbone has a vocabulary of {backbone.vocabulary_size} tokens but "
                          f"--vocab {config.vocab} has {vocab_size}.")
     return in_policy(backbone, config), tokenizer
+
+
+def refuse_token_options(config, given):
+    """ELMo reads characters: tokenizer files and token switches do not
+    apply, and are refused rather than ignored."""
+    if given:
+        raise UsageError(f"{', '.join(given)}: {config.preset or config.backbone} reads "
+                         "characters (ELMo), so there are no tokenizer files or token "
+                         "switches to give.")
 
 
 def in_policy(backbone, config):

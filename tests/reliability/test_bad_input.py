@@ -406,3 +406,21 @@ def test_a_zero_length_is_one_line_from_the_console(tmp_path):
                        "--max-seq-length", "0", cwd=tmp_path)
     one_line_error(result, "--max-seq-length: must be at least 1, got 0")
     assert os.listdir(tmp_path) == []
+
+
+@pytest.mark.parametrize("extra,fragment", [
+    (["--vocab", "v.txt"], "--vocab v.txt: elmo_small reads characters (ELMo)"),
+    (["--special-tokens-in-strings"], "--special-tokens-in-strings: elmo_small reads characters"),
+])
+def test_elmo_refuses_tokenizer_files_and_switches(tmp_path, capsys, extra, fragment):
+    """Issue 51: an ELMo run ignored --vocab's files (an override error
+    named vocabulary_size) and the token switches (silently)."""
+    (tmp_path / "t.csv").write_text("text,label\ngood film,pos\nbad film,neg\n")
+    write_vocab(tmp_path / "v.txt")
+    before = listing(tmp_path)
+    args = ["finetune", "--task", f"csv:{tmp_path / 't.csv'}", "--preset", "elmo_small",
+            "--output-dir", str(tmp_path / "o"), "--epochs", "1"]
+    args = [a if a != "v.txt" else str(tmp_path / "v.txt") for a in args + extra]
+    assert main(args) == 2
+    error_line(capsys, fragment.replace("v.txt", str(tmp_path / "v.txt")))
+    assert listing(tmp_path) == before
