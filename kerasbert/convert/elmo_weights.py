@@ -115,26 +115,34 @@ def weight_table(backbone):
 def published_shapes(config):
     """{dataset name: shape} a weight file of `config` holds (no model is
     built)."""
+    return dict(declared_shapes(config))
+
+
+def declared_shapes(config):
+    """(dataset name, shape) of each weight `config` declares, in the
+    file's order, one at a time: a check can stop at the first one the
+    file lacks, whatever count the options declare (2^40 layers)."""
     config = {**ElmoBackbone.default_config(), **config}
     dim, width = config["character_embedding_dim"], sum(n for _, n in config["filters"])
     proj, cells = config["projection_dim"], config["lstm_dim"]
-    shapes = {"char_embed": [config["num_characters"] - 1, dim]}
+    yield "char_embed", [config["num_characters"] - 1, dim]
     for i, (w, n) in enumerate(config["filters"]):
-        shapes[f"CNN/W_cnn_{i}"], shapes[f"CNN/b_cnn_{i}"] = [1, w, dim, n], [n]
+        yield f"CNN/W_cnn_{i}", [1, w, dim, n]
+        yield f"CNN/b_cnn_{i}", [n]
     for i in range(config["num_highway"]):
         for name in ("W_carry", "W_transform"):
-            shapes[f"CNN_high_{i}/{name}"] = [width, width]
+            yield f"CNN_high_{i}/{name}", [width, width]
         for name in ("b_carry", "b_transform"):
-            shapes[f"CNN_high_{i}/{name}"] = [width]
+            yield f"CNN_high_{i}/{name}", [width]
     if width != proj:
-        shapes["CNN_proj/W_proj"], shapes["CNN_proj/b_proj"] = [width, proj], [proj]
+        yield "CNN_proj/W_proj", [width, proj]
+        yield "CNN_proj/b_proj", [proj]
     for d in (0, 1):
         for k in range(config["num_layers"]):
             root = LSTM_ROOT.format(d=d, k=k)
-            shapes[f"{root}/W_0"] = [2 * proj, 4 * cells]
-            shapes[f"{root}/B"] = [4 * cells]
-            shapes[f"{root}/W_P_0"] = [cells, proj]
-    return shapes
+            yield f"{root}/W_0", [2 * proj, 4 * cells]
+            yield f"{root}/B", [4 * cells]
+            yield f"{root}/W_P_0", [cells, proj]
 
 
 def read_hdf5(path, shapes_only=False):
@@ -166,12 +174,19 @@ def check_declared_shapes(config, stored, where):
         CheckpointError: the first dataset missing or of another shape,
             naming it and both shapes.
     """
-    for name, shape in published_shapes(config).items():
+    declared = set()
+    for name, shape in declared_shapes(config):
+        declared.add(name)
         if name not in stored:
             raise CheckpointError(f"{where}: no dataset {name} (the options describe it).")
         if tuple(stored[name]) != tuple(shape):
             raise CheckpointError(f"{where}: dataset {name} has shape {list(stored[name])}, the "
                                   f"options call for {list(shape)}.")
+    # and the reverse: weights the options leave out would be dropped
+    extra = sorted(set(stored) - declared)
+    if extra:
+        raise CheckpointError(f"{where}: {len(extra)} dataset(s) the options do not describe, "
+                              f"e.g. {extra[0]} (options.json and the weights disagree).")
 
 
 def load_elmo(path, dtype=None, **overrides):

@@ -5,10 +5,15 @@ reference of the published biLM."""
 
 import json
 import re
+import tempfile
 import os
 import sys
 
 import h5py
+from hypothesis import HealthCheck
+from hypothesis import given
+from hypothesis import settings
+from hypothesis import strategies as st
 import numpy as np
 import pytest
 
@@ -152,3 +157,43 @@ def test_a_lying_options_file_is_one_line_from_the_console(tmp_path):
     result, peak = measured("info", "--preset", "lie", cwd=tmp_path)
     one_line_error(result, fragment)
     assert peak < 2**30, f"peak RSS {peak / 2**20:.0f} MiB"
+
+
+# Issue 51: the property-based check of the checkpoint reader, on ELMo
+# folders: any one value of options.json replaced by any JSON value loads
+# (only when it is the true value) or is refused as a CheckpointError or
+# UsageError; never another exception, never a model the file cannot fill.
+OPTION_PATHS = ("lstm.dim", "lstm.projection_dim", "lstm.n_layers", "lstm.cell_clip",
+                "char_cnn.n_highway", "char_cnn.embedding.dim", "char_cnn.n_characters",
+                "char_cnn.max_characters_per_token", "char_cnn.activation", "char_cnn.filters")
+JSON_VALUES = st.one_of(st.none(), st.booleans(), st.integers(-5, 2**40),
+                        st.floats(allow_nan=False, allow_infinity=False), st.text(max_size=4),
+                        st.lists(st.lists(st.integers(-2, 20), max_size=3), max_size=3))
+
+
+def _value_at(options, path):
+    for key in path.split("."):
+        options = options[key]
+    return options
+
+
+@settings(max_examples=60, deadline=None, derandomize=True,
+          suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(path=st.sampled_from(OPTION_PATHS), value=JSON_VALUES)
+def test_any_changed_option_loads_only_when_true_else_is_refused(path, value):
+    from kerasbert.errors import UsageError
+
+    folder = write_elmo_dir(tempfile.mkdtemp(), _lying(TINY_OPTIONS, path, value), _WEIGHTS)
+    try:
+        backbone = load_elmo(folder)
+    except (CheckpointError, UsageError) as err:
+        assert "\n" not in str(err)
+        return
+    true = _value_at(TINY_OPTIONS, path)
+    # accepted: the value means what the file holds (3 == 3.0, n_characters
+    # is read from the file's table, a clip is any number)
+    assert value == true or path in ("char_cnn.n_characters", "lstm.cell_clip"), (path, value)
+    assert backbone.count_params() > 0
+
+
+_WEIGHTS = random_weights(TINY_OPTIONS, seed=5)

@@ -2,8 +2,12 @@
 
 import json
 import os
+import tempfile
 
 import pytest
+from hypothesis import given
+from hypothesis import settings
+from hypothesis import strategies as st
 
 from kerasbert.errors import UsageError
 from kerasbert.sources.sentence_transformers import POOLING_MODES
@@ -129,3 +133,39 @@ def test_pooling_names_agree_with_the_layer():
     from kerasbert.layers.sentence_pooling import POOLING_MODES as LAYER_MODES
 
     assert POOLING_MODES == LAYER_MODES
+
+
+# Issue 51: the property-based check of the untrusted-folder reader, on
+# sentence-transformers folders: any one value of its three JSON files
+# replaced by any JSON value is read or refused in one UsageError line;
+# never another exception.
+JSON_VALUES = st.one_of(st.none(), st.booleans(), st.integers(-3, 2**40), st.floats(),
+                        st.text(max_size=6), st.lists(st.integers(), max_size=2),
+                        st.dictionaries(st.text(max_size=3), st.integers(), max_size=2))
+FIELDS = (("1_Pooling/config.json", "pooling_mode_mean_tokens"),
+          ("1_Pooling/config.json", "pooling_mode_cls_token"),
+          ("1_Pooling/config.json", "pooling_mode"),
+          ("1_Pooling/config.json", "word_embedding_dimension"),
+          ("sentence_bert_config.json", "max_seq_length"),
+          ("sentence_bert_config.json", "do_lower_case"))
+
+
+@settings(max_examples=80, deadline=None, derandomize=True)
+@given(field=st.sampled_from(FIELDS + (("modules.json", 0), ("modules.json", 1))),
+       value=JSON_VALUES)
+def test_any_changed_value_is_read_or_refused_in_one_line(field, value):
+    directory = tempfile.mkdtemp()
+    write_sentence_files(directory)
+    name, key = field
+    path = os.path.join(directory, name)
+    with open(path) as f:
+        content = json.load(f)
+    content[key] = value  # a key's value, or a whole entry of modules.json
+    with open(path, "w") as f:
+        json.dump(content, f)
+    try:
+        model = read_sentence_model(directory)
+    except UsageError as err:
+        assert "\n" not in str(err) and str(err)
+        return
+    assert set(model.pooling) <= set(POOLING_MODES) and model.pooling

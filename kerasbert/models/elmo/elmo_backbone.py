@@ -205,8 +205,8 @@ class ElmoBackbone(Backbone):
 
     @classmethod
     def check_config(cls, config):
-        for key in ("lstm_dim", "projection_dim", "num_characters", "character_embedding_dim",
-                    "max_characters_per_token"):
+        for key in ("lstm_dim", "projection_dim", "num_layers", "num_characters",
+                    "character_embedding_dim", "max_characters_per_token"):
             value = config.get(key)
             if isinstance(value, bool) or not isinstance(value, int) or value < 1:
                 raise ConfigError(f"{key}={value!r}: must be an integer >= 1.")
