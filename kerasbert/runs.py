@@ -41,6 +41,8 @@ from kerasbert.text.tokenizer_loading import save_tokenizer_files
 from kerasbert.text.tokenizer_loading import saved_tokenizer_files
 from kerasbert.text.tokenizer_loading import tokenizer_kind
 from kerasbert.text.character_tokenizer import CharacterTokenizer
+from kerasbert.text.character_tokenizer import given_token_options
+from kerasbert.text.character_tokenizer import refuse_token_options
 from kerasbert.text.families import ELMO_CHARACTERS
 
 CONFIG = "config.json"
@@ -203,10 +205,7 @@ class Run:
 def _character_tokenizer(directory, description, switches):
     """ELMo's `CharacterTokenizer` from a run's "input"; a subword switch
     set over it is refused (it has nothing for one to change)."""
-    given = [name for name, value in switches.items() if value is not None]
-    if given:
-        raise UsageError(f"{directory} reads characters (ELMo): it has no tokenizer for "
-                         f"--{given[0].replace('_', '-')} to change.")
+    refuse_token_options(directory, given_token_options(switches))
     return CharacterTokenizer.from_description(description)
 
 

@@ -76,6 +76,8 @@ def run(args):
     layers = parse_layers(args.layers or "-1,-2,-3,-4")
     # lazy: tensorflow (the tokenizers, the run directory's default --vocab)
     from kerasbert.runs import default_vocab
+    from kerasbert.text.character_tokenizer import given_token_options
+    from kerasbert.text.character_tokenizer import refuse_token_options
     from kerasbert.text.families import resolve_tokenizer_path
     from kerasbert.text.tokenizer_loading import load_tokenizer
 
@@ -92,6 +94,8 @@ def run(args):
     check_utf8_text([args.input])  # names the byte offset; refuses an input without text
     backbone = load_backbone_from_args(args)
     if "input_char_ids" in backbone.input:  # ELMo: characters in, words out
+        refuse_token_options(args.preset or args.backbone or args.init_checkpoint,
+                             given_token_options({"vocab": args.vocab, **tokenizer_switches(args)}))
         return _run_elmo(args, backbone)
     num_layers = getattr(backbone, "num_layers", None) or len(backbone.output["encoder_outputs"])
     check_layers(layers, int(num_layers))

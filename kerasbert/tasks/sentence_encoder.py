@@ -14,6 +14,7 @@ from kerasbert.sources import source
 from kerasbert.models import presets
 from kerasbert.models.config_checks import check_tokenizer_fits
 from kerasbert.tasks.backbone_model import BackboneModel
+from kerasbert.tasks.preprocessor_factory import backbone_tokenizer
 from kerasbert.tasks.task import backbone_inputs
 from kerasbert.text.tokenizer_loading import load_tokenizer
 from kerasbert.text.tokenizer_loading import make_packer
@@ -46,6 +47,9 @@ def load_sentence_encoder(handle, pooling=None, normalize=None, vocab=None, lowe
     """
     found = source.resolve(handle, presets)
     model = SentenceEncoder.from_preset(found, pooling=pooling, normalize=normalize)
+    if backbone_tokenizer(model.backbone) is not None:
+        raise UsageError(f"{handle} reads characters (ELMo): it makes no sentence vectors; "
+                         "`kerasbert extract-features` writes its word vectors.")
     tokenizer = load_sentence_tokenizer(found, vocab=vocab, lower_case=lower_case, **switches)
     check_tokenizer_fits(tokenizer, model.backbone,
                          f"--vocab {vocab}" if vocab else "The tokenizer")

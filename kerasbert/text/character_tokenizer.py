@@ -18,6 +18,7 @@ directory, an export) take it too, with no "no tokenizer" branch:
 It has no files: nothing is copied into a run or an export's assets.
 """
 
+from kerasbert.errors import UsageError
 from kerasbert.text.elmo_characters import MAX_CHARACTERS
 from kerasbert.text.elmo_characters import NUM_CHARACTERS
 from kerasbert.text.families import ELMO_CHARACTERS
@@ -104,3 +105,34 @@ class CharacterTokenizer:
     def tokenize_ids(self, texts):
         """tf.string [B] -> ragged int32 [B, (W), C]: each word's ids."""
         return self.tokenize_words(self.split_words(texts))
+
+
+def refuse_token_options(model, given):
+    """Refuse tokenizer files and subword switches given for a model that
+    reads characters (ELMo): they have nothing to change, and ignoring them
+    would hide a mistake (a wrong --preset, or a --vocab meant for another
+    model).
+
+    Args:
+        model: how the user named the model (a preset, a folder, a run).
+        given: the flags given, as typed ("--vocab v.txt",
+            "--truncate-at-nul"); nothing happens when empty.
+
+    Raises:
+        UsageError: naming the flags and the model.
+    """
+    if given:
+        raise UsageError(f"{', '.join(given)}: {model} reads characters (ELMo), so there are "
+                         "no tokenizer files or token switches to give.")
+
+
+def given_token_options(values):
+    """The flags, as typed, that `values` ({"vocab" or a switch name: value
+    or None}) sets: what `refuse_token_options` names."""
+    flags = []
+    for name, value in values.items():
+        if value is None:
+            continue
+        flag = "--" + name.replace("_", "-")
+        flags.append(f"{flag} {value}" if name == "vocab" else flag)
+    return flags

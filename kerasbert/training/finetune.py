@@ -52,6 +52,8 @@ from kerasbert.loading.published import apply_overrides
 from kerasbert.text import ids_settings
 from kerasbert.text import load_tokenizer
 from kerasbert.text import tokenizer_files
+from kerasbert.text.character_tokenizer import given_token_options
+from kerasbert.text.character_tokenizer import refuse_token_options
 from kerasbert.text.tokenizer_loading import SWITCHES
 from kerasbert.optimizers import recipes
 from kerasbert.tasks.preprocessor_factory import backbone_tokenizer
@@ -90,8 +92,8 @@ def load_backbone(config, tokenizer):
         if tokenizer is None:
             raise UsageError("Give --vocab: the tokenizer files of the backbone (only an ELMo "
                              "model reads characters without one).")
-        refuse_token_options(config, given=[f"--{name.replace('_', '-')}" for name in SWITCHES
-                                            if getattr(config, name) is not None])
+        refuse_token_options(model_name(config), given_token_options(
+            {name: getattr(config, name) for name in SWITCHES}))
         return in_policy(backbone, config), tokenizer
     vocab_size = tokenizer.vocabulary_size
     try:
@@ -99,7 +101,7 @@ def load_backbone(config, tokenizer):
                         added_tokens=len(getattr(tokenizer, "added_ids", ())))
     except UsageError:
         if backbone_tokenizer(load(*flags)) is not None:  # the override's error hides this
-            refuse_token_options(config, given=[f"--vocab {config.vocab}"])
+            refuse_token_options(model_name(config), [f"--vocab {config.vocab}"])
         raise
     if backbone.vocabulary_size != vocab_size:
         raise UsageError(f"The backbone has a vocabulary of {backbone.vocabulary_size} tokens but "
@@ -107,13 +109,9 @@ def load_backbone(config, tokenizer):
     return in_policy(backbone, config), tokenizer
 
 
-def refuse_token_options(config, given):
-    """ELMo reads characters: tokenizer files and token switches do not
-    apply, and are refused rather than ignored."""
-    if given:
-        raise UsageError(f"{', '.join(given)}: {config.preset or config.backbone} reads "
-                         "characters (ELMo), so there are no tokenizer files or token "
-                         "switches to give.")
+def model_name(config):
+    """The model as the command line named it."""
+    return config.preset or config.backbone or config.init_checkpoint
 
 
 def in_policy(backbone, config):

@@ -135,3 +135,21 @@ def test_console_finetune_classification_on_a_frozen_elmo(tmp_path):
     assert {"accuracy", "f1", "majority_baseline_accuracy"} <= set(metrics)
     config = json.loads((tmp_path / "ft" / "config.json").read_text())
     assert config["task_type"] == "classification" and config["label_names"] == ["neg", "pos"]
+
+
+def test_console_commands_refuse_tokenizer_flags_on_a_character_model(tmp_path):
+    """Issue 51: extract-features ran an ELMo folder with --vocab (ignored,
+    rc 0) and embed failed with "Vocabulary file not found:"; both are one
+    line, rc 2, nothing written."""
+    save_elmo(ElmoBackbone(**TINY), tmp_path / "elmo")
+    (tmp_path / "in.txt").write_text("\n".join(LINES) + "\n", encoding="utf-8")
+    (tmp_path / "v.txt").write_text("[PAD]\n[UNK]\n[CLS]\n[SEP]\n[MASK]\nelmo\n")
+    before = sorted(p.name for p in tmp_path.iterdir())
+    one_line_error(console("extract-features", "--preset", "elmo", "--vocab", "v.txt",
+                           "--truncate-at-nul", "--input", "in.txt", "--output", "out.jsonl",
+                           cwd=tmp_path),
+                   "--vocab v.txt, --truncate-at-nul: elmo reads characters (ELMo)")
+    one_line_error(console("embed", "--model", "elmo", "--input", "in.txt", "--output",
+                           "out.npy", cwd=tmp_path),
+                   "elmo reads characters (ELMo): it makes no sentence vectors")
+    assert sorted(p.name for p in tmp_path.iterdir()) == before

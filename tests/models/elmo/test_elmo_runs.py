@@ -110,7 +110,10 @@ def test_console_tagging_run_evaluates_exports_and_serves(tmp_path):
     evaluation = json.loads((tmp_path / "ft" / "evaluation.json").read_text())["metrics"]
     assert abs(evaluation["f1"] - metrics["validation"]["f1"]) < 1e-6
 
-    # export: a flag for a tokenizer it has not is refused in one line, nothing written.
+    # export: a flag for a tokenizer it has not, or a sentence-vector export, is refused
+    # in one line, nothing written.
+    one_line_error(console("export", "--model", tmp_path / "ft", "--task", "embedding",
+                           "--output", elsewhere / "bad", cwd=elsewhere), "no sentence vectors")
     one_line_error(console("export", "--model", tmp_path / "ft", "--output",
                            elsewhere / "bad", "--truncate-at-nul", cwd=elsewhere),
                    "reads characters")
