@@ -79,6 +79,9 @@ setup(
             # The PyTorch backend's tests (tests/models/test_torch_backend.py,
             # 3 tests, 52 s here): the CPU build, 864 MB, 54 s to install.
             "torch==2.13.0",
+            # The ModernBERT peer: its own modelling code writes the random
+            # checkpoints our loader is compared with (tests/models/modernbert).
+            "transformers==5.24.0",
             # The TF Hub-format export is tested the way the TF Hub tutorials use it.
             "tensorflow-hub",
             # Real multilingual text for the tokenizer parity test (offline).

@@ -23,6 +23,8 @@ from kerasbert.commands._args import positive_int
 from kerasbert.errors import UsageError
 from kerasbert.commands._args import add_backbone_arguments
 from kerasbert.commands._args import add_tokenizer_arguments
+from kerasbert.text.character_tokenizer import given_token_options
+from kerasbert.text.character_tokenizer import refuse_token_options
 from kerasbert.commands._args import tokenizer_switches
 from kerasbert.commands._args import TOKENIZER_HELP
 from kerasbert.commands._args import load_backbone_from_args
@@ -76,8 +78,6 @@ def run(args):
     layers = parse_layers(args.layers or "-1,-2,-3,-4")
     # lazy: tensorflow (the tokenizers, the run directory's default --vocab)
     from kerasbert.runs import default_vocab
-    from kerasbert.text.character_tokenizer import given_token_options
-    from kerasbert.text.character_tokenizer import refuse_token_options
     from kerasbert.text.families import resolve_tokenizer_path
     from kerasbert.text.tokenizer_loading import load_tokenizer
 

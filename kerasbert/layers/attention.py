@@ -13,50 +13,9 @@ import keras
 from keras import ops
 
 from kerasbert.layers.initializers import bert_initializer
-
-# Large but finite: exp(-30000) is exactly 0 in float32, and the value (plus
-# any realistic score) still fits in float16 (max 65504), so a fully padded
-# row gives a uniform distribution instead of NaN.
-MASK_BIAS = -3.0e4
-
-
-def padding_mask_to_attention_bias(padding_mask):
-    """Converts a [B, T] 0/1 padding mask into a [B, 1, 1, T] float32 bias.
-
-    Positions with mask 1 get 0, positions with mask 0 get `MASK_BIAS`. The
-    bias broadcasts over heads and query positions.
-    """
-    mask = ops.cast(padding_mask, "float32")
-    bias = (1.0 - mask) * MASK_BIAS
-    return ops.expand_dims(ops.expand_dims(bias, 1), 1)
-
-
-def causal_attention_bias(padding_mask):
-    """A [B, 1, T, T] float32 bias for causal (decoder) self-attention.
-
-    Query t may attend to key s only when s <= t AND key s is a real token
-    (mask 1); every other entry is `MASK_BIAS`. The two conditions are
-    combined with a minimum, not a sum, so a fully padded row stays at
-    `MASK_BIAS` (no -6e4 that float16 could not hold) and softmaxes to a
-    finite, uniform distribution instead of NaN.
-
-    Args:
-        padding_mask: int [B, T], 1 for real tokens.
-
-    Returns:
-        float32 [B, 1, T, T], broadcast over heads.
-    """
-    padding = padding_mask_to_attention_bias(padding_mask)  # [B, 1, 1, T]
-    # Positions from a cumulative sum rather than arange(T): T may be
-    # unknown while a functional graph is built.
-    positions = ops.cumsum(ops.ones_like(padding_mask, dtype="int32"), axis=1)
-    # future[b, t, s] is True when key s comes after query t.
-    future = ops.greater(
-        ops.expand_dims(positions, 1), ops.expand_dims(positions, 2)
-    )
-    causal = ops.cast(future, "float32") * MASK_BIAS  # [B, T, T]
-    return ops.minimum(padding, ops.expand_dims(causal, 1))
-
+from kerasbert.layers.rotary_embedding import RotaryEmbedding
+from kerasbert.layers.sliding_window import band_bias
+from kerasbert.layers.sliding_window import windowed_attention
 
 @keras.saving.register_keras_serializable(package="kerasbert")
 class MultiHeadSelfAttention(keras.layers.Layer):
@@ -72,6 +31,13 @@ class MultiHeadSelfAttention(keras.layers.Layer):
         initializer_range: float.
         use_bias: bool. Biases on the projections (True, BERT); False for
             the Transformer's bias-free W^Q, W^K, W^V, W^O.
+        rotary_theta: float or None. Rotate queries and keys by their
+            positions (`RotaryEmbedding` with this base) before they meet:
+            the positions of a model without a position table (ModernBERT).
+        window: int or None. Sliding-window attention: each position sees
+            only the keys within `window` positions of it, computed block
+            by block at a cost linear in T (`sliding_window`); None: all.
+            `attention_bias` must then be a padding bias ([B, 1, 1, T]).
 
     Call args:
         x: float tensor [B, T, H].
@@ -101,8 +67,14 @@ class MultiHeadSelfAttention(keras.layers.Layer):
     """
 
     def __init__(self, num_heads, dropout=0.1, initializer_range=0.02, use_bias=True,
-                 **kwargs):
+                 rotary_theta=None, window=None, **kwargs):
         super().__init__(**kwargs)
+        self.rotary_theta = float(rotary_theta) if rotary_theta else None
+        self.window = int(window) if window else None
+        self.rotary = None
+        if self.rotary_theta:
+            self.rotary = RotaryEmbedding(self.rotary_theta, dtype=self.dtype_policy,
+                                          name="rotary")
         self.num_heads = num_heads
         self.dropout = dropout
         self.initializer_range = initializer_range
@@ -153,16 +125,34 @@ class MultiHeadSelfAttention(keras.layers.Layer):
         # Split (not slice) the fused projection: the gradient of a split is
         # one concat, while each strided slice's gradient materialises a
         # zero-padded [B, T, 3H] tensor (measured: 1.5x slower backward).
-        query, key, value = ops.split(self.qkv_dense(x), 3, axis=-1)
+        query, key, value = self.project(x)
+        if self.rotary is not None:
+            query, key = self.rotary(query), self.rotary(key)
         if query_positions is not None:
             # Only these rows attend (keys and values stay at every
             # position): the output equals the full layer's at those rows.
-            query = ops.take_along_axis(
-                query, ops.expand_dims(ops.cast(query_positions, "int32"), -1), axis=1
-            )
-        query, key, value = (self.split_heads(t) for t in (query, key, value))
+            index = ops.cast(query_positions, "int32")[:, :, None, None]
+            query = ops.take_along_axis(query, index, axis=1)
+        if self.window is not None:
+            if query_positions is None and not return_attention_scores:
+                return self.attend_window(query, key, value, attention_bias, training)
+            # The full matrix with the window as a mask: the same values.
+            band = band_bias(query_positions, ops.shape(key)[1], self.window)
+            attention_bias = band if attention_bias is None else ops.minimum(
+                ops.cast(attention_bias, "float32"), band)
         return self.attend(query, key, value, attention_bias, training=training,
                            return_attention_scores=return_attention_scores)
+
+    def attend_window(self, query, key, value, attention_bias=None, training=None):
+        """`attend` within the sliding window, block by block
+        (`windowed_attention`); `attention_bias` is the [B, 1, 1, T]
+        padding bias or None."""
+        shape = ops.shape(query)
+        query = query * ops.cast(1.0 / math.sqrt(self.head_dim), query.dtype)
+        key_bias = None if attention_bias is None else attention_bias[:, 0, 0, :]
+        context = windowed_attention(query, key, value, key_bias, self.window,
+                                     self.dropout_layer, training)
+        return self.output_dense(ops.reshape(context, (shape[0], shape[1], self.hidden_dim)))
 
     def split_heads(self, x):
         """[B, T, H] -> [B, T, num_heads, head_dim]."""
@@ -220,6 +210,8 @@ class MultiHeadSelfAttention(keras.layers.Layer):
         if not self.use_bias:
             # Configs with biases stay as they were before the option.
             config["use_bias"] = False
+        if self.rotary_theta or self.window:
+            config.update(rotary_theta=self.rotary_theta, window=self.window)
         return config
 
 

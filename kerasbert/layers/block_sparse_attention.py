@@ -48,9 +48,9 @@ import keras
 import numpy as np
 from keras import ops
 
-from kerasbert.layers.attention import MASK_BIAS
+from kerasbert.layers.attention_bias import MASK_BIAS
 from kerasbert.layers.attention import MultiHeadSelfAttention
-from kerasbert.layers.attention import padding_mask_to_attention_bias
+from kerasbert.layers.attention_bias import padding_mask_to_attention_bias
 
 # Key-block slots of a middle query block i: the two global blocks, the
 # window i-1, i, i+1, then the random blocks.

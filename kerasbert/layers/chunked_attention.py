@@ -17,7 +17,7 @@ the query has nothing else to attend to.
 import keras
 from keras import ops
 
-from kerasbert.layers.attention import MASK_BIAS
+from kerasbert.layers.attention_bias import MASK_BIAS
 from kerasbert.layers.initializers import bert_initializer
 
 # A token's score for itself under shared query/key attention (its query is

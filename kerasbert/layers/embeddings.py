@@ -33,6 +33,10 @@ class BertEmbeddings(keras.layers.Layer):
             (`AxialPositionEmbedding`, the Reformer's) for
             axial_shape[0] * axial_shape[1] positions instead of one row per
             position.
+        positions: bool. False: no position table (the attention places
+            the tokens: ModernBERT's rotary embedding).
+        layer_norm_bias: bool. False: a LayerNorm with a scale only
+            (ModernBERT).
 
     Call args:
         token_ids: int tensor [B, T].
@@ -66,9 +70,13 @@ class BertEmbeddings(keras.layers.Layer):
         normalize=True,
         axial_shape=None,
         axial_dims=None,
+        positions=True,
+        layer_norm_bias=True,
         **kwargs,
     ):
         super().__init__(**kwargs)
+        self.positions = bool(positions)
+        self.layer_norm_bias = bool(layer_norm_bias)
         self.normalize = bool(normalize)
         self.vocabulary_size = vocabulary_size
         self.max_sequence_length = max_sequence_length
@@ -96,6 +104,7 @@ class BertEmbeddings(keras.layers.Layer):
         if self.normalize:
             self.layer_norm = keras.layers.LayerNormalization(
                 epsilon=layer_norm_epsilon,
+                center=self.layer_norm_bias,
                 dtype=self.dtype_policy,
                 name="layer_norm",
             )
@@ -118,7 +127,10 @@ class BertEmbeddings(keras.layers.Layer):
 
     def _position_table(self, init):
         """The position table: one row per position, or the factorised
-        `AxialPositionEmbedding` when `axial_shape` is set."""
+        `AxialPositionEmbedding` when `axial_shape` is set; None without
+        `positions`."""
+        if not self.positions:
+            return None
         if self.axial_shape:
             return AxialPositionEmbedding(
                 self.axial_shape, self.axial_dims, initializer_range=self.initializer_range,
@@ -133,7 +145,8 @@ class BertEmbeddings(keras.layers.Layer):
     def build(self, token_ids_shape, segment_ids_shape=None):
         width = self.embedding_dim or self.hidden_dim
         self.token_embedding.build(token_ids_shape)
-        self.position_embedding.build(tuple(token_ids_shape) + (width,))
+        if self.position_embedding is not None:
+            self.position_embedding.build(tuple(token_ids_shape) + (width,))
         if self.segment_embedding is not None:
             self.segment_embedding.build(token_ids_shape)
         if self.layer_norm is not None:
@@ -155,7 +168,8 @@ class BertEmbeddings(keras.layers.Layer):
         dense layer; it composes sublayer calls only, so it also works on
         symbolic tensors inside another model's functional graph."""
         x = self.token_embedding(token_ids)
-        x = x + self.position_embedding(x)
+        if self.position_embedding is not None:
+            x = x + self.position_embedding(x)
         if self.segment_embedding is not None:
             if segment_ids is None:
                 raise ValueError(
@@ -187,4 +201,9 @@ class BertEmbeddings(keras.layers.Layer):
                 "axial_dims": self.axial_dims,
             }
         )
+        # Written only when off: configs saved before the options load as they were.
+        if not self.positions:
+            config["positions"] = False
+        if not self.layer_norm_bias:
+            config["layer_norm_bias"] = False
         return config

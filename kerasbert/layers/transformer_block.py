@@ -4,7 +4,7 @@ import keras
 from keras import ops
 
 from kerasbert.layers.attention import MultiHeadSelfAttention
-from kerasbert.layers.attention import padding_mask_to_attention_bias
+from kerasbert.layers.attention_bias import padding_mask_to_attention_bias
 from kerasbert.layers.block_sparse_attention import BlockSparseSelfAttention
 from kerasbert.layers.initializers import bert_initializer
 from kerasbert.layers.transformer_block_base import TransformerBlockBase

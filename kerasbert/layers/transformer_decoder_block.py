@@ -3,7 +3,7 @@
 import keras
 from keras import ops
 
-from kerasbert.layers.attention import MASK_BIAS
+from kerasbert.layers.attention_bias import MASK_BIAS
 from kerasbert.layers.attention import MultiHeadCrossAttention
 from kerasbert.layers.attention import MultiHeadSelfAttention
 from kerasbert.layers.initializers import bert_initializer

@@ -11,6 +11,7 @@ from kerasbert.models.gpt import GptBackbone
 from kerasbert.models.reformer import ReformerBackbone
 from kerasbert.models.transformer import TransformerBackbone
 from kerasbert.models.elmo import ElmoBackbone
+from kerasbert.models.modernbert import ModernBertBackbone
 from kerasbert.models.attention_maps import attention_maps
 from kerasbert.models.attention_maps import plot_attention
 from kerasbert.models.presets import UnknownPresetError

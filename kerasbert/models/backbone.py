@@ -258,21 +258,23 @@ class Backbone(EarlyAttributes, keras.Model):
             attention=config.get("attention", "full"), block_size=config.get("block_size", 64),
             num_random_blocks=config.get("num_random_blocks", 3), names=names)
 
-    def _finish_encoder(self, config, embed, layers, *, pooler, causal=False, pool=None):
+    def _finish_encoder(self, config, embed, layers, *, pooler, causal=False, pool=None,
+                        final_norm=None):
         """The functional graph (`encoder_graph`) over `embed` and `layers`,
         then the config record.
 
         Args:
             pool: `(sequence_output, input_mask) -> [B, H]` replacing the
                 first-token `pooled_output` (GPT: the last real token).
-            causal: decoder attention (`encoder_graph`).
+            causal, final_norm: as `encoder_graph`.
         """
         self.pooler = None
         if pooler:
             self.pooler = ClsPooler(config["hidden_dim"],
                                     initializer_range=config["initializer_range"],
                                     dtype=config["dtype"], name="pooler")
-        inputs, outputs = encoder_graph(embed, layers, self.pooler, causal=causal)
+        inputs, outputs = encoder_graph(embed, layers, self.pooler, causal=causal,
+                                        final_norm=final_norm)
         if pool is not None:
             outputs["pooled_output"] = pool(outputs["sequence_output"], inputs["input_mask"])
         Backbone.__init__(self, inputs=inputs, outputs=outputs, dtype=config["dtype"],
@@ -415,7 +417,7 @@ def encoder_blocks(num_layers, *, num_heads, intermediate_dim, activation, dropo
     ]
 
 
-def encoder_graph(embeddings, layers, pooler=None, causal=False):
+def encoder_graph(embeddings, layers, pooler=None, causal=False, final_norm=None):
     """The functional graph every encoder in the zoo shares.
 
     input_word_ids, input_mask, input_type_ids (int32 [B, T])
@@ -434,6 +436,9 @@ def encoder_graph(embeddings, layers, pooler=None, causal=False):
             weights (RoBERTa, DistilBERT; their classifiers add a dense).
         causal: decoder self-attention (GPT): position t sees only positions
             <= t (`causal_attention_bias`), through the same blocks.
+        final_norm: a layer on the last layer's output (pre-LayerNorm
+            encoders: ModernBERT); the last `encoder_outputs` entry is then
+            normalised too, so it still equals `sequence_output`.
 
     Returns:
         (inputs, outputs) for `keras.Model.__init__`: outputs are
@@ -453,6 +458,8 @@ def encoder_graph(embeddings, layers, pooler=None, causal=False):
         for block in blocks:
             x = block(x, attention_bias=attention_bias)
         encoder_outputs.append(x)
+    if final_norm is not None:
+        x = encoder_outputs[-1] = final_norm(x)
     pooled = pooler(x) if pooler is not None else x[:, 0, :]
     outputs = {
         "sequence_output": x,

@@ -4,7 +4,7 @@ the layers' code."""
 
 import numpy as np
 
-from kerasbert.layers.attention import MASK_BIAS
+from kerasbert.layers.attention_bias import MASK_BIAS
 from kerasbert.layers.chunked_attention import SELF_BIAS
 
 

@@ -1,0 +1,5 @@
+from kerasbert.models.modernbert.modernbert_backbone import ModernBertBackbone
+from kerasbert.models.modernbert.modernbert_presets import MODERNBERT_PRESETS
+from kerasbert.models.presets import register_presets
+
+register_presets(ModernBertBackbone, MODERNBERT_PRESETS)
