@@ -76,6 +76,8 @@ families = {
     "AlbertBackbone": {"embedding_dim": 4}, "ElectraBackbone": {"embedding_dim": 4},
     # Blocks of 4, one random block: 40 tokens take the block-sparse path.
     "BigBirdBackbone": {"block_size": 4, "num_random_blocks": 1}, "GptBackbone": {},
+    # a window of 8 (4 each side): 40 tokens take the blocked sliding-window path
+    "ModernBertBackbone": {"local_attention": 8},
 }
 """ + RUN_FAMILIES + GPT_IS_CAUSAL + """
 # The pretrainers: BertPretrainer's sparse last layer, the causal LM.

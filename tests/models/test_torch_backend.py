@@ -38,6 +38,8 @@ FAMILIES = {
     # blocks of 4 and one random block: 40 tokens take the block-sparse path
     "BigBirdBackbone": {"block_size": 4, "num_random_blocks": 1}, "GptBackbone": {},
     "ReformerBackbone": {"num_buckets": 4, "lsh_chunk_length": 8, "local_chunk_length": 8},
+    # a window of 8 (4 each side): 40 tokens take the blocked sliding-window path
+    "ModernBertBackbone": {"local_attention": 8},
 }
 
 
