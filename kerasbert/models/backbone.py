@@ -292,10 +292,10 @@ class Backbone(EarlyAttributes, keras.Model):
     def describe(self):
         """Text block: every config value and a parameter breakdown."""
         lines = [f"{type(self).__name__}"]
-        for name in self.config_names():
-            if name == "dtype":
-                continue
-            lines.append(f"  {name:<22} {getattr(self, name)}")
+        names = [name for name in self.config_names() if name != "dtype"]
+        column = max(22, *(len(name) + 1 for name in names))
+        for name in names:
+            lines.append(f"  {name:<{column}} {getattr(self, name)}")
         parts = self.parameter_parts()
         lines.append("  parameters")
         width = max(20, *(len(label) for label, _ in parts))
