@@ -14,8 +14,8 @@ from kerasbert.convert.albert_weights import set_albert_weights
 from kerasbert.convert.bert_weights import set_bert_weights
 from kerasbert.convert.hf_layout import Tensors
 from kerasbert.convert.hf_layout import check_canonical_shapes
-from kerasbert.convert.hf_layout import check_hf_config
-from kerasbert.convert.hf_layout import hf_names
+from kerasbert.convert.hf_config_fields import check_hf_config
+from kerasbert.convert.hf_config_fields import hf_names
 from kerasbert.convert.hf_layout import shape_mismatch
 from kerasbert.convert.hf_layout import albert_config_from_hf
 from kerasbert.convert.hf_layout import albert_weights_from_hf
