@@ -35,6 +35,11 @@ HF_FIELDS = {
     "axial_pos_shape": ("ints", 1), "axial_pos_embds_dim": ("ints", 1),
     "num_buckets": ("buckets", 1), "lsh_attention_probs_dropout_prob": ("rate", 0),
     "local_attention_probs_dropout_prob": ("rate", 0),
+    # ModernBERT (and BERT's "attention_dropout" above)
+    "norm_eps": ("positive", 0), "local_attention": ("int", 2), "sliding_window": ("int", 1),
+    "global_attn_every_n_layers": ("int", 1), "global_rope_theta": ("positive", 0),
+    "local_rope_theta": ("positive", 0), "embedding_dropout": ("rate", 0),
+    "mlp_dropout": ("rate", 0),
 }
 
 #: Our argument -> the config.json field it comes from, per model_type
@@ -61,6 +66,11 @@ HF_NAMES = {
                  "local_chunk_length": "local_attn_chunk_length",
                  "num_chunks_before": "lsh_num_chunks_before",
                  "num_chunks_after": "lsh_num_chunks_after"},
+    "modernbert": {"vocabulary_size": "vocab_size", "num_layers": "num_hidden_layers",
+                   "num_heads": "num_attention_heads", "hidden_dim": "hidden_size",
+                   "intermediate_dim": "intermediate_size",
+                   "max_sequence_length": "max_position_embeddings",
+                   "layer_norm_epsilon": "norm_eps", "dropout": "attention_dropout"},
 }
 
 

@@ -11,7 +11,6 @@ Older checkpoints name LayerNorm parameters gamma/beta instead of
 weight/bias; both are read.
 """
 
-
 import numpy as np
 
 from kerasbert.convert.bert_weights import LAYER_KEYS
@@ -47,10 +46,11 @@ DISTILBERT_LAYOUT = {
 }
 #: the prefixes task checkpoints put the encoder under
 PREFIXES = ("bert.", "roberta.", "electra.", "distilbert.", "albert.", "transformer.",
-            "reformer.")
+            "reformer.", "model.")
 #: a tensor every checkpoint of the layout has (finds the prefix): the
-#: encoders' word embeddings, GPT-1's token table.
-MARKERS = ("embeddings.word_embeddings.weight", "tokens_embed.weight")
+#: encoders' word embeddings, GPT-1's and ModernBERT's token tables.
+MARKERS = ("embeddings.word_embeddings.weight", "tokens_embed.weight",
+           "embeddings.tok_embeddings.weight")
 
 
 class Tensors:
