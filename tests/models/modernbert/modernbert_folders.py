@@ -105,3 +105,39 @@ def sequence_output(backbone, ids, mask):
     outputs = backbone({"input_word_ids": ids, "input_mask": mask,
                         "input_type_ids": np.zeros_like(ids)})
     return np.asarray(outputs["sequence_output"])
+
+
+def write_tokenizer(folder, lines, vocab_size=700):
+    """Writes a ModernBERT-style tokenizer.json into `folder` with the
+    `tokenizers` library and returns the library's Tokenizer: a byte-level
+    BPE learned from `lines`, NFC normalizer, GPT-2's ByteLevel
+    pre-tokenizer without a prefix space, ByteLevel decoder, OLMo's added
+    tokens (|||IP_ADDRESS|||, <|padding|>, runs of 2-24 spaces and
+    |||EMAIL_ADDRESS||| as normalized non-special tokens), then
+    <|endoftext|> [UNK] [CLS] [SEP] [PAD] [MASK] (lstrip) as specials, and
+    the TemplateProcessing "[CLS] $A [SEP]" / "[CLS] $A [SEP] $B [SEP]"."""
+    from tokenizers import AddedToken, Tokenizer, decoders, models, normalizers
+    from tokenizers import pre_tokenizers, processors, trainers
+
+    tokenizer = Tokenizer(models.BPE())
+    tokenizer.normalizer = normalizers.NFC()
+    tokenizer.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False,
+                                                       trim_offsets=True, use_regex=True)
+    tokenizer.decoder = decoders.ByteLevel()
+    trainer = trainers.BpeTrainer(vocab_size=vocab_size,
+                                  initial_alphabet=pre_tokenizers.ByteLevel.alphabet(),
+                                  special_tokens=["|||IP_ADDRESS|||", "<|padding|>"])
+    tokenizer.train_from_iterator(lines, trainer)
+    tokenizer.add_tokens([AddedToken(" " * n, normalized=True) for n in range(24, 1, -1)]
+                         + [AddedToken("|||EMAIL_ADDRESS|||", normalized=True)])
+    tokenizer.add_special_tokens(
+        [AddedToken(t, normalized=False) for t in ("<|endoftext|>", "[UNK]", "[CLS]", "[SEP]",
+                                                   "[PAD]")]
+        + [AddedToken("[MASK]", lstrip=True, normalized=False)])
+    cls, sep = tokenizer.token_to_id("[CLS]"), tokenizer.token_to_id("[SEP]")
+    tokenizer.post_processor = processors.TemplateProcessing(
+        single="[CLS] $A [SEP]", pair="[CLS] $A [SEP] $B [SEP]",
+        special_tokens=[("[CLS]", cls), ("[SEP]", sep)])
+    os.makedirs(folder, exist_ok=True)
+    tokenizer.save(os.path.join(folder, "tokenizer.json"))
+    return tokenizer
