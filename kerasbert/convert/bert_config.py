@@ -8,7 +8,7 @@ num_layers, ...).
 import os
 import warnings
 
-from kerasbert.convert.hf_layout import check_hf_config
+from kerasbert.convert.hf_config_fields import check_hf_config
 from kerasbert.sources.source import NotJsonError
 from kerasbert.sources.source import read_json_file
 

@@ -14,8 +14,8 @@ from kerasbert.convert.albert_weights import set_albert_weights
 from kerasbert.convert.bert_weights import set_bert_weights
 from kerasbert.convert.hf_layout import Tensors
 from kerasbert.convert.hf_layout import check_canonical_shapes
-from kerasbert.convert.hf_layout import check_hf_config
-from kerasbert.convert.hf_layout import hf_names
+from kerasbert.convert.hf_config_fields import check_hf_config
+from kerasbert.convert.hf_config_fields import hf_names
 from kerasbert.convert.hf_layout import shape_mismatch
 from kerasbert.convert.hf_layout import albert_config_from_hf
 from kerasbert.convert.hf_layout import albert_weights_from_hf
@@ -29,6 +29,7 @@ from kerasbert.convert.hf_layout import electra_weights_from_hf
 from kerasbert.convert.hf_layout import distilbert_weights_from_hf
 from kerasbert.convert.hf_layout import gpt_config_from_hf
 from kerasbert.convert.hf_layout import gpt_weights_from_hf
+from kerasbert.convert import modernbert_weights
 from kerasbert.convert.reformer_weights import lm_head_from_hf
 from kerasbert.convert.reformer_weights import reformer_config_from_hf
 from kerasbert.convert.reformer_weights import expected_shapes as reformer_expected_shapes
@@ -46,6 +47,7 @@ from kerasbert.models import BigBirdBackbone
 from kerasbert.models import DistilBertBackbone
 from kerasbert.models import ElectraBackbone
 from kerasbert.models import GptBackbone
+from kerasbert.models import ModernBertBackbone
 from kerasbert.models import ReformerBackbone
 from kerasbert.models import RobertaBackbone
 from kerasbert.layers.initializers import loads_checkpoint
@@ -97,6 +99,17 @@ FAMILIES = {
     # The Reformer maps checkpoint names to variables itself (reformer_weights).
     "reformer": (ReformerBackbone, reformer_config_from_hf, lambda tensors, kwargs: tensors,
                  set_reformer_weights),
+    # So does ModernBERT (modernbert_weights.tensor_table).
+    "modernbert": (ModernBertBackbone, modernbert_weights.modernbert_config_from_hf,
+                   lambda tensors, kwargs: tensors, modernbert_weights.set_modernbert_weights),
+}
+
+#: The families that map checkpoint names to variables themselves: (the
+#: layers a checkpoint holds, {name: (shape, fields)} of a config) per class,
+#: checked before anything is built (the others: `check_canonical_shapes`).
+NAMED_SHAPES = {
+    ReformerBackbone: (stored_layers, reformer_expected_shapes),
+    ModernBertBackbone: (modernbert_weights.stored_layers, modernbert_weights.expected_shapes),
 }
 
 
@@ -153,13 +166,16 @@ def _arguments(config, directory):
     return cls, kwargs
 
 
-def _check_reformer_shapes(tensors, kwargs, names, directory):
-    layers = stored_layers(tensors)
+def _check_named_shapes(cls, tensors, kwargs, names, directory):
+    """The layer count and every tensor's shape of a `NAMED_SHAPES` family
+    against its config.json, naming the fields, the tensor and both shapes."""
+    count_layers, shapes = NAMED_SHAPES[cls]
+    layers = count_layers(tensors)
     if layers != kwargs["num_layers"]:
-        raise CheckpointError(f"{directory}: config.json says attn_layers of "
-                              f"{kwargs['num_layers']} layers; {_weights_file(directory)} holds "
-                              f"{layers}.")
-    for name, (shape, fields) in reformer_expected_shapes(kwargs).items():
+        raise CheckpointError(f"{directory}: config.json says "
+                              f"{names.get('num_layers', 'num_layers')}={kwargs['num_layers']}; "
+                              f"{_weights_file(directory)} holds {layers} layers.")
+    for name, (shape, fields) in shapes(kwargs).items():
         if tensors.has(name) and tuple(tensors.get(name).shape) != tuple(shape):
             raise shape_mismatch(directory, _weights_file(directory), names, kwargs,
                                  tensors.prefix + name, shape, fields, tensors.get(name).shape)
@@ -207,15 +223,15 @@ def from_hf_directory(directory, dtype=None, **overrides):
                             f"{directory}/config.json: ", f"{_weights_file(directory)} stores",
                             names)
     tensors = Tensors(stored, directory)
-    if cls is ReformerBackbone:
-        _check_reformer_shapes(tensors, kwargs, names, directory)
+    if cls in NAMED_SHAPES:
+        _check_named_shapes(cls, tensors, kwargs, names, directory)
     try:
         weights = weights_from_hf(tensors, kwargs)
     except CheckpointError:
         raise
     except ValueError as err:  # e.g. a fused GPT projection that does not split in three
         raise CheckpointError(f"{directory}: {err}") from None
-    if cls is not ReformerBackbone:
+    if cls not in NAMED_SHAPES:
         check_canonical_shapes(weights, kwargs, names, directory, _weights_file(directory))
     backbone = cls(**kwargs, dtype=dtype)
     if not backbone.tied_lm_head:

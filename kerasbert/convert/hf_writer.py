@@ -4,8 +4,9 @@ inverse of `hf_checkpoint.from_hf_directory` over the same tables
 `BertModel`'s names, torch Linear weights [out, in]) and the tokenizer's
 files with `tokenizer_config.json`.
 
-BERT, RoBERTa, DistilBERT, ELECTRA, ALBERT, BigBird and GPT-1
-(`openai-gpt`) are written (RoBERTa's position table gets back its two
+BERT, RoBERTa, DistilBERT, ELECTRA, ALBERT, BigBird, GPT-1
+(`openai-gpt`) and ModernBERT (the published names and config.json form,
+`modernbert_weights`; its tokenizer.json copied) are written (RoBERTa's position table gets back its two
 offset rows, and its one-row token-type table is zero: reading folds it
 into the positions; GPT-1's special tokens appended for fine-tuning are
 listed in added_tokens.json, as transformers' tokenizers keep them).
@@ -26,6 +27,8 @@ from kerasbert.convert.hf_layout import DISTILBERT_LAYOUT
 from kerasbert.convert.hf_layout import ENCODER_LAYOUT
 from kerasbert.convert.hf_layout import GPT_ACTIVATIONS
 from kerasbert.convert.hf_layout import GPT_BLOCK
+from kerasbert.convert.modernbert_weights import modernbert_config_to_hf
+from kerasbert.convert.modernbert_weights import modernbert_tensors_to_hf
 from kerasbert.convert.safetensors_files import SINGLE_FILE
 from kerasbert.convert.safetensors_files import write_safetensors
 from kerasbert.errors import UsageError
@@ -35,6 +38,7 @@ from kerasbert.models import BigBirdBackbone
 from kerasbert.models import DistilBertBackbone
 from kerasbert.models import ElectraBackbone
 from kerasbert.models import GptBackbone
+from kerasbert.models import ModernBertBackbone
 from kerasbert.models import RobertaBackbone
 
 _HF_ACTIVATION = {ours: theirs for theirs, ours in reversed(list(ACTIVATIONS.items()))}
@@ -245,11 +249,17 @@ WRITERS = {
     AlbertBackbone: (albert_tensors_to_hf, albert_config_to_hf, "sentencepiece"),
     BigBirdBackbone: (big_bird_tensors_to_hf, big_bird_config_to_hf, "sentencepiece"),
     GptBackbone: (gpt_tensors_to_hf, gpt_config_to_hf, "gpt1_bpe"),
+    # Written from the backbone itself (`WEIGHT_READERS`), with the
+    # tokenizer.json it was loaded from.
+    ModernBertBackbone: (modernbert_tensors_to_hf, modernbert_config_to_hf, "bert_bpe"),
 }
+#: What a writer's tensor function takes, per class: the canonical dict
+#: (`get_bert_weights`, ALBERT's groups) or the backbone.
+WEIGHT_READERS = {AlbertBackbone: get_albert_weights, ModernBertBackbone: lambda b: b}
 #: the tokenizer files' names in a Hugging Face model directory
 HF_TOKENIZER_NAMES = {"wordpiece": ("vocab.txt",), "bpe": ("vocab.json", "merges.txt"),
                       "gpt1_bpe": ("vocab.json", "merges.txt"),
-                      "sentencepiece": ("spiece.model",)}
+                      "sentencepiece": ("spiece.model",), "bert_bpe": ("tokenizer.json",)}
 
 
 def write_hf_directory(backbone, directory, tokenizer_files=(), lower_case=True,
@@ -268,7 +278,7 @@ def write_hf_directory(backbone, directory, tokenizer_files=(), lower_case=True,
                          f"factorised embedding) today; got a {type(backbone).__name__}.")
     writer = WRITERS[type(backbone)]
     to_tensors, to_config, _ = writer
-    read = get_albert_weights if type(backbone) is AlbertBackbone else get_bert_weights
+    read = WEIGHT_READERS.get(type(backbone), get_bert_weights)
     write_safetensors(os.path.join(directory, SINGLE_FILE), to_tensors(read(backbone)))
     with open(os.path.join(directory, "config.json"), "w", encoding="utf-8") as f:
         json.dump(to_config(backbone), f, indent=2)
@@ -280,7 +290,7 @@ def write_hf_directory(backbone, directory, tokenizer_files=(), lower_case=True,
     if added_tokens:
         with open(os.path.join(directory, "added_tokens.json"), "w", encoding="utf-8") as f:
             json.dump(added_tokens, f, indent=2)
-    if writer[2] not in ("bpe", "gpt1_bpe") and tokenizer_files:
+    if writer[2] not in ("bpe", "gpt1_bpe", "bert_bpe") and tokenizer_files:
         with open(os.path.join(directory, "tokenizer_config.json"), "w", encoding="utf-8") as f:
             json.dump({"do_lower_case": bool(lower_case)}, f)
 

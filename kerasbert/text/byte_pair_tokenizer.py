@@ -208,21 +208,26 @@ class BytePairTokenizer(BpeFiles, SubwordTokenizer):
         vocabulary_file, merges_file = self._vocab_path, self._merges_path
         self.trim_offsets = bool(trim_offsets)
         self.truncate_at_nul = bool(truncate_at_nul)
-        for attr, value in special_ids(BPE, self._vocab, vocabulary_file).items():
+        for attr, value in special_ids(self.family, self._vocab, vocabulary_file).items():
             setattr(self, attr, value)
         check_merges(self._merges, set(self._vocab), merges_file, vocabulary_file)
 
         byte_chars = bytes_to_unicode()
-        self._set_vocabulary(self._vocab, word_starts(BPE, self._vocab))
+        self._set_vocabulary(self._vocab, word_starts(self.family, self._vocab))
         self.token_table = lookup_table(self._tokens, tf.range(len(self._vocab)), self.unk_id)
         self.merge_table = merge_rank_table(self._merges)
         byte_strings = tf.constant([bytes([b]) for b in range(256)], tf.string)
         self.byte_to_char = lookup_table(byte_strings, tf.constant(byte_chars), "", dtype=tf.string)
         self.char_to_byte = lookup_table(tf.constant(byte_chars), byte_strings, "", dtype=tf.string)
-        # No normalizer: a `normalized` added token is matched in the raw text.
+        # No normalizer: a `normalized` added token is matched in the raw
+        # text (a subclass with one matches it in its normalized text).
         self._set_added_tokens(
-            default_added_tokens(BPE, self._vocab) if added_tokens is None else added_tokens,
-            special_tokens_in_strings, vocabulary_file)
+            default_added_tokens(self.family, self._vocab) if added_tokens is None
+            else added_tokens, special_tokens_in_strings, vocabulary_file,
+            normalize=self._normalize_strings)
+
+    #: str list -> their normalized forms, or None: no normalizer (RoBERTa).
+    _normalize_strings = None
 
     # --- the pipeline -------------------------------------------------------
     # No tensor-dependent Python control flow below: AutoGraph is skipped

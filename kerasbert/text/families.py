@@ -9,6 +9,8 @@ here.
     DIR with vocab.json + merges.txt,      bpe             vocab.json, merges.txt
       or .../vocab.json (merges.txt beside)
     the same, tokens ending in "</w>"      gpt1_bpe        vocab.json, merges.txt
+    a tokenizer.json of a byte-level BPE   bert_bpe        tokenizer.json
+      packed [CLS] a [SEP] (ModernBERT)
     anything else (vocab.txt)              wordpiece       vocab.txt
     the word "bytes"                       bytes           (none: UTF-8 bytes + 2)
     (an ELMo backbone, no --vocab)         elmo_characters (none: each word's UTF-8 bytes)
@@ -25,6 +27,11 @@ WORDPIECE, SENTENCEPIECE, BPE = "wordpiece", "sentencepiece", "bpe"
 #: with "</w>" closing each word (no byte fallback).
 GPT1_BPE = "gpt1_bpe"
 BPE_VOCABULARY, BPE_MERGES = "vocab.json", "merges.txt"
+#: Byte-level BPE with BERT's special tokens and packing, read from the
+#: `tokenizers` library's tokenizer.json (ModernBERT's, OLMo's vocabulary):
+#: NFC normalization, GPT-2's pre-tokenizer, [CLS] a [SEP] b [SEP].
+BERT_BPE = "bert_bpe"
+TOKENIZER_JSON = "tokenizer.json"
 #: Character-level text as the Reformer's enwik8 model reads it: id = UTF-8
 #: byte + 2, 0 = <pad>, 1 = </s>; `--vocab bytes` names it (no file).
 BYTES = "bytes"
@@ -40,6 +47,7 @@ SAVED_FILES = {
     SENTENCEPIECE: ("sentencepiece.model",),
     BPE: (BPE_VOCABULARY, BPE_MERGES),
     GPT1_BPE: (BPE_VOCABULARY, BPE_MERGES),
+    BERT_BPE: (TOKENIZER_JSON,),
     BYTES: (),
     ELMO_CHARACTERS: (),
 }
@@ -58,6 +66,8 @@ SPECIAL_TOKENS = {
     # GPT-1 publishes none of them: those missing are appended (`with_added_specials`).
     GPT1_BPE: {"cls_id": "<s>", "pad_id": "<pad>", "sep_id": "</s>", "unk_id": "<unk>",
                "mask_id": "<mask>"},
+    BERT_BPE: {"pad_id": "[PAD]", "unk_id": "[UNK]", "cls_id": "[CLS]",
+               "sep_id": "[SEP]", "mask_id": "[MASK]"},
     # One boundary token opens and closes a sequence; no [MASK] (causal LMs).
     BYTES: {"pad_id": "<pad>", "unk_id": "<pad>", "cls_id": "</s>", "sep_id": "</s>"},
 }
@@ -66,7 +76,7 @@ WORD_END = "</w>"
 #: How a piece says it begins a word: SentencePiece's "▁" and byte-level
 #: BPE's "Ġ" (a leading space) prefix word-initial pieces; WordPiece marks
 #: the others ("##" continuations).
-WORD_START = {SENTENCEPIECE: "\u2581", BPE: "\u0120"}
+WORD_START = {SENTENCEPIECE: "\u2581", BPE: "\u0120", BERT_BPE: "\u0120"}
 SUFFIX_INDICATOR = "##"
 
 
@@ -91,6 +101,7 @@ def word_starts(kind, tokens):
 
 _FAMILY_WORDS = {WORDPIECE: "a BERT vocabulary", SENTENCEPIECE: "an ALBERT model",
                  BPE: "a RoBERTa vocabulary", GPT1_BPE: "a GPT-1 vocabulary",
+                 BERT_BPE: "a ModernBERT tokenizer.json",
                  BYTES: "the byte vocabulary"}
 
 

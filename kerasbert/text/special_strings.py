@@ -21,6 +21,7 @@ added tokens in a tokenizer.json) are matched in both settings, as
 
 import dataclasses
 
+from kerasbert.text.families import BERT_BPE
 from kerasbert.text.families import BPE
 from kerasbert.text.families import BYTES
 from kerasbert.text.families import SENTENCEPIECE
@@ -39,7 +40,7 @@ WORD_CHARACTER = r"[\p{L}\p{Nl}\p{M}\p{Nd}\p{Pc}\x{200C}\x{200D}]"
 #: source libraries register them: RoBERTa's and ALBERT's mask tokens
 #: (transformers' RobertaTokenizer / AlbertTokenizer), so "a <mask>" is
 #: "a" + "<mask>" with no stray space piece.
-LSTRIP_SPECIALS = {BPE: ("<mask>",), SENTENCEPIECE: ("[MASK]",)}
+LSTRIP_SPECIALS = {BPE: ("<mask>",), SENTENCEPIECE: ("[MASK]",), BERT_BPE: ("[MASK]",)}
 
 
 @dataclasses.dataclass(frozen=True)

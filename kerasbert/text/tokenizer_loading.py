@@ -4,6 +4,7 @@ segment layout that go with each (the family facts are `families`).
     family          tokenizer               packing
     sentencepiece   SentencePieceTokenizer  [CLS] a [SEP] b [SEP]
     bpe             BytePairTokenizer       <s> a </s></s> b </s>
+    bert_bpe        BertBytePairTokenizer   [CLS] a [SEP] b [SEP] (ModernBERT's tokenizer.json)
     gpt1_bpe        Gpt1Tokenizer           <s> a </s> b </s>
     wordpiece       WordPieceTokenizer      [CLS] a [SEP] b [SEP]
     elmo_characters CharacterTokenizer      the first T words (CharacterPacker)
@@ -24,6 +25,7 @@ from kerasbert.sources import handles
 from kerasbert.sources.source import Source
 from kerasbert.sources.source import resolve
 from kerasbert.errors import UsageError
+from kerasbert.text.families import BERT_BPE
 from kerasbert.text.families import BPE
 from kerasbert.text.families import BYTES
 from kerasbert.text.families import ELMO_CHARACTERS
@@ -52,6 +54,7 @@ _OPTIONS = {
                     "truncate_at_nul", "exact_unigram"),
     BPE: ("special_tokens_in_strings", "added_tokens", "truncate_at_nul"),
     GPT1_BPE: ("special_tokens_in_strings", "added_tokens", "truncate_at_nul"),
+    BERT_BPE: ("special_tokens_in_strings", "added_tokens", "truncate_at_nul"),
     BYTES: ("special_tokens_in_strings",),
     ELMO_CHARACTERS: ("max_characters",),
 }
@@ -63,6 +66,7 @@ def _construct(kind, files, lower_case, **options):
     family are left out)."""
     # lazy: tensorflow (path checks and run-directory descriptions use this
     # module without it)
+    from kerasbert.text.bert_byte_pair_tokenizer import BertBytePairTokenizer
     from kerasbert.text.byte_pair_tokenizer import BytePairTokenizer
     from kerasbert.text.byte_tokenizer import ByteTokenizer
     from kerasbert.text.character_tokenizer import CharacterTokenizer
@@ -81,6 +85,8 @@ def _construct(kind, files, lower_case, **options):
             return BytePairTokenizer(*files, **options)
         if kind == GPT1_BPE:
             return Gpt1Tokenizer(*files, **options)  # lower-cased by construction
+        if kind == BERT_BPE:
+            return BertBytePairTokenizer(files[0], **options)
         cls = SentencePieceTokenizer if kind == SENTENCEPIECE else WordPieceTokenizer
         return cls(files[0], lower_case=True if lower_case is None else lower_case, **options)
     except (ValueError, FileNotFoundError, UnicodeDecodeError) as error:
@@ -191,6 +197,8 @@ def tokenizer_files(tokenizer):
         return []
     if kind in (BPE, GPT1_BPE):
         return [tokenizer.vocabulary_file, tokenizer.merges_file]
+    if kind == BERT_BPE:
+        return [tokenizer.tokenizer_json]
     if kind == SENTENCEPIECE:
         return [tokenizer.model_file]
     return [tokenizer.vocab_file]

@@ -294,7 +294,7 @@ def test_bad_directories_are_clear_errors(tmp_path):
         from_hf_directory(path)
     other = write_hf(tmp_path / "t5", hf_tensors(), hf_config(model_type="t5"))
     with pytest.raises(CheckpointError, match="model_type 't5'; this loader reads albert, bert, big_bird, "
-                                              "distilbert, electra, openai-gpt"):
+                                              "distilbert, electra, modernbert, openai-gpt"):
         from_hf_directory(other)
 
 

@@ -58,6 +58,9 @@ class ModernBertBackbone(Backbone):
     """
 
     classifier_activation = "gelu"
+    #: the masked-LM head's transform and LayerNorm have no bias
+    #: (`MaskedLMHead.tied_to`), as the published head
+    masked_lm_head_bias = False
     num_segments = 0
     embedding_dim = None
 

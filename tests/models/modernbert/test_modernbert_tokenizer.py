@@ -1,0 +1,61 @@
+"""`load_tokenizer(DIR)` of a ModernBERT folder (its tokenizer.json alone,
+written by the `tokenizers` library in the published structure) gives the
+library's ids on the multilingual and adversarial samples with the
+special-token switch on and off, and packs [CLS] a [SEP] (b [SEP]) with the
+file's [PAD]."""
+
+import json
+import pathlib
+import sys
+
+import numpy as np
+import pytest
+
+# The project's tokenizer-parity samples live beside their tests.
+sys.path.insert(0, str(pathlib.Path(__file__).parents[2] / "text"))
+import adversarial_sample  # noqa: E402
+import multilingual_sample  # noqa: E402
+from kerasbert.text import load_tokenizer
+from kerasbert.text.tokenizer_loading import make_packer
+from modernbert_folders import write_tokenizer
+
+pytest.importorskip("tokenizers")
+
+
+@pytest.fixture(scope="module")
+def folder(tmp_path_factory):
+    lines = multilingual_sample.multilingual_lines(min_lines=3000, faker_per_locale=40)
+    path = tmp_path_factory.mktemp("modernbert_tokenizer")
+    reference = write_tokenizer(path, lines[::5])
+    (path / "config.json").write_text(json.dumps({"model_type": "modernbert"}))
+    return path, reference, lines, adversarial_sample.adversarial_lines(lines=lines)
+
+
+@pytest.mark.parametrize("on", [True, False], ids=["specials_on", "specials_off"])
+def test_ids_equal_tokenizers(folder, on, tmp_path, monkeypatch):
+    monkeypatch.setenv("KERASBERT_CACHE", str(tmp_path / "cache"))
+    path, reference, lines, adversarial = folder
+    ours = load_tokenizer(str(path), special_tokens_in_strings=on)
+    assert type(ours).__name__ == "BertBytePairTokenizer"
+    reference.encode_special_tokens = not on
+    for name, texts in (("multilingual", lines[::4]), ("adversarial", adversarial)):
+        got = ours.tokenize_ids(texts).to_list()
+        expected = [e.ids for e in reference.encode_batch(texts, add_special_tokens=False)]
+        equal = sum(a == b for a, b in zip(got, expected))
+        print(f"specials {'on' if on else 'off'} {name}: {equal}/{len(texts)} lines equal")
+        assert equal == len(texts), [t for t, a, b in zip(texts, got, expected) if a != b][:3]
+
+
+def test_packs_cls_a_sep_b_sep_with_the_files_pad(folder):
+    path, reference, _, _ = folder
+    tokenizer = load_tokenizer(str(path))
+    ids = {t: reference.token_to_id(t) for t in ("[CLS]", "[SEP]", "[PAD]", "[MASK]")}
+    assert (tokenizer.cls_id, tokenizer.sep_id, tokenizer.pad_id, tokenizer.mask_id) == tuple(
+        ids.values())
+    packer = make_packer(tokenizer, 24)
+    first, second = "Hello world", "café 한국어"
+    packed = packer(tokenizer.tokenize_ids([first]), tokenizer.tokenize_ids([second]))
+    expected = reference.encode(first, second).ids
+    row = np.asarray(packed["input_word_ids"])[0].tolist()
+    assert row[:len(expected)] == expected
+    assert row[len(expected):] == [ids["[PAD]"]] * (24 - len(expected))
