@@ -404,7 +404,7 @@ def format_table(result):
     attentions, env = result["attentions"], result["env"]
     by = {(r["attention"], r["seq_length"], r.get("num_layers")): r for r in result["rows"]}
     config = ", ".join(f"{k}={v}" for k, v in result["config"].items())
-    width = 14
+    width = max(14, 4 + max(len(a) for a in attentions))
     lines = [f"One training step (fwd+bwd+SGD)  [{result['config_name']}: {config}]", ""]
 
     def table(title, keys, label):
