@@ -56,10 +56,12 @@ def _attend_chunks(chunks, key, value, key_bias):
 
     def forward(carry, query):
         scores = _scores(query, key, key_bias)
-        lse = ops.logsumexp(scores, axis=-1, keepdims=True)  # [B, N, c, 1]
-        probs = ops.cast(ops.exp(scores - lse), value.dtype)
-        out = ops.einsum("bnqs,bsnd->bqnd", probs, value)
-        return (out, lse), (out, lse)
+        top = ops.max(scores, axis=-1, keepdims=True)  # [B, N, c, 1]
+        weights = ops.exp(scores - top)  # one exponent pass; normalised after the product
+        total = ops.sum(weights, axis=-1, keepdims=True)
+        out = ops.einsum("bnqs,bsnd->bqnd", ops.cast(weights, value.dtype), value)
+        out = out / ops.cast(ops.expand_dims(ops.moveaxis(total[..., 0], 1, 2), -1), out.dtype)
+        return (out, top + ops.log(total)), (out, top + ops.log(total))
 
     first = chunks[0]
     lse_shape = (ops.shape(first)[0], first.shape[2], first.shape[1], 1)
