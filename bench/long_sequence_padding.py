@@ -1,8 +1,8 @@
 """`long_sequence_bench.py --padding-check`: is padding computed?
 
 ModernBERT (the bench's width, heads and depth) trains one epoch over the
-same texts of mixed lengths (log-uniform between --padding-min and the
-longest sequence length of the run, batch --padding-batch) three ways,
+same texts of mixed lengths (24, log-uniform from 256 tokens to the run's
+longest length, which one text has; batch 4) three ways,
 through the fine-tuning data path (`kerasbert.data.finetuning.make_dataset`):
 
     max_length   every batch padded to the longest text of the set

@@ -151,8 +151,8 @@ def test_quick_run_end_to_end(bench, tmp_path, capsys):
     result = bench.main(["--quick", "--json", str(out), "--plot", str(plot),
                          "--backend-note", "t"])
     assert {(r["attention"], r["seq_length"], r["num_layers"]) for r in result["rows"]} == {
-        (a, n, 1) for a in bench.ATTENTIONS for n in (64, 128)} | {
-        (a, 128, 2) for a in bench.ATTENTIONS}
+        (a, n, 1) for a in bench.DEFAULT_ATTENTIONS for n in (64, 128)} | {
+        (a, 128, 2) for a in bench.DEFAULT_ATTENTIONS}
     assert all(r["ok"] and r["step_s"] > 0 for r in result["rows"])
     assert all(r["block_sparse"] == (r["attention"] == "bigbird") for r in result["rows"])
     assert [g["from"] for g in result["growth"]["reformer"]] == [64]
