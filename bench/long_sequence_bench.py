@@ -1,5 +1,5 @@
 #!/usr/bin/env python
-"""Long sequences: full attention vs BigBird vs the Reformer, by length and depth.
+"""Long sequences: full attention vs BigBird vs the Reformer vs ModernBERT, by length and depth.
 
 Two sweeps, in one run, of one training step (forward + backward + SGD
 update, `train_on_batch`) for each attention:
@@ -16,7 +16,13 @@ local / LSH attention in chunks of --chunk-length, 2 hashing rounds,
 length / chunk buckets so that a bucket holds about one chunk (factorised
 into two powers of two above 64, as the published models do: the hash
 projections are then (b1 + b2) / 2 wide instead of b / 2), reversible
-layers trained with the recomputing backward pass). Each configuration runs in a fresh subprocess, which
+layers trained with the recomputing backward pass). "modernbert" is a
+`ModernBertBackbone` of the same width, heads and depth (GeGLU of the same
+intermediate width; a global layer every third, the others local with
+windows of 128; global layers with query-chunked attention),
+"modernbert_plain" the same with the plain [T, T] global attention
+(`global_attention_chunk=None`) and "modernbert_local" one whose every
+layer is local. Each configuration runs in a fresh subprocess, which
 reports:
 
     time per step   median wall time of --steps steps after --warmup
@@ -34,6 +40,11 @@ A subprocess per configuration keeps the peaks apart: a process's peak
 never comes back down, and TensorFlow's CPU allocator keeps memory it freed
 for reuse, so "RSS before a step" already holds the previous step's
 working set.
+
+--serve-lengths adds forward-only rows (`predict_on_batch`, the serving
+cost) at those lengths; --padding-check trains ModernBERT on texts of mixed
+lengths padded to the longest vs length-aware batches
+(`long_sequence_padding.py`).
 
 Prints the two tables, the growth of each attention's step memory per step
 of the lengths (x4 per 4x length is linear, x16 quadratic) and the
@@ -62,17 +73,21 @@ from _common import BenchError  # noqa: E402,F401
 
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
 
-ATTENTIONS = ("full", "bigbird", "reformer")
+ATTENTIONS = ("full", "bigbird", "reformer", "modernbert_plain", "modernbert",
+              "modernbert_local")
+DEFAULT_ATTENTIONS = ("full", "bigbird", "reformer")
+MODERNBERT_WINDOW = 128  # local_attention (both sides), the published models'
 DEFAULTS = dict(seq_lengths="1024,4096,16384,65536", depths="2,6,12",
                 depth_lengths="16384,65536",
                 batch_size=1, num_layers=2, hidden_dim=128, num_heads=2, intermediate_dim=512,
                 block_size=64, num_random_blocks=3, chunk_length=64, vocabulary_size=1000,
-                steps=2, warmup=1)
+                query_chunk=512, steps=2, warmup=1)
 QUICK = dict(seq_lengths="64,128", depths="1,2", depth_lengths="128", batch_size=1, num_layers=1,
              hidden_dim=16, num_heads=2, intermediate_dim=32, block_size=8,
-             num_random_blocks=1, chunk_length=8, vocabulary_size=100, steps=1, warmup=1)
+             num_random_blocks=1, chunk_length=8, vocabulary_size=100, query_chunk=32, steps=1,
+             warmup=1)
 MODEL_KEYS = ("hidden_dim", "num_heads", "intermediate_dim", "block_size",
-              "num_random_blocks", "chunk_length", "vocabulary_size")
+              "num_random_blocks", "chunk_length", "vocabulary_size", "query_chunk")
 # Memory that grows by more than this power of the length ratio is not
 # linear (1.0 exactly linear; 2.0 quadratic): 1.3 allows fixed costs.
 LINEAR_EXPONENT = 1.3
@@ -96,13 +111,19 @@ def parse_args(argv):
                         ("block_size", "BigBird block size"),
                         ("num_random_blocks", "BigBird random blocks per query block"),
                         ("chunk_length", "Reformer attention chunk"),
+                        ("query_chunk", "ModernBERT global layers' query chunk"),
                         ("vocabulary_size", "token table rows"),
                         ("steps", "timed steps per configuration"),
                         ("warmup", "untimed steps first (the first compiles)")):
         p.add_argument(f"--{name.replace('_', '-')}", type=int,
                        help=f"{help_} (default {DEFAULTS[name]})")
-    p.add_argument("--attentions", default=",".join(ATTENTIONS),
-                   help=f"comma-separated subset of {','.join(ATTENTIONS)}")
+    p.add_argument("--attentions", default=",".join(DEFAULT_ATTENTIONS),
+                   help=f"comma-separated subset of {','.join(ATTENTIONS)} (default "
+                        f"{','.join(DEFAULT_ATTENTIONS)})")
+    p.add_argument("--serve-lengths", default="",
+                   help="comma-separated lengths of forward-only rows (none by default)")
+    p.add_argument("--padding-check", action="store_true",
+                   help="ModernBERT on mixed lengths: padded to the longest vs length-aware")
     p.add_argument("--memory-cap-gb", type=float, default=20.0,
                    help="a worker above this resident memory is stopped and recorded as "
                         "failed (default 20)")
@@ -116,12 +137,15 @@ def parse_args(argv):
                    help="tiny model, lengths 64 and 128: a smoke test, not a measurement")
     p.add_argument("--worker", nargs=3, metavar=("ATTENTION", "LENGTH", "LAYERS"),
                    help=argparse.SUPPRESS)
+    p.add_argument("--worker-mode", default="train", choices=("train", "serve", "padding"),
+                   help=argparse.SUPPRESS)
     args = p.parse_args(argv)
     for name, value in (QUICK if args.quick else DEFAULTS).items():
         if getattr(args, name) is None:
             setattr(args, name, value)
     for name in ("batch_size", "num_layers", "hidden_dim", "num_heads", "intermediate_dim",
-                 "block_size", "chunk_length", "vocabulary_size", "steps", "warmup"):
+                 "block_size", "chunk_length", "vocabulary_size", "query_chunk", "steps",
+                 "warmup"):
         if getattr(args, name) < 1:
             p.error(f"--{name.replace('_', '-')} must be >= 1, got {getattr(args, name)}")
     if args.num_random_blocks < 0:
@@ -216,7 +240,9 @@ def build_model(args, attention, length, num_layers):
     common = dict(vocabulary_size=args.vocabulary_size, num_layers=num_layers,
                   num_heads=args.num_heads, hidden_dim=args.hidden_dim,
                   intermediate_dim=args.intermediate_dim, max_sequence_length=length)
-    if attention == "reformer":
+    if attention.startswith("modernbert"):
+        backbone = modernbert_backbone(attention, common, args.query_chunk)
+    elif attention == "reformer":
         chunk = args.chunk_length
         backbone = ReformerBackbone(
             **common, attention_layers=["local", "lsh"], num_hashes=2,
@@ -230,7 +256,22 @@ def build_model(args, attention, length, num_layers):
     return backbone, keras.Model(inputs, score)
 
 
-def worker(args, attention, length, num_layers=None):
+def modernbert_backbone(attention, common, query_chunk=512):
+    """ModernBERT of the bench's sizes; "modernbert_local": every layer
+    local; "modernbert_plain": global layers on the plain [T, T] matrix."""
+    from kerasbert.models import ModernBertBackbone
+
+    class AllLocal(ModernBertBackbone):
+        @staticmethod
+        def global_layers(num_layers, every):
+            return [False] * num_layers
+
+    cls = AllLocal if attention == "modernbert_local" else ModernBertBackbone
+    chunk = None if attention == "modernbert_plain" else query_chunk
+    return cls(**common, local_attention=MODERNBERT_WINDOW, global_attention_chunk=chunk)
+
+
+def worker(args, attention, length, num_layers=None, mode="train"):
     import resource
 
     import keras
@@ -239,6 +280,11 @@ def worker(args, attention, length, num_layers=None):
     num_layers = num_layers or args.num_layers
     keras.utils.set_random_seed(0)
     backbone, model = build_model(args, attention, length, num_layers)
+    if mode == "padding":
+        import long_sequence_padding
+
+        return long_sequence_padding.padding_check(args, backbone,
+                                                   "quick" if args.quick else "default")
     model.compile(optimizer=keras.optimizers.SGD(1e-3), loss="mse", jit_compile=args.jit)
     rng = np.random.default_rng(0)
     batch = args.batch_size
@@ -248,16 +294,21 @@ def worker(args, attention, length, num_layers=None):
          "input_mask": mask, "input_type_ids": np.zeros((batch, length), "int32")}
     y = np.zeros((batch, 1), "float32")
 
+    def step():  # a training step, or (serve) the forward pass alone
+        if mode == "serve":
+            return float(np.asarray(model.predict_on_batch(x))[0, 0])
+        return float(model.train_on_batch(x, y))
+
     before = _rss_mb()
     start = time.perf_counter()
-    losses = [float(model.train_on_batch(x, y))]
+    losses = [step()]
     first = time.perf_counter() - start
     for _ in range(args.warmup - 1):
-        losses.append(float(model.train_on_batch(x, y)))
+        losses.append(step())
     times = []
     for _ in range(args.steps):
         start = time.perf_counter()
-        losses.append(float(model.train_on_batch(x, y)))
+        losses.append(step())
         times.append(time.perf_counter() - start)
     # The kernel's high-water mark (ru_maxrss) can trail a VmRSS reading by
     # a few pages; the peak is at least every RSS seen.
@@ -265,6 +316,7 @@ def worker(args, attention, length, num_layers=None):
     first_attention = getattr(backbone.transformer_layers[0], "attention", None)
     return {
         "attention": attention, "seq_length": length, "num_layers": num_layers, "ok": True,
+        "mode": mode,
         "block_sparse": bool(getattr(first_attention, "uses_block_sparse",
                                      lambda n: False)(length)),
         "step_s": statistics.median(times), "step_s_all": times, "first_step_s": first,
@@ -287,18 +339,19 @@ def _process_rss_mb(pid):
     return 0.0
 
 
-def run_worker(args, attention, length, num_layers):
+def run_worker(args, attention, length, num_layers, mode="train"):
     """One configuration in a subprocess: its row, or a failed row saying
     why (over the memory cap, an error exit, the timeout)."""
     cmd = [sys.executable, os.path.abspath(__file__), "--worker", attention, str(length),
-           str(num_layers)]
+           str(num_layers), "--worker-mode", mode]
     for name in (*MODEL_KEYS, "batch_size", "steps", "warmup"):
         cmd += [f"--{name.replace('_', '-')}", str(getattr(args, name))]
     cmd += ["--jit"] if args.jit else []
+    cmd += ["--quick"] if args.quick else []
     env = dict(os.environ, TF_CPP_MIN_LOG_LEVEL="3")
     cap = args.memory_cap_gb * 1024
     failed = {"attention": attention, "seq_length": length, "num_layers": num_layers,
-              "ok": False}
+              "ok": False, "mode": mode}
     with tempfile.TemporaryFile("w+") as out, tempfile.TemporaryFile("w+") as err:
         proc = subprocess.Popen(cmd, stdout=out, stderr=err, text=True, env=env)
         start, peak = time.monotonic(), 0.0
@@ -351,7 +404,7 @@ def format_table(result):
     attentions, env = result["attentions"], result["env"]
     by = {(r["attention"], r["seq_length"], r.get("num_layers")): r for r in result["rows"]}
     config = ", ".join(f"{k}={v}" for k, v in result["config"].items())
-    width = 14
+    width = max(14, 4 + max(len(a) for a in attentions))
     lines = [f"One training step (fwd+bwd+SGD)  [{result['config_name']}: {config}]", ""]
 
     def table(title, keys, label):
@@ -390,6 +443,18 @@ def format_table(result):
         lines.append(f"reformer: memory {verdicts['length']} in length (exponent <= "
                      f"{LINEAR_EXPONENT}); in depth (<= {FLAT_DEPTH_LIMIT}x from the shallowest "
                      f"to the deepest): {verdicts['depth']}")
+    for r in result.get("serve_rows", []):
+        lines.append(f"{r['attention']} forward only at {r['seq_length']} tokens: "
+                     f"{_cell(r, 'step_s', 1e3)} ms, {_cell(r, 'step_memory_mb')} MB")
+    for v in result.get("vs_bigbird", []):
+        lines.append(f"{v['attention']} / bigbird at {v['seq_length']} tokens ({v['mode']}): "
+                     f"memory x{v['memory']:.2f}, time x{v['time']:.2f}")
+    padding = result.get("padding")
+    if padding:
+        import long_sequence_padding
+
+        lines.append(long_sequence_padding.format_padding(padding) if padding.get("rows")
+                     else f"padding check FAILED ({padding.get('reason')})")
     lines.append(_common.env_line(env))
     return "\n".join(lines)
 
@@ -446,7 +511,8 @@ def plot(result, path):
 def run(args):
     if args.worker:
         attention, length, layers = args.worker
-        print(json.dumps(worker(args, attention, int(length), int(layers))))
+        print(json.dumps(worker(args, attention, int(length), int(layers),
+                                args.worker_mode)))
         return None
     lengths = seq_lengths(args) if "length" in args.sweeps else []
     layer_counts = depths(args) if "depth" in args.sweeps else []
@@ -484,6 +550,7 @@ def run(args):
     }
     if "reformer" in args.attentions:
         result["reformer_verdicts"] = reformer_verdicts(result)
+    extra_rows(args, result, lengths)
     print()
     print(format_table(result))
     if args.json:
@@ -491,6 +558,39 @@ def run(args):
     if args.plot:
         plot(result, args.plot)
     return result
+
+
+def extra_rows(args, result, lengths):
+    """The forward-only rows (--serve-lengths), the padding check and each
+    ModernBERT's memory and time over BigBird's, into `result`."""
+    serve = _int_list(args.serve_lengths, "--serve-lengths") if args.serve_lengths else []
+    result["serve_rows"] = []
+    for n in serve:
+        for attention in args.attentions:
+            row = run_worker(args, attention, n, args.num_layers, mode="serve")
+            print(f"  {attention:>8} {n:>6} tokens, forward only: "
+                  f"{_cell(row, 'step_s', 1e3)} ms, {_cell(row, 'step_memory_mb')} MB", flush=True)
+            result["serve_rows"].append(row)
+    result["vs_bigbird"] = vs_bigbird(result["rows"] + result["serve_rows"])
+    if args.padding_check:
+        longest = max(lengths or serve or [1024])
+        row = run_worker(args, "modernbert", longest, args.num_layers, mode="padding")
+        result["padding"] = row
+
+
+def vs_bigbird(rows):
+    """[{attention, seq_length, mode, memory, time}]: each ModernBERT row's
+    step memory and time over BigBird's at the same length, layers and mode."""
+    ok = {(r["attention"], r["seq_length"], r["num_layers"], r.get("mode", "train")): r
+          for r in rows if r.get("ok", True)}
+    out = []
+    for (attention, n, layers, mode), r in sorted(ok.items()):
+        peer = ok.get(("bigbird", n, layers, mode))
+        if attention.startswith("modernbert") and peer and peer["step_memory_mb"] > 0:
+            out.append({"attention": attention, "seq_length": n, "num_layers": layers,
+                        "mode": mode, "memory": r["step_memory_mb"] / peer["step_memory_mb"],
+                        "time": r["step_s"] / peer["step_s"]})
+    return out
 
 
 def depth_ratios(rows, args, layer_counts, length):

@@ -13,6 +13,7 @@ import keras
 from keras import ops
 
 from kerasbert.layers.initializers import bert_initializer
+from kerasbert.layers.query_chunks import query_chunked_attention
 from kerasbert.layers.rotary_embedding import RotaryEmbedding
 from kerasbert.layers.sliding_window import band_bias
 from kerasbert.layers.sliding_window import windowed_attention
@@ -38,6 +39,14 @@ class MultiHeadSelfAttention(keras.layers.Layer):
             only the keys within `window` positions of it, computed block
             by block at a cost linear in T (`sliding_window`); None: all.
             `attention_bias` must then be a padding bias ([B, 1, 1, T]).
+        query_chunk: int or None. Memory-efficient full attention: above
+            this many tokens, queries attend in chunks of this many and the
+            backward pass recomputes each chunk's scores
+            (`query_chunks`), so no [B, N, T, T] tensor is built; the
+            same values. Used when T is unknown or longer, no scores are
+            returned, no `query_positions` are given, the bias is a padding
+            bias ([B, 1, 1, T]) and no dropout is active; the plain path
+            otherwise. None: always plain.
 
     Call args:
         x: float tensor [B, T, H].
@@ -67,8 +76,9 @@ class MultiHeadSelfAttention(keras.layers.Layer):
     """
 
     def __init__(self, num_heads, dropout=0.1, initializer_range=0.02, use_bias=True,
-                 rotary_theta=None, window=None, **kwargs):
+                 rotary_theta=None, window=None, query_chunk=None, **kwargs):
         super().__init__(**kwargs)
+        self.query_chunk = int(query_chunk) if query_chunk else None
         self.rotary_theta = float(rotary_theta) if rotary_theta else None
         self.window = int(window) if window else None
         self.rotary = None
@@ -140,6 +150,9 @@ class MultiHeadSelfAttention(keras.layers.Layer):
             band = band_bias(query_positions, ops.shape(key)[1], self.window)
             attention_bias = band if attention_bias is None else ops.minimum(
                 ops.cast(attention_bias, "float32"), band)
+        elif self.chunks_queries(query, attention_bias, training, query_positions,
+                                 return_attention_scores):
+            return self.attend_chunked(query, key, value, attention_bias)
         return self.attend(query, key, value, attention_bias, training=training,
                            return_attention_scores=return_attention_scores)
 
@@ -152,6 +165,28 @@ class MultiHeadSelfAttention(keras.layers.Layer):
         key_bias = None if attention_bias is None else attention_bias[:, 0, 0, :]
         context = windowed_attention(query, key, value, key_bias, self.window,
                                      self.dropout_layer, training)
+        return self.output_dense(ops.reshape(context, (shape[0], shape[1], self.hidden_dim)))
+
+    def chunks_queries(self, query, attention_bias, training, query_positions,
+                       return_scores):
+        """Whether `call` takes the query-chunked path (see `query_chunk`)."""
+        if self.query_chunk is None or query_positions is not None or return_scores:
+            return False
+        if self.dropout > 0 and training:
+            return False
+        if attention_bias is not None and tuple(attention_bias.shape[1:3]) != (1, 1):
+            return False
+        length = query.shape[1]
+        return length is None or length > self.query_chunk
+
+    def attend_chunked(self, query, key, value, attention_bias=None):
+        """`attend` with the queries in chunks of `query_chunk`
+        (`query_chunked_attention`); `attention_bias` is the [B, 1, 1, T]
+        padding bias or None."""
+        shape = ops.shape(query)
+        query = query * ops.cast(1.0 / math.sqrt(self.head_dim), query.dtype)
+        key_bias = None if attention_bias is None else attention_bias[:, 0, 0, :]
+        context = query_chunked_attention(query, key, value, key_bias, self.query_chunk)
         return self.output_dense(ops.reshape(context, (shape[0], shape[1], self.hidden_dim)))
 
     def split_heads(self, x):
@@ -212,6 +247,8 @@ class MultiHeadSelfAttention(keras.layers.Layer):
             config["use_bias"] = False
         if self.rotary_theta or self.window:
             config.update(rotary_theta=self.rotary_theta, window=self.window)
+        if self.query_chunk:
+            config["query_chunk"] = self.query_chunk
         return config
 
 

@@ -29,6 +29,40 @@ def test_workers_measure_a_train_step_of_each_attention(bench):
     assert reformer["num_layers"] == 2 and all(math.isfinite(v) for v in reformer["losses"])
 
 
+def test_modernbert_rows_train_serve_and_check_padding(bench):
+    """The three ModernBERT rows (query-chunked global layers: 64 tokens >
+    the quick chunk of 32; plain; all local) train to the same first loss
+    where they share weights, a forward-only row, and the padding check."""
+    args = bench.parse_args(["--quick"])
+    rows = {a: bench.worker(args, a, 64, num_layers=3)
+            for a in ("modernbert", "modernbert_plain", "modernbert_local")}
+    for row in rows.values():
+        assert row["ok"] and row["step_s"] > 0 and row["peak_rss_mb"] > 0
+        assert all(math.isfinite(v) for v in row["losses"])
+    assert rows["modernbert"]["losses"][0] == pytest.approx(rows["modernbert_plain"]["losses"][0],
+                                                            rel=1e-5)
+    backbone, _ = bench.build_model(args, "modernbert_local", 64, 3)
+    assert [b.attention.window for b in backbone.transformer_layers] == [64, 64, 64]
+    serve = bench.worker(args, "modernbert", 64, num_layers=3, mode="serve")
+    assert serve["mode"] == "serve" and serve["step_s"] > 0
+    padding = bench.worker(args, "modernbert", 128, num_layers=1, mode="padding")
+    ways = {r["way"]: r for r in padding["rows"]}
+    assert list(ways) == ["max_length", "longest", "bucketed"]
+    assert all(r["epoch_s"] > 0 and r["tokens"] >= padding["real_tokens"] for r in ways.values())
+    assert ways["bucketed"]["tokens"] <= ways["max_length"]["tokens"] == 8 * 128
+
+
+def test_modernbert_over_bigbird_ratios(bench):
+    rows = [_row("bigbird", 8192, 100.0), _row("modernbert", 8192, 150.0),
+            _row("modernbert_plain", 8192, 400.0), _row("full", 8192, 900.0),
+            dict(_row("bigbird", 8192, 50.0), mode="serve"),
+            dict(_row("modernbert", 8192, 40.0), mode="serve")]
+    ratios = {(v["attention"], v["mode"]): v["memory"] for v in bench.vs_bigbird(rows)}
+    assert ratios == pytest.approx({("modernbert", "train"): 1.5,
+                                    ("modernbert_plain", "train"): 4.0,
+                                    ("modernbert", "serve"): 0.8})
+
+
 def test_reformer_buckets_follow_the_length_and_factorise(bench):
     assert bench.reformer_buckets(1024, 64) == 16
     assert bench.reformer_buckets(4096, 64) == 64
@@ -117,8 +151,8 @@ def test_quick_run_end_to_end(bench, tmp_path, capsys):
     result = bench.main(["--quick", "--json", str(out), "--plot", str(plot),
                          "--backend-note", "t"])
     assert {(r["attention"], r["seq_length"], r["num_layers"]) for r in result["rows"]} == {
-        (a, n, 1) for a in bench.ATTENTIONS for n in (64, 128)} | {
-        (a, 128, 2) for a in bench.ATTENTIONS}
+        (a, n, 1) for a in bench.DEFAULT_ATTENTIONS for n in (64, 128)} | {
+        (a, 128, 2) for a in bench.DEFAULT_ATTENTIONS}
     assert all(r["ok"] and r["step_s"] > 0 for r in result["rows"])
     assert all(r["block_sparse"] == (r["attention"] == "bigbird") for r in result["rows"])
     assert [g["from"] for g in result["growth"]["reformer"]] == [64]

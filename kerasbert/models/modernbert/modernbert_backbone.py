@@ -41,6 +41,11 @@ class ModernBertBackbone(Backbone):
         local_attention: int. The local window, both sides together (128:
             64 tokens before and after each token).
         global_rope_theta, local_rope_theta: float. Rotary bases.
+        global_attention_chunk: int or None. Above this many tokens a
+            global layer attends with its queries in chunks of this many
+            and recomputes each chunk's scores in the backward pass
+            (`kerasbert.layers.query_chunks`): the same values without the
+            [B, N, T, T] scores (512; None: always the plain matrix).
 
     Example:
 
@@ -67,7 +72,8 @@ class ModernBertBackbone(Backbone):
     def __init__(self, vocabulary_size, num_layers, num_heads, hidden_dim, intermediate_dim,
                  max_sequence_length=8192, dropout=0.0, layer_norm_epsilon=1e-5,
                  initializer_range=0.02, global_attn_every_n_layers=3, local_attention=128,
-                 global_rope_theta=160000.0, local_rope_theta=10000.0, dtype=None, **kwargs):
+                 global_rope_theta=160000.0, local_rope_theta=10000.0, global_attention_chunk=512,
+                 dtype=None, **kwargs):
         config = locals()
         self.embeddings = BertEmbeddings(
             vocabulary_size=vocabulary_size, max_sequence_length=max_sequence_length,
@@ -79,6 +85,7 @@ class ModernBertBackbone(Backbone):
                 num_heads, intermediate_dim, first=i == 0,
                 rotary_theta=global_rope_theta if is_global else local_rope_theta,
                 window=None if is_global else local_attention // 2, dropout=dropout,
+                query_chunk=global_attention_chunk if is_global else None,
                 layer_norm_epsilon=layer_norm_epsilon, initializer_range=initializer_range,
                 dtype=dtype, name=f"transformer_layer_{i}")
             for i, is_global in enumerate(self.global_layers(num_layers,
@@ -104,6 +111,11 @@ class ModernBertBackbone(Backbone):
             value = config.get(key, cls.default_config()[key])
             if not isinstance(value, int) or isinstance(value, bool) or value < 1:
                 raise ConfigError(f"{key}={value!r}: must be a positive integer.")
+        chunk = config.get("global_attention_chunk")
+        if chunk is not None and (not isinstance(chunk, int) or isinstance(chunk, bool)
+                                  or chunk < 1):
+            raise ConfigError(f"global_attention_chunk={chunk!r}: must be a positive integer "
+                              "or None.")
         if config.get("local_attention", 128) < 2:
             raise ConfigError("local_attention must be at least 2 (a window of one token "
                               "on each side).")

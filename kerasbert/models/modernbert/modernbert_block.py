@@ -23,6 +23,9 @@ class ModernBertBlock(keras.layers.Layer):
         rotary_theta: float. The rotary base (160,000 global, 10,000 local).
         window: int or None. The half-width of a local layer's window
             (local_attention // 2); None: a global layer.
+        query_chunk: int or None. A global layer's memory-efficient
+            attention: queries in chunks of this many above that length
+            (`MultiHeadSelfAttention`'s `query_chunk`); None: plain.
         first: bool. The first layer (no attention LayerNorm).
         dropout: float. Attention probabilities, both branch outputs and
             the gated product (0 in the published models).
@@ -48,13 +51,14 @@ class ModernBertBlock(keras.layers.Layer):
 
     def __init__(self, num_heads, intermediate_dim, rotary_theta, window=None, first=False,
                  dropout=0.0, layer_norm_epsilon=1e-5, initializer_range=0.02,
-                 activation="gelu", **kwargs):
+                 activation="gelu", query_chunk=None, **kwargs):
         super().__init__(**kwargs)
         self.num_heads = num_heads
         self.intermediate_dim = intermediate_dim
         self.rotary_theta = float(rotary_theta)
         self.window = int(window) if window else None
         self.first = bool(first)
+        self.query_chunk = int(query_chunk) if query_chunk and not self.window else None
         self.dropout = dropout
         self.layer_norm_epsilon = layer_norm_epsilon
         self.initializer_range = initializer_range
@@ -62,7 +66,8 @@ class ModernBertBlock(keras.layers.Layer):
         self.attention_layer_norm = None if self.first else self._norm("attention_layer_norm")
         self.attention = MultiHeadSelfAttention(
             num_heads, dropout=dropout, initializer_range=initializer_range, use_bias=False,
-            rotary_theta=rotary_theta, window=window, dtype=self.dtype_policy,
+            rotary_theta=rotary_theta, window=window, query_chunk=self.query_chunk,
+            dtype=self.dtype_policy,
             name="attention")
         self.attention_dropout = keras.layers.Dropout(dropout, dtype=self.dtype_policy,
                                                       name="attention_output_dropout")
@@ -99,4 +104,6 @@ class ModernBertBlock(keras.layers.Layer):
             "dropout": self.dropout, "layer_norm_epsilon": self.layer_norm_epsilon,
             "initializer_range": self.initializer_range, "activation": self.activation,
         })
+        if self.query_chunk:
+            config["query_chunk"] = self.query_chunk
         return config

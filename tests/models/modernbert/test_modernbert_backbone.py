@@ -73,3 +73,35 @@ def _rotated(layer, x):
 def test_config_checks_name_the_value(override, fragment):
     with pytest.raises(ConfigError, match=fragment):
         ModernBertBackbone.preset_config("modernbert_base", **override)
+
+
+def test_chunked_global_attention_equals_the_plain_model():
+    """Global layers with queries in chunks of 5 (12 tokens: 3 chunks, the
+    last padded) give the plain model's outputs and gradients."""
+    import keras
+
+    chunked = ModernBertBackbone(**KWARGS, global_attention_chunk=5)
+    plain = ModernBertBackbone(**KWARGS, global_attention_chunk=None)
+    plain.set_weights(chunked.get_weights())
+    assert chunked.transformer_layers[0].attention.query_chunk == 5
+    assert chunked.transformer_layers[1].attention.query_chunk is None  # local
+    assert plain.transformer_layers[0].attention.query_chunk is None
+    for key in ("sequence_output", "pooled_output"):
+        np.testing.assert_allclose(np.asarray(chunked(INPUTS)[key]),
+                                   np.asarray(plain(INPUTS)[key]), atol=1e-5)
+    if keras.backend.backend() == "tensorflow":
+        import tensorflow as tf
+
+        def grads(model):
+            with tf.GradientTape() as tape:
+                loss = tf.reduce_sum(model(INPUTS)["sequence_output"] ** 2)
+            return tape.gradient(loss, model.trainable_variables)
+
+        for a, b in zip(grads(chunked), grads(plain)):
+            np.testing.assert_allclose(np.asarray(tf.convert_to_tensor(a)),
+                                       np.asarray(tf.convert_to_tensor(b)), atol=1e-5)
+
+
+def test_global_attention_chunk_is_checked():
+    with pytest.raises(ConfigError, match="global_attention_chunk"):
+        ModernBertBackbone.preset_config("modernbert_base", global_attention_chunk=0)
