@@ -22,6 +22,7 @@ from kerasbert.layers import block_sparse_attention
 from kerasbert.layers import character_cnn
 from kerasbert.layers import chunked_feed_forward
 from kerasbert.layers import embeddings
+from kerasbert.layers import gated_feed_forward
 from kerasbert.layers import highway
 from kerasbert.layers import initializers
 from kerasbert.layers import local_attention
@@ -32,6 +33,7 @@ from kerasbert.layers import position_embedding
 from kerasbert.layers import pre_norm_branch
 from kerasbert.layers import projected_lstm
 from kerasbert.layers import reversible_sequence
+from kerasbert.layers import rotary_embedding
 from kerasbert.layers import scalar_mix
 from kerasbert.layers import sentence_head
 from kerasbert.layers import sentence_pooling
@@ -45,6 +47,8 @@ from kerasbert.models.distil_bert import distil_bert_backbone
 from kerasbert.models.electra import electra_backbone
 from kerasbert.models.elmo import elmo_backbone
 from kerasbert.models.gpt import gpt_backbone
+from kerasbert.models.modernbert import modernbert_backbone
+from kerasbert.models.modernbert import modernbert_block
 from kerasbert.models.reformer import reformer_backbone
 from kerasbert.models.roberta import roberta_backbone
 from kerasbert.models.transformer import transformer_backbone
@@ -84,6 +88,7 @@ SERIALIZABLE_MODULES = (
     character_cnn,
     chunked_feed_forward,
     embeddings,
+    gated_feed_forward,
     highway,
     initializers,
     local_attention,
@@ -94,6 +99,7 @@ SERIALIZABLE_MODULES = (
     pre_norm_branch,
     projected_lstm,
     reversible_sequence,
+    rotary_embedding,
     scalar_mix,
     sentence_head,
     sentence_pooling,
@@ -107,6 +113,8 @@ SERIALIZABLE_MODULES = (
     electra_backbone,
     elmo_backbone,
     gpt_backbone,
+    modernbert_backbone,
+    modernbert_block,
     reformer_backbone,
     roberta_backbone,
     transformer_backbone,

@@ -26,6 +26,8 @@ class MaskedLMHead(keras.layers.Layer):
         activation: str. Transform activation ("gelu" = erf form).
         layer_norm_epsilon: float.
         initializer_range: float.
+        use_bias: bool. False: the transform's dense and LayerNorm have no
+            bias (ModernBERT); the decoder's output bias stays.
 
     Call args:
         sequence_output: float tensor [B, T, H].
@@ -59,6 +61,7 @@ class MaskedLMHead(keras.layers.Layer):
         activation="gelu",
         layer_norm_epsilon=1e-12,
         initializer_range=0.02,
+        use_bias=True,
         **kwargs,
     ):
         super().__init__(**kwargs)
@@ -80,15 +83,18 @@ class MaskedLMHead(keras.layers.Layer):
         self.activation = activation
         self.layer_norm_epsilon = layer_norm_epsilon
         self.initializer_range = initializer_range
+        self.use_bias = bool(use_bias)
         self.dense = keras.layers.Dense(
             embedding_dim,
             activation=get_activation(activation),
+            use_bias=self.use_bias,
             kernel_initializer=bert_initializer(initializer_range),
             dtype=self.dtype_policy,
             name="transform",
         )
         self.layer_norm = keras.layers.LayerNormalization(
             epsilon=layer_norm_epsilon,
+            center=self.use_bias,
             dtype=self.dtype_policy,
             name="transform_layer_norm",
         )
@@ -97,7 +103,7 @@ class MaskedLMHead(keras.layers.Layer):
     def tied_to(cls, encoder, name, dtype=None):
         """The built head of a pretrainer over `encoder` (a backbone): decoder
         tied to its token embedding, transform settings from its config,
-        input width its `output_dim`. One recipe for the pretrainers and
+        input width its `output_dim`, biases as its `masked_lm_bias`. One recipe for the pretrainers and
         the TF1 checkpoint loader, whose variable names must agree."""
         head = cls(
             vocabulary_size=encoder.vocabulary_size,
@@ -105,6 +111,7 @@ class MaskedLMHead(keras.layers.Layer):
             activation=encoder.activation,
             layer_norm_epsilon=encoder.layer_norm_epsilon,
             initializer_range=encoder.initializer_range,
+            use_bias=getattr(encoder, "masked_lm_bias", True),
             dtype=dtype or encoder.dtype_policy,
             name=name,
         )
@@ -167,4 +174,6 @@ class MaskedLMHead(keras.layers.Layer):
                 "initializer_range": self.initializer_range,
             }
         )
+        if not self.use_bias:  # written only when off: older files load unchanged
+            config["use_bias"] = False
         return config

@@ -32,6 +32,8 @@ import tensorflow as tf
 from kerasbert import runs
 from kerasbert.data import reader
 from kerasbert.errors import UsageError
+from kerasbert.models.presets import family_of
+from kerasbert.optimizers.recipes import pretraining_masked_lm_prob
 from kerasbert.text.families import added_special_count
 from kerasbert.text.families import read_vocabulary
 from kerasbert.text.tokenizer_loading import load_tokenizer
@@ -81,6 +83,10 @@ class PretrainingRun:
          stored_masks) = data_description(config)
         self.objectives = OBJECTIVES_BY_DATA[self.objective]
         self.dynamic = config.dynamic_masking or not stored_masks
+        if config.masked_lm_prob is not None and not self.dynamic:
+            raise UsageError(f"--masked-lm-prob {config.masked_lm_prob} applies to dynamic "
+                             "masking: this data stores its masks (add --dynamic-masking, or "
+                             "write the data with --no-masking).")
         self.strategy = start_strategy(config)
         keras.mixed_precision.set_dtype_policy(config.precision)
         self.is_chief, self.worker_index, self.num_workers = worker_info(self.strategy)
@@ -137,6 +143,9 @@ class PretrainingRun:
                 raise UsageError(f"--dynamic-masking / --whole-word-mask do not apply to "
                                  f"{config.preset}: it predicts every next token, unmasked.")
             self.dynamic = self.dynamic and self.masked_lm
+            # The share dynamic masking chooses: --masked-lm-prob, else the family's.
+            self.masked_lm_prob = (config.masked_lm_prob or
+                                   pretraining_masked_lm_prob(family_of(type(self.backbone))))
             self.pretrainer(dummy_batch(self.sequence_length, self.num_predictions,
                                         len(self.objectives) > 1))
             # The training step clips the all-reduced gradient and
@@ -177,7 +186,8 @@ class PretrainingRun:
         return pretraining_batches(
             self.config, self.sequence_length, self.num_predictions, dynamic=self.dynamic,
             seed=seed, input_context=context, masked_lm=self.masked_lm,
-            vocab_size=self.vocab_size, whole_word_mask=self.config.whole_word_mask)
+            vocab_size=self.vocab_size, whole_word_mask=self.config.whole_word_mask,
+            masked_lm_prob=self.masked_lm_prob)
 
     def open_input(self, started_from, start_step):
         """Sets `self.iterator` (and the data's seed and first step) and
@@ -243,6 +253,7 @@ class PretrainingRun:
             "warmup_steps": config.warmup(),
             "optimizer": type(self.optimizer).__name__,
             "dynamic_masking": self.dynamic,
+            "masked_lm_prob": self.masked_lm_prob if self.dynamic else None,
             "backbone_class": type(self.backbone).__name__,
             "backbone": self.backbone.get_config(),
             "data": {"max_seq_length": self.sequence_length,

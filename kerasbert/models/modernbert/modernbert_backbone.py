@@ -58,6 +58,7 @@ class ModernBertBackbone(Backbone):
     """
 
     classifier_activation = "gelu"
+    masked_lm_bias = False  # the head: dense -> GELU -> LayerNorm, no biases; decoder bias
     num_segments = 0
     embedding_dim = None
 
