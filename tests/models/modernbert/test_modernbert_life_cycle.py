@@ -1,0 +1,191 @@
+"""ModernBERT's life cycle through the CLI, on a byte-level BPE vocabulary
+written by `kerasbert vocab --type bpe`, with a tiny random ModernBERT
+(2 layers: one global, one local with a window of 8):
+
+    create-pretraining-data --objective none --no-masking
+      -> pretrain --preset modernbert_base (dynamic masking at the family's
+         30%, the bias-free masked-LM head) -> pretrain --resume
+      -> fill-mask on the run
+      -> finetune every task type (CLI) -> evaluate
+      -> extract-features, embed
+
+The export (8192 positions, TF Serving ops, a 2,048-token text served in a
+fresh process) is tests/serving/test_modernbert_export.py; the Keras API on
+raw text is test_modernbert_raw_text.py.
+"""
+
+import json
+import os
+import sys
+
+import numpy as np
+import pytest
+
+sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "..", "training"))
+import pretrain_data as pd  # noqa: E402
+from kerasbert.cli import main  # noqa: E402
+from kerasbert.testing.files import write_jsonl  # noqa: E402
+from test_finetune_cli import squad_json  # noqa: E402
+from test_finetune_cli import swag_csv  # noqa: E402
+from test_finetune_cli import tagging_records  # noqa: E402
+from test_finetune_cli import write_classification  # noqa: E402
+
+#: A tiny ModernBERT: layer 0 global, layer 1 local (window 8: 4 each side).
+TINY = ("num_layers=2", "hidden_dim=32", "num_heads=2", "intermediate_dim=48",
+        "local_attention=8", "global_attn_every_n_layers=2")
+
+
+def _run(*args):
+    assert main([str(a) for a in args]) in (0, None), args
+
+
+def pretrain_args(vocab, data, run, steps, *extra):
+    sets = [arg for value in TINY for arg in ("--set", value)]
+    return ["pretrain", "--preset", "modernbert_base", "--vocab", vocab, "--data", data,
+            "--output-dir", run, "--steps", steps, "--batch-size", 8, "--learning-rate", "1e-3",
+            "--warmup-steps", 1, "--checkpoint-every", 2, "--log-every", 1, "--no-progress",
+            "--seed", 3, *sets, *extra]
+
+
+@pytest.fixture(scope="module")
+def pretrained(tmp_path_factory):
+    """{root, vocab, data, run, resume_output}: 4 steps, then resumed to 6."""
+    root = tmp_path_factory.mktemp("modernbert")
+    corpus = pd.write_corpus(str(root / "corpus.txt"), num_docs=60)
+    _run("vocab", "--type", "bpe", "--input", corpus, "--vocab-size", 300, "--output",
+         root / "bpe", "--no-progress")
+    vocab, data, run = root / "bpe", root / "data", root / "run"
+    _run("create-pretraining-data", "--input", corpus, "--vocab", vocab, "--output-dir", data,
+         "--max-seq-length", 32, "--max-predictions-per-seq", 12, "--dupe-factor", 1,
+         "--objective", "none", "--no-masking", "--no-progress")
+    _run(*pretrain_args(vocab, data, run, 4))
+    return {"root": root, "vocab": vocab, "data": data, "run": run}
+
+
+def test_pretraining_masks_30_percent_with_a_bias_free_head(pretrained):
+    import keras
+
+    from kerasbert.saving import load_model
+
+    run = pretrained["run"]
+    config = json.load(open(run / "config.json"))
+    assert config["backbone_class"] == "ModernBertBackbone"
+    assert config["objectives"] == ["mlm"] and config["dynamic_masking"]
+    assert config["masked_lm_prob"] == 0.3  # the family's, from recipes
+    assert config["pretrain"]["masked_lm_prob"] is None  # not given
+    history = [json.loads(line) for line in open(run / "history.jsonl")]
+    assert [row["step"] for row in history] == [1, 2, 3, 4]
+    assert all(np.isfinite(row["loss"]) for row in history)
+    pretrainer = load_model(str(run / "pretrainer.keras"))
+    head = pretrainer.masked_lm_head
+    # ModernBERT's head: dense without bias -> GELU -> LayerNorm without
+    # bias -> tied decoder + output bias.
+    assert head.dense.bias is None and head.layer_norm.beta is None
+    assert head.token_embedding is pretrainer.backbone.token_embedding
+    names = sorted(w.path.split("/", 1)[1] for w in head.weights if w.path.startswith(head.name))
+    assert names == ["output_bias", "transform/kernel", "transform_layer_norm/gamma"]
+    assert head.get_config()["use_bias"] is False
+    keras.backend.clear_session()
+
+
+def test_dynamic_masking_draws_the_recorded_rate(pretrained):
+    """The pipeline `pretrain` builds with the recorded rate chooses 30% of
+    the maskable tokens (`max(1, round(0.3 n))`, at most 12 per row)."""
+    from kerasbert.data import pretraining_dataset
+
+    config = json.load(open(pretrained["run"] / "config.json"))
+    batch = next(iter(pretraining_dataset(
+        str(pretrained["data"]), 16, dynamic_masking=True, vocab_file=str(pretrained["vocab"]),
+        masked_lm_prob=config["masked_lm_prob"], seed=0)))
+    chosen = batch["masked_lm_weights"].numpy().sum(-1)
+    maskable = batch["input_mask"].numpy().sum(-1) - 2  # [CLS]-like <s> and </s>
+    expected = np.minimum(12, np.maximum(1, np.rint(maskable * 0.3)))
+    np.testing.assert_array_equal(chosen, expected)
+
+
+def test_resume_continues_from_the_last_checkpoint(pretrained, capsys):
+    p = pretrained
+    capsys.readouterr()
+    _run(*pretrain_args(p["vocab"], p["data"], p["run"], 6, "--resume"))
+    out = capsys.readouterr().out
+    assert "Resumed from" in out and "ckpt-4" in out
+    history = [json.loads(line) for line in open(p["run"] / "history.jsonl")]
+    assert [row["step"] for row in history] == [1, 2, 3, 4, 5, 6]
+    assert json.load(open(p["run"] / "config.json"))["masked_lm_prob"] == 0.3
+
+
+def test_fill_mask_on_the_run(pretrained, capsys):
+    capsys.readouterr()
+    _run("fill-mask", "--model", pretrained["run"], "--text", "the cat <mask> the river .",
+         "--top-k", 3)
+    result = json.loads(capsys.readouterr().out.strip().splitlines()[-1])
+    assert result["text"] == "the cat <mask> the river ."
+    (guesses,) = result["masks"]
+    assert len(guesses) == 3 and all(isinstance(g["token"], str) for g in guesses)
+    probabilities = [g["probability"] for g in guesses]
+    assert probabilities == sorted(probabilities, reverse=True) and sum(probabilities) <= 1.0
+
+
+def _task_files(root, kind):
+    """(--task spec, validation file, metric keys) of a tiny local task."""
+    if kind == "classification":
+        return (f"csv:{write_classification(root / 'train.csv', 32, 0)}",
+                write_classification(root / "valid.csv", 12, 1), {"accuracy"})
+    if kind == "tagging":
+        return (f"jsonl:{write_jsonl(root / 'train.jsonl', tagging_records(24, 0))}",
+                write_jsonl(root / "valid.jsonl", tagging_records(8, 1)), {"f1"})
+    if kind == "qa":
+        return (f"squad_json:{squad_json(root / 'train.json', 24, 0)}",
+                squad_json(root / "valid.json", 8, 1), {"exact_match", "f1"})
+    return (f"swag:{swag_csv(root / 'train.csv', 24, 0)}", swag_csv(root / "valid.csv", 8, 1),
+            {"accuracy"})
+
+
+@pytest.mark.parametrize("kind", ["classification", "tagging", "qa", "multiple_choice"])
+def test_finetune_and_evaluate_every_task_type(pretrained, tmp_path, kind):
+    """finetune --backbone RUN/backbone.keras -> metrics.json -> evaluate,
+    the same numbers (sentence pairs: test_modernbert_raw_text.py and the
+    export test)."""
+    import keras
+
+    task, valid, keys = _task_files(tmp_path, kind)
+    out = tmp_path / "ft"
+    extra = (["--max-query-length", 12, "--doc-stride", 16] if kind == "qa" else [])
+    _run("finetune", "--backbone", pretrained["run"] / "backbone.keras", "--vocab",
+         pretrained["vocab"], "--task", task, "--validation", valid, "--output-dir", out,
+         "--epochs", 1, "--batch-size", 8, "--learning-rate", "1e-3",
+         "--max-seq-length", 48 if kind == "qa" else 24, "--no-progress", *extra)
+    config = json.load(open(out / "config.json"))
+    assert config["task_type"] == kind
+    metrics = json.load(open(out / "metrics.json"))["validation"]
+    assert keys <= set(metrics), metrics
+    _run("evaluate", "--model", out, "--split", valid, "--batch-size", 16)
+    evaluation = json.load(open(out / "evaluation.json"))["metrics"]
+    for key in keys:
+        assert evaluation[key] == pytest.approx(metrics[key])
+    model = keras.saving.load_model(str(out / "model.keras"))
+    assert type(model.backbone).__name__ == "ModernBertBackbone"
+    keras.backend.clear_session()
+
+
+def test_extract_features_and_embed(pretrained, tmp_path):
+    from kerasbert.saving import load_model
+
+    texts = tmp_path / "texts.txt"
+    texts.write_text("the cat sees the river\nmy sister paints a blue car\n", encoding="utf-8")
+    features = tmp_path / "features.jsonl"
+    _run("extract-features", "--backbone", pretrained["run"] / "backbone.keras", "--vocab",
+         pretrained["vocab"], "--input", texts, "--output", features, "--layers", "-1,-2",
+         "--max-seq-length", 16)
+    rows = [json.loads(line) for line in open(features)]
+    assert len(rows) == 2
+    first = rows[0]["features"][0]["layers"]
+    assert [layer["index"] for layer in first] == [-1, -2]
+    assert all(len(layer["values"]) == 32 for layer in first)
+    vectors = tmp_path / "vectors.npy"
+    _run("embed", "--model", pretrained["run"], "--input", texts, "--output", vectors)
+    embedded = np.load(vectors)
+    assert embedded.shape == (2, 32) and np.isfinite(embedded).all()
+    assert not np.allclose(embedded[0], embedded[1])
+    backbone = load_model(str(pretrained["run"] / "backbone.keras"))
+    assert type(backbone).__name__ == "ModernBertBackbone"
