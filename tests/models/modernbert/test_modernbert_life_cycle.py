@@ -30,6 +30,8 @@ from test_finetune_cli import swag_csv  # noqa: E402
 from test_finetune_cli import tagging_records  # noqa: E402
 from test_finetune_cli import write_classification  # noqa: E402
 
+from slow_marks import slow_covered_by  # noqa: E402
+
 #: A tiny ModernBERT: layer 0 global, layer 1 local (window 8: 4 each side).
 TINY = ("num_layers=2", "hidden_dim=32", "num_heads=2", "intermediate_dim=48",
         "local_attention=8", "global_attn_every_n_layers=2")
@@ -141,7 +143,21 @@ def _task_files(root, kind):
             {"accuracy"})
 
 
-@pytest.mark.parametrize("kind", ["classification", "tagging", "qa", "multiple_choice"])
+# 11-22 s each (a fine-tuning run with per-epoch validation, then evaluate): the
+# default suite runs classification through the CLI and every task type through
+# the Keras API on this run (test_keras_tasks_on_raw_text), and the BERT CLI tests
+# run the same commands for the other types.
+CLI_COVERED_BY = ("tests/models/modernbert/test_modernbert_life_cycle.py::"
+                  "test_finetune_and_evaluate_every_task_type",
+                  "tests/models/modernbert/test_modernbert_life_cycle.py::"
+                  "test_keras_tasks_on_raw_text",
+                  "tests/training/test_finetune_cli.py::test_every_task_type_runs_end_to_end")
+
+
+@pytest.mark.parametrize("kind", [
+    "classification",
+    *(pytest.param(kind, marks=slow_covered_by(*CLI_COVERED_BY))
+      for kind in ("tagging", "qa", "multiple_choice"))])
 def test_finetune_and_evaluate_every_task_type(pretrained, tmp_path, kind):
     """finetune --backbone RUN/backbone.keras -> metrics.json -> evaluate,
     the same numbers (sentence pairs: test_modernbert_raw_text.py and the
@@ -189,3 +205,75 @@ def test_extract_features_and_embed(pretrained, tmp_path):
     assert not np.allclose(embedded[0], embedded[1])
     backbone = load_model(str(pretrained["run"] / "backbone.keras"))
     assert type(backbone).__name__ == "ModernBertBackbone"
+
+
+#: Raw text and labels per task type, as a user's `fit` takes them.
+RAW = {
+    "classification": (["the cat sees the river", "my sister paints a car"] * 4,
+                        ["animal", "person"] * 4),
+    "pair": ((["the cat sees", "my sister paints"] * 4, ["the river", "a blue car"] * 4),
+             ["yes", "no"] * 4),
+    "tagging": ([["the", "cat", "sees"], ["my", "sister", "paints", "a", "car"]] * 4,
+                [["O", "B-ANI", "O"], ["O", "O", "O", "O", "O"]] * 4),
+    "qa": ((["who sees the river ?", "who paints a car ?"] * 4,
+            ["today the cat sees the river .", "at night my sister paints a car ."] * 4),
+           [{"text": "the cat", "answer_start": 6}, {"text": "my sister", "answer_start": 9}] * 4),
+    "multiple_choice": ((["the cat sees", "my sister paints"] * 4,
+                         [["the river", "a car", "joy"], ["a tree", "a car", "the park"]] * 4),
+                        [0, 1] * 4),
+}
+
+
+def _task(kind, run):
+    from kerasbert.tasks import MultipleChoice, QuestionAnswerer, TextClassifier, TokenClassifier
+
+    if kind == "classification":
+        return TextClassifier.from_preset(run, num_classes=2)
+    if kind == "pair":
+        return TextClassifier.from_preset(run, label_names=["no", "yes"])
+    if kind == "tagging":
+        return TokenClassifier.from_preset(run, label_names=["O", "B-ANI"])
+    if kind == "qa":
+        return QuestionAnswerer.from_preset(run, sequence_length=32, max_query_length=8,
+                                            doc_stride=8)
+    return MultipleChoice.from_preset(run, num_choices=3)
+
+
+# 15-30 s on 2 busy cores (QA's windows and span decoding): the default suite fits
+# the other four types here; QA on raw text is the BERT tests' (the same head and
+# BPE offsets as RoBERTa's QA).
+QA_COVERED_BY = ("tests/tasks/test_raw_text_lifecycle.py::test_fits_and_predicts_from_strings",
+                 "tests/tasks/test_raw_text_preprocessing.py::"
+                 "test_qa_predict_decodes_windows_back_to_character_spans")
+
+
+@pytest.mark.parametrize("kind", [
+    *(kind for kind in sorted(RAW) if kind != "qa"),
+    pytest.param("qa", marks=slow_covered_by(*QA_COVERED_BY))])
+def test_keras_tasks_on_raw_text(pretrained, kind, tmp_path):
+    """`Task.from_preset(RUN)` (the run's ModernBERT and BPE tokenizer) ->
+    `fit` on strings -> `predict` on strings; classification saves and
+    reloads to the same predictions."""
+    import keras
+
+    keras.utils.set_random_seed(0)
+    model = _task(kind, str(pretrained["run"]))
+    assert type(model.backbone).__name__ == "ModernBertBackbone"
+    x, y = RAW[kind]
+    history = model.fit(x, y, epochs=1, batch_size=4, verbose=0).history
+    assert np.isfinite(history["loss"]).all()
+    head = tuple(v[:2] for v in x) if isinstance(x, tuple) else x[:2]
+    predicted = model.predict(head, verbose=0)
+    assert np.isfinite(np.concatenate([np.ravel(np.asarray(v, "float64")) for v in
+                                       keras.tree.flatten(predicted)
+                                       if np.asarray(v).dtype.kind == "f"])).all()
+    if kind != "classification":
+        return
+    model.save(str(tmp_path / "task.keras"))
+    again = keras.saving.load_model(str(tmp_path / "task.keras")).predict(head, verbose=0)
+    for got, want in zip(keras.tree.flatten(again), keras.tree.flatten(predicted)):
+        if isinstance(want, np.ndarray) and want.dtype.kind == "f":
+            np.testing.assert_allclose(got, want, atol=1e-5)
+        else:
+            assert np.asarray(got).tolist() == np.asarray(want).tolist()
+    keras.backend.clear_session()
