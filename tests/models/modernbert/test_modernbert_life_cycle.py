@@ -25,6 +25,8 @@ sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "..", "training
 import pretrain_data as pd  # noqa: E402
 from kerasbert.cli import main  # noqa: E402
 from kerasbert.testing.files import write_jsonl  # noqa: E402
+from reliability.console import kerasbert  # noqa: E402
+from reliability.console import ok  # noqa: E402
 from test_finetune_cli import squad_json  # noqa: E402
 from test_finetune_cli import swag_csv  # noqa: E402
 from test_finetune_cli import tagging_records  # noqa: E402
@@ -114,6 +116,36 @@ def test_resume_continues_from_the_last_checkpoint(pretrained, capsys):
     history = [json.loads(line) for line in open(p["run"] / "history.jsonl")]
     assert [row["step"] for row in history] == [1, 2, 3, 4, 5, 6]
     assert json.load(open(p["run"] / "config.json"))["masked_lm_prob"] == 0.3
+
+
+def test_info_through_the_console_script(tmp_path):
+    """What a user reads before pretraining or fine-tuning ModernBERT: the
+    count, the recipe row (a starting point) and the 30% rate (one layer and
+    100 tokens: the full model takes 15 s to build)."""
+    from kerasbert.models import ModernBertBackbone
+    from kerasbert.models import get_preset
+
+    config = dict(get_preset("modernbert_base")["config"], num_layers=1, vocabulary_size=100)
+    count = ModernBertBackbone.estimate_parameters(config)
+    out = ok(kerasbert("info", "--preset", "modernbert_base", "--set", "num_layers=1",
+                       "--set", "vocabulary_size=100", cwd=tmp_path))
+    assert f"{count:,}" in out and "ModernBertBackbone" in out
+    assert "learning_rate        5e-05" in out and "a starting point" in out
+    assert "dynamic masking chooses 0.3 of the tokens" in out
+
+
+def test_masking_rate_flag_is_checked(tmp_path, capsys):
+    """--masked-lm-prob outside (0, 1], or on data that stores its masks, is
+    refused in one line before anything trains."""
+    vocab, static = pd.make_data(str(tmp_path), dupe_factor=1, num_shards=1)
+    for value, data, expected in (("1.5", static, "must be in (0, 1]"),
+                                  ("0.3", static, "applies to dynamic masking")):
+        capsys.readouterr()
+        code = main(["pretrain", "--preset", "bert_tiny", "--vocab", vocab, "--data", data,
+                     "--output-dir", str(tmp_path / "run"), "--steps", "2", "--no-progress",
+                     "--masked-lm-prob", value])
+        err = capsys.readouterr().err.strip()
+        assert code == 2 and len(err.splitlines()) == 1 and expected in err, err
 
 
 def test_fill_mask_on_the_run(pretrained, capsys):
