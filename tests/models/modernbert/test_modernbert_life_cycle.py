@@ -148,6 +148,22 @@ def test_masking_rate_flag_is_checked(tmp_path, capsys):
         assert code == 2 and len(err.splitlines()) == 1 and expected in err, err
 
 
+def test_a_rate_capped_by_the_data_is_warned_of(capsys):
+    """30% of a full 128-token row is 38 masks: data written with the
+    default --max-predictions-per-seq 20 would quietly mask 16%."""
+    from types import SimpleNamespace
+
+    from kerasbert.training.pretrain import PretrainingRun
+
+    run = SimpleNamespace(masked_lm_prob=0.3, sequence_length=128, num_predictions=20,
+                          dynamic=True, is_chief=True)
+    PretrainingRun._warn_of_a_capped_rate(run)
+    err = capsys.readouterr().err
+    assert "--max-predictions-per-seq 38" in err and "caps dynamic masking at 20" in err
+    PretrainingRun._warn_of_a_capped_rate(SimpleNamespace(**{**vars(run), "masked_lm_prob": 0.15}))
+    assert capsys.readouterr().err == ""
+
+
 def test_fill_mask_on_the_run(pretrained, capsys):
     capsys.readouterr()
     _run("fill-mask", "--model", pretrained["run"], "--text", "the cat <mask> the river .",
