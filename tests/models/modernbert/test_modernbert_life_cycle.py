@@ -11,7 +11,8 @@ written by `kerasbert vocab --type bpe`, with a tiny random ModernBERT
 
 The export (8192 positions, TF Serving ops, a 2,048-token text served in a
 fresh process) is tests/serving/test_modernbert_export.py; the Keras API on
-raw text is test_modernbert_raw_text.py.
+raw text (`Task.from_preset(RUN)`, every task type) is
+`test_keras_tasks_on_raw_text` below.
 """
 
 import json
@@ -192,24 +193,22 @@ def _task_files(root, kind):
 
 
 # 11-22 s each (a fine-tuning run with per-epoch validation, then evaluate): the
-# default suite runs classification through the CLI and every task type through
-# the Keras API on this run (test_keras_tasks_on_raw_text), and the BERT CLI tests
-# run the same commands for the other types.
-CLI_COVERED_BY = ("tests/models/modernbert/test_modernbert_life_cycle.py::"
-                  "test_finetune_and_evaluate_every_task_type",
-                  "tests/models/modernbert/test_modernbert_life_cycle.py::"
-                  "test_keras_tasks_on_raw_text",
-                  "tests/training/test_finetune_cli.py::test_every_task_type_runs_end_to_end")
+# default suite runs classification through the CLI and the task types through the
+# Keras API on this run (test_keras_tasks_on_raw_text), and the BERT CLI tests run
+# the same commands for the other types.
+CLI_CLASSIFICATION = ("tests/models/modernbert/test_modernbert_life_cycle.py::"
+                      "test_finetune_and_evaluate_every_task_type")
+KERAS_TASKS = "tests/models/modernbert/test_modernbert_life_cycle.py::test_keras_tasks_on_raw_text"
+BERT_CLI = "tests/training/test_finetune_cli.py::test_every_task_type_runs_end_to_end"
 
 
 @pytest.mark.parametrize("kind", [
     "classification",
-    *(pytest.param(kind, marks=slow_covered_by(*CLI_COVERED_BY))
+    *(pytest.param(kind, marks=slow_covered_by(CLI_CLASSIFICATION, KERAS_TASKS, BERT_CLI))
       for kind in ("tagging", "qa", "multiple_choice"))])
 def test_finetune_and_evaluate_every_task_type(pretrained, tmp_path, kind):
     """finetune --backbone RUN/backbone.keras -> metrics.json -> evaluate,
-    the same numbers (sentence pairs: test_modernbert_raw_text.py and the
-    export test)."""
+    the same numbers (sentence pairs: `test_keras_tasks_on_raw_text`)."""
     import keras
 
     task, valid, keys = _task_files(tmp_path, kind)
@@ -290,14 +289,14 @@ def _task(kind, run):
 # 15-30 s on 2 busy cores (QA's windows and span decoding): the default suite fits
 # the other four types here; QA on raw text is the BERT tests' (the same head and
 # BPE offsets as RoBERTa's QA).
-QA_COVERED_BY = ("tests/tasks/test_raw_text_lifecycle.py::test_fits_and_predicts_from_strings",
-                 "tests/tasks/test_raw_text_preprocessing.py::"
-                 "test_qa_predict_decodes_windows_back_to_character_spans")
+RAW_TEXT_BERT = "tests/tasks/test_raw_text_lifecycle.py::test_fits_and_predicts_from_strings"
+QA_SPANS = ("tests/tasks/test_raw_text_preprocessing.py::"
+            "test_qa_predict_decodes_windows_back_to_character_spans")
 
 
 @pytest.mark.parametrize("kind", [
     *(kind for kind in sorted(RAW) if kind != "qa"),
-    pytest.param("qa", marks=slow_covered_by(*QA_COVERED_BY))])
+    pytest.param("qa", marks=slow_covered_by(RAW_TEXT_BERT, QA_SPANS))])
 def test_keras_tasks_on_raw_text(pretrained, kind, tmp_path):
     """`Task.from_preset(RUN)` (the run's ModernBERT and BPE tokenizer) ->
     `fit` on strings -> `predict` on strings; classification saves and
