@@ -24,7 +24,7 @@ def test_info_prints_architecture_and_count(capsys):
 
 @pytest.mark.parametrize("preset, count", [
     ("albert_base", "11,683,584"), ("distilbert_base", "66,362,880"),
-    ("roberta_base", "124,052,736"),
+    ("roberta_base", "124,052,736"), ("modernbert_base", "149,014,272"),
 ])
 def test_info_for_every_family(capsys, preset, count):
     assert main(["info", "--preset", preset]) == 0
@@ -88,7 +88,7 @@ def test_presets_command(tmp_path):
     lines = ok(kerasbert("presets", cwd=tmp_path)).splitlines()
     assert lines[0] == "bert:" and lines[1].split()[0] == "bert_L10_H128"
     assert sum(1 for line in lines if line.startswith("  ")) == len(list_presets())
-    for family in ("bert:", "albert:", "roberta:", "distil_bert:"):
+    for family in ("bert:", "albert:", "roberta:", "distil_bert:", "modern_bert:"):
         assert family in lines
 
 

@@ -115,6 +115,10 @@ def add_arguments(parser):
     add("--dynamic-masking", action="store_true",
         help="Draw new masks in tf.data (automatic for --no-masking data).")
     add("--whole-word-mask", action="store_true", help="Whole-word dynamic masking.")
+    add("--masked-lm-prob", type=float, default=None,
+        help="Share of tokens dynamic masking chooses (default: the family's, "
+        "kerasbert.optimizers.recipes.PRETRAINING_MASKED_LM_PROB: 0.3 for ModernBERT, "
+        "else BERT's 0.15). Stored masks keep the data's rate.")
     add("--max-seq-length", dest="sequence_length", type=positive_int, default=None,
         help="Only for files without metadata.json (e.g. from the original script).")
     add("--max-predictions-per-seq", type=positive_int, default=None, help="Same.")

@@ -80,6 +80,9 @@ class Backbone(EarlyAttributes, keras.Model):
     #: a causal LM decodes with the token embedding (GPT); False: with its
     #: own [vocabulary_size, output_dim] decoder and bias (the Reformer)
     tied_lm_head = True
+    #: the masked-LM head's transform (dense, LayerNorm) has biases
+    #: (`MaskedLMHead.tied_to`); False: ModernBERT's bias-free head
+    masked_lm_head_bias = True
 
     def __init__(self, *args, dtype=None, **kwargs):
         super().__init__(*args, **kwargs)

@@ -30,8 +30,22 @@ Two kinds of entries:
     electra-glue    by size       32     3       0.1      0.0    ELECTRA (Clark et al., 2020) Table 7
     electra-squad   by size       32     2       0.1      0.0    ELECTRA Table 7
     gpt             6.25e-5       32     3       0.002    0.01   GPT (Radford et al., 2018) sec. 4.1
+    modernbert-glue 1e-5..8e-5    16,32  3       0.06     0.01   ModernBERT (Warner et al., 2024)
+                                                                 GLUE sweeps; a starting point
     transformer     (d*4000)^-.5  32     10      0.1      0.0    Transformer (Vaswani et al., 2017)
                                                                  sec. 5.3-5.4
+
+ModernBERT's row is a STARTING POINT, not a measured optimum: the paper
+sweeps every GLUE task over rates {1e-5, 3e-5, 5e-5, 8e-5}, batch 16/32
+and 1-3 epochs (2-10 on the small tasks) and keeps the best per task; the
+row takes 5e-5 (the middle of the sweep) and RoBERTa's 6% warm-up. The
+paper's weight decays (1e-6..1e-5) are decoupled from the rate (Composer's
+DecoupledAdamW), not AdamW's rate-scaled ones: the row keeps BERT's 0.01.
+
+Pretraining has one per-family default here as well: the share of tokens
+dynamic masking chooses (`PRETRAINING_MASKED_LM_PROB`; ModernBERT 30%, as
+its paper, everyone else BERT's 15%), which `kerasbert pretrain` takes
+unless --masked-lm-prob says otherwise.
 
 ELECTRA's rate by size: 3e-4 Small, 1e-4 Base, 5e-5 Large, with
 layer-wise decay 0.8 (0.9 Large). ALBERT's table gives steps, not epochs:
@@ -160,6 +174,29 @@ _ALBERT = "ALBERT (Lan et al., 2020), Table 14 (steps given there; 3 epochs here
 _ELECTRA = "ELECTRA (Clark et al., 2020), Table 7"
 _GPT = "GPT (Radford et al., 2018), section 4.1"
 _TRANSFORMER = "Transformer (Vaswani et al., 2017), sections 5.3-5.4"
+_MODERNBERT = ("ModernBERT (Warner et al., 2024), GLUE fine-tuning sweeps (rates 1e-5, 3e-5, "
+               "5e-5, 8e-5; batch 16/32; best per task): a starting point, not a measured "
+               "optimum")
+#: The GLUE sweep of the ModernBERT paper (what `--search` tries).
+MODERNBERT_GRID = {"learning_rate": (1e-5, 3e-5, 5e-5, 8e-5), "batch_size": (16, 32),
+                   "epochs": (1, 2, 3)}
+
+#: Pretraining: the share of tokens dynamic masking chooses, by family
+#: (`kerasbert pretrain` without --masked-lm-prob); absent: BERT's 0.15.
+#: ModernBERT masks 30% (Warner et al., 2024, section 2.2, after Wettig et
+#: al., 2023).
+PRETRAINING_MASKED_LM_PROB = {"modern_bert": 0.3}
+BERT_MASKED_LM_PROB = 0.15
+
+
+def pretraining_masked_lm_prob(family):
+    """The masking rate `kerasbert pretrain` draws dynamic masks with for
+    `family` (`kerasbert.models.presets.family_of`).
+
+    >>> pretraining_masked_lm_prob("modern_bert"), pretraining_masked_lm_prob("roberta")
+    (0.3, 0.15)
+    """
+    return PRETRAINING_MASKED_LM_PROB.get(family, BERT_MASKED_LM_PROB)
 
 #: The Transformer's training optimizer (Vaswani et al., 2017, section 5.3),
 #: which `Seq2SeqLM.compile()` builds: Adam with these moments on
@@ -241,7 +278,7 @@ def default_recipe(family, num_layers, hidden_dim, published=False):
 
     Args:
         family: the backbone's family ("bert", "roberta", "albert",
-            "electra", "distil_bert", "big_bird", "gpt", "reformer":
+            "electra", "distil_bert", "big_bird", "gpt", "reformer", "modern_bert":
             `kerasbert.models.presets.family_of`).
         num_layers, hidden_dim: the backbone's size.
         published: the weights are a published checkpoint
@@ -270,6 +307,10 @@ def default_recipe(family, num_layers, hidden_dim, published=False):
                                              "batch_size": (16, 32)},
                       why=f"RoBERTa's GLUE range, middle rate ({size}; 3 epochs, best epoch "
                           "kept, instead of the paper's 10)")
+    if family == "modern_bert":
+        return dataclasses.replace(RECIPES["modernbert-glue"], name="default",
+                                   why=f"ModernBERT's GLUE sweep, middle rate ({size}); a "
+                                       "starting point: search the grid per task")
     if family == "albert":
         return Recipe("default", 3e-5, 32, 3, warmup_ratio=0.06, weight_decay=0.0,
                       source=_ALBERT, why=f"ALBERT's GLUE rates, middle ({size})")
@@ -311,6 +352,8 @@ RECIPES = {r.name: r for r in (
     Recipe("electra-squad", 1e-4, 32, 2, weight_decay=0.0, layerwise_lr_decay=0.8,
            source=_ELECTRA + " (Base; by size as electra-glue)"),
     Recipe("gpt", 6.25e-5, 32, 3, warmup_ratio=0.002, source=_GPT),
+    Recipe("modernbert-glue", 5e-5, 32, 3, warmup_ratio=0.06, source=_MODERNBERT,
+           grid=MODERNBERT_GRID),
 )}
 
 
@@ -368,7 +411,8 @@ def get_recipe(name, family=None, num_layers=None, hidden_dim=None):
 #: each way; outside it `finetune` warns.
 SANE_RATES = {"transformer": (1.6e-4, 1.7e-2),  # peaks (d * 4000)^-0.5, d 1024..8
               "gpt": (6e-6, 6e-4), "electra": (1e-5, 1e-3), "roberta": (3e-6, 1e-4),
-              "big_bird": (3e-6, 1e-4), "albert": (3e-6, 1.5e-4)}
+              "big_bird": (3e-6, 1e-4), "albert": (3e-6, 1.5e-4),
+              "modern_bert": (3e-6, 2.4e-4)}  # its sweep 1e-5..8e-5, 3x each way
 _BERT_RATES = (6e-6, 3e-3)
 
 

@@ -121,11 +121,14 @@ class PretrainConfig(LanguageModelRunOptions):
     resume: bool = False
     init_from: str = None
     whole_word_mask: bool = False
+    masked_lm_prob: float = None  # None: the family's (recipes.pretraining_masked_lm_prob)
 
     _positive_counts = ("steps", "batch_size", "accumulation_steps", "checkpoint_every",
                         "log_every", "keep_checkpoints")
 
     def _validate_own(self):
+        if self.masked_lm_prob is not None and not 0.0 < self.masked_lm_prob <= 1.0:
+            raise UsageError(f"--masked-lm-prob {self.masked_lm_prob}: must be in (0, 1].")
         if self.resume and self.init_from:
             raise UsageError("--resume and --init-from exclude each other (resume continues this "
                              "run; init-from starts a new run from another one's weights).")

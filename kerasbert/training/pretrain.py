@@ -32,6 +32,8 @@ import tensorflow as tf
 from kerasbert import runs
 from kerasbert.data import reader
 from kerasbert.errors import UsageError
+from kerasbert.models.presets import family_of
+from kerasbert.optimizers.recipes import pretraining_masked_lm_prob
 from kerasbert.text.families import added_special_count
 from kerasbert.text.families import read_vocabulary
 from kerasbert.text.tokenizer_loading import load_tokenizer
@@ -81,6 +83,10 @@ class PretrainingRun:
          stored_masks) = data_description(config)
         self.objectives = OBJECTIVES_BY_DATA[self.objective]
         self.dynamic = config.dynamic_masking or not stored_masks
+        if config.masked_lm_prob is not None and not self.dynamic:
+            raise UsageError(f"--masked-lm-prob {config.masked_lm_prob} applies to dynamic "
+                             "masking: this data stores its masks (add --dynamic-masking, or "
+                             "write the data with --no-masking).")
         self.strategy = start_strategy(config)
         keras.mixed_precision.set_dtype_policy(config.precision)
         self.is_chief, self.worker_index, self.num_workers = worker_info(self.strategy)
@@ -137,6 +143,10 @@ class PretrainingRun:
                 raise UsageError(f"--dynamic-masking / --whole-word-mask do not apply to "
                                  f"{config.preset}: it predicts every next token, unmasked.")
             self.dynamic = self.dynamic and self.masked_lm
+            # The share dynamic masking chooses: --masked-lm-prob, else the family's.
+            self.masked_lm_prob = (config.masked_lm_prob or
+                                   pretraining_masked_lm_prob(family_of(type(self.backbone))))
+            self._warn_of_a_capped_rate()
             self.pretrainer(dummy_batch(self.sequence_length, self.num_predictions,
                                         len(self.objectives) > 1))
             # The training step clips the all-reduced gradient and
@@ -146,6 +156,18 @@ class PretrainingRun:
                 self.optimizer = keras.optimizers.LossScaleOptimizer(self.optimizer)
             self.optimizer.build(self.pretrainer.trainable_variables)
             self.step = tf.Variable(0, dtype=tf.int64, trainable=False, name="global_step")
+
+    def _warn_of_a_capped_rate(self):
+        """A warning when the data's max_predictions_per_seq holds fewer
+        masks than the rate chooses in a full row (ModernBERT's 30% of 126
+        tokens is 38; the default 20 would quietly mask 16%)."""
+        wanted = round(self.masked_lm_prob * (self.sequence_length - 2))
+        if self.dynamic and self.is_chief and wanted > self.num_predictions:
+            print(f"warning: the data's max_predictions_per_seq {self.num_predictions} caps "
+                  f"dynamic masking at {self.num_predictions} of a full row's "
+                  f"{self.sequence_length - 2} tokens, not {self.masked_lm_prob:g} ({wanted}); "
+                  f"write the data with --max-predictions-per-seq {wanted} for the full rate.",
+                  file=sys.stderr, flush=True)
 
     def restore_or_init(self):
         """(what the run started from or None, the step it starts at):
@@ -177,7 +199,8 @@ class PretrainingRun:
         return pretraining_batches(
             self.config, self.sequence_length, self.num_predictions, dynamic=self.dynamic,
             seed=seed, input_context=context, masked_lm=self.masked_lm,
-            vocab_size=self.vocab_size, whole_word_mask=self.config.whole_word_mask)
+            vocab_size=self.vocab_size, whole_word_mask=self.config.whole_word_mask,
+            masked_lm_prob=self.masked_lm_prob)
 
     def open_input(self, started_from, start_step):
         """Sets `self.iterator` (and the data's seed and first step) and
@@ -243,6 +266,7 @@ class PretrainingRun:
             "warmup_steps": config.warmup(),
             "optimizer": type(self.optimizer).__name__,
             "dynamic_masking": self.dynamic,
+            "masked_lm_prob": self.masked_lm_prob if self.dynamic else None,
             "backbone_class": type(self.backbone).__name__,
             "backbone": self.backbone.get_config(),
             "data": {"max_seq_length": self.sequence_length,

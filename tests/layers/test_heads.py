@@ -94,6 +94,19 @@ class TestMaskedLMHead(TestCase):
                 np.testing.assert_allclose(a, b, rtol=1e-5, atol=1e-5)
         assert head.compute_output_shape((2, 7, 16), (2, 3)) == (2, 3, 40)
 
+    def test_bias_free_transform(self):
+        """use_bias=False (ModernBERT): no dense bias, a scale-only LayerNorm,
+        the output bias kept; the key is written only when off."""
+        head = MaskedLMHead(40, embedding_dim=16, use_bias=False)
+        head(np.zeros((2, 5, 16), "float32"), np.zeros((2, 3), "int32"))
+        assert sorted(w.path.split("/", 1)[1] for w in head.weights) == [
+            "decoder_kernel", "output_bias", "transform/kernel", "transform_layer_norm/gamma"]
+        assert head.get_config()["use_bias"] is False
+        assert "use_bias" not in MaskedLMHead(40, embedding_dim=16).get_config()
+        rebuilt = MaskedLMHead.from_config(head.get_config())
+        rebuilt.build((None, None, 16))
+        assert len(rebuilt.weights) == 4
+
     def test_vocabulary_mismatch_is_an_error(self):
         embedding = keras.layers.ReversibleEmbedding(40, 16)
         with pytest.raises(ValueError, match="does not match"):

@@ -79,26 +79,30 @@ def write_tokenizer(directory, kind="wordpiece"):
     raise ValueError(kind)
 
 
-def tiny_backbone(vocabulary_size, sequence_length=64, family="BertBackbone"):
+def tiny_backbone(vocabulary_size, sequence_length=64, family="BertBackbone", **options):
+    """A 1-layer, width-16 backbone of `family`; `options` override its
+    arguments (e.g. num_layers, a family's own)."""
     from kerasbert import models
 
     # ALBERT's factorised embeddings default to 128 wide: keep them tiny too.
     extra = {"embedding_dim": 8} if family == "AlbertBackbone" else {}
-    return getattr(models, family)(vocabulary_size=vocabulary_size, num_layers=1, num_heads=2,
-                                   hidden_dim=16, intermediate_dim=32,
-                                   max_sequence_length=sequence_length, dropout=0.0, **extra)
+    arguments = dict(vocabulary_size=vocabulary_size, num_layers=1, num_heads=2, hidden_dim=16,
+                     intermediate_dim=32, max_sequence_length=sequence_length, dropout=0.0,
+                     **extra)
+    return getattr(models, family)(**{**arguments, **options})
 
 
 def make_finetuned_dir(directory, task_type, label_names=None, num_choices=3,
                        sequence_length=32, seed=0, qa_options=None, task="test",
-                       family="BertBackbone", tokenizer="wordpiece"):
+                       family="BertBackbone", tokenizer="wordpiece", backbone_options=None):
     """Writes FT/{model.keras, config.json, tokenizer files} as `kerasbert
     finetune` does, with a random tiny model of the task type.
 
     `tokenizer` "wordpiece" writes FT/vocab.txt and a config.json without a
     "tokenizer" entry (as FT dirs before ALBERT/RoBERTa support);
     "sentencepiece" / "bpe" train a tiny tokenizer in `directory + "_src"`
-    and copy it into FT as `kerasbert finetune` does."""
+    and copy it into FT as `kerasbert finetune` does. `backbone_options`:
+    `tiny_backbone`'s overrides."""
     import keras
 
     from kerasbert import tasks
@@ -114,7 +118,8 @@ def make_finetuned_dir(directory, task_type, label_names=None, num_choices=3,
         description = save_tokenizer_files(source, directory)
         size = source.vocabulary_size
     keras.utils.set_random_seed(seed)
-    backbone = tiny_backbone(size, sequence_length=max(64, sequence_length), family=family)
+    backbone = tiny_backbone(size, sequence_length=max(64, sequence_length), family=family,
+                             **(backbone_options or {}))
     if task_type in ("classification", "pair"):
         label_names = label_names or ["negative", "neutral", "positive"]
         model = tasks.TextClassifier(backbone, num_classes=len(label_names), dropout=0.0)

@@ -44,6 +44,25 @@ def test_electra_layerwise_decay_and_no_weight_decay():
     assert small.weight_decay == 0.0
 
 
+def test_modernbert_has_its_own_starting_point_and_masking_rate():
+    """ModernBERT's row comes from its paper's GLUE sweep (a starting point,
+    said so), whatever the width; its pretraining masks 30%, everyone
+    else 15%."""
+    for hidden in (32, 768, 1024):
+        recipe = recipes.default_recipe("modern_bert", 22, hidden)
+        assert (recipe.learning_rate, recipe.batch_size, recipe.warmup_ratio) == (5e-5, 32, 0.06)
+        assert recipe.grid == recipes.MODERNBERT_GRID
+        assert "starting point" in recipe.source and "starting point" in recipe.why
+    assert recipes.MODERNBERT_GRID["learning_rate"] == (1e-5, 3e-5, 5e-5, 8e-5)
+    assert recipes.get_recipe("modernbert-glue").values() == {
+        k: v for k, v in recipe.values().items()}
+    assert recipes.rate_warning("modern_bert", 8e-5) is None
+    assert recipes.rate_warning("modern_bert", 1e-3) is not None
+    assert recipes.pretraining_masked_lm_prob("modern_bert") == 0.3
+    for family in ("bert", "roberta", "albert", "big_bird", "electra"):
+        assert recipes.pretraining_masked_lm_prob(family) == 0.15
+
+
 def test_every_presets_family_has_defaults():
     from kerasbert.models import presets
 
