@@ -85,7 +85,12 @@ def _attend_chunks(chunks, key, value, key_bias):
             d_scores = probs * (ops.einsum("bqnd,bsnd->bnqs", d_o, value32) - delta_c[..., None])
             d_query = ops.einsum("bnqs,bsnd->bqnd", d_scores, key32)
             d_key = d_key + ops.einsum("bnqs,bqnd->bsnd", d_scores, ops.cast(query, "float32"))
-            d_chunks = ops.slice_update(d_chunks, (index, 0, 0, 0, 0), d_query[None])
+            # Written by a select, not `ops.slice_update`: TensorFlow's slice
+            # update is an XLA op, which a stock TF Serving binary cannot run,
+            # and an exported graph keeps this gradient function. (A stacked
+            # scan output fails in Keras' TensorFlow scan at unknown lengths.)
+            here = ops.reshape(ops.arange(ops.shape(d_chunks)[0]) == index, (-1, 1, 1, 1, 1))
+            d_chunks = ops.where(here, d_query[None], d_chunks)
             return (d_key, d_value, d_chunks), None
 
         init = (ops.zeros_like(key32), ops.zeros_like(value32),

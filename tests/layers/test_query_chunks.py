@@ -106,3 +106,28 @@ def test_chunked_equals_plain_under_jax():
                             text=True, timeout=300)
     assert result.returncode == 0, result.stderr[-3000:]
     assert result.stdout.strip().endswith("ok jax")
+
+
+def test_chunked_gradients_in_a_compiled_step_with_unknown_length():
+    """What `fit` runs: the gradient traced at an unknown length equals the
+    plain layer's; and it holds no XLA-only op (an export keeps it)."""
+    import tensorflow as tf
+
+    s = _layers()
+
+    def gradient_step(layer):
+        def step(x):
+            with tf.GradientTape() as tape:
+                tape.watch(x)
+                loss = tf.reduce_sum(layer(x, attention_bias=s["bias"]) * s["w"])
+            return tape.gradient(loss, [x] + layer.trainable_variables)
+        return tf.function(step, input_signature=[tf.TensorSpec((None, None, 8), tf.float32)])
+
+    chunked = gradient_step(s["chunked"])
+    for a, b in zip(chunked(s["x"]), gradient_step(s["plain"])(s["x"])):
+        np.testing.assert_allclose(np.asarray(a), np.asarray(b), atol=1e-5)
+    graph = chunked.get_concrete_function().graph.as_graph_def()
+    ops = {node.op for node in graph.node}
+    for function in graph.library.function:
+        ops |= {node.op for node in function.node_def}
+    assert not [op for op in ops if op.startswith("Xla")], sorted(ops)
