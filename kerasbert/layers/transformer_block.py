@@ -148,6 +148,13 @@ class TransformerEncoderBlock(TransformerBlockBase):
         hidden = self.output_dropout(self._feed_forward(x), training=training)
         return self.output_layer_norm(x + hidden)
 
+    def attention_probabilities(self, x, attention_bias=None):
+        """float32 [B, N, T, T]: what the block's attention gives each key,
+        on the input the attention reads (LayerNorm(x) when pre-LN)."""
+        normed = self.attention_layer_norm(x) if self.norm_first else x
+        return self.attention(normed, attention_bias, training=False,
+                              return_attention_scores=True)[1]
+
     def _call_norm_first(self, x, attention_bias, training, query_positions):
         """Pre-LN: each branch reads LayerNorm(x), the residual stream is
         never normalised."""

@@ -1,8 +1,8 @@
 """Attention probabilities of any backbone in the zoo, and a plot of them.
 
 `attention_maps(backbone, inputs)` runs the backbone's own functional graph
-(`encoder_graph`) and, at every `TransformerEncoderBlock` it applies, asks
-that block's attention layer for its probabilities as well
+(`encoder_graph`) and, at every attention block it applies, asks the block
+for its attention's probabilities as well (`attention_probabilities`)
 (`return_attention_scores=True`, which `MultiHeadSelfAttention` and
 `BlockSparseSelfAttention` both support) with the very tensors the block
 receives: its input and the graph's attention bias (padding, or causal for
@@ -17,7 +17,6 @@ Inference mode: dropout is off.
 
 import numpy as np
 
-from kerasbert.layers.transformer_block import TransformerEncoderBlock
 from kerasbert.models.backbone import Backbone
 from kerasbert.plotting import new_figure
 
@@ -79,7 +78,8 @@ def attention_maps(backbone, inputs):
     Args:
         backbone: any zoo backbone built on `encoder_graph` (BertBackbone,
             AlbertBackbone, RobertaBackbone, DistilBertBackbone,
-            ElectraBackbone, GptBackbone, BigBirdBackbone), or a task model
+            ElectraBackbone, GptBackbone, BigBirdBackbone,
+            ModernBertBackbone), or a task model
             with a `.backbone` (e.g. a loaded `TextClassifier`).
         inputs: dict of int arrays [B, T]: `input_word_ids`, `input_mask`
             (1 real token, 0 padding) and, optionally, `input_type_ids`
@@ -97,7 +97,7 @@ def attention_maps(backbone, inputs):
     Raises:
         TypeError: not a backbone nor a model with one.
         ValueError: missing or misshaped inputs; a backbone without
-            `TransformerEncoderBlock`s.
+            attention blocks (their `attention_probabilities`).
     """
     backbone = _find_backbone(backbone)
     maps = []
@@ -109,14 +109,12 @@ def attention_maps(backbone, inputs):
             if "training" in getattr(operation, "_call_context_args", {})
             else {}
         )
-        if not isinstance(operation, TransformerEncoderBlock):
+        if not hasattr(operation, "attention_probabilities"):
             return lambda *args, **kwargs: operation(*args, **{**kwargs, **training})
 
         def run_block(x, *args, **kwargs):
             bias = kwargs.get("attention_bias", args[0] if args else None)
-            _, probs = operation.attention(
-                x, bias, training=False, return_attention_scores=True
-            )
+            probs = operation.attention_probabilities(x, bias)
             maps.append(np.asarray(probs, dtype="float32"))
             return operation(x, *args, **{**kwargs, **training})
 
@@ -140,7 +138,8 @@ def attention_maps(backbone, inputs):
     )
     if not maps:
         raise ValueError(
-            f"{type(backbone).__name__} applies no TransformerEncoderBlock; "
+            f"{type(backbone).__name__} applies no attention block "
+            "(`attention_probabilities`); "
             "attention_maps works on backbones built with encoder_graph."
         )
     return maps

@@ -126,3 +126,22 @@ def test_distilbert_electra_and_block_sparse_bigbird():
     pattern = np.asarray(attention.attention_pattern(mask))
     np.testing.assert_array_equal(maps[0] > 0, pattern > 0)
     assert (maps[0][0, :, 20] > 0).sum(-1).max() <= 6 * 4
+
+
+def test_modernbert_local_layers_see_only_their_window():
+    """Pre-LN blocks are asked on their normalised input; a local layer's
+    rows are 0 outside |t - s| <= local_attention // 2."""
+    from kerasbert.models import ModernBertBackbone
+
+    model = ModernBertBackbone(num_layers=2, local_attention=4, **TINY)
+    maps = attention_maps(model, INPUTS)
+    _check_maps(maps[:1], 1)  # the global layer as BERT's
+    # (_check_maps' padded-key rule does not hold for a padded query whose
+    # window holds no real key: its row is uniform, as the layers give)
+    assert len(maps) == 2 and maps[1].shape == (2, 2, 7, 7)
+    np.testing.assert_allclose(maps[1].sum(-1), 1.0, atol=1e-5)
+    distance = np.abs(np.arange(7)[:, None] - np.arange(7)[None, :])
+    real = INPUTS["input_mask"].astype(bool)
+    for row in range(2):  # real queries (a padded one sees no real key at all)
+        assert np.all(maps[1][row][:, real[row]][:, distance[real[row]] > 2] == 0.0)
+    assert np.any(maps[0][0, :, 0, 5] > 0.0)  # the global layer sees far keys

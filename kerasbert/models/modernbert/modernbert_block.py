@@ -93,6 +93,13 @@ class ModernBertBlock(keras.layers.Layer):
         x = x + self.attention_dropout(attended, training=training)
         return x + self.feed_forward(self.feed_forward_layer_norm(x), training=training)
 
+    def attention_probabilities(self, x, attention_bias=None):
+        """float32 [B, N, T, T]: what the attention gives each key (0
+        outside a local layer's window), as `call` normalises its input."""
+        normed = x if self.first else self.attention_layer_norm(x)
+        return self.attention(normed, attention_bias=attention_bias, training=False,
+                              return_attention_scores=True)[1]
+
     def compute_output_shape(self, x_shape, *args, **kwargs):
         return x_shape
 
