@@ -10,7 +10,7 @@ import tensorflow_text as tf_text
 from kerasbert.text import hf_tokenizer_files
 from kerasbert.text.byte_pair_tokenizer import BytePairTokenizer
 from kerasbert.text.families import BERT_BPE
-from kerasbert.text.source_tokenizers import byte_level_files
+from kerasbert.text.tokenizer_json_files import byte_level_files
 
 #: The normalizers of a tokenizer.json this tokenizer computes.
 NORMALIZERS = {None: None, "NFC": "NFC"}

@@ -6,6 +6,8 @@ here.
 
     path                                   family          files
     *.model                                sentencepiece   the model
+    a tokenizer.json (or a DIR whose only  its model's     vocab.txt, .model, ... rebuilt
+      tokenizer file it is)                                  from it, cached
     DIR with vocab.json + merges.txt,      bpe             vocab.json, merges.txt
       or .../vocab.json (merges.txt beside)
     the same, tokens ending in "</w>"      gpt1_bpe        vocab.json, merges.txt
@@ -161,6 +163,10 @@ def read_vocabulary(path):
             if not processor.Load(files[0]):
                 raise ValueError("not a SentencePiece model")
             tokens = [processor.IdToPiece(i) for i in range(processor.GetPieceSize())]
+        elif kind == BERT_BPE:  # its vocabulary and added tokens, as its tokenizer reads them
+            from kerasbert.text.hf_tokenizer_files import model_vocabulary  # a cycle at import
+
+            tokens = model_vocabulary(files[0])[1]
         else:
             tokens, _ = with_added_specials(kind, load_bpe_vocab(files[0]))
     except (OSError, RuntimeError, ValueError, UnicodeDecodeError) as error:
@@ -206,6 +212,19 @@ def absolute_vocab(path):
     return path if os.fspath(path) == BYTES else os.path.abspath(path)
 
 
+def tokenizer_json_of(path):
+    """The `tokenizers` library tokenizer.json a `--vocab` path names: the
+    path itself where its name ends in "tokenizer.json" (whether or not it
+    exists), the one in a directory that holds no other tokenizer file
+    (`HF_TOKENIZER_FILES`); else None."""
+    path = os.fspath(path)
+    if os.path.isdir(path):
+        inside = os.path.join(path, TOKENIZER_JSON)
+        others = (os.path.join(path, name) for name in HF_TOKENIZER_FILES)
+        return inside if os.path.isfile(inside) and not any(map(os.path.isfile, others)) else None
+    return path if os.path.basename(path).endswith(TOKENIZER_JSON) else None
+
+
 def resolve_tokenizer_path(path):
     """(kind, files) a `--vocab` path stands for; raises `UsageError` naming
     the missing file.
@@ -213,12 +232,16 @@ def resolve_tokenizer_path(path):
     Args:
         path: a vocab.txt, a SentencePiece `.model`, a directory holding
             vocab.json + merges.txt (or a model directory in the Hugging
-            Face layout with its vocab.txt or spiece.model), or a vocab.json
-            with merges.txt beside.
+            Face layout with its vocab.txt or spiece.model), a vocab.json
+            with merges.txt beside, or a `tokenizers` tokenizer.json (or a
+            directory whose only tokenizer file it is): the family its model
+            is, over the files `tokenizer_json_files` rebuilds from it
+            (ModernBERT's is read as it is: `BERT_BPE`, (path,)).
 
     Returns:
-        (one of "wordpiece", "sentencepiece", "bpe", tuple of file paths in
-        the order the tokenizer class takes them).
+        (a family: "wordpiece", "sentencepiece", "bpe", "gpt1_bpe",
+        "bert_bpe" or "bytes"; tuple of file paths in the order the
+        tokenizer class takes them).
     """
     if path is None:
         raise UsageError("Give the tokenizer files (--vocab): a vocab.txt, a SentencePiece "
@@ -226,6 +249,14 @@ def resolve_tokenizer_path(path):
     path = os.fspath(path)
     if path == BYTES:
         return BYTES, ()
+    tokenizer_json = tokenizer_json_of(path)
+    if tokenizer_json is not None:
+        if not os.path.isfile(tokenizer_json):
+            raise UsageError(f"Tokenizer file not found: {tokenizer_json}")
+        # lazy: that module takes this one's facts (a cycle at import)
+        from kerasbert.text.tokenizer_json_files import files_from_tokenizer_json
+
+        return files_from_tokenizer_json(tokenizer_json)
     # A directory: a byte-level BPE pair, or a model directory in the Hugging
     # Face layout with its WordPiece vocab.txt or SentencePiece model.
     in_dir = {name: os.path.join(path, name) for name in HF_TOKENIZER_FILES}
