@@ -35,8 +35,8 @@ from kerasbert.errors import UsageError
 from kerasbert.text.families import BPE_MERGES
 from kerasbert.text.families import BPE_VOCABULARY
 from kerasbert.text.families import BYTES
-from kerasbert.text.families import resolve_tokenizer_path
-from kerasbert.text.families import tokenizer_json_of
+from kerasbert.text.tokenizer_paths import resolve_tokenizer_path
+from kerasbert.text.tokenizer_paths import tokenizer_json_of
 from kerasbert.text.hf_tokenizer_files import TOKENIZER_CONFIG
 from kerasbert.version import __version__
 

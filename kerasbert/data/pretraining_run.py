@@ -18,7 +18,7 @@ from kerasbert.text.families import BERT_BPE
 from kerasbert.text.families import BPE
 from kerasbert.text.families import BYTES
 from kerasbert.text.families import absolute_vocab
-from kerasbert.text.families import read_vocabulary
+from kerasbert.text.tokenizer_paths import read_vocabulary
 from kerasbert.text.families import special_ids
 from kerasbert.version import __version__
 

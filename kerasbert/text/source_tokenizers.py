@@ -31,8 +31,8 @@ from kerasbert.text.families import BPE
 from kerasbert.text.families import BPE_MERGES
 from kerasbert.text.families import SENTENCEPIECE
 from kerasbert.text.families import WORDPIECE
-from kerasbert.text.families import resolve_tokenizer_path
-from kerasbert.text.families import tokenizer_json_of
+from kerasbert.text.tokenizer_paths import resolve_tokenizer_path
+from kerasbert.text.tokenizer_paths import tokenizer_json_of
 from kerasbert.text import hf_tokenizer_files
 from kerasbert.text.tokenizer_json_files import tokenizer_json_settings
 

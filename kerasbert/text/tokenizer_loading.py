@@ -33,8 +33,8 @@ from kerasbert.text.families import GPT1_BPE
 from kerasbert.text.families import SAVED_FILES
 from kerasbert.text.families import SENTENCEPIECE
 from kerasbert.text.families import WORDPIECE
-from kerasbert.text.families import resolve_tokenizer_path
-from kerasbert.text.families import tokenizer_json_of
+from kerasbert.text.tokenizer_paths import resolve_tokenizer_path
+from kerasbert.text.tokenizer_paths import tokenizer_json_of
 from kerasbert.text.source_tokenizers import tokenizer_options
 from kerasbert.text.source_tokenizers import tokenizer_source
 from kerasbert.text.tokenizer_json_files import tokenizer_json_settings

@@ -33,7 +33,7 @@ from kerasbert import runs
 from kerasbert.data import reader
 from kerasbert.errors import UsageError
 from kerasbert.text.families import added_special_count
-from kerasbert.text.families import read_vocabulary
+from kerasbert.text.tokenizer_paths import read_vocabulary
 from kerasbert.text.tokenizer_loading import load_tokenizer
 from kerasbert.training.checkpoints import TrainingCheckpoint
 from kerasbert.training.loop import data_errors_as_usage_errors

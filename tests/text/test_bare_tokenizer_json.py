@@ -12,8 +12,8 @@ import pytest
 
 from kerasbert.errors import UsageError
 from kerasbert.text import load_tokenizer
-from kerasbert.text.families import read_vocabulary
-from kerasbert.text.families import resolve_tokenizer_path
+from kerasbert.text.tokenizer_paths import read_vocabulary
+from kerasbert.text.tokenizer_paths import resolve_tokenizer_path
 from kerasbert.text.tokenizer_loading import ids_settings
 
 # Fixtures of the parity suites: folders written by `tokenizers` itself.
