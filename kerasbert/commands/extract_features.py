@@ -78,7 +78,7 @@ def run(args):
     layers = parse_layers(args.layers or "-1,-2,-3,-4")
     # lazy: tensorflow (the tokenizers, the run directory's default --vocab)
     from kerasbert.runs import default_vocab
-    from kerasbert.text.families import resolve_tokenizer_path
+    from kerasbert.text.tokenizer_paths import resolve_tokenizer_path
     from kerasbert.text.tokenizer_loading import load_tokenizer
 
     if args.vocab and os.path.isfile(args.vocab):

@@ -35,7 +35,9 @@ from kerasbert.errors import UsageError
 from kerasbert.text.families import BPE_MERGES
 from kerasbert.text.families import BPE_VOCABULARY
 from kerasbert.text.families import BYTES
-from kerasbert.text.families import resolve_tokenizer_path
+from kerasbert.text.tokenizer_paths import resolve_tokenizer_path
+from kerasbert.text.tokenizer_paths import tokenizer_json_of
+from kerasbert.text.hf_tokenizer_files import TOKENIZER_CONFIG
 from kerasbert.version import __version__
 
 #: The package folder this process imports kerasbert from.
@@ -187,6 +189,9 @@ class TokenizerFiles:
                     files[name] = f.read()
             return cls(os.path.basename(os.path.normpath(vocab)), files, "")
         _, paths = resolve_tokenizer_path(vocab)
+        if tokenizer_json_of(vocab):  # the file itself (the workers rebuild from it)
+            config = os.path.join(os.path.dirname(vocab), TOKENIZER_CONFIG)
+            paths = [vocab] + ([config] if os.path.isfile(config) else [])
         files = {}
         for path in paths:
             with open(path, "rb") as f:

@@ -32,7 +32,7 @@ them while a per-batch seed stream gives new masks every epoch.
 
 import tensorflow as tf
 
-from kerasbert.text.families import read_vocabulary
+from kerasbert.text.tokenizer_paths import read_vocabulary
 from kerasbert.text.families import special_ids
 from kerasbert.text.families import word_starts
 

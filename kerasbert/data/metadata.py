@@ -17,8 +17,8 @@ import os
 
 from kerasbert.io_utils import atomic_write_json
 from kerasbert.text.families import WORDPIECE
-from kerasbert.text.families import read_vocabulary
-from kerasbert.text.families import resolve_tokenizer_path
+from kerasbert.text.tokenizer_paths import read_vocabulary
+from kerasbert.text.tokenizer_paths import resolve_tokenizer_path
 
 METADATA_FILE = "metadata.json"
 

@@ -14,10 +14,11 @@ from kerasbert.data import metadata as meta_lib
 from kerasbert.data import schema
 from kerasbert.data.text_input import FORMATS
 from kerasbert.errors import UsageError
+from kerasbert.text.families import BERT_BPE
 from kerasbert.text.families import BPE
 from kerasbert.text.families import BYTES
 from kerasbert.text.families import absolute_vocab
-from kerasbert.text.families import read_vocabulary
+from kerasbert.text.tokenizer_paths import read_vocabulary
 from kerasbert.text.families import special_ids
 from kerasbert.version import __version__
 
@@ -55,6 +56,7 @@ class Run:
                     f"--objective {objective}: byte-level BPE (RoBERTa) data is written with "
                     "--objective none (FULL-SENTENCES: <s> sentences </s>, no sentence label); "
                     "sentence pairs are for WordPiece (nsp) and SentencePiece (sop, ALBERT).")
+        if self.kind in (BPE, BERT_BPE):
             lower_case = False  # byte-level BPE is cased by construction
             self.options["lower_case"] = False
         if self.kind == BYTES:

@@ -2,10 +2,12 @@
 and `fill_mask`.
 
 The mask is written in the text as the tokenizer's own mask token
-(`[MASK]` for WordPiece and ALBERT, `<mask>` for byte-level BPE). The text
-around it is tokenized as text (a user cannot inject other control tokens),
-each mask becomes the mask id, the row is packed `[CLS] ... [SEP]` (`<s> ...
-</s>`), and the head scores the vocabulary at every mask.
+(`[MASK]` for WordPiece, ALBERT and ModernBERT, `<mask>` for byte-level
+BPE) and cut out as the `tokenizers` library cuts it (with the whitespace
+its lstrip / rstrip flags take). The text around it is tokenized as text
+(a user cannot inject other control tokens), each mask becomes the mask
+id, the row is packed `[CLS] ... [SEP]` (`<s> ... </s>`), and the head
+scores the vocabulary at every mask.
 """
 
 import os
@@ -22,6 +24,8 @@ from kerasbert.loading.backbones import backbone_source
 from kerasbert.loading.published import load_published
 from kerasbert.saving import load_model
 from kerasbert.tasks.bert_pretrainer import BertPretrainer
+from kerasbert.text.special_strings import AddedToken
+from kerasbert.text.special_strings import split_at_token
 from kerasbert.text.tokenizer_loading import segment_layout
 
 
@@ -65,12 +69,21 @@ def mask_string(tokenizer):
     return tokenizer.id_to_token(int(tokenizer.mask_id))
 
 
+def mask_token(tokenizer):
+    """The mask as its tokenizer's files register it (an `AddedToken` with
+    their lstrip / rstrip: ModernBERT's and RoBERTa's take the space
+    before), or a bare one where they register none."""
+    mask = mask_string(tokenizer)
+    registered = [t for t in getattr(tokenizer, "added_tokens", ()) if t.content == mask]
+    return registered[0] if registered else AddedToken(mask)
+
+
 def encode_with_masks(tokenizer, text, max_length):
     """Ids of `[CLS] text [SEP]` with each mask token as the mask id; the
     text is truncated so every mask stays (ValueError when none is there
     or they do not fit)."""
     mask = mask_string(tokenizer)
-    parts = text.split(mask)
+    parts = split_at_token(text, mask_token(tokenizer))
     if len(parts) < 2:
         raise ValueError(f"{text!r} has no {mask}: write the word to predict as {mask}.")
     pieces = [np.asarray(ids).tolist() for ids in tokenizer.tokenize_ids(parts).to_list()]

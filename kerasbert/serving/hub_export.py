@@ -64,7 +64,7 @@ from kerasbert.serving.hub_preprocessor import build_preprocessor
 from kerasbert.serving.task_serving import MODEL_INPUTS
 from kerasbert.sources.handles import is_remote
 from kerasbert.loading.backbones import load_backbone_from_flags
-from kerasbert.text.families import resolve_tokenizer_path
+from kerasbert.text.tokenizer_paths import resolve_tokenizer_path
 from kerasbert.text.families import SAVED_FILES
 from kerasbert.text.tokenizer_loading import _construct
 from kerasbert.text.tokenizer_loading import tokenizer_settings

@@ -1,11 +1,13 @@
 """What each tokenizer family is, in plain Python (no TensorFlow): its
 special tokens and word-start markers, the files that carry it, how a
-`--vocab` path names it and how its vocabulary is read. The tokenizer
+`--vocab` path names it (`tokenizer_paths` resolves one). The tokenizer
 classes, the loaders and the command-line checks all take these facts from
 here.
 
     path                                   family          files
     *.model                                sentencepiece   the model
+    a tokenizer.json (or a DIR whose only  its model's     vocab.txt, .model, ... rebuilt
+      tokenizer file it is)                                  from it, cached
     DIR with vocab.json + merges.txt,      bpe             vocab.json, merges.txt
       or .../vocab.json (merges.txt beside)
     the same, tokens ending in "</w>"      gpt1_bpe        vocab.json, merges.txt
@@ -19,8 +21,6 @@ here.
 import json
 import os
 
-from kerasbert.errors import UsageError
-from kerasbert.text.vocabulary import load_vocab
 
 WORDPIECE, SENTENCEPIECE, BPE = "wordpiece", "sentencepiece", "bpe"
 #: GPT-1's BPE: lower-cased BERT pre-tokenization, character-level merges
@@ -143,31 +143,6 @@ def added_special_count(kind, files, tokens):
     return len(tokens) - len(load_bpe_vocab(files[0])) if kind == GPT1_BPE else 0
 
 
-def read_vocabulary(path):
-    """(kind, files, tokens in id order) of a `--vocab` path, in plain
-    Python (no TensorFlow: the data writer's main process uses it).
-
-    Raises `UsageError` naming a missing or unreadable file."""
-    kind, files = resolve_tokenizer_path(path)
-    if kind == BYTES:
-        return kind, files, byte_vocabulary()
-    try:
-        if kind == WORDPIECE:
-            tokens = load_vocab(files[0])
-        elif kind == SENTENCEPIECE:
-            import sentencepiece  # lazy: only SentencePiece vocabularies need it
-
-            processor = sentencepiece.SentencePieceProcessor()
-            if not processor.Load(files[0]):
-                raise ValueError("not a SentencePiece model")
-            tokens = [processor.IdToPiece(i) for i in range(processor.GetPieceSize())]
-        else:
-            tokens, _ = with_added_specials(kind, load_bpe_vocab(files[0]))
-    except (OSError, RuntimeError, ValueError, UnicodeDecodeError) as error:
-        raise UsageError(f"{files[0]}: {error}") from None
-    return kind, files, tokens
-
-
 def load_bpe_vocab(path):
     """Reads a `vocab.json` ({token: id}, ids 0..V-1) -> tokens in id order."""
     path = os.fspath(path)
@@ -204,67 +179,3 @@ def absolute_vocab(path):
     """A `--vocab` value as a run records it: a file path made absolute
     (it is read from other working directories), "bytes" as it is."""
     return path if os.fspath(path) == BYTES else os.path.abspath(path)
-
-
-def resolve_tokenizer_path(path):
-    """(kind, files) a `--vocab` path stands for; raises `UsageError` naming
-    the missing file.
-
-    Args:
-        path: a vocab.txt, a SentencePiece `.model`, a directory holding
-            vocab.json + merges.txt (or a model directory in the Hugging
-            Face layout with its vocab.txt or spiece.model), or a vocab.json
-            with merges.txt beside.
-
-    Returns:
-        (one of "wordpiece", "sentencepiece", "bpe", tuple of file paths in
-        the order the tokenizer class takes them).
-    """
-    if path is None:
-        raise UsageError("Give the tokenizer files (--vocab): a vocab.txt, a SentencePiece "
-                         ".model, a directory with vocab.json and merges.txt, or 'bytes'.")
-    path = os.fspath(path)
-    if path == BYTES:
-        return BYTES, ()
-    # A directory: a byte-level BPE pair, or a model directory in the Hugging
-    # Face layout with its WordPiece vocab.txt or SentencePiece model.
-    in_dir = {name: os.path.join(path, name) for name in HF_TOKENIZER_FILES}
-    if os.path.isdir(path) and not os.path.isfile(in_dir[BPE_VOCABULARY]) and any(
-            os.path.isfile(f) for f in in_dir.values()):
-        name = next(n for n, f in in_dir.items() if os.path.isfile(f))
-        return resolve_tokenizer_path(in_dir[name])
-    if os.path.isdir(path):
-        files = (os.path.join(path, BPE_VOCABULARY), os.path.join(path, BPE_MERGES))
-        kind = BPE
-    elif os.path.basename(path) == BPE_VOCABULARY:
-        files = (path, os.path.join(os.path.dirname(path), BPE_MERGES))
-        kind = BPE
-    else:
-        kind = SENTENCEPIECE if path.endswith(".model") else WORDPIECE
-        files = (path,)
-    for name in files:
-        if not os.path.isfile(name):
-            what = {WORDPIECE: "Vocabulary file", SENTENCEPIECE: "SentencePiece model",
-                    BPE: "BPE vocabulary file"}[kind]
-            if kind == BPE and name.endswith(BPE_MERGES):
-                what = "BPE merges file"
-            raise UsageError(f"{what} not found: {name}")
-    if kind == BPE and _marks_word_ends(files[0]):
-        kind = GPT1_BPE
-    return kind, files
-
-
-def _marks_word_ends(vocabulary_file):
-    """Whether a vocab.json is GPT-1's ("</w>" word ends, no byte-level "Ġ"
-    word starts). A file that does not parse is left to the tokenizer's
-    own error."""
-    try:
-        with open(vocabulary_file, encoding="utf-8") as f:
-            tokens = json.load(f)
-    except (OSError, ValueError):
-        return False
-    if not isinstance(tokens, dict):
-        return False
-    ends = sum(1 for t in tokens if t.endswith(WORD_END))
-    starts = sum(1 for t in tokens if t.startswith(WORD_START[BPE]))
-    return ends > starts

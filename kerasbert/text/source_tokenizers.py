@@ -19,31 +19,22 @@ resolved `kerasbert.sources.source.Source`; `kerasbert.text.load_tokenizer`
 uses it for model directories and hub handles.
 """
 
-import hashlib
-import json
 import os
 
 from kerasbert.errors import UsageError
-from kerasbert.io_utils import atomic_file
-from kerasbert.io_utils import atomic_write_text
-from kerasbert.io_utils import cache_dir
 from kerasbert.io_utils import json_or_none
 from kerasbert.sources.source import HF
 from kerasbert.sources.source import KERAS_HUB
 from kerasbert.sources.source import TF1
 from kerasbert.sources.source import TF_HUB
-from kerasbert.text.families import BERT_BPE
 from kerasbert.text.families import BPE
 from kerasbert.text.families import BPE_MERGES
-from kerasbert.text.families import GPT1_BPE
-from kerasbert.text.families import WORD_END
-from kerasbert.text.families import HF_TOKENIZER_FILES
-from kerasbert.text.families import SAVED_FILES
 from kerasbert.text.families import SENTENCEPIECE
-from kerasbert.text.families import SPECIAL_TOKENS
 from kerasbert.text.families import WORDPIECE
-from kerasbert.text.families import resolve_tokenizer_path
+from kerasbert.text.tokenizer_paths import resolve_tokenizer_path
+from kerasbert.text.tokenizer_paths import tokenizer_json_of
 from kerasbert.text import hf_tokenizer_files
+from kerasbert.text.tokenizer_json_files import tokenizer_json_settings
 
 #: keras-hub's asset file name -> tokenizer family.
 KERAS_HUB_ASSETS = {"vocabulary.txt": WORDPIECE, "vocabulary.spm": SENTENCEPIECE,
@@ -61,12 +52,10 @@ def tokenizer_source(source):
 
 def _hf(source):
     directory = source.path
-    in_dir = [os.path.join(directory, n) for n in HF_TOKENIZER_FILES]
-    if not any(os.path.isfile(f) for f in in_dir) and os.path.isfile(
-            os.path.join(directory, "tokenizer.json")):
-        kind, files = files_from_tokenizer_json(os.path.join(directory, "tokenizer.json"))
-    else:
-        kind, files = resolve_tokenizer_path(directory)
+    kind, files = resolve_tokenizer_path(directory)  # its tokenizer.json where it has no other
+    tokenizer_json = tokenizer_json_of(directory)
+    if tokenizer_json is not None:  # the file states its casing (as a bare one does)
+        return kind, files, tokenizer_json_settings(tokenizer_json, kind)[1]
     return kind, files, _hf_lower_case(directory, source.model_type)
 
 
@@ -75,74 +64,6 @@ def _tf1(source):
     name = os.path.basename(os.path.normpath(source.path)).lower()
     cased = name.startswith("cased") or "_cased" in name or "-cased" in name
     return kind, files, not cased
-
-
-def files_from_tokenizer_json(path):
-    """(kind, files) for a directory whose only tokenizer file is the
-    `tokenizers` library's tokenizer.json: its WordPiece vocabulary (or
-    byte-level / GPT-1 BPE vocabulary and merges, or a SentencePiece model
-    rebuilt from a Unigram model: `hf_tokenizer_files.unigram_model_proto`)
-    written once, atomically, under the kerasbert cache (KERASBERT_CACHE,
-    default ~/.cache/kerasbert), keyed by the file's hash. A byte-level BPE
-    packed "[CLS] $A [SEP]" (ModernBERT's) is the `BERT_BPE` family, whose
-    tokenizer reads the tokenizer.json itself: (BERT_BPE, (path,))."""
-    with open(path, "rb") as f:
-        raw = f.read()
-    try:
-        data = json.loads(raw)
-        model = data["model"]
-        kind = {"WordPiece": WORDPIECE, "BPE": BPE, "Unigram": SENTENCEPIECE}.get(model.get("type"))
-    except (ValueError, KeyError, TypeError, AttributeError):
-        raise UsageError(f"{path}: not a tokenizers library tokenizer.json.") from None
-    if kind is None:
-        raise UsageError(f"{path}: a {model.get('type')} model, which kerasbert does not "
-                         "read (WordPiece, BPE, Unigram).")
-    if kind == BPE and model.get("end_of_word_suffix") == WORD_END:
-        kind = GPT1_BPE  # GPT-1's character-level BPE
-    if kind == BPE and _packs_cls(data):
-        return BERT_BPE, (path,)
-    return kind, _cached_files(path, raw, kind, model)
-
-
-def _packs_cls(data):
-    """Whether a tokenizer.json's post-processor opens a sequence with
-    [CLS] (a TemplateProcessing "[CLS] $A [SEP]", as ModernBERT's)."""
-    processor = data.get("post_processor") or {}
-    single = processor.get("single") if isinstance(processor, dict) else None
-    first = single[0] if isinstance(single, list) and single else {}
-    return (processor.get("type") == "TemplateProcessing" and isinstance(first, dict)
-            and (first.get("SpecialToken") or {}).get("id") == "[CLS]")
-
-
-def byte_level_files(path):
-    """(vocab.json, merges.txt) of a byte-level BPE tokenizer.json (its
-    vocabulary with the added tokens, and its merges), cached as
-    `files_from_tokenizer_json` caches them."""
-    with open(path, "rb") as f:
-        raw = f.read()
-    return _cached_files(path, raw, BPE, json.loads(raw)["model"])
-
-
-def _cached_files(path, raw, kind, model):
-    folder = cache_dir("tokenizers", hashlib.sha256(raw).hexdigest()[:20])
-    files = tuple(os.path.join(folder, name) for name in SAVED_FILES[kind])
-    if all(os.path.isfile(f) for f in files):
-        return files
-    os.makedirs(folder, exist_ok=True)
-    _, tokens = hf_tokenizer_files.model_vocabulary(path)
-    tokens = [(t, i) for i, t in enumerate(tokens)]
-    if kind == SENTENCEPIECE:  # a SentencePiece model of the same pieces and scores
-        proto = hf_tokenizer_files.unigram_model_proto(
-            path, special_tokens=SPECIAL_TOKENS[SENTENCEPIECE].values())
-        with atomic_file(files[0]) as tmp, open(tmp, "wb") as f:
-            f.write(proto)
-    elif kind == WORDPIECE:
-        atomic_write_text(files[0], "".join(t + "\n" for t, _ in tokens))
-    else:  # vocab.json + merges.txt, byte-level or GPT-1's
-        atomic_write_text(files[0], json.dumps(dict(tokens), ensure_ascii=False))
-        merges = [m if isinstance(m, str) else " ".join(m) for m in model.get("merges", [])]
-        atomic_write_text(files[1], "#version: 0.2\n" + "".join(m + "\n" for m in merges))
-    return files
 
 
 #: Casing of a family's Hugging Face tokenizer when tokenizer_config.json
@@ -167,10 +88,12 @@ def tokenizer_options(source, kind):
 
 
 def _hf_options(directory, kind):
-    from_json = not any(os.path.isfile(os.path.join(directory, n)) for n in HF_TOKENIZER_FILES)
+    tokenizer_json = tokenizer_json_of(directory)
+    if tokenizer_json is not None:
+        return tokenizer_json_settings(tokenizer_json, kind)[0]
     return hf_tokenizer_files.tokenizer_options(
         kind, os.path.join(directory, hf_tokenizer_files.TOKENIZER_JSON),
-        os.path.join(directory, hf_tokenizer_files.TOKENIZER_CONFIG), from_json)
+        os.path.join(directory, hf_tokenizer_files.TOKENIZER_CONFIG))
 
 
 def _tf1_options(directory, kind):

@@ -20,6 +20,7 @@ added tokens in a tokenizer.json) are matched in both settings, as
 """
 
 import dataclasses
+import re
 
 from kerasbert.text.families import BERT_BPE
 from kerasbert.text.families import BPE
@@ -27,10 +28,11 @@ from kerasbert.text.families import BYTES
 from kerasbert.text.families import SENTENCEPIECE
 from kerasbert.text.families import SPECIAL_TOKENS
 
-#: Unicode White_Space as RE2 class content (Rust's `char::is_whitespace`,
-#: what `tokenizers` strips for lstrip/rstrip).
-WHITESPACE = (r"\t\n\x{B}\f\r \x{85}\x{A0}\x{1680}\x{2000}-\x{200A}\x{2028}\x{2029}"
-              r"\x{202F}\x{205F}\x{3000}")
+#: Unicode White_Space (Rust's `char::is_whitespace`, what `tokenizers`
+#: strips for lstrip/rstrip), and the same as RE2 class content.
+WHITESPACE_CHARACTERS = ("\t\n\x0b\x0c\r \x85\xa0\u1680" + "".join(map(chr, range(0x2000, 0x200B)))
+                         + "\u2028\u2029\u202f\u205f\u3000")
+WHITESPACE = "".join(f"\\x{{{ord(c):X}}}" for c in WHITESPACE_CHARACTERS)
 #: A "word character" next to a `single_word` token: Rust regex's Unicode
 #: \w (letters, marks, decimal digits, connector punctuation, joiners), which
 #: RE2 spells with general categories.
@@ -184,3 +186,15 @@ def matched_tokens(tokens, special_tokens_in_strings):
     """The tokens matched in text: every non-special added token, and the
     special ones when `special_tokens_in_strings`."""
     return [t for t in tokens if special_tokens_in_strings or not t.special]
+
+
+def split_at_token(text, token):
+    """`text` cut at each occurrence of `token` (an `AddedToken`) as the
+    `tokenizers` library cuts it: an lstrip / rstrip token takes the
+    whitespace before / after it with it. Returns the texts between the
+    occurrences (one more than there are), for a caller that puts the
+    token's id between their pieces (fill-mask's masks)."""
+    space = f"[{re.escape(WHITESPACE_CHARACTERS)}]*"
+    pattern = ((space if token.lstrip else "") + re.escape(token.content)
+               + (space if token.rstrip else ""))
+    return re.split(pattern, text)

@@ -33,9 +33,11 @@ from kerasbert.text.families import GPT1_BPE
 from kerasbert.text.families import SAVED_FILES
 from kerasbert.text.families import SENTENCEPIECE
 from kerasbert.text.families import WORDPIECE
-from kerasbert.text.families import resolve_tokenizer_path
+from kerasbert.text.tokenizer_paths import resolve_tokenizer_path
+from kerasbert.text.tokenizer_paths import tokenizer_json_of
 from kerasbert.text.source_tokenizers import tokenizer_options
 from kerasbert.text.source_tokenizers import tokenizer_source
+from kerasbert.text.tokenizer_json_files import tokenizer_json_settings
 
 
 
@@ -98,8 +100,9 @@ def load_tokenizer(path, lower_case=None, special_tokens_in_strings=None, trunca
     """The tokenizer a path or model handle stands for.
 
     Args:
-        path: vocab.txt, `.model`, a BPE directory or its vocab.json
-            (`resolve_tokenizer_path`); or a model: hf://..., kaggle://...,
+        path: vocab.txt, `.model`, a BPE directory or its vocab.json, a
+            `tokenizers` tokenizer.json (the tokenizer its model folder
+            gives) (`resolve_tokenizer_path`); or a model: hf://..., kaggle://...,
             a Hugging Face / keras-hub / google-research/bert / TF Hub
             directory or a kerasbert run directory (`tokenizer_source`),
             or its resolved `Source`.
@@ -148,7 +151,13 @@ def load_tokenizer(path, lower_case=None, special_tokens_in_strings=None, trunca
         if config is not None:
             return load_saved_tokenizer(path, config, lower_case=lower_case, **switches)
     kind, files = resolve_tokenizer_path(path)
-    return _construct(kind, files, lower_case, **switches)
+    tokenizer_json = tokenizer_json_of(path)
+    if tokenizer_json is None:
+        return _construct(kind, files, lower_case, **switches)
+    # a bare tokenizer.json: the options and casing its model folder gives
+    options, file_lower = tokenizer_json_settings(tokenizer_json, kind)
+    return _construct(kind, files, file_lower if lower_case is None else lower_case,
+                      **{**options, **given})
 
 
 def _run_config(directory):

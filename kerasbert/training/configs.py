@@ -18,7 +18,7 @@ from kerasbert.errors import UsageError
 from kerasbert.io_utils import check_output_kind
 from kerasbert.optimizers.hyperparameters import check_finite
 from kerasbert.optimizers.hyperparameters import check_learning_rate
-from kerasbert.text.families import resolve_tokenizer_path
+from kerasbert.text.tokenizer_paths import resolve_tokenizer_path
 from kerasbert.training.strategy_checks import check_strategy
 from kerasbert.optimizers.recipes import get_recipe
 

@@ -35,7 +35,7 @@ from kerasbert.errors import UsageError
 from kerasbert.models.presets import family_of
 from kerasbert.optimizers.recipes import pretraining_masked_lm_prob
 from kerasbert.text.families import added_special_count
-from kerasbert.text.families import read_vocabulary
+from kerasbert.text.tokenizer_paths import read_vocabulary
 from kerasbert.text.tokenizer_loading import load_tokenizer
 from kerasbert.training.checkpoints import TrainingCheckpoint
 from kerasbert.training.loop import data_errors_as_usage_errors

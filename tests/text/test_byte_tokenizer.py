@@ -9,8 +9,8 @@ import tensorflow as tf
 from kerasbert.errors import UsageError
 from kerasbert.text import load_tokenizer
 from kerasbert.text.families import BYTES
-from kerasbert.text.families import read_vocabulary
-from kerasbert.text.families import resolve_tokenizer_path
+from kerasbert.text.tokenizer_paths import read_vocabulary
+from kerasbert.text.tokenizer_paths import resolve_tokenizer_path
 from kerasbert.text.tokenizer_loading import describe_tokenizer
 
 TEXTS = ["Hello, world", "", "héllo 한국어 漢字 🙂", "tab\tand\nnewline"]

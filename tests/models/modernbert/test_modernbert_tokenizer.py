@@ -59,3 +59,30 @@ def test_packs_cls_a_sep_b_sep_with_the_files_pad(folder):
     row = np.asarray(packed["input_word_ids"])[0].tolist()
     assert row[:len(expected)] == expected
     assert row[len(expected):] == [ids["[PAD]"]] * (24 - len(expected))
+
+
+def test_offsets_point_into_the_text_before_nfc(folder, tmp_path, monkeypatch):
+    """Text NFC changes (decomposed accents, Hangul jamo, the whole
+    multilingual sample in NFD): `tokenizers`' offsets into the ORIGINAL
+    string, and so the same span texts (a composed "é" spans the "e" it
+    came from); the leading space of " world" stays, as the file's
+    TemplateProcessing leaves it."""
+    import unicodedata
+
+    monkeypatch.setenv("KERASBERT_CACHE", str(tmp_path / "cache"))
+    path, reference, lines, _ = folder
+    reference.encode_special_tokens = True  # our default: text is text
+    texts = ["e\u0301x cafe\u0301 nai\u0308ve", "\u1100\u1161\u11a8 \u1112\u1161\u11ab hello  world",
+             "\u0958x\uf900e\u0301\u0301", ""] + [unicodedata.normalize("NFD", t)
+                                                 for t in lines[::10]]
+    assert sum(unicodedata.normalize("NFC", t) != t for t in texts) > 100
+    ours = load_tokenizer(str(path / "tokenizer.json"))
+    ids, starts, ends = ours.tokenize_with_offsets(texts)
+    expected = reference.encode_batch(texts, add_special_tokens=False)
+    assert ids.to_list() == [e.ids for e in expected]
+    got = [list(zip(s, e)) for s, e in zip(starts.to_list(), ends.to_list())]
+    equal = sum(g == [tuple(o) for o in e.offsets] for g, e in zip(got, expected))
+    print(f"offsets equal on {equal}/{len(texts)} lines")
+    for text, spans, encoding in zip(texts, got, expected):
+        assert [text[a:b] for a, b in spans] == [text[a:b] for a, b in encoding.offsets], text
+    assert equal == len(texts)
