@@ -37,7 +37,8 @@ class AddedTokenSplitter:
         self._any_single_word = bool(single_word_ids)
 
     @tf.autograph.experimental.do_not_convert
-    def split_tokenize(self, texts, pattern, inner, offsets=False, char_offsets=False):
+    def split_tokenize(self, texts, pattern, inner, offsets=False, char_offsets=False,
+                       trim_spans=False):
         """Tokenizes `texts` [N] with the matches of `pattern` (added tokens)
         as one id each and the text between them by `inner`.
 
@@ -49,11 +50,15 @@ class AddedTokenSplitter:
             offsets: also return offsets.
             char_offsets: `inner` counts characters (else UTF-8 bytes);
                 offsets into `texts` are returned in the same unit.
+            trim_spans: a match's span leaves out the whitespace lstrip /
+                rstrip took (a byte-level BPE whose post-processor trims
+                offsets: `tokenizers` trims every token's span).
 
         Returns:
             ids [N, (pieces)] int32, or (ids, starts, ends) with int64
-            offsets into `texts`; a match's span is its token's content,
-            without the whitespace lstrip / rstrip took.
+            offsets into `texts`; a match's span is all it matched, its
+            token's content with the whitespace lstrip / rstrip took, as
+            `tokenizers` gives it (only the content with `trim_spans`).
         """
         # Only the texts holding a match are cut (cutting takes many small
         # ops), and most batches hold none: one search over the batch joined
@@ -82,13 +87,14 @@ class AddedTokenSplitter:
         out = inner(tf.concat([texts, text_part], 0))
         out = out if offsets else (out,)
         assembled = lambda: self._assemble(texts, out, rows, matched, segments, seg_starts,
-                                           counts, match_ids, lead, trail, char_offsets)
+                                           counts, match_ids, lead, trail, char_offsets,
+                                           trim_spans)
         # Without a match, `out` holds the batch's rows alone.
         return tf.cond(any_match, assembled, lambda: out if offsets else out[0])
 
     @staticmethod
     def _assemble(texts, out, rows, matched, segments, seg_starts, counts, match_ids, lead,
-                  trail, char_offsets):
+                  trail, char_offsets, trim_spans=False):
         """`split_tokenize`'s result from `out`, the tokenized rows of the
         batch [N] and then of the text segments [S] of the matched texts
         (`_split_segments`' results): ids [N, (pieces)], or (ids, starts,
@@ -132,7 +138,10 @@ class AddedTokenSplitter:
         if not offsets:
             return assemble(out[0].flat_values, match_ids)
         seg_ends = seg_starts + tf.cast(tf.strings.length(segments, unit="BYTE"), tf.int64)
-        content = tf.stack([seg_starts + lead, seg_ends - trail], axis=-1)
+        if trim_spans:
+            content = tf.stack([seg_starts + lead, seg_ends - trail], axis=-1)
+        else:
+            content = tf.stack([seg_starts, seg_ends], axis=-1)
         if char_offsets:
             text_of = tf.repeat(tf.range(tf.shape(counts, out_type=tf.int64)[0]), counts)
             seg_starts = byte_to_char(matched, text_of, seg_starts)

@@ -127,9 +127,11 @@ class SubwordTokenizer(tf.Module):
     def _split_tokenize(self, texts, pattern, inner, offsets=False, char_offsets=False):
         """Texts [N] with the matches of `pattern` as one added-token id
         each and the text between them through `inner`: ids [N, (pieces)],
-        or (ids, starts, ends) with `offsets` (`AddedTokenSplitter`)."""
-        return self._splitter.split_tokenize(texts, pattern, inner, offsets=offsets,
-                                             char_offsets=char_offsets)
+        or (ids, starts, ends) with `offsets` (`AddedTokenSplitter`; a
+        family that trims offsets trims a match's span too)."""
+        return self._splitter.split_tokenize(
+            texts, pattern, inner, offsets=offsets, char_offsets=char_offsets,
+            trim_spans=bool(getattr(self, "trim_offsets", False)))
 
     def _lookup(self, tokens):
         """string tensor (any shape) -> int32 ids, unknown -> unk_id."""
@@ -243,7 +245,9 @@ class SubwordTokenizer(tf.Module):
             (ids, starts, ends): int32 `tf.RaggedTensor`s [B, (pieces)] (or
             dense [pieces] for a scalar input); `starts`/`ends` are int64
             code point offsets, `ends` exclusive, `text[start:end]` (Python
-            `str`) the piece's text; an added token's span is its content.
+            `str`) the piece's text; an added token's span is its content
+            with the whitespace its lstrip / rstrip took, as `tokenizers`
+            gives it (without it where the family trims offsets).
             `ids` equal `tokenize_ids(texts)`.
         """
         batch, scalar = self._as_batch(texts)

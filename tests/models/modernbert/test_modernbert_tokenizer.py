@@ -15,6 +15,8 @@ import pytest
 sys.path.insert(0, str(pathlib.Path(__file__).parents[2] / "text"))
 import adversarial_sample  # noqa: E402
 import multilingual_sample  # noqa: E402
+from test_source_tokenizer_parity import lines  # noqa: E402,F401
+from test_source_tokenizer_parity import roberta_directory  # noqa: E402,F401
 from kerasbert.text import load_tokenizer
 from kerasbert.text.tokenizer_loading import make_packer
 from modernbert_folders import write_tokenizer
@@ -86,3 +88,52 @@ def test_offsets_point_into_the_text_before_nfc(folder, tmp_path, monkeypatch):
     for text, spans, encoding in zip(texts, got, expected):
         assert [text[a:b] for a, b in spans] == [text[a:b] for a, b in encoding.offsets], text
     assert equal == len(texts)
+
+
+#: Masks at the start, after one space, after runs of spaces and tabs, after
+#: punctuation, two of them, and after non-ASCII text (character offsets).
+MASK_TEXTS = ["{m} is the capital.", "Paris is the {m} of France.", "The  {m}  of France",
+              "a \t \t{m}b", "Paris,{m} and ({m}).", "{m}{m}", "x {m} {m}", "café\u00a0 {m} 한국어",
+              "e\u0301 \n{m}", "  {m}", "{m}"]
+
+
+def _mask_spans_equal_tokenizers(ours, reference, mask, span_text):
+    """`ours`' (start, end) of each token equal `tokenizers`' for
+    `encode(text)` with special tokens parsed; the mask in "Paris is the
+    {m} of France." spans `span_text`."""
+    reference.encode_special_tokens = False
+    texts = [t.format(m=mask) for t in MASK_TEXTS]
+    ids, starts, ends = ours.tokenize_with_offsets(texts)
+    expected = reference.encode_batch(texts, add_special_tokens=False)
+    assert ids.to_list() == [e.ids for e in expected]
+    for text, s, e, encoding in zip(texts, starts.to_list(), ends.to_list(), expected):
+        assert list(zip(s, e)) == [tuple(o) for o in encoding.offsets], text
+    mask_id = reference.token_to_id(mask)
+    first = texts[1]  # "Paris is the {m} of France."
+    span = [first[a:b] for i, a, b in zip(ids.to_list()[1], starts.to_list()[1],
+                                          ends.to_list()[1]) if i == mask_id]
+    assert span == [span_text], span
+
+
+def test_lstrip_mask_spans_take_the_whitespace_before_them(folder, tmp_path, monkeypatch):
+    monkeypatch.setenv("KERASBERT_CACHE", str(tmp_path / "cache"))
+    path, reference, _, _ = folder
+    ours = load_tokenizer(str(path), special_tokens_in_strings=True)
+    # An lstrip mask's span takes the whitespace before it, as TemplateProcessing
+    # leaves it.
+    _mask_spans_equal_tokenizers(ours, reference, "[MASK]", " [MASK]")
+
+
+def test_roberta_lstrip_mask_spans_take_the_whitespace_before_them(roberta_directory, tmp_path,
+                                                                   monkeypatch):
+    monkeypatch.setenv("KERASBERT_CACHE", str(tmp_path / "cache"))
+    """RoBERTa's post-processor trims offsets (trim_offsets, as ours does for
+    a vocab.json + merges.txt): `tokenizers` trims the whitespace <mask>'s
+    lstrip took off its span again."""
+    from tokenizers import Tokenizer, processors
+
+    root, reference = roberta_directory
+    trimming = Tokenizer.from_str(reference.to_str())
+    trimming.post_processor = processors.ByteLevel(trim_offsets=True)
+    ours = load_tokenizer(str(root / "model"), special_tokens_in_strings=True)
+    _mask_spans_equal_tokenizers(ours, trimming, "<mask>", "<mask>")
