@@ -19,7 +19,7 @@ NORMALIZERS = {None: None, "NFC": "NFC"}
 
 def _pipeline(path):
     """(The normalization form of a byte-level tokenizer.json (None or
-    "NFC"), whether its offsets are trimmed); any other normalizer, a pre-tokenizer other than GPT-2's
+    "NFC"), and its post-processor's trim_offsets and add_prefix_space); any other normalizer, a pre-tokenizer other than GPT-2's
     ByteLevel without a prefix space, or BPE options that change the ids
     are refused naming the file and the step."""
     with open(path, encoding="utf-8") as f:
@@ -40,19 +40,7 @@ def _pipeline(path):
             raise ValueError(f"{path}: BPE {key}={model[key]!r} is not computed here.")
     if model.get("ignore_merges") or model.get("byte_fallback"):
         raise ValueError(f"{path}: BPE ignore_merges / byte_fallback is not computed here.")
-    return NORMALIZERS[kind], _trims_offsets(data.get("post_processor"))
-
-
-def _trims_offsets(processor):
-    """Whether `tokenizers` trims the spaces off byte-level pieces' offsets
-    under this post-processor: a ByteLevel or RobertaProcessing step with
-    trim_offsets (ModernBERT's TemplateProcessing keeps " world" whole)."""
-    if not isinstance(processor, dict):
-        return False
-    if processor.get("type") == "Sequence":
-        return any(_trims_offsets(p) for p in processor.get("processors") or [])
-    return (processor.get("type") in ("ByteLevel", "RobertaProcessing")
-            and bool(processor.get("trim_offsets", True)))
+    return (NORMALIZERS[kind],) + hf_tokenizer_files.offset_trimming(data.get("post_processor"))
 
 
 class BertBytePairTokenizer(BytePairTokenizer):
@@ -101,11 +89,12 @@ class BertBytePairTokenizer(BytePairTokenizer):
     def __init__(self, tokenizer_json, special_tokens_in_strings=False, added_tokens=None,
                  truncate_at_nul=False, name=None):
         self.tokenizer_json = os.fspath(tokenizer_json)
-        self.normalization, trim_offsets = _pipeline(self.tokenizer_json)
+        self.normalization, trim_offsets, prefix_space = _pipeline(self.tokenizer_json)
         if added_tokens is None:
             added_tokens = hf_tokenizer_files.added_tokens(self.tokenizer_json) or None
         vocabulary_file, merges_file = byte_level_files(self.tokenizer_json)
         super().__init__(vocabulary_file, merges_file, trim_offsets=trim_offsets,
+                         offsets_prefix_space=prefix_space,
                          special_tokens_in_strings=special_tokens_in_strings,
                          added_tokens=added_tokens, truncate_at_nul=truncate_at_nul, name=name)
 

@@ -168,6 +168,11 @@ class BytePairTokenizer(BpeFiles, SubwordTokenizer):
         trim_offsets: `tokenize_with_offsets` leaves leading/trailing spaces
             ("Ġ") out of a piece's span, as `RobertaTokenizerFast` does
             (trim_offsets=True), so an answer span has no leading space.
+        offsets_prefix_space: with `trim_offsets`, the first token of a
+            text keeps one leading space (or one whitespace character an
+            lstrip added token took) in its span, as `tokenizers`' ByteLevel
+            / RobertaProcessing post-processor with add_prefix_space does
+            (" hello" spans 0-6); default False, RoBERTa's own (1-6).
         special_tokens_in_strings: match the special tokens in text, as the
             `tokenizers` library does (default False: text is text).
         added_tokens: the `AddedToken`s the source registers (a
@@ -202,11 +207,12 @@ class BytePairTokenizer(BpeFiles, SubwordTokenizer):
 
     def __init__(self, vocabulary_file, merges_file, trim_offsets=True,
                  special_tokens_in_strings=False, added_tokens=None, truncate_at_nul=False,
-                 name=None):
+                 offsets_prefix_space=False, name=None):
         super().__init__(name=name)
         self._vocab = self._read_files(vocabulary_file, merges_file)
         vocabulary_file, merges_file = self._vocab_path, self._merges_path
         self.trim_offsets = bool(trim_offsets)
+        self.offsets_prefix_space = bool(offsets_prefix_space)
         self.truncate_at_nul = bool(truncate_at_nul)
         for attr, value in special_ids(self.family, self._vocab, vocabulary_file).items():
             setattr(self, attr, value)
@@ -350,6 +356,22 @@ class BytePairTokenizer(BpeFiles, SubwordTokenizer):
         starts = ids.with_flat_values(start_char - first_char)
         ends = ids.with_flat_values(end_char - first_char)
         return ids, starts, ends
+
+
+    def _offsets_at_text_start(self, starts, ends):
+        """`tokenizers`' add_prefix_space rule of trimming: a token whose
+        span starts the text and had exactly one leading space trimmed
+        keeps it (start 1 -> 0; a lone space's (1, 1) -> (0, 0)): a text's first token."""
+        if not (self.trim_offsets and self.offsets_prefix_space):
+            return starts, ends
+        s, e = starts.flat_values, ends.flat_values
+        rows = starts.value_rowids()
+        first = tf.equal(tf.range(tf.size(s, out_type=tf.int64)),
+                         tf.gather(starts.row_starts(), rows))
+        keep = tf.logical_and(first, tf.equal(s, 1))
+        s = tf.where(keep, tf.zeros_like(s), s)
+        e = tf.where(tf.logical_and(keep, tf.equal(e, 1)), tf.zeros_like(e), e)
+        return starts.with_flat_values(s), ends.with_flat_values(e)
 
 
 def _count(rows, num_rows):

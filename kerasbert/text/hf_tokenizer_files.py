@@ -191,9 +191,31 @@ def tokenizer_options(kind, tokenizer_json=None, tokenizer_config=None,
         options["added_tokens"] = tokens
     if kind == WORDPIECE:
         options["max_chars_per_word"] = max_chars_per_word(tokenizer_json, tokenizer_config)
+    data = _read(tokenizer_json) if kind == BPE else None
+    if isinstance(data, dict):
+        options["trim_offsets"], options["offsets_prefix_space"] = offset_trimming(
+            data.get("post_processor"))
     if kind == SENTENCEPIECE and model_from_tokenizer_json:
         options["tokenizers_unigram"] = unigram_pipeline(tokenizer_json)["tokenizers_unigram"]
     return options
+
+
+def offset_trimming(processor):
+    """(trim_offsets, add_prefix_space) of a byte-level tokenizer.json's
+    post-processor as `tokenizers` reads it: a ByteLevel or
+    RobertaProcessing step (the first such one of a Sequence) trims the
+    spaces off pieces' offsets where its trim_offsets is true. `tokenizers`
+    reads a RobertaProcessing lacking either key as a BertProcessing (no
+    trimming) and refuses a ByteLevel lacking them: neither trims here.
+    No such step (ModernBERT's TemplateProcessing): (False, False)."""
+    if not isinstance(processor, dict):
+        return False, False
+    if processor.get("type") == "Sequence":
+        steps = [offset_trimming(p) for p in processor.get("processors") or []]
+        return next((step for step in steps if step[0]), (False, False))
+    if processor.get("type") not in ("ByteLevel", "RobertaProcessing"):
+        return False, False
+    return bool(processor.get("trim_offsets")), bool(processor.get("add_prefix_space"))
 
 
 #: The special tokens keras-hub's tokenizers match in text (no [UNK] or

@@ -133,6 +133,11 @@ class SubwordTokenizer(tf.Module):
             texts, pattern, inner, offsets=offsets, char_offsets=char_offsets,
             trim_spans=bool(getattr(self, "trim_offsets", False)))
 
+    def _offsets_at_text_start(self, starts, ends):
+        """The final offsets [B, (pieces)] with each text's first token's
+        span as the family gives it (unchanged here)."""
+        return starts, ends
+
     def _lookup(self, tokens):
         """string tensor (any shape) -> int32 ids, unknown -> unk_id."""
         return self.token_table.lookup(tokens)
@@ -257,6 +262,7 @@ class SubwordTokenizer(tf.Module):
         else:
             ids, starts, ends = self._split_tokenize(batch, self._raw_pattern, self._text_offsets,
                                                      offsets=True, char_offsets=True)
+        starts, ends = self._offsets_at_text_start(starts, ends)
         if scalar:
             return ids[0], starts[0], ends[0]
         return ids, starts, ends

@@ -54,7 +54,8 @@ _OPTIONS = {
                 "normalization", "truncate_at_nul"),
     SENTENCEPIECE: ("special_tokens_in_strings", "added_tokens", "tokenizers_unigram",
                     "truncate_at_nul", "exact_unigram"),
-    BPE: ("special_tokens_in_strings", "added_tokens", "truncate_at_nul"),
+    BPE: ("special_tokens_in_strings", "added_tokens", "truncate_at_nul", "trim_offsets",
+          "offsets_prefix_space"),
     GPT1_BPE: ("special_tokens_in_strings", "added_tokens", "truncate_at_nul"),
     BERT_BPE: ("special_tokens_in_strings", "added_tokens", "truncate_at_nul"),
     BYTES: ("special_tokens_in_strings",),
@@ -231,7 +232,8 @@ def describe_tokenizer(tokenizer):
     {"type": kind, "files": names under `SAVED_FILES`, "lower_case": bool,
     and `tokenizer_settings`: "special_tokens_in_strings", "added_tokens",
     "max_chars_per_word" and "normalization" (WordPiece),
-    "tokenizers_unigram" and "exact_unigram" (SentencePiece), "truncate_at_nul"}."""
+    "tokenizers_unigram" and "exact_unigram" (SentencePiece), "truncate_at_nul",
+    "trim_offsets" and "offsets_prefix_space" (byte-level BPE)}."""
     kind = tokenizer_kind(tokenizer)
     return {"type": kind, "files": list(SAVED_FILES[kind]), "lower_case": bool(tokenizer.lower_case),
             **tokenizer_settings(tokenizer)}

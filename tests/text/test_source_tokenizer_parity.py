@@ -637,3 +637,35 @@ def test_the_published_checkpoints_tokenizer(tmp_path, lines, adversarial, publi
     them by default), in Python and in a SavedModel."""
     _check_the_published_tokenizer(published_minilm, lines, adversarial, against_default=True)
     _check_saved_model(published_minilm, adversarial, tmp_path / "saved")
+
+
+EDGE_SPACES = [" hello", "  hello", " <mask> x", "  <mask> x", "<mask> x", "a <mask> x",
+               "a is the", " x ", "x  ", " ", "  ", "", "\u3000is", " \n x", "x <mask>"]
+
+
+@pytest.mark.parametrize("trim,prefix", [(False, True), (True, True), (True, False)])
+def test_bpe_tokenizer_json_offsets_follow_its_post_processor(tmp_path, lines, adversarial,
+                                                              roberta_directory, monkeypatch,
+                                                              trim, prefix):
+    """Every token's (start, end) is `tokenizers`' under the file's own
+    ByteLevel post-processor (trim_offsets, add_prefix_space), on a slice of
+    both samples and texts with leading / trailing spaces and lstrip <mask>."""
+    from tokenizers import Tokenizer, processors
+
+    monkeypatch.setenv("KERASBERT_CACHE", str(tmp_path / "cache"))
+    root, reference = roberta_directory
+    reference = Tokenizer.from_str(reference.to_str())
+    reference.post_processor = processors.ByteLevel(trim_offsets=trim, add_prefix_space=prefix)
+    folder = tmp_path / "json"
+    _write_json_only(folder, reference, "roberta")
+    multilingual, hostile = _sample(lines, adversarial)
+    texts = EDGE_SPACES + multilingual + hostile
+    for on in (True, False):
+        ours = load_tokenizer(str(folder), special_tokens_in_strings=on)
+        assert (ours.trim_offsets, ours.offsets_prefix_space) == (trim, prefix)
+        reference.encode_special_tokens = not on
+        ids, starts, ends = ours.tokenize_with_offsets(texts)
+        for text, i, s, e, enc in zip(texts, ids.to_list(), starts.to_list(), ends.to_list(),
+                                      reference.encode_batch(texts, add_special_tokens=False)):
+            assert i == enc.ids, text
+            assert list(zip(s, e)) == [tuple(o) for o in enc.offsets], text
