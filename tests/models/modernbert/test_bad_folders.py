@@ -49,13 +49,15 @@ def bad_folder(tmp_path, case):
 @pytest.mark.parametrize("case", [*CASES, "wrong_shape"])
 def test_refused_in_one_line(tmp_path, case):
     folder, fragments = bad_folder(tmp_path, case)
-    one_line_error(in_process("info", "--preset", folder), *fragments)
+    line = one_line_error(in_process("info", "--preset", folder), *fragments)
+    assert all(fragment in line for fragment in fragments), line
 
 
 def test_refused_in_one_line_at_the_console(tmp_path):
     for case in ("norm_bias", "wrong_shape"):
         folder, fragments = bad_folder(tmp_path, case)
-        one_line_error(kerasbert("info", "--preset", folder, cwd=tmp_path), *fragments)
+        line = one_line_error(kerasbert("info", "--preset", folder, cwd=tmp_path), *fragments)
+        assert all(fragment in line for fragment in fragments), line
 
 
 def test_info_describes_a_folder_and_the_preset(tmp_path):

@@ -97,38 +97,42 @@ MASK_TEXTS = ["{m} is the capital.", "Paris is the {m} of France.", "The  {m}  o
               "e\u0301 \n{m}", "  {m}", "{m}"]
 
 
-def _mask_spans_equal_tokenizers(ours, reference, mask, span_text):
-    """`ours`' (start, end) of each token equal `tokenizers`' for
-    `encode(text)` with special tokens parsed; the mask in "Paris is the
-    {m} of France." spans `span_text`."""
+def _mask_spans(ours, reference, mask):
+    """(our ids, `tokenizers`' ids, our (start, end) pairs, theirs, the
+    spans of the mask in "Paris is the {m} of France.") over MASK_TEXTS,
+    special tokens parsed."""
     reference.encode_special_tokens = False
     texts = [t.format(m=mask) for t in MASK_TEXTS]
     ids, starts, ends = ours.tokenize_with_offsets(texts)
     expected = reference.encode_batch(texts, add_special_tokens=False)
-    assert ids.to_list() == [e.ids for e in expected]
-    for text, s, e, encoding in zip(texts, starts.to_list(), ends.to_list(), expected):
-        assert list(zip(s, e)) == [tuple(o) for o in encoding.offsets], text
+    ours_offsets = [list(zip(s, e)) for s, e in zip(starts.to_list(), ends.to_list())]
+    their_offsets = [[tuple(o) for o in encoding.offsets] for encoding in expected]
     mask_id = reference.token_to_id(mask)
-    first = texts[1]  # "Paris is the {m} of France."
-    span = [first[a:b] for i, a, b in zip(ids.to_list()[1], starts.to_list()[1],
-                                          ends.to_list()[1]) if i == mask_id]
-    assert span == [span_text], span
+    first = texts[1]
+    span = [first[a:b] for i, (a, b) in zip(ids.to_list()[1], ours_offsets[1]) if i == mask_id]
+    return ids.to_list(), [e.ids for e in expected], ours_offsets, their_offsets, span
 
 
 def test_lstrip_mask_spans_take_the_whitespace_before_them(folder, tmp_path, monkeypatch):
+    """An lstrip mask's span takes the whitespace before it, as
+    TemplateProcessing leaves it."""
     monkeypatch.setenv("KERASBERT_CACHE", str(tmp_path / "cache"))
     path, reference, _, _ = folder
     ours = load_tokenizer(str(path), special_tokens_in_strings=True)
-    # An lstrip mask's span takes the whitespace before it, as TemplateProcessing
-    # leaves it.
-    _mask_spans_equal_tokenizers(ours, reference, "[MASK]", " [MASK]")
+    ids, expected_ids, offsets, expected_offsets, span = _mask_spans(ours, reference, "[MASK]")
+    assert ids == expected_ids
+    assert offsets == expected_offsets
+    assert span == [" [MASK]"]
 
 
 def test_roberta_lstrip_mask_spans_take_the_whitespace_before_them(roberta_directory, tmp_path,
                                                                    monkeypatch):
-    monkeypatch.setenv("KERASBERT_CACHE", str(tmp_path / "cache"))
     """A RoBERTa tokenizer.json's own post-processor (ByteLevel, trim_offsets
     false) decides the spans: <mask>'s takes the whitespace lstrip took."""
+    monkeypatch.setenv("KERASBERT_CACHE", str(tmp_path / "cache"))
     root, reference = roberta_directory
     ours = load_tokenizer(str(root / "json_only"), special_tokens_in_strings=True)
-    _mask_spans_equal_tokenizers(ours, reference, "<mask>", " <mask>")
+    ids, expected_ids, offsets, expected_offsets, span = _mask_spans(ours, reference, "<mask>")
+    assert ids == expected_ids
+    assert offsets == expected_offsets
+    assert span == [" <mask>"]
