@@ -24,7 +24,6 @@ import os
 import pathlib
 import shutil
 import struct
-import subprocess
 import tempfile
 
 import numpy as np
@@ -40,8 +39,7 @@ from kerasbert.convert.safetensors_files import read_safetensors
 from kerasbert.errors import UsageError
 from kerasbert.loading.backbones import load_backbone
 from kerasbert.models import BertBackbone
-from reliability.console import KERASBERT
-from reliability.console import env
+from reliability.console import measured
 from reliability.console import one_line_error
 from reliability.console import tree
 from slow_marks import slow_covered_by
@@ -481,21 +479,6 @@ def test_the_published_header_with_aliased_tensors_is_refused(minilm, workspace)
 # --- as a user runs it: the installed console script ------------------------
 
 
-def run_console(args, cwd, logs):
-    """(CompletedProcess, peak RSS in bytes) of `kerasbert ARGS` in a fresh
-    process started in `cwd`; its output goes to files in `logs`."""
-    with open(os.path.join(logs, "stdout"), "w+") as out, \
-            open(os.path.join(logs, "stderr"), "w+") as err:
-        process = subprocess.Popen([KERASBERT, *map(str, args)], cwd=str(cwd), env=env(),
-                                   stdout=out, stderr=err)
-        _, status, usage = os.wait4(process.pid, 0)
-        process.returncode = os.waitstatus_to_exitcode(status)
-        out.seek(0)
-        err.seek(0)
-        result = subprocess.CompletedProcess(args, process.returncode, out.read(), err.read())
-    return result, usage.ru_maxrss * 1024
-
-
 @pytest.fixture(scope="module")
 def console_cases(tiny, workspace):
     """Each case of the issue as a folder a user has: a checkpoint directory
@@ -564,10 +547,11 @@ def console_results(console_cases, workspace, request):
     of its time importing TensorFlow)."""
     def run(name):
         folder = console_cases[name]
-        logs = workspace / f"logs_{name}"
-        logs.mkdir()
         before = tree(folder)
-        return name, (before, *run_console(CONSOLE[name][0], folder, str(logs)))
+        # Peak memory of the command itself (VmHWM in the child): the
+        # child's ru_maxrss would also count this pytest worker it was
+        # forked from, whatever earlier tests left it holding.
+        return name, (before, *measured(*CONSOLE[name][0], cwd=folder))
 
     selected = sorted({item.callspec.params["name"] for item in request.session.items
                        if item.path == request.path and getattr(item, "originalname", None)
@@ -669,7 +653,6 @@ def test_a_consistent_checkpoint_too_big_for_the_process_is_one_line(tiny, works
     def limited():
         resource.setrlimit(resource.RLIMIT_AS, (limit, limit))
 
-    from reliability.console import measured
 
     result, peak = measured("info", "--preset", directory.name, cwd=directory.parent,
                             preexec_fn=limited)
