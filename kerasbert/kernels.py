@@ -20,7 +20,15 @@ the same max instead of an argmax. Forward + backward of 320 x 30522 logits
 on 2 CPU cores, against `keras.losses.sparse_categorical_crossentropy` +
 argmax: TensorFlow 66 -> 28 ms, TensorFlow with XLA 50 -> 22 ms, JAX 97 ->
 51 ms.
+
+At inference two operations of every encoder block also take a fused form
+under TensorFlow with oneDNN (the default on x86 CPUs): a dense layer's
+product, bias and activation (`dense`) and the attention softmax
+(`attention_softmax`). bert_base blocks at 512 tokens on 2 AVX512_BF16 cores
+run 1.52x faster than float32 in bfloat16 without them and 1.77x with them.
 """
+
+import functools
 
 import keras
 from keras import ops
@@ -269,3 +277,95 @@ def _reversible_layers_tf(functions, x1, x2, weights):
 
     flat_outputs = stack(x1, x2, *flat)
     return [(flat_outputs[2 * i], flat_outputs[2 * i + 1]) for i in range(layers)]
+
+
+@functools.cache
+def _onednn():
+    """True when TensorFlow runs its CPU graphs through oneDNN (the default
+    on x86 Linux; TF_ENABLE_ONEDNN_OPTS=0 turns it off), whose kernels
+    compute bfloat16 softmax and fused activations in float32."""
+    if keras.config.backend() != "tensorflow":
+        return False
+    try:
+        from tensorflow.python.util import _pywrap_util_port
+    except ImportError:  # a TensorFlow without the probe: assume the plain kernels
+        return False
+    return bool(_pywrap_util_port.IsMklEnabled())
+
+
+def dense(x, kernel, bias=None, activation=None, fused_activation=None):
+    """activation(x @ kernel + bias): float [..., I] -> [..., O].
+
+    Under TensorFlow this is one 2-D MatMul, a BiasAdd and the activation
+    on the 2-D product, the pattern grappler's remapper fuses into a single
+    oneDNN kernel (`_FusedMatMul`). Keras's Dense multiplies a [B, T, I]
+    input through tensordot and adds its bias with AddV2 on the 3-D result,
+    which stays three kernels and one more pass over the output.
+
+    Args:
+        x: float [..., I].
+        kernel: [I, O]; bias: [O] or None.
+        activation: a function of the product, or None.
+        fused_activation: the same function without its own float32 casts,
+            applied instead of `activation` where the backend computes it
+            inside the product's kernel (oneDNN computes a fused GELU on
+            the float32 accumulator and rounds once). Only outside
+            training: a gradient needs the activation's input, which
+            keeps the kernels apart, and an unfused half-precision GELU is
+            emulated element by element.
+
+    Measured on 2 AVX512_BF16 cores, [4096, 768] x [768, 3072] with GELU:
+    float32 79 -> 59 ms, bfloat16 97 -> 30 ms (the bfloat16 GELU cast to
+    float32 and back: 50 ms).
+    """
+    if keras.config.backend() != "tensorflow":
+        y = ops.matmul(x, kernel)
+        if bias is not None:
+            y = ops.add(y, bias)
+        return y if activation is None else activation(y)
+    import tensorflow as tf
+
+    kernel = tf.cast(kernel, x.dtype)
+    shape = tf.shape(x)
+    y = tf.matmul(tf.reshape(x, [-1, tf.shape(kernel)[0]]), kernel)
+    if bias is not None:
+        y = tf.nn.bias_add(y, tf.cast(bias, x.dtype))
+    if fused_activation is not None and _onednn():
+        y = fused_activation(y)
+    elif activation is not None:
+        y = activation(y)
+    return tf.reshape(y, tf.concat([shape[:-1], tf.shape(kernel)[1:]], axis=0))
+
+
+def attention_softmax(scores, attention_bias=None, fused=False):
+    """Softmax over the last axis of `scores` + `attention_bias`, computed
+    in float32.
+
+    Args:
+        scores: float [B, N, Q, S] in the compute dtype.
+        attention_bias: broadcastable to `scores` (0 at keys to attend,
+            `MASK_BIAS` at masked ones), or None.
+        fused: outside training, under TensorFlow with oneDNN and bfloat16
+            scores, hand the scores to the Softmax kernel as they are:
+            oneDNN computes a bfloat16 softmax in float32 and rounds once,
+            the same bits as casting to float32 first (0 of 201,326,592
+            probabilities differed on [64, 12, 512, 512]) without the two
+            casts over the largest tensor of the block (bert_base at 512:
+            14 ms against 28 ms a layer). Training keeps the casts: the
+            softmax gradient is elementwise work and a sum that would run in
+            bfloat16. The bias holds 0 and MASK_BIAS, added in bfloat16:
+            masked keys still get exactly 0, and only a fully padded row
+            (whose outputs nothing reads) comes out evenly weighted.
+
+    Returns:
+        The probabilities: float32, or with `fused` in the scores' dtype.
+    """
+    dtype = keras.backend.standardize_dtype(scores.dtype)
+    if fused and dtype == "bfloat16" and _onednn():
+        if attention_bias is not None:
+            scores = scores + ops.cast(attention_bias, dtype)
+        return ops.softmax(scores, axis=-1)
+    scores = ops.cast(scores, "float32")
+    if attention_bias is not None:
+        scores = scores + ops.cast(attention_bias, "float32")
+    return ops.softmax(scores, axis=-1)

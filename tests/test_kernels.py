@@ -82,6 +82,102 @@ def test_matmul_transposed_any_rank_and_under_xla(shape):
             np.testing.assert_allclose(a, b, rtol=1e-5, atol=1e-5)
 
 
+def _keras_dense(units, activation, dtype):
+    """A keras Dense with the activation of that name, built on width 8."""
+    from kerasbert.layers.activations import get_activation
+
+    layer = keras.layers.Dense(units, activation=get_activation(activation) if activation else None,
+                               dtype=dtype)
+    layer.build((None, 8))
+    return layer
+
+
+@pytest.mark.parametrize("activation", [None, "gelu", "tanh"])
+def test_dense_equals_keras_dense_and_its_gradients(activation):
+    """float32, [B, T, I] inputs, in a graph: values and the gradients of
+    the input, kernel and bias equal keras.layers.Dense's."""
+    layer = _keras_dense(6, activation, "float32")
+    x = tf.constant(RNG.normal(size=(3, 5, 8)).astype("float32"))
+    upstream = tf.constant(RNG.normal(size=(3, 5, 6)).astype("float32"))
+    variables = [layer.kernel, layer.bias]
+    act = layer.activation if activation else None
+
+    @tf.function
+    def ours(h):
+        return kernels.dense(h, layer.kernel, layer.bias, act)
+
+    got = _value_and_grads(ours, x, variables, upstream)
+    want = _value_and_grads(layer, x, variables, upstream)
+    assert got[0].shape == (3, 5, 6)
+    for a, b in zip(got, want):
+        np.testing.assert_allclose(a, b, rtol=1e-5, atol=1e-5)
+
+
+def test_fused_bfloat16_gelu_equals_the_float32_cast_form():
+    """At inference a bfloat16 product's GELU runs inside the product's
+    kernel (computed there in float32): the same values as casting the
+    product to float32 for GELU, to bfloat16's rounding of the product, and
+    within bfloat16's rounding of the float32 layer."""
+    layer = _keras_dense(32, "gelu", "float32")
+    x = tf.constant(RNG.normal(size=(4, 7, 8)).astype("float32"))
+    kernel, bias = tf.cast(layer.kernel, "bfloat16"), tf.cast(layer.bias, "bfloat16")
+    half = tf.cast(x, "bfloat16")
+    fused = tf.function(lambda h: kernels.dense(h, kernel, bias, layer.activation,
+                                                layer.activation.fused_form))(half)
+    cast = tf.function(lambda h: kernels.dense(h, kernel, bias, layer.activation))(half)
+    assert fused.dtype == tf.bfloat16 and fused.shape == (4, 7, 32)
+    fused, cast = (tf.cast(t, "float32").numpy() for t in (fused, cast))
+    np.testing.assert_allclose(fused, cast, rtol=2**-7, atol=2**-7)
+    np.testing.assert_allclose(fused, layer(x).numpy(), rtol=2**-6, atol=2**-6)
+
+
+def test_fused_bfloat16_softmax_is_the_float32_softmax_bit_for_bit():
+    """Outside training bfloat16 scores go to the Softmax kernel as they
+    are; with oneDNN it computes in float32 and rounds once: the same bits
+    as the float32 form rounded to bfloat16, padded keys exactly 0, and a
+    fully padded row no NaN."""
+    scores = tf.cast(RNG.normal(size=(2, 3, 5, 40)).astype("float32") * 4, "bfloat16")
+    mask = np.ones((2, 40), "int32")
+    mask[0, 25:] = 0
+    mask[1, :] = 0
+    from kerasbert.layers.attention_bias import padding_mask_to_attention_bias
+
+    bias = padding_mask_to_attention_bias(tf.constant(mask))
+    fused = tf.function(lambda s: kernels.attention_softmax(s, bias, fused=True))(scores)
+    plain = kernels.attention_softmax(scores, bias)
+    assert plain.dtype == tf.float32
+    assert fused.dtype == (tf.bfloat16 if kernels._onednn() else tf.float32)
+    fused = tf.cast(fused, "float32").numpy()
+    rounded = tf.cast(tf.cast(plain, "bfloat16"), "float32").numpy()
+    np.testing.assert_array_equal(fused[0], rounded[0])
+    assert fused[0, ..., 25:].max() == 0
+    # The fully padded row (whose outputs no loss or answer reads): scores
+    # plus MASK_BIAS round to one bfloat16 value, so its weights are even.
+    assert not np.isnan(fused).any()
+    np.testing.assert_allclose(fused[1].sum(-1), 1, atol=1e-2)
+
+
+def test_fused_dense_keeps_dense_weights_and_round_trips_its_config():
+    """Same variables as keras Dense (so checkpoints and converters see no
+    change), the activation stored by name, and training computing the
+    activation apart with the same result in float32."""
+    from kerasbert.layers.fused_dense import FusedDense
+
+    layer = FusedDense(6, activation="gelu", name="intermediate")
+    layer.build((None, 8))
+    assert [v.path for v in layer.weights] == ["intermediate/kernel", "intermediate/bias"]
+    config = layer.get_config()
+    assert config["activation"] == "gelu"
+    again = FusedDense.from_config(config)
+    again.build((None, 8))
+    again.set_weights(layer.get_weights())
+    x = RNG.normal(size=(2, 4, 8)).astype("float32")
+    np.testing.assert_allclose(again(x, training=True), layer(x), rtol=1e-6, atol=1e-6)
+    expected = keras.activations.gelu(x @ layer.kernel.numpy() + layer.bias.numpy(),
+                                      approximate=False)
+    np.testing.assert_allclose(layer(x), expected, rtol=1e-5, atol=1e-5)
+
+
 JAX_SCRIPT = """
 import numpy as np, keras
 assert keras.config.backend() == "jax"
@@ -92,6 +188,14 @@ x = np.random.default_rng(0).normal(size=(2, 3, 4)).astype("float32")
 a = keras.ops.convert_to_numpy(kernels.decoder_logits(x, table))
 b = keras.ops.convert_to_numpy(table(x, reverse=True))
 assert np.abs(a - b).max() < 1e-6
+dense = keras.layers.Dense(5, activation="tanh")
+dense.build((None, 4))
+a = keras.ops.convert_to_numpy(kernels.dense(x, dense.kernel, dense.bias, keras.activations.tanh,
+                                              keras.activations.tanh))
+assert np.abs(a - keras.ops.convert_to_numpy(dense(x))).max() < 1e-6
+scores = np.random.default_rng(1).normal(size=(2, 1, 3, 3)).astype("float32")
+probs = keras.ops.convert_to_numpy(kernels.attention_softmax(scores, None, fused=True))
+assert np.abs(probs.sum(-1) - 1).max() < 1e-6
 print("ok")
 """
 

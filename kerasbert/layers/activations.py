@@ -23,6 +23,9 @@ def in_float32(activation):
             return ops.cast(activation(ops.cast(x, "float32")), dtype)
         return activation(x)
 
+    # Where the activation runs inside the matrix product's kernel, that
+    # kernel computes it in float32 itself (`kernels.dense`).
+    run.fused_form = activation
     return run
 
 

@@ -12,6 +12,8 @@ import math
 import keras
 from keras import ops
 
+from kerasbert import kernels
+from kerasbert.layers.fused_dense import FusedDense
 from kerasbert.layers.initializers import bert_initializer
 from kerasbert.layers.query_chunks import query_chunked_attention
 from kerasbert.layers.rotary_embedding import RotaryEmbedding
@@ -106,14 +108,14 @@ class MultiHeadSelfAttention(keras.layers.Layer):
         self.head_dim = hidden_dim // self.num_heads
         # Projections are created here because their width is the input's.
         init = bert_initializer(self.initializer_range)
-        self.qkv_dense = keras.layers.Dense(
+        self.qkv_dense = FusedDense(
             3 * hidden_dim,
             use_bias=self.use_bias,
             kernel_initializer=init,
             dtype=self.dtype_policy,
             name="qkv",
         )
-        self.output_dense = keras.layers.Dense(
+        self.output_dense = FusedDense(
             hidden_dim,
             use_bias=self.use_bias,
             kernel_initializer=init,
@@ -216,10 +218,8 @@ class MultiHeadSelfAttention(keras.layers.Layer):
         # Scaling the query before the product touches T*D values, not T*T.
         query = query * ops.cast(1.0 / math.sqrt(self.head_dim), query.dtype)
         scores = ops.einsum("btnd,bsnd->bnts", query, key)
-        scores = ops.cast(scores, "float32")
-        if attention_bias is not None:
-            scores = scores + ops.cast(attention_bias, "float32")
-        probs = ops.softmax(scores, axis=-1)
+        probs = kernels.attention_softmax(
+            scores, attention_bias, fused=not training and not return_attention_scores)
         dropped = self.dropout_layer(
             ops.cast(probs, self.compute_dtype), training=training
         )
@@ -299,8 +299,8 @@ class MultiHeadCrossAttention(MultiHeadSelfAttention):
         init = bert_initializer(self.initializer_range)
 
         def dense(width, name):
-            return keras.layers.Dense(width, use_bias=self.use_bias, kernel_initializer=init,
-                                      dtype=self.dtype_policy, name=name)
+            return FusedDense(width, use_bias=self.use_bias, kernel_initializer=init,
+                              dtype=self.dtype_policy, name=name)
 
         self.query_dense = dense(hidden_dim, "query")
         self.key_value_dense = dense(2 * hidden_dim, "key_value")

@@ -18,6 +18,7 @@ import keras
 from keras import ops
 
 from kerasbert.layers.attention_bias import MASK_BIAS
+from kerasbert.layers.fused_dense import FusedDense
 from kerasbert.layers.initializers import bert_initializer
 
 # A token's score for itself under shared query/key attention (its query is
@@ -171,8 +172,8 @@ class ChunkedSelfAttention(keras.layers.Layer):
         self.build_projections(x_shape, init)
         # No biases anywhere in the Reformer's attention (nor in its
         # checkpoints): the pre-LayerNorm of the branch supplies the offset.
-        self.output_dense = keras.layers.Dense(hidden, kernel_initializer=init, use_bias=False,
-                                               dtype=self.dtype_policy, name="attention_output")
+        self.output_dense = FusedDense(hidden, kernel_initializer=init, use_bias=False,
+                                       dtype=self.dtype_policy, name="attention_output")
         self.output_dense.build(tuple(x_shape[:-1]) + (self.num_heads * self.head_dim,))
         self.built = True
 
@@ -187,9 +188,9 @@ class ChunkedSelfAttention(keras.layers.Layer):
 
     def projection(self, x_shape, initializer, name):
         """A bias-free Dense to num_heads * head_dim, built on x_shape."""
-        dense = keras.layers.Dense(self.num_heads * self.head_dim, use_bias=False,
-                                   kernel_initializer=initializer, dtype=self.dtype_policy,
-                                   name=name)
+        dense = FusedDense(self.num_heads * self.head_dim, use_bias=False,
+                           kernel_initializer=initializer, dtype=self.dtype_policy,
+                           name=name)
         dense.build(x_shape)
         return dense
 

@@ -5,6 +5,7 @@ import keras
 from keras import ops
 
 from kerasbert.layers.activations import get_activation
+from kerasbert.layers.fused_dense import FusedDense
 from kerasbert.layers.initializers import bert_initializer
 
 
@@ -56,10 +57,10 @@ class ChunkedFeedForward(keras.layers.Layer):
 
     def build(self, x_shape):
         init = bert_initializer(self.initializer_range)
-        self.intermediate_dense = keras.layers.Dense(
+        self.intermediate_dense = FusedDense(
             self.intermediate_dim, kernel_initializer=init, dtype=self.dtype_policy,
             name="intermediate")
-        self.output_dense = keras.layers.Dense(
+        self.output_dense = FusedDense(
             x_shape[-1], kernel_initializer=init, dtype=self.dtype_policy, name="output")
         self.intermediate_dense.build(x_shape)
         self.output_dense.build(tuple(x_shape[:-1]) + (self.intermediate_dim,))

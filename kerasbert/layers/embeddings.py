@@ -3,6 +3,7 @@
 import keras
 
 from kerasbert.layers.axial_position_embedding import AxialPositionEmbedding
+from kerasbert.layers.fused_dense import FusedDense
 from kerasbert.layers.initializers import bert_initializer
 from kerasbert.layers.position_embedding import PositionEmbedding
 
@@ -113,7 +114,7 @@ class BertEmbeddings(keras.layers.Layer):
         )
         self.projection = None
         if width != hidden_dim:
-            self.projection = keras.layers.Dense(
+            self.projection = FusedDense(
                 hidden_dim,
                 kernel_initializer=init,
                 dtype=self.dtype_policy,

@@ -4,6 +4,7 @@ import keras
 from keras import ops
 
 from kerasbert.layers.activations import get_activation
+from kerasbert.layers.fused_dense import FusedDense
 from kerasbert.layers.initializers import bert_initializer
 
 
@@ -56,12 +57,12 @@ class GatedFeedForward(keras.layers.Layer):
 
     def build(self, x_shape):
         init = bert_initializer(self.initializer_range)
-        self.input_dense = keras.layers.Dense(2 * self.intermediate_dim, use_bias=self.use_bias,
-                                              kernel_initializer=init, dtype=self.dtype_policy,
-                                              name="input")
-        self.output_dense = keras.layers.Dense(x_shape[-1], use_bias=self.use_bias,
-                                               kernel_initializer=init, dtype=self.dtype_policy,
-                                               name="output")
+        self.input_dense = FusedDense(2 * self.intermediate_dim, use_bias=self.use_bias,
+                                      kernel_initializer=init, dtype=self.dtype_policy,
+                                      name="input")
+        self.output_dense = FusedDense(x_shape[-1], use_bias=self.use_bias,
+                                       kernel_initializer=init, dtype=self.dtype_policy,
+                                       name="output")
         self.input_dense.build(x_shape)
         self.output_dense.build(tuple(x_shape[:-1]) + (self.intermediate_dim,))
         self.built = True

@@ -4,7 +4,7 @@ import keras
 from keras import ops
 
 from kerasbert import kernels
-from kerasbert.layers.activations import get_activation
+from kerasbert.layers.fused_dense import FusedDense
 from kerasbert.layers.initializers import bert_initializer
 
 
@@ -85,9 +85,9 @@ class MaskedLMHead(keras.layers.Layer):
         self.layer_norm_epsilon = layer_norm_epsilon
         self.initializer_range = initializer_range
         self.use_bias = bool(use_bias)
-        self.dense = keras.layers.Dense(
+        self.dense = FusedDense(
             embedding_dim,
-            activation=get_activation(activation),
+            activation=activation,
             use_bias=self.use_bias,
             kernel_initializer=bert_initializer(initializer_range),
             dtype=self.dtype_policy,

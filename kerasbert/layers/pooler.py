@@ -2,6 +2,7 @@
 
 import keras
 
+from kerasbert.layers.fused_dense import FusedDense
 from kerasbert.layers.initializers import bert_initializer
 
 
@@ -26,7 +27,7 @@ class ClsPooler(keras.layers.Layer):
         super().__init__(**kwargs)
         self.hidden_dim = hidden_dim
         self.initializer_range = initializer_range
-        self.dense = keras.layers.Dense(
+        self.dense = FusedDense(
             hidden_dim,
             activation="tanh",
             kernel_initializer=bert_initializer(initializer_range),

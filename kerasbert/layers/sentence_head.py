@@ -3,6 +3,7 @@
 import keras
 from keras import ops
 
+from kerasbert.layers.fused_dense import FusedDense
 from kerasbert.layers.initializers import bert_initializer
 
 
@@ -37,7 +38,7 @@ class NextSentenceHead(keras.layers.Layer):
         super().__init__(**kwargs)
         self.num_classes = num_classes
         self.initializer_range = initializer_range
-        self.dense = keras.layers.Dense(
+        self.dense = FusedDense(
             num_classes,
             kernel_initializer=bert_initializer(initializer_range),
             dtype=self.dtype_policy,

@@ -4,6 +4,7 @@ feed-forward sub-layer (`TransformerEncoderBlock`, `TransformerDecoderBlock`).""
 import keras
 
 from kerasbert.layers.activations import get_activation
+from kerasbert.layers.fused_dense import FusedDense
 
 
 class TransformerBlockBase(keras.layers.Layer):
@@ -64,11 +65,11 @@ class TransformerBlockBase(keras.layers.Layer):
         seeds when made, so that order keeps a seeded model's initial
         values.
         """
-        self.intermediate_dense = keras.layers.Dense(
-            self.intermediate_dim, activation=get_activation(self.activation),
+        self.intermediate_dense = FusedDense(
+            self.intermediate_dim, activation=self.activation,
             kernel_initializer=init, dtype=self.dtype_policy, name="intermediate")
-        self.output_dense = keras.layers.Dense(hidden_dim, kernel_initializer=init,
-                                               dtype=self.dtype_policy, name="output")
+        self.output_dense = FusedDense(hidden_dim, kernel_initializer=init,
+                                       dtype=self.dtype_policy, name="output")
         self.output_dropout = self._dropout("output_dropout")
         self.output_layer_norm = self._layer_norm("output_layer_norm")
 
