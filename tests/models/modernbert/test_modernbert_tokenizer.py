@@ -91,10 +91,12 @@ def test_offsets_point_into_the_text_before_nfc(folder, tmp_path, monkeypatch):
 
 
 #: Masks at the start, after one space, after runs of spaces and tabs, after
-#: punctuation, two of them, and after non-ASCII text (character offsets).
+#: punctuation, two of them, after non-ASCII text (character offsets), and
+#: after Unicode spaces (an ideographic space alone at the text's start).
 MASK_TEXTS = ["{m} is the capital.", "Paris is the {m} of France.", "The  {m}  of France",
               "a \t \t{m}b", "Paris,{m} and ({m}).", "{m}{m}", "x {m} {m}", "café\u00a0 {m} 한국어",
-              "e\u0301 \n{m}", "  {m}", "{m}"]
+              "e\u0301 \n{m}", "  {m}", "{m}", "\u3000{m}", "\u3000\u3000{m} x", "x\u3000{m}",
+              "\u2003{m}.", "\u3000 {m}"]
 
 
 def _mask_spans(ours, reference, mask):
