@@ -176,6 +176,13 @@ def test_fused_dense_keeps_dense_weights_and_round_trips_its_config():
     expected = keras.activations.gelu(x @ layer.kernel.numpy() + layer.bias.numpy(),
                                       approximate=False)
     np.testing.assert_allclose(layer(x), expected, rtol=1e-5, atol=1e-5)
+    # LoRA: the kernel property carries the low-rank update into the product.
+    layer.enable_lora(2)
+    layer.lora_kernel_b.assign(RNG.normal(size=(2, 6)).astype("float32"))
+    kernel = keras.ops.convert_to_numpy(layer.kernel)
+    assert np.abs(kernel - again.kernel.numpy()).max() > 1e-3
+    expected = keras.activations.gelu(x @ kernel + layer.bias.numpy(), approximate=False)
+    np.testing.assert_allclose(layer(x), expected, rtol=1e-5, atol=1e-5)
 
 
 JAX_SCRIPT = """
