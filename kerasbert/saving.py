@@ -22,6 +22,7 @@ from kerasbert.layers import block_sparse_attention
 from kerasbert.layers import character_cnn
 from kerasbert.layers import chunked_feed_forward
 from kerasbert.layers import embeddings
+from kerasbert.layers import fused_dense
 from kerasbert.layers import gated_feed_forward
 from kerasbert.layers import highway
 from kerasbert.layers import initializers
@@ -88,6 +89,7 @@ SERIALIZABLE_MODULES = (
     character_cnn,
     chunked_feed_forward,
     embeddings,
+    fused_dense,
     gated_feed_forward,
     highway,
     initializers,

@@ -28,6 +28,16 @@ class FusedDense(keras.layers.Dense):
 
     Returns:
         float [..., O].
+
+    Example:
+
+    >>> import numpy as np
+    >>> layer = FusedDense(4, activation="gelu", name="intermediate")
+    >>> x = np.ones((2, 3, 8), "float32")                     # [B, T, I]
+    >>> tuple(layer(x).shape)                                  # [B, T, O]
+    (2, 3, 4)
+    >>> [v.path for v in layer.weights]                        # keras Dense's names
+    ['intermediate/kernel', 'intermediate/bias']
     """
 
     def __init__(self, units, activation=None, **kwargs):
