@@ -540,7 +540,7 @@ CONSOLE = {
 
 
 @pytest.fixture(scope="module")
-def console_results(console_cases, workspace, request):
+def console_results(console_cases, request):
     """{case: (what its folder held before, CompletedProcess, peak RSS)}
     for the cases this session runs (the default suite runs two of them,
     `-m slow` the others), two fresh processes at a time (each spends most
