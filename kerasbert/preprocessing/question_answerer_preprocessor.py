@@ -10,7 +10,6 @@ import tensorflow as tf
 
 from kerasbert.data.finetuning.features import MODEL_INPUTS
 from kerasbert.data.finetuning.padding import bucket_batches
-from kerasbert.data.finetuning.padding import mask_length
 # The answer checks of the CLI's converter, so both refuse the same answers.
 from kerasbert.data.finetuning.qa import _answer_end
 from kerasbert.data.finetuning.qa import _answer_matches
@@ -341,7 +340,7 @@ class QuestionAnswererPreprocessor(TaskPreprocessor):
             windows = windows.cache().shuffle(num_windows, seed=seed,
                                               reshuffle_each_iteration=True)
         if shuffle and num_windows is not None and self.bucket_by_length and not fixed_shapes:
-            batches = bucket_batches(windows, batch_size, seed=seed, length=mask_length)
+            batches = bucket_batches(windows, batch_size, seed=seed)
         else:
             batches = windows.batch(batch_size)
         dataset = self.trimmed(batches, fixed_shapes)

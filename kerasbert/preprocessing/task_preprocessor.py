@@ -318,8 +318,9 @@ class TaskPreprocessor(keras.layers.Layer):
 
         With `shuffle`, the examples are shuffled every epoch by `seed`
         before batching: the same order as `kerasbert.data.finetuning.
-        make_dataset` gives features of the same examples with that seed
-        (with `bucket_by_length`, the batches then group similar lengths).
+        make_dataset` gives features of the same examples with that seed,
+        and with `bucket_by_length` the same batches (pools tokenized, then
+        grouped by their real pieces).
         Each batch is cut to its longest row (`padding`), unless
         `fixed_shapes` or padding="max_length".
         """
@@ -338,10 +339,12 @@ class TaskPreprocessor(keras.layers.Layer):
             count = int(dataset.cardinality())
             dataset = dataset.shuffle(count, seed=seed, reshuffle_each_iteration=True)
         if shuffle and self.bucket_by_length and not fixed_shapes:
-            dataset = bucket_batches(dataset, batch_size, seed=seed)
-        else:
-            dataset = dataset.batch(batch_size)
-        return self._features(dataset, fixed_shapes)
+            # Each pool is tokenized before it is sorted, so batches group
+            # real pieces, not bytes (`bucket_batches`).
+            batches = bucket_batches(dataset, batch_size, seed=seed,
+                                     prepare=self._preprocess_element)
+            return self.trimmed(batches).prefetch(tf.data.AUTOTUNE)
+        return self._features(dataset.batch(batch_size), fixed_shapes)
 
     def _features(self, batches, fixed_shapes=False):
         """Batches of raw tensors -> batches of features, cut to their

@@ -159,6 +159,32 @@ def test_bucketed_fit_is_seeded_and_sees_every_example(tokenizer):
     assert TextClassifierPreprocessor.from_config(config).bucket_by_length
 
 
+def test_bucketed_raw_text_groups_real_pieces_as_features_do(tokenizer):
+    """Raw text is tokenized a pool at a time before it is bucketed, so its
+    batches are the ones `make_dataset` gives the same examples' features
+    with the same seed: grouped by real pieces. (Out-of-vocabulary words
+    are many bytes and one [UNK] each: sorted by bytes, these would sort
+    among the longest.)"""
+    from kerasbert.data.finetuning import TaskData
+    from kerasbert.data.finetuning import make_dataset
+
+    texts = TEXTS + [" ".join(["zq" * 12] * n) for n in (1, 2, 3, 30)] * 3
+    labels = ["a", "b"] * (len(texts) // 2)
+    pre = TextClassifierPreprocessor(tokenizer, T, ["a", "b"], bucket_by_length=True)
+    features = pre.task_features(TaskData(
+        [{"text_a": t, "label": l} for t, l in zip(texts, labels)], "classification",
+        label_names=["a", "b"]))
+    for seed in (2, 9):
+        raw = [(b[0]["input_word_ids"].numpy(), b[1].numpy())
+               for b in pre.dataset(texts, labels, batch_size=4, shuffle=True, seed=seed)]
+        made = [(x["input_word_ids"], y) for x, y in make_dataset(
+            features, 4, shuffle=True, seed=seed, bucket_by_length=True).as_numpy_iterator()]
+        assert len(raw) == len(made) == -(-len(texts) // 4)
+        for (raw_ids, raw_y), (ids, y) in zip(raw, made):
+            np.testing.assert_array_equal(raw_ids, ids)
+            np.testing.assert_array_equal(raw_y, y)
+
+
 def test_many_lengths_trace_the_step_at_most_twice(tokenizer):
     """Batches of several lengths reach one compiled step: TensorFlow traces
     `train_step` once for the first length and once for any length after,

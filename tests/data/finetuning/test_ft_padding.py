@@ -122,7 +122,8 @@ def test_make_dataset_modes_and_buckets():
 
 def test_bucket_batches_knows_its_length():
     data = tf.data.Dataset.from_tensor_slices(tf.constant(["a" * i for i in range(1, 42)]))
-    batches = bucket_batches(data, 8, seed=0, pool_batches=2)
+    batches = bucket_batches(data, 8, seed=0, pool_batches=2,
+                             length=lambda e: tf.strings.length(e[0]))
     assert int(batches.cardinality()) == 6
     seen = [s for batch in batches.as_numpy_iterator() for s in batch.tolist()]
     assert sorted(len(s) for s in seen) == list(range(1, 42))
