@@ -13,7 +13,7 @@ Rows (one `TextClassifier.from_preset(DIR, label_names=...)` each, T = 128):
     fixed128        raw text, every batch padded to 128 (padding="max_length":
                     the default before length-aware batches)
     longest         raw text with the defaults: each batch padded to its
-                    longest row, rounded up to 16
+                    longest row, rounded up to a multiple of 8
     bucketed        longest + bucket_by_length=True (seeded pools)
     bf16            longest, dtype="mixed_bfloat16"
     bucketed_bf16   bucketed, dtype="mixed_bfloat16"

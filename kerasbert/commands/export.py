@@ -48,7 +48,7 @@ def add_arguments(parser):
     graph = parser.add_argument_group("serving graph (fine-tuned tasks; see export/README.md)")
     graph.add_argument("--padding", choices=("longest", "max"), default="longest",
                        help="Run the model on each batch's longest row, rounded up to a "
-                       "multiple of 16 (longest, the default: same outputs, less work) or on "
+                       "multiple of 8 (of 16 above 128 tokens, 32 above 256, ...) (longest, the default: same outputs, less work) or on "
                        "the full --max-seq-length (max).")
     graph.add_argument("--jit-compile", action="store_true",
                        help="XLA-compile the model function behind the in-graph tokenizer "

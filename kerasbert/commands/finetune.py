@@ -138,8 +138,8 @@ def add_arguments(parser):
         "softmax, LayerNorm and loss); about 1.5-2x faster on CPUs with bfloat16 kernels "
         "(AVX512_BF16, AMX: `kerasbert hardware`) and on GPUs, slower without them.")
     add("--padding", choices=("longest", "max_length"), default="longest",
-        help="longest (default): each batch padded to its longest row, rounded up to 16 "
-        "(same losses and metrics, less work); max_length: every batch at --max-seq-length.")
+        help="longest (default): each batch padded to its longest row, rounded up to a "
+        "multiple of 8 (of 16 above 128 tokens, 32 above 256, ...) (same losses and metrics, less work); max_length: every batch at --max-seq-length.")
     add("--bucket-by-length", action="store_true",
         help="Batch examples of similar length together (seeded pools of 50 batches, "
         "reshuffled every epoch): less padding still, on text of mixed lengths.")

@@ -114,8 +114,11 @@ class TaskPreprocessor(keras.layers.Layer):
             (`kerasbert.data.finetuning.padding`); "max_length": every
             batch at T. The task model keeps T where its compiled step
             needs one shape (XLA, TPU, steps_per_execution > 1).
-        pad_to_multiple_of: the rounding of "longest" (16): at most
-            ceil(T / 16) shapes reach the compiled step.
+        pad_to_multiple_of: the finest rounding of "longest" (8): a
+            longest row L is rounded up to a multiple of it up to 16 of
+            them, then to a step that doubles with each doubling of L
+            (`padding.padded_width`); `padding.shape_bound(T)` shapes at
+            most reach the compiled step (16 at T = 128, 28 at 384).
         bucket_by_length: `fit` groups examples of similar length into
             batches (seeded pools, `bucket_batches`). `predict` on lists
             always runs in length order and gives rows back in input

@@ -41,8 +41,10 @@ class GraphOptions:
     Args:
         pad_to_longest: run the model on the batch's longest row, not the
             exported length.
-        length_multiple: round that length up to a multiple of this (bounds
-            the distinct shapes an XLA-compiled model sees: T / multiple).
+        length_multiple: the finest rounding of that length (training's
+            `pad_to_multiple_of`, `kerasbert.data.finetuning.padding`): it
+            bounds the distinct shapes an XLA-compiled model sees
+            (`shape_bound`: 16 at T = 128 with 8).
         jit_compile: XLA-compile the model function.
         precision: "float32" or "bfloat16" (the model's compute and
             weights; outputs stay float32).

@@ -178,7 +178,7 @@ class SentenceEncoder(BackboneModel):
         Each text is packed `[CLS] text [SEP]` and cut to sequence_length
         (the tail of a long text is dropped, as sentence-transformers
         does). Within a chunk the texts run sorted by length, each batch
-        on its longest row (rounded up to a multiple of 16): padding does
+        on its longest row (rounded up as `padded_width` rounds): padding does
         not change a vector, only the work.
 
         Args:

@@ -221,7 +221,7 @@ class Task(BackboneModel):
                 and its preprocessor's `options` (QA: doc_stride,
                 max_query_length, ...) and batching options: padding
                 ("longest", the default: each batch padded to its longest
-                row; "max_length": to T), pad_to_multiple_of (16),
+                row; "max_length": to T), pad_to_multiple_of (8),
                 bucket_by_length (False).
         """
         return build_from_preset(cls, handle, tokenizer=tokenizer,

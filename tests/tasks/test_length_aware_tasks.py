@@ -93,7 +93,7 @@ def test_same_losses_metrics_and_predictions_as_fixed_padding(tokenizer, case):
     (fixed_widths, fixed_history, fixed_scores, fixed_pred), (widths, history, scores, pred) = (
         runs["max_length"], runs["longest"])
     assert fixed_widths == {T}
-    assert all(w % 16 == 0 and w <= T for w in widths) and min(widths) < T
+    assert all(w % 8 == 0 and w <= T for w in widths) and min(widths) < T
     for name in fixed_history:
         np.testing.assert_allclose(history[name], fixed_history[name], rtol=1e-4, atol=1e-5,
                                    err_msg=name)

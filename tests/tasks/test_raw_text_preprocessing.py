@@ -49,7 +49,7 @@ def _same(features, expected):
 def test_text_features_equal_the_converter(tokenizer, pair):
     labels = ["pos", "neg", "pos", "neg", "pos", "neg", "neg", "pos"]
     x = (TEXTS, TEXTS[::-1]) if pair else TEXTS
-    pre = TextClassifierPreprocessor(tokenizer, sequence_length=16)
+    pre = TextClassifierPreprocessor(tokenizer, sequence_length=16, padding="max_length")
     features, y = _collect(pre.dataset(x, labels, batch_size=3))
     assert pre.task_type == ("pair" if pair else "classification")
     assert pre.label_names == ["neg", "pos"]
@@ -82,7 +82,7 @@ def test_tagging_features_equal_the_converter(tokenizer):
     words = [["The", "cat", "sat", "sitting"], ["hello", "\u200b", "world", "!"],
              ["quick"] * 20, []]
     tags = [["O", "B-A", "O", "I-A"], ["O", "O", "B-A", "O"], ["B-A"] * 20, []]
-    pre = TokenClassifierPreprocessor(tokenizer, sequence_length=12)
+    pre = TokenClassifierPreprocessor(tokenizer, sequence_length=12, padding="max_length")
     features, y, weights = _collect(pre.dataset(words, tags, batch_size=3))
     data = TaskData([{"tokens": w, "labels": t} for w, t in zip(words, tags)], "tagging",
                     label_names=pre.label_names)
@@ -101,7 +101,7 @@ def test_tagging_features_equal_the_converter(tokenizer):
 def test_multiple_choice_features_equal_the_converter(tokenizer):
     contexts = ["the cat sat", "hello world"]
     choices = [["on the mat", "over the dog", "hello"], ["world", "the dog", ""]]
-    pre = MultipleChoicePreprocessor(tokenizer, sequence_length=10, num_choices=3)
+    pre = MultipleChoicePreprocessor(tokenizer, sequence_length=10, num_choices=3, padding="max_length")
     features, y = _collect(pre.dataset((contexts, choices), [0, 2], batch_size=1))
     data = TaskData([{"context": c, "question": "", "choices": ch, "label": l}
                      for c, ch, l in zip(contexts, choices, [0, 2])], "multiple_choice")

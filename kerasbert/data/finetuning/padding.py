@@ -9,14 +9,22 @@ and metrics weigh only real tokens), so cutting a batch's trailing padding
 changes no loss, metric or prediction beyond float rounding; it only stops
 paying for it.
 
-    padding="longest"      each batch cut to its longest row rounded up to
-                           `pad_to_multiple_of` (16), at most T (default)
+    padding="longest"      each batch cut to its longest row rounded up
+                           (`padded_width`), at most T (default)
     padding="max_length"   every batch at T (fixed shapes: XLA, TPU,
                            steps_per_execution > 1, and backbones whose
                            attention pattern depends on the length)
 
-How many shapes a compiled step sees is bounded: ceil(T / multiple), 8 at
-T = 128, 24 at 384. TensorFlow's `tf.function` (Keras' train step, with
+The rounding: a longest row L is rounded up to a multiple of
+`pad_to_multiple_of` (m = 8) while L <= 16 m (128), and to a step twice as
+coarse for each doubling of L beyond (16 up to 256, 32 up to 512, ...), so
+padding above 128 stays under 1/8 of L (4.2% on average over L = 129-512,
+where multiples of 16 padded 2.7%) and the number of shapes grows with
+log T, not T: `shape_bound` gives 16 at T = 128, 28 at 384,
+32 at 512, 64 at 8192 (a multiple of 16 everywhere gave 8, 24, 32, 512).
+Short texts gain most: on the built-in task's sentences (20.4 pieces) a
+bucketed batch of 32 was 28.0 pieces wide at multiples of 16, 24.9 at 8.
+TensorFlow's `tf.function` (Keras' train step, with
 `reduce_retracing`) traces twice and then takes any length; JAX compiles
 each length once, at most that bound.
 
@@ -33,7 +41,9 @@ backend) read `DEFAULT_MULTIPLE` and `padded_width` without it.
 """
 
 PADDING_MODES = ("longest", "max_length")
-DEFAULT_MULTIPLE = 16
+DEFAULT_MULTIPLE = 8
+#: widths per doubling of the length beyond 16 x the multiple (see the module).
+STEPS_PER_OCTAVE = 16
 
 #: mask key -> the feature keys whose last token axis that mask measures
 #: (the mask's last axis; ELMo's characters [B, W, C] follow their word mask
@@ -54,15 +64,19 @@ def check_padding(padding, multiple):
 
 
 def shape_bound(sequence_length, multiple=DEFAULT_MULTIPLE):
-    """How many distinct lengths `trim_batch` can give at T: ceil(T / m)."""
-    return -(-int(sequence_length) // int(multiple))
+    """How many distinct lengths `trim_batch` can give at T."""
+    return len({padded_width(n, sequence_length, multiple)
+                for n in range(1, int(sequence_length) + 1)})
 
 
 def padded_width(longest, sequence_length, multiple=DEFAULT_MULTIPLE):
     """The length a batch whose longest row has `longest` real tokens is
-    cut to (Python ints: `trim_batch`'s rule for NumPy batches)."""
-    rounded = -(-max(int(longest), 1) // int(multiple)) * int(multiple)
-    return min(int(sequence_length), rounded)
+    cut to (Python ints: `trim_batch`'s rule for NumPy batches; the module
+    says the rule, `padded_length` is its TensorFlow twin)."""
+    longest, multiple = max(int(longest), 1), int(multiple)
+    # The step doubles once per doubling of L beyond STEPS_PER_OCTAVE steps.
+    step = multiple << ((longest - 1) // (STEPS_PER_OCTAVE * multiple)).bit_length()
+    return min(int(sequence_length), -(-longest // step) * step)
 
 
 def _label_group(x):
@@ -81,13 +95,19 @@ def _cut(tensor, axis, length):
 
 def padded_length(mask, multiple=DEFAULT_MULTIPLE):
     """int32 scalar: the longest row's real tokens (over every axis but the
-    last) rounded up to `multiple`, at least `multiple` and at most T."""
+    last) rounded up as `padded_width` rounds, at least `multiple` and at
+    most T."""
     import tensorflow as tf
 
     full = tf.shape(mask)[-1]
     longest = tf.reduce_max(tf.reduce_sum(tf.cast(mask != 0, tf.int32), axis=-1))
     longest = tf.maximum(longest, 1)  # a batch of empty rows still keeps [CLS]
-    rounded = (longest + multiple - 1) // multiple * multiple
+    # bit_length(q) as a count of the powers of two q reaches (no clz op).
+    octaves = (longest - 1) // (STEPS_PER_OCTAVE * int(multiple))
+    doublings = tf.reduce_sum(tf.cast(octaves >= tf.bitwise.left_shift(1, tf.range(31)),
+                                      tf.int32))
+    step = tf.bitwise.left_shift(tf.constant(int(multiple), tf.int32), doublings)
+    rounded = (longest + step - 1) // step * step
     return tf.minimum(rounded, full)
 
 

@@ -11,6 +11,8 @@ from kerasbert.data.finetuning import TaskFeatures
 from kerasbert.data.finetuning import make_dataset
 from kerasbert.data.finetuning.padding import bucket_batches
 from kerasbert.data.finetuning.padding import check_padding
+from kerasbert.data.finetuning.padding import padded_length
+from kerasbert.data.finetuning.padding import padded_width
 from kerasbert.data.finetuning.padding import shape_bound
 from kerasbert.data.finetuning.padding import trim_batch
 
@@ -72,8 +74,24 @@ def test_characters_follow_the_word_mask():
     assert x["input_char_ids"].shape == (2, 4, 50) and tags.shape == (2, 4)
 
 
+def test_the_step_doubles_with_each_doubling_of_the_length():
+    """Multiples of m up to 16 m, then steps of 2m, 4m, ...: padding under
+    1/8 of the row; the TensorFlow rule (`padded_length`, in tf.data and
+    the serving graph) equals the Python one (`padded_width`) everywhere."""
+    widths = [padded_width(n, 4096) for n in (1, 8, 9, 128, 129, 256, 257, 300, 513, 4000)]
+    assert widths == [8, 8, 16, 128, 144, 256, 288, 320, 576, 4096]
+    for n in range(1, 4097):
+        assert n <= padded_width(n, 4096) < n + max(8, n / 8)
+    for multiple, full in ((1, 40), (8, 700), (12, 500)):
+        lengths = tf.range(full + 1)
+        masks = tf.cast(tf.range(full)[None, :] < lengths[:, None], tf.int32)
+        got = tf.map_fn(lambda m: padded_length(m[None], multiple), masks).numpy()
+        assert got.tolist() == [padded_width(n, full, multiple) for n in range(full + 1)]
+
+
 def test_bound_and_checks():
-    assert shape_bound(128) == 8 and shape_bound(384) == 24 and shape_bound(512, 8) == 64
+    assert [shape_bound(t) for t in (128, 384, 512, 8192)] == [16, 28, 32, 64]
+    assert [shape_bound(t, 16) for t in (128, 384, 512)] == [8, 20, 24]
     with pytest.raises(ValueError, match="padding='short'"):
         check_padding("short", 16)
     with pytest.raises(ValueError, match="pad_to_multiple_of=0"):
@@ -97,7 +115,7 @@ def test_make_dataset_modes_and_buckets():
     assert {x["input_word_ids"].shape[1] for x, _ in fixed} == {64}
     for (xf, yf), (xl, yl) in zip(fixed, longest):
         width = xl["input_word_ids"].shape[1]
-        assert width % 16 == 0 or width == 64
+        assert width % 8 == 0 or width == 64
         np.testing.assert_array_equal(xf["input_word_ids"][:, :width], xl["input_word_ids"])
         assert not xf["input_mask"][:, width:].any()
         np.testing.assert_array_equal(yf, yl)
