@@ -352,9 +352,12 @@ def run(args):
         print("\nrow              examples/s  vs dicts128  vs fixed128  vs f32 twin  "
               "cpu ms/ex  (min..max)")
         for row, v in results["speed"].items():
-            print(f"{row:<16} {v['examples_per_s']:>10.1f}  {v.get('vs_dicts128', 1.0):>11.2f}  "
-                  f"{v.get('vs_fixed128', 1.0):>11.2f}  {v.get('vs_float32_twin', ''):>11}  "
-                  f"{v['cpu_ms_per_example']:>9.1f}  {v['spread']}", flush=True)
+            # A ratio is blank where its baseline row was not run (--rows).
+            ratios = [v.get(key, 1.0 if row == base else "") for key, base in (
+                ("vs_dicts128", "dicts128"), ("vs_fixed128", "fixed128"))]
+            print(f"{row:<16} {v['examples_per_s']:>10.1f}  {ratios[0]:>11}  {ratios[1]:>11}  "
+                  f"{v.get('vs_float32_twin', ''):>11}  {v['cpu_ms_per_example']:>9.1f}  "
+                  f"{v['spread']}", flush=True)
         if settings["epochs"] > 0:
             results["accuracy"] = measure_accuracy(args, checkpoint, names, train, validation,
                                                    root)
