@@ -353,8 +353,9 @@ def run(args):
               "cpu ms/ex  (min..max)")
         for row, v in results["speed"].items():
             # A ratio is blank where its baseline row was not run (--rows).
-            ratios = [v.get(key, 1.0 if row == base else "") for key, base in (
-                ("vs_dicts128", "dicts128"), ("vs_fixed128", "fixed128"))]
+            ratios = [f"{v.get(key, 1.0):.2f}" if key in v or row == base else ""
+                      for key, base in (("vs_dicts128", "dicts128"),
+                                        ("vs_fixed128", "fixed128"))]
             print(f"{row:<16} {v['examples_per_s']:>10.1f}  {ratios[0]:>11}  {ratios[1]:>11}  "
                   f"{v.get('vs_float32_twin', ''):>11}  {v['cpu_ms_per_example']:>9.1f}  "
                   f"{v['spread']}", flush=True)

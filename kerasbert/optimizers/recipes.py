@@ -69,7 +69,7 @@ clipping. Its recipe's numbers mean:
 
 Precision does not change a recipe: under `--precision mixed_bfloat16` the
 published narrow row (3e-4, batch 32; 2 epochs) fine-tuned all-MiniLM-L6-v2 on the
-built-in task within 0.33 points of float32 with the same values, both ways
+built-in task within 0.84 points of float32 with the same values, both ways
 (bench/finetune_speed_bench.py, bench/README.md), so no row has a bfloat16
 variant; `describe` says so (`PRECISION_NOTE`).
 """
@@ -158,7 +158,7 @@ class Recipe:
 
 #: What `describe` says of bfloat16 (measured, see the module docstring).
 PRECISION_NOTE = ("the same values under --precision mixed_bfloat16 (measured on the published "
-                  "all-MiniLM-L6-v2 at 3e-4, batch 32, 2 epochs: within 0.33 points of float32, "
+                  "all-MiniLM-L6-v2 at 3e-4, batch 32, 2 epochs: within 0.84 points of float32, "
                   "bench/finetune_speed_bench.py)")
 
 
