@@ -282,6 +282,26 @@ class TaskPreprocessor(keras.layers.Layer):
             return False
         return is_text(x)
 
+    #: strings per tokenizer call of `piece_counts` (bounds its tensors).
+    COUNT_CHUNK = 10000
+
+    def piece_counts(self, strings):
+        """The tokenizer's pieces (a character model's words) of each of a
+        list of strings, as a NumPy int array: the key `predict` sorts raw
+        rows by. A chunk the tokenizer refuses (e.g. bytes that are not
+        UTF-8) is counted in characters instead, so `predict`'s own
+        pipeline reports the input as it always did."""
+        counts = []
+        for start in range(0, len(strings), self.COUNT_CHUNK):
+            chunk = [s if isinstance(s, bytes) else str(s).encode("utf-8")
+                     for s in strings[start:start + self.COUNT_CHUNK]]
+            try:
+                pieces = self.tokenizer.tokenize_ids(tf.constant(chunk, tf.string))
+                counts.append(pieces.row_lengths().numpy())
+            except (tf.errors.InvalidArgumentError, UnicodeError):
+                counts.append(np.asarray([len(s) for s in chunk]))
+        return np.concatenate(counts) if counts else np.zeros(0, np.int64)
+
     def inputs_of(self, data):
         """(x, y) of a `TaskData` (the CLI's examples) in the form `fit`
         takes from a user; y is None when the examples have no labels."""

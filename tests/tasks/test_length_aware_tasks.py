@@ -185,6 +185,27 @@ def test_bucketed_raw_text_groups_real_pieces_as_features_do(tokenizer):
             np.testing.assert_array_equal(raw_y, y)
 
 
+def test_predict_orders_raw_rows_by_their_pieces(tokenizer):
+    """`predict` runs raw rows sorted by the tokenizer's pieces: a word the
+    vocabulary lacks is many characters and one [UNK]."""
+    from kerasbert.tasks.row_order import length_order
+
+    pre = TextClassifierPreprocessor(tokenizer, T, ["a", "b"])
+    texts = ["cat dog cat dog cat", "zq" * 20, "", "cat", "zq" * 5 + " cat"]
+    assert pre.piece_counts(texts).tolist() == [5, 1, 0, 1, 2]
+    assert length_order(texts, pre.piece_counts).tolist() == [2, 1, 3, 4, 0]
+    assert length_order(texts).tolist() == [2, 3, 4, 0, 1]  # characters
+    pairs = (texts, ["cat"] * 4 + ["zq" * 30])
+    assert length_order(pairs, pre.piece_counts).tolist() == [2, 1, 3, 4, 0]
+    assert length_order(pairs).tolist() == [2, 3, 0, 1, 4]
+    # Bytes that are not UTF-8 are counted, not refused, here.
+    assert len(pre.piece_counts([b"\xff\xfe", "cat"])) == 2
+    model = _model("pair", tokenizer, "longest")
+    fixed = _model("pair", tokenizer, "max_length")
+    np.testing.assert_allclose(model.predict(texts, batch_size=2, verbose=0),
+                               fixed.predict(texts, batch_size=2, verbose=0), atol=1e-5)
+
+
 def test_many_lengths_trace_the_step_at_most_twice(tokenizer):
     """Batches of several lengths reach one compiled step: TensorFlow traces
     `train_step` once for the first length and once for any length after,
