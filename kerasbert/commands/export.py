@@ -8,6 +8,7 @@ from kerasbert.commands._args import add_embedding_arguments
 from kerasbert.commands._args import add_tokenizer_switches
 from kerasbert.commands._args import tokenizer_switches
 from kerasbert.commands._args import check_pooling_flag
+from kerasbert.data.finetuning.padding import ROUNDING_WORDS
 from kerasbert.errors import UsageError
 from kerasbert.io_utils import output_lock
 
@@ -47,9 +48,9 @@ def add_arguments(parser):
                         help="Replace an existing version directory.")
     graph = parser.add_argument_group("serving graph (fine-tuned tasks; see export/README.md)")
     graph.add_argument("--padding", choices=("longest", "max"), default="longest",
-                       help="Run the model on each batch's longest row, rounded up to a "
-                       "multiple of 8 (of 16 above 128 tokens, 32 above 256, ...) (longest, the default: same outputs, less work) or on "
-                       "the full --max-seq-length (max).")
+                       help=f"longest (default): run the model on each batch's longest row, "
+                       f"{ROUNDING_WORDS} (same outputs, less work); max: on the full "
+                       "--max-seq-length.")
     graph.add_argument("--jit-compile", action="store_true",
                        help="XLA-compile the model function behind the in-graph tokenizer "
                        "(compiled once per batch shape on first use).")

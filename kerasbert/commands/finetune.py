@@ -13,6 +13,7 @@ from kerasbert.commands._args import TOKENIZER_HELP
 from kerasbert.commands._report import print_metrics
 from kerasbert.commands._report import print_outputs
 from kerasbert.data.finetuning.task_formats import task_format
+from kerasbert.data.finetuning.padding import ROUNDING_WORDS
 from kerasbert.errors import UsageError
 from kerasbert.io_utils import output_lock
 from kerasbert.optimizers.recipes import RECIPES
@@ -138,8 +139,8 @@ def add_arguments(parser):
         "softmax, LayerNorm and loss); about 1.5-2x faster on CPUs with bfloat16 kernels "
         "(AVX512_BF16, AMX: `kerasbert hardware`) and on GPUs, slower without them.")
     add("--padding", choices=("longest", "max_length"), default="longest",
-        help="longest (default): each batch padded to its longest row, rounded up to a "
-        "multiple of 8 (of 16 above 128 tokens, 32 above 256, ...) (same losses and metrics, less work); max_length: every batch at --max-seq-length.")
+        help=f"longest (default): each batch padded to its longest row, {ROUNDING_WORDS} "
+        "(same losses and metrics, less work); max_length: every batch at --max-seq-length.")
     add("--bucket-by-length", action="store_true",
         help="Batch examples of similar length together (seeded pools of 50 batches, "
         "reshuffled every epoch): less padding still, on text of mixed lengths.")

@@ -44,6 +44,8 @@ PADDING_MODES = ("longest", "max_length")
 DEFAULT_MULTIPLE = 8
 #: widths per doubling of the length beyond 16 x the multiple (see the module).
 STEPS_PER_OCTAVE = 16
+#: The rounding in words, for the commands' --padding help.
+ROUNDING_WORDS = "rounded up to a multiple of 8 (of 16 above 128 tokens, 32 above 256, ...)"
 
 #: mask key -> the feature keys whose last token axis that mask measures
 #: (the mask's last axis; ELMo's characters [B, W, C] follow their word mask
