@@ -15,6 +15,7 @@ from keras import ops
 from kerasbert import kernels
 from kerasbert.layers.fused_dense import FusedDense
 from kerasbert.layers.initializers import bert_initializer
+from kerasbert.layers.precision import full_precision_policy
 from kerasbert.layers.query_chunks import query_chunked_attention
 from kerasbert.layers.rotary_embedding import RotaryEmbedding
 from kerasbert.layers.sliding_window import band_bias
@@ -93,8 +94,10 @@ class MultiHeadSelfAttention(keras.layers.Layer):
         # False: projections without biases (the Transformer's W^Q, W^K,
         # W^V, W^O; Model Garden's Seq2SeqTransformer).
         self.use_bias = bool(use_bias)
+        # The probabilities are float32 (softmax computes in float32): under
+        # a mixed policy their dropout stays there (`layers.precision`).
         self.dropout_layer = keras.layers.Dropout(
-            dropout, dtype=self.dtype_policy, name="attention_dropout"
+            dropout, dtype=full_precision_policy(self.dtype_policy), name="attention_dropout"
         )
 
     def build(self, x_shape, attention_bias_shape=None):
@@ -220,15 +223,22 @@ class MultiHeadSelfAttention(keras.layers.Layer):
         scores = ops.einsum("btnd,bsnd->bnts", query, key)
         probs = kernels.attention_softmax(
             scores, attention_bias, fused=not training and not return_attention_scores)
-        dropped = self.dropout_layer(
-            ops.cast(probs, self.compute_dtype), training=training
-        )
-        context = ops.einsum("bnts,bsnd->btnd", dropped, value)
+        context = ops.einsum("bnts,bsnd->btnd", self.drop_probabilities(probs, training), value)
         context = ops.reshape(context, (shape[0], shape[1], self.hidden_dim))
         output = self.output_dense(context)
         if return_attention_scores:
             return output, probs
         return output
+
+    def drop_probabilities(self, probs, training):
+        """Dropout on attention probabilities `probs` (float32, or the
+        compute dtype from the fused softmax), returned in the compute dtype
+        for the product with the values. Outside training the dropout layer
+        is not called: casting its input to float32 would cost two passes
+        over the block's largest tensor for nothing."""
+        if training and self.dropout > 0:
+            probs = self.dropout_layer(probs, training=training)
+        return ops.cast(probs, self.compute_dtype)
 
     def compute_output_shape(self, x_shape, attention_bias_shape=None):
         return x_shape

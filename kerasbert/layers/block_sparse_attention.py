@@ -336,17 +336,10 @@ class BlockSparseSelfAttention(MultiHeadSelfAttention):
         global_probs = ops.softmax(global_scores, axis=-1)
         mid_probs, v_mid, ids = self._middle_blocks(q_blocks, key, value, key_bias, batch, nb)
 
-        dtype = self.compute_dtype
         global_context = ops.einsum(
-            "bngik,bnkd->bngid",
-            self.dropout_layer(ops.cast(global_probs, dtype), training=training),
-            value,
-        )
+            "bngik,bnkd->bngid", self.drop_probabilities(global_probs, training), value)
         mid_context = ops.einsum(
-            "bnqij,bnqjd->bnqid",
-            self.dropout_layer(ops.cast(mid_probs, dtype), training=training),
-            v_mid,
-        )
+            "bnqij,bnqjd->bnqid", self.drop_probabilities(mid_probs, training), v_mid)
         context = ops.concatenate(
             [global_context[:, :, :1], mid_context, global_context[:, :, 1:]], 2
         )

@@ -6,6 +6,7 @@ from kerasbert.layers.axial_position_embedding import AxialPositionEmbedding
 from kerasbert.layers.fused_dense import FusedDense
 from kerasbert.layers.initializers import bert_initializer
 from kerasbert.layers.position_embedding import PositionEmbedding
+from kerasbert.layers.precision import full_precision_policy
 
 
 @keras.saving.register_keras_serializable(package="kerasbert")
@@ -106,11 +107,13 @@ class BertEmbeddings(keras.layers.Layer):
             self.layer_norm = keras.layers.LayerNormalization(
                 epsilon=layer_norm_epsilon,
                 center=self.layer_norm_bias,
-                dtype=self.dtype_policy,
+                dtype=full_precision_policy(self.dtype_policy),
                 name="layer_norm",
             )
+        # The residual stream starts here: float32 under a mixed policy
+        # (`kerasbert.layers.precision`).
         self.dropout_layer = keras.layers.Dropout(
-            dropout, dtype=self.dtype_policy, name="dropout"
+            dropout, dtype=full_precision_policy(self.dtype_policy), name="dropout"
         )
         self.projection = None
         if width != hidden_dim:

@@ -5,9 +5,11 @@ import keras
 
 from kerasbert.layers.activations import get_activation
 from kerasbert.layers.fused_dense import FusedDense
+from kerasbert.layers.precision import ResidualStreamPrecision
+from kerasbert.layers.precision import full_precision_policy
 
 
-class TransformerBlockBase(keras.layers.Layer):
+class TransformerBlockBase(ResidualStreamPrecision, keras.layers.Layer):
     """Base of the transformer blocks: the options both take, the
     LayerNorm and Dropout sub-layers made from them, and the feed-forward
     network ``Dense_H(act(Dense_I(x)))`` with its dropout and LayerNorm.
@@ -45,13 +47,17 @@ class TransformerBlockBase(keras.layers.Layer):
         get_activation(activation)  # Fail early on an unknown name.
 
     def _layer_norm(self, name):
-        """A LayerNormalization sub-layer with the block's epsilon."""
-        return keras.layers.LayerNormalization(epsilon=self.layer_norm_epsilon,
-                                               dtype=self.dtype_policy, name=name)
+        """A LayerNormalization sub-layer with the block's epsilon, on the
+        residual stream's policy."""
+        return keras.layers.LayerNormalization(
+            epsilon=self.layer_norm_epsilon, dtype=full_precision_policy(self.dtype_policy),
+            name=name)
 
     def _dropout(self, name):
-        """A Dropout sub-layer at the block's rate."""
-        return keras.layers.Dropout(self.dropout, dtype=self.dtype_policy, name=name)
+        """A Dropout sub-layer at the block's rate, before a residual add:
+        on the residual stream's policy."""
+        return keras.layers.Dropout(self.dropout, dtype=full_precision_policy(self.dtype_policy),
+                                    name=name)
 
     def _make_feed_forward(self, hidden_dim, init):
         """Creates the feed-forward sub-layers: `intermediate_dense` (->

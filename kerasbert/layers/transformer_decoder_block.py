@@ -134,6 +134,9 @@ class TransformerDecoderBlock(TransformerBlockBase):
             (float [B, 1, H], key_cache, value_cache) with row `index` set.
         """
         caches = [key_cache, value_cache]
+        # Called directly, not through `__call__`: cast to the residual
+        # stream's dtype here (float32 under a mixed policy).
+        x = ops.cast(x, self.input_dtype)
 
         def self_attend(h):
             query, key, value = self.self_attention.project(h)

@@ -215,7 +215,7 @@ class Task(BackboneModel):
             dtype: the backbone's (and so the model's) dtype policy:
                 "mixed_bfloat16" fine-tunes with bfloat16 matrix products
                 (float32 weights, optimizer state, softmax, LayerNorm,
-                GELU and loss); faster where the hardware has bfloat16
+                GELU, loss and the residual stream); faster where the hardware has bfloat16
                 kernels (`kerasbert info` says), slower on CPUs without.
             **kwargs: this task's own arguments (num_classes, dropout, ...)
                 and its preprocessor's `options` (QA: doc_stride,

@@ -215,7 +215,8 @@ class FinetuneConfig:
     freeze_backbone: bool = False
     lm_weight: float = 0.5  # GPT: weight of the auxiliary LM loss (GPT-1: 0.5)
     # The model's dtype policy: float32, or mixed_bfloat16 (bfloat16 matrix
-    # products; float32 weights, optimizer state, softmax, LayerNorm, loss).
+    # products; float32 weights, optimizer state, softmax, LayerNorm, loss and
+    # residual stream).
     precision: str = "float32"
     # Each batch padded to its longest row ("longest") or to the full
     # --max-seq-length ("max_length"); --bucket-by-length groups similar lengths.

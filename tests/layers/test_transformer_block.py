@@ -1,3 +1,4 @@
+import keras
 import numpy as np
 import pytest
 
@@ -62,6 +63,36 @@ class TestTransformerEncoderBlock(TestCase):
         big = (X * 1000.0).astype("float32")
         block = TransformerEncoderBlock(**KWARGS, dtype="mixed_float16")
         self.assertAllFinite(block(big, attention_bias=BIAS))
+
+    def test_mixed_policy_keeps_the_residual_stream_in_float32(self):
+        # Products in bfloat16; LayerNorms, the dropouts and the residual
+        # adds in float32 (kerasbert.layers.precision), in training too.
+        block = TransformerEncoderBlock(**KWARGS, dtype="mixed_bfloat16")
+        out = block(X, attention_bias=BIAS, training=True)
+        assert keras.backend.standardize_dtype(out.dtype) == "float32"
+        for layer in (block.attention_layer_norm, block.output_layer_norm,
+                      block.attention_dropout, block.output_dropout,
+                      block.attention.dropout_layer):
+            assert layer.dtype_policy.name == "float32", layer.name
+        for layer in (block.attention, block.intermediate_dense, block.output_dense):
+            assert layer.dtype_policy.name == "mixed_bfloat16", layer.name
+        self.assertAllFinite(out)
+        # Inference: the float32 block's values to bfloat16's rounding.
+        reference = TransformerEncoderBlock(**KWARGS)
+        reference.build(X.shape)
+        block_ = TransformerEncoderBlock(**KWARGS, dtype="mixed_bfloat16")
+        block_.build(X.shape)
+        block_.set_weights(reference.get_weights())
+        self.assertAllClose(block_(X, attention_bias=BIAS), reference(X, attention_bias=BIAS),
+                            atol=0.05)
+
+    def test_half_precision_weights_compute_in_that_precision(self):
+        # A "bfloat16" policy (what a bfloat16 export builds) has no float32
+        # to keep: everything, the output included, is bfloat16.
+        block = TransformerEncoderBlock(**KWARGS, dtype="bfloat16")
+        out = block(X, attention_bias=BIAS)
+        assert keras.backend.standardize_dtype(out.dtype) == "bfloat16"
+        assert block.output_layer_norm.dtype_policy.name == "bfloat16"
 
     def test_unknown_activation_is_rejected(self):
         with pytest.raises(ValueError, match="Unknown activation"):

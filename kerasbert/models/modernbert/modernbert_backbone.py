@@ -3,6 +3,7 @@
 import keras
 
 from kerasbert.layers import BertEmbeddings
+from kerasbert.layers.precision import full_precision_policy
 from kerasbert.models.backbone import Backbone
 from kerasbert.models.config_checks import ConfigError
 from kerasbert.models.modernbert.modernbert_block import ModernBertBlock
@@ -91,7 +92,8 @@ class ModernBertBackbone(Backbone):
             for i, is_global in enumerate(self.global_layers(num_layers,
                                                              global_attn_every_n_layers))]
         self.final_norm = keras.layers.LayerNormalization(
-            epsilon=layer_norm_epsilon, center=False, dtype=dtype, name="final_norm")
+            epsilon=layer_norm_epsilon, center=False, dtype=full_precision_policy(dtype),
+            name="final_norm")
         self._finish_encoder(config, self.embeddings,
                              [[block] for block in self.transformer_layers], pooler=False,
                              final_norm=self.final_norm)

@@ -1,13 +1,16 @@
 """One ModernBERT layer: pre-LayerNorm attention and GeGLU branches."""
 
 import keras
+from keras import ops
 
 from kerasbert.layers.attention import MultiHeadSelfAttention
 from kerasbert.layers.gated_feed_forward import GatedFeedForward
+from kerasbert.layers.precision import ResidualStreamPrecision
+from kerasbert.layers.precision import full_precision_policy
 
 
 @keras.saving.register_keras_serializable(package="kerasbert")
-class ModernBertBlock(keras.layers.Layer):
+class ModernBertBlock(ResidualStreamPrecision, keras.layers.Layer):
     """x + attention(norm(x)), then + GeGLU(norm(x)) (Warner et al., 2024).
 
     Every projection and LayerNorm is without bias. The attention rotates
@@ -69,8 +72,9 @@ class ModernBertBlock(keras.layers.Layer):
             rotary_theta=rotary_theta, window=window, query_chunk=self.query_chunk,
             dtype=self.dtype_policy,
             name="attention")
-        self.attention_dropout = keras.layers.Dropout(dropout, dtype=self.dtype_policy,
-                                                      name="attention_output_dropout")
+        self.attention_dropout = keras.layers.Dropout(
+            dropout, dtype=full_precision_policy(self.dtype_policy),
+            name="attention_output_dropout")
         self.feed_forward_layer_norm = self._norm("feed_forward_layer_norm")
         self.feed_forward = GatedFeedForward(
             intermediate_dim, activation=activation, use_bias=False, dropout=dropout,
@@ -78,7 +82,8 @@ class ModernBertBlock(keras.layers.Layer):
 
     def _norm(self, name):
         return keras.layers.LayerNormalization(epsilon=self.layer_norm_epsilon, center=False,
-                                               dtype=self.dtype_policy, name=name)
+                                               dtype=full_precision_policy(self.dtype_policy),
+                                               name=name)
 
     def build(self, x_shape, *args, **kwargs):
         for layer in (self.attention_layer_norm, self.attention, self.feed_forward_layer_norm,
@@ -91,7 +96,8 @@ class ModernBertBlock(keras.layers.Layer):
         normed = x if self.first else self.attention_layer_norm(x)
         attended = self.attention(normed, attention_bias=attention_bias, training=training)
         x = x + self.attention_dropout(attended, training=training)
-        return x + self.feed_forward(self.feed_forward_layer_norm(x), training=training)
+        fed = self.feed_forward(self.feed_forward_layer_norm(x), training=training)
+        return x + ops.cast(fed, x.dtype)
 
     def attention_probabilities(self, x, attention_bias=None):
         """float32 [B, N, T, T]: what the attention gives each key (0

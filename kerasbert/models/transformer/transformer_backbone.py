@@ -11,6 +11,7 @@ from kerasbert.layers import TransformerDecoderBlock
 from kerasbert.layers import TransformerEncoderBlock
 from kerasbert.layers import causal_attention_bias
 from kerasbert.layers import padding_mask_to_attention_bias
+from kerasbert.layers.precision import full_precision_policy
 from kerasbert.models.backbone import Backbone
 from kerasbert.models.config_checks import ConfigError
 
@@ -120,10 +121,12 @@ class TransformerBackbone(Backbone):
         if norm_first:
             # Pre-LN leaves the residual stream unnormalised: each stack ends
             # with a LayerNorm.
+            # On the residual stream: float32 under a mixed policy.
+            norm_policy = full_precision_policy(dtype)
             self.encoder_norm = keras.layers.LayerNormalization(
-                epsilon=layer_norm_epsilon, dtype=dtype, name="encoder_output_layer_norm")
+                epsilon=layer_norm_epsilon, dtype=norm_policy, name="encoder_output_layer_norm")
             self.decoder_norm = keras.layers.LayerNormalization(
-                epsilon=layer_norm_epsilon, dtype=dtype, name="decoder_output_layer_norm")
+                epsilon=layer_norm_epsilon, dtype=norm_policy, name="decoder_output_layer_norm")
         self.num_layers, self.num_heads, self.hidden_dim = num_layers, num_heads, hidden_dim
 
         inputs = {name: keras.Input((None,), dtype="int32", name=name) for name in INPUTS}
