@@ -12,10 +12,11 @@ Why: those layers are elementwise work that half precision does not speed
 up on a CPU (TensorFlow's bfloat16 random draw took 1.7x and its select
 2.6x as long as in float32 on AVX512_BF16), while the products they feed
 cast their inputs either way, so the stream costs no extra cast. Measured on
-the 2-core AVX512_BF16 VM, one process, medians of 8 interleaved blocks:
-bert_mini pretraining step (batch 16, T 128) 213 -> 179 ms, the
-all-MiniLM-L6-v2 fine-tuning step (batch 32, T 40) 294 -> 268 ms; float32
-itself is unchanged. The sums of the residual adds are also exact to float32
+the 2-core AVX512_BF16 VM, one process, medians of interleaved blocks:
+the bert_mini pretraining step (batch 16, T 128) 201 -> 188 ms and 195 -> 176
+ms in two runs (float32: 241 and 233 ms), the all-MiniLM-L6-v2 fine-tuning
+step (batch 32, T 40) 296 -> 276 ms (float32: 364 ms); float32 itself is
+unchanged. The sums of the residual adds are also exact to float32
 rather than rounded to bfloat16's 8 bits at every layer.
 
 A model whose policy stores its weights in half precision ("bfloat16", what
