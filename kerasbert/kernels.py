@@ -29,6 +29,7 @@ float32 212 -> 189 ms, bfloat16 140 -> 112 ms.
 """
 
 import functools
+import math
 
 import keras
 from keras import ops
@@ -291,6 +292,35 @@ def _onednn():
     except ImportError:  # a TensorFlow without the probe: assume the plain kernels
         return False
     return bool(_pywrap_util_port.IsMklEnabled())
+
+
+def gelu(x):
+    """The exact GELU, x * Phi(x) with Phi the normal CDF, of float `x`.
+
+    Under TensorFlow its gradient is written out, dy * (Phi(x) + x *
+    phi(x)), reusing the forward pass's Phi(x), instead of TensorFlow
+    differentiating through erf and its products. The all-MiniLM-L6-v2
+    fine-tuning step ([32, 40], 2 AVX512_BF16 cores, medians of 8
+    interleaved blocks, two runs): float32 367 -> 357 and 369 -> 360 ms,
+    mixed_bfloat16 276 -> 264 and 272 -> 258 ms. Elsewhere it is Keras's
+    (JAX's XLA fuses it, PyTorch's is one kernel with its own gradient).
+    """
+    if keras.config.backend() != "tensorflow":
+        return keras.activations.gelu(x, approximate=False)
+    return _gelu_with_gradient(x)
+
+
+@ops.custom_gradient
+def _gelu_with_gradient(x):
+    cdf = 0.5 * (1.0 + ops.erf(x / math.sqrt(2.0)))
+
+    def grad(*args, upstream=None):
+        if upstream is None:
+            (upstream,) = args
+        pdf = ops.exp(-0.5 * ops.square(x)) * (1.0 / math.sqrt(2.0 * math.pi))
+        return upstream * (cdf + x * pdf)
+
+    return x * cdf, grad
 
 
 def dense(x, kernel, bias=None, activation=None, fused_activation=None):

@@ -113,6 +113,22 @@ def test_dense_equals_keras_dense_and_its_gradients(activation):
         np.testing.assert_allclose(a, b, rtol=1e-5, atol=1e-5)
 
 
+@pytest.mark.parametrize("graph", [False, True])
+def test_gelu_and_its_written_out_gradient_equal_keras(graph):
+    """kernels.gelu's hand-written gradient (TensorFlow) against
+    TensorFlow differentiating Keras's erf GELU, on values from -12 to 12."""
+    x = tf.constant(np.concatenate([np.linspace(-12, 12, 97),
+                                    RNG.normal(size=60) * 3]).astype("float32"))
+    upstream = tf.constant(RNG.normal(size=x.shape).astype("float32"))
+    ours, theirs = kernels.gelu, lambda h: keras.activations.gelu(h, approximate=False)
+    if graph:
+        ours, theirs = tf.function(ours), tf.function(theirs)
+    got = _value_and_grads(ours, x, [], upstream)
+    want = _value_and_grads(theirs, x, [], upstream)
+    for a, b in zip(got, want):
+        np.testing.assert_allclose(a, b, rtol=1e-6, atol=1e-6)
+
+
 def test_fused_bfloat16_gelu_equals_the_float32_cast_form():
     """At inference a bfloat16 product's GELU runs inside the product's
     kernel (computed there in float32): the same values as casting the

@@ -8,8 +8,10 @@ activation they were trained with, otherwise parity would be off by ~1e-3.
 import keras
 from keras import ops
 
+from kerasbert import kernels
 
-def in_float32(activation):
+
+def in_float32(activation, fused_form=None):
     """`activation` computed in float32 on half-precision inputs, the result
     cast back. TensorFlow's CPU kernels have no bfloat16 erf or tanh (they
     are emulated element by element): GELU's forward and backward over a
@@ -24,13 +26,15 @@ def in_float32(activation):
         return activation(x)
 
     # Where the activation runs inside the matrix product's kernel, that
-    # kernel computes it in float32 itself (`kernels.dense`).
-    run.fused_form = activation
+    # kernel computes it in float32 itself (`kernels.dense`); `fused_form`
+    # is the op pattern TensorFlow's remapper recognises.
+    run.fused_form = fused_form or activation
     return run
 
 
 _ACTIVATIONS = {
-    "gelu": in_float32(lambda x: keras.activations.gelu(x, approximate=False)),
+    # Trained with `kernels.gelu`'s written-out gradient, fused as Keras's.
+    "gelu": in_float32(kernels.gelu, lambda x: keras.activations.gelu(x, approximate=False)),
     "gelu_approximate": in_float32(lambda x: keras.activations.gelu(x, approximate=True)),
     "relu": keras.activations.relu,
     "silu": keras.activations.silu,
