@@ -45,11 +45,16 @@ def full_precision_policy(policy):
 
 class ResidualStreamPrecision:
     """Mixin for a block with a residual stream: Keras casts the block's
-    inputs to `full_precision_policy(dtype_policy)`'s compute dtype (float32
-    under a mixed policy) instead of the compute dtype. The block makes its
-    LayerNorms and the dropouts before its residual adds with that policy
-    too, and casts a branch computed in half precision before adding it."""
+    inputs to `stream_policy`'s compute dtype (float32 under a mixed policy)
+    instead of the compute dtype. The block makes its LayerNorms and the
+    dropouts before its residual adds with `stream_policy` too, and casts a
+    branch computed in half precision before adding it."""
+
+    @property
+    def stream_policy(self):
+        """`full_precision_policy` of the block's policy."""
+        return full_precision_policy(self.dtype_policy)
 
     @property
     def input_dtype(self):
-        return full_precision_policy(self.dtype_policy).compute_dtype
+        return self.stream_policy.compute_dtype

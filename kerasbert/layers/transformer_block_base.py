@@ -6,7 +6,6 @@ import keras
 from kerasbert.layers.activations import get_activation
 from kerasbert.layers.fused_dense import FusedDense
 from kerasbert.layers.precision import ResidualStreamPrecision
-from kerasbert.layers.precision import full_precision_policy
 
 
 class TransformerBlockBase(ResidualStreamPrecision, keras.layers.Layer):
@@ -50,14 +49,12 @@ class TransformerBlockBase(ResidualStreamPrecision, keras.layers.Layer):
         """A LayerNormalization sub-layer with the block's epsilon, on the
         residual stream's policy."""
         return keras.layers.LayerNormalization(
-            epsilon=self.layer_norm_epsilon, dtype=full_precision_policy(self.dtype_policy),
-            name=name)
+            epsilon=self.layer_norm_epsilon, dtype=self.stream_policy, name=name)
 
     def _dropout(self, name):
         """A Dropout sub-layer at the block's rate, before a residual add:
         on the residual stream's policy."""
-        return keras.layers.Dropout(self.dropout, dtype=full_precision_policy(self.dtype_policy),
-                                    name=name)
+        return keras.layers.Dropout(self.dropout, dtype=self.stream_policy, name=name)
 
     def _make_feed_forward(self, hidden_dim, init):
         """Creates the feed-forward sub-layers: `intermediate_dense` (->

@@ -6,7 +6,6 @@ from keras import ops
 from kerasbert.layers.attention import MultiHeadSelfAttention
 from kerasbert.layers.gated_feed_forward import GatedFeedForward
 from kerasbert.layers.precision import ResidualStreamPrecision
-from kerasbert.layers.precision import full_precision_policy
 
 
 @keras.saving.register_keras_serializable(package="kerasbert")
@@ -72,9 +71,8 @@ class ModernBertBlock(ResidualStreamPrecision, keras.layers.Layer):
             rotary_theta=rotary_theta, window=window, query_chunk=self.query_chunk,
             dtype=self.dtype_policy,
             name="attention")
-        self.attention_dropout = keras.layers.Dropout(
-            dropout, dtype=full_precision_policy(self.dtype_policy),
-            name="attention_output_dropout")
+        self.attention_dropout = keras.layers.Dropout(dropout, dtype=self.stream_policy,
+                                                      name="attention_output_dropout")
         self.feed_forward_layer_norm = self._norm("feed_forward_layer_norm")
         self.feed_forward = GatedFeedForward(
             intermediate_dim, activation=activation, use_bias=False, dropout=dropout,
@@ -82,8 +80,7 @@ class ModernBertBlock(ResidualStreamPrecision, keras.layers.Layer):
 
     def _norm(self, name):
         return keras.layers.LayerNormalization(epsilon=self.layer_norm_epsilon, center=False,
-                                               dtype=full_precision_policy(self.dtype_policy),
-                                               name=name)
+                                               dtype=self.stream_policy, name=name)
 
     def build(self, x_shape, *args, **kwargs):
         for layer in (self.attention_layer_norm, self.attention, self.feed_forward_layer_norm,

@@ -120,8 +120,7 @@ class TransformerBackbone(Backbone):
         self.encoder_norm = self.decoder_norm = None
         if norm_first:
             # Pre-LN leaves the residual stream unnormalised: each stack ends
-            # with a LayerNorm.
-            # On the residual stream: float32 under a mixed policy.
+            # with a LayerNorm (on the stream's policy: float32 when mixed).
             norm_policy = full_precision_policy(dtype)
             self.encoder_norm = keras.layers.LayerNormalization(
                 epsilon=layer_norm_epsilon, dtype=norm_policy, name="encoder_output_layer_norm")
