@@ -23,6 +23,7 @@ from kerasbert.layers import character_cnn
 from kerasbert.layers import chunked_feed_forward
 from kerasbert.layers import embeddings
 from kerasbert.layers import fused_dense
+from kerasbert.layers import fused_layer_norm
 from kerasbert.layers import gated_feed_forward
 from kerasbert.layers import highway
 from kerasbert.layers import initializers
@@ -90,6 +91,7 @@ SERIALIZABLE_MODULES = (
     chunked_feed_forward,
     embeddings,
     fused_dense,
+    fused_layer_norm,
     gated_feed_forward,
     highway,
     initializers,

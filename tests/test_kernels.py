@@ -267,3 +267,101 @@ def test_the_eager_reversible_forward_pass_tapes_nothing():
     expected = plain_tape.gradient(plain_loss, [x] + [w[0] for w in ws])
     for a, b in zip(recomputed, expected):
         np.testing.assert_allclose(a.numpy(), b.numpy(), rtol=1e-4, atol=1e-5)
+
+
+def _optimized_ops(fn, *specs):
+    """The op types of `fn`'s graph after grappler (the remapper included),
+    as TensorFlow runs it."""
+    from tensorflow.core.protobuf import config_pb2
+    from tensorflow.core.protobuf import meta_graph_pb2
+    from tensorflow.python.grappler import tf_optimizer
+
+    graph = tf.function(fn, input_signature=list(specs)).get_concrete_function().graph
+    meta = meta_graph_pb2.MetaGraphDef()
+    meta.graph_def.CopyFrom(graph.as_graph_def())
+    meta.collection_def["train_op"].node_list.value.extend(t.op.name for t in graph.outputs)
+    optimized = tf_optimizer.OptimizeGraph(config_pb2.ConfigProto(), meta)
+    return {node.op for node in optimized.node}
+
+
+def _float64_layer_norm(x, gamma, beta, epsilon):
+    x = x.astype("float64")
+    centered = x - x.mean(-1, keepdims=True)
+    return centered / np.sqrt(x.var(-1, keepdims=True) + epsilon) * gamma + beta
+
+
+@pytest.mark.parametrize("dtype", ["float32", "bfloat16"])
+def test_fused_layer_norm_is_one_kernel_and_equals_the_float64_norm(dtype):
+    """Outside training, with a dynamic row count, the LayerNorm's ops become
+    one `_MklLayerNorm` (with oneDNN); its values equal LayerNorm computed in
+    float64 as closely as Keras's form does, a constant row included."""
+    x = RNG.normal(size=(4, 9, 32)).astype("float32") * 2 + 1.5
+    x[0, 0] = 2.5                                   # zero variance: beta
+    gamma, beta = (RNG.normal(size=32).astype("float32") for _ in range(2))
+    half = dtype == "bfloat16"
+    if half:
+        x, gamma, beta = (tf.cast(tf.cast(v, dtype), "float32").numpy() for v in (x, gamma, beta))
+    spec = tf.TensorSpec([None, None, 32], dtype)
+    fused = lambda t: kernels.layer_norm(t, tf.cast(gamma, dtype), tf.cast(beta, dtype), 1e-12,
+                                         fused=True)
+    got = tf.function(fused, input_signature=[spec])(tf.cast(x, dtype))
+    assert got.dtype == dtype and got.shape == x.shape
+    want = _float64_layer_norm(x, gamma, beta, 1e-12)
+    tolerance = 2**-7 * 8 if half else 2e-5
+    np.testing.assert_allclose(tf.cast(got, "float32").numpy(), want, rtol=tolerance,
+                               atol=tolerance)
+    keras_form = keras.ops.layer_normalization(x, gamma, beta, epsilon=1e-12).numpy()
+    np.testing.assert_allclose(keras_form[1:], want[1:], rtol=2e-5, atol=2e-5)
+    if kernels._onednn():
+        ops_run = _optimized_ops(fused, spec)
+        assert "_MklLayerNorm" in ops_run and "Mean" not in ops_run
+
+
+def test_layer_norm_keeps_keras_form_in_training_and_for_a_fixed_row_count():
+    """Training (its gradient is TensorFlow's own), a fixed row count (the
+    remapper would not fuse it) and a missing offset take Keras's form: the
+    same values (to float32 rounding: a graph may order the sums
+    differently)."""
+    from kerasbert.layers import FusedLayerNorm
+
+    x = RNG.normal(size=(3, 5, 16)).astype("float32")
+    layer = FusedLayerNorm(epsilon=1e-12, name="layer_norm")
+    layer.build(x.shape)
+    layer.set_weights([RNG.normal(size=16).astype("float32") for _ in range(2)])
+    reference = keras.layers.LayerNormalization(epsilon=1e-12)
+    reference.build(x.shape)
+    reference.set_weights(layer.get_weights())
+    want = reference(x).numpy()
+    np.testing.assert_allclose(layer(x, training=True).numpy(), want, rtol=1e-6, atol=1e-6)
+    static = tf.function(lambda t: layer(t, training=False))(x)    # [3, 5] rows: fixed
+    np.testing.assert_allclose(static.numpy(), want, rtol=1e-6, atol=1e-6)
+    assert not kernels._fusable_layer_norm(tf.constant(x), layer.gamma, None)
+    assert [v.path for v in layer.weights] == ["layer_norm/gamma", "layer_norm/beta"]
+    assert FusedLayerNorm.from_config(layer.get_config()).epsilon == 1e-12
+    with pytest.raises(ValueError, match="last axis"):
+        FusedLayerNorm(axis=1)
+
+
+@pytest.mark.parametrize("dtype", ["float32", "bfloat16"])
+def test_fused_attention_probabilities_carry_the_padding_bias_in_the_product(dtype):
+    """Outside training a [B, 1, 1, S] padding bias rides in the product as
+    two extra columns: the probabilities of the plain form (to the dtype's
+    rounding), padded keys exactly 0, a fully padded row no NaN."""
+    from kerasbert.layers.attention_bias import padding_mask_to_attention_bias
+
+    query, key = (tf.cast(RNG.normal(size=(2, 6, 3, 8)).astype("float32"), dtype)
+                  for _ in range(2))
+    key = tf.concat([key, key[:, :2]], axis=1)             # S = 8 keys
+    mask = np.ones((2, 8), "int32")
+    mask[0, 5:] = 0
+    mask[1, :] = 0
+    bias = padding_mask_to_attention_bias(tf.constant(mask))
+    fused = tf.function(lambda q, k: kernels.attention_probabilities(q, k, bias, fused=True))
+    got = tf.cast(fused(query, key), "float32").numpy()
+    want = kernels.attention_probabilities(query, key, bias).numpy()
+    assert got.shape == want.shape == (2, 3, 6, 8)
+    tolerance = 2**-7 if dtype == "bfloat16" else 1e-6
+    np.testing.assert_allclose(got[0], want[0], rtol=tolerance, atol=tolerance)
+    assert got[0, ..., 5:].max() == 0
+    assert not np.isnan(got).any()
+    np.testing.assert_allclose(got[1].sum(-1), 1, atol=2e-2)

@@ -12,6 +12,7 @@ from kerasbert.layers.character_cnn import CharacterCNN
 from kerasbert.layers.chunked_feed_forward import ChunkedFeedForward
 from kerasbert.layers.embeddings import BertEmbeddings
 from kerasbert.layers.fused_dense import FusedDense
+from kerasbert.layers.fused_layer_norm import FusedLayerNorm
 from kerasbert.layers.gated_feed_forward import GatedFeedForward
 from kerasbert.layers.highway import Highway
 from kerasbert.layers.local_attention import LocalSelfAttention

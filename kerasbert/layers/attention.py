@@ -220,9 +220,8 @@ class MultiHeadSelfAttention(keras.layers.Layer):
         shape = ops.shape(query)
         # Scaling the query before the product touches T*D values, not T*T.
         query = query * ops.cast(1.0 / math.sqrt(self.head_dim), query.dtype)
-        scores = ops.einsum("btnd,bsnd->bnts", query, key)
-        probs = kernels.attention_softmax(
-            scores, attention_bias, fused=not training and not return_attention_scores)
+        probs = kernels.attention_probabilities(
+            query, key, attention_bias, fused=not training and not return_attention_scores)
         context = ops.einsum("bnts,bsnd->btnd", self.drop_probabilities(probs, training), value)
         context = ops.reshape(context, (shape[0], shape[1], self.hidden_dim))
         output = self.output_dense(context)

@@ -4,6 +4,7 @@ import keras
 
 from kerasbert.layers.axial_position_embedding import AxialPositionEmbedding
 from kerasbert.layers.fused_dense import FusedDense
+from kerasbert.layers.fused_layer_norm import FusedLayerNorm
 from kerasbert.layers.initializers import bert_initializer
 from kerasbert.layers.position_embedding import PositionEmbedding
 from kerasbert.layers.precision import full_precision_policy
@@ -104,7 +105,7 @@ class BertEmbeddings(keras.layers.Layer):
                 keras.layers.Embedding, num_segments, width, init, "segment_embedding")
         self.layer_norm = None
         if self.normalize:
-            self.layer_norm = keras.layers.LayerNormalization(
+            self.layer_norm = FusedLayerNorm(
                 epsilon=layer_norm_epsilon,
                 center=self.layer_norm_bias,
                 dtype=full_precision_policy(self.dtype_policy),

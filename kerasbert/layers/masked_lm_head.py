@@ -5,6 +5,7 @@ from keras import ops
 
 from kerasbert import kernels
 from kerasbert.layers.fused_dense import FusedDense
+from kerasbert.layers.fused_layer_norm import FusedLayerNorm
 from kerasbert.layers.initializers import bert_initializer
 
 
@@ -93,7 +94,7 @@ class MaskedLMHead(keras.layers.Layer):
             dtype=self.dtype_policy,
             name="transform",
         )
-        self.layer_norm = keras.layers.LayerNormalization(
+        self.layer_norm = FusedLayerNorm(
             epsilon=layer_norm_epsilon,
             center=self.use_bias,
             dtype=self.dtype_policy,

@@ -5,6 +5,7 @@ import keras
 
 from kerasbert.layers.activations import get_activation
 from kerasbert.layers.fused_dense import FusedDense
+from kerasbert.layers.fused_layer_norm import FusedLayerNorm
 from kerasbert.layers.precision import ResidualStreamPrecision
 
 
@@ -48,7 +49,7 @@ class TransformerBlockBase(ResidualStreamPrecision, keras.layers.Layer):
     def _layer_norm(self, name):
         """A LayerNormalization sub-layer with the block's epsilon, on the
         residual stream's policy."""
-        return keras.layers.LayerNormalization(
+        return FusedLayerNorm(
             epsilon=self.layer_norm_epsilon, dtype=self.stream_policy, name=name)
 
     def _dropout(self, name):

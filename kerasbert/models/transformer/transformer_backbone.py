@@ -9,6 +9,7 @@ from keras import ops
 from kerasbert.layers import SinusoidalPositionEncoding
 from kerasbert.layers import TransformerDecoderBlock
 from kerasbert.layers import TransformerEncoderBlock
+from kerasbert.layers import FusedLayerNorm
 from kerasbert.layers import causal_attention_bias
 from kerasbert.layers import padding_mask_to_attention_bias
 from kerasbert.layers.precision import full_precision_policy
@@ -122,9 +123,9 @@ class TransformerBackbone(Backbone):
             # Pre-LN leaves the residual stream unnormalised: each stack ends
             # with a LayerNorm (on the stream's policy: float32 when mixed).
             norm_policy = full_precision_policy(dtype)
-            self.encoder_norm = keras.layers.LayerNormalization(
+            self.encoder_norm = FusedLayerNorm(
                 epsilon=layer_norm_epsilon, dtype=norm_policy, name="encoder_output_layer_norm")
-            self.decoder_norm = keras.layers.LayerNormalization(
+            self.decoder_norm = FusedLayerNorm(
                 epsilon=layer_norm_epsilon, dtype=norm_policy, name="decoder_output_layer_norm")
         self.num_layers, self.num_heads, self.hidden_dim = num_layers, num_heads, hidden_dim
 
