@@ -219,6 +219,14 @@ assert np.abs(a - keras.ops.convert_to_numpy(dense(x))).max() < 1e-6
 scores = np.random.default_rng(1).normal(size=(2, 1, 3, 3)).astype("float32")
 probs = keras.ops.convert_to_numpy(kernels.attention_softmax(scores, None, fused=True))
 assert np.abs(probs.sum(-1) - 1).max() < 1e-6
+q = np.random.default_rng(2).normal(size=(2, 3, 1, 4)).astype("float32")
+bias = np.zeros((2, 1, 1, 3), "float32")
+bias[0, ..., 2] = -3e4
+probs = keras.ops.convert_to_numpy(kernels.attention_probabilities(q, q, bias, fused=True))
+assert probs.shape == (2, 1, 3, 3) and probs[0, ..., 2].max() == 0
+gamma, beta = np.ones(4, "float32"), np.zeros(4, "float32")
+normed = keras.ops.convert_to_numpy(kernels.layer_norm(x, gamma, beta, 1e-12, fused=True))
+assert np.abs(normed.mean(-1)).max() < 1e-5
 print("ok")
 """
 
@@ -269,19 +277,22 @@ def test_the_eager_reversible_forward_pass_tapes_nothing():
         np.testing.assert_allclose(a.numpy(), b.numpy(), rtol=1e-4, atol=1e-5)
 
 
-def _optimized_ops(fn, *specs):
-    """The op types of `fn`'s graph after grappler (the remapper included),
-    as TensorFlow runs it."""
-    from tensorflow.core.protobuf import config_pb2
-    from tensorflow.core.protobuf import meta_graph_pb2
-    from tensorflow.python.grappler import tf_optimizer
+def _optimized_ops(fn, args, specs):
+    """The op types TensorFlow ran for `fn(*args)` as a tf.function of
+    `specs` (dynamic batch and length, as a serving signature): its graph
+    after grappler, the remapper included."""
+    from tensorflow.python.eager import context
 
-    graph = tf.function(fn, input_signature=list(specs)).get_concrete_function().graph
-    meta = meta_graph_pb2.MetaGraphDef()
-    meta.graph_def.CopyFrom(graph.as_graph_def())
-    meta.collection_def["train_op"].node_list.value.extend(t.op.name for t in graph.outputs)
-    optimized = tf_optimizer.OptimizeGraph(config_pb2.ConfigProto(), meta)
-    return {node.op for node in optimized.node}
+    function = tf.function(fn, input_signature=specs)
+    context.enable_run_metadata()
+    try:
+        context.export_run_metadata()          # drop what earlier calls left
+        function(*args)
+        metadata = context.export_run_metadata()
+    finally:
+        context.disable_run_metadata()
+    return {node.op for graphs in metadata.function_graphs
+            for graph in graphs.partition_graphs for node in graph.node}
 
 
 def _float64_layer_norm(x, gamma, beta, epsilon):
@@ -302,8 +313,9 @@ def test_fused_layer_norm_is_one_kernel_and_equals_the_float64_norm(dtype):
     if half:
         x, gamma, beta = (tf.cast(tf.cast(v, dtype), "float32").numpy() for v in (x, gamma, beta))
     spec = tf.TensorSpec([None, None, 32], dtype)
-    fused = lambda t: kernels.layer_norm(t, tf.cast(gamma, dtype), tf.cast(beta, dtype), 1e-12,
-                                         fused=True)
+    # Variables, as in a model (constants would be folded into the scale).
+    weights = [tf.Variable(tf.cast(v, dtype)) for v in (gamma, beta)]
+    fused = lambda t: kernels.layer_norm(t, *weights, 1e-12, fused=True)
     got = tf.function(fused, input_signature=[spec])(tf.cast(x, dtype))
     assert got.dtype == dtype and got.shape == x.shape
     want = _float64_layer_norm(x, gamma, beta, 1e-12)
@@ -313,7 +325,7 @@ def test_fused_layer_norm_is_one_kernel_and_equals_the_float64_norm(dtype):
     keras_form = keras.ops.layer_normalization(x, gamma, beta, epsilon=1e-12).numpy()
     np.testing.assert_allclose(keras_form[1:], want[1:], rtol=2e-5, atol=2e-5)
     if kernels._onednn():
-        ops_run = _optimized_ops(fused, spec)
+        ops_run = _optimized_ops(fused, [tf.cast(x, dtype)], [spec])
         assert "_MklLayerNorm" in ops_run and "Mean" not in ops_run
 
 
@@ -365,3 +377,23 @@ def test_fused_attention_probabilities_carry_the_padding_bias_in_the_product(dty
     assert got[0, ..., 5:].max() == 0
     assert not np.isnan(got).any()
     np.testing.assert_allclose(got[1].sum(-1), 1, atol=2e-2)
+
+
+@pytest.mark.parametrize("dtype", ["float32", "bfloat16"])
+def test_an_encoder_block_serves_its_layer_norms_fused(dtype):
+    """What an export runs: an encoder block outside training, batch and
+    length dynamic, has its LayerNorms as `_MklLayerNorm` kernels (no
+    Keras-form reduction left) and its projections as fused products."""
+    if not kernels._onednn():
+        pytest.skip("oneDNN is off: TensorFlow runs the plain kernels")
+    from kerasbert.layers import TransformerEncoderBlock
+
+    block = TransformerEncoderBlock(num_heads=2, intermediate_dim=32, dtype=dtype)
+    block.build((None, None, 16))
+    x = tf.cast(RNG.normal(size=(2, 5, 16)), dtype)
+    bias = tf.zeros((2, 1, 1, 5))
+    specs = [tf.TensorSpec([None, None, 16], dtype), tf.TensorSpec([None, 1, 1, None])]
+    ops_run = _optimized_ops(lambda x, b: block(x, attention_bias=b, training=False), [x, bias],
+                             specs)
+    assert "_MklLayerNorm" in ops_run and "Mean" not in ops_run, sorted(ops_run)
+    assert "_MklNativeFusedMatMul" in ops_run or "_FusedMatMul" in ops_run, sorted(ops_run)
