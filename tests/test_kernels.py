@@ -397,3 +397,43 @@ def test_an_encoder_block_serves_its_layer_norms_fused(dtype):
                              specs)
     assert "_MklLayerNorm" in ops_run and "Mean" not in ops_run, sorted(ops_run)
     assert "_MklNativeFusedMatMul" in ops_run or "_FusedMatMul" in ops_run, sorted(ops_run)
+
+
+PLAIN_KERNELS_SCRIPT = """
+import sys, numpy as np, tensorflow as tf
+from tensorflow.python.util import _pywrap_util_port
+assert not _pywrap_util_port.IsMklEnabled()
+served = tf.saved_model.load(sys.argv[1])
+x = np.load(sys.argv[2])
+np.save(sys.argv[3], served.serve(tf.constant(x), tf.zeros((x.shape[0], 1, 1, x.shape[1]))).numpy())
+"""
+
+
+def test_a_graph_saved_with_the_fused_forms_runs_on_plain_kernels(tmp_path):
+    """A SavedModel traced under oneDNN holds the fused forms' ops
+    (FusedBatchNormV3 in NCHW, the bias columns); a server without oneDNN
+    (TF_ENABLE_ONEDNN_OPTS=0, or a TF Serving build without it) runs them
+    with TensorFlow's plain kernels to the same outputs."""
+    from kerasbert.layers import TransformerEncoderBlock
+
+    block = TransformerEncoderBlock(num_heads=2, intermediate_dim=32)
+    block.build((None, None, 16))
+    module = tf.Module()
+    module.block = block
+    module.serve = tf.function(
+        lambda x, b: block(x, attention_bias=b, training=False),
+        input_signature=[tf.TensorSpec([None, None, 16]), tf.TensorSpec([None, 1, 1, None])])
+    tf.saved_model.save(module, str(tmp_path / "model"))
+    x = RNG.normal(size=(2, 5, 16)).astype("float32")
+    np.save(tmp_path / "x.npy", x)
+    graph = module.serve.get_concrete_function().graph.as_graph_def()
+    if kernels._onednn():
+        assert "FusedBatchNormV3" in {n.op for n in graph.node}
+    result = subprocess.run(
+        [sys.executable, "-c", PLAIN_KERNELS_SCRIPT, str(tmp_path / "model"),
+         str(tmp_path / "x.npy"), str(tmp_path / "y.npy")],
+        env=dict(os.environ, TF_ENABLE_ONEDNN_OPTS="0"), capture_output=True, text=True,
+        timeout=300)
+    assert result.returncode == 0, result.stderr[-3000:]
+    want = module.serve(tf.constant(x), tf.zeros((2, 1, 1, 5))).numpy()
+    np.testing.assert_allclose(np.load(tmp_path / "y.npy"), want, rtol=1e-5, atol=1e-5)
