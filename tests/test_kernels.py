@@ -10,6 +10,7 @@ import pytest
 import tensorflow as tf
 
 from kerasbert import kernels
+from kerasbert.kernels import encoder
 
 RNG = np.random.default_rng(0)
 
@@ -162,7 +163,7 @@ def test_fused_bfloat16_softmax_is_the_float32_softmax_bit_for_bit():
     fused = tf.function(lambda s: kernels.attention_softmax(s, bias, fused=True))(scores)
     plain = kernels.attention_softmax(scores, bias)
     assert plain.dtype == tf.float32
-    assert fused.dtype == (tf.bfloat16 if kernels._onednn() else tf.float32)
+    assert fused.dtype == (tf.bfloat16 if encoder._onednn() else tf.float32)
     fused = tf.cast(fused, "float32").numpy()
     rounded = tf.cast(tf.cast(plain, "bfloat16"), "float32").numpy()
     np.testing.assert_array_equal(fused[0], rounded[0])
@@ -324,7 +325,7 @@ def test_fused_layer_norm_is_one_kernel_and_equals_the_float64_norm(dtype):
                                atol=tolerance)
     keras_form = keras.ops.layer_normalization(x, gamma, beta, epsilon=1e-12).numpy()
     np.testing.assert_allclose(keras_form[1:], want[1:], rtol=2e-5, atol=2e-5)
-    if kernels._onednn():
+    if encoder._onednn():
         ops_run = _optimized_ops(fused, [tf.cast(x, dtype)], [spec])
         assert "_MklLayerNorm" in ops_run and "Mean" not in ops_run
 
@@ -347,7 +348,7 @@ def test_layer_norm_keeps_keras_form_in_training_and_for_a_fixed_row_count():
     np.testing.assert_allclose(layer(x, training=True).numpy(), want, rtol=1e-6, atol=1e-6)
     static = tf.function(lambda t: layer(t, training=False))(x)    # [3, 5] rows: fixed
     np.testing.assert_allclose(static.numpy(), want, rtol=1e-6, atol=1e-6)
-    assert not kernels._fusable_layer_norm(tf.constant(x), layer.gamma, None)
+    assert not encoder._fusable_layer_norm(tf.constant(x), layer.gamma, None)
     assert [v.path for v in layer.weights] == ["layer_norm/gamma", "layer_norm/beta"]
     assert FusedLayerNorm.from_config(layer.get_config()).epsilon == 1e-12
     with pytest.raises(ValueError, match="last axis"):
@@ -384,7 +385,7 @@ def test_an_encoder_block_serves_its_layer_norms_fused(dtype):
     """What an export runs: an encoder block outside training, batch and
     length dynamic, has its LayerNorms as `_MklLayerNorm` kernels (no
     Keras-form reduction left) and its projections as fused products."""
-    if not kernels._onednn():
+    if not encoder._onednn():
         pytest.skip("oneDNN is off: TensorFlow runs the plain kernels")
     from kerasbert.layers import TransformerEncoderBlock
 
@@ -427,7 +428,7 @@ def test_a_graph_saved_with_the_fused_forms_runs_on_plain_kernels(tmp_path):
     x = RNG.normal(size=(2, 5, 16)).astype("float32")
     np.save(tmp_path / "x.npy", x)
     graph = module.serve.get_concrete_function().graph.as_graph_def()
-    if kernels._onednn():
+    if encoder._onednn():
         assert "FusedBatchNormV3" in {n.op for n in graph.node}
     result = subprocess.run(
         [sys.executable, "-c", PLAIN_KERNELS_SCRIPT, str(tmp_path / "model"),
