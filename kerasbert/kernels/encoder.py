@@ -1,6 +1,15 @@
 """An encoder block's kernels: GELU with a written-out gradient, the dense
-product, attention probabilities and LayerNorm, each with the fused form
-TensorFlow with oneDNN runs at inference (see `kerasbert.kernels`)."""
+product, attention probabilities and LayerNorm (see `kerasbert.kernels`).
+
+At inference four operations of every encoder block also take a fused
+form under TensorFlow with oneDNN (the default on x86 CPUs): a dense layer's
+product, bias and activation (`dense`), the attention softmax
+(`attention_softmax`), the padding bias inside the attention's product
+(`attention_probabilities`) and LayerNorm (`layer_norm`). A bert_base block at
+[8, 512] on 2 AVX512_BF16 cores: float32 212 -> 189 ms, bfloat16 140 -> 112
+ms with the first two; the 12-layer encoder at [8, 512] with the last two
+added: float32 2035 -> 1985 ms, bfloat16 1216 -> 1049 ms.
+"""
 
 import functools
 import math
