@@ -389,3 +389,24 @@ def test_sliced_assignment_gives_the_same_weights(tmp_path, monkeypatch):
     for a_model, b_model in zip(whole, sliced):
         for a, b in zip(a_model, b_model):
             np.testing.assert_array_equal(a, b)
+
+
+def test_sliced_assignment_leaves_dense_reads_uncopied(tmp_path, monkeypatch):
+    """The row scatter of a sliced load puts a variable in TensorFlow's
+    copy-on-read mode, where every dense read copies the whole tensor (a
+    forward pass and an optimizer step read the word embeddings); the load
+    turns it off. Two reads of a variable share one buffer exactly when
+    reads do not copy."""
+    from kerasbert.convert import bert_weights
+
+    if keras.backend.backend() != "tensorflow":
+        pytest.skip("copy-on-read is TensorFlow's")
+    hf_dir = write_hf(tmp_path / "hf", hf_tensors(), hf_config())
+    monkeypatch.setattr(bert_weights, "_SLICE_BYTES", 64)
+    backbone = Backbone.from_preset(str(hf_dir))
+    table = backbone.get_layer("embeddings").token_embedding.embeddings.value
+
+    def buffer():
+        return table.read_value().numpy().__array_interface__["data"][0]
+
+    assert buffer() == buffer()
