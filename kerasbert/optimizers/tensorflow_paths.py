@@ -1,8 +1,8 @@
 """The TensorFlow-only parts of the BERT optimizers, in one place behind one
 switch (`active()`).
 
-Keras 3's optimizers are backend-neutral; under the TensorFlow backend four
-things need TensorFlow's own API, for correctness (1-3) or speed (4):
+Keras 3's optimizers are backend-neutral; under the TensorFlow backend five
+things need TensorFlow's own API, for correctness (1-3) or speed (4-5):
 
 1. An embedding's `IndexedSlices` gradient is summed over repeated ids
    before it is used (`deduplicate_gradient`): Keras 3 squares the raw
@@ -17,6 +17,9 @@ things need TensorFlow's own API, for correctness (1-3) or speed (4):
    all-reduced and accumulated in the cross-replica context, and every K-th
    micro-step their mean is applied.
 4. The Adam step as one `ResourceApplyAdam` kernel.
+5. The global norm from one `L2Loss` per gradient, an embedding's from its
+   deduplicated rows, which are scaled as rows: Keras densifies the
+   [V, H] gradient twice and reads it three times to clip it.
 
 `TensorFlowOptimizerPaths` is a mixin of `BertOptimizerMixin`; each of its
 overrides runs only when `active()`: the TensorFlow backend, unless
@@ -75,6 +78,18 @@ def _scale_gradient(gradient, scale):
     return gradient * tf.cast(scale, gradient.dtype)
 
 
+def _squared_norm(gradient):
+    """sum(gradient ** 2) in float32, one pass (`L2Loss`). An embedding's
+    `IndexedSlices` (deduplicated by `apply`) counts its rows only: Keras
+    squares and sums the dense [V, H] table, zeros included, and densifies
+    it again to scale it, four passes over 47 MB for MiniLM's vocabulary
+    where the batch touched a few hundred rows."""
+    import tensorflow as tf
+
+    values = gradient.values if isinstance(gradient, tf.IndexedSlices) else gradient
+    return 2.0 * tf.nn.l2_loss(tf.cast(values, tf.float32))
+
+
 def deduplicate_gradient(gradient):
     """An embedding's `IndexedSlices` gradient with each row once (repeated
     ids summed), as TF's legacy optimizers did before a sparse update;
@@ -114,7 +129,7 @@ class TensorFlowOptimizerPaths:
             return reduced
         return [(deduplicate_gradient(g), v) for g, v in reduced]
 
-    # --- Clip the all-reduced gradient under tf.distribute. ---
+    # --- Clip by the global norm: all-reduced, and without densifying. ---
 
     def _clip_gradients(self, grads):
         if not self.global_clipnorm or not active():
@@ -132,7 +147,7 @@ class TensorFlowOptimizerPaths:
             )
             norm = tf.linalg.global_norm(summed)
         else:
-            return super()._clip_gradients(grads)
+            norm = tf.sqrt(tf.add_n([_squared_norm(g) for g in present]))
         clip = tf.cast(self.global_clipnorm, norm.dtype)
         # As keras's clip_by_global_norm: NaN if the norm is not finite, so
         # the bad step is visible instead of hidden.

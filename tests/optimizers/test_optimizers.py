@@ -328,6 +328,28 @@ def test_repeated_embedding_rows_update_as_the_dense_gradient(clipnorm):
     )
 
 
+def test_global_norm_clipping_scales_embedding_rows_without_densifying():
+    """The global norm counts an embedding's IndexedSlices by its rows and
+    scales them as rows (the dense [V, H] table is never built); the result
+    is Keras's clip of the dense gradients."""
+    rows = tf.IndexedSlices(tf.constant([[3.0, 0.0], [0.0, 4.0]]), tf.constant([0, 2]),
+                            tf.constant([3, 2]))
+    dense = tf.constant([[0.0, 12.0]])
+    clipped = AdamW(global_clipnorm=1.0)._clip_gradients([rows, None, dense])
+    assert isinstance(clipped[0], tf.IndexedSlices) and clipped[1] is None
+    np.testing.assert_array_equal(clipped[0].indices, [0, 2])
+    expected = keras.optimizers.Adam(global_clipnorm=1.0)._clip_gradients(
+        [tf.convert_to_tensor(rows), dense])
+    np.testing.assert_allclose(tf.convert_to_tensor(clipped[0]), expected[0], rtol=1e-6)
+    np.testing.assert_allclose(clipped[2], expected[1], rtol=1e-6)
+    np.testing.assert_allclose(clipped[2], [[0.0, 12.0 / 13.0]], rtol=1e-6)
+    # Below the threshold nothing changes; a non-finite norm gives NaN, as in Keras.
+    unclipped = AdamW(global_clipnorm=20.0)._clip_gradients([rows, dense])
+    np.testing.assert_allclose(unclipped[1], dense)
+    bad = AdamW(global_clipnorm=1.0)._clip_gradients([tf.constant([np.inf, 1.0])])
+    assert np.isnan(bad[0].numpy()).all()
+
+
 @pytest.mark.parametrize("jit_compile", [False, True])
 def test_fused_adamw_step_equals_keras_adamw(bert_variables, monkeypatch, jit_compile):
     """Under TensorFlow our AdamW updates each float32 variable with one
