@@ -22,6 +22,7 @@ from kerasbert.layers import block_sparse_attention
 from kerasbert.layers import character_cnn
 from kerasbert.layers import chunked_feed_forward
 from kerasbert.layers import embeddings
+from kerasbert.layers import fast_dropout
 from kerasbert.layers import fused_dense
 from kerasbert.layers import fused_layer_norm
 from kerasbert.layers import gated_feed_forward
@@ -90,6 +91,7 @@ SERIALIZABLE_MODULES = (
     character_cnn,
     chunked_feed_forward,
     embeddings,
+    fast_dropout,
     fused_dense,
     fused_layer_norm,
     gated_feed_forward,

@@ -228,6 +228,9 @@ assert probs.shape == (2, 1, 3, 3) and probs[0, ..., 2].max() == 0
 gamma, beta = np.ones(4, "float32"), np.zeros(4, "float32")
 normed = keras.ops.convert_to_numpy(kernels.layer_norm(x, gamma, beta, 1e-12, fused=True))
 assert np.abs(normed.mean(-1)).max() < 1e-5
+x = np.ones((4, 6), "float32")
+dropped = keras.ops.convert_to_numpy(kernels.dropout(x, 0.5, keras.random.SeedGenerator(1)))
+assert set(np.unique(dropped).tolist()) <= {0.0, 2.0}
 print("ok")
 """
 
@@ -438,3 +441,76 @@ def test_a_graph_saved_with_the_fused_forms_runs_on_plain_kernels(tmp_path):
     assert result.returncode == 0, result.stderr[-3000:]
     want = module.serve(tf.constant(x), tf.zeros((2, 1, 1, 5))).numpy()
     np.testing.assert_allclose(np.load(tmp_path / "y.npy"), want, rtol=1e-5, atol=1e-5)
+
+
+def _draw_ops(fn, *args):
+    graph = tf.function(fn).get_concrete_function(*args).graph
+    return {(op.type, tuple(op.outputs[0].shape)) for op in graph.get_operations()
+            if op.type.startswith("StatelessRandomUniform")}
+
+
+@pytest.mark.parametrize("rate", [0.1, 0.5, 0.9])
+def test_dropout_draws_16_bits_per_element_at_the_rounded_rate(rate):
+    """Under TensorFlow each element's draw is 16 bits (one uint32 draw per
+    two elements); kept elements are scaled by 1 / (1 - rounded rate), so
+    the mean is kept; the dropped fraction is the rate."""
+    x = tf.constant(RNG.normal(size=(16, 40, 64)), "float32")
+    seeds = keras.random.SeedGenerator(3)
+    y = kernels.dropout(x, rate, seeds).numpy()
+    threshold = round(rate * 2**16)
+    kept = y != 0
+    np.testing.assert_allclose(y[kept], x.numpy()[kept] * 2**16 / (2**16 - threshold), rtol=1e-6)
+    assert abs((~kept).mean() - threshold / 2**16) < 0.01
+    assert _draw_ops(lambda t: kernels.dropout(t, rate, seeds), x) == {
+        ("StatelessRandomUniformFullIntV2", (16 * 40 * 64 // 2,))}
+    ones = tf.ones((256, 512))
+    assert abs(kernels.dropout(ones, rate, seeds).numpy().mean() - 1.0) < 0.01
+
+
+def test_dropout_is_seeded_differs_per_call_and_has_the_mask_gradient():
+    x = tf.constant(RNG.normal(size=(4, 6, 8)), "float32")
+    a = kernels.dropout(x, 0.3, keras.random.SeedGenerator(5)).numpy()
+    b = kernels.dropout(x, 0.3, keras.random.SeedGenerator(5)).numpy()
+    np.testing.assert_array_equal(a, b)
+    seeds = keras.random.SeedGenerator(5)
+    first, second = (kernels.dropout(x, 0.3, seeds).numpy() for _ in range(2))
+    assert (first != second).any()
+    seeds = keras.random.SeedGenerator(5)
+    with tf.GradientTape() as tape:
+        tape.watch(x)
+        y = kernels.dropout(x, 0.3, seeds)
+    grad = tape.gradient(y, x, output_gradients=tf.ones_like(x)).numpy()
+    scale = 2**16 / (2**16 - round(0.3 * 2**16))
+    np.testing.assert_allclose(grad, np.where(a != 0, scale, 0.0), rtol=1e-6)
+    # bfloat16 inputs keep their dtype and draw the same mask.
+    low = kernels.dropout(tf.cast(x, tf.bfloat16), 0.3, keras.random.SeedGenerator(5))
+    assert low.dtype == tf.bfloat16
+    np.testing.assert_array_equal(low.numpy() != 0, a != 0)
+    # Under XLA the same draw compiles.
+    seeds = keras.random.SeedGenerator(5)
+    compiled = tf.function(lambda t: kernels.dropout(t, 0.3, seeds), jit_compile=True)(x)
+    assert compiled.shape == x.shape
+
+
+def test_dropout_takes_keras_draw_for_odd_sizes_and_broadcast_masks():
+    seeds = keras.random.SeedGenerator(1)
+    odd = tf.ones((3, 5))
+    assert _draw_ops(lambda t: kernels.dropout(t, 0.2, seeds), odd) == {
+        ("StatelessRandomUniformV2", (3, 5))}
+    even = tf.ones((4, 6))
+    broadcast = kernels.dropout(even, 0.5, seeds, noise_shape=(4, 1)).numpy()
+    assert all(len(set(row.tolist())) == 1 for row in broadcast)
+    np.testing.assert_array_equal(kernels.dropout(even, 0.0, seeds), even)
+
+
+def test_fast_dropout_keeps_keras_dropout_config_and_seed_state():
+    from kerasbert.layers import FastDropout
+
+    layer = FastDropout(0.2, seed=4, name="drop")
+    config = layer.get_config()
+    assert config == keras.layers.Dropout(0.2, seed=4, name="drop").get_config()
+    again = FastDropout.from_config(config)
+    x = tf.ones((8, 16))
+    np.testing.assert_array_equal(layer(x, training=True), again(x, training=True))
+    np.testing.assert_array_equal(layer(x), x)
+    assert [v.name for v in layer.variables] == [v.name for v in keras.layers.Dropout(0.2).variables]

@@ -12,7 +12,7 @@ backward pass that recomputes activations instead of keeping them.
 
 Where each lives: `encoder.py` (an encoder block's GELU, dense product,
 attention probabilities and LayerNorm, with their inference forms under
-oneDNN), `language_model.py` (the decoder product and the vocabulary
+oneDNN, and dropout drawing 16 random bits per element), `language_model.py` (the decoder product and the vocabulary
 cross-entropy, with its written-out gradient), `reversible.py` (the
 Reformer's recomputing backward pass). Import them from here.
 """
@@ -20,6 +20,7 @@ Reformer's recomputing backward pass). Import them from here.
 from kerasbert.kernels.encoder import attention_probabilities
 from kerasbert.kernels.encoder import attention_softmax
 from kerasbert.kernels.encoder import dense
+from kerasbert.kernels.encoder import dropout
 from kerasbert.kernels.encoder import gelu
 from kerasbert.kernels.encoder import layer_norm
 from kerasbert.kernels.language_model import decoder_cross_entropy

@@ -1,5 +1,6 @@
 """An encoder block's kernels: GELU with a written-out gradient, the dense
-product, attention probabilities and LayerNorm (see `kerasbert.kernels`).
+product, attention probabilities, LayerNorm and dropout with 16-bit draws
+(see `kerasbert.kernels`).
 
 At inference four operations of every encoder block also take a fused
 form under TensorFlow with oneDNN (the default on x86 CPUs): a dense layer's
@@ -232,3 +233,47 @@ def _fusable_layer_norm(x, gamma, beta):
     return (gamma is not None and beta is not None and dtype in ("float32", "bfloat16")
             and len(x.shape) in (2, 3) and x.shape[-1] is not None
             and any(d is None for d in rows))
+
+
+def dropout(x, rate, seed_generator, noise_shape=None):
+    """Inverted dropout of float `x`: each element is kept with probability
+    1 - rate and scaled by 1 / (1 - rate), else zeroed.
+
+    Under TensorFlow, when `noise_shape` is None and x's size is known to
+    be even (a static even dimension: the hidden width, the heads), each
+    element's draw is 16 random bits instead of a 32-bit float: one Philox
+    draw of size / 2 uint32 values, read as size uint16 values, kept where
+    the value is at least round(rate * 2**16). Half the random numbers, a
+    uint16 comparison instead of a float one, and the rate rounded to a
+    multiple of 2**-16 (0.1 -> 0.1000061; the scale uses the rounded rate,
+    so the expected output is still x). The random draw was the largest op
+    of an all-MiniLM-L6-v2 fine-tuning step after the products (2
+    AVX512_BF16 cores, [32, 40]: float32 333 -> 322 ms, mixed_bfloat16 239
+    -> 231 ms). Elsewhere it is `keras.random.dropout`.
+
+    Args:
+        x: float, any shape.
+        rate: float in [0, 1).
+        seed_generator: a `keras.random.SeedGenerator`; one draw per call.
+        noise_shape: as `keras.random.dropout` (broadcast masks take
+            Keras's path).
+
+    Returns:
+        x's shape and dtype.
+    """
+    if (keras.config.backend() != "tensorflow" or noise_shape is not None or not 0.0 < rate < 1.0
+            or not any(d is not None and d % 2 == 0 for d in x.shape)):
+        return keras.random.dropout(x, rate, noise_shape=noise_shape, seed=seed_generator)
+    import tensorflow as tf
+
+    # The generator's state is int64 under TensorFlow; stateless draws want
+    # int32 seeds to compile under XLA (Keras folds them the same way).
+    seed = tf.cast(tf.math.floormod(tf.cast(seed_generator.next(), tf.int64), 2**31 - 2), tf.int32)
+    pairs = tf.reshape(tf.size(x) // 2, [1])
+    bits = tf.random.stateless_uniform(pairs, seed=seed, minval=None, maxval=None,
+                                       dtype=tf.uint32)
+    bits = tf.reshape(tf.bitcast(bits, tf.uint16), tf.shape(x))
+    threshold = min(2**16 - 1, round(rate * 2**16))
+    keep = bits >= tf.constant(threshold, tf.uint16)
+    scale = tf.cast(2**16 / (2**16 - threshold), x.dtype)
+    return tf.where(keep, x * scale, tf.zeros((), x.dtype))

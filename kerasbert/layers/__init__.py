@@ -11,6 +11,7 @@ from kerasbert.layers.block_sparse_attention import BlockSparseSelfAttention
 from kerasbert.layers.character_cnn import CharacterCNN
 from kerasbert.layers.chunked_feed_forward import ChunkedFeedForward
 from kerasbert.layers.embeddings import BertEmbeddings
+from kerasbert.layers.fast_dropout import FastDropout
 from kerasbert.layers.fused_dense import FusedDense
 from kerasbert.layers.fused_layer_norm import FusedLayerNorm
 from kerasbert.layers.gated_feed_forward import GatedFeedForward

@@ -13,6 +13,7 @@ import keras
 from keras import ops
 
 from kerasbert import kernels
+from kerasbert.layers.fast_dropout import FastDropout
 from kerasbert.layers.fused_dense import FusedDense
 from kerasbert.layers.initializers import bert_initializer
 from kerasbert.layers.precision import full_precision_policy
@@ -96,7 +97,7 @@ class MultiHeadSelfAttention(keras.layers.Layer):
         self.use_bias = bool(use_bias)
         # The probabilities are float32 (softmax computes in float32): under
         # a mixed policy their dropout stays there (`layers.precision`).
-        self.dropout_layer = keras.layers.Dropout(
+        self.dropout_layer = FastDropout(
             dropout, dtype=full_precision_policy(self.dtype_policy), name="attention_dropout"
         )
 

@@ -18,6 +18,7 @@ import keras
 from keras import ops
 
 from kerasbert.layers.attention_bias import MASK_BIAS
+from kerasbert.layers.fast_dropout import FastDropout
 from kerasbert.layers.fused_dense import FusedDense
 from kerasbert.layers.initializers import bert_initializer
 
@@ -160,7 +161,7 @@ class ChunkedSelfAttention(keras.layers.Layer):
         self.causal = causal
         self.dropout = dropout
         self.initializer_range = initializer_range
-        self.dropout_layer = keras.layers.Dropout(dropout, dtype=self.dtype_policy)
+        self.dropout_layer = FastDropout(dropout, dtype=self.dtype_policy)
 
     def build(self, x_shape, padding_mask_shape=None):
         hidden = x_shape[-1]

@@ -5,6 +5,7 @@ import keras
 from keras import ops
 
 from kerasbert.layers.activations import get_activation
+from kerasbert.layers.fast_dropout import FastDropout
 from kerasbert.layers.fused_dense import FusedDense
 from kerasbert.layers.initializers import bert_initializer
 
@@ -53,7 +54,7 @@ class ChunkedFeedForward(keras.layers.Layer):
         self.chunk_size = chunk_size
         self.initializer_range = initializer_range
         self.activation_fn = get_activation(activation)
-        self.dropout_layer = keras.layers.Dropout(dropout, dtype=self.dtype_policy)
+        self.dropout_layer = FastDropout(dropout, dtype=self.dtype_policy)
 
     def build(self, x_shape):
         init = bert_initializer(self.initializer_range)

@@ -3,6 +3,7 @@
 import keras
 
 from kerasbert.layers.axial_position_embedding import AxialPositionEmbedding
+from kerasbert.layers.fast_dropout import FastDropout
 from kerasbert.layers.fused_dense import FusedDense
 from kerasbert.layers.fused_layer_norm import FusedLayerNorm
 from kerasbert.layers.initializers import bert_initializer
@@ -113,7 +114,7 @@ class BertEmbeddings(keras.layers.Layer):
             )
         # The residual stream starts here: float32 under a mixed policy
         # (`kerasbert.layers.precision`).
-        self.dropout_layer = keras.layers.Dropout(
+        self.dropout_layer = FastDropout(
             dropout, dtype=full_precision_policy(self.dtype_policy), name="dropout"
         )
         self.projection = None

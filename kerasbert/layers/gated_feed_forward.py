@@ -4,6 +4,7 @@ import keras
 from keras import ops
 
 from kerasbert.layers.activations import get_activation
+from kerasbert.layers.fast_dropout import FastDropout
 from kerasbert.layers.fused_dense import FusedDense
 from kerasbert.layers.initializers import bert_initializer
 
@@ -52,7 +53,7 @@ class GatedFeedForward(keras.layers.Layer):
         self.dropout = dropout
         self.initializer_range = initializer_range
         self._activation = get_activation(activation)  # fails early on an unknown name
-        self.dropout_layer = keras.layers.Dropout(dropout, dtype=self.dtype_policy,
+        self.dropout_layer = FastDropout(dropout, dtype=self.dtype_policy,
                                                   name="dropout")
 
     def build(self, x_shape):

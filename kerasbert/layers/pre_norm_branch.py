@@ -2,6 +2,8 @@
 
 import keras
 
+from kerasbert.layers.fast_dropout import FastDropout
+
 
 @keras.saving.register_keras_serializable(package="kerasbert")
 class PreNormBranch(keras.layers.Layer):
@@ -39,7 +41,7 @@ class PreNormBranch(keras.layers.Layer):
         self.layer_norm_epsilon = layer_norm_epsilon
         self.layer_norm = keras.layers.LayerNormalization(
             epsilon=layer_norm_epsilon, dtype=self.dtype_policy, name="layer_norm")
-        self.dropout_layer = keras.layers.Dropout(dropout, dtype=self.dtype_policy)
+        self.dropout_layer = FastDropout(dropout, dtype=self.dtype_policy)
 
     def build(self, x_shape):
         self.layer_norm.build(x_shape)

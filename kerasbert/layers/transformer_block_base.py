@@ -4,6 +4,7 @@ feed-forward sub-layer (`TransformerEncoderBlock`, `TransformerDecoderBlock`).""
 import keras
 
 from kerasbert.layers.activations import get_activation
+from kerasbert.layers.fast_dropout import FastDropout
 from kerasbert.layers.fused_dense import FusedDense
 from kerasbert.layers.fused_layer_norm import FusedLayerNorm
 from kerasbert.layers.precision import ResidualStreamPrecision
@@ -55,7 +56,7 @@ class TransformerBlockBase(ResidualStreamPrecision, keras.layers.Layer):
     def _dropout(self, name):
         """A Dropout sub-layer at the block's rate, before a residual add:
         on the residual stream's policy."""
-        return keras.layers.Dropout(self.dropout, dtype=self.stream_policy, name=name)
+        return FastDropout(self.dropout, dtype=self.stream_policy, name=name)
 
     def _make_feed_forward(self, hidden_dim, init):
         """Creates the feed-forward sub-layers: `intermediate_dense` (->

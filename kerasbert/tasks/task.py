@@ -30,6 +30,7 @@ from kerasbert.errors import UsageError
 from kerasbert.optimizers.optimizer_options import OptimizerOptions
 from kerasbert.tasks.task_presets import build_from_preset
 from kerasbert import export_door
+from kerasbert.layers import FastDropout
 from kerasbert.tasks.backbone_model import BackboneModel
 from kerasbert.tasks.multi_worker import symbolic_build_inputs
 from kerasbert.tasks.multi_worker import worker_logs
@@ -174,7 +175,7 @@ class Task(BackboneModel):
             raise ValueError(f"dropout must be in [0, 1), got {dropout!r}.")
         super().__init__(backbone, dtype=dtype, **kwargs)
         self.dropout = float(dropout)
-        self.output_dropout = keras.layers.Dropout(
+        self.output_dropout = FastDropout(
             self.dropout, dtype=backbone.dtype_policy, name="output_dropout"
         )
         self.preprocessor = preprocessor

@@ -4,6 +4,7 @@ contextualized word representations"; allenai/bilm-tf) as a feature encoder."""
 import keras
 from keras import ops
 
+from kerasbert.layers import FastDropout
 from kerasbert.layers.character_cnn import ELMO_FILTERS
 from kerasbert.layers.character_cnn import CharacterCNN
 from kerasbert.layers.highway import Highway
@@ -175,7 +176,7 @@ class ElmoBackbone(Backbone):
             layers = [layer[:, 1:-1] * real for layer in layers]
         mixed = self.scalar_mix(layers)
         if dropout:
-            mixed = keras.layers.Dropout(dropout, dtype=dtype, name="dropout")(mixed)
+            mixed = FastDropout(dropout, dtype=dtype, name="dropout")(mixed)
         real = ops.expand_dims(ops.cast(mask, mixed.dtype), -1)
         pooled = ops.sum(mixed * real, axis=1) / ops.maximum(ops.sum(real, axis=1), 1)
         Backbone.__init__(self, inputs={"input_char_ids": char_ids, "input_mask": mask},

@@ -3,6 +3,7 @@
 import keras
 from keras import ops
 
+from kerasbert.layers import FastDropout
 from kerasbert.layers.attention import MultiHeadSelfAttention
 from kerasbert.layers.gated_feed_forward import GatedFeedForward
 from kerasbert.layers.precision import ResidualStreamPrecision
@@ -71,7 +72,7 @@ class ModernBertBlock(ResidualStreamPrecision, keras.layers.Layer):
             rotary_theta=rotary_theta, window=window, query_chunk=self.query_chunk,
             dtype=self.dtype_policy,
             name="attention")
-        self.attention_dropout = keras.layers.Dropout(dropout, dtype=self.stream_policy,
+        self.attention_dropout = FastDropout(dropout, dtype=self.stream_policy,
                                                       name="attention_output_dropout")
         self.feed_forward_layer_norm = self._norm("feed_forward_layer_norm")
         self.feed_forward = GatedFeedForward(

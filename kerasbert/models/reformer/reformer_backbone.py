@@ -5,6 +5,7 @@ import keras
 from keras import ops
 
 from kerasbert.layers import ChunkedFeedForward
+from kerasbert.layers import FastDropout
 from kerasbert.layers import LocalSelfAttention
 from kerasbert.layers import LSHSelfAttention
 from kerasbert.layers import PreNormBranch
@@ -144,7 +145,7 @@ class ReformerBackbone(Backbone):
                                              name="reversible_layers")
         self.final_norm = keras.layers.LayerNormalization(
             epsilon=layer_norm_epsilon, dtype=dtype, name="final_layer_norm")
-        self.final_dropout = keras.layers.Dropout(dropout, dtype=dtype)
+        self.final_dropout = FastDropout(dropout, dtype=dtype)
         self.pooler = None
 
         inputs = {name: keras.Input((None,), dtype="int32", name=name)

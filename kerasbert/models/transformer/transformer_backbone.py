@@ -6,6 +6,7 @@ import math
 import keras
 from keras import ops
 
+from kerasbert.layers import FastDropout
 from kerasbert.layers import SinusoidalPositionEncoding
 from kerasbert.layers import TransformerDecoderBlock
 from kerasbert.layers import TransformerEncoderBlock
@@ -106,9 +107,9 @@ class TransformerBackbone(Backbone):
         self.position_encoding_layer = SinusoidalPositionEncoding(
             max_sequence_length, layout=position_encoding, dtype=dtype,
             name="position_encoding")
-        self.encoder_dropout = keras.layers.Dropout(dropout, dtype=dtype,
+        self.encoder_dropout = FastDropout(dropout, dtype=dtype,
                                                     name="encoder_embedding_dropout")
-        self.decoder_dropout = keras.layers.Dropout(dropout, dtype=dtype,
+        self.decoder_dropout = FastDropout(dropout, dtype=dtype,
                                                     name="decoder_embedding_dropout")
         block = dict(num_heads=num_heads, intermediate_dim=intermediate_dim, activation="relu",
                      dropout=dropout, layer_norm_epsilon=layer_norm_epsilon,
