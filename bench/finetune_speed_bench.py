@@ -36,10 +36,13 @@ example (steadier than the wall clock on a shared 2-core machine).
 
 Accuracy (--accuracy-epochs > 0): fixed128, longest, bucketed, bf16 and
 bucketed_bf16 fine-tune fresh from the checkpoint on the training split
-with the same seed, epochs and recipe, and are scored on the validation
-split; then the longest model is exported twice (`model.export(precision=
-"float32" / "bfloat16")`) and both exports serve the validation texts: the
-share of equal labels and the largest probability difference. --profile
+with the same epochs and recipe, once per seed (--accuracy-seeds, 3; the
+same seeds for every row), and are scored on the validation split: the
+mean, each seed's score and the points against fixed128 (the means, and
+seed by seed); then the first seed's longest model is exported twice
+(`model.export(precision="float32" / "bfloat16")`) and both exports serve
+the validation texts: the share of equal labels and the largest
+probability difference. --profile
 DIR writes a TensorFlow trace of a few steps of longest and bf16 and
 prints where their time goes (bench/trace_summary.py). --predict times
 `model.predict` on the training texts (untrained model, float32): padded
@@ -80,8 +83,8 @@ OURS = {
     "bucketed_bf16": ("longest", True, "mixed_bfloat16"),
 }
 TWINS = {"bf16": "longest", "bucketed_bf16": "bucketed"}
-FULL = dict(batch_size=32, steps=10, repeats=4, train=2000, validation=600, epochs=2)
-QUICK = dict(batch_size=8, steps=3, repeats=1, train=64, validation=32, epochs=1)
+FULL = dict(batch_size=32, steps=10, repeats=4, train=2000, validation=600, epochs=2, seeds=3)
+QUICK = dict(batch_size=8, steps=3, repeats=1, train=64, validation=32, epochs=1, seeds=1)
 
 
 def parse_args(argv):
@@ -93,6 +96,9 @@ def parse_args(argv):
     p.add_argument("--repeats", type=int, default=None, help="blocks per row")
     p.add_argument("--accuracy-epochs", type=int, default=None,
                    help="fine-tuning epochs of the accuracy section (0: skip it)")
+    p.add_argument("--accuracy-seeds", dest="seeds", type=int, default=None,
+                   help="fine-tuning runs per accuracy row, seeds 1..N (one sentence of 600 is "
+                        "0.17 points: a single run moves a row by about a point)")
     p.add_argument("--train", type=int, default=None, help="training examples (accuracy)")
     p.add_argument("--validation", type=int, default=None, help="validation examples")
     p.add_argument("--published-dir", default=None,
@@ -103,7 +109,7 @@ def parse_args(argv):
     p.add_argument("--json", default=None, help="write the results here")
     args = p.parse_args(argv)
     settings = dict(QUICK if args.quick else FULL)
-    for name in ("batch_size", "steps", "repeats", "train", "validation"):
+    for name in ("batch_size", "steps", "repeats", "train", "validation", "seeds"):
         if getattr(args, name) is not None:
             settings[name] = getattr(args, name)
     if args.accuracy_epochs is not None:
@@ -142,12 +148,12 @@ def spread(rows, count, seed=0):
 
 # --- models -----------------------------------------------------------------
 
-def our_model(checkpoint, names, row):
+def our_model(checkpoint, names, row, seed=0):
     import keras
     from kerasbert.tasks import TextClassifier
 
     padding, bucket, dtype = OURS[row]
-    keras.utils.set_random_seed(0)
+    keras.utils.set_random_seed(seed)
     return TextClassifier.from_preset(checkpoint, label_names=names, sequence_length=128,
                                       dtype=dtype, padding=padding, bucket_by_length=bucket)
 
@@ -271,23 +277,39 @@ def measure_accuracy(args, checkpoint, names, train, validation, root):
     settings = args.settings
     x_val, y_val = [t for t, _ in validation], [l for _, l in validation]
     x_train, y_train = [t for t, _ in train], [l for _, l in train]
+    seeds = range(1, settings["seeds"] + 1)
     scores, models = {}, {}
     for row in ACCURACY_ROWS:
-        model = our_model(checkpoint, names, row)
-        start = time.perf_counter()
-        model.fit(x_train, y_train, batch_size=settings["batch_size"],
-                  epochs=settings["epochs"], seed=1, verbose=0)
-        seconds = time.perf_counter() - start
-        probabilities = model.predict(x_val, verbose=0)
-        accuracy = float(np.mean(np.asarray(names)[probabilities.argmax(-1)] == np.asarray(y_val)))
-        scores[row] = {"accuracy": round(accuracy, 4), "fit_s": round(seconds, 1),
-                       "fit_examples_per_s": round(len(x_train) * settings["epochs"] / seconds, 2)}
-        models[row] = model
-        print(f"  {row}: validation accuracy {accuracy:.4f} after {settings['epochs']} "
-              f"epoch(s), fit {seconds:.0f} s", flush=True)
-    base = scores["fixed128"]["accuracy"]
+        runs = []
+        for seed in seeds:
+            # The seed sets the head's initial weights, the dropout draws and
+            # the shuffle; each seed is the same for every row.
+            model = our_model(checkpoint, names, row, seed=seed)
+            start = time.perf_counter()
+            model.fit(x_train, y_train, batch_size=settings["batch_size"],
+                      epochs=settings["epochs"], seed=seed, verbose=0)
+            seconds = time.perf_counter() - start
+            probabilities = model.predict(x_val, verbose=0)
+            runs.append((float(np.mean(np.asarray(names)[probabilities.argmax(-1)]
+                                       == np.asarray(y_val))), seconds))
+            models.setdefault(row, model)
+        accuracies = [a for a, _ in runs]
+        fit_s = float(np.mean([s for _, s in runs]))
+        scores[row] = {"accuracy": round(float(np.mean(accuracies)), 4),
+                       "accuracy_per_seed": [round(a, 4) for a in accuracies],
+                       "fit_s": round(fit_s, 1),
+                       "fit_examples_per_s": round(len(x_train) * settings["epochs"] / fit_s, 2)}
+        print(f"  {row}: validation accuracy {np.mean(accuracies):.4f} (seeds "
+              f"{', '.join(f'{a:.4f}' for a in accuracies)}) after {settings['epochs']} "
+              f"epoch(s), fit {fit_s:.0f} s", flush=True)
+    base = scores["fixed128"]
     for row in scores:
-        scores[row]["points_vs_fixed128_float32"] = round((scores[row]["accuracy"] - base) * 100, 2)
+        scores[row]["points_vs_fixed128_float32"] = round(
+            (scores[row]["accuracy"] - base["accuracy"]) * 100, 2)
+        # Paired by seed: the same head, draws and order, another feed.
+        scores[row]["points_vs_fixed128_per_seed"] = [
+            round((a - b) * 100, 2) for a, b in zip(scores[row]["accuracy_per_seed"],
+                                                    base["accuracy_per_seed"])]
     served = {}
     for precision in ("float32", "bfloat16"):
         path = models["longest"].export(os.path.join(root, "exports", precision),
