@@ -12,9 +12,10 @@ backward pass that recomputes activations instead of keeping them.
 
 Where each lives: `encoder.py` (an encoder block's GELU, dense product,
 attention probabilities and LayerNorm, with their inference forms under
-oneDNN, and dropout drawing 16 random bits per element), `language_model.py` (the decoder product and the vocabulary
-cross-entropy, with its written-out gradient), `reversible.py` (the
-Reformer's recomputing backward pass). Import them from here.
+oneDNN, and dropout drawing 16 random bits per element),
+`language_model.py` (the decoder product and the vocabulary cross-entropy,
+with its written-out gradient), `reversible.py` (the Reformer's recomputing
+backward pass). Import them from here.
 """
 
 from kerasbert.kernels.encoder import attention_probabilities

@@ -53,8 +53,7 @@ class GatedFeedForward(keras.layers.Layer):
         self.dropout = dropout
         self.initializer_range = initializer_range
         self._activation = get_activation(activation)  # fails early on an unknown name
-        self.dropout_layer = FastDropout(dropout, dtype=self.dtype_policy,
-                                                  name="dropout")
+        self.dropout_layer = FastDropout(dropout, dtype=self.dtype_policy, name="dropout")
 
     def build(self, x_shape):
         init = bert_initializer(self.initializer_range)

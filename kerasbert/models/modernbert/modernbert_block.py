@@ -73,7 +73,7 @@ class ModernBertBlock(ResidualStreamPrecision, keras.layers.Layer):
             dtype=self.dtype_policy,
             name="attention")
         self.attention_dropout = FastDropout(dropout, dtype=self.stream_policy,
-                                                      name="attention_output_dropout")
+                                             name="attention_output_dropout")
         self.feed_forward_layer_norm = self._norm("feed_forward_layer_norm")
         self.feed_forward = GatedFeedForward(
             intermediate_dim, activation=activation, use_bias=False, dropout=dropout,

@@ -108,9 +108,9 @@ class TransformerBackbone(Backbone):
             max_sequence_length, layout=position_encoding, dtype=dtype,
             name="position_encoding")
         self.encoder_dropout = FastDropout(dropout, dtype=dtype,
-                                                    name="encoder_embedding_dropout")
+                                           name="encoder_embedding_dropout")
         self.decoder_dropout = FastDropout(dropout, dtype=dtype,
-                                                    name="decoder_embedding_dropout")
+                                           name="decoder_embedding_dropout")
         block = dict(num_heads=num_heads, intermediate_dim=intermediate_dim, activation="relu",
                      dropout=dropout, layer_norm_epsilon=layer_norm_epsilon,
                      initializer_range=init_range, norm_first=norm_first, use_bias=False,
