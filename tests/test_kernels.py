@@ -115,19 +115,66 @@ def test_dense_equals_keras_dense_and_its_gradients(activation):
 
 
 @pytest.mark.parametrize("graph", [False, True])
-def test_gelu_and_its_written_out_gradient_equal_keras(graph):
-    """kernels.gelu's hand-written gradient (TensorFlow) against
-    TensorFlow differentiating Keras's erf GELU, on values from -12 to 12."""
-    x = tf.constant(np.concatenate([np.linspace(-12, 12, 97),
-                                    RNG.normal(size=60) * 3]).astype("float32"))
+@pytest.mark.parametrize("form", ["written_out", "compiled"])
+def test_the_gelu_training_forms_and_their_gradients_equal_keras(form, graph):
+    """kernels.gelu's hand-written gradient and the compiled loops (at a
+    width that takes them) against TensorFlow differentiating Keras's erf
+    GELU, on values from -12 to 12; the compiled bfloat16 form is the
+    float32 computation rounded once."""
+    x = tf.constant(np.concatenate([np.linspace(-12, 12, 1024),
+                                    RNG.normal(size=1024) * 3]).astype("float32").reshape(4, 512))
     upstream = tf.constant(RNG.normal(size=x.shape).astype("float32"))
-    ours, theirs = kernels.gelu, lambda h: keras.activations.gelu(h, approximate=False)
+    ours = kernels.gelu if form == "written_out" else kernels.compiled_gelu
+    theirs = lambda h: keras.activations.gelu(h, approximate=False)  # noqa: E731
+    assert kernels.compiled_gelu_applies(x)
     if graph:
         ours, theirs = tf.function(ours), tf.function(theirs)
     got = _value_and_grads(ours, x, [], upstream)
     want = _value_and_grads(theirs, x, [], upstream)
     for a, b in zip(got, want):
         np.testing.assert_allclose(a, b, rtol=1e-6, atol=1e-6)
+    if form == "compiled":
+        half, half_up = tf.cast(x, "bfloat16"), tf.cast(upstream, "bfloat16")
+        got = _value_and_grads(ours, half, [], half_up)
+        want = _value_and_grads(lambda h: tf.cast(theirs(tf.cast(h, "float32")), "bfloat16"),
+                                half, [], half_up)
+        assert got[0].dtype == want[0].dtype == tf.bfloat16.as_numpy_dtype
+        for a, b in zip(got, want):
+            np.testing.assert_allclose(a.astype("float32"), b.astype("float32"), rtol=2**-8,
+                                       atol=1e-6)
+
+
+def test_the_compiled_gelu_is_a_wide_training_form_only(monkeypatch):
+    """Only wide TensorFlow activations take the compiled loops, only in
+    training: an encoder block's feed-forward at 512 trains through them
+    (with the same loss and gradients as TensorFlow's kernels) and serves
+    without them; narrow widths and other activations keep their form."""
+    from kerasbert.layers import TransformerEncoderBlock
+    from kerasbert.layers.activations import for_training
+    from kerasbert.layers.activations import get_activation
+
+    assert not kernels.compiled_gelu_applies(tf.zeros((2, 511)))
+    assert not kernels.compiled_gelu_applies(tf.zeros((2, 512), tf.int32))
+    gelu, relu = get_activation("gelu"), get_activation("relu")
+    assert for_training(gelu, False) is gelu and for_training(relu, True) is relu
+    assert for_training(gelu, True) is gelu.training_form
+    calls = []
+    real = kernels.compiled_gelu
+    monkeypatch.setattr(kernels, "compiled_gelu", lambda h: calls.append(tuple(h.shape)) or real(h))
+    block = TransformerEncoderBlock(num_heads=2, intermediate_dim=512, dropout=0.0)
+    x = tf.constant(RNG.normal(size=(2, 5, 16)).astype("float32"))
+    block(x)
+    assert calls == []                                   # inference: the fused form
+    upstream = tf.constant(RNG.normal(size=(2, 5, 16)).astype("float32"))
+    compiled = _value_and_grads(lambda h: block(h, training=True), x,
+                                block.trainable_variables, upstream)
+    assert calls == [(10, 512)]                          # the 2-D product, [B * T, I]
+    monkeypatch.setattr(encoder, "COMPILED_GELU_MIN_WIDTH", 10**9)
+    plain = _value_and_grads(lambda h: block(h, training=True), x,
+                             block.trainable_variables, upstream)
+    assert calls == [(10, 512)]
+    for a, b in zip(compiled, plain):
+        np.testing.assert_allclose(a, b, rtol=1e-5, atol=1e-6)
 
 
 def test_fused_bfloat16_gelu_equals_the_float32_cast_form():

@@ -10,7 +10,8 @@ decoder product itself; heads and tasks never see it. The Reformer's
 reversible layers (`reversible_layers`) take a memory-saving form: a
 backward pass that recomputes activations instead of keeping them.
 
-Where each lives: `encoder.py` (an encoder block's GELU, dense product,
+Where each lives: `encoder.py` (an encoder block's GELU, with its
+training form as compiled loops, dense product,
 attention probabilities and LayerNorm, with their inference forms under
 oneDNN, and dropout drawing 16 random bits per element),
 `language_model.py` (the decoder product and the vocabulary cross-entropy,
@@ -20,6 +21,8 @@ backward pass). Import them from here.
 
 from kerasbert.kernels.encoder import attention_probabilities
 from kerasbert.kernels.encoder import attention_softmax
+from kerasbert.kernels.encoder import compiled_gelu
+from kerasbert.kernels.encoder import compiled_gelu_applies
 from kerasbert.kernels.encoder import dense
 from kerasbert.kernels.encoder import dropout
 from kerasbert.kernels.encoder import gelu

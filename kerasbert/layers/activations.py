@@ -32,9 +32,31 @@ def in_float32(activation, fused_form=None):
     return run
 
 
+def _trained_gelu(x):
+    """The exact GELU of a training step: compiled loops where
+    `kernels.compiled_gelu_applies`, else `kernels.gelu` in float32."""
+    if kernels.compiled_gelu_applies(x):
+        return kernels.compiled_gelu(x)
+    return _GELU(x)
+
+
+def for_training(activation, training):
+    """The form of `activation` (a function from `get_activation`) for a
+    call with `training`: in training its `training_form` where it has one
+    (the exact GELU's compiled loops), else the function itself."""
+    if not training or activation is None:
+        return activation
+    return getattr(activation, "training_form", activation)
+
+
+# Fused as Keras's; trained with compiled loops where they apply, else with
+# `kernels.gelu`'s written-out gradient.
+_GELU = in_float32(kernels.gelu, lambda x: keras.activations.gelu(x, approximate=False))
+_GELU.training_form = _trained_gelu
+
+
 _ACTIVATIONS = {
-    # Trained with `kernels.gelu`'s written-out gradient, fused as Keras's.
-    "gelu": in_float32(kernels.gelu, lambda x: keras.activations.gelu(x, approximate=False)),
+    "gelu": _GELU,
     "gelu_approximate": in_float32(lambda x: keras.activations.gelu(x, approximate=True)),
     "relu": keras.activations.relu,
     "silu": keras.activations.silu,

@@ -4,6 +4,7 @@ time (the Reformer's chunked feed-forward)."""
 import keras
 from keras import ops
 
+from kerasbert.layers.activations import for_training
 from kerasbert.layers.activations import get_activation
 from kerasbert.layers.fast_dropout import FastDropout
 from kerasbert.layers.fused_dense import FusedDense
@@ -68,7 +69,8 @@ class ChunkedFeedForward(keras.layers.Layer):
         self.built = True
 
     def _network(self, x, training):
-        h = self.dropout_layer(self.activation_fn(self.intermediate_dense(x)), training=training)
+        activation = for_training(self.activation_fn, training)
+        h = self.dropout_layer(activation(self.intermediate_dense(x)), training=training)
         return self.output_dense(h)
 
     def call(self, x, training=None):

@@ -4,6 +4,7 @@ backend can run as one kernel."""
 import keras
 
 from kerasbert import kernels
+from kerasbert.layers.activations import for_training
 from kerasbert.layers.activations import get_activation
 
 
@@ -24,7 +25,8 @@ class FusedDense(keras.layers.Dense):
     Call args:
         inputs: float [..., I].
         training: bool or None. Only training keeps the activation apart
-            from the product (its gradient needs the product).
+            from the product (its gradient needs the product); it runs the
+            activation's training form (`activations.for_training`).
 
     Returns:
         float [..., O].
@@ -50,7 +52,8 @@ class FusedDense(keras.layers.Dense):
         # Keras's `quantized_call` instead of this.
         activation = self.activation if self.activation_name else None
         fused = None if training else getattr(activation, "fused_form", activation)
-        return kernels.dense(inputs, self.kernel, self.bias, activation, fused)
+        return kernels.dense(inputs, self.kernel, self.bias, for_training(activation, training),
+                             fused)
 
     def get_config(self):
         config = super().get_config()

@@ -3,6 +3,7 @@
 import keras
 from keras import ops
 
+from kerasbert.layers.activations import for_training
 from kerasbert.layers.activations import get_activation
 from kerasbert.layers.fast_dropout import FastDropout
 from kerasbert.layers.fused_dense import FusedDense
@@ -69,7 +70,8 @@ class GatedFeedForward(keras.layers.Layer):
 
     def call(self, x, training=None):
         inner, gate = ops.split(self.input_dense(x), 2, axis=-1)
-        gated = self.dropout_layer(self._activation(inner) * gate, training=training)
+        gated = self.dropout_layer(for_training(self._activation, training)(inner) * gate,
+                                   training=training)
         return self.output_dense(gated)
 
     def compute_output_shape(self, x_shape):
