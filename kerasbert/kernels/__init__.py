@@ -16,7 +16,10 @@ attention probabilities and LayerNorm, with their inference forms under
 oneDNN, and dropout drawing 16 random bits per element),
 `language_model.py` (the decoder product and the vocabulary cross-entropy,
 with its written-out gradient), `reversible.py` (the Reformer's recomputing
-backward pass). Import them from here.
+backward pass), `tape_gradient.py` (`custom_gradient`, which every
+written-out gradient here uses: under TensorFlow it lives on the tape, where
+`tf.custom_gradient` keeps each traced graph alive for good). Import them
+from here.
 """
 
 from kerasbert.kernels.encoder import attention_probabilities
@@ -33,3 +36,4 @@ from kerasbert.kernels.language_model import matmul_transposed
 from kerasbert.kernels.language_model import tied_decoder_table
 from kerasbert.kernels.language_model import token_cross_entropy
 from kerasbert.kernels.reversible import reversible_layers
+from kerasbert.kernels.tape_gradient import custom_gradient

@@ -18,6 +18,8 @@ import math
 import keras
 from keras import ops
 
+from kerasbert.kernels.tape_gradient import custom_gradient
+
 
 @functools.cache
 def _onednn():
@@ -49,7 +51,7 @@ def gelu(x):
     return _gelu_with_gradient(x)
 
 
-@ops.custom_gradient
+@custom_gradient
 def _gelu_with_gradient(x):
     cdf = 0.5 * (1.0 + ops.erf(x / math.sqrt(2.0)))
 
@@ -138,16 +140,10 @@ def _xla_runs():
     return True
 
 
+@custom_gradient
 def _compiled_gelu_with_gradient(x):
-    import tensorflow as tf
-
     forward, backward = _compiled_gelu_passes()
-
-    @tf.custom_gradient
-    def run(x):
-        return forward(x), lambda upstream: backward(x, upstream)
-
-    return run(x)
+    return forward(x), lambda upstream: backward(x, upstream)
 
 
 def dense(x, kernel, bias=None, activation=None, fused_activation=None):

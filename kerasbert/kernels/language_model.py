@@ -17,6 +17,8 @@ argmax: TensorFlow 66 -> 28 ms, TensorFlow with XLA 50 -> 22 ms, JAX 97 ->
 import keras
 from keras import ops
 
+from kerasbert.kernels.tape_gradient import custom_gradient
+
 
 def matmul_transposed(x, kernel):
     """x @ kernel^T: float [..., E] times a [V, E] kernel -> [..., V].
@@ -132,16 +134,19 @@ def token_cross_entropy(logits, labels, axis=-1):
     axis = axis % len(logits.shape)
     labels = ops.expand_dims(ops.cast(labels, "int32"), axis)
     fixed = ops.stop_gradient(logits)
-    label_logit = ops.take_along_axis(fixed, labels, axis=axis)
     peak = ops.max(fixed, axis=axis, keepdims=True)
-    hits = ops.cast(ops.greater_equal(label_logit, peak), "float32")
+    hits = ops.cast(ops.greater_equal(ops.take_along_axis(fixed, labels, axis=axis), peak),
+                    "float32")
 
-    @ops.custom_gradient
+    @custom_gradient
     def cross_entropy(logits):
         # log(sum(exp(logits))) - logits[label], stable around the peak.
         # Its gradient, softmax - one_hot(label), reuses the exponentials.
+        # Written so that differentiating it gives the same (the label's
+        # logit from `logits`): a gradient taken without a tape does.
         exp = ops.exp(logits - peak)
         total = ops.sum(exp, axis=axis, keepdims=True)
+        label_logit = ops.take_along_axis(logits, labels, axis=axis)
 
         def grad(*args, upstream=None):
             if upstream is None:

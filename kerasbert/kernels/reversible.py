@@ -3,6 +3,8 @@ activations instead of keeping them (see `kerasbert.kernels`)."""
 
 import keras
 
+from kerasbert.kernels.tape_gradient import custom_gradient
+
 
 def reversible_layers(functions, x1, x2, weights, recompute=True):
     """Reversible residual layers: for each layer i, y1 = x1 + F_i(x2),
@@ -60,16 +62,11 @@ def _reversible_layers_tf(functions, x1, x2, weights):
                               unconnected_gradients="zero")
         return out, grads[0], grads[1:]
 
-    @tf.custom_gradient
+    # `custom_gradient` runs this forward pass with the tapes stopped, also
+    # eagerly (where tf.custom_gradient lets the caller's tape record every
+    # op of every layer with its activations: memory growing with depth).
+    @custom_gradient
     def stack(x1, x2, *flat_weights):
-        if tf.executing_eagerly():
-            # Eagerly, tf.custom_gradient runs this forward pass while the
-            # caller's tape records: every op of every layer would be taped
-            # with its activations (memory growing with depth, as without
-            # recomputation). Inputs cut from the tape keep it out; the
-            # gradient is `grad`'s either way.
-            x1, x2 = tf.stop_gradient(x1), tf.stop_gradient(x2)
-            flat_weights = [tf.stop_gradient(w) for w in flat_weights]
         per_layer = unflatten(flat_weights)
         outputs = []
         for (f, g), (f_w, g_w) in zip(functions, per_layer):

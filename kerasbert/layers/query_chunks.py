@@ -12,11 +12,14 @@ probabilities again from the scores and the kept log-sum-exp, then
     dV += P^T dO,  dS = P * (dO V^T - rowsum(dO * O)),  dQ = dS K,  dK += dS^T Q
 
 so no [T, S] tensor outlives its chunk. The gradient is written with
-`keras.ops.custom_gradient`, so the same code trains under TensorFlow and
-JAX. The result equals the plain computation up to float rounding.
+`kernels.custom_gradient` (Keras's under JAX; under TensorFlow one that no
+graph outlives), so the same code trains under TensorFlow and JAX. The
+result equals the plain computation up to float rounding.
 """
 
 from keras import ops
+
+from kerasbert.kernels import custom_gradient
 
 
 def query_chunked_attention(query, key, value, key_bias, chunk):
@@ -50,7 +53,7 @@ def _scores(query, key, key_bias):
     return scores + key_bias[:, None, None, :]
 
 
-@ops.custom_gradient
+@custom_gradient
 def _attend_chunks(chunks, key, value, key_bias):
     """chunks [n, B, c, N, D] -> [n, B, c, N, D]; see the module's text."""
 
