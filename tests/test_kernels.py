@@ -600,3 +600,20 @@ def test_written_out_gradients_leave_no_graph_behind(kernel):
                                                             from_logits=True)
                if kernel == "cross_entropy" else keras.activations.gelu(x, approximate=False))
     np.testing.assert_allclose(got, tape.gradient(out, x).numpy(), rtol=1e-5, atol=1e-6)
+
+
+def test_custom_gradient_falls_back_to_tensorflows_own(monkeypatch):
+    """A TensorFlow without the tape API where it is now still gets the
+    written-out gradient (tf.custom_gradient's)."""
+    monkeypatch.setitem(sys.modules, "tensorflow.python.eager.record", None)
+    calls = []
+    real = tf.custom_gradient
+    monkeypatch.setattr(tf, "custom_gradient", lambda f: calls.append(f) or real(f))
+    x = tf.constant(RNG.normal(size=(3, 8)).astype("float32"))
+    upstream = tf.constant(RNG.normal(size=(3, 8)).astype("float32"))
+    got = _value_and_grads(kernels.gelu, x, [], upstream)
+    want = _value_and_grads(lambda h: keras.activations.gelu(h, approximate=False), x, [],
+                            upstream)
+    for a, b in zip(got, want):
+        np.testing.assert_allclose(a, b, rtol=1e-6, atol=1e-6)
+    assert len(calls) == 1

@@ -19,6 +19,7 @@ backends get `keras.ops.custom_gradient`, which keeps nothing.
 """
 
 import functools
+import importlib
 
 import keras
 
@@ -34,9 +35,11 @@ def custom_gradient(fn):
     @functools.wraps(fn)
     def wrapped(*args):
         import tensorflow as tf
-        # The tape API tf.custom_gradient itself records with.
-        from tensorflow.python.eager import record
 
+        try:  # the tape API tf.custom_gradient itself records with
+            record = importlib.import_module("tensorflow.python.eager.record")
+        except ImportError:  # a TensorFlow that moved it: its own, which keeps graphs
+            return tf.custom_gradient(fn)(*args)
         args = [tf.convert_to_tensor(a) for a in args]
         with record.stop_recording():
             outputs, grad = fn(*args)
