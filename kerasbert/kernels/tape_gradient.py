@@ -5,10 +5,11 @@ TensorFlow) registers every traced call's gradient function in TensorFlow's
 process-wide gradient registry, under a new name, for good. That function
 holds the call's tensors, so every graph traced with a custom gradient stays
 alive for the life of the process, with the variables it captured
-(tensorflow/tensorflow#27492, #97697): fine-tuning all-MiniLM-L6-v2 five
-times in one process grew it by 0.25-0.75 GB per model, 3.9 GB after five,
-where the same models without custom gradients stayed at 2.0 GB. Notebooks
-and benchmarks that build several models paid it.
+(tensorflow/tensorflow#27492, #97697): building and fitting
+all-MiniLM-L6-v2 four times in one process left it at 2.0, 2.2, 2.7 and
+3.1 GB, where the same models with Keras's GELU (no custom gradient) stayed
+at 1.9-2.0 GB, and with these gradients on the tape 1.8-1.9 GB. Notebooks and
+benchmarks that build several models paid it.
 
 `custom_gradient` records the gradient on the tapes that are watching (what
 `tf.GradientTape`, and so Keras's `fit`, differentiates with) and nowhere
