@@ -44,10 +44,13 @@ def timed_main(parse_args, run, argv=None):
 
 def base_environment():
     """Versions and machine facts every bench records."""
+    from kerasbert.hardware import cpu_model
+
     return {
         "python": platform.python_version(),
         "platform": platform.platform(),
         "cpu_count": os.cpu_count(),
+        "cpu_model": cpu_model(),
     }
 
 

@@ -408,7 +408,8 @@ def run(args):
         results["pieces"] = {"mean": round(float(np.mean(pieces)), 1),
                              "p95": float(np.percentile(pieces, 95)), "max": int(max(pieces))}
         print(f"checkpoint {checkpoint}; texts: {results['pieces']} pieces; "
-              f"CPU bfloat16 kernels: {results['environment']['cpu_bfloat16_kernels']}",
+              f"CPU {results['environment']['cpu_model']!r}, bfloat16 kernels: "
+              f"{results['environment']['cpu_bfloat16_kernels']}",
               flush=True)
         results["speed"] = measure_speed(args, checkpoint, names, train)
         print("\nrow              examples/s  vs dicts128  vs fixed128  vs f32 twin  "

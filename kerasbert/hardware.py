@@ -15,17 +15,43 @@ import os
 BFLOAT16_FLAGS = ("avx512_bf16", "amx_bf16")
 
 
-def cpu_flags(cpuinfo="/proc/cpuinfo"):
-    """The flags of the first processor in `cpuinfo` (a set; empty where the
-    file does not exist, as on macOS and Windows)."""
+def _first_processor(cpuinfo):
+    """The "name: value" fields of the first processor in `cpuinfo` (a
+    dict; empty where the file does not exist, as on macOS and Windows)."""
+    fields = {}
     if not os.path.exists(cpuinfo):
-        return set()
+        return fields
     with open(cpuinfo, encoding="utf-8", errors="replace") as f:
         for line in f:
+            if not line.strip():
+                if fields:
+                    break
+                continue
             name, _, value = line.partition(":")
-            if name.strip() in ("flags", "Features"):
-                return set(value.split())
-    return set()
+            fields.setdefault(name.strip(), value.strip())
+    return fields
+
+
+def cpu_flags(cpuinfo="/proc/cpuinfo"):
+    """The flags of the first processor in `cpuinfo` (a set; empty where the
+    file does not exist)."""
+    fields = _first_processor(cpuinfo)
+    return set(fields.get("flags", fields.get("Features", "")).split())
+
+
+def cpu_model(cpuinfo="/proc/cpuinfo"):
+    """The first processor's model name with its family and model numbers,
+    e.g. "AMD EPYC (family 25, model 17)" (a virtual machine often shows
+    only the vendor's brand, and the numbers tell the generation: Zen 4
+    here); "" where `cpuinfo` says nothing. Benchmarks record it: the same
+    flags run at different speeds on different generations."""
+    fields = _first_processor(cpuinfo)
+    name = fields.get("model name", "")
+    numbers = [f"{label} {fields[key]}" for key, label in (("cpu family", "family"),
+                                                          ("model", "model")) if fields.get(key)]
+    if name and numbers:
+        return f"{name} ({', '.join(numbers)})"
+    return name
 
 
 def bfloat16_kernels(flags=None):

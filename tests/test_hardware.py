@@ -3,6 +3,7 @@ flags and says which precision to pick; `kerasbert info` prints it."""
 
 from kerasbert.hardware import bfloat16_kernels
 from kerasbert.hardware import cpu_flags
+from kerasbert.hardware import cpu_model
 from kerasbert.hardware import precision_advice
 
 
@@ -18,6 +19,20 @@ def test_flags_and_advice(tmp_path):
     assert "keep float32" in precision_advice({"avx2", "fma"})
     assert cpu_flags(str(tmp_path / "missing")) == set()  # macOS, Windows: no file
     assert "keep float32" in precision_advice(set())
+
+
+def test_cpu_model(tmp_path):
+    cpuinfo = tmp_path / "cpuinfo"
+    cpuinfo.write_text("processor\t: 0\nvendor_id\t: AuthenticAMD\ncpu family\t: 25\n"
+                       "model\t\t: 17\nmodel name\t: AMD EPYC\nflags\t\t: fpu\n\n"
+                       "processor\t: 1\nmodel name\t: other\n")
+    assert cpu_model(str(cpuinfo)) == "AMD EPYC (family 25, model 17)"
+    cpuinfo.write_text("processor\t: 0\nmodel name\t: Some CPU\n")
+    assert cpu_model(str(cpuinfo)) == "Some CPU"
+    cpuinfo.write_text("processor\t: 0\nFeatures\t: fp asimd\n")  # aarch64: no model name
+    assert cpu_model(str(cpuinfo)) == ""
+    assert cpu_flags(str(cpuinfo)) == {"fp", "asimd"}
+    assert cpu_model(str(tmp_path / "missing")) == ""
 
 
 def test_info_prints_the_advice(capsys):
