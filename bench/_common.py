@@ -44,7 +44,7 @@ def timed_main(parse_args, run, argv=None):
 
 def base_environment():
     """Versions and machine facts every bench records."""
-    from kerasbert.hardware import cpu_model
+    from kerasbert.hardware import cpu_model  # here: `add_paths` puts the repo on sys.path first
 
     return {
         "python": platform.python_version(),
